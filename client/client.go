@@ -1,0 +1,533 @@
+// Package client is the Go client of askbridge's HTTP API: an agent asks a
+// person a question (or for approval of a tool call) and waits for the
+// answer, and an answerer (a web inbox, the bridge CLI, a test) lists and
+// answers what is pending.
+//
+// Ask and Approve are the whole life cycle in one call: they create the
+// request idempotently (under a tool_call_id, so a retried create re-attaches
+// to the request it already made), wait for it with bounded long-polls that
+// ride out a restarting bridge, withdraw it when the caller's context ends,
+// and turn a request that ended without an answer into an *Error carrying
+// the seam's code:
+//
+//	ans, _, err := c.Ask(ctx, client.QuestionRequest{Questions: qs})
+//	switch {
+//	case errors.Is(err, client.ErrTimedOut):   // nobody answered in time
+//	case errors.Is(err, client.ErrCancelled):  // a person declined
+//	case errors.Is(err, client.ErrNoProvider): // no answerer: try the next one
+//	}
+//
+// Create, Wait, Get, Cancel, Answer, Decide, Dismiss and Pending are the
+// single API calls underneath.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mathrand "math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultPollWait is how long one long-poll asks the bridge to hold the
+// call; the bridge caps it at its store.max_wait (60 s by default).
+const DefaultPollWait = 25 * time.Second
+
+// Client talks to one bridge. It is safe for concurrent use.
+type Client struct {
+	base     string // scheme://host[:port][/prefix], no trailing slash
+	token    string
+	hc       *http.Client
+	pollWait time.Duration
+
+	// Retry policy of the wait loop and of a create that reached the bridge:
+	// backoff doubling from backoff to maxBackoff, until failures have
+	// lasted retryFor.
+	backoff, maxBackoff, retryFor time.Duration
+	grace                         time.Duration // beyond a call's wait before the client stops waiting for its response
+	withdrawTimeout               time.Duration // for the DELETE sent after the caller's context ended
+}
+
+// ClientOption configures a Client. (Option is the seam's question option.)
+type ClientOption func(*Client)
+
+// WithToken sets the bearer token sent as Authorization: Bearer <token>.
+// Asking needs a token with the ask scope, answering and listing one with
+// the answer scope. A bridge with no tokens configured needs none.
+func WithToken(token string) ClientOption { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient sets the HTTP client; default a client of its own with no
+// overall timeout (each call gets a deadline from its wait). A Timeout on
+// hc must exceed the poll wait, or every long-poll fails.
+func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.hc = hc } }
+
+// WithPollWait sets how long each long-poll asks the bridge to hold the
+// call (default DefaultPollWait). Shorter polls cost more requests; they
+// suit proxies that cut idle connections early.
+func WithPollWait(d time.Duration) ClientOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.pollWait = d
+		}
+	}
+}
+
+// New returns a client of the bridge at baseURL, e.g. http://127.0.0.1:8080.
+func New(baseURL string, opts ...ClientOption) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("bridge URL %q: write it as http://host:port or https://host", baseURL)
+	}
+	c := &Client{
+		base:            strings.TrimSuffix(baseURL, "/"),
+		hc:              &http.Client{},
+		pollWait:        DefaultPollWait,
+		backoff:         250 * time.Millisecond,
+		maxBackoff:      5 * time.Second,
+		retryFor:        2 * time.Minute,
+		grace:           30 * time.Second,
+		withdrawTimeout: 10 * time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// NewToolCallID returns a random tool_call_id. Ask and Create make one up
+// when the request has none; make your own and keep it to re-attach to the
+// same request after a restart.
+func NewToolCallID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "askbridge-" + hex.EncodeToString(b[:])
+}
+
+// Ask asks the questions of req and waits until a person answers. It
+// returns the canonical answer (one item per question, in request order)
+// and the final record.
+//
+// A request that ends without an answer is an *Error with the seam's code:
+// ErrCancelled (a person declined), ErrTimedOut (expires_in passed),
+// ErrAborted (withdrawn). When ctx ends first, Ask withdraws the question
+// (DELETE) and returns an error wrapping ctx's error and, once withdrawn,
+// ErrAborted. No answerer taking the request is ErrNoProvider; a bridge that
+// can't be reached is ErrUnreachable.
+func (c *Client) Ask(ctx context.Context, req QuestionRequest) (Answer, *Record, error) {
+	rec, err := c.askWait(ctx, req)
+	if err != nil {
+		return Answer{}, rec, err
+	}
+	if rec.Answer == nil {
+		return Answer{}, rec, fmt.Errorf("question %s: %w: answered without an answer", rec.ID, errBadResponse)
+	}
+	return *rec.Answer, rec, nil
+}
+
+// Approve asks a person to allow or reject the tool call of req and waits
+// for the decision; otherwise as Ask. A rejection is a decision, not an
+// error: check Decision.Outcome.
+func (c *Client) Approve(ctx context.Context, req ApprovalRequest) (Decision, *Record, error) {
+	rec, err := c.askWait(ctx, req)
+	if err != nil {
+		return Decision{}, rec, err
+	}
+	if rec.Decision == nil {
+		return Decision{}, rec, fmt.Errorf("approval %s: %w: decided without a decision", rec.ID, errBadResponse)
+	}
+	return *rec.Decision, rec, nil
+}
+
+// askWait creates req, waits for it to end and returns its record when it
+// was answered, or its error.
+func (c *Client) askWait(ctx context.Context, req Request) (*Record, error) {
+	rec, err := c.Create(ctx, req, c.pollWait)
+	if err != nil {
+		return rec, err
+	}
+	if rec, err = c.Wait(ctx, rec); err != nil {
+		return rec, err
+	}
+	if err := rec.Err(); err != nil {
+		return rec, fmt.Errorf("%s %s: %w", rec.Kind, rec.ID, err)
+	}
+	return rec, nil
+}
+
+// Create creates the request and returns its record; with wait > 0 the
+// bridge holds the call until the request ends or wait passes (the record
+// is then still pending). req gets a random tool_call_id when it has none.
+//
+// A create that reached the bridge and failed on the way back (a network
+// error, 503 UNAVAILABLE) is sent again under the same tool_call_id, which
+// re-attaches to the request instead of making a second. A bridge that
+// can't be reached at all is ErrUnreachable, at once. When ctx ends before
+// the bridge answered, the request (if it was made) is withdrawn, since
+// the caller never learned its id: Create then returns the withdrawn record
+// and an error wrapping ctx's.
+func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*Record, error) {
+	req = req.withToolCallID()
+	kind := req.kind()
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", kind, err)
+	}
+	var wrote atomic.Bool
+	r := retrier{c: c}
+	for {
+		var rec Record
+		err := c.do(ctx, call{method: http.MethodPost, path: collection(kind), query: waitQuery(wait), body: body, wait: wait, wrote: &wrote}, &rec)
+		switch {
+		case err == nil:
+			return &rec, nil
+		case ctx.Err() != nil:
+			return c.abandon(ctx, kind, body, wrote.Load())
+		case !wrote.Load():
+			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.base, err)
+		case !transient(err):
+			return nil, fmt.Errorf("create %s: %w", kind, err)
+		}
+		if err := r.pause(ctx, err); err != nil {
+			if ctx.Err() != nil {
+				return c.abandon(ctx, kind, body, true)
+			}
+			return nil, fmt.Errorf("create %s: %w", kind, err)
+		}
+	}
+}
+
+// abandon withdraws a request whose create may have landed but whose
+// answer never arrived because ctx ended: creating it again under the same
+// tool_call_id returns the request that exists, which is then cancelled.
+func (c *Client) abandon(ctx context.Context, kind Kind, body []byte, sent bool) (*Record, error) {
+	cause := ctx.Err()
+	if !sent {
+		return nil, fmt.Errorf("create %s: %w", kind, cause)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
+	defer cancel()
+	var rec Record
+	if err := c.do(wctx, call{method: http.MethodPost, path: collection(kind), body: body}, &rec); err != nil {
+		return nil, fmt.Errorf("create %s: %w; withdrawing it failed: %w", kind, cause, err)
+	}
+	return c.withdraw(ctx, &rec)
+}
+
+// Wait long-polls the request of rec until it is no longer pending and
+// returns its final record. An end without an answer is not an error of
+// Wait: see Record.Err.
+//
+// Network errors and 503 UNAVAILABLE (the bridge restarting, its Redis
+// failing over) are retried with backoff for up to two minutes of
+// failures. When ctx ends first, Wait withdraws the request (DELETE) and
+// returns the record as it ended with an error wrapping ctx's error and,
+// once withdrawn, ErrAborted.
+func (c *Client) Wait(ctx context.Context, rec *Record) (*Record, error) {
+	path := collection(rec.Kind) + "/" + url.PathEscape(rec.ID)
+	floor := min(c.pollWait, time.Second) // no tighter loop than this, whatever the bridge's max_wait
+	r := retrier{c: c}
+	for rec.Status == StatusPending {
+		start := time.Now()
+		var got Record
+		err := c.do(ctx, call{method: http.MethodGet, path: path, query: waitQuery(c.pollWait), wait: c.pollWait}, &got)
+		switch {
+		case err == nil:
+			rec = &got
+			r.reset()
+			if got.Status == StatusPending {
+				err = sleep(ctx, floor-time.Since(start))
+			}
+		case ctx.Err() != nil:
+		case !transient(err):
+			return rec, fmt.Errorf("%s %s: %w", rec.Kind, rec.ID, err)
+		default:
+			err = r.pause(ctx, err)
+		}
+		if ctx.Err() != nil {
+			return c.withdraw(ctx, rec)
+		}
+		if err != nil {
+			return rec, fmt.Errorf("%s %s: %w", rec.Kind, rec.ID, err)
+		}
+	}
+	return rec, nil
+}
+
+// withdraw cancels rec's request after ctx ended, under a context of its
+// own, and returns the record as it ended with an error wrapping ctx's.
+func (c *Client) withdraw(ctx context.Context, rec *Record) (*Record, error) {
+	cause := ctx.Err()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
+	defer cancel()
+	got, err := c.cancelKind(wctx, rec.Kind, rec.ID)
+	switch {
+	case err != nil:
+		return rec, fmt.Errorf("%s %s: %w; withdrawing it failed: %w", rec.Kind, rec.ID, cause, err)
+	case got.Status == StatusCancelled:
+		return got, fmt.Errorf("%s %s withdrawn: %w: %w", got.Kind, got.ID, cause, got.Err())
+	case got.Err() != nil:
+		return got, fmt.Errorf("%s %s: %w; it had ended already: %w", got.Kind, got.ID, cause, got.Err())
+	}
+	return got, fmt.Errorf("%s %s: %w; it was %s already", got.Kind, got.ID, cause, got.Status)
+}
+
+// Get returns the request id, question or approval. With wait > 0 the
+// bridge holds the call until the request ends or wait passes.
+func (c *Client) Get(ctx context.Context, id string, wait time.Duration) (*Record, error) {
+	return eitherKind(id, func(kind Kind) (*Record, error) {
+		var rec Record
+		err := c.do(ctx, call{method: http.MethodGet, path: collection(kind) + "/" + url.PathEscape(id), query: waitQuery(wait), wait: wait}, &rec)
+		return &rec, err
+	})
+}
+
+// Cancel withdraws the request id (status cancelled, seam code
+// ASK_ABORTED). Cancelling a request that ended returns it as it ended.
+// Only the client that created a request may cancel it.
+func (c *Client) Cancel(ctx context.Context, id string) (*Record, error) {
+	return eitherKind(id, func(kind Kind) (*Record, error) { return c.cancelKind(ctx, kind, id) })
+}
+
+func (c *Client) cancelKind(ctx context.Context, kind Kind, id string) (*Record, error) {
+	var rec Record
+	err := c.do(ctx, call{method: http.MethodDelete, path: collection(kind) + "/" + url.PathEscape(id)}, &rec)
+	return &rec, err
+}
+
+// Answer answers the question request id and returns the answered record.
+// The bridge checks the answer against the questions and stores it in
+// canonical form; a request that ended already is ErrAlreadyResolved.
+func (c *Client) Answer(ctx context.Context, id string, a Answer) (*Record, error) {
+	return c.resolve(ctx, KindQuestion, id, "answer", a)
+}
+
+// Decide decides the approval request id.
+func (c *Client) Decide(ctx context.Context, id string, d Decision) (*Record, error) {
+	return c.resolve(ctx, KindApproval, id, "decision", d)
+}
+
+// Dismiss declines to answer the request id, question or approval: the
+// asking agent gets ErrCancelled.
+func (c *Client) Dismiss(ctx context.Context, id string) (*Record, error) {
+	return eitherKind(id, func(kind Kind) (*Record, error) {
+		var rec Record
+		err := c.do(ctx, call{method: http.MethodPost, path: collection(kind) + "/" + url.PathEscape(id) + "/dismiss"}, &rec)
+		return &rec, err
+	})
+}
+
+func (c *Client) resolve(ctx context.Context, kind Kind, id, verb string, v any) (*Record, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, id, err)
+	}
+	var rec Record
+	if err := c.do(ctx, call{method: http.MethodPost, path: collection(kind) + "/" + url.PathEscape(id) + "/" + verb, body: body}, &rec); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, id, err)
+	}
+	return &rec, nil
+}
+
+// Pending lists the pending questions and approvals (at most 500 of each),
+// newest first.
+func (c *Client) Pending(ctx context.Context) (*PendingList, error) {
+	q := url.Values{"status": {string(StatusPending)}, "limit": {"500"}}
+	var out PendingList
+	if err := c.do(ctx, call{method: http.MethodGet, path: collection(KindQuestion), query: q}, &out); err != nil {
+		return nil, fmt.Errorf("list pending questions: %w", err)
+	}
+	if err := c.do(ctx, call{method: http.MethodGet, path: collection(KindApproval), query: q}, &out); err != nil {
+		return nil, fmt.Errorf("list pending approvals: %w", err)
+	}
+	return &out, nil
+}
+
+func (r QuestionRequest) kind() Kind { return KindQuestion }
+func (r ApprovalRequest) kind() Kind { return KindApproval }
+
+func collection(kind Kind) string {
+	if kind == KindApproval {
+		return "/v1/approvals"
+	}
+	return "/v1/questions"
+}
+
+// eitherKind runs f for a question and, when there is no such question,
+// for an approval: ids of both kinds share one space.
+func eitherKind(id string, f func(Kind) (*Record, error)) (*Record, error) {
+	rec, err := f(KindQuestion)
+	if errors.Is(err, ErrNotFound) {
+		rec, err = f(KindApproval)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+func waitQuery(d time.Duration) url.Values {
+	if d <= 0 {
+		return nil
+	}
+	return url.Values{"wait": {d.String()}}
+}
+
+// errBadResponse marks a response that is not what the API sends: not
+// worth retrying.
+var errBadResponse = errors.New("unexpected response from the bridge")
+
+// maxResponse bounds a response body: a record holds at most a 1 MiB
+// request plus its answer and posts.
+const maxResponse = 8 << 20
+
+// call is one HTTP call.
+type call struct {
+	method, path string
+	query        url.Values
+	body         []byte        // nil: none
+	wait         time.Duration // how long the bridge may hold the call
+	wrote        *atomic.Bool  // when not nil, set once the request went out whole
+}
+
+// do makes one call and decodes its 2xx JSON into out. An API error is an
+// *Error; a network error is returned as the HTTP client reports it.
+func (c *Client) do(ctx context.Context, cl call, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, cl.wait+c.grace)
+	defer cancel()
+	if cl.wrote != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(i httptrace.WroteRequestInfo) {
+				if i.Err == nil {
+					cl.wrote.Store(true)
+				}
+			},
+		})
+	}
+	u := c.base + cl.path
+	if len(cl.query) > 0 {
+		u += "?" + cl.query.Encode()
+	}
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "askbridge-client")
+	if cl.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return fmt.Errorf("%s %s: reading the response: %w", cl.method, cl.path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return apiError(resp.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: %w: %w", cl.method, cl.path, errBadResponse, err)
+	}
+	return nil
+}
+
+// apiError reads {"error":{"code","message"}}; a body that is not one (a
+// proxy's error page) becomes an *Error without a code.
+func apiError(status int, data []byte) *Error {
+	var body struct {
+		Error *ErrorBody `json:"error"`
+	}
+	if json.Unmarshal(data, &body) == nil && body.Error != nil && body.Error.Code != "" {
+		return &Error{Status: status, Code: body.Error.Code, Message: body.Error.Message}
+	}
+	text := strings.TrimSpace(string(data))
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	msg := fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
+	if text != "" {
+		msg += ": " + text
+	}
+	return &Error{Status: status, Message: msg}
+}
+
+// transient reports whether a failed call may succeed if made again: a
+// network error, a gateway error, 429, or 503 other than NO_PROVIDER.
+func transient(err error) bool {
+	if errors.Is(err, errBadResponse) {
+		return false
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return true // the network, not the bridge
+	}
+	switch e.Status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	case http.StatusServiceUnavailable:
+		return e.Code != CodeNoProvider
+	}
+	return false
+}
+
+// retrier paces retries: jittered backoff, doubling, until failures have
+// lasted the client's retryFor.
+type retrier struct {
+	c     *Client
+	since time.Time // first failure of the current run
+	next  time.Duration
+}
+
+func (r *retrier) reset() { r.since = time.Time{} }
+
+// pause waits before the next attempt after err, or returns err when
+// failures have lasted too long, or ctx's error.
+func (r *retrier) pause(ctx context.Context, err error) error {
+	if r.since.IsZero() {
+		r.since, r.next = time.Now(), r.c.backoff
+	}
+	if lasted := time.Since(r.since); lasted >= r.c.retryFor {
+		return fmt.Errorf("still failing after %s: %w", lasted.Round(time.Second), err)
+	}
+	d := r.next/2 + mathrand.N(r.next/2+1)
+	r.next = min(2*r.next, r.c.maxBackoff)
+	return sleep(ctx, d)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,499 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/config"
+)
+
+// within is how long a test waits for something that should take
+// milliseconds before it fails.
+const within = 10 * time.Second
+
+func newBridge(t *testing.T, yaml []byte, opt app.Options, adjust ...func(*config.Config)) string {
+	t.Helper()
+	url, stop, err := startBridge(yaml, opt, adjust...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return url
+}
+
+func newClient(t *testing.T, url string, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	c, err := client.New(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// awaitPending polls until a request of kind is pending and returns it.
+func awaitPending(t *testing.T, c *client.Client, kind client.Kind) client.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		list, err := c.Pending(ctx)
+		if err != nil {
+			t.Fatalf("waiting for a pending %s: %v", kind, err)
+		}
+		recs := list.Questions
+		if kind == client.KindApproval {
+			recs = list.Approvals
+		}
+		if len(recs) > 0 {
+			return recs[0]
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no %s turned up pending within %s", kind, within)
+		case <-tick.C:
+		}
+	}
+}
+
+// result is what Ask returned, delivered from its goroutine.
+type result struct {
+	ans client.Answer
+	rec *client.Record
+	err error
+}
+
+func askAsync(ctx context.Context, c *client.Client, req client.QuestionRequest) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		ans, rec, err := c.Ask(ctx, req)
+		ch <- result{ans, rec, err}
+	}()
+	return ch
+}
+
+func await[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatalf("%s: nothing within %s", what, within)
+		panic("unreachable")
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func yesNo(id string) client.Question {
+	return client.Question{ID: id, Question: "Deploy " + id + "?", Options: []client.Option{{Label: "Yes (Recommended)"}, {Label: "No"}}}
+}
+
+func TestAsk(t *testing.T) {
+	url := newBridge(t, nil, app.Options{})
+	c := newClient(t, url)
+	multi := client.Question{ID: "envs", Question: "Which environments?", MultiSelect: true,
+		Options: []client.Option{{Label: "dev"}, {Label: "staging"}, {Label: "prod"}}}
+
+	for _, tc := range []struct {
+		name      string
+		questions []client.Question
+		respond   func(ctx context.Context, id string) (*client.Record, error)
+		want      string // the answer's JSON, when answered
+		wantErr   error
+		wantCode  string
+	}{{
+		name:      "answered",
+		questions: []client.Question{yesNo("web")},
+		respond: func(ctx context.Context, id string) (*client.Record, error) {
+			return c.Answer(ctx, id, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"Yes (Recommended)"}}}})
+		},
+		want: `{"answers":[{"id":"web","selected":["Yes (Recommended)"]}]}`,
+	}, {
+		name:      "multi",
+		questions: []client.Question{multi},
+		respond: func(ctx context.Context, id string) (*client.Record, error) {
+			return c.Answer(ctx, id, client.Answer{Answers: []client.AnswerItem{{ID: "envs", Selected: []string{"prod", "dev"}, Custom: " and qa "}}})
+		},
+		want: `{"answers":[{"id":"envs","selected":["prod","dev"],"custom":"and qa"}]}`,
+	}, {
+		name:      "custom overrides a single choice, skipped question",
+		questions: []client.Question{yesNo("web"), yesNo("api")},
+		respond: func(ctx context.Context, id string) (*client.Record, error) {
+			return c.Answer(ctx, id, client.Answer{Answers: []client.AnswerItem{{ID: "api", Selected: []string{"No"}, Custom: "  only after 6pm "}}})
+		},
+		want: `{"answers":[{"id":"web","selected":[]},{"id":"api","selected":[],"custom":"only after 6pm"}]}`,
+	}, {
+		name:      "dismissed",
+		questions: []client.Question{yesNo("web")},
+		respond:   func(ctx context.Context, id string) (*client.Record, error) { return c.Dismiss(ctx, id) },
+		wantErr:   client.ErrCancelled,
+		wantCode:  client.CodeCancelled,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			done := askAsync(ctx, c, client.QuestionRequest{Questions: tc.questions})
+			p := awaitPending(t, c, client.KindQuestion)
+			if _, err := tc.respond(ctx, p.ID); err != nil {
+				t.Fatalf("responding: %v", err)
+			}
+			r := await(t, "Ask", done)
+			if tc.wantErr != nil {
+				if !errors.Is(r.err, tc.wantErr) {
+					t.Fatalf("Ask error = %v, want %v", r.err, tc.wantErr)
+				}
+				var e *client.Error
+				if !errors.As(r.err, &e) || e.Code != tc.wantCode || e.Message == "" {
+					t.Fatalf("Ask error = %#v, want an *Error with code %s and the seam's message", e, tc.wantCode)
+				}
+				if r.rec == nil || r.rec.ID != p.ID || !r.rec.Status.Final() {
+					t.Fatalf("Ask record = %+v, want the ended request %s", r.rec, p.ID)
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatalf("Ask: %v", r.err)
+			}
+			if got := mustJSON(t, r.ans); got != tc.want {
+				t.Errorf("answer = %s\nwant     %s", got, tc.want)
+			}
+			if r.rec.Status != client.StatusAnswered || r.rec.AnsweredBy == nil || r.rec.AnsweredBy.Surface != "api" {
+				t.Errorf("record = %+v, want answered through the api", r.rec)
+			}
+		})
+	}
+}
+
+func TestApprove(t *testing.T) {
+	url := newBridge(t, nil, app.Options{})
+	c := newClient(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	type decided struct {
+		d   client.Decision
+		rec *client.Record
+		err error
+	}
+	done := make(chan decided, 1)
+	go func() {
+		d, rec, err := c.Approve(ctx, client.ApprovalRequest{
+			Approval:   client.Approval{ToolName: "kubectl_apply", Reason: "roll out v2", Arguments: json.RawMessage(`{"file":"v2.yaml"}`)},
+			ToolCallID: "call-7",
+		})
+		done <- decided{d, rec, err}
+	}()
+	p := awaitPending(t, c, client.KindApproval)
+	if p.ToolName != "kubectl_apply" || p.CallID != "call-7" {
+		t.Fatalf("pending approval = %+v", p)
+	}
+	if _, err := c.Decide(ctx, p.ID, client.Decision{Outcome: client.OutcomeRejected, Note: " not on a Friday "}); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, "Approve", done)
+	if r.err != nil {
+		t.Fatalf("Approve: %v", r.err)
+	}
+	if want := (client.Decision{Outcome: client.OutcomeRejected, Note: "not on a Friday"}); r.d != want {
+		t.Errorf("decision = %+v, want %+v", r.d, want)
+	}
+}
+
+// fakeClock is the bridge's clock in expiry tests.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestAskExpired(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	url := newBridge(t, nil, app.Options{Now: clock.Now}, func(cfg *config.Config) {
+		cfg.Store.SweepInterval = config.Duration(10 * time.Millisecond)
+	})
+	c := newClient(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := askAsync(ctx, c, client.QuestionRequest{Questions: []client.Question{yesNo("web")}, ExpiresIn: time.Hour})
+	p := awaitPending(t, c, client.KindQuestion)
+	if p.ExpiresAt == nil || !p.ExpiresAt.Equal(clock.Now().Add(time.Hour)) {
+		t.Fatalf("expires_at = %v, want an hour after %v", p.ExpiresAt, clock.Now())
+	}
+	clock.Advance(time.Hour + time.Second)
+	r := await(t, "Ask", done)
+	if !errors.Is(r.err, client.ErrTimedOut) {
+		t.Fatalf("Ask error = %v, want ErrTimedOut", r.err)
+	}
+	var e *client.Error
+	if errors.As(r.err, &e); e.Message != "ask_user_question timed out before the user answered" {
+		t.Errorf("message = %q, want the seam's", e.Message)
+	}
+	if r.rec.Status != client.StatusExpired {
+		t.Errorf("status = %s, want expired", r.rec.Status)
+	}
+}
+
+// recorder is an http.RoundTripper that keeps every call, "METHOD /path
+// STATUS", and reports each on calls.
+type recorder struct {
+	calls chan string
+	mu    sync.Mutex
+	log   []string
+}
+
+func (r *recorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.log...)
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	status := "error"
+	if err == nil {
+		status = resp.Status[:3]
+	}
+	call := req.Method + " " + req.URL.Path + " " + status
+	r.mu.Lock()
+	r.log = append(r.log, call)
+	r.mu.Unlock()
+	select {
+	case r.calls <- call:
+	default:
+	}
+	return resp, err
+}
+
+// TestAskCancelled checks that a caller giving up withdraws its question,
+// whether it gave up while the create was held open or during a later poll.
+func TestAskCancelled(t *testing.T) {
+	url := newBridge(t, nil, app.Options{})
+	observer := newClient(t, url)
+	for _, tc := range []struct {
+		name     string
+		pollWait time.Duration
+		cancelOn string // the call after which the test cancels
+	}{
+		{"during the create's wait", time.Minute, "POST"},
+		{"during a poll", 20 * time.Millisecond, "GET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{calls: make(chan string, 100)}
+			c := newClient(t, url, client.WithPollWait(tc.pollWait), client.WithHTTPClient(&http.Client{Transport: rec}))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := askAsync(ctx, c, client.QuestionRequest{Questions: []client.Question{yesNo("web")}})
+			p := awaitPending(t, observer, client.KindQuestion)
+			if tc.cancelOn == "GET" {
+				for call := await(t, "a poll", rec.calls); call[:3] != "GET"; call = await(t, "a poll", rec.calls) {
+				}
+			}
+			cancel()
+			r := await(t, "Ask", done)
+			if !errors.Is(r.err, context.Canceled) || !errors.Is(r.err, client.ErrAborted) {
+				t.Fatalf("Ask error = %v, want context.Canceled and ErrAborted", r.err)
+			}
+			calls := rec.all()
+			want := map[string]int{
+				"POST /v1/questions 201":                1, // one request made, never two
+				"DELETE /v1/questions/" + p.ID + " 200": 1,
+			}
+			if tc.cancelOn == "POST" {
+				// The create's response never came: creating again under the
+				// same tool_call_id re-attached to learn the id.
+				want["POST /v1/questions 200"] = 1
+				want["POST /v1/questions 201"] = 0
+			}
+			for call, n := range want {
+				if got := count(calls, call); got != n {
+					t.Errorf("%d calls %q, want %d; calls: %q", got, call, n, calls)
+				}
+			}
+			got, err := observer.Get(context.Background(), p.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != client.StatusCancelled || got.Error == nil || got.Error.Code != client.CodeAborted {
+				t.Errorf("record after cancel = %s %+v, want cancelled with ASK_ABORTED", got.Status, got.Error)
+			}
+			if list, err := observer.Pending(context.Background()); err != nil || len(list.Questions) != 0 {
+				t.Errorf("pending after cancel = %+v, %v; want none (no second request made)", list, err)
+			}
+		})
+	}
+}
+
+func count(calls []string, call string) int {
+	n := 0
+	for _, c := range calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCreateErrors(t *testing.T) {
+	url := newBridge(t, nil, app.Options{})
+	c := newClient(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+
+	t.Run("no provider", func(t *testing.T) {
+		_, _, err := c.Ask(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}, Route: "nope"})
+		var e *client.Error
+		if !errors.Is(err, client.ErrNoProvider) || !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable {
+			t.Fatalf("Ask error = %v (%#v), want ErrNoProvider with 503", err, e)
+		}
+	})
+	t.Run("invalid", func(t *testing.T) {
+		_, _, err := c.Ask(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web"), yesNo("web")}})
+		if !errors.Is(err, client.ErrInvalidRequest) {
+			t.Fatalf("Ask error = %v, want ErrInvalidRequest", err)
+		}
+		if _, _, err := c.Ask(ctx, client.QuestionRequest{}); !errors.Is(err, client.ErrEmptyQuestions) {
+			t.Fatalf("Ask error = %v, want ErrEmptyQuestions", err)
+		}
+	})
+	t.Run("same tool_call_id re-attaches, different body conflicts", func(t *testing.T) {
+		req := client.QuestionRequest{Questions: []client.Question{yesNo("db")}, ToolCallID: "call-42"}
+		first, err := c.Create(ctx, req, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := c.Create(ctx, req, 0)
+		if err != nil || again.ID != first.ID {
+			t.Fatalf("second create = %+v, %v; want the record %s", again, err, first.ID)
+		}
+		req.Questions[0].Question = "Drop the database?"
+		if _, err := c.Create(ctx, req, 0); !errors.Is(err, client.ErrConflict) {
+			t.Fatalf("create with a different body = %v, want ErrConflict", err)
+		}
+		if _, err := c.Cancel(ctx, first.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("not found", func(t *testing.T) {
+		if _, err := c.Get(ctx, "nosuchrequest", 0); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("Get = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("already resolved", func(t *testing.T) {
+		rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Dismiss(ctx, rec.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Answer(ctx, rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}})
+		if !errors.Is(err, client.ErrAlreadyResolved) {
+			t.Fatalf("late answer = %v, want ErrAlreadyResolved", err)
+		}
+	})
+}
+
+func TestBridgeDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c := newClient(t, "http://"+addr)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	start := time.Now()
+	_, _, err = c.Ask(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}})
+	if !errors.Is(err, client.ErrUnreachable) {
+		t.Fatalf("Ask error = %v, want ErrUnreachable", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Ask took %s to find the bridge down; want at once", took)
+	}
+	if ctx.Err() != nil {
+		t.Error("Ask waited for its context to end")
+	}
+}
+
+func TestTokens(t *testing.T) {
+	url := newBridge(t, []byte(`
+api:
+  tokens:
+    - {name: agent, token: ask-secret, scopes: [ask]}
+    - {name: person, token: answer-secret, scopes: [answer]}
+`), app.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	req := client.QuestionRequest{Questions: []client.Question{yesNo("web")}}
+
+	if _, err := newClient(t, url).Create(ctx, req, 0); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("create without a token = %v, want ErrUnauthorized", err)
+	}
+	if _, err := newClient(t, url, client.WithToken("wrong")).Create(ctx, req, 0); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("create with a wrong token = %v, want ErrUnauthorized", err)
+	}
+	agent := newClient(t, url, client.WithToken("ask-secret"))
+	if _, err := agent.Pending(ctx); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("pending with an ask token = %v, want ErrForbidden", err)
+	}
+	person := newClient(t, url, client.WithToken("answer-secret"))
+	done := askAsync(ctx, agent, req)
+	p := awaitPending(t, person, client.KindQuestion)
+	if _, err := person.Answer(ctx, p.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := await(t, "Ask", done); r.err != nil || r.rec.AnsweredBy.Name != "person" {
+		t.Fatalf("Ask = %+v, %v; want answered by person", r.rec, r.err)
+	}
+}
+
+func TestNewRejectsBadURL(t *testing.T) {
+	for _, u := range []string{"127.0.0.1:8080", "ftp://x", "http://", ""} {
+		if _, err := client.New(u); err == nil {
+			t.Errorf("New(%q) = nil error", u)
+		}
+	}
+}
+
+func TestQuestionRequestJSON(t *testing.T) {
+	var req client.QuestionRequest
+	in := `{"questions":[{"id":"a","question":"A?","multi_select":true,"options":[{"label":"x"},{"label":"y"}]}],"tool_call_id":"t1","route":"ops","expires_in":90}`
+	if err := json.Unmarshal([]byte(in), &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.ExpiresIn != 90*time.Second || !req.Questions[0].MultiSelect || req.Route != "ops" || req.ToolCallID != "t1" {
+		t.Fatalf("decoded %+v", req)
+	}
+	want := `{"questions":[{"id":"a","question":"A?","options":[{"label":"x"},{"label":"y"}],"multiSelect":true}],"tool_call_id":"t1","route":"ops","expires_in":"1m30s"}`
+	if got := mustJSON(t, req); got != want {
+		t.Errorf("encoded %s\nwant    %s", got, want)
+	}
+}

@@ -1,0 +1,246 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/api"
+)
+
+// script is a fake bridge: each call is answered by the next step of its
+// method, the last step repeating.
+type script struct {
+	mu     sync.Mutex
+	steps  map[string][]func(w http.ResponseWriter, r *http.Request, body []byte)
+	bodies map[string][]string // request bodies by method
+}
+
+func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.bodies[r.Method] = append(s.bodies[r.Method], string(body))
+	steps := s.steps[r.Method]
+	step := steps[min(len(s.bodies[r.Method]), len(steps))-1]
+	s.mu.Unlock()
+	step(w, r, body)
+}
+
+func (s *script) calls(method string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies[method]
+}
+
+func newScript(t *testing.T, steps map[string][]func(http.ResponseWriter, *http.Request, []byte)) (*script, *Client) {
+	t.Helper()
+	s := &script{steps: steps, bodies: map[string][]string{}}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL, WithPollWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.backoff, c.maxBackoff = time.Millisecond, 5*time.Millisecond
+	return s, c
+}
+
+func reply(status int, body string) func(http.ResponseWriter, *http.Request, []byte) {
+	return func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}
+}
+
+// hangUp closes the connection without a response: the request arrived, the
+// answer is lost.
+func hangUp(t *testing.T) func(http.ResponseWriter, *http.Request, []byte) {
+	return func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	}
+}
+
+const (
+	pendingRec  = `{"id":"abc","kind":"question","status":"pending","route":"default","questions":[{"id":"q1","question":"Go?"}]}`
+	answeredRec = `{"id":"abc","kind":"question","status":"answered","route":"default","answer":{"answers":[{"id":"q1","selected":[],"custom":"go"}]}}`
+	unavailable = `{"error":{"code":"UNAVAILABLE","message":"the bridge can't reach its Redis; try again shortly"}}`
+)
+
+var question = QuestionRequest{Questions: []Question{{ID: "q1", Question: "Go?"}}}
+
+func TestWaitRidesOutOutages(t *testing.T) {
+	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"POST": {reply(201, pendingRec)},
+		"GET": {
+			reply(503, unavailable),
+			hangUp(t),
+			reply(502, `<html>bad gateway</html>`),
+			reply(200, pendingRec),
+			reply(200, answeredRec),
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ans, _, err := c.Ask(ctx, question)
+	if err != nil {
+		t.Fatalf("Ask: %v", err)
+	}
+	if got := ans.Answers[0].Custom; got != "go" {
+		t.Errorf("answer = %+v", ans)
+	}
+	if n := len(s.calls("GET")); n != 5 {
+		t.Errorf("%d polls, want 5", n)
+	}
+}
+
+func TestWaitGivesUp(t *testing.T) {
+	_, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"POST": {reply(201, pendingRec)},
+		"GET":  {reply(503, unavailable)},
+	})
+	c.retryFor = 30 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, rec, err := c.Ask(ctx, question)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "still failing after") {
+		t.Fatalf("Ask error = %v, want ErrUnavailable after retrying", err)
+	}
+	if rec == nil || rec.ID != "abc" {
+		t.Errorf("record = %+v, want the pending request", rec)
+	}
+}
+
+func TestWaitStopsOnPermanentError(t *testing.T) {
+	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"POST": {reply(201, pendingRec)},
+		"GET":  {reply(404, `{"error":{"code":"NOT_FOUND","message":"no such request"}}`)},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := c.Ask(ctx, question); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Ask error = %v, want ErrNotFound", err)
+	}
+	if n := len(s.calls("GET")); n != 1 {
+		t.Errorf("%d polls, want 1: a 404 is not retried", n)
+	}
+}
+
+// TestCreateReattaches checks that a create whose response was lost is sent
+// again with the same tool_call_id, so the bridge returns the request it
+// made instead of making a second.
+func TestCreateReattaches(t *testing.T) {
+	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"POST": {hangUp(t), reply(503, unavailable), reply(200, answeredRec)},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := c.Ask(ctx, question); err != nil {
+		t.Fatalf("Ask: %v", err)
+	}
+	bodies := s.calls("POST")
+	if len(bodies) != 3 {
+		t.Fatalf("%d creates, want 3", len(bodies))
+	}
+	var first struct {
+		ToolCallID string `json:"tool_call_id"`
+	}
+	if err := json.Unmarshal([]byte(bodies[0]), &first); err != nil || !strings.HasPrefix(first.ToolCallID, "askbridge-") {
+		t.Fatalf("first create %s: no generated tool_call_id (%v)", bodies[0], err)
+	}
+	for i, b := range bodies[1:] {
+		if b != bodies[0] {
+			t.Errorf("create %d = %s, want the first create's body %s", i+2, b, bodies[0])
+		}
+	}
+}
+
+func TestCreateDoesNotRetryRefusals(t *testing.T) {
+	for _, body := range []string{
+		`{"error":{"code":"NO_PROVIDER","message":"no user-questions answerer accepted the request"}}`,
+		`{"error":{"code":"INVALID_REQUEST","message":"bad"}}`,
+	} {
+		status := 503
+		if strings.Contains(body, "INVALID") {
+			status = 400
+		}
+		s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){"POST": {reply(status, body)}})
+		_, _, err := c.Ask(context.Background(), question)
+		var e *Error
+		if !errors.As(err, &e) || e.Status != status {
+			t.Errorf("Ask error = %v, want the bridge's %d", err, status)
+		}
+		if n := len(s.calls("POST")); n != 1 {
+			t.Errorf("%s: %d creates, want 1", e.Code, n)
+		}
+	}
+}
+
+func TestRecordErr(t *testing.T) {
+	for _, tc := range []struct {
+		status Status
+		want   error
+	}{
+		{StatusPending, nil},
+		{StatusAnswered, nil},
+		{StatusCancelled, ErrAborted},
+		{StatusDismissed, ErrCancelled},
+		{StatusExpired, ErrTimedOut},
+	} {
+		err := (&Record{Status: tc.status}).Err()
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: Err() = %v, want %v", tc.status, err, tc.want)
+		}
+	}
+}
+
+// TestRecordMirrorsAPI keeps Record in step with the bridge's own record:
+// the same JSON fields, options and types, all the way down.
+func TestRecordMirrorsAPI(t *testing.T) {
+	got, want := jsonShape(reflect.TypeFor[Record](), 0), jsonShape(reflect.TypeFor[api.Record](), 0)
+	if got != want {
+		t.Errorf("client.Record's JSON differs from api.Record's:\nclient: %s\napi:    %s", got, want)
+	}
+}
+
+// jsonShape describes how encoding/json sees t: field names with their
+// options, and the shape of each field's type.
+func jsonShape(t reflect.Type, depth int) string {
+	if depth > 5 {
+		return t.String()
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return "*" + jsonShape(t.Elem(), depth+1)
+	case reflect.Slice:
+		return "[]" + jsonShape(t.Elem(), depth+1)
+	case reflect.Struct:
+		if t.PkgPath() != "" && !strings.Contains(t.PkgPath(), "askbridge/internal/api") &&
+			!strings.Contains(t.PkgPath(), "askbridge/internal/pending") && !strings.Contains(t.PkgPath(), "askbridge/client") {
+			return t.String() // shared types (seam, time) are the same on both sides
+		}
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range t.NumField() {
+			f := t.Field(i)
+			fmt.Fprintf(&b, "%s:%s,", f.Tag.Get("json"), jsonShape(f.Type, depth+1))
+		}
+		b.WriteString("}")
+		return b.String()
+	}
+	return t.String()
+}

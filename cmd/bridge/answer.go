@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/askbridge/askbridge/client"
+)
+
+const answerUsage = `usage: bridge answer ID [--select LABEL]... [--custom TEXT] [--question-id QID]
+       bridge answer ID --json '{"answers":[...]}'
+       bridge answer ID --allow | --reject [--note TEXT]
+       bridge answer ID --dismiss
+
+Answers the pending question or approval ID (see "bridge pending") and
+prints the resulting record as JSON. Whether ID is a question or an
+approval is looked up.
+
+A question: --select picks an option by its label, verbatim (repeat it for
+a multi-select question); --custom answers in free text. In a request of
+several questions --question-id names the one answered and the others are
+skipped; --json gives the answers to all of them at once.
+An approval: --allow allows the tool call once, --reject rejects it; --note
+is passed to the agent.
+Either: --dismiss declines to answer; the agent gets ASK_CANCELLED.
+
+exit status: 0 answered, 1 error (ALREADY_RESOLVED, NOT_FOUND, an invalid
+answer, ...), 2 usage.
+
+environment:
+  BRIDGE_SERVER  default of --server
+  BRIDGE_TOKEN   API token (needs the answer scope; none for an open bridge)
+
+flags:
+`
+
+func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("answer", flag.ContinueOnError)
+	var selects stringList
+	fs.Var(&selects, "select", "select the option `LABEL`, verbatim; repeat for a multi-select question")
+	custom := fs.String("custom", "", "answer in free `TEXT`")
+	questionID := fs.String("question-id", "", "the question of the request to answer (default: its only one)")
+	jsonAnswer := fs.String("json", "", "the whole `ANSWER` of a request of several questions: {\"answers\":[...]}")
+	dismiss := fs.Bool("dismiss", false, "decline to answer")
+	allow := fs.Bool("allow", false, "allow the approval's tool call, once")
+	reject := fs.Bool("reject", false, "reject the approval's tool call")
+	note := fs.String("note", "", "with --allow or --reject: a note for the agent")
+	server := serverFlag(fs)
+	args, code, ok := parseInterleaved(fs, args, answerUsage, stderr)
+	if !ok {
+		return code
+	}
+	if len(args) != 1 {
+		return usageErr(stderr, "answer", "name exactly one request ID")
+	}
+	id := args[0]
+	set := visited(fs)
+	questionFlags := set["select"] || set["custom"] || set["question-id"] || set["json"]
+	approvalFlags := set["allow"] || set["reject"] || set["note"]
+	switch {
+	case *allow && *reject:
+		return usageErr(stderr, "answer", "--allow or --reject, not both")
+	case set["note"] && !*allow && !*reject:
+		return usageErr(stderr, "answer", "--note goes with --allow or --reject")
+	case set["json"] && (set["select"] || set["custom"] || set["question-id"]):
+		return usageErr(stderr, "answer", "--json holds the whole answer; drop --select, --custom and --question-id")
+	case *dismiss && (questionFlags || approvalFlags):
+		return usageErr(stderr, "answer", "--dismiss declines to answer; it takes no answer flags")
+	case questionFlags && approvalFlags:
+		return usageErr(stderr, "answer", "question flags (--select, --custom, --json) and approval flags (--allow, --reject) don't mix")
+	case !*dismiss && !questionFlags && !*allow && !*reject:
+		return usageErr(stderr, "answer", "say how to answer: --select, --custom, --json, --allow, --reject or --dismiss")
+	}
+
+	c, err := newClient(*server)
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge: answer:", err)
+		return exitError
+	}
+	var rec *client.Record
+	if *dismiss {
+		rec, err = c.Dismiss(ctx, id)
+	} else {
+		if rec, err = c.Get(ctx, id, 0); err != nil {
+			fmt.Fprintln(stderr, "bridge: answer:", err)
+			return exitError
+		}
+		switch rec.Kind {
+		case client.KindQuestion:
+			if approvalFlags {
+				return usageErr(stderr, "answer", "%s is a question: answer it with --select, --custom or --json", id)
+			}
+			a, msg := buildAnswer(rec, selects, *custom, *questionID, *jsonAnswer)
+			if msg != "" {
+				return usageErr(stderr, "answer", "%s", msg)
+			}
+			rec, err = c.Answer(ctx, id, a)
+		case client.KindApproval:
+			if questionFlags {
+				return usageErr(stderr, "answer", "%s is an approval: decide it with --allow or --reject", id)
+			}
+			d := client.Decision{Outcome: client.OutcomeAllowedOnce, Note: *note}
+			if *reject {
+				d.Outcome = client.OutcomeRejected
+			}
+			rec, err = c.Decide(ctx, id, d)
+		default:
+			err = fmt.Errorf("request %s is of an unknown kind %q", id, rec.Kind)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge: answer:", err)
+		return exitError
+	}
+	if err := writeJSON(stdout, rec, true); err != nil {
+		fmt.Fprintln(stderr, "bridge: answer:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// buildAnswer makes the answer the flags describe to the questions of rec,
+// or returns why it can't.
+func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonAnswer string) (client.Answer, string) {
+	if jsonAnswer != "" {
+		// Strictly: the bridge ignores unknown fields, so a misspelt
+		// "selected" would answer the question as skipped, for good.
+		var a client.Answer
+		dec := json.NewDecoder(strings.NewReader(jsonAnswer))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return a, fmt.Sprintf("--json is not an answer {\"answers\":[{\"id\",\"selected\",\"custom\"}]}: %v", err)
+		}
+		return a, ""
+	}
+	if questionID == "" {
+		if len(rec.Questions) != 1 {
+			ids := make([]string, 0, len(rec.Questions))
+			for _, q := range rec.Questions {
+				ids = append(ids, q.ID)
+			}
+			return client.Answer{}, fmt.Sprintf("%s has %d questions (%s): name one with --question-id, or answer all with --json",
+				rec.ID, len(rec.Questions), strings.Join(ids, ", "))
+		}
+		questionID = rec.Questions[0].ID
+	}
+	item := client.AnswerItem{ID: questionID, Selected: append([]string{}, selects...), Custom: custom}
+	return client.Answer{Answers: []client.AnswerItem{item}}, ""
+}
+
+// parseInterleaved parses flags that may come before and after the
+// positional arguments (bridge answer ID --select X), which flag.Parse
+// alone stops at, and returns the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) ([]string, int, bool) {
+	var pos []string
+	for {
+		if code, ok := parseFlags(fs, args, usage, stderr); !ok {
+			return nil, code, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, 0, true
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}

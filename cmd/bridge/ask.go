@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/askbridge/askbridge/client"
+)
+
+// Exit statuses of bridge ask for a question that ended unanswered, one per
+// seam code, beside exitOK (answered), exitError and exitUsage.
+const (
+	exitCancelled = 3 // withdrawn by the asker (Ctrl-C): ASK_ABORTED
+	exitDismissed = 4 // a person declined to answer: ASK_CANCELLED
+	exitExpired   = 5 // nobody answered before it expired: ASK_TIMED_OUT
+)
+
+// optionSep splits an --option into its label and description.
+const optionSep = " :: "
+
+const askUsage = `usage: bridge ask --question TEXT [--option LABEL]... [flags]
+       bridge ask --json-request FILE|- [flags]
+
+Asks a question through the bridge, waits until a person answers it, and
+prints the answer on stdout as the seam's JSON, one line:
+
+  {"answers":[{"id":"q1","selected":["Yes"]}]}
+
+selected holds the chosen option labels verbatim; a free-text answer is in
+"custom". The request's id is printed on stderr as soon as it is created.
+Ctrl-C withdraws the question before exiting.
+
+--option takes the label verbatim, or "LABEL :: DESCRIPTION" (split at the
+first " :: ") to show a description under it. A question without options
+is answered with free text. For several questions, typed input fields or a
+plan-review intent, pass the whole request body (as POST /v1/questions
+takes it) with --json-request; --route, --expires, --tool-call-id and
+--caller still apply to it.
+
+exit status:
+  0  answered
+  1  error: the bridge is unreachable, no answerer took the question
+     (NO_PROVIDER), the request is invalid, ...
+  2  usage
+  3  cancelled (ASK_ABORTED): the question was withdrawn (Ctrl-C)
+  4  dismissed (ASK_CANCELLED): a person declined to answer
+  5  expired (ASK_TIMED_OUT): nobody answered before it expired (--expires)
+
+environment:
+  BRIDGE_SERVER  default of --server
+  BRIDGE_TOKEN   API token (needs the ask scope; none for an open bridge)
+
+flags:
+`
+
+func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
+	var options stringList
+	question := fs.String("question", "", "the question `TEXT` (required unless --json-request)")
+	fs.Var(&options, "option", "an option: `LABEL`, or \"LABEL :: DESCRIPTION\"; repeat for each")
+	multi := fs.Bool("multi", false, "let the person select several options")
+	header := fs.String("header", "", "short heading shown above the question")
+	detail := fs.String("detail", "", "markdown shown with the question")
+	id := fs.String("id", "q1", "question id, echoed in the answer")
+	expires := fs.Duration("expires", 0, "expire the question unanswered after this long (30m, 2h); 0: the route's or bridge's default")
+	route := fs.String("route", "", "route to post it to (default: the bridge's \"default\" route)")
+	toolCallID := fs.String("tool-call-id", "", "idempotency key: asking the same question again under it re-attaches to the pending one (default: random)")
+	caller := fs.String("caller", "", "who asks, `NAME` shown to the people who answer")
+	jsonReq := fs.String("json-request", "", "read the whole request body from `FILE` (- for stdin)")
+	server := serverFlag(fs)
+	if code, ok := parseFlags(fs, args, askUsage, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "ask", "unexpected argument %q", fs.Arg(0))
+	}
+	set := visited(fs)
+
+	var req client.QuestionRequest
+	if *jsonReq != "" {
+		for _, f := range []string{"question", "option", "multi", "header", "detail", "id"} {
+			if set[f] {
+				return usageErr(stderr, "ask", "--%s can't be combined with --json-request; put it in the request", f)
+			}
+		}
+		var err error
+		if req, err = readRequest(*jsonReq, stdin); err != nil {
+			fmt.Fprintln(stderr, "bridge: ask:", err)
+			return exitError
+		}
+	} else {
+		if strings.TrimSpace(*question) == "" {
+			return usageErr(stderr, "ask", "--question is required")
+		}
+		q := client.Question{ID: *id, Question: *question, Header: *header, Detail: *detail, MultiSelect: *multi}
+		for _, o := range options {
+			label, desc, _ := strings.Cut(o, optionSep)
+			q.Options = append(q.Options, client.Option{Label: label, Description: desc})
+		}
+		req.Questions = []client.Question{q}
+	}
+	if set["route"] {
+		req.Route = *route
+	}
+	if set["expires"] {
+		req.ExpiresIn = *expires
+	}
+	if set["tool-call-id"] {
+		req.ToolCallID = *toolCallID
+	}
+	if set["caller"] {
+		req.Caller = &client.Caller{Name: *caller}
+	}
+
+	c, err := newClient(*server)
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge: ask:", err)
+		return exitError
+	}
+	rec, err := c.Create(ctx, req, 0)
+	if err == nil {
+		fmt.Fprintf(stderr, "asked: id %s (tool_call_id %s), waiting for an answer; Ctrl-C withdraws it\n", rec.ID, rec.ToolCallID)
+		rec, err = c.Wait(ctx, rec)
+	}
+	return askOutcome(rec, err, stdout, stderr)
+}
+
+// askOutcome prints how a question ended and returns the exit status.
+func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
+	if rec == nil || !rec.Status.Final() {
+		fmt.Fprintln(stderr, "bridge: ask:", err)
+		return exitError
+	}
+	if rec.Status == client.StatusAnswered && rec.Answer != nil {
+		// Answered, even if Ctrl-C came a moment later: the answer won.
+		if err := writeJSON(stdout, rec.Answer, false); err != nil {
+			fmt.Fprintln(stderr, "bridge: ask:", err)
+			return exitError
+		}
+		return exitOK
+	}
+	if err == nil {
+		err = fmt.Errorf("question %s %s: %w", rec.ID, rec.Status, rec.Err())
+	}
+	fmt.Fprintln(stderr, "bridge: ask:", err)
+	switch rec.Status {
+	case client.StatusCancelled:
+		return exitCancelled
+	case client.StatusDismissed:
+		return exitDismissed
+	case client.StatusExpired:
+		return exitExpired
+	}
+	return exitError
+}
+
+// readRequest reads a question request body from path, or stdin for "-".
+func readRequest(path string, stdin io.Reader) (client.QuestionRequest, error) {
+	var (
+		data []byte
+		err  error
+	)
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return client.QuestionRequest{}, err
+	}
+	var req client.QuestionRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return client.QuestionRequest{}, fmt.Errorf("%s: not a question request: %w", path, err)
+	}
+	// The bridge ignores unknown keys; a misspelt one (expire_in) would
+	// silently not apply.
+	var keys map[string]json.RawMessage
+	json.Unmarshal(data, &keys)
+	for k := range keys {
+		switch k {
+		case "questions", "tool_call_id", "caller", "route", "expires_in":
+		default:
+			return client.QuestionRequest{}, fmt.Errorf("%s: unknown key %q; a question request has questions, tool_call_id, caller, route and expires_in", path, k)
+		}
+	}
+	return req, nil
+}
+
+// What ask, answer and pending share: the bridge's address and token, and
+// flag handling.
+
+const defaultServer = "http://127.0.0.1:8080"
+
+// serverFlag adds --server, defaulting to $BRIDGE_SERVER.
+func serverFlag(fs *flag.FlagSet) *string {
+	def := os.Getenv("BRIDGE_SERVER")
+	if def == "" {
+		def = defaultServer
+	}
+	return fs.String("server", def, "the bridge's `URL` ($BRIDGE_SERVER)")
+}
+
+// newClient returns a client of server with the token in $BRIDGE_TOKEN.
+func newClient(server string) (*client.Client, error) {
+	return client.New(server, client.WithToken(os.Getenv("BRIDGE_TOKEN")))
+}
+
+// parseFlags parses args; when it fails it returns the exit status: 0 for
+// -h, exitUsage otherwise.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (int, bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, false
+	case err != nil:
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+func usageErr(stderr io.Writer, cmd, format string, args ...any) int {
+	fmt.Fprintf(stderr, "bridge %s: %s\nRun \"bridge %s -h\" for its flags.\n", cmd, fmt.Sprintf(format, args...), cmd)
+	return exitUsage
+}
+
+// visited returns the names of the flags set on the command line.
+func visited(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ", ") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// writeJSON writes v as one line, or indented, without HTML escaping.
+func writeJSON(w io.Writer, v any, indent bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(v)
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/config"
+)
+
+// within is how long a test waits for something that should take
+// milliseconds before it fails.
+const within = 10 * time.Second
+
+// startBridge runs a bridge with the default config on a free loopback port.
+func startBridge(t *testing.T, opt app.Options, adjust ...func(*config.Config)) string {
+	t.Helper()
+	cfg, err := config.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	for _, f := range adjust {
+		f(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return a.URL()
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs the bridge command with args.
+func cli(args ...string) cliResult {
+	var stdout, stderr bytes.Buffer
+	code := run(args, strings.NewReader(""), &stdout, &stderr)
+	return cliResult{code, stdout.String(), stderr.String()}
+}
+
+func cliAsync(args ...string) <-chan cliResult {
+	ch := make(chan cliResult, 1)
+	go func() { ch <- cli(args...) }()
+	return ch
+}
+
+func await(t *testing.T, what string, ch <-chan cliResult) cliResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(within):
+		t.Fatalf("%s: no result within %s", what, within)
+		panic("unreachable")
+	}
+}
+
+// awaitPending polls the bridge until a request is pending and returns it.
+func awaitPending(t *testing.T, url string) client.Record {
+	t.Helper()
+	c, err := client.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		list, err := c.Pending(ctx)
+		if err != nil {
+			t.Fatalf("waiting for a pending request: %v", err)
+		}
+		if recs := append(list.Questions, list.Approvals...); len(recs) > 0 {
+			return recs[0]
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("nothing turned up pending within %s", within)
+		case <-tick.C:
+		}
+	}
+}
+
+func TestAskAndAnswer(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	multiReq := filepath.Join(t.TempDir(), "req.json")
+	if err := os.WriteFile(multiReq, []byte(`{"questions":[
+		{"id":"env","question":"Which environment?","options":[{"label":"staging"},{"label":"prod"}]},
+		{"id":"why","question":"Why now?"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name       string
+		ask        []string
+		answer     []string // after "answer ID"
+		checkAsked func(t *testing.T, p client.Record)
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{{
+		name: "answered",
+		ask:  []string{"--question", "Deploy v2?", "--header", "Deploy", "--option", "Yes (Recommended) :: ships it to prod", "--option", "No: not yet"},
+		checkAsked: func(t *testing.T, p client.Record) {
+			want := []client.Option{{Label: "Yes (Recommended)", Description: "ships it to prod"}, {Label: "No: not yet"}}
+			if q := p.Questions[0]; q.ID != "q1" || q.Header != "Deploy" || !equalOptions(q.Options, want) {
+				t.Errorf("asked %+v, want id q1, header Deploy, options %+v", q, want)
+			}
+		},
+		answer:     []string{"--select", "Yes (Recommended)"},
+		wantStdout: `{"answers":[{"id":"q1","selected":["Yes (Recommended)"]}]}` + "\n",
+	}, {
+		name:       "multi with custom",
+		ask:        []string{"--question", "Which?", "--multi", "--option", "a", "--option", "b", "--option", "c", "--id", "pick"},
+		answer:     []string{"--select", "c", "--select", "a", "--custom", " and d "},
+		wantStdout: `{"answers":[{"id":"pick","selected":["c","a"],"custom":"and d"}]}` + "\n",
+	}, {
+		name: "free text",
+		ask:  []string{"--question", "Release name?", "--expires", "1h", "--caller", "ci"},
+		checkAsked: func(t *testing.T, p client.Record) {
+			if p.Caller == nil || p.Caller.Name != "ci" || p.ExpiresAt == nil {
+				t.Errorf("asked %+v, want caller ci and an expiry", p)
+			}
+		},
+		answer:     []string{"--custom", "Ganymede"},
+		wantStdout: `{"answers":[{"id":"q1","selected":[],"custom":"Ganymede"}]}` + "\n",
+	}, {
+		name:       "several questions, one answered",
+		ask:        []string{"--json-request", multiReq},
+		answer:     []string{"--question-id", "why", "--custom", "the freeze ends"},
+		wantStdout: `{"answers":[{"id":"env","selected":[]},{"id":"why","selected":[],"custom":"the freeze ends"}]}` + "\n",
+	}, {
+		name: "several questions, all answered",
+		ask:  []string{"--json-request", multiReq, "--tool-call-id", "call-1"},
+		checkAsked: func(t *testing.T, p client.Record) {
+			if p.ToolCallID != "call-1" {
+				t.Errorf("tool_call_id = %q, want call-1", p.ToolCallID)
+			}
+		},
+		answer:     []string{"--json", `{"answers":[{"id":"why","custom":"because"},{"id":"env","selected":["prod"]}]}`},
+		wantStdout: `{"answers":[{"id":"env","selected":["prod"]},{"id":"why","selected":[],"custom":"because"}]}` + "\n",
+	}, {
+		name:       "dismissed",
+		ask:        []string{"--question", "Deploy?", "--option", "Yes"},
+		answer:     []string{"--dismiss"},
+		wantCode:   exitDismissed,
+		wantStderr: "ASK_CANCELLED",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := cliAsync(append([]string{"ask", "--server", url}, tc.ask...)...)
+			p := awaitPending(t, url)
+			if tc.checkAsked != nil {
+				tc.checkAsked(t, p)
+			}
+			// Flags after the id, as people type them.
+			ans := cli(append([]string{"answer", p.ID, "--server", url}, tc.answer...)...)
+			if ans.code != exitOK {
+				t.Fatalf("answer exit %d, stderr %s", ans.code, ans.stderr)
+			}
+			var rec client.Record
+			if err := json.Unmarshal([]byte(ans.stdout), &rec); err != nil || rec.ID != p.ID || !rec.Status.Final() {
+				t.Errorf("answer printed %s (%v), want the ended record %s", ans.stdout, err, p.ID)
+			}
+
+			r := await(t, "ask", asked)
+			if r.code != tc.wantCode {
+				t.Errorf("ask exit %d, want %d; stderr: %s", r.code, tc.wantCode, r.stderr)
+			}
+			if r.stdout != tc.wantStdout {
+				t.Errorf("ask stdout = %q\nwant           %q", r.stdout, tc.wantStdout)
+			}
+			if !strings.Contains(r.stderr, "asked: id "+p.ID) || !strings.Contains(r.stderr, tc.wantStderr) {
+				t.Errorf("ask stderr = %q, want the id %s and %q", r.stderr, p.ID, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func equalOptions(a, b []client.Option) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestAskNoProvider(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	r := await(t, "ask", cliAsync("ask", "--server", url, "--question", "Deploy?", "--route", "nope"))
+	if r.code != exitError || !strings.Contains(r.stderr, "NO_PROVIDER") || r.stdout != "" {
+		t.Errorf("ask = %+v, want exit 1 with NO_PROVIDER", r)
+	}
+}
+
+func TestAskBridgeDown(t *testing.T) {
+	r := await(t, "ask", cliAsync("ask", "--server", "http://127.0.0.1:1", "--question", "Deploy?"))
+	if r.code != exitError || !strings.Contains(r.stderr, "can't reach the bridge") {
+		t.Errorf("ask = %+v, want exit 1 saying the bridge can't be reached", r)
+	}
+}
+
+func TestAskExpired(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	url := startBridge(t, app.Options{Now: clock}, func(cfg *config.Config) {
+		cfg.Store.SweepInterval = config.Duration(10 * time.Millisecond)
+	})
+	asked := cliAsync("ask", "--server", url, "--question", "Deploy?", "--expires", "30m")
+	awaitPending(t, url)
+	mu.Lock()
+	now = now.Add(31 * time.Minute)
+	mu.Unlock()
+	r := await(t, "ask", asked)
+	if r.code != exitExpired || !strings.Contains(r.stderr, "ASK_TIMED_OUT") || r.stdout != "" {
+		t.Errorf("ask = %+v, want exit %d with ASK_TIMED_OUT", r, exitExpired)
+	}
+}
+
+// TestAskInterrupted sends the test process SIGINT while bridge ask waits:
+// ask's signal handler catches it, withdraws the question and exits 3.
+func TestAskInterrupted(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	asked := cliAsync("ask", "--server", url, "--question", "Deploy?")
+	p := awaitPending(t, url)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, "ask", asked)
+	if r.code != exitCancelled || !strings.Contains(r.stderr, "ASK_ABORTED") {
+		t.Errorf("ask = %+v, want exit %d with ASK_ABORTED", r, exitCancelled)
+	}
+	c, _ := client.New(url)
+	if rec, err := c.Get(context.Background(), p.ID, 0); err != nil || rec.Status != client.StatusCancelled {
+		t.Errorf("question after Ctrl-C = %+v, %v; want cancelled", rec, err)
+	}
+}
+
+func TestAnswerApproval(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		flags []string
+		want  client.Decision
+	}{
+		{[]string{"--allow"}, client.Decision{Outcome: client.OutcomeAllowedOnce}},
+		{[]string{"--reject", "--note", "not on a Friday"}, client.Decision{Outcome: client.OutcomeRejected, Note: "not on a Friday"}},
+	} {
+		rec, err := c.Create(ctx, client.ApprovalRequest{Approval: client.Approval{ToolName: "kubectl_apply"}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := cli("answer", "--server", url, rec.ID, "--select", "Yes"); r.code != exitUsage {
+			t.Errorf("--select on an approval: exit %d, want %d", r.code, exitUsage)
+		}
+		r := cli(append([]string{"answer", "--server", url, rec.ID}, tc.flags...)...)
+		if r.code != exitOK {
+			t.Fatalf("answer %v: exit %d, %s", tc.flags, r.code, r.stderr)
+		}
+		var got client.Record
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Decision == nil || *got.Decision != tc.want {
+			t.Errorf("answer %v printed %s (%v), want decision %+v", tc.flags, r.stdout, err, tc.want)
+		}
+	}
+}
+
+func TestAnswerUsage(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	rec, err := c.Create(context.Background(), client.QuestionRequest{Questions: []client.Question{
+		{ID: "a", Question: "A?"}, {ID: "b", Question: "B?"},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typo := filepath.Join(t.TempDir(), "typo.json")
+	if err := os.WriteFile(typo, []byte(`{"questions":[{"id":"a","question":"A?"}],"expire_in":"1h"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"answer"}, exitUsage},
+		{[]string{"answer", rec.ID}, exitUsage},
+		{[]string{"answer", rec.ID, "--allow", "--reject"}, exitUsage},
+		{[]string{"answer", rec.ID, "--note", "x"}, exitUsage},
+		{[]string{"answer", rec.ID, "--dismiss", "--custom", "x"}, exitUsage},
+		{[]string{"answer", rec.ID, "--json", "{}", "--custom", "x"}, exitUsage},
+		{[]string{"answer", rec.ID, "--custom", "x"}, exitUsage},                                      // two questions: which?
+		{[]string{"answer", rec.ID, "--allow"}, exitUsage},                                            // a question, not an approval
+		{[]string{"answer", rec.ID, "--json", `{"answers":[{"id":"a","selcted":["x"]}]}`}, exitUsage}, // misspelt: not a skip
+		{[]string{"answer", "nosuchid", "--custom", "x"}, exitError},
+		{[]string{"answer", rec.ID, "--question-id", "c", "--custom", "x"}, exitError}, // INVALID_REQUEST
+		{[]string{"answer", "-h"}, exitOK},
+		{[]string{"ask"}, exitUsage},
+		{[]string{"ask", "--question", "Q?", "extra"}, exitUsage},
+		{[]string{"ask", "--json-request", "-", "--option", "x"}, exitUsage},
+		{[]string{"ask", "--bogus"}, exitUsage},
+		{[]string{"pending", "extra"}, exitUsage},
+	} {
+		r := cli(append(tc.args, "--server", url)...)
+		if r.code != tc.code {
+			t.Errorf("%q: exit %d, want %d; stderr: %s", tc.args, r.code, tc.code, r.stderr)
+		}
+	}
+	r := await(t, "ask with a misspelt key", cliAsync("ask", "--server", url, "--json-request", typo))
+	if r.code != exitError || !strings.Contains(r.stderr, `unknown key "expire_in"`) {
+		t.Errorf("ask --json-request with a misspelt key = %+v, want exit 1 naming the key", r)
+	}
+	if got, err := c.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusPending {
+		t.Errorf("after usage errors the question is %+v, %v; want it still pending", got, err)
+	}
+}
+
+func TestPending(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	if r := cli("pending", "--server", url); r.code != exitOK || r.stdout != "nothing pending\n" {
+		t.Errorf("pending with nothing = %+v", r)
+	}
+	c, _ := client.New(url)
+	ctx := context.Background()
+	q, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "a", Question: "Deploy\nnow?", MultiSelect: true, Options: []client.Option{{Label: "web"}, {Label: "api"}}},
+		{ID: "b", Question: "Why?"},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Create(ctx, client.ApprovalRequest{Approval: client.Approval{ToolName: "kubectl_apply"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r := cli("pending", "--server", url)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != exitOK || len(lines) != 3 {
+		t.Fatalf("pending = %+v, want a header and two rows", r)
+	}
+	for i, want := range [][]string{
+		{"ID", "AGE", "KIND", "ASKED", "OPTIONS"},
+		{q.ID, "question", "Deploy now? (+1 more)", "web | api (multi)"},
+		{a.ID, "approval", "kubectl_apply", "--allow | --reject"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("row %d = %q, want %q in it", i, lines[i], w)
+			}
+		}
+	}
+
+	r = cli("pending", "--server", url, "--json")
+	var list client.PendingList
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != exitOK {
+		t.Fatalf("pending --json = %+v (%v)", r, err)
+	}
+	if len(list.Questions) != 1 || list.Questions[0].ID != q.ID || len(list.Approvals) != 1 || list.Approvals[0].ID != a.ID {
+		t.Errorf("pending --json = %+v", list)
+	}
+}

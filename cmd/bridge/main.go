@@ -1,0 +1,170 @@
+// Command bridge is askbridge: the service that puts agents' questions to
+// people on Slack and Discord and hands their answers back.
+//
+//	bridge serve [--config FILE] [--listen ADDR]
+//	bridge ask --question TEXT [--option LABEL]... [flags]
+//	bridge answer ID [--select LABEL]... [--custom TEXT]
+//	bridge pending
+//	bridge config check FILE
+//	bridge version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/config"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const usage = `usage: bridge <command> [flags]
+
+commands:
+  serve          run the bridge (no config: embedded Redis, open API on loopback)
+  ask            ask a question and print the answer JSON (for scripts and CI)
+  answer ID      answer a pending question (answer-scoped token)
+  pending        list pending questions and approvals (answer-scoped token)
+  config check   validate a config file and print the effective config
+  version        print the version
+
+Run "bridge <command> -h" for a command's flags.
+`
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, stderr)
+	case "ask":
+		return ask(ctx, rest, stdin, stdout, stderr)
+	case "answer":
+		return answer(ctx, rest, stdout, stderr)
+	case "pending":
+		return pendingCmd(ctx, rest, stdout, stderr)
+	case "config":
+		if len(rest) == 0 || rest[0] != "check" {
+			fmt.Fprintln(stderr, "usage: bridge config check FILE")
+			return exitUsage
+		}
+		return configCheck(rest[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "askbridge", version())
+		return exitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "bridge: unknown command %q\n\n%s", cmd, usage)
+	return exitUsage
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "devel-" + s.Value[:12]
+			}
+		}
+	}
+	return "devel"
+}
+
+// loadConfig reads path, or an empty config when path is "".
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Parse(nil)
+	}
+	return config.Load(path)
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (YAML); none: embedded defaults")
+	listen := fs.String("listen", "", "listen address, overrides the config's listen")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge:", err)
+		return exitError
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "bridge: invalid config:", err)
+		return exitError
+	}
+	log := newLogger(cfg, stderr)
+	a, err := app.New(cfg, log, app.Options{})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitError
+	}
+	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("stopped", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func configCheck(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: bridge config check FILE")
+		return exitUsage
+	}
+	cfg, err := config.Load(args[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge:", err)
+		return exitError
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", args[0], err)
+		return exitError
+	}
+	out, err := cfg.Effective()
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge:", err)
+		return exitError
+	}
+	stdout.Write(out)
+	return exitOK
+}

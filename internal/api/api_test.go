@@ -1,0 +1,511 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+)
+
+const tokensYAML = `
+api:
+  tokens:
+    - {name: agent-a, token: tok-ask-a, scopes: [ask]}
+    - {name: agent-b, token: tok-ask-b, scopes: [ask]}
+    - {name: inbox, token: tok-answer, scopes: [answer]}
+store:
+  sweep_interval: 10ms
+`
+
+// replica starts one bridge on the Redis at url under prefix.
+func replica(t *testing.T, yaml, url, prefix string, opt app.Options) *app.App {
+	t.Helper()
+	return apptest.Start(t, apptest.Config(t, yaml, url, prefix), opt)
+}
+
+func start(t *testing.T, yaml string) *app.App {
+	t.Helper()
+	url, prefix := apptest.Redis(t)
+	return replica(t, yaml, url, prefix, app.Options{})
+}
+
+type response struct {
+	Status int
+	Body   map[string]any
+	Raw    string
+}
+
+func (r response) code() string {
+	e, _ := r.Body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (r response) str(key string) string { s, _ := r.Body[key].(string); return s }
+
+// field returns one top-level field of the body exactly as the server
+// wrote it, key order included.
+func (r response) field(t *testing.T, key string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.Raw), &m); err != nil {
+		t.Fatal(err)
+	}
+	return string(m[key])
+}
+
+func call(t *testing.T, ctx context.Context, method, url, token string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := response{Status: res.StatusCode, Raw: string(raw)}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out.Body); err != nil {
+			t.Fatalf("%s %s: body is not JSON: %q", method, url, raw)
+		}
+	}
+	return out
+}
+
+func do(t *testing.T, method, url, token string, body any) response {
+	t.Helper()
+	return call(t, context.Background(), method, url, token, body)
+}
+
+const deployQ = `{"questions":[{"id":"deploy","question":"Deploy to prod?","options":[{"label":"Yes (Recommended)","description":"ship it"},{"label":"No"}]}]}`
+
+func TestErrorsHaveStatusAndCode(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	created := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ)
+	if created.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.Status, created.Raw)
+	}
+	id := created.str("id")
+	approval := do(t, "POST", u+"/v1/approvals", "tok-ask-a", `{"tool_name":"kubectl_apply","arguments":{"f":"x.yaml"}}`)
+	if approval.Status != http.StatusCreated {
+		t.Fatalf("create approval: %d %s", approval.Status, approval.Raw)
+	}
+	aid := approval.str("id")
+
+	big := `{"questions":[{"id":"q","question":"` + strings.Repeat("x", 1<<20) + `"}]}`
+	tests := []struct {
+		name, method, path, token string
+		body                      any
+		status                    int
+		code                      string
+	}{
+		{"no token", "POST", "/v1/questions", "", deployQ, 401, "UNAUTHORIZED"},
+		{"bad token", "POST", "/v1/questions", "tok-wrong", deployQ, 401, "UNAUTHORIZED"},
+		{"answer token can't ask", "POST", "/v1/questions", "tok-answer", deployQ, 403, "FORBIDDEN"},
+		{"ask token can't answer", "POST", "/v1/questions/" + id + "/answer", "tok-ask-a", `{"answers":[]}`, 403, "FORBIDDEN"},
+		{"ask token can't list", "GET", "/v1/questions?status=pending", "tok-ask-a", nil, 403, "FORBIDDEN"},
+		{"empty body", "POST", "/v1/questions", "tok-ask-a", "", 400, "INVALID_REQUEST"},
+		{"not json", "POST", "/v1/questions", "tok-ask-a", "{", 400, "INVALID_REQUEST"},
+		{"two values", "POST", "/v1/questions", "tok-ask-a", deployQ + deployQ, 400, "INVALID_REQUEST"},
+		{"too large", "POST", "/v1/questions", "tok-ask-a", big, 413, "TOO_LARGE"},
+		{"no questions", "POST", "/v1/questions", "tok-ask-a", `{"questions":[]}`, 400, "EMPTY_QUESTIONS"},
+		{"duplicate ids", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"},{"id":"a","question":"y"}]}`, 400, "INVALID_REQUEST"},
+		{"duplicate labels", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"A"}]}]}`, 400, "INVALID_REQUEST"},
+		{"empty label", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","options":[{"label":" "}]}]}`, 400, "INVALID_REQUEST"},
+		{"unknown input type", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","input":{"type":"date"}}]}`, 400, "INVALID_REQUEST"},
+		{"approve names no option", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"p","question":"ok?","detail":"plan","intent":{"kind":"plan-review","approve":"Go"},"options":[{"label":"Approve"}]}]}`, 400, "BAD_INTENT"},
+		{"plan without detail", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"p","question":"ok?","intent":{"kind":"plan-review"}}]}`, 400, "BAD_INTENT"},
+		{"delegated caller", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":true}}`, 403, "DELEGATED_CALLER"},
+		{"bad expires_in", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"expires_in":"soon"}`, 400, "INVALID_REQUEST"},
+		{"bad wait", "GET", "/v1/questions/" + id + "?wait=forever", "tok-ask-a", nil, 400, "INVALID_REQUEST"},
+		{"unknown route", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"route":"nope"}`, 503, "NO_PROVIDER"},
+		{"approval without tool", "POST", "/v1/approvals", "tok-ask-a", `{"reason":"x"}`, 400, "INVALID_REQUEST"},
+		{"unknown id", "GET", "/v1/questions/nosuchid", "tok-ask-a", nil, 404, "NOT_FOUND"},
+		{"another client's request", "GET", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
+		{"another client's cancel", "DELETE", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
+		{"approval read as question", "GET", "/v1/questions/" + aid, "tok-answer", nil, 404, "NOT_FOUND"},
+		{"label not an option", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["Maybe"]}]}`, 400, "INVALID_REQUEST"},
+		{"two labels for single-select", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["Yes (Recommended)","No"]}]}`, 400, "INVALID_REQUEST"},
+		{"unknown question id", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"other","selected":[]}]}`, 400, "INVALID_REQUEST"},
+		{"misspelt answer field", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selcted":["No"]}]}`, 400, "INVALID_REQUEST"},
+		{"bad outcome", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer", `{"outcome":"maybe"}`, 400, "INVALID_REQUEST"},
+		{"list other status", "GET", "/v1/questions?status=answered", "tok-answer", nil, 400, "INVALID_REQUEST"},
+		{"unknown path", "GET", "/v2/nothing", "", nil, 404, "NOT_FOUND"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, tt.method, u+tt.path, tt.token, tt.body)
+			if r.Status != tt.status || r.code() != tt.code {
+				t.Fatalf("got %d %s, want %d %s: %.300s", r.Status, r.code(), tt.status, tt.code, r.Raw)
+			}
+			e := r.Body["error"].(map[string]any)
+			if msg, _ := e["message"].(string); msg == "" {
+				t.Errorf("error without a message: %s", r.Raw)
+			}
+		})
+	}
+
+	// Nothing above changed the question.
+	if r := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a", nil); r.str("status") != "pending" {
+		t.Fatalf("question changed by bad input: %s", r.Raw)
+	}
+	// And answering works, once.
+	ans := `{"answers":[{"id":"deploy","selected":["Yes (Recommended)"]}]}`
+	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 200 {
+		t.Fatalf("answer: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 409 || r.code() != "ALREADY_RESOLVED" {
+		t.Fatalf("second answer: %d %s", r.Status, r.Raw)
+	}
+}
+
+func TestCreateIsIdempotentPerClientAndToolCall(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	body := `{"tool_call_id":"call-1",` + deployQ[1:]
+	first := do(t, "POST", u+"/v1/questions", "tok-ask-a", body)
+	again := do(t, "POST", u+"/v1/questions", "tok-ask-a", body)
+	if first.Status != 201 || again.Status != 200 || first.str("id") != again.str("id") {
+		t.Fatalf("create twice: %d %s / %d %s", first.Status, first.str("id"), again.Status, again.str("id"))
+	}
+	other := do(t, "POST", u+"/v1/questions", "tok-ask-b", body)
+	if other.Status != 201 || other.str("id") == first.str("id") {
+		t.Fatalf("another client with the same tool_call_id: %d %s", other.Status, other.Raw)
+	}
+	changed := strings.Replace(body, "Deploy to prod?", "Deploy to staging?", 1)
+	if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", changed); r.Status != 409 || r.code() != "CONFLICT" {
+		t.Fatalf("different body, same tool_call_id: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestAnswerOnOneReplicaWakesWaiterOnAnother is the heart of the bridge:
+// the agent long-polls replica A, the person's answer lands on replica B.
+func TestAnswerOnOneReplicaWakesWaiterOnAnother(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	a := replica(t, tokensYAML, url, prefix, app.Options{})
+	b := replica(t, tokensYAML, url, prefix, app.Options{})
+
+	q := `{"questions":[
+	  {"id":"region","question":"Which region?","options":[{"label":"eu-west-1"},{"label":"us-east-1"}]},
+	  {"id":"extras","question":"Extras?","multi_select":true,"options":[{"label":"logs"},{"label":"metrics"},{"label":"traces"}]},
+	  {"id":"replicas","question":"How many?","input":{"type":"integer","value":3}},
+	  {"id":"note","question":"Anything else?"}]}`
+	created := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", q)
+	id := created.str("id")
+
+	got := make(chan response, 1)
+	go func() {
+		got <- call(t, context.Background(), "GET", a.URL()+"/v1/questions/"+id+"?wait=30s", "tok-ask-a", nil)
+	}()
+	waitFor(t, "the waiter to register on replica A", func() bool { return a.Store().Waiting() == 1 })
+
+	// Answer items out of order, with whitespace and a custom override.
+	ans := `{"answers":[
+	  {"id":"replicas","selected":[],"custom":" 5 "},
+	  {"id":"extras","selected":["traces","logs"],"custom":"  also profiles "},
+	  {"id":"region","selected":["us-east-1"],"custom":"ap-south-1"}]}`
+	if r := do(t, "POST", b.URL()+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 200 {
+		t.Fatalf("answer on B: %d %s", r.Status, r.Raw)
+	}
+	var r response
+	select {
+	case r = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter on A was not woken")
+	}
+	want := `{"answers":[{"id":"region","selected":[]` + `,"custom":"ap-south-1"},` +
+		`{"id":"extras","selected":["traces","logs"],"custom":"also profiles"},` +
+		`{"id":"replicas","selected":[],"custom":"5"},` +
+		`{"id":"note","selected":[]}]}`
+	gotAns := r.field(t, "answer")
+	if r.str("status") != "answered" || string(gotAns) != want {
+		t.Fatalf("waiter got %s %s\nwant answer %s", r.str("status"), gotAns, want)
+	}
+	by := r.Body["answered_by"].(map[string]any)
+	if by["surface"] != "api" || by["name"] != "inbox" || r.str("answered_at") == "" {
+		t.Fatalf("answered_by = %v, answered_at %q", by, r.str("answered_at"))
+	}
+}
+
+func TestConcurrentAnswersExactlyOneWins(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	reps := []*app.App{
+		replica(t, tokensYAML, url, prefix, app.Options{}),
+		replica(t, tokensYAML, url, prefix, app.Options{}),
+	}
+	id := do(t, "POST", reps[0].URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	var ok, conflict, other atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			label := []string{"Yes (Recommended)", "No"}[i%2]
+			r := call(t, context.Background(), "POST", reps[i%2].URL()+"/v1/questions/"+id+"/answer", "tok-answer",
+				fmt.Sprintf(`{"answers":[{"id":"deploy","selected":[%q]}]}`, label))
+			switch {
+			case r.Status == 200:
+				ok.Add(1)
+			case r.Status == 409 && r.code() == "ALREADY_RESOLVED":
+				conflict.Add(1)
+			default:
+				other.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 1 || conflict.Load() != 99 || other.Load() != 0 {
+		t.Fatalf("200s %d, 409s %d, others %d; want 1, 99, 0", ok.Load(), conflict.Load(), other.Load())
+	}
+}
+
+func TestCancelRacesAnswerOneWins(t *testing.T) {
+	a := start(t, tokensYAML)
+	for range 20 {
+		id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
+		var cancel, answer response
+		var wg sync.WaitGroup
+		wg.Go(func() { cancel = do(t, "DELETE", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil) })
+		wg.Go(func() {
+			answer = do(t, "POST", a.URL()+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["No"]}]}`)
+		})
+		wg.Wait()
+		final := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil)
+		switch final.str("status") {
+		case "answered":
+			if answer.Status != 200 || cancel.Status != 200 || cancel.str("status") != "answered" {
+				t.Fatalf("answered, but answer %d, cancel %d %s", answer.Status, cancel.Status, cancel.str("status"))
+			}
+		case "cancelled":
+			if answer.Status != 409 || cancel.str("status") != "cancelled" {
+				t.Fatalf("cancelled, but answer %d %s", answer.Status, answer.Raw)
+			}
+			e := final.Body["error"].(map[string]any)
+			if e["code"] != "ASK_ABORTED" || e["message"] != "ask_user_question was aborted before the user answered" {
+				t.Fatalf("cancelled record error = %v", e)
+			}
+		default:
+			t.Fatalf("final status %q", final.str("status"))
+		}
+	}
+}
+
+func TestRestartBetweenCreateAndAnswer(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	cfg := apptest.Config(t, tokensYAML, url, prefix)
+	first, err := app.New(cfg, discard(), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	body := `{"tool_call_id":"call-restart",` + deployQ[1:]
+	id := do(t, "POST", first.URL()+"/v1/questions", "tok-ask-a", body).str("id")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("first replica: %v", err)
+	}
+
+	second := replica(t, tokensYAML, url, prefix, app.Options{})
+	// The restarted agent re-attaches by tool_call_id.
+	again := do(t, "POST", second.URL()+"/v1/questions", "tok-ask-a", body)
+	if again.Status != 200 || again.str("id") != id || again.str("status") != "pending" {
+		t.Fatalf("re-attach after restart: %d %s", again.Status, again.Raw)
+	}
+	do(t, "POST", second.URL()+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["No"]}]}`)
+	r := do(t, "GET", second.URL()+"/v1/questions/"+id+"?wait=5s", "tok-ask-a", nil)
+	if r.str("status") != "answered" {
+		t.Fatalf("after restart: %s", r.Raw)
+	}
+}
+
+// clock is a fake clock the test moves by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func TestExpiryOnTwoReplicasExpiresOnce(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	clk := &clock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	a := replica(t, tokensYAML, url, prefix, app.Options{Now: clk.Now})
+	b := replica(t, tokensYAML, url, prefix, app.Options{Now: clk.Now})
+	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", `{"expires_in":"10m",`+deployQ[1:]).str("id")
+	if r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil); r.str("expires_at") != "2026-12-02T12:10:00Z" {
+		t.Fatalf("expires_at = %q", r.str("expires_at"))
+	}
+	got := make(chan response, 1)
+	go func() {
+		got <- call(t, context.Background(), "GET", b.URL()+"/v1/questions/"+id+"?wait=30s", "tok-ask-a", nil)
+	}()
+	waitFor(t, "the waiter on B", func() bool { return b.Store().Waiting() == 1 })
+
+	clk.Add(9 * time.Minute)
+	if _, err := a.Store().Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil); r.str("status") != "pending" {
+		t.Fatalf("expired early: %s", r.Raw)
+	}
+	clk.Add(2 * time.Minute) // both replicas' sweepers race for it now
+	var r response
+	select {
+	case r = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not woken by the expiry")
+	}
+	e, _ := r.Body["error"].(map[string]any)
+	if r.str("status") != "expired" || e["code"] != "ASK_TIMED_OUT" || e["message"] != "ask_user_question timed out before the user answered" {
+		t.Fatalf("expired record: %s", r.Raw)
+	}
+	expired := func() float64 {
+		return metricSum(t, a.URL(), "askbridge_requests_resolved_total", `outcome="expired"`) +
+			metricSum(t, b.URL(), "askbridge_requests_resolved_total", `outcome="expired"`)
+	}
+	waitFor(t, "the expiry to be counted", func() bool { return expired() >= 1 })
+	events, err := a.Store().Audit(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var audited int
+	for _, ev := range events {
+		if ev.Fields["event"] == "expired" && ev.Fields["id"] == id {
+			audited++
+		}
+	}
+	if n := expired(); n != 1 || audited != 1 {
+		t.Fatalf("expired counted %v times across replicas and audited %d times, want 1 and 1", n, audited)
+	}
+}
+
+func TestLongPollEndsWhenClientGoesAway(t *testing.T) {
+	a := start(t, tokensYAML)
+	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", a.URL()+"/v1/questions/"+id+"?wait=60s", nil)
+		req.Header.Set("Authorization", "Bearer tok-ask-a")
+		_, err := http.DefaultClient.Do(req)
+		errc <- err
+	}()
+	waitFor(t, "the long-poll to wait", func() bool { return a.Store().Waiting() == 1 })
+	cancel()
+	<-errc
+	waitFor(t, "the waiter to leave", func() bool { return a.Store().Waiting() == 0 })
+}
+
+func TestWaitEndsWithPendingRecord(t *testing.T) {
+	a := start(t, tokensYAML)
+	created := do(t, "POST", a.URL()+"/v1/questions?wait=50ms", "tok-ask-a", deployQ)
+	if created.Status != 201 || created.str("status") != "pending" {
+		t.Fatalf("create with a short wait: %d %s", created.Status, created.Raw)
+	}
+	r := do(t, "GET", a.URL()+"/v1/questions/"+created.str("id")+"?wait=0.05", "tok-ask-a", nil)
+	if r.Status != 200 || r.str("status") != "pending" {
+		t.Fatalf("wait that ends: %d %s", r.Status, r.Raw)
+	}
+}
+
+func TestApprovalLifeCycle(t *testing.T) {
+	a := start(t, tokensYAML)
+	r := do(t, "POST", a.URL()+"/v1/approvals", "tok-ask-a",
+		`{"tool_call_id":"call-9","tool_name":"kubectl_apply","reason":"apply the manifest","arguments":{"file":"prod.yaml"}}`)
+	if r.Status != 201 || r.str("call_id") != "call-9" || r.str("kind") != "approval" {
+		t.Fatalf("create approval: %d %s", r.Status, r.Raw)
+	}
+	id := r.str("id")
+	list := do(t, "GET", a.URL()+"/v1/approvals?status=pending", "tok-answer", nil)
+	if items, _ := list.Body["approvals"].([]any); len(items) != 1 {
+		t.Fatalf("pending approvals: %s", list.Raw)
+	}
+	d := do(t, "POST", a.URL()+"/v1/approvals/"+id+"/decision", "tok-answer", `{"outcome":"rejected","note":"  not on a Friday "}`)
+	dec := d.field(t, "decision")
+	if d.Status != 200 || string(dec) != `{"outcome":"rejected","note":"not on a Friday"}` {
+		t.Fatalf("decision: %d %s", d.Status, d.Raw)
+	}
+	if list := do(t, "GET", a.URL()+"/v1/approvals?status=pending", "tok-answer", nil); !strings.Contains(list.Raw, `"approvals":[]`) {
+		t.Fatalf("pending approvals after decision: %s", list.Raw)
+	}
+}
+
+func TestDismissCarriesSeamError(t *testing.T) {
+	a := start(t, tokensYAML)
+	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	if r := do(t, "POST", a.URL()+"/v1/questions/"+id+"/dismiss", "tok-answer", nil); r.Status != 200 {
+		t.Fatalf("dismiss: %d %s", r.Status, r.Raw)
+	}
+	r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil)
+	e, _ := r.Body["error"].(map[string]any)
+	if r.str("status") != "dismissed" || e["code"] != "ASK_CANCELLED" || e["message"] != "the user cancelled ask_user_question" {
+		t.Fatalf("dismissed record: %s", r.Raw)
+	}
+	// Cancelling after the person dismissed changes nothing and is not an error.
+	if c := do(t, "DELETE", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil); c.Status != 200 || c.str("status") != "dismissed" {
+		t.Fatalf("cancel after dismiss: %d %s", c.Status, c.Raw)
+	}
+}
+
+func TestOpenAPIWithoutTokens(t *testing.T) {
+	a := start(t, "")
+	r := do(t, "POST", a.URL()+"/v1/questions", "", deployQ)
+	if r.Status != 201 {
+		t.Fatalf("open API create: %d %s", r.Status, r.Raw)
+	}
+	if h := do(t, "GET", a.URL()+"/readyz", "", nil); h.Status != 200 {
+		t.Fatalf("readyz: %d %s", h.Status, h.Raw)
+	}
+}
+
+func TestRedisDownIs503(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	cfg := apptest.Config(t, tokensYAML, "redis://127.0.0.1:1", prefix) // nothing listens on port 1
+	_ = url
+	a := apptest.Start(t, cfg, app.Options{})
+	for _, tt := range []struct{ method, path string }{
+		{"POST", "/v1/questions"},
+		{"GET", "/v1/questions/abc"},
+		{"GET", "/readyz"},
+	} {
+		r := do(t, tt.method, a.URL()+tt.path, "tok-ask-a", deployQ)
+		if r.Status != 503 || r.code() != "UNAVAILABLE" {
+			t.Errorf("%s %s with Redis down: %d %s", tt.method, tt.path, r.Status, r.Raw)
+		}
+		if strings.Contains(r.Raw, "127.0.0.1:1") {
+			t.Errorf("the error leaks the Redis address: %s", r.Raw)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/askbridge/askbridge/internal/pending"
+)
+
+var (
+	waitingDesc = prometheus.NewDesc("askbridge_waiters",
+		"Calls waiting for an answer in this process.", nil, nil)
+	pendingDesc = prometheus.NewDesc("askbridge_pending_requests",
+		"Pending requests in the store, all replicas together.", nil, nil)
+)
+
+// waitingCollector reports this process's waiters at scrape time.
+type waitingCollector struct{ store *pending.Store }
+
+func (c waitingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- waitingDesc }
+
+func (c waitingCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(c.store.Waiting()))
+}
+
+// pendingCollector counts pending requests in Redis at scrape time.
+type pendingCollector struct{ store *pending.Store }
+
+func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pendingDesc }
+
+func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := c.store.CountPending(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(n))
+}

@@ -1,0 +1,114 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Codes of the HTTP API beyond the seam's own.
+const (
+	CodeUnauthorized    = "UNAUTHORIZED"
+	CodeForbidden       = "FORBIDDEN"
+	CodeNotFound        = "NOT_FOUND"
+	CodeConflict        = "CONFLICT"
+	CodeAlreadyResolved = "ALREADY_RESOLVED"
+	CodeTooLarge        = "TOO_LARGE"
+	CodeUnavailable     = "UNAVAILABLE"
+	CodeInternal        = "INTERNAL"
+)
+
+// Error is an API error with its HTTP status.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func apiErr(status int, code, msg string) *Error { return &Error{status, code, msg} }
+
+// seamStatus is the HTTP status of each seam code.
+var seamStatus = map[seam.Code]int{
+	seam.CodeEmptyQuestions:  http.StatusBadRequest,
+	seam.CodeBadIntent:       http.StatusBadRequest,
+	seam.CodeInvalidRequest:  http.StatusBadRequest,
+	seam.CodeDelegatedCaller: http.StatusForbidden,
+	seam.CodeNoProvider:      http.StatusServiceUnavailable,
+}
+
+// toError maps any error to the API error a client sees. Causes that are
+// not the client's business (Redis addresses, internals) stay in the log.
+func toError(err error) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var se *seam.Error
+	if errors.As(err, &se) {
+		if st, ok := seamStatus[se.Code]; ok {
+			return apiErr(st, string(se.Code), se.Message)
+		}
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return apiErr(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than 1 MiB")
+	case errors.Is(err, pending.ErrNotFound):
+		return apiErr(http.StatusNotFound, CodeNotFound, "no such request")
+	case errors.Is(err, pending.ErrAlreadyResolved):
+		return apiErr(http.StatusConflict, CodeAlreadyResolved, "the request is already resolved")
+	case errors.Is(err, pending.ErrConflict):
+		return apiErr(http.StatusConflict, CodeConflict, "this tool_call_id already names a different request")
+	case errors.Is(err, pending.ErrUnavailable):
+		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "the bridge can't reach its Redis; try again shortly")
+	}
+	return apiErr(http.StatusInternalServerError, CodeInternal, "internal error")
+}
+
+// handlerFunc is a handler that returns its error; serve writes it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// serve adapts h to http.Handler: every error is written by writeError.
+func (s *Server) serve(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// writeError writes every error as {"error":{"code","message"}}.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		return // the client went away; nobody reads the answer
+	}
+	e := toError(err)
+	level := slog.LevelDebug
+	if e.Status >= 500 {
+		level = slog.LevelWarn
+	}
+	s.log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
+	switch e.Code {
+	case CodeUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="askbridge"`)
+	case CodeUnavailable:
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

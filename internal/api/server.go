@@ -1,0 +1,443 @@
+// Package api serves the bridge's HTTP API (CONTRACT §2): creating, reading,
+// waiting for, cancelling and answering requests, plus health and metrics.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Options configure a Server.
+type Options struct {
+	Store      *pending.Store
+	Dispatcher *dispatch.Dispatcher
+	Tokens     []Token       // none: the API is open
+	MaxWait    time.Duration // longest ?wait= honoured; default 60 s
+	Registry   *prometheus.Registry
+	Logger     *slog.Logger
+}
+
+// Server is the HTTP API.
+type Server struct {
+	store    *pending.Store
+	dispatch *dispatch.Dispatcher
+	auth     authenticator
+	maxWait  time.Duration
+	log      *slog.Logger
+	mux      *http.ServeMux
+	latency  *prometheus.HistogramVec
+}
+
+// New builds the API and registers its metrics on o.Registry.
+func New(o Options) *Server {
+	if o.MaxWait <= 0 {
+		o.MaxWait = 60 * time.Second
+	}
+	s := &Server{
+		store:    o.Store,
+		dispatch: o.Dispatcher,
+		auth:     newAuthenticator(o.Tokens),
+		maxWait:  o.MaxWait,
+		log:      o.Logger,
+		mux:      http.NewServeMux(),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "askbridge_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern and status code; long-polls included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route", "code"}),
+	}
+	o.Registry.MustRegister(s.latency, waitingCollector{o.Store}, pendingCollector{o.Store})
+
+	for _, k := range []struct {
+		kind             seam.Kind
+		path, resolveSeg string
+		create, resolve  func(http.ResponseWriter, *http.Request, Client) error
+	}{
+		{seam.KindQuestion, "/v1/questions", "answer", s.createQuestions, s.answer},
+		{seam.KindApproval, "/v1/approvals", "decision", s.createApproval, s.decide},
+	} {
+		s.handle("POST "+k.path, s.require(k.create, ScopeAsk))
+		s.handle("GET "+k.path, s.require(s.list(k.kind), ScopeAnswer))
+		s.handle("GET "+k.path+"/{id}", s.require(s.get(k.kind), ScopeAsk, ScopeAnswer))
+		s.handle("DELETE "+k.path+"/{id}", s.require(s.cancel(k.kind), ScopeAsk))
+		s.handle("POST "+k.path+"/{id}/"+k.resolveSeg, s.require(k.resolve, ScopeAnswer))
+		s.handle("POST "+k.path+"/{id}/dismiss", s.require(s.dismiss(k.kind), ScopeAnswer))
+	}
+	s.handle("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
+		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.handle("GET /readyz", func(w http.ResponseWriter, r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.store.Ping(ctx); err != nil {
+			return fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
+		}
+		return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}))
+	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		return apiErr(http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return s
+}
+
+// Handler returns the server's handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Mount adds a handler of another part of the bridge (a surface's callback
+// endpoint), measured like the API's own.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, s.measure(pattern, h))
+}
+
+func (s *Server) handle(pattern string, h handlerFunc) { s.Mount(pattern, s.serve(h)) }
+
+// measure records the latency of h under pattern.
+func (s *Server) measure(pattern string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		s.latency.WithLabelValues(pattern, strconv.Itoa(sw.status)).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// decode reads a JSON body of at most seam.MaxBodyBytes into v. Agents'
+// requests may carry fields the bridge does not know (newer harnesses add
+// some); a person's answer or decision may not, since a misspelt
+// "selected" would otherwise record a skip that can't be undone.
+func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
+	body := http.MaxBytesReader(w, r.Body, seam.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		var (
+			mbe *http.MaxBytesError
+			se  *seam.Error
+		)
+		if errors.As(err, &mbe) || errors.As(err, &se) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return invalid("the request body is empty; send a JSON object")
+		}
+		return invalid("the request body is not valid JSON: " + err.Error())
+	}
+	if dec.More() {
+		return invalid("the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func invalid(msg string) error {
+	return &seam.Error{Code: seam.CodeInvalidRequest, Message: msg}
+}
+
+// Duration is a span in a request: a Go duration string ("90s", "10m") or
+// a number of seconds.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	v, err := parseDuration(strings.Trim(string(b), `"`))
+	if err != nil {
+		return invalid("expires_in: " + err.Error())
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	if s == "" || s == "null" {
+		return 0, nil
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		if secs < 0 || secs > 1e9 {
+			return 0, fmt.Errorf("duration %q is out of range", s)
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration; write 30s, 10m or a number of seconds", s)
+	}
+	return d, nil
+}
+
+// wait returns the ?wait= of r, capped at the server's maximum.
+func (s *Server) wait(r *http.Request) (time.Duration, error) {
+	q := r.URL.Query().Get("wait")
+	d, err := parseDuration(q)
+	if err != nil {
+		return 0, invalid("wait: " + err.Error())
+	}
+	return min(d, s.maxWait), nil
+}
+
+// waitFor holds the call until rec leaves pending or the wait ends. When the
+// client goes away it returns its context's error and nothing is written.
+func (s *Server) waitFor(r *http.Request, rec *pending.Record, d time.Duration, owner string) (*pending.Record, error) {
+	if d <= 0 || rec.Status != seam.StatusPending {
+		return rec, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	defer cancel()
+	got, err := s.store.Wait(ctx, rec.ID, owner)
+	switch {
+	case err == nil:
+		return got, nil
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		if got == nil {
+			got = rec
+		}
+		return got, nil // the wait ended: answer with the pending record
+	}
+	return nil, err
+}
+
+// create stores and posts a request, then waits if asked to.
+func (s *Server) create(w http.ResponseWriter, r *http.Request, nr pending.NewRequest, c Client) error {
+	wait, err := s.wait(r)
+	if err != nil {
+		return err
+	}
+	if len(nr.ToolCallID) > seam.MaxToolCallIDLen {
+		return invalid(fmt.Sprintf("tool_call_id is longer than %d bytes", seam.MaxToolCallIDLen))
+	}
+	if len(nr.Route) > 100 {
+		return invalid("route is longer than 100 bytes")
+	}
+	if err := seam.ValidateCaller(nr.Caller); err != nil {
+		return err
+	}
+	nr.Client = c.Name
+	rec, created, err := s.dispatch.Create(r.Context(), nr)
+	if err != nil {
+		return err
+	}
+	if rec, err = s.waitFor(r, rec, wait, c.Name); err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", r.URL.Path+"/"+rec.ID)
+	}
+	return writeJSON(w, status, recordOf(rec))
+}
+
+type createQuestionsBody struct {
+	seam.Questions
+	ToolCallID string       `json:"tool_call_id"`
+	Caller     *seam.Caller `json:"caller"`
+	Route      string       `json:"route"`
+	ExpiresIn  Duration     `json:"expires_in"`
+}
+
+func (s *Server) createQuestions(w http.ResponseWriter, r *http.Request, c Client) error {
+	var b createQuestionsBody
+	if err := decode(w, r, &b, false); err != nil {
+		return err
+	}
+	if err := b.Questions.Validate(); err != nil {
+		return err
+	}
+	return s.create(w, r, pending.NewRequest{
+		Kind: seam.KindQuestion, ToolCallID: b.ToolCallID, Route: b.Route, Caller: b.Caller,
+		Questions: &b.Questions, ExpiresIn: time.Duration(b.ExpiresIn),
+	}, c)
+}
+
+type createApprovalBody struct {
+	seam.Approval
+	ToolCallID string       `json:"tool_call_id"`
+	Caller     *seam.Caller `json:"caller"`
+	Route      string       `json:"route"`
+	ExpiresIn  Duration     `json:"expires_in"`
+}
+
+func (s *Server) createApproval(w http.ResponseWriter, r *http.Request, c Client) error {
+	var b createApprovalBody
+	if err := decode(w, r, &b, false); err != nil {
+		return err
+	}
+	if err := b.Approval.Validate(); err != nil {
+		return err
+	}
+	if b.Approval.CallID == "" {
+		b.Approval.CallID = b.ToolCallID
+	}
+	return s.create(w, r, pending.NewRequest{
+		Kind: seam.KindApproval, ToolCallID: b.ToolCallID, Route: b.Route, Caller: b.Caller,
+		Approval: &b.Approval, ExpiresIn: time.Duration(b.ExpiresIn),
+	}, c)
+}
+
+// owner is the client whose requests c may see: all of them with the
+// answer scope, its own otherwise.
+func owner(c Client) string {
+	if c.Can(ScopeAnswer) {
+		return ""
+	}
+	return c.Name
+}
+
+// lookup reads a request of one kind that c may see.
+func (s *Server) lookup(r *http.Request, kind seam.Kind, c Client) (*pending.Record, error) {
+	rec, err := s.store.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if rec.Kind != kind || (owner(c) != "" && rec.Client != owner(c)) {
+		return nil, pending.ErrNotFound
+	}
+	return rec, nil
+}
+
+func (s *Server) get(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
+	return func(w http.ResponseWriter, r *http.Request, c Client) error {
+		wait, err := s.wait(r)
+		if err != nil {
+			return err
+		}
+		rec, err := s.lookup(r, kind, c)
+		if err != nil {
+			return err
+		}
+		if rec, err = s.waitFor(r, rec, wait, owner(c)); err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, recordOf(rec))
+	}
+}
+
+func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
+	return func(w http.ResponseWriter, r *http.Request, c Client) error {
+		q := r.URL.Query()
+		if st := q.Get("status"); st != "" && st != string(seam.StatusPending) {
+			return invalid("status: only status=pending can be listed")
+		}
+		limit := 100
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 1 || n > 500 {
+				return invalid("limit must be a number from 1 to 500")
+			}
+			limit = n
+		}
+		recs, err := s.store.List(r.Context(), kind, limit)
+		if err != nil {
+			return err
+		}
+		out := make([]Record, 0, len(recs))
+		for _, rec := range recs {
+			out = append(out, recordOf(rec))
+		}
+		key := "questions"
+		if kind == seam.KindApproval {
+			key = "approvals"
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{key: out})
+	}
+}
+
+// cancel withdraws a request for the agent that created it. Cancelling a
+// request that already ended answers with the record as it ended.
+func (s *Server) cancel(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
+	return func(w http.ResponseWriter, r *http.Request, c Client) error {
+		rec, err := s.dispatch.Resolve(r.Context(), r.PathValue("id"), pending.Resolution{
+			Status: seam.StatusCancelled, Kind: kind, Owner: c.Name,
+		})
+		if err != nil && !errors.Is(err, pending.ErrAlreadyResolved) {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, recordOf(rec))
+	}
+}
+
+// responder is who answers through the API: the token's name.
+func responder(c Client) *pending.Responder {
+	return &pending.Responder{Surface: "api", UserID: c.Name, Name: c.Name}
+}
+
+// resolvePending ends a pending request of kind for c. check, when not nil,
+// validates the resolution against the record first.
+func (s *Server) resolvePending(w http.ResponseWriter, r *http.Request, kind seam.Kind, res pending.Resolution, check func(*pending.Record, *pending.Resolution) error) error {
+	rec, err := s.lookup(r, kind, Client{Scopes: []string{ScopeAnswer}})
+	if err != nil {
+		return err
+	}
+	if rec.Status != seam.StatusPending {
+		return pending.ErrAlreadyResolved
+	}
+	if check != nil {
+		if err := check(rec, &res); err != nil {
+			return err
+		}
+	}
+	res.Kind = kind
+	rec, err = s.dispatch.Resolve(r.Context(), rec.ID, res)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, recordOf(rec))
+}
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, c Client) error {
+	var a seam.Answer
+	if err := decode(w, r, &a, true); err != nil {
+		return err
+	}
+	return s.resolvePending(w, r, seam.KindQuestion, pending.Resolution{Status: seam.StatusAnswered, By: responder(c)},
+		func(rec *pending.Record, res *pending.Resolution) error {
+			norm, err := rec.Questions.Normalize(a)
+			res.Answer = &norm
+			return err
+		})
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, c Client) error {
+	var d seam.Decision
+	if err := decode(w, r, &d, true); err != nil {
+		return err
+	}
+	d, err := d.Normalize()
+	if err != nil {
+		return err
+	}
+	return s.resolvePending(w, r, seam.KindApproval, pending.Resolution{Status: seam.StatusAnswered, Decision: &d, By: responder(c)}, nil)
+}
+
+func (s *Server) dismiss(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
+	return func(w http.ResponseWriter, r *http.Request, c Client) error {
+		return s.resolvePending(w, r, kind, pending.Resolution{Status: seam.StatusDismissed, By: responder(c)}, nil)
+	}
+}

@@ -1,0 +1,214 @@
+// Package app composes the bridge: Redis (or the embedded one), the store,
+// the dispatcher with its surfaces, the HTTP API, and the long-running parts
+// that run as one group.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/api"
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+)
+
+// App is one bridge replica. A test can start it on 127.0.0.1:0 and stop it.
+type App struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	embedded *pending.Embedded // nil with an external Redis
+	rdb      redis.UniversalClient
+	store    *pending.Store
+	dispatch *dispatch.Dispatcher
+	api      *api.Server
+	ln       net.Listener
+	srv      *http.Server
+	parts    []func(context.Context) error // surfaces' long-running parts
+	closed   sync.Once
+}
+
+// Options tune an App beyond its config; tests use them.
+type Options struct {
+	Now     func() time.Time // the store's clock; default time.Now
+	Recheck time.Duration    // waiters' re-read interval; default the store's
+}
+
+// New builds an App from a validated config and listens on cfg.Listen, so
+// Addr is known before Run. With no redis.url it starts an embedded Redis.
+func New(cfg *config.Config, log *slog.Logger, opt Options) (a *App, err error) {
+	a = &App{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	url := cfg.Redis.URL.Reveal()
+	if url == "" {
+		if a.embedded, err = pending.StartEmbedded(); err != nil {
+			return nil, fmt.Errorf("start the embedded redis: %w", err)
+		}
+		url = a.embedded.URL()
+		log.Warn("no redis.url configured: using an EMBEDDED IN-MEMORY Redis; every request is lost when the bridge stops and replicas can't share it. Set redis.url for production.")
+	}
+	if a.rdb, err = pending.Dial(url); err != nil {
+		return nil, err
+	}
+	a.store = pending.New(a.rdb, pending.Options{
+		Prefix:    cfg.Redis.Prefix,
+		Retention: cfg.Store.Retention.D(),
+		Now:       opt.Now,
+		Recheck:   opt.Recheck,
+		Logger:    log,
+	})
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	surfaces, err := buildSurfaces(cfg, a.store, log)
+	if err != nil {
+		return nil, err
+	}
+	if a.dispatch, err = dispatch.New(a.store, cfg, surfaces.byName, dispatch.NewMetrics(reg), log); err != nil {
+		return nil, err
+	}
+	var tokens []api.Token
+	for _, t := range cfg.API.Tokens {
+		tokens = append(tokens, api.Token{Name: t.Name, Token: t.Token.Reveal(), Scopes: t.Scopes})
+	}
+	a.api = api.New(api.Options{
+		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens,
+		MaxWait: cfg.Store.MaxWait.D(), Registry: reg, Logger: log,
+	})
+	for _, wire := range surfaces.wire {
+		if part := wire(a.dispatch, a.api); part != nil {
+			a.parts = append(a.parts, part)
+		}
+	}
+	if a.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	a.srv = &http.Server{
+		Handler:           a.api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return a, nil
+}
+
+// surfaceSet is what buildSurfaces built: the surfaces by name, for the
+// dispatcher, and for each surface that takes callbacks a function that
+// finishes wiring it once the dispatcher exists (its callbacks resolve
+// requests through it): it mounts the callback endpoint and returns the
+// surface's long-running part, if any.
+type surfaceSet struct {
+	byName map[string]dispatch.Surface
+	wire   []func(*dispatch.Dispatcher, *api.Server) func(context.Context) error
+}
+
+// buildSurfaces builds the surfaces the config turns on, joining their
+// config errors.
+func buildSurfaces(cfg *config.Config, store *pending.Store, log *slog.Logger) (surfaceSet, error) {
+	set := surfaceSet{byName: map[string]dispatch.Surface{}}
+	var errs []error
+	return set, errors.Join(errs...)
+}
+
+// Addr is the address the API listens on.
+func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// URL is the API's base URL.
+func (a *App) URL() string { return "http://" + a.Addr() }
+
+// Store is the app's pending-request store.
+func (a *App) Store() *pending.Store { return a.store }
+
+// Run serves until ctx ends or a part fails, then stops every part and
+// waits for them. Long-polls in flight end when the server shuts down.
+func (a *App) Run(ctx context.Context) error {
+	var g group
+	g.add(func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- a.srv.Serve(a.ln) }()
+		select {
+		case err := <-errc:
+			return fmt.Errorf("http server: %w", err)
+		case <-ctx.Done():
+		}
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return a.srv.Shutdown(shutdown)
+	})
+	g.add(a.store.Run)
+	g.add(func(ctx context.Context) error {
+		return a.store.RunSweeper(ctx, a.cfg.Store.SweepInterval.D(), a.dispatch.Finished)
+	})
+	g.add(func(ctx context.Context) error {
+		return a.dispatch.RunReposter(ctx, pending.PostingLease/2)
+	})
+	if a.embedded != nil {
+		g.add(a.embedded.Run)
+	}
+	for _, p := range a.parts {
+		g.add(p)
+	}
+	a.log.Info("askbridge listening", "addr", a.Addr(), "open_api", a.cfg.OpenAPI())
+	err := g.run(ctx)
+	a.Close()
+	return err
+}
+
+// Close releases what New acquired. Run calls it when it ends.
+func (a *App) Close() {
+	a.closed.Do(func() {
+		if a.srv != nil {
+			a.srv.Close()
+		} else if a.ln != nil {
+			a.ln.Close()
+		}
+		if a.rdb != nil {
+			a.rdb.Close()
+		}
+		if a.embedded != nil {
+			a.embedded.Close()
+		}
+	})
+}
+
+// group runs functions until the first returns, then cancels the rest and
+// waits for them: when one part stops, all stop.
+type group struct{ fns []func(context.Context) error }
+
+func (g *group) add(f func(context.Context) error) { g.fns = append(g.fns, f) }
+
+func (g *group) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for _, f := range g.fns {
+		wg.Go(func() {
+			err := f(ctx)
+			once.Do(func() { first = err })
+			cancel()
+		})
+	}
+	wg.Wait()
+	if errors.Is(first, http.ErrServerClosed) {
+		return nil
+	}
+	return first
+}

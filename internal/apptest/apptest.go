@@ -1,0 +1,108 @@
+// Package apptest starts real bridge replicas for tests: on the Redis named
+// by BRIDGE_TEST_REDIS_URL when it is set, on an in-process miniredis
+// otherwise, each test under its own key prefix.
+package apptest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/config"
+)
+
+// Redis returns the URL of a Redis for t and a key prefix of t's own. Keys
+// under the prefix are deleted when t ends; nothing else is touched.
+func Redis(t testing.TB) (url, prefix string) {
+	t.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	prefix = "abtest:" + hex.EncodeToString(b[:]) + ":"
+	url = os.Getenv("BRIDGE_TEST_REDIS_URL")
+	if url == "" {
+		m := miniredis.RunT(t)
+		return "redis://" + m.Addr(), prefix
+	}
+	t.Cleanup(func() { DeletePrefix(t, url, prefix) })
+	return url, prefix
+}
+
+// DeletePrefix deletes the keys under prefix with SCAN, never FLUSHDB.
+func DeletePrefix(t testing.TB, url, prefix string) {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Errorf("BRIDGE_TEST_REDIS_URL: %v", err)
+		return
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		rdb.Del(ctx, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("cleaning up %s*: %v", prefix, err)
+	}
+}
+
+// Config parses yaml, points it at url and prefix, listens on a free
+// loopback port, and validates it.
+func Config(t testing.TB, yaml, url, prefix string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Redis.URL = config.Secret(url)
+	cfg.Redis.Prefix = prefix
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+// Start builds and runs a replica of cfg until t ends, then stops it and
+// checks that it stopped cleanly.
+func Start(t testing.TB, cfg *config.Config, opt app.Options) *app.App {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := app.New(cfg, log, opt)
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("app.Run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("app did not stop within 15s")
+		}
+	})
+	return a
+}
+
+// testWriter sends log lines to t.Log, so they show only for failed tests.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}

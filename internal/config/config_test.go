@@ -1,0 +1,735 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// env is a fake environment for parse.
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+var noEnv = env(nil)
+
+func mustParse(t *testing.T, data string, lookup func(string) (string, bool)) *Config {
+	t.Helper()
+	c, err := parse([]byte(data), lookup)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return c
+}
+
+func defaultConfig() *Config {
+	return &Config{
+		Listen: "127.0.0.1:8080",
+		Redis:  Redis{Prefix: "askbridge:"},
+		Store: Store{
+			Retention:        Duration(168 * time.Hour),
+			DefaultExpiresIn: Duration(24 * time.Hour),
+			SweepInterval:    Duration(time.Second),
+			MaxWait:          Duration(60 * time.Second),
+		},
+		Routes: []Route{{Name: "default", Mode: "all"}},
+		Log:    Log{Level: "info", Format: "text"},
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data string
+	}{
+		{"empty file", ""},
+		{"only comments", "# nothing here\n"},
+		{"empty document", "---\n"},
+		{"null", "null\n"},
+		{"empty mapping", "{}\n"},
+		{"empty sections", "redis:\nstore:\napi:\nlog:\nroutes: []\n"},
+		{"explicit defaults", `
+listen: 127.0.0.1:8080
+redis: {url: "", prefix: "askbridge:"}
+store: {retention: 168h, default_expires_in: 24h, sweep_interval: 1s, max_wait: 60s}
+routes: [{name: default, mode: all}]
+log: {level: info, format: text}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, tc.data, noEnv)
+			sameConfig(t, c, defaultConfig())
+			if err := c.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			if !c.OpenAPI() {
+				t.Error("OpenAPI() = false with no tokens")
+			}
+			r, ok := c.Route("")
+			if !ok || r.Name != "default" || len(r.Targets) != 0 {
+				t.Errorf(`Route("") = %+v, %v; want the implicit default route`, r, ok)
+			}
+			if got := c.PublicURL(); got != "http://127.0.0.1:8080" {
+				t.Errorf("PublicURL() = %q", got)
+			}
+		})
+	}
+}
+
+func TestDefaultsFillGaps(t *testing.T) {
+	c := mustParse(t, `
+api:
+  tokens: [{name: a, token: t, scopes: [ask]}]
+listen: ":9090"
+store:
+  default_expires_in: 0
+  max_wait: 0
+slack: {bot_token: b, app_token: a, api_url: "http://127.0.0.1:1234/api"}
+discord: {bot_token: b, application_id: "1", gateway: true}
+routes:
+  - name: ops
+    expires_in: 90s
+    targets: [{slack: {channel: C1}}]
+`, noEnv)
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"explicit 0 default_expires_in stays 0 (never)", c.Store.DefaultExpiresIn, Duration(0)},
+		{"explicit 0 max_wait stays 0", c.Store.MaxWait, Duration(0)},
+		{"unset retention gets its default", c.Store.Retention, Duration(168 * time.Hour)},
+		{"slack api_url gets its slash", c.Slack.APIURL, "http://127.0.0.1:1234/api/"},
+		{"discord api_url defaults", c.Discord.APIURL, "https://discord.com/api/v10/"},
+		{"route mode defaults to all", c.Routes[0].Mode, ModeAll},
+		{"route expires_in", c.Routes[0].ExpiresIn.D(), 90 * time.Second},
+		{"no implicit default route when routes are given", len(c.Routes), 1},
+		{"public URL of an unspecified host", c.PublicURL(), "http://localhost:9090"},
+		{"OpenAPI with a token", c.OpenAPI(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !reflect.DeepEqual(tc.got, tc.want) {
+				t.Errorf("got %#v, want %#v", tc.got, tc.want)
+			}
+		})
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if _, ok := c.Route(""); ok {
+		t.Error(`Route("") found a route though none is named default`)
+	}
+	if r, ok := c.Route("ops"); !ok || r != &c.Routes[0] {
+		t.Errorf(`Route("ops") = %p, %v; want &c.Routes[0]`, r, ok)
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	vars := env(map[string]string{
+		"TOKEN":   "s3cr3t-value",
+		"EMPTY":   "",
+		"HASH":    "a #b: *c",
+		"TRUE":    "true",
+		"NUMBER":  "0123",
+		"CHANNEL": "C42",
+	})
+	for _, tc := range []struct {
+		name string
+		data string
+		get  func(*Config) any
+		want any
+	}{
+		{"plain", "slack:\n  bot_token: ${TOKEN}\n  app_token: x\n", func(c *Config) any { return c.Slack.BotToken.Reveal() }, "s3cr3t-value"},
+		{"quoted", `slack: {bot_token: "${TOKEN}", app_token: x}`, func(c *Config) any { return c.Slack.BotToken.Reveal() }, "s3cr3t-value"},
+		{"inside text", `base_url: "http://${CHANNEL}.example/"`, func(c *Config) any { return c.BaseURL }, "http://C42.example/"},
+		{"two in one value", `base_url: "${CHANNEL}-${CHANNEL}"`, func(c *Config) any { return c.BaseURL }, "C42-C42"},
+		{"default when unset", "listen: ${NOPE:-127.0.0.1:9999}", func(c *Config) any { return c.Listen }, "127.0.0.1:9999"},
+		{"default when empty", "listen: ${EMPTY:-127.0.0.1:9999}", func(c *Config) any { return c.Listen }, "127.0.0.1:9999"},
+		{"set but empty without default", "redis: {prefix: \"x${EMPTY}\"}", func(c *Config) any { return c.Redis.Prefix }, "x"},
+		{"empty plain value keeps the default", "store:\n  retention: ${NOPE:-}\n", func(c *Config) any { return c.Store.Retention.D() }, 168 * time.Hour},
+		{"value with yaml syntax stays one value", "redis:\n  prefix: ${HASH}\n", func(c *Config) any { return c.Redis.Prefix }, "a #b: *c"},
+		{"plain value is typed after expansion", "discord:\n  gateway: ${TRUE}\n", func(c *Config) any { return c.Discord.Gateway }, true},
+		{"number-like value into a string", "discord:\n  application_id: ${NUMBER}\n", func(c *Config) any { return c.Discord.ApplicationID }, "0123"},
+		{"$${ is a literal ${", `base_url: "$${TOKEN}"`, func(c *Config) any { return c.BaseURL }, "${TOKEN}"},
+		{"lone $ is kept", `redis: {prefix: "a$b$"}`, func(c *Config) any { return c.Redis.Prefix }, "a$b$"},
+		{"comments are not expanded", "# ${NOPE}\nlisten: 127.0.0.1:1 # ${NOPE}\n", func(c *Config) any { return c.Listen }, "127.0.0.1:1"},
+		{"in a nested flow list, quoted", "routes: [{name: r, targets: [{slack: {channel: \"${CHANNEL}\"}}]}]", func(c *Config) any { return c.Routes[0].Targets[0].Slack.Channel }, "C42"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, tc.data, vars)
+			if got := tc.get(c); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+
+	t.Run("from the process environment", func(t *testing.T) {
+		t.Setenv("ASKBRIDGE_TEST_LISTEN", "127.0.0.2:7000")
+		c, err := Parse([]byte("listen: ${ASKBRIDGE_TEST_LISTEN}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Listen != "127.0.0.2:7000" {
+			t.Errorf("listen = %q", c.Listen)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		data string
+		want []string // substrings of the error
+	}{
+		{"unset names the variable and the key", "slack:\n  bot_token: ${SLACK_BOT_TOKEN}\n",
+			[]string{"slack.bot_token (line 2)", "SLACK_BOT_TOKEN is not set"}},
+		{"every unset variable is reported", "listen: ${A1}\nbase_url: ${A2}\n", []string{"A1 is not set", "A2 is not set"}},
+		{"in a list", "api: {tokens: [{name: a, token: \"${NOPE}\"}]}", []string{"api.tokens[0].token (line 1)", "NOPE is not set"}},
+		{"unterminated", "listen: ${TOKEN\n", []string{"listen (line 1)", "no closing }"}},
+		{"bad name", "listen: ${1X}\n", []string{"listen (line 1)", `"1X" is not an environment variable name`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse([]byte(tc.data), vars)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error %q contains a value", err)
+			}
+		})
+	}
+}
+
+// A token expanded into the wrong key must not show in the decoder's error.
+func TestDecodeErrorsHideExpandedValues(t *testing.T) {
+	const tok = "xoxb-1234567890-leaky"
+	vars := env(map[string]string{"TOK": tok})
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"into a bool", "discord:\n  gateway: ${TOK}\n", "line 2: cannot unmarshal !!str `${TOK}` into bool"},
+		{"into a duration", "store:\n  retention: ${TOK}\n", "line 2: cannot read `${TOK}` as a duration"},
+		{"into a list", "api:\n  tokens: ${TOK}\n", "line 2: cannot unmarshal !!str `${TOK}`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse([]byte(tc.data), vars)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), tok[:5]) {
+				t.Errorf("error %q shows the value", err)
+			}
+			var te *yaml.TypeError
+			if !errors.As(err, &te) {
+				t.Errorf("error %T is not a *yaml.TypeError", err)
+			}
+		})
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"top level", "listne: 127.0.0.1:1\n", []string{"listne: unknown key (line 1)", "the keys of the top level are: api, base_url, discord"}},
+		{"in a section", "redis:\n  uri: x\n", []string{"redis.uri: unknown key (line 2)", "the keys of redis are: prefix, url"}},
+		{"in a target", "slack: {bot_token: b, app_token: a}\nroutes:\n  - name: a\n  - name: b\n    targets:\n      - slack: {chanel: C1}\n",
+			[]string{"routes[1].targets[0].slack.chanel: unknown key (line 6)", "channel, mention, responders, thread_by_session"}},
+		{"in responders", "routes: [{name: a, targets: [{discord: {channel: '1', responders: {groups: [x]}}}]}]",
+			[]string{"routes[0].targets[0].discord.responders.groups: unknown key", "roles, users"}},
+		{"every one is reported", "a: 1\nb: 2\n", []string{"a: unknown key (line 1)", "b: unknown key (line 2)"}},
+		{"in a merged anchor", "x-common: &c {prefix: p, bogus: 1}\nredis:\n  <<: *c\n", []string{"x-common: unknown key", "redis.bogus: unknown key (line 1)"}},
+		{"a duplicate key", "listen: a:1\nlisten: b:2\n", []string{`mapping key "listen" already defined`}},
+		{"a second document", "listen: a:1\n---\nlisten: b:2\n", []string{"line 2: a second YAML document"}},
+		{"a wrong type", "routes: {name: a}\n", []string{"cannot unmarshal !!map into []config.Route"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse([]byte(tc.data), noEnv)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		str     string
+		wantErr bool
+	}{
+		{in: "90s", want: 90 * time.Second, str: "1m30s"},
+		{in: "24h", want: 24 * time.Hour, str: "24h"},
+		{in: "168h", want: 168 * time.Hour, str: "168h"},
+		{in: "1h30m", want: 90 * time.Minute, str: "1h30m"},
+		{in: "10m", want: 10 * time.Minute, str: "10m"},
+		{in: "1h0m30s", want: time.Hour + 30*time.Second, str: "1h0m30s"},
+		{in: "500ms", want: 500 * time.Millisecond, str: "500ms"},
+		{in: "0", want: 0, str: "0"},
+		{in: `"0s"`, want: 0, str: "0"},
+		{in: "-5s", want: -5 * time.Second, str: "-5s"},
+		{in: "90", wantErr: true},
+		{in: "soon", wantErr: true},
+		{in: "[1s]", wantErr: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			var d Duration
+			err := yaml.Unmarshal([]byte(tc.in), &d)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("no error; got %v", d.D())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.D() != tc.want {
+				t.Errorf("D() = %v, want %v", d.D(), tc.want)
+			}
+			if d.String() != tc.str {
+				t.Errorf("String() = %q, want %q", d.String(), tc.str)
+			}
+			out, err := yaml.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Duration
+			if err := yaml.Unmarshal(out, &back); err != nil || back != d {
+				t.Errorf("round trip through %q: %v, %v", out, back.D(), err)
+			}
+		})
+	}
+}
+
+// validBase is a config using every section, valid as it stands.
+const validBase = `
+listen: 0.0.0.0:8080
+base_url: https://bridge.example.com/
+redis: {url: "redis://:pw@localhost:6379/0"}
+api:
+  tokens:
+    - {name: agents, token: tok-agents, scopes: [ask]}
+    - {name: inbox, token: tok-inbox, scopes: [answer, ask]}
+store: {retention: 1h, default_expires_in: 0, sweep_interval: 1s, max_wait: 0}
+slack: {bot_token: xoxb-1, signing_secret: sig}
+discord:
+  bot_token: dtok
+  application_id: "1"
+  public_key: 0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef
+routes:
+  - name: default
+    targets:
+      - slack: {channel: C1, responders: {users: [U1], groups: [S1]}}
+      - discord: {channel: "2", responders: {users: ["3"], roles: ["4"]}}
+  - name: ops
+    mode: first
+    expires_in: 1h
+    targets: [{slack: {channel: C1}}, {slack: {channel: C2}}]
+log: {level: debug, format: json}
+`
+
+func TestValidate(t *testing.T) {
+	base := func(t *testing.T) *Config {
+		t.Helper()
+		return mustParse(t, validBase, noEnv)
+	}
+	if err := base(t).Validate(); err != nil {
+		t.Fatalf("base config: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+		want   string // the whole message, or a prefix ending in ": "
+	}{
+		{"listen not host:port", func(c *Config) { c.Listen = "8080" }, `listen: "8080" is not host:port`},
+		{"listen bad port", func(c *Config) { c.Listen = "127.0.0.1:http" }, `listen: port "http" is not a number`},
+		{"listen port too big", func(c *Config) { c.Listen = "127.0.0.1:65536" }, `listen: port "65536"`},
+		{"open API off loopback", func(c *Config) { c.API.Tokens = nil }, `listen: "0.0.0.0:8080" is not a loopback address, and with no api.tokens the API is open`},
+		{"open API on all interfaces", func(c *Config) { c.API.Tokens = nil; c.Listen = ":8080" }, `listen: ":8080" is not a loopback address`},
+		{"open API on a host name", func(c *Config) { c.API.Tokens = nil; c.Listen = "bridge.internal:8080" }, `listen: "bridge.internal:8080" is not a loopback address`},
+		{"base_url not a URL", func(c *Config) { c.BaseURL = "bridge.example.com" }, "base_url: not an http:// or https:// URL"},
+		{"redis url scheme", func(c *Config) { c.Redis.URL = "http://localhost:6379" }, "redis.url: not a redis://, rediss:// or unix:// URL"},
+		{"redis url placeholder", func(c *Config) { c.Redis.URL = "<secret>" }, "redis.url: is the placeholder <secret>"},
+		{"token name empty", func(c *Config) { c.API.Tokens[1].Name = "" }, "api.tokens[1].name: required"},
+		{"token name duplicate", func(c *Config) { c.API.Tokens[1].Name = "agents" }, `api.tokens[1].name: "agents" is also the name of api.tokens[0]`},
+		{"token empty", func(c *Config) { c.API.Tokens[0].Token = "" }, "api.tokens[0].token: required"},
+		{"token duplicate", func(c *Config) { c.API.Tokens[1].Token = "tok-agents" }, "api.tokens[1].token: the same token as api.tokens[0]"},
+		{"token placeholder", func(c *Config) { c.API.Tokens[1].Token = "<secret>" }, "api.tokens[1].token: is the placeholder <secret>"},
+		{"no scopes", func(c *Config) { c.API.Tokens[0].Scopes = nil }, "api.tokens[0].scopes: set at least one of ask, answer"},
+		{"bad scope", func(c *Config) { c.API.Tokens[1].Scopes[1] = "admin" }, `api.tokens[1].scopes[1]: "admin" is not a scope`},
+		{"duplicate scope", func(c *Config) { c.API.Tokens[1].Scopes[1] = "answer" }, `api.tokens[1].scopes[1]: "answer" is listed twice`},
+		{"retention 0", func(c *Config) { c.Store.Retention = 0 }, "store.retention: must be more than 0"},
+		{"negative default_expires_in", func(c *Config) { c.Store.DefaultExpiresIn = -1 }, "store.default_expires_in: must not be negative"},
+		{"sweep_interval 0", func(c *Config) { c.Store.SweepInterval = 0 }, "store.sweep_interval: must be more than 0"},
+		{"negative max_wait", func(c *Config) { c.Store.MaxWait = Duration(-time.Second) }, "store.max_wait: must not be negative"},
+		{"slack bot_token", func(c *Config) { c.Slack.BotToken = "" }, "slack.bot_token: required"},
+		{"slack neither secret nor app token", func(c *Config) { c.Slack.SigningSecret = "" }, "slack: set signing_secret (interactions over the Request URL) or app_token (Socket Mode)"},
+		{"slack app token instead is fine", func(c *Config) { c.Slack.SigningSecret = ""; c.Slack.AppToken = "xapp-1" }, ""},
+		{"slack api_url", func(c *Config) { c.Slack.APIURL = "ftp://x/" }, "slack.api_url: not an http:// or https:// URL"},
+		{"slack api_url slash", func(c *Config) { c.Slack.APIURL = "http://x/api" }, "slack.api_url: must end in /"},
+		{"discord bot_token", func(c *Config) { c.Discord.BotToken = "" }, "discord.bot_token: required"},
+		{"discord application_id", func(c *Config) { c.Discord.ApplicationID = "" }, "discord.application_id: required"},
+		{"discord public_key missing", func(c *Config) { c.Discord.PublicKey = "" }, "discord.public_key: required unless gateway: true"},
+		{"discord gateway needs no public_key", func(c *Config) { c.Discord.PublicKey = ""; c.Discord.Gateway = true }, ""},
+		{"discord public_key short", func(c *Config) { c.Discord.PublicKey = "abcd" }, "discord.public_key: must be 64 hex characters"},
+		{"discord public_key not hex", func(c *Config) { c.Discord.PublicKey = strings.Repeat("g", 64) }, "discord.public_key: must be 64 hex characters"},
+		{"discord api_url", func(c *Config) { c.Discord.APIURL = "discord.com/api/" }, "discord.api_url: not an http:// or https:// URL"},
+		{"route name empty", func(c *Config) { c.Routes[1].Name = "" }, "routes[1].name: required"},
+		{"route name duplicate", func(c *Config) { c.Routes[1].Name = "default" }, `routes[1].name: "default" is also the name of routes[0]`},
+		{"route mode", func(c *Config) { c.Routes[1].Mode = "any" }, `routes[1].mode: "any" is not a mode; use all or first`},
+		{"route expires_in", func(c *Config) { c.Routes[0].ExpiresIn = -1 }, "routes[0].expires_in: must not be negative"},
+		{"target with both", func(c *Config) { c.Routes[1].Targets[0].Discord = &DiscordTarget{Channel: "9"} }, "routes[1].targets[0]: set exactly one of slack or discord"},
+		{"target with neither", func(c *Config) { c.Routes[1].Targets[0] = Target{} }, "routes[1].targets[0]: set exactly one of slack or discord"},
+		{"slack target without slack section", func(c *Config) { c.Slack = nil }, "routes[0].targets[0].slack: there is no top-level slack: section"},
+		{"discord target without discord section", func(c *Config) { c.Discord = nil }, "routes[0].targets[1].discord: there is no top-level discord: section"},
+		{"slack channel", func(c *Config) { c.Routes[1].Targets[1].Slack.Channel = "" }, "routes[1].targets[1].slack.channel: required"},
+		{"discord channel", func(c *Config) { c.Routes[0].Targets[1].Discord.Channel = "" }, "routes[0].targets[1].discord.channel: required"},
+		{"same channel twice", func(c *Config) { c.Routes[1].Targets[1].Slack.Channel = "C1" }, "routes[1].targets[1]: the same slack channel as routes[1].targets[0]"},
+		{"empty responder", func(c *Config) { c.Routes[0].Targets[0].Slack.Responders.Groups = []string{""} }, "routes[0].targets[0].slack.responders.groups[0]: empty"},
+		{"empty discord role", func(c *Config) { c.Routes[0].Targets[1].Discord.Responders.Roles = []string{" "} }, "routes[0].targets[1].discord.responders.roles[0]: empty"},
+		{"log level", func(c *Config) { c.Log.Level = "verbose" }, `log.level: "verbose" is not a level`},
+		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format: "xml" is not a format`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base(t)
+			tc.change(c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; want %q", tc.want)
+			}
+			// Exactly one problem, and its message starts with the key.
+			if msgs := strings.Split(err.Error(), "\n"); len(msgs) != 1 || !strings.HasPrefix(msgs[0], tc.want) {
+				t.Errorf("error %q\nwant one line starting with %q", err, tc.want)
+			}
+		})
+	}
+
+	t.Run("loopback listens are fine with an open API", func(t *testing.T) {
+		for _, l := range []string{"127.0.0.1:0", "127.8.9.10:80", "[::1]:8080", "localhost:8080", "LOCALHOST:1"} {
+			c := mustParse(t, "", noEnv)
+			c.Listen = l
+			if err := c.Validate(); err != nil {
+				t.Errorf("listen %q: %v", l, err)
+			}
+		}
+	})
+
+	t.Run("every problem is reported", func(t *testing.T) {
+		c := base(t)
+		c.Log.Level = "x"
+		c.Routes[0].Name = ""
+		c.Slack.BotToken = ""
+		err := c.Validate()
+		for _, w := range []string{"log.level: ", "routes[0].name: ", "slack.bot_token: "} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %v does not contain %q", err, w)
+			}
+		}
+	})
+}
+
+// TestSecretsNeverLeak prints a config holding every kind of secret in
+// every way the bridge might, and looks for the secrets in the output.
+func TestSecretsNeverLeak(t *testing.T) {
+	secrets := map[string]string{
+		"REDIS_URL": "redis://:LEAK-redis-pw@localhost:6379",
+		"API_TOKEN": "LEAK-api-token-value",
+		"BOT":       "xoxb-LEAK-slack-bot",
+		"SIGNING":   "LEAK-slack-signing",
+		"APP":       "xapp-LEAK-slack-app",
+		"DISCORD":   "LEAK-discord-bot-token",
+	}
+	c := mustParse(t, `
+redis: {url: "${REDIS_URL}"}
+api: {tokens: [{name: a, token: "${API_TOKEN}", scopes: [ask]}]}
+slack: {bot_token: "${BOT}", signing_secret: "${SIGNING}", app_token: "${APP}"}
+discord: {bot_token: "${DISCORD}", application_id: "1", gateway: true}
+`, env(secrets))
+	if c.Slack.BotToken.Reveal() != secrets["BOT"] {
+		t.Fatalf("Reveal() = %q", c.Slack.BotToken.Reveal())
+	}
+
+	outputs := map[string]string{}
+	// Every verb fmt knows, and some it doesn't. %p and %w are left out:
+	// with a string type fmt prints them through its bad-verb path, which
+	// calls no methods; go vet reports both (see the Secret doc).
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%T", "%d", "%t", "%b", "%o", "%c", "%U", "%e", "%f", "%g", "%10s", "%-20.3q", "%#x", "%z"} {
+		for name, v := range map[string]any{"Config": *c, "*Config": c, "Slack": *c.Slack, "Secret": c.Slack.BotToken, "Token": c.API.Tokens[0], "[]Token": c.API.Tokens} {
+			outputs["fmt "+verb+" "+name] = fmt.Sprintf(verb, v)
+		}
+	}
+	outputs["Sprint"] = fmt.Sprint(c.Slack.BotToken, *c.Slack, c.Redis)
+	outputs["Sprintln"] = fmt.Sprintln(c.Slack.BotToken, *c.Slack, c.Redis)
+	outputs["Errorf %v"] = fmt.Errorf("bad token %v: %w", c.Slack.BotToken, errors.New("x")).Error()
+	outputs["String"] = c.Slack.BotToken.String()
+	outputs["GoString"] = c.Slack.BotToken.GoString()
+
+	for name, h := range map[string]func(*bytes.Buffer) slog.Handler{
+		"text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
+		"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
+	} {
+		var b bytes.Buffer
+		log := slog.New(h(&b))
+		log.Info("config", "config", c, "value", *c, "slack", c.Slack, "secret", c.Slack.BotToken, "redis", c.Redis,
+			slog.Any("tokens", c.API.Tokens), slog.Group("g", "discord", c.Discord.BotToken))
+		log.With("secret", c.Redis.URL).Error("failed", "err", fmt.Errorf("redis %v: %w", c.Redis.URL, errors.New("down")))
+		outputs["slog "+name] = b.String()
+	}
+
+	y, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs["yaml.Marshal"] = string(y)
+	j, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs["json.Marshal"] = string(j)
+	eff, err := c.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs["Effective"] = string(eff)
+	bad := *c
+	bad.Redis.URL = "http://:LEAK-redis-pw@x"
+	bad.Slack = &Slack{BotToken: "xoxb-LEAK-slack-bot", APIURL: "http://user:LEAK-proxy@:bad/"}
+	if err := bad.Validate(); err == nil {
+		t.Fatal("bad config validated")
+	} else {
+		outputs["Validate"] = err.Error()
+	}
+
+	for name, out := range outputs {
+		// JSON writes < and > as \u003c and \u003e.
+		out = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">").Replace(out)
+		outputs[name] = out
+		if strings.Contains(out, "LEAK") {
+			t.Errorf("%s leaks a secret: %s", name, out)
+		}
+	}
+	// The outputs above must show the secrets as <secret>, or the test
+	// proves nothing.
+	for _, name := range []string{"fmt %v Config", "fmt %#v *Config", "fmt %q Secret", "fmt %s Token", "slog text", "slog json", "yaml.Marshal", "json.Marshal", "Effective", "Errorf %v"} {
+		if !strings.Contains(outputs[name], "<secret>") {
+			t.Errorf("%s shows no <secret>: %s", name, outputs[name])
+		}
+	}
+}
+
+func TestSecretFormatting(t *testing.T) {
+	for _, tc := range []struct {
+		s             Secret
+		format        string
+		want          string
+		wantMarshaled string
+	}{
+		{"tok", "%v", "<secret>", `"\u003csecret\u003e"`},
+		{"tok", "%s", "<secret>", ""},
+		{"tok", "%q", `"<secret>"`, ""},
+		{"tok", "%#v", `"<secret>"`, ""},
+		{"tok", "%12s", "    <secret>", ""},
+		{"", "%v", "", `""`},
+		{"", "%s", "", ""},
+		{"", "%q", `""`, ""},
+		{"", "%#v", `""`, ""},
+	} {
+		t.Run(fmt.Sprintf("%q %s", string(tc.s), tc.format), func(t *testing.T) {
+			if got := fmt.Sprintf(tc.format, tc.s); got != tc.want {
+				t.Errorf("Sprintf = %q, want %q", got, tc.want)
+			}
+			if tc.wantMarshaled != "" {
+				j, _ := json.Marshal(tc.s)
+				if string(j) != tc.wantMarshaled {
+					t.Errorf("json = %s, want %s", j, tc.wantMarshaled)
+				}
+			}
+			if tc.s.Reveal() != string(tc.s) {
+				t.Errorf("Reveal() = %q", tc.s.Reveal())
+			}
+		})
+	}
+}
+
+func TestEffective(t *testing.T) {
+	c := mustParse(t, validBase, noEnv)
+	out, err := c.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("null")) {
+		t.Errorf("Effective() shows nulls:\n%s", out)
+	}
+	for _, want := range []string{
+		"listen: 0.0.0.0:8080\n",
+		"base_url: https://bridge.example.com\n",
+		"  url: <secret>\n",
+		"  retention: 1h\n",
+		"  default_expires_in: 0\n",
+		"  api_url: https://slack.com/api/\n",
+		"mode: all\n",
+		"  level: debug\n",
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("Effective() lacks %q:\n%s", want, out)
+		}
+	}
+	// It reads back as the same config.
+	back, err := parse(out, noEnv)
+	if err != nil {
+		t.Fatalf("Effective() does not parse: %v\n%s", err, out)
+	}
+	sameConfig(t, back, c)
+}
+
+// sameConfig compares two configs by their Effective output (secrets hidden).
+func sameConfig(t *testing.T, got, want *Config) {
+	t.Helper()
+	g, err := got.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := want.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) {
+		t.Errorf("got config\n%s\nwant\n%s", g, w)
+	}
+}
+
+// leafKeys lists every key of t as a path, e.g. routes[].targets[].slack.channel.
+func leafKeys(t reflect.Type, path string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return []string{path}
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var keys []string
+		for name, ft := range yamlFields(t) {
+			keys = append(keys, leafKeys(ft, joinKey(path, name))...)
+		}
+		return keys
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Struct {
+			return append([]string{path}, leafKeys(t.Elem(), path+"[]")...)
+		}
+	}
+	return []string{path}
+}
+
+func TestExampleFile(t *testing.T) {
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("loads and validates with no environment", func(t *testing.T) {
+		c, err := parse(data, noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		sameConfig(t, c, defaultConfig())
+	})
+	t.Run("Load", func(t *testing.T) {
+		c, err := Load("../../config.example.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("Load names the file", func(t *testing.T) {
+		_, err := Load("testdata-does-not-exist.yaml")
+		if !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("Load of a missing file: %v", err)
+		}
+	})
+	t.Run("shows every key", func(t *testing.T) {
+		for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
+			name := k[strings.LastIndexAny(k, ".]")+1:]
+			if !regexp.MustCompile(`(?m)^[ #]*(- )?(\{)?` + regexp.QuoteMeta(name) + `:`).Match(data) {
+				t.Errorf("config.example.yaml does not show %s", k)
+			}
+		}
+	})
+}
+
+func TestDocs(t *testing.T) {
+	data, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("every key is documented", func(t *testing.T) {
+		for _, k := range leafKeys(reflect.TypeFor[Config](), "") {
+			if !bytes.Contains(data, []byte("`"+k+"`")) {
+				t.Errorf("docs/config.md does not document `%s`", k)
+			}
+		}
+	})
+	t.Run("examples validate", func(t *testing.T) {
+		vars := env(map[string]string{
+			"REDIS_URL":              "redis://redis:6379",
+			"ASKBRIDGE_AGENT_TOKEN":  "a",
+			"ASKBRIDGE_INBOX_TOKEN":  "i",
+			"SLACK_BOT_TOKEN":        "xoxb-1",
+			"SLACK_SIGNING_SECRET":   "s",
+			"SLACK_APP_TOKEN":        "xapp-1",
+			"DISCORD_BOT_TOKEN":      "d",
+			"DISCORD_PUBLIC_KEY":     strings.Repeat("ab", 32),
+			"ASKBRIDGE_ANSWER_TOKEN": "x",
+		})
+		blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(data, -1)
+		if len(blocks) < 3 {
+			t.Fatalf("found %d yaml examples, want 3", len(blocks))
+		}
+		for i, b := range blocks {
+			c, err := parse(b[1], vars)
+			if err == nil {
+				err = c.Validate()
+			}
+			if err != nil {
+				t.Errorf("example %d: %v\n%s", i+1, err, b[1])
+			}
+		}
+	})
+}

@@ -1,0 +1,364 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of the keys that have one.
+const (
+	DefaultListen        = "127.0.0.1:8080"
+	DefaultRedisPrefix   = "askbridge:"
+	DefaultSlackAPIURL   = "https://slack.com/api/"
+	DefaultDiscordAPIURL = "https://discord.com/api/v10/"
+	DefaultRoute         = "default" // the route of a request that names none
+
+	DefaultRetention     = 168 * time.Hour
+	DefaultExpiresIn     = 24 * time.Hour
+	DefaultSweepInterval = time.Second
+	DefaultMaxWait       = 60 * time.Second
+
+	DefaultLogLevel  = "info"
+	DefaultLogFormat = "text"
+)
+
+// Load reads the config file at path; see Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a config file's contents: it expands ${VAR} and
+// ${VAR:-default} in values from the environment, rejects unknown keys, and
+// fills in defaults. Empty data is a valid config: embedded Redis, open API
+// on 127.0.0.1:8080, no surfaces, and a route named "default" with no
+// targets.
+//
+// Parse does not validate: the caller applies its overrides (such as
+// --listen) and then calls Validate.
+func Parse(data []byte) (*Config, error) {
+	return parse(data, os.LookupEnv)
+}
+
+func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	c := &Config{Store: Store{
+		// Set before decoding, not after: 0 is a meaningful value for some
+		// of these ("never"), so only a missing key gets the default.
+		Retention:        Duration(DefaultRetention),
+		DefaultExpiresIn: Duration(DefaultExpiresIn),
+		SweepInterval:    Duration(DefaultSweepInterval),
+		MaxWait:          Duration(DefaultMaxWait),
+	}}
+
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF): // empty, or only comments
+		c.setDefaults()
+		return c, nil
+	case err != nil:
+		return nil, err
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("line %d: a second YAML document (---); the config is one document", more.Line)
+	}
+
+	// Expansion works on the parsed values rather than on the raw text, so
+	// that ${VAR} in a comment is left alone and a value such as "a #b" or
+	// "*x" stays one string instead of changing the document's structure.
+	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}}
+	x.walk(&doc, "")
+	if len(x.errs) > 0 {
+		return nil, errors.Join(x.errs...)
+	}
+
+	// Node.Decode has no KnownFields option, so unknown keys are found by
+	// walking the document against the struct's yaml tags, which also lets
+	// the error name the key's full path.
+	var errs []error
+	checkKeys(&doc, reflect.TypeFor[Config](), "", &errs)
+	if err := doc.Decode(c); err != nil {
+		errs = append(errs, x.hideValues(err))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c.setDefaults()
+	return c, nil
+}
+
+// setDefaults fills in what decoding left empty. The Store durations were
+// set before decoding.
+func (c *Config) setDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Redis.Prefix == "" {
+		c.Redis.Prefix = DefaultRedisPrefix
+	}
+	if c.Slack != nil {
+		c.Slack.APIURL = withSlash(c.Slack.APIURL, DefaultSlackAPIURL)
+	}
+	if c.Discord != nil {
+		c.Discord.APIURL = withSlash(c.Discord.APIURL, DefaultDiscordAPIURL)
+	}
+	if len(c.Routes) == 0 {
+		c.Routes = []Route{{Name: DefaultRoute}}
+	}
+	for i := range c.Routes {
+		if c.Routes[i].Mode == "" {
+			c.Routes[i].Mode = ModeAll
+		}
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = DefaultLogFormat
+	}
+}
+
+// withSlash returns u, or def when u is empty, ending in "/": both Slack and
+// Discord clients append method paths to it.
+func withSlash(u, def string) string {
+	if u == "" {
+		return def
+	}
+	if !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u
+}
+
+// expander replaces ${VAR} and ${VAR:-default} in scalar values. ${VAR:-x}
+// uses x when VAR is unset or empty; $${ writes a literal ${.
+type expander struct {
+	lookupEnv func(string) (string, bool)
+	fromEnv   map[int][]string // line -> the values there as written, before expansion
+	errs      []error
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (x *expander) walk(n *yaml.Node, path string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			x.walk(c, path)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			x.walk(n.Content[i+1], joinKey(path, n.Content[i].Value))
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			x.walk(c, fmt.Sprintf("%s[%d]", path, i))
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return
+		}
+		v, err := x.expand(n.Value)
+		if err != nil {
+			if path == "" {
+				path = "(top level)"
+			}
+			x.errs = append(x.errs, fmt.Errorf("%s (line %d): %w", path, n.Line, err))
+			return
+		}
+		x.fromEnv[n.Line] = append(x.fromEnv[n.Line], n.Value)
+		n.Value = v
+		if n.Style == 0 {
+			// A plain scalar is typed by what it says once expanded:
+			// gateway: ${GATEWAY} with GATEWAY=true is a bool.
+			n.Tag = ""
+		}
+	}
+	// Aliases share their anchor's node, expanded where it is defined.
+}
+
+// expand returns s with its ${...} replaced. Its errors name variables,
+// never values.
+func (x *expander) expand(s string) (string, error) {
+	var b strings.Builder
+	var errs []error
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		if i > 0 && s[i-1] == '$' { // $${ -> ${
+			b.WriteString(s[:i])
+			b.WriteString("{")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			errs = append(errs, fmt.Errorf("%q has no closing }", s[i:min(len(s), i+20)]))
+			break
+		}
+		expr := s[i+2 : i+end]
+		s = s[i+end+1:]
+		name, def, hasDef := strings.Cut(expr, ":-")
+		if !envName.MatchString(name) {
+			errs = append(errs, fmt.Errorf("${%s}: %q is not an environment variable name", expr, name))
+			continue
+		}
+		v, ok := x.lookupEnv(name)
+		switch {
+		case hasDef && v == "":
+			v = def
+		case !ok:
+			errs = append(errs, fmt.Errorf("environment variable %s is not set (write ${%s:-} to allow it unset)", name, name))
+			continue
+		}
+		b.WriteString(v)
+	}
+	return b.String(), errors.Join(errs...)
+}
+
+var typeErrorValue = regexp.MustCompile("`[^`]*`")
+
+// hideValues rewrites the decoder's messages about lines that held ${VAR}
+// so that they quote the value as written, not its expansion: the decoder
+// quotes up to 7 characters of a bad value, and a token pasted into the
+// wrong key must not reach an error message.
+func (x *expander) hideValues(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	out := &yaml.TypeError{Errors: slices.Clone(te.Errors)}
+	for i, msg := range out.Errors {
+		var line int
+		if _, err := fmt.Sscanf(msg, "line %d:", &line); err != nil {
+			continue
+		}
+		written, ok := x.fromEnv[line]
+		if !ok {
+			continue
+		}
+		repl := "`<from the environment>`"
+		if len(written) == 1 {
+			repl = "`" + strings.ReplaceAll(written[0], "`", "") + "`"
+		}
+		out.Errors[i] = typeErrorValue.ReplaceAllLiteralString(msg, repl)
+	}
+	return out
+}
+
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// checkKeys reports every mapping key in n that names no field of t, as
+// "path.key: unknown key (line N); known keys: ...". Type mismatches are
+// left to the decoder.
+func checkKeys(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return
+	}
+	switch {
+	case n.Kind == yaml.DocumentNode:
+		for _, c := range n.Content {
+			checkKeys(c, t, path, errs)
+		}
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for i, c := range n.Content {
+			checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "<<" && k.Style == 0 { // <<: *anchor
+				if v.Kind == yaml.SequenceNode {
+					for _, m := range v.Content {
+						checkKeys(m, t, path, errs)
+					}
+				} else {
+					checkKeys(v, t, path, errs)
+				}
+				continue
+			}
+			ft, ok := fields[k.Value]
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for name := range fields {
+					known = append(known, name)
+				}
+				slices.Sort(known)
+				where := "the top level"
+				if path != "" {
+					where = path
+				}
+				*errs = append(*errs, fmt.Errorf("%s: unknown key (line %d); the keys of %s are: %s",
+					joinKey(path, k.Value), k.Line, where, strings.Join(known, ", ")))
+				continue
+			}
+			checkKeys(v, ft, joinKey(path, k.Value), errs)
+		}
+	}
+}
+
+// yamlFields maps the yaml keys of struct t to their field types, as
+// yaml.v3 names them: the tag's name, or the lowercased field name.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if slices.Contains(strings.Split(opts, ","), "inline") {
+			for k, v := range yamlFields(f.Type) {
+				fields[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}

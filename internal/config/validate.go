@@ -1,0 +1,338 @@
+package config
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// OpenAPI reports whether the HTTP API takes requests without a token: no
+// api.tokens are configured.
+func (c *Config) OpenAPI() bool { return len(c.API.Tokens) == 0 }
+
+// Route returns the route with that name; the empty name means the route
+// named "default". The pointer is into c.Routes.
+func (c *Config) Route(name string) (*Route, bool) {
+	if name == "" {
+		name = DefaultRoute
+	}
+	for i := range c.Routes {
+		if c.Routes[i].Name == name {
+			return &c.Routes[i], true
+		}
+	}
+	return nil, false
+}
+
+// PublicURL is base_url without its trailing slash or, when base_url is
+// unset, http://<listen>, with an unspecified listen host shown as localhost.
+func (c *Config) PublicURL() string {
+	if c.BaseURL != "" {
+		return strings.TrimRight(c.BaseURL, "/")
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return "http://" + c.Listen
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// Effective returns the config as the bridge uses it, defaults included,
+// as YAML with every secret shown as <secret>. Sections that are off (a nil
+// slack:, a target's other surface) are left out.
+func (c *Config) Effective() ([]byte, error) {
+	e := *c
+	e.BaseURL = c.PublicURL()
+	var n yaml.Node
+	if err := n.Encode(&e); err != nil {
+		return nil, err
+	}
+	dropNulls(&n)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// dropNulls removes the mapping entries of n, at any depth, whose value is null.
+func dropNulls(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode {
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if v := n.Content[i+1]; v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+				continue
+			}
+			kept = append(kept, n.Content[i], n.Content[i+1])
+		}
+		n.Content = kept
+	}
+	for _, c := range n.Content {
+		dropNulls(c)
+	}
+}
+
+// Validate reports every problem in c, each naming its key, such as
+// "routes[1].targets[0]: set exactly one of slack or discord", joined with
+// errors.Join. Messages never include a secret's value.
+func (c *Config) Validate() error {
+	var v validator
+	v.listen(c)
+	if c.BaseURL != "" {
+		v.httpURL("base_url", c.BaseURL)
+	}
+	v.redis(c.Redis)
+	v.tokens(c.API.Tokens)
+	v.store(c.Store)
+	if s := c.Slack; s != nil {
+		v.secret("slack.bot_token", s.BotToken, true)
+		v.secret("slack.signing_secret", s.SigningSecret, false)
+		v.secret("slack.app_token", s.AppToken, false)
+		if s.SigningSecret == "" && s.AppToken == "" {
+			v.add("slack", "set signing_secret (interactions over the Request URL) or app_token (Socket Mode)")
+		}
+		v.apiURL("slack.api_url", s.APIURL)
+	}
+	if d := c.Discord; d != nil {
+		v.secret("discord.bot_token", d.BotToken, true)
+		if d.ApplicationID == "" {
+			v.add("discord.application_id", "required")
+		}
+		switch {
+		case d.PublicKey == "" && !d.Gateway:
+			v.add("discord.public_key", "required unless gateway: true (it verifies /discord/interactions)")
+		case d.PublicKey != "" && !isHexKey(d.PublicKey):
+			v.add("discord.public_key", "must be 64 hex characters (the application's Ed25519 public key), got %d characters", len(d.PublicKey))
+		}
+		v.apiURL("discord.api_url", d.APIURL)
+	}
+	v.routes(c)
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add("log.level", "%q is not a level; use debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		v.add("log.format", "%q is not a format; use text or json", c.Log.Format)
+	}
+	return errors.Join(v.errs...)
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) listen(c *Config) {
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		v.add("listen", "%q is not host:port, such as 127.0.0.1:8080", c.Listen)
+		return
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		v.add("listen", "port %q is not a number from 0 to 65535", port)
+		return
+	}
+	if c.OpenAPI() && !isLoopback(host) {
+		v.add("listen", "%q is not a loopback address, and with no api.tokens the API is open to anyone "+
+			"who can reach it: listen on 127.0.0.1, ::1 or localhost, or add a token under api.tokens "+
+			"(e.g. {name: agent, token: ${ASKBRIDGE_TOKEN}, scopes: [ask, answer]}) "+
+			"that clients send as Authorization: Bearer <token>", c.Listen)
+	}
+}
+
+// isLoopback reports whether host is localhost or a loopback IP address
+// (127.0.0.0/8, ::1). The empty host listens on every interface.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) redis(r Redis) {
+	if r.URL == "" {
+		return
+	}
+	if r.URL == redacted {
+		v.secret("redis.url", r.URL, false)
+		return
+	}
+	// url.Parse's error quotes the URL, password included: say what is
+	// wrong without it.
+	u, err := url.Parse(r.URL.Reveal())
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+		v.add("redis.url", "not a redis://, rediss:// or unix:// URL")
+	}
+}
+
+func (v *validator) tokens(tokens []Token) {
+	names := map[string]int{}
+	values := map[Secret]int{}
+	for i, t := range tokens {
+		p := fmt.Sprintf("api.tokens[%d]", i)
+		if t.Name == "" {
+			v.add(p+".name", "required: it names the client in logs and records")
+		} else if j, dup := names[t.Name]; dup {
+			v.add(p+".name", "%q is also the name of api.tokens[%d]", t.Name, j)
+		} else {
+			names[t.Name] = i
+		}
+		v.secret(p+".token", t.Token, true)
+		if t.Token != "" {
+			if j, dup := values[t.Token]; dup {
+				v.add(p+".token", "the same token as api.tokens[%d]: give each client its own", j)
+			} else {
+				values[t.Token] = i
+			}
+		}
+		if len(t.Scopes) == 0 {
+			v.add(p+".scopes", "set at least one of %s, %s", ScopeAsk, ScopeAnswer)
+		}
+		seen := map[string]bool{}
+		for j, s := range t.Scopes {
+			switch {
+			case s != ScopeAsk && s != ScopeAnswer:
+				v.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%q is not a scope; use %s or %s", s, ScopeAsk, ScopeAnswer)
+			case seen[s]:
+				v.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%q is listed twice", s)
+			}
+			seen[s] = true
+		}
+	}
+}
+
+func (v *validator) store(s Store) {
+	if s.Retention <= 0 {
+		v.add("store.retention", "must be more than 0: an agent reads its answer after it lands")
+	}
+	if s.DefaultExpiresIn < 0 {
+		v.add("store.default_expires_in", "must not be negative (0: never)")
+	}
+	if s.SweepInterval <= 0 {
+		v.add("store.sweep_interval", "must be more than 0")
+	}
+	if s.MaxWait < 0 {
+		v.add("store.max_wait", "must not be negative")
+	}
+}
+
+func (v *validator) routes(c *Config) {
+	names := map[string]int{}
+	noSection := map[string]bool{} // a missing slack: or discord: section is reported once
+	for i, r := range c.Routes {
+		p := fmt.Sprintf("routes[%d]", i)
+		if r.Name == "" {
+			v.add(p+".name", "required (a request names its route; %q is used when it names none)", DefaultRoute)
+		} else if j, dup := names[r.Name]; dup {
+			v.add(p+".name", "%q is also the name of routes[%d]", r.Name, j)
+		} else {
+			names[r.Name] = i
+		}
+		if r.Mode != ModeAll && r.Mode != ModeFirst {
+			v.add(p+".mode", "%q is not a mode; use %s or %s", r.Mode, ModeAll, ModeFirst)
+		}
+		if r.ExpiresIn < 0 {
+			v.add(p+".expires_in", "must not be negative (0: store.default_expires_in)")
+		}
+		channels := map[string]int{} // "slack C123" -> target index
+		for j, t := range r.Targets {
+			tp := fmt.Sprintf("%s.targets[%d]", p, j)
+			var surface, channel string
+			switch {
+			case (t.Slack == nil) == (t.Discord == nil):
+				v.add(tp, "set exactly one of slack or discord")
+				continue
+			case t.Slack != nil:
+				surface, channel = "slack", t.Slack.Channel
+				if c.Slack == nil && !noSection["slack"] {
+					noSection["slack"] = true
+					v.add(tp+".slack", "there is no top-level slack: section (bot_token, and signing_secret or app_token)")
+				}
+				v.ids(tp+".slack.responders.users", t.Slack.Responders.Users)
+				v.ids(tp+".slack.responders.groups", t.Slack.Responders.Groups)
+			case t.Discord != nil:
+				surface, channel = "discord", t.Discord.Channel
+				if c.Discord == nil && !noSection["discord"] {
+					noSection["discord"] = true
+					v.add(tp+".discord", "there is no top-level discord: section (bot_token, application_id, public_key)")
+				}
+				v.ids(tp+".discord.responders.users", t.Discord.Responders.Users)
+				v.ids(tp+".discord.responders.roles", t.Discord.Responders.Roles)
+			}
+			if channel == "" {
+				v.add(tp+"."+surface+".channel", "required: the channel id to post in")
+				continue
+			}
+			key := surface + " " + channel
+			if k, dup := channels[key]; dup {
+				v.add(tp, "the same %s channel as %s.targets[%d]: a request would be posted there twice", surface, p, k)
+			} else {
+				channels[key] = j
+			}
+		}
+	}
+}
+
+func (v *validator) ids(path string, ids []string) {
+	for i, id := range ids {
+		if strings.TrimSpace(id) == "" {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "empty")
+		}
+	}
+}
+
+// secret checks a secret without ever printing it.
+func (v *validator) secret(path string, s Secret, required bool) {
+	switch {
+	case s == "" && required:
+		v.add(path, "required")
+	case s == redacted:
+		v.add(path, "is the placeholder %s, as `bridge config check` prints it: write the real value, or ${ENV_VAR}", redacted)
+	}
+}
+
+// apiURL checks a surface's API base URL; setDefaults added the final "/".
+func (v *validator) apiURL(path, u string) {
+	if v.httpURL(path, u) && !strings.HasSuffix(u, "/") {
+		v.add(path, "must end in /")
+	}
+}
+
+// httpURL checks that u is an absolute http or https URL. It does not quote
+// u, which may carry credentials for a proxy.
+func (v *validator) httpURL(path, u string) bool {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		v.add(path, "not an http:// or https:// URL")
+		return false
+	}
+	return true
+}
+
+func isHexKey(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}

@@ -1,0 +1,276 @@
+// Package dispatch connects requests to the people who answer them: it
+// posts each new request to its route's targets, resolves requests through
+// the store, and edits every posted message when a request ends, whichever
+// replica or surface ended it.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Surface is a chat platform as the dispatcher sees it.
+type Surface interface {
+	// Post posts rec to one target of a route and returns what it posted.
+	Post(ctx context.Context, rec *pending.Record, t Target) ([]pending.Post, error)
+	// Finish edits one message posted for rec, which has ended: the question
+	// stays readable, the controls go, and a line says how it ended.
+	Finish(ctx context.Context, rec *pending.Record, p pending.Post) error
+}
+
+// Target is one target of a route, as handed to its surface.
+type Target struct {
+	Key    string        // "route/index": recorded on each post
+	Config config.Target // the surface reads its own section
+}
+
+// Surface returns the name of the surface the target posts to.
+func (t Target) Surface() string {
+	switch {
+	case t.Config.Slack != nil:
+		return "slack"
+	case t.Config.Discord != nil:
+		return "discord"
+	}
+	return ""
+}
+
+type route struct {
+	name      string
+	mode      string
+	expiresIn time.Duration
+	targets   []Target
+}
+
+// Dispatcher creates, posts and resolves requests.
+type Dispatcher struct {
+	store          *pending.Store
+	surfaces       map[string]Surface
+	routes         map[string]route
+	defaultExpires time.Duration
+	metrics        *Metrics
+	log            *slog.Logger
+}
+
+// New builds a dispatcher for the routes of cfg. surfaces maps a surface
+// name ("slack", "discord") to its implementation; a route that targets a
+// surface not in it is an error.
+func New(store *pending.Store, cfg *config.Config, surfaces map[string]Surface, m *Metrics, log *slog.Logger) (*Dispatcher, error) {
+	d := &Dispatcher{
+		store:          store,
+		surfaces:       surfaces,
+		routes:         make(map[string]route, len(cfg.Routes)),
+		defaultExpires: cfg.Store.DefaultExpiresIn.D(),
+		metrics:        m,
+		log:            log,
+	}
+	var errs []error
+	for _, r := range cfg.Routes {
+		rt := route{name: r.Name, mode: r.Mode, expiresIn: r.ExpiresIn.D()}
+		for i, t := range r.Targets {
+			tg := Target{Key: fmt.Sprintf("%s/%d", r.Name, i), Config: t}
+			if _, ok := surfaces[tg.Surface()]; !ok {
+				errs = append(errs, fmt.Errorf("routes %q target %d: the %s surface is not configured", r.Name, i, tg.Surface()))
+			}
+			rt.targets = append(rt.targets, tg)
+		}
+		d.routes[r.Name] = rt
+	}
+	return d, errors.Join(errs...)
+}
+
+// DefaultRoute is the route of a request that names none.
+const DefaultRoute = "default"
+
+// Create stores a request and posts it to its route. A request that already
+// exists under the same tool_call_id is returned as it is (created false)
+// and not posted again. An unknown route, or a route none of whose targets
+// took the request, is seam.ErrNoProvider and leaves nothing behind.
+func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pending.Record, bool, error) {
+	if nr.Route == "" {
+		nr.Route = DefaultRoute
+	}
+	rt, ok := d.routes[nr.Route]
+	if !ok {
+		return nil, false, noProvider("no route named %q is configured", nr.Route)
+	}
+	if nr.ExpiresIn == 0 {
+		nr.ExpiresIn = rt.expiresIn
+	}
+	if nr.ExpiresIn == 0 {
+		nr.ExpiresIn = d.defaultExpires
+	}
+	rec, created, err := d.store.Create(ctx, nr)
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		d.metrics.created(rec)
+	}
+	if len(rt.targets) == 0 {
+		return rec, created, nil // answered through the API
+	}
+	if !created {
+		// A re-attach. Post only what a crash left unposted, and only if
+		// this replica wins the claim; otherwise it is posted or being posted.
+		if rec.Status != seam.StatusPending || len(rec.Posts) > 0 {
+			return rec, false, nil
+		}
+		if ok, err := d.store.ClaimPosting(ctx, rec.ID); err != nil || !ok {
+			return rec, false, err
+		}
+	}
+	if posted := d.post(ctx, rec, rt); posted == 0 {
+		if _, err := d.store.Discard(ctx, rec.ID); err != nil {
+			d.log.Warn("discarding an unposted request failed", "request_id", rec.ID, "err", err)
+		}
+		return nil, false, noProvider("no target of route %q took the request", rt.name)
+	}
+	return rec, created, nil
+}
+
+// Repost posts the pending requests that a crash left unposted: stored,
+// but the replica that stored them died before posting. Every replica may
+// run it; the posting claim lets exactly one post each request. A request
+// that still no target takes stays pending and is tried again next time.
+func (d *Dispatcher) Repost(ctx context.Context) error {
+	for _, kind := range []seam.Kind{seam.KindQuestion, seam.KindApproval} {
+		recs, err := d.store.List(ctx, kind, 0)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			rt, ok := d.routes[rec.Route]
+			if !ok || len(rt.targets) == 0 || len(rec.Posts) > 0 {
+				continue
+			}
+			claimed, err := d.store.ClaimPosting(ctx, rec.ID)
+			if err != nil {
+				return err
+			}
+			if claimed {
+				d.log.Info("posting a request a crash left unposted", "request_id", rec.ID)
+				d.post(ctx, rec, rt)
+			}
+		}
+	}
+	return nil
+}
+
+// RunReposter runs Repost at start and then every interval until ctx ends.
+func (d *Dispatcher) RunReposter(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := d.Repost(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("reposting unposted requests failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func noProvider(format string, args ...any) error {
+	return &seam.Error{Code: seam.CodeNoProvider, Message: seam.Messages[seam.CodeNoProvider] + ": " + fmt.Sprintf(format, args...)}
+}
+
+// post posts rec to the route's targets and returns how many took it.
+func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) int {
+	if rt.mode == config.ModeFirst {
+		for _, t := range rt.targets {
+			if d.postTo(ctx, rec, t) {
+				return 1
+			}
+		}
+		return 0
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		posted int
+	)
+	for _, t := range rt.targets {
+		wg.Go(func() {
+			if d.postTo(ctx, rec, t) {
+				mu.Lock()
+				posted++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return posted
+}
+
+// postTo posts rec to one target and records the messages. A message whose
+// request ended while it was being posted is finished at once, so no live
+// buttons are left behind.
+func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) bool {
+	log := d.log.With("request_id", rec.ID, "surface", t.Surface(), "target", t.Key)
+	s := d.surfaces[t.Surface()]
+	posts, err := s.Post(ctx, rec, t)
+	if err != nil {
+		log.Warn("posting failed", "err", err)
+		d.metrics.postFailed(t.Surface())
+		return false
+	}
+	for _, p := range posts {
+		p.Target = t.Key
+		st, err := d.store.AddPost(ctx, rec.ID, p)
+		if err != nil {
+			log.Error("recording a posted message failed", "message_id", p.MessageID, "err", err)
+			continue
+		}
+		if st.Final() {
+			if cur, err := d.store.Get(ctx, rec.ID); err == nil {
+				d.finishOne(ctx, cur, p)
+			}
+		}
+	}
+	return len(posts) > 0
+}
+
+// Resolve ends a request through the store (first writer wins) and, when
+// this call won, edits every message posted for it. A lost race returns
+// the record as it ended and pending.ErrAlreadyResolved.
+func (d *Dispatcher) Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error) {
+	rec, err := d.store.Resolve(ctx, id, res)
+	if err != nil {
+		return rec, err
+	}
+	d.Finished(ctx, rec)
+	return rec, nil
+}
+
+// Finished records the end of rec and edits its posted messages. The
+// sweeper calls it for the requests it expired.
+func (d *Dispatcher) Finished(ctx context.Context, rec *pending.Record) {
+	d.metrics.resolved(rec)
+	var wg sync.WaitGroup
+	for _, p := range rec.Posts {
+		wg.Go(func() { d.finishOne(ctx, rec, p) })
+	}
+	wg.Wait()
+}
+
+func (d *Dispatcher) finishOne(ctx context.Context, rec *pending.Record, p pending.Post) {
+	s, ok := d.surfaces[p.Surface]
+	if !ok {
+		return
+	}
+	if err := s.Finish(ctx, rec, p); err != nil {
+		d.log.Warn("editing a finished request's message failed",
+			"request_id", rec.ID, "surface", p.Surface, "message_id", p.MessageID, "err", err)
+	}
+}

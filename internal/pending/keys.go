@@ -1,0 +1,69 @@
+package pending
+
+import (
+	"fmt"
+	"hash/fnv"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Every Redis key the bridge uses is built here.
+//
+// A request's keys carry a hash tag derived from its id: {sNN}, one of
+// shards slots. The record, its shard's open and due indexes and its shard's
+// audit stream therefore share one cluster slot, so every script touches
+// only keys of one slot (no CROSSSLOT on Redis Cluster) and creating or
+// resolving a request, index and audit included, is one atomic script. The
+// shards spread requests over slots the way a per-id tag would, at the cost
+// of the sweeper reading shards indexes instead of one.
+const shards = 16
+
+// keys builds the keys under one prefix.
+type keys struct{ prefix string }
+
+// shard returns the shard of a request id.
+func shard(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % shards)
+}
+
+func (k keys) tag(s int) string { return fmt.Sprintf("%s{s%02d}:", k.prefix, s) }
+
+// record is a HASH: one request, its answer and its posted messages.
+func (k keys) record(id string) string { return k.tag(shard(id)) + "req:" + id }
+
+// open is a ZSET per kind and shard: ids of pending requests of that kind
+// scored by creation time in unix milliseconds. It lists the work an
+// answerer can do. One index per kind, so that List reads only requests of
+// the kind it returns: with one index for both, the newest requests of one
+// kind could hide older ones of the other behind List's limit.
+func (k keys) open(kind seam.Kind, s int) string { return k.tag(s) + "open:" + string(kind) }
+
+// kinds are the kinds of request, one open index each.
+var kinds = []seam.Kind{seam.KindQuestion, seam.KindApproval}
+
+// due is a ZSET per shard: ids of pending requests that expire, scored by
+// their expiry in unix milliseconds. The sweeper reads it.
+func (k keys) due(s int) string { return k.tag(s) + "due" }
+
+// audit is a STREAM per shard, capped: created, posted, answered, cancelled,
+// dismissed and expired events.
+func (k keys) audit(s int) string { return k.tag(s) + "audit" }
+
+// wake is the pub/sub channel on which a resolved request's id is published.
+// Plain PUBLISH reaches every node of a cluster.
+func (k keys) wake() string { return k.prefix + "wake" }
+
+// request returns the keys the scripts of one request take, in the order
+// the scripts name them: record, due, audit, then the open index of each
+// kind given. The record comes first: Redis Cluster routes EVAL by its
+// first key.
+func (k keys) request(id string, open ...seam.Kind) []string {
+	s := shard(id)
+	out := []string{k.record(id), k.due(s), k.audit(s)}
+	for _, kind := range open {
+		out = append(out, k.open(kind, s))
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package pending
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Record is one request as the store keeps it.
+type Record struct {
+	ID         string
+	Kind       seam.Kind
+	Status     seam.Status
+	Client     string // name of the API token that created it
+	ToolCallID string
+	Route      string
+	Caller     *seam.Caller
+	Questions  *seam.Questions // set when Kind is question
+	Approval   *seam.Approval  // set when Kind is approval
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // zero: never
+
+	Answer     *seam.Answer   // set when an answered question
+	Decision   *seam.Decision // set when a decided approval
+	ResolvedAt time.Time
+	ResolvedBy *Responder // who answered, decided or dismissed; nil for cancel and expiry
+
+	Posts []Post // messages posted for it, oldest first
+}
+
+// Responder is who resolved a request and from where.
+type Responder struct {
+	Surface string `json:"surface"` // "slack", "discord", "api", "web"
+	UserID  string `json:"user_id,omitempty"`
+	Name    string `json:"name,omitempty"`
+}
+
+// Post is one message posted for a request on a surface.
+type Post struct {
+	Surface   string    `json:"surface"`
+	Target    string    `json:"target,omitempty"` // which route target posted it, for edits
+	Channel   string    `json:"channel"`
+	MessageID string    `json:"message_id"` // Slack ts, Discord message id
+	Thread    string    `json:"thread,omitempty"`
+	PostedAt  time.Time `json:"posted_at"`
+}
+
+func (p Post) field() string {
+	return "post:" + p.Surface + ":" + p.Channel + ":" + p.MessageID
+}
+
+// Record hash fields.
+const (
+	fID         = "id"
+	fKind       = "kind"
+	fStatus     = "status"
+	fClient     = "client"
+	fToolCallID = "tool_call_id"
+	fRoute      = "route"
+	fCaller     = "caller"
+	fBody       = "body"
+	fHash       = "hash"
+	fCreated    = "created"
+	fExpires    = "expires"
+	fResult     = "result"
+	fResolved   = "resolved"
+	fBy         = "by"
+	fPosting    = "posting" // unix ms until which one replica holds the right to post it
+	postPrefix  = "post:"
+)
+
+// decodeRecord builds a Record from HGETALL's flat field/value list.
+func decodeRecord(flat []any) (*Record, error) {
+	h := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		h[k] = v
+	}
+	return recordFromHash(h)
+}
+
+func recordFromHash(h map[string]string) (*Record, error) {
+	if h[fID] == "" {
+		return nil, ErrNotFound
+	}
+	r := &Record{
+		ID:         h[fID],
+		Kind:       seam.Kind(h[fKind]),
+		Status:     seam.Status(h[fStatus]),
+		Client:     h[fClient],
+		ToolCallID: h[fToolCallID],
+		Route:      h[fRoute],
+		CreatedAt:  msTime(h[fCreated]),
+		ExpiresAt:  msTime(h[fExpires]),
+		ResolvedAt: msTime(h[fResolved]),
+	}
+	if err := r.decode(h); err != nil {
+		return nil, fmt.Errorf("record %s: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+func (r *Record) decode(h map[string]string) error {
+	if c := h[fCaller]; c != "" {
+		r.Caller = new(seam.Caller)
+		if err := json.Unmarshal([]byte(c), r.Caller); err != nil {
+			return fmt.Errorf("caller: %w", err)
+		}
+	}
+	switch r.Kind {
+	case seam.KindQuestion:
+		r.Questions = new(seam.Questions)
+		if err := json.Unmarshal([]byte(h[fBody]), r.Questions); err != nil {
+			return fmt.Errorf("body: %w", err)
+		}
+		if res := h[fResult]; res != "" && r.Status == seam.StatusAnswered {
+			r.Answer = new(seam.Answer)
+			if err := json.Unmarshal([]byte(res), r.Answer); err != nil {
+				return fmt.Errorf("answer: %w", err)
+			}
+		}
+	case seam.KindApproval:
+		r.Approval = new(seam.Approval)
+		if err := json.Unmarshal([]byte(h[fBody]), r.Approval); err != nil {
+			return fmt.Errorf("body: %w", err)
+		}
+		if res := h[fResult]; res != "" && r.Status == seam.StatusAnswered {
+			r.Decision = new(seam.Decision)
+			if err := json.Unmarshal([]byte(res), r.Decision); err != nil {
+				return fmt.Errorf("decision: %w", err)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown kind %q", r.Kind)
+	}
+	if by := h[fBy]; by != "" {
+		r.ResolvedBy = new(Responder)
+		if err := json.Unmarshal([]byte(by), r.ResolvedBy); err != nil {
+			return fmt.Errorf("by: %w", err)
+		}
+	}
+	for k, v := range h {
+		if !strings.HasPrefix(k, postPrefix) {
+			continue
+		}
+		var p Post
+		if err := json.Unmarshal([]byte(v), &p); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		r.Posts = append(r.Posts, p)
+	}
+	sort.Slice(r.Posts, func(i, j int) bool {
+		if !r.Posts[i].PostedAt.Equal(r.Posts[j].PostedAt) {
+			return r.Posts[i].PostedAt.Before(r.Posts[j].PostedAt)
+		}
+		return r.Posts[i].field() < r.Posts[j].field()
+	})
+	return nil
+}
+
+func msTime(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func unixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,537 @@
+// Package pending keeps pending requests in Redis: creating them
+// idempotently, resolving them exactly once across replicas, recording the
+// messages posted for them, expiring them, and waking the agents that wait.
+package pending
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Errors the store returns; test them with errors.Is.
+var (
+	ErrNotFound        = errors.New("no such request")
+	ErrAlreadyResolved = errors.New("request is already resolved")
+	ErrConflict        = errors.New("tool_call_id is already used by a different request")
+	ErrNotDue          = errors.New("request is not due to expire")
+	ErrUnavailable     = errors.New("redis is unavailable")
+)
+
+// Options tune a Store. The zero value of every field has a default.
+type Options struct {
+	Prefix      string           // key prefix; default "askbridge:"
+	Retention   time.Duration    // how long finished records stay; default 7 days
+	AuditMaxLen int64            // approximate cap of each audit stream shard; default 10,000
+	Recheck     time.Duration    // how often a waiter re-reads its record without a wake-up; default 10 s
+	Now         func() time.Time // the clock; default time.Now
+	Logger      *slog.Logger
+}
+
+// Store is the pending-request store on one Redis deployment. Any number of
+// Stores, in any number of processes, may share it.
+type Store struct {
+	rdb  redis.UniversalClient
+	keys keys
+	opt  Options
+	log  *slog.Logger
+	w    *waiters
+}
+
+// New returns a Store on rdb. Call Run to receive wake-ups from other
+// replicas; until it runs, waiters fall back to re-reading.
+func New(rdb redis.UniversalClient, opt Options) *Store {
+	if opt.Prefix == "" {
+		opt.Prefix = "askbridge:"
+	}
+	if opt.Retention <= 0 {
+		opt.Retention = 7 * 24 * time.Hour
+	}
+	if opt.AuditMaxLen <= 0 {
+		opt.AuditMaxLen = 10000
+	}
+	if opt.Recheck <= 0 {
+		opt.Recheck = 10 * time.Second
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{rdb: rdb, keys: keys{opt.Prefix}, opt: opt, log: opt.Logger, w: newWaiters()}
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return unavailable(s.rdb.Ping(ctx).Err())
+}
+
+// unavailable marks a Redis transport error so the API can answer 503.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// NewRequest is what Create stores.
+type NewRequest struct {
+	Kind       seam.Kind
+	Client     string // API token name; idempotency is per client
+	ToolCallID string // optional; makes Create idempotent
+	Route      string
+	Caller     *seam.Caller
+	Questions  *seam.Questions // for KindQuestion, validated
+	Approval   *seam.Approval  // for KindApproval, validated
+	ExpiresIn  time.Duration   // 0: never
+}
+
+// createScript stores a new request unless its id exists.
+//
+// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4] open index
+// of the request's kind.
+// ARGV[1] id, ARGV[2] body hash, ARGV[3] now ms, ARGV[4] expires ms (0: never),
+// ARGV[5] audit cap, ARGV[6] client, ARGV[7] route, ARGV[8..] field/value pairs.
+// Returns {0, HGETALL} when created, {1, HGETALL} when the same request
+// exists, {2} when the id holds a different request.
+var createScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'hash') == ARGV[2] then
+    return {1, redis.call('HGETALL', KEYS[1])}
+  end
+  return {2}
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 8))
+redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
+if ARGV[4] ~= '0' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'event', 'created', 'id', ARGV[1], 'client', ARGV[6], 'route', ARGV[7])
+return {0, redis.call('HGETALL', KEYS[1])}
+`)
+
+// Create stores a pending request in one round trip. With a ToolCallID,
+// the same client creating the same request again gets the existing record
+// and created == false; a different request under that ToolCallID is
+// ErrConflict.
+func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created bool, err error) {
+	body, hash, err := nr.encode()
+	if err != nil {
+		return nil, false, err
+	}
+	id := newID(nr)
+	now := s.opt.Now()
+	var expires int64
+	if nr.ExpiresIn > 0 {
+		expires = now.Add(nr.ExpiresIn).UnixMilli()
+	}
+	var caller []byte
+	if nr.Caller != nil {
+		caller, _ = json.Marshal(nr.Caller)
+	}
+	args := []any{id, hash, now.UnixMilli(), expires, s.opt.AuditMaxLen, nr.Client, nr.Route,
+		fID, id, fKind, string(nr.Kind), fStatus, string(seam.StatusPending), fClient, nr.Client,
+		fToolCallID, nr.ToolCallID, fRoute, nr.Route, fCaller, caller, fBody, body, fHash, hash,
+		fCreated, now.UnixMilli(), fExpires, expires, fPosting, now.Add(PostingLease).UnixMilli()}
+	res, err := createScript.Run(ctx, s.rdb, s.keys.request(id, nr.Kind), args...).Slice()
+	if err != nil {
+		return nil, false, fmt.Errorf("create %s: %w", id, unavailable(err))
+	}
+	switch code(res) {
+	case 0, 1:
+		rec, err := decodeRecord(res[1].([]any))
+		// Without a tool_call_id the id is random to this call: finding it
+		// means go-redis retried our own create after a lost reply.
+		return rec, code(res) == 0 || nr.ToolCallID == "", err
+	default:
+		return nil, false, fmt.Errorf("create %s (tool_call_id %q): %w", id, nr.ToolCallID, ErrConflict)
+	}
+}
+
+// encode returns the request body and the hash that tells one request from
+// another under the same tool_call_id.
+func (nr NewRequest) encode() (body []byte, hash string, err error) {
+	switch nr.Kind {
+	case seam.KindQuestion:
+		body, err = json.Marshal(nr.Questions)
+	case seam.KindApproval:
+		body, err = json.Marshal(nr.Approval)
+	default:
+		return nil, "", fmt.Errorf("unknown kind %q", nr.Kind)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	whole, err := json.Marshal(struct {
+		Kind      seam.Kind       `json:"kind"`
+		Route     string          `json:"route"`
+		Caller    *seam.Caller    `json:"caller"`
+		Body      json.RawMessage `json:"body"`
+		ExpiresIn time.Duration   `json:"expires_in"`
+	}{nr.Kind, nr.Route, nr.Caller, body, nr.ExpiresIn})
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(whole)
+	return body, hex.EncodeToString(sum[:16]), nil
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID returns a short, URL-safe id: derived from the client, kind and
+// tool_call_id when there is one, so a retried create finds its record
+// without a second key, random otherwise.
+func newID(nr NewRequest) string {
+	var b [10]byte // 80 bits, 16 characters
+	if nr.ToolCallID != "" {
+		sum := sha256.Sum256([]byte(nr.Client + "\x00" + string(nr.Kind) + "\x00" + nr.ToolCallID))
+		copy(b[:], sum[:])
+	} else {
+		rand.Read(b[:])
+	}
+	return idEncoding.EncodeToString(b[:])
+}
+
+// Get reads a request.
+func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
+	h, err := s.rdb.HGetAll(ctx, s.keys.record(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", id, unavailable(err))
+	}
+	rec, err := recordFromHash(h)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// Resolution ends a pending request.
+type Resolution struct {
+	Status   seam.Status    // answered, cancelled, dismissed or expired
+	Answer   *seam.Answer   // for an answered question, normalised
+	Decision *seam.Decision // for a decided approval, normalised
+	By       *Responder     // who; nil for cancel and expiry
+	Kind     seam.Kind      // when set, a request of another kind is ErrNotFound
+	Owner    string         // when set, a request of another client is ErrNotFound
+	IfDue    bool           // resolve only if its expiry has passed (the sweeper)
+}
+
+// resolveScript ends a pending request: first writer wins.
+//
+// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4..] the open
+// index of every kind (the caller need not know the request's kind).
+// ARGV[1] id, ARGV[2] status, ARGV[3] result JSON, ARGV[4] responder JSON,
+// ARGV[5] now ms, ARGV[6] retention ms, ARGV[7] required kind or empty,
+// ARGV[8] required owner or empty, ARGV[9] '1' to resolve only when due,
+// ARGV[10] wake channel, ARGV[11] audit cap, ARGV[12] responder surface,
+// ARGV[13] responder user id.
+// Returns {0} not found, {1, HGETALL} resolved now, {2, HGETALL} already
+// resolved, {3} not due.
+var resolveScript = redis.NewScript(`
+local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires')
+if not rec[1] then return {0} end
+if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
+if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
+if rec[1] ~= 'pending' then return {2, redis.call('HGETALL', KEYS[1])} end
+if ARGV[9] == '1' then
+  local exp = tonumber(rec[4])
+  if exp == 0 or exp > tonumber(ARGV[5]) then return {3} end
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'by', ARGV[4], 'resolved', ARGV[5])
+redis.call('ZREM', KEYS[2], ARGV[1])
+for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', ARGV[2], 'id', ARGV[1], 'surface', ARGV[12], 'user', ARGV[13])
+redis.call('PUBLISH', ARGV[10], ARGV[1])
+return {1, redis.call('HGETALL', KEYS[1])}
+`)
+
+// Resolve ends a pending request in one round trip and wakes its waiters in
+// every replica. Exactly one of any number of concurrent calls for one id
+// succeeds; the others get the record as it ended and ErrAlreadyResolved.
+func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record, error) {
+	if !res.Status.Final() {
+		return nil, fmt.Errorf("resolve %s: %q is not a final status", id, res.Status)
+	}
+	var result, by []byte
+	switch {
+	case res.Answer != nil:
+		result, _ = json.Marshal(res.Answer)
+	case res.Decision != nil:
+		result, _ = json.Marshal(res.Decision)
+	}
+	var surface, user string
+	if res.By != nil {
+		by, _ = json.Marshal(res.By)
+		surface, user = res.By.Surface, res.By.UserID
+	}
+	due := ""
+	if res.IfDue {
+		due = "1"
+	}
+	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
+		id, string(res.Status), result, by, s.opt.Now().UnixMilli(), s.opt.Retention.Milliseconds(),
+		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
+	}
+	switch code(out) {
+	case 0:
+		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotFound)
+	case 3:
+		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotDue)
+	}
+	rec, err := decodeRecord(out[1].([]any))
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", id, err)
+	}
+	if code(out) == 2 {
+		return rec, fmt.Errorf("resolve %s: %w", id, ErrAlreadyResolved)
+	}
+	s.w.wake(id) // local waiters need not wait for the round trip through pub/sub
+	return rec, nil
+}
+
+// addPostScript records a posted message on its request.
+//
+// KEYS[1] record, KEYS[2] unused, KEYS[3] audit stream.
+// ARGV[1] id, ARGV[2] field, ARGV[3] post JSON, ARGV[4] audit cap,
+// ARGV[5] surface, ARGV[6] channel, ARGV[7] message id.
+// Returns {0} not found, {1, status} recorded.
+var addPostScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return {0} end
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'posted', 'id', ARGV[1], 'surface', ARGV[5], 'channel', ARGV[6], 'message', ARGV[7])
+return {1, st}
+`)
+
+// AddPost records a message posted for a request so any replica can edit
+// it later. It returns the request's status: when that is already final,
+// the request ended while the message was being posted and the caller must
+// edit the message it just posted.
+func (s *Store) AddPost(ctx context.Context, id string, p Post) (seam.Status, error) {
+	if p.PostedAt.IsZero() {
+		p.PostedAt = s.opt.Now().UTC()
+	}
+	b, _ := json.Marshal(p)
+	out, err := addPostScript.Run(ctx, s.rdb, s.keys.request(id),
+		id, p.field(), b, s.opt.AuditMaxLen, p.Surface, p.Channel, p.MessageID).Slice()
+	if err != nil {
+		return "", fmt.Errorf("add post to %s: %w", id, unavailable(err))
+	}
+	if code(out) == 0 {
+		return "", fmt.Errorf("add post to %s: %w", id, ErrNotFound)
+	}
+	st, _ := out[1].(string)
+	return seam.Status(st), nil
+}
+
+// List returns pending requests of one kind, newest first, at most limit
+// (all of them when limit <= 0).
+func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record, error) {
+	type scored struct {
+		id string
+		at float64
+	}
+	if !slices.Contains(kinds, kind) {
+		return nil, fmt.Errorf("list: unknown kind %q", kind)
+	}
+	stop := int64(limit - 1) // the newest limit of each shard hold the newest limit of all
+	if limit <= 0 {
+		limit, stop = 0, -1
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.ZSliceCmd, shards)
+	for sh := range shards {
+		cmds[sh] = pipe.ZRevRangeWithScores(ctx, s.keys.open(kind, sh), 0, stop)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("list: %w", unavailable(err))
+	}
+	var all []scored
+	for _, c := range cmds {
+		for _, z := range c.Val() {
+			all = append(all, scored{z.Member.(string), z.Score})
+		}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if c := cmp.Compare(b.at, a.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	pipe = s.rdb.Pipeline()
+	gets := make([]*redis.MapStringStringCmd, 0, len(all))
+	for _, sc := range all {
+		gets = append(gets, pipe.HGetAll(ctx, s.keys.record(sc.id)))
+	}
+	if len(gets) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("list: %w", unavailable(err))
+		}
+	}
+	var out []*Record
+	for _, g := range gets {
+		rec, err := recordFromHash(g.Val())
+		if err != nil || rec.Status != seam.StatusPending || rec.Kind != kind {
+			continue // resolved or gone since the index was read
+		}
+		out = append(out, rec)
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// AuditEvent is one entry of the audit stream.
+type AuditEvent struct {
+	At     time.Time
+	Fields map[string]string // event, id, and what the event adds
+}
+
+// Audit returns the newest n audit events across all shards, newest first;
+// none when n <= 0.
+func (s *Store) Audit(ctx context.Context, n int) ([]AuditEvent, error) {
+	if n <= 0 {
+		return nil, nil // XREVRANGE takes a negative COUNT as "all", and out[:n] would panic
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.XMessageSliceCmd, shards)
+	for sh := range shards {
+		cmds[sh] = pipe.XRevRangeN(ctx, s.keys.audit(sh), "+", "-", int64(n))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("audit: %w", unavailable(err))
+	}
+	var out []AuditEvent
+	for _, c := range cmds {
+		for _, m := range c.Val() {
+			ev := AuditEvent{At: streamTime(m.ID), Fields: make(map[string]string, len(m.Values))}
+			for k, v := range m.Values {
+				ev.Fields[k], _ = v.(string)
+			}
+			out = append(out, ev)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b AuditEvent) int { return b.At.Compare(a.At) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+func streamTime(id string) time.Time {
+	var ms int64
+	fmt.Sscanf(id, "%d-", &ms)
+	return time.UnixMilli(ms).UTC()
+}
+
+func code(res []any) int64 {
+	if len(res) == 0 {
+		return -1
+	}
+	c, _ := res[0].(int64)
+	return c
+}
+
+// discardScript deletes a pending request that nothing was posted for.
+//
+// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4..] the open
+// index of every kind.
+// ARGV[1] id, ARGV[2] audit cap.
+// Returns 1 when deleted, 0 when it was not pending or had posts.
+var discardScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if st ~= 'pending' then return 0 end
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(f, 1, 5) == 'post:' then return 0 end
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'event', 'discarded', 'id', ARGV[1])
+return 1
+`)
+
+// Discard deletes a pending request that no message was posted for, so
+// that a create whose every post failed leaves nothing behind and a retry
+// with the same tool_call_id posts afresh. It reports whether it deleted.
+func (s *Store) Discard(ctx context.Context, id string) (bool, error) {
+	n, err := discardScript.Run(ctx, s.rdb, s.keys.request(id, kinds...), id, s.opt.AuditMaxLen).Int()
+	if err != nil {
+		return false, fmt.Errorf("discard %s: %w", id, unavailable(err))
+	}
+	return n == 1, nil
+}
+
+// CountPending returns the number of pending requests, all kinds.
+func (s *Store) CountPending(ctx context.Context) (int64, error) {
+	pipe := s.rdb.Pipeline()
+	var cmds []*redis.IntCmd
+	for _, kind := range kinds {
+		for sh := range shards {
+			cmds = append(cmds, pipe.ZCard(ctx, s.keys.open(kind, sh)))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("count pending: %w", unavailable(err))
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// PostingLease is how long the replica that creates or claims a request
+// holds the right to post it. A replica that dies mid-post loses it, and
+// another posts the request once the lease has passed.
+const PostingLease = time.Minute
+
+// claimPostingScript takes the right to post a pending request that has no
+// posted message and whose posting lease has passed.
+//
+// KEYS[1] record.
+// ARGV[1] now ms, ARGV[2] new lease end ms.
+// Returns 1 when claimed, 0 otherwise.
+var claimPostingScript = redis.NewScript(`
+local rec = redis.call('HMGET', KEYS[1], 'status', 'posting')
+if rec[1] ~= 'pending' then return 0 end
+if rec[2] and tonumber(rec[2]) > tonumber(ARGV[1]) then return 0 end
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(f, 1, 5) == 'post:' then return 0 end
+end
+redis.call('HSET', KEYS[1], 'posting', ARGV[2])
+return 1
+`)
+
+// ClaimPosting takes the right to post a pending request that nothing was
+// posted for: after a crash between storing and posting, exactly one of
+// any number of replicas gets it.
+func (s *Store) ClaimPosting(ctx context.Context, id string) (bool, error) {
+	now := s.opt.Now()
+	n, err := claimPostingScript.Run(ctx, s.rdb, []string{s.keys.record(id)},
+		now.UnixMilli(), now.Add(PostingLease).UnixMilli()).Int()
+	if err != nil {
+		return false, fmt.Errorf("claim posting of %s: %w", id, unavailable(err))
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,1264 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+var idPattern = regexp.MustCompile(`^[a-z2-7]{16}$`)
+
+func TestCreate(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+
+		t.Run("question round-trips", func(t *testing.T) {
+			nr := question("alice", "call-rt")
+			nr.ExpiresIn = 90 * time.Second
+			rec, created, err := s.Create(ctx, nr)
+			if err != nil || !created {
+				t.Fatalf("Create = %v, created %v; want a new record", err, created)
+			}
+			now := b.clock.Now()
+			for name, got := range map[string]*Record{"created": rec, "read back": mustGet(t, s, rec.ID)} {
+				want := &Record{
+					ID: rec.ID, Kind: seam.KindQuestion, Status: seam.StatusPending,
+					Client: "alice", ToolCallID: "call-rt", Route: "default",
+					Caller:    &seam.Caller{Agent: "agent-7", Name: "deploy-bot", Session: "run-42"},
+					Questions: questions(),
+					CreatedAt: now, ExpiresAt: now.Add(90 * time.Second),
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s record:\n got %+v\nwant %+v", name, got, want)
+				}
+				if !got.Questions.Questions[1].MultiSelect {
+					t.Errorf("%s record lost multiSelect", name)
+				}
+			}
+		})
+
+		t.Run("approval round-trips", func(t *testing.T) {
+			nr := approval("alice", "call-appr")
+			nr.Caller = nil
+			rec := mustCreate(t, s, nr)
+			got := mustGet(t, s, rec.ID)
+			if got.Kind != seam.KindApproval || got.Questions != nil || got.Caller != nil || !got.ExpiresAt.IsZero() {
+				t.Errorf("record = %+v; want an approval without caller, questions or expiry", got)
+			}
+			if !reflect.DeepEqual(got.Approval, nr.Approval) {
+				t.Errorf("approval = %+v (arguments %s); want %+v (arguments %s)",
+					got.Approval, got.Approval.Arguments, nr.Approval, nr.Approval.Arguments)
+			}
+		})
+
+		t.Run("ids are short and URL-safe", func(t *testing.T) {
+			for _, nr := range []NewRequest{question("alice", ""), question("alice", "call/with?odd#chars"), approval("bob", "")} {
+				rec := mustCreate(t, s, nr)
+				if !idPattern.MatchString(rec.ID) || url.PathEscape(rec.ID) != rec.ID {
+					t.Errorf("id %q is not 16 URL-safe characters", rec.ID)
+				}
+			}
+		})
+
+		// Each case creates first, then second; tool_call_ids are unique per case.
+		changedText := question("alice", "call-text")
+		changedText.Questions.Questions[0].Question = "Proceed with the cleanup, gently?"
+		changedCaller := question("alice", "call-caller")
+		changedCaller.Caller = &seam.Caller{Agent: "agent-8"}
+		changedExpiry := question("alice", "call-expiry")
+		changedExpiry.ExpiresIn = time.Hour
+		for _, tc := range []struct {
+			name          string
+			first, second NewRequest
+			sameID        bool
+			err           error
+		}{
+			{"same client, tool_call_id and body", question("alice", "call-same"), question("alice", "call-same"), true, nil},
+			{"same tool_call_id, other question text", question("alice", "call-text"), changedText, false, ErrConflict},
+			{"same tool_call_id, other caller", question("alice", "call-caller"), changedCaller, false, ErrConflict},
+			{"same tool_call_id, other expiry", question("alice", "call-expiry"), changedExpiry, false, ErrConflict},
+			{"other client, same tool_call_id", question("alice", "call-client"), question("bob", "call-client"), false, nil},
+			{"same tool_call_id, other kind", question("alice", "call-kind"), approval("alice", "call-kind"), false, nil},
+			{"no tool_call_id", question("alice", ""), question("alice", ""), false, nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				first := mustCreate(t, s, tc.first)
+				got, created, err := s.Create(ctx, tc.second)
+				switch {
+				case tc.err != nil:
+					if !errors.Is(err, tc.err) || got != nil || created {
+						t.Fatalf("second Create = %v, %v, %v; want nil, false, %v", got, created, err, tc.err)
+					}
+					if rec := mustGet(t, s, first.ID); !reflect.DeepEqual(rec, first) {
+						t.Errorf("the conflicting create changed the first record:\n got %+v\nwant %+v", rec, first)
+					}
+				case err != nil:
+					t.Fatalf("second Create: %v", err)
+				case tc.sameID:
+					if created || !reflect.DeepEqual(got, first) {
+						t.Errorf("second Create = %+v, created %v; want the first record, created false", got, created)
+					}
+				default:
+					if !created || got.ID == first.ID {
+						t.Errorf("second Create = id %s, created %v; want a new record besides %s", got.ID, created, first.ID)
+					}
+				}
+			})
+		}
+
+		t.Run("a retry re-attaches to a resolved request", func(t *testing.T) {
+			first := mustCreate(t, s, question("alice", "call-done"))
+			if _, err := s.Resolve(ctx, first.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			got, created, err := s.Create(ctx, question("alice", "call-done"))
+			if err != nil || created || got.ID != first.ID || got.Status != seam.StatusAnswered || got.Answer == nil {
+				t.Errorf("Create = %+v, created %v, %v; want the answered record, created false", got, created, err)
+			}
+		})
+
+		t.Run("concurrent creates make one request", func(t *testing.T) {
+			b := b.sub(t)
+			other := b.store()
+			type result struct {
+				rec     *Record
+				created bool
+				err     error
+			}
+			const n = 20
+			start, results := make(chan struct{}), make(chan result, n)
+			for i := range n {
+				go func() {
+					st := []*Store{s, other}[i%2]
+					<-start
+					rec, created, err := st.Create(ctx, question("alice", "call-concurrent"))
+					results <- result{rec, created, err}
+				}()
+			}
+			close(start)
+			var ids = map[string]bool{}
+			createdN := 0
+			for range n {
+				r := recv(t, "a create", results)
+				if r.err != nil {
+					t.Fatalf("Create: %v", r.err)
+				}
+				ids[r.rec.ID] = true
+				if r.created {
+					createdN++
+				}
+			}
+			if len(ids) != 1 || createdN != 1 {
+				t.Errorf("%d concurrent creates made ids %v, %d created; want one id, created once", n, ids, createdN)
+			}
+		})
+
+		t.Run("unknown kind", func(t *testing.T) {
+			nr := question("alice", "")
+			nr.Kind = "poll"
+			if _, _, err := s.Create(ctx, nr); err == nil {
+				t.Error("Create of an unknown kind succeeded")
+			}
+		})
+	})
+}
+
+func TestGetUnknown(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		s := b.store()
+		rec := mustCreate(t, s, question("alice", ""))
+		other := b.store(func(o *Options) { o.Prefix = b.prefix + "other:" })
+		for _, tc := range []struct {
+			name string
+			s    *Store
+			id   string
+		}{
+			{"unknown id", s, "aaaaaaaaaaaaaaaa"},
+			{"another prefix", other, rec.ID},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if got, err := tc.s.Get(context.Background(), tc.id); !errors.Is(err, ErrNotFound) || got != nil {
+					t.Errorf("Get = %v, %v; want ErrNotFound", got, err)
+				}
+			})
+		}
+	})
+}
+
+func TestResolve(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store(withRetention(time.Hour))
+
+		t.Run("answer", func(t *testing.T) {
+			rec := mustCreate(t, s, question("alice", ""))
+			b.clock.Advance(3 * time.Second)
+			res := answered("U1")
+			got, err := s.Resolve(ctx, rec.ID, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, r := range map[string]*Record{"returned": got, "read back": mustGet(t, s, rec.ID)} {
+				if r.Status != seam.StatusAnswered || r.Status.Code() != "" ||
+					!reflect.DeepEqual(r.Answer, res.Answer) || !reflect.DeepEqual(r.ResolvedBy, res.By) ||
+					!r.ResolvedAt.Equal(b.clock.Now()) || r.Decision != nil {
+					t.Errorf("%s record = %+v; want answered by %+v at %v with %+v", name, r, res.By, b.clock.Now(), res.Answer)
+				}
+				if !reflect.DeepEqual(r.Questions, rec.Questions) || !r.CreatedAt.Equal(rec.CreatedAt) {
+					t.Errorf("%s record lost its request: %+v", name, r)
+				}
+			}
+		})
+
+		t.Run("decision", func(t *testing.T) {
+			rec := mustCreate(t, s, approval("alice", ""))
+			d := &seam.Decision{Outcome: seam.OutcomeAllowedOnce, Note: "go ahead"}
+			by := &Responder{Surface: "discord", UserID: "42", Name: "Grace"}
+			if _, err := s.Resolve(ctx, rec.ID, Resolution{Status: seam.StatusAnswered, Decision: d, By: by, Kind: seam.KindApproval}); err != nil {
+				t.Fatal(err)
+			}
+			got := mustGet(t, s, rec.ID)
+			if !reflect.DeepEqual(got.Decision, d) || got.Answer != nil || !reflect.DeepEqual(got.ResolvedBy, by) {
+				t.Errorf("record = %+v; want decision %+v by %+v", got, d, by)
+			}
+		})
+
+		for _, tc := range []struct {
+			status seam.Status
+			code   seam.Code
+		}{
+			{seam.StatusCancelled, seam.CodeAborted},
+			{seam.StatusDismissed, seam.CodeCancelled},
+			{seam.StatusExpired, seam.CodeTimedOut},
+		} {
+			t.Run("unanswered "+string(tc.status), func(t *testing.T) {
+				rec := mustCreate(t, s, question("alice", ""))
+				if _, err := s.Resolve(ctx, rec.ID, Resolution{Status: tc.status}); err != nil {
+					t.Fatal(err)
+				}
+				got := mustGet(t, s, rec.ID)
+				if got.Status != tc.status || got.Status.Code() != tc.code || got.Answer != nil || got.ResolvedBy != nil {
+					t.Errorf("record = %+v; want %s (%s) without answer or responder", got, tc.status, tc.code)
+				}
+			})
+		}
+
+		t.Run("a pending status is refused", func(t *testing.T) {
+			rec := mustCreate(t, s, question("alice", ""))
+			for _, st := range []seam.Status{seam.StatusPending, "", "done"} {
+				if _, err := s.Resolve(ctx, rec.ID, Resolution{Status: st}); err == nil {
+					t.Errorf("Resolve to %q succeeded", st)
+				}
+			}
+			if got := mustGet(t, s, rec.ID); got.Status != seam.StatusPending {
+				t.Errorf("status = %s; want pending", got.Status)
+			}
+		})
+
+		t.Run("not found", func(t *testing.T) {
+			q := mustCreate(t, s, question("alice", ""))
+			for _, tc := range []struct {
+				name string
+				id   string
+				res  Resolution
+			}{
+				{"unknown id", "aaaaaaaaaaaaaaaa", answered("U1")},
+				{"other kind", q.ID, Resolution{Status: seam.StatusCancelled, Kind: seam.KindApproval}},
+				{"other owner", q.ID, Resolution{Status: seam.StatusCancelled, Owner: "mallory"}},
+				{"right kind, other owner", q.ID, Resolution{Status: seam.StatusCancelled, Kind: seam.KindQuestion, Owner: "mallory"}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					if got, err := s.Resolve(ctx, tc.id, tc.res); !errors.Is(err, ErrNotFound) || got != nil {
+						t.Errorf("Resolve = %v, %v; want nil, ErrNotFound", got, err)
+					}
+				})
+			}
+			if got := mustGet(t, s, q.ID); got.Status != seam.StatusPending {
+				t.Fatalf("status = %s after refused resolves; want pending", got.Status)
+			}
+			if _, err := s.Resolve(ctx, q.ID, Resolution{Status: seam.StatusCancelled, Kind: seam.KindQuestion, Owner: "alice"}); err != nil {
+				t.Errorf("Resolve with the right kind and owner: %v", err)
+			}
+			// A resolved request of another owner is still hidden, not "already resolved".
+			if _, err := s.Resolve(ctx, q.ID, Resolution{Status: seam.StatusCancelled, Owner: "mallory"}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Resolve by another owner after the end = %v; want ErrNotFound", err)
+			}
+		})
+
+		t.Run("first answer wins across replicas", func(t *testing.T) {
+			b := b.sub(t)
+			replicas := []*Store{s, b.store(withRetention(time.Hour))}
+			rec := mustCreate(t, s, question("alice", ""))
+			type result struct {
+				by  string
+				rec *Record
+				err error
+			}
+			const n = 100
+			start, results := make(chan struct{}), make(chan result, n)
+			for i := range n {
+				go func() {
+					by := fmt.Sprintf("U%03d", i)
+					<-start
+					got, err := replicas[i%2].Resolve(ctx, rec.ID, answered(by))
+					results <- result{by, got, err}
+				}()
+			}
+			close(start)
+			var winners, losers []result
+			for range n {
+				r := recv(t, "a resolve", results)
+				switch {
+				case r.err == nil:
+					winners = append(winners, r)
+				case errors.Is(r.err, ErrAlreadyResolved):
+					losers = append(losers, r)
+				default:
+					t.Fatalf("Resolve: %v", r.err)
+				}
+			}
+			if len(winners) != 1 || len(losers) != n-1 {
+				t.Fatalf("%d winners, %d ErrAlreadyResolved; want 1 and %d", len(winners), len(losers), n-1)
+			}
+			win := winners[0]
+			if win.rec.ResolvedBy.UserID != win.by {
+				t.Errorf("the winner's record names %s; want %s", win.rec.ResolvedBy.UserID, win.by)
+			}
+			for _, l := range losers {
+				if !reflect.DeepEqual(l.rec, win.rec) {
+					t.Fatalf("a loser (%s) got %+v; want the winner's record %+v", l.by, l.rec, win.rec)
+				}
+			}
+			if got := mustGet(t, s, rec.ID); !reflect.DeepEqual(got, win.rec) {
+				t.Errorf("stored record %+v; want the winner's %+v", got, win.rec)
+			}
+			answeredEvents := 0
+			evs, err := s.Audit(ctx, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				if ev.Fields["id"] == rec.ID && ev.Fields["event"] == "answered" {
+					answeredEvents++
+				}
+			}
+			if answeredEvents != 1 {
+				t.Errorf("%d answered audit events; want 1", answeredEvents)
+			}
+		})
+
+		t.Run("cancel races answer", func(t *testing.T) {
+			b := b.sub(t)
+			other := b.store()
+			for i := range 25 {
+				rec := mustCreate(t, s, question("alice", ""))
+				type result struct {
+					st  seam.Status
+					rec *Record
+					err error
+				}
+				start, results := make(chan struct{}), make(chan result, 2)
+				for _, r := range []struct {
+					s   *Store
+					res Resolution
+				}{
+					{s, answered("U1")},
+					{other, Resolution{Status: seam.StatusCancelled, Owner: "alice", Kind: seam.KindQuestion}},
+				} {
+					go func() {
+						<-start
+						got, err := r.s.Resolve(ctx, rec.ID, r.res)
+						results <- result{r.res.Status, got, err}
+					}()
+				}
+				close(start)
+				r1, r2 := recv(t, "a resolve", results), recv(t, "a resolve", results)
+				if (r1.err == nil) == (r2.err == nil) {
+					t.Fatalf("round %d: errors %v and %v; want exactly one winner", i, r1.err, r2.err)
+				}
+				win, lose := r1, r2
+				if r1.err != nil {
+					win, lose = r2, r1
+				}
+				if !errors.Is(lose.err, ErrAlreadyResolved) || lose.rec.Status != win.st {
+					t.Fatalf("round %d: the loser got %v, status %s; want ErrAlreadyResolved, %s", i, lose.err, lose.rec.Status, win.st)
+				}
+				if got := mustGet(t, s, rec.ID); got.Status != win.st {
+					t.Fatalf("round %d: stored status %s; want the winner's %s", i, got.Status, win.st)
+				}
+			}
+		})
+
+		t.Run("a finished record expires after retention", func(t *testing.T) {
+			b := b.sub(t)
+			rec := mustCreate(t, s, question("alice", ""))
+			key := s.keys.record(rec.ID)
+			if ttl := b.pttl(key); ttl != -1 {
+				t.Errorf("pending record's PTTL = %d; want -1 (none)", ttl)
+			}
+			if _, err := s.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			wantTTL := func(when string) {
+				t.Helper()
+				ttl := b.pttl(key)
+				if hour := time.Hour.Milliseconds(); ttl <= hour-time.Minute.Milliseconds() || ttl > hour {
+					t.Errorf("%s: PTTL = %d ms; want about an hour (%d ms)", when, ttl, hour)
+				}
+			}
+			wantTTL("after the answer")
+			if _, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C1", MessageID: "1.2"}); err != nil {
+				t.Fatal(err)
+			}
+			wantTTL("after a late post")
+			if _, err := s.Resolve(ctx, rec.ID, Resolution{Status: seam.StatusCancelled}); !errors.Is(err, ErrAlreadyResolved) {
+				t.Fatalf("second Resolve = %v; want ErrAlreadyResolved", err)
+			}
+			wantTTL("after a late resolve")
+		})
+	})
+}
+
+func TestAddPost(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+
+		t.Run("posts come back in order", func(t *testing.T) {
+			rec := mustCreate(t, s, question("alice", ""))
+			var want []Post
+			for _, p := range []Post{
+				{Surface: "slack", Target: "ops", Channel: "C9", MessageID: "1700000000.000200"},
+				{Surface: "discord", Target: "dc", Channel: "123", MessageID: "456", Thread: "789"},
+				{Surface: "slack", Target: "ops", Channel: "C1", MessageID: "1700000000.000100"},
+			} {
+				b.clock.Advance(time.Second)
+				st, err := s.AddPost(ctx, rec.ID, p)
+				if err != nil || st != seam.StatusPending {
+					t.Fatalf("AddPost = %s, %v; want pending", st, err)
+				}
+				p.PostedAt = b.clock.Now()
+				want = append(want, p)
+			}
+			// One posted earlier but recorded last goes first.
+			early := Post{Surface: "slack", Channel: "C5", MessageID: "1.1", PostedAt: b.clock.Now().Add(-time.Hour)}
+			if _, err := s.AddPost(ctx, rec.ID, early); err != nil {
+				t.Fatal(err)
+			}
+			want = append([]Post{early}, want...)
+			// Recording the same message again replaces it.
+			if _, err := s.AddPost(ctx, rec.ID, want[1]); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustGet(t, s, rec.ID).Posts; !reflect.DeepEqual(got, want) {
+				t.Errorf("posts:\n got %+v\nwant %+v", got, want)
+			}
+		})
+
+		t.Run("a post on a finished request returns its status", func(t *testing.T) {
+			for _, st := range []seam.Status{seam.StatusAnswered, seam.StatusCancelled, seam.StatusExpired} {
+				rec := mustCreate(t, s, question("alice", ""))
+				res := Resolution{Status: st}
+				if st == seam.StatusAnswered {
+					res = answered("U1")
+				}
+				if _, err := s.Resolve(ctx, rec.ID, res); err != nil {
+					t.Fatal(err)
+				}
+				p := Post{Surface: "slack", Channel: "C1", MessageID: "2.3"}
+				got, err := s.AddPost(ctx, rec.ID, p)
+				if err != nil || got != st {
+					t.Errorf("AddPost on a %s request = %q, %v; want %q", st, got, err, st)
+				}
+				// The post is kept, so the caller or any replica can edit it.
+				if posts := mustGet(t, s, rec.ID).Posts; len(posts) != 1 || posts[0].MessageID != "2.3" {
+					t.Errorf("posts = %+v; want the late one", posts)
+				}
+			}
+		})
+
+		t.Run("unknown id", func(t *testing.T) {
+			st, err := s.AddPost(ctx, "aaaaaaaaaaaaaaaa", Post{Surface: "slack", Channel: "C1", MessageID: "1"})
+			if !errors.Is(err, ErrNotFound) || st != "" {
+				t.Errorf("AddPost = %q, %v; want ErrNotFound", st, err)
+			}
+			// ...and it leaves no half record behind.
+			if _, err := s.Get(ctx, "aaaaaaaaaaaaaaaa"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Get after AddPost on an unknown id = %v; want ErrNotFound", err)
+			}
+		})
+	})
+}
+
+type waited struct {
+	rec *Record
+	err error
+}
+
+// wait runs s.Wait in the background.
+func wait(ctx context.Context, s *Store, id, owner string) <-chan waited {
+	ch := make(chan waited, 1)
+	go func() {
+		rec, err := s.Wait(ctx, id, owner)
+		ch <- waited{rec, err}
+	}()
+	return ch
+}
+
+func wantAnswered(t *testing.T, w waited, id string) {
+	t.Helper()
+	if w.err != nil || w.rec == nil || w.rec.ID != id || w.rec.Status != seam.StatusAnswered {
+		t.Fatalf("Wait = %+v, %v; want %s answered", w.rec, w.err, id)
+	}
+}
+
+func TestWait(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+
+		// In these tests replica A waits and replica B resolves. A rechecks
+		// once an hour, so only a wake-up or its own first read can end a wait.
+		t.Run("woken across replicas", func(t *testing.T) {
+			b := b.sub(t)
+			rd := newReads()
+			a, other := b.storeOn(b.client(rd), withRecheck(time.Hour)), b.store()
+			b.run(a)
+			rec := mustCreate(t, other, question("alice", ""))
+			done := wait(ctx, a, rec.ID, "alice")
+			recv(t, "the waiter's first read", rd.ch)
+			if _, err := other.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			w := recv(t, "the waiter woken by the other replica", done)
+			wantAnswered(t, w, rec.ID)
+			if w.rec.Answer == nil || w.rec.ResolvedBy.UserID != "U1" {
+				t.Errorf("woken record = %+v; want the answer", w.rec)
+			}
+			if n := a.Waiting(); n != 0 {
+				t.Errorf("Waiting = %d after the wait; want 0", n)
+			}
+		})
+
+		t.Run("woken on the same replica", func(t *testing.T) {
+			b := b.sub(t)
+			rd := newReads()
+			a := b.storeOn(b.client(rd), withRecheck(time.Hour)) // no Run: a local resolve wakes directly
+			rec := mustCreate(t, a, question("alice", ""))
+			done := wait(ctx, a, rec.ID, "")
+			recv(t, "the waiter's first read", rd.ch)
+			if _, err := a.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			wantAnswered(t, recv(t, "the waiter", done), rec.ID)
+		})
+
+		t.Run("answered before the wait began", func(t *testing.T) {
+			b := b.sub(t)
+			rd := newReads()
+			a, other := b.storeOn(b.client(rd), withRecheck(time.Hour)), b.store()
+			b.run(a)
+			rec := mustCreate(t, other, question("alice", ""))
+			if _, err := other.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			wantAnswered(t, recv(t, "the waiter", wait(ctx, a, rec.ID, "")), rec.ID)
+			if n := rd.count.Load(); n != 1 {
+				t.Errorf("the waiter read %d times; want 1", n)
+			}
+		})
+
+		t.Run("an answer landing between the first read and the wait", func(t *testing.T) {
+			b := b.sub(t)
+			rd := newReads()
+			a, other := b.storeOn(b.client(rd), withRecheck(time.Hour)), b.store()
+			b.run(a)
+			rec := mustCreate(t, other, question("alice", ""))
+			// The first waiter only tells when A has handled the wake-up.
+			first := wait(ctx, a, rec.ID, "")
+			recv(t, "the first waiter's read", rd.ch)
+			poll(t, "the first waiter", func() bool { return a.Waiting() == 1 })
+			// Hold the second waiter right after it read the record as pending.
+			hctx, h := hold(t, ctx)
+			second := wait(hctx, a, rec.ID, "")
+			recv(t, "the second waiter's read", h.read)
+			if _, err := other.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			wantAnswered(t, recv(t, "the first waiter", first), rec.ID)
+			h.release() // the wake-up is spent: the second waiter must have registered before reading
+			wantAnswered(t, recv(t, "the second waiter", second), rec.ID)
+		})
+
+		t.Run("an answer published before the subscription is read after it", func(t *testing.T) {
+			b := b.sub(t)
+			rd := newReads()
+			a, other := b.storeOn(b.client(rd), withRecheck(time.Hour)), b.store()
+			rec := mustCreate(t, other, question("alice", ""))
+			done := wait(ctx, a, rec.ID, "")
+			recv(t, "the waiter's first read", rd.ch)
+			// A is not subscribed yet: this wake-up reaches nobody.
+			if _, err := other.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case w := <-done:
+				t.Fatalf("the wait ended before A subscribed: %+v, %v", w.rec, w.err)
+			default:
+			}
+			b.run(a) // subscribing makes every waiter re-read
+			wantAnswered(t, recv(t, "the waiter after A subscribed", done), rec.ID)
+		})
+
+		t.Run("a lost wake-up is caught by the recheck", func(t *testing.T) {
+			b := b.sub(t)
+			rd := newReads()
+			a := b.storeOn(b.client(rd), withRecheck(20*time.Millisecond))
+			b.run(a)
+			rec := mustCreate(t, a, question("alice", ""))
+			done := wait(ctx, a, rec.ID, "")
+			recv(t, "the waiter's first read", rd.ch)
+			// Resolve behind the store's back: nothing is published.
+			if err := b.rdb.HSet(ctx, a.keys.record(rec.ID), fStatus, string(seam.StatusDismissed)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			w := recv(t, "the waiter to recheck", done)
+			if w.err != nil || w.rec.Status != seam.StatusDismissed {
+				t.Fatalf("Wait = %+v, %v; want dismissed", w.rec, w.err)
+			}
+			if n := rd.count.Load(); n < 2 {
+				t.Errorf("the waiter read %d times; want a re-read", n)
+			}
+		})
+
+		t.Run("deadline returns the pending record", func(t *testing.T) {
+			b := b.sub(t)
+			a := b.store(withRecheck(time.Hour))
+			b.run(a)
+			rec := mustCreate(t, a, question("alice", ""))
+			wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			w := recv(t, "the wait's deadline", wait(wctx, a, rec.ID, "alice"))
+			if !errors.Is(w.err, context.DeadlineExceeded) || w.rec == nil || w.rec.ID != rec.ID || w.rec.Status != seam.StatusPending {
+				t.Errorf("Wait = %+v, %v; want the pending record and DeadlineExceeded", w.rec, w.err)
+			}
+			if n := a.Waiting(); n != 0 {
+				t.Errorf("Waiting = %d after the deadline; want 0", n)
+			}
+		})
+
+		t.Run("Waiting counts the waiters", func(t *testing.T) {
+			b := b.sub(t)
+			a, other := b.store(withRecheck(time.Hour)), b.store()
+			b.run(a)
+			r1 := mustCreate(t, a, question("alice", ""))
+			r2 := mustCreate(t, a, question("alice", ""))
+			dones := []<-chan waited{wait(ctx, a, r1.ID, ""), wait(ctx, a, r1.ID, ""), wait(ctx, a, r2.ID, "")}
+			poll(t, "three waiters", func() bool { return a.Waiting() == 3 })
+			for _, id := range []string{r1.ID, r2.ID} {
+				if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, d := range dones {
+				if w := recv(t, "a waiter", d); w.err != nil || w.rec.Status != seam.StatusAnswered {
+					t.Errorf("Wait = %+v, %v; want answered", w.rec, w.err)
+				}
+			}
+			if n := a.Waiting(); n != 0 {
+				t.Errorf("Waiting = %d after every wait ended; want 0", n)
+			}
+		})
+
+		t.Run("not found", func(t *testing.T) {
+			b := b.sub(t)
+			a := b.store(withRecheck(time.Hour))
+			rec := mustCreate(t, a, question("alice", ""))
+			for _, tc := range []struct{ name, id, owner string }{
+				{"unknown id", "aaaaaaaaaaaaaaaa", ""},
+				{"other owner", rec.ID, "mallory"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					w := recv(t, "the wait", wait(ctx, a, tc.id, tc.owner))
+					if !errors.Is(w.err, ErrNotFound) || w.rec != nil {
+						t.Errorf("Wait = %+v, %v; want ErrNotFound", w.rec, w.err)
+					}
+				})
+			}
+			if n := a.Waiting(); n != 0 {
+				t.Errorf("Waiting = %d; want 0", n)
+			}
+		})
+	})
+}
+
+// A Redis restart drops the wake-up subscription. The waiters must ride it
+// out and see an answer given after it, not fail because the subscription
+// broke.
+func TestWaitSurvivesRedisRestart(t *testing.T) {
+	embeddedOnly(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		lg, rd := newLogs(), newReads()
+		fast := redis.NewClient(&redis.Options{Addr: b.mr.Addr(), MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+		fast.AddHook(rd)
+		t.Cleanup(func() { fast.Close() })
+		a := b.storeOn(fast, withRecheck(time.Hour), func(o *Options) { o.Logger = slog.New(lg) })
+		other := b.store()
+		b.run(a)
+		rec := mustCreate(t, other, question("alice", ""))
+		done := wait(ctx, a, rec.ID, "")
+		recv(t, "the waiter's first read", rd.ch)
+
+		b.mr.Close()
+		lg.next(t, "subscription interrupted") // Run saw the connection drop...
+		lg.next(t, "subscription interrupted") // ...and failed to reconnect
+		if err := b.mr.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+			t.Fatal(err)
+		}
+		wantAnswered(t, recv(t, "the waiter", done), rec.ID)
+	})
+}
+
+func TestSweep(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s1, s2 := b.store(), b.store()
+		waiter := b.store(withRecheck(time.Hour))
+		b.run(waiter)
+
+		expiring := question("alice", "expiring")
+		expiring.ExpiresIn = time.Minute
+		rec := mustCreate(t, s1, expiring)
+		answeredEarly := question("alice", "answered")
+		answeredEarly.ExpiresIn = time.Minute
+		ans := mustCreate(t, s2, answeredEarly)
+		if _, err := s2.Resolve(ctx, ans.ID, answered("U1")); err != nil {
+			t.Fatal(err)
+		}
+		forever := mustCreate(t, s1, question("alice", "forever"))
+		done := wait(ctx, waiter, rec.ID, "")
+
+		// sweep runs both replicas' sweeps at once and returns what each expired.
+		sweep := func() (ids []string) {
+			t.Helper()
+			type result struct {
+				recs []*Record
+				err  error
+			}
+			start, results := make(chan struct{}), make(chan result, 2)
+			for _, s := range []*Store{s1, s2} {
+				go func() {
+					<-start
+					recs, err := s.Sweep(ctx)
+					results <- result{recs, err}
+				}()
+			}
+			close(start)
+			for range 2 {
+				r := recv(t, "a sweep", results)
+				if r.err != nil {
+					t.Fatalf("Sweep: %v", r.err)
+				}
+				for _, rec := range r.recs {
+					if rec.Status != seam.StatusExpired {
+						t.Errorf("Sweep returned %s with status %s", rec.ID, rec.Status)
+					}
+					ids = append(ids, rec.ID)
+				}
+			}
+			return ids
+		}
+
+		b.clock.Advance(59 * time.Second)
+		if ids := sweep(); len(ids) != 0 {
+			t.Fatalf("at +59s the sweeps expired %v; want nothing", ids)
+		}
+		if got := mustGet(t, s1, rec.ID); got.Status != seam.StatusPending {
+			t.Fatalf("at +59s the status is %s; want pending", got.Status)
+		}
+		b.clock.Advance(2 * time.Second)
+		if ids := sweep(); !reflect.DeepEqual(ids, []string{rec.ID}) {
+			t.Fatalf("at +61s the sweeps expired %v; want [%s] once", ids, rec.ID)
+		}
+		got := mustGet(t, s1, rec.ID)
+		if got.Status != seam.StatusExpired || got.Status.Code() != seam.CodeTimedOut || !got.ResolvedAt.Equal(b.clock.Now()) {
+			t.Errorf("expired record = %+v; want expired (ASK_TIMED_OUT) at %v", got, b.clock.Now())
+		}
+		if w := recv(t, "the waiter woken by the expiry", done); w.err != nil || w.rec.Status != seam.StatusExpired {
+			t.Errorf("Wait = %+v, %v; want expired", w.rec, w.err)
+		}
+		if got := mustGet(t, s1, ans.ID); got.Status != seam.StatusAnswered {
+			t.Errorf("the answered request's status is %s; want answered", got.Status)
+		}
+		if got := mustGet(t, s1, forever.ID); got.Status != seam.StatusPending {
+			t.Errorf("the request without expiry has status %s; want pending", got.Status)
+		}
+		b.clock.Advance(24 * time.Hour)
+		if ids := sweep(); len(ids) != 0 {
+			t.Errorf("a later sweep expired %v; want nothing", ids)
+		}
+		if evs := auditOf(t, s1, rec.ID); !reflect.DeepEqual(evs, []string{"expired", "created"}) {
+			t.Errorf("audit of the expired request = %v; want [expired created]", evs)
+		}
+	})
+}
+
+// auditOf returns the events of one request, newest first.
+func auditOf(t *testing.T, s *Store, id string) []string {
+	t.Helper()
+	evs, err := s.Audit(context.Background(), 1000)
+	if err != nil {
+		t.Fatalf("Audit: %v", err)
+	}
+	var out []string
+	for _, ev := range evs {
+		if ev.Fields["id"] == id {
+			out = append(out, ev.Fields["event"])
+		}
+	}
+	return out
+}
+
+// The resolve script re-checks the expiry, so a replica whose clock runs
+// ahead, or a stale read of the due index, can't expire a request early.
+func TestResolveIfDue(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		nr := question("alice", "")
+		nr.ExpiresIn = time.Minute
+		rec := mustCreate(t, s, nr)
+		forever := mustCreate(t, s, question("alice", ""))
+		expire := Resolution{Status: seam.StatusExpired, IfDue: true}
+		b.clock.Advance(59*time.Second + 999*time.Millisecond)
+		for _, id := range []string{rec.ID, forever.ID} {
+			if got, err := s.Resolve(ctx, id, expire); !errors.Is(err, ErrNotDue) || got != nil {
+				t.Errorf("Resolve(IfDue) before the expiry = %v, %v; want ErrNotDue", got, err)
+			}
+			if got := mustGet(t, s, id); got.Status != seam.StatusPending {
+				t.Errorf("status = %s; want pending", got.Status)
+			}
+		}
+		b.clock.Advance(time.Millisecond)
+		if got, err := s.Resolve(ctx, rec.ID, expire); err != nil || got.Status != seam.StatusExpired {
+			t.Errorf("Resolve(IfDue) at the expiry = %+v, %v; want expired", got, err)
+		}
+	})
+}
+
+func TestSweepDropsDeletedRecords(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		nr := question("alice", "")
+		nr.ExpiresIn = time.Minute
+		rec := mustCreate(t, s, nr)
+		if err := b.rdb.Del(ctx, s.keys.record(rec.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(2 * time.Minute)
+		if recs, err := s.Sweep(ctx); err != nil || len(recs) != 0 {
+			t.Fatalf("Sweep = %v, %v; want nothing", recs, err)
+		}
+		sh := shard(rec.ID)
+		for _, key := range []string{s.keys.due(sh), s.keys.open(seam.KindQuestion, sh)} {
+			if err := b.rdb.ZScore(ctx, key, rec.ID).Err(); !errors.Is(err, redis.Nil) {
+				t.Errorf("%s still holds the deleted request (%v)", key, err)
+			}
+		}
+	})
+}
+
+func ids(recs []*Record) []string {
+	out := make([]string, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+var toolCallSeq atomic.Int64
+
+// inShard returns nr with a fresh tool_call_id that puts it in shard sh.
+func inShard(nr NewRequest, sh int) NewRequest {
+	for {
+		nr.ToolCallID = fmt.Sprintf("call-%d", toolCallSeq.Add(1))
+		if shard(newID(nr)) == sh {
+			return nr
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		create := func(nr NewRequest, sh int) string {
+			b.clock.Advance(time.Second)
+			return mustCreate(t, s, inShard(nr, sh)).ID
+		}
+		// Newer requests sit in higher shards, so reading the shards in
+		// order is not reading them newest first.
+		q1 := create(question("alice", ""), 1)
+		a1 := create(approval("alice", ""), 2)
+		q2 := create(question("alice", ""), 3)
+		q3 := create(question("alice", ""), 3)
+		a2 := create(approval("alice", ""), 3)
+		q4 := create(question("alice", ""), 5)
+		q5 := create(question("bob", ""), 7)
+		q6 := create(question("alice", ""), 9)
+		for _, id := range []string{q4, q6} {
+			if _, err := s.Resolve(ctx, id, Resolution{Status: seam.StatusCancelled}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			kind  seam.Kind
+			limit int
+			want  []string
+		}{
+			{seam.KindQuestion, 10, []string{q5, q3, q2, q1}},
+			{seam.KindQuestion, 4, []string{q5, q3, q2, q1}},
+			{seam.KindQuestion, 3, []string{q5, q3, q2}},
+			{seam.KindQuestion, 1, []string{q5}},
+			{seam.KindQuestion, 0, []string{q5, q3, q2, q1}},
+			{seam.KindApproval, 10, []string{a2, a1}},
+			{seam.KindApproval, 1, []string{a2}},
+		} {
+			t.Run(fmt.Sprintf("%s limit %d", tc.kind, tc.limit), func(t *testing.T) {
+				recs, err := s.List(ctx, tc.kind, tc.limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := ids(recs); !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("List = %v; want %v", got, tc.want)
+				}
+				for _, r := range recs {
+					if r.Kind != tc.kind || r.Status != seam.StatusPending {
+						t.Errorf("List returned %s: %s %s", r.ID, r.Kind, r.Status)
+					}
+				}
+			})
+		}
+		if _, err := s.List(ctx, "poll", 10); err == nil {
+			t.Error("List of an unknown kind succeeded")
+		}
+	})
+}
+
+// Newer requests of one kind in a shard must not hide older ones of the
+// other kind behind the limit.
+func TestListKindsShareShards(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		want := mustCreate(t, s, inShard(question("alice", ""), 4))
+		for i := range 3 {
+			b.clock.Advance(time.Second)
+			mustCreate(t, s, inShard(approval(fmt.Sprint("client-", i), ""), 4))
+		}
+		recs, err := s.List(ctx, seam.KindQuestion, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(recs); !reflect.DeepEqual(got, []string{want.ID}) {
+			t.Errorf("List(question, 1) = %v; want [%s]", got, want.ID)
+		}
+	})
+}
+
+func TestAudit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		rec := mustCreate(t, s, question("alice", ""))
+		if _, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C1", MessageID: "1.2"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Resolve(ctx, rec.ID, answered("U7")); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.Audit(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []map[string]string
+		for _, ev := range evs {
+			if ev.At.IsZero() {
+				t.Errorf("event %v has no time", ev.Fields)
+			}
+			if ev.Fields["id"] == rec.ID {
+				got = append(got, ev.Fields)
+			}
+		}
+		want := []map[string]string{
+			{"event": "answered", "id": rec.ID, "surface": "slack", "user": "U7"},
+			{"event": "posted", "id": rec.ID, "surface": "slack", "channel": "C1", "message": "1.2"},
+			{"event": "created", "id": rec.ID, "client": "alice", "route": "default"},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("audit, newest first:\n got %v\nwant %v", got, want)
+		}
+		if evs, err := s.Audit(ctx, 2); err != nil || len(evs) != 2 || evs[0].Fields["event"] != "answered" {
+			t.Errorf("Audit(2) = %v, %v; want the newest 2", evs, err)
+		}
+		for _, n := range []int{0, -1} {
+			if evs, err := s.Audit(ctx, n); err != nil || len(evs) != 0 {
+				t.Errorf("Audit(%d) = %v, %v; want nothing", n, evs, err)
+			}
+		}
+	})
+}
+
+func TestRedisDown(t *testing.T) {
+	embeddedOnly(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		// No retries, so that each call fails at its first refused dial.
+		down := redis.NewClient(&redis.Options{Addr: b.mr.Addr(), MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+		t.Cleanup(func() { down.Close() })
+		s := b.storeOn(down, withRecheck(time.Hour))
+		rec := mustCreate(t, s, question("alice", ""))
+		b.mr.Close()
+		for _, tc := range []struct {
+			name string
+			call func() error
+		}{
+			{"Ping", func() error { return s.Ping(ctx) }},
+			{"Create", func() error { _, _, err := s.Create(ctx, question("alice", "")); return err }},
+			{"Get", func() error { _, err := s.Get(ctx, rec.ID); return err }},
+			{"Resolve", func() error { _, err := s.Resolve(ctx, rec.ID, answered("U1")); return err }},
+			{"AddPost", func() error {
+				_, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"})
+				return err
+			}},
+			{"List", func() error { _, err := s.List(ctx, seam.KindQuestion, 10); return err }},
+			{"Audit", func() error { _, err := s.Audit(ctx, 10); return err }},
+			{"Sweep", func() error { _, err := s.Sweep(ctx); return err }},
+			{"Wait", func() error { _, err := s.Wait(ctx, rec.ID, ""); return err }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				err := tc.call()
+				if !IsUnavailable(err) {
+					t.Errorf("%s on a stopped Redis = %v; want an error IsUnavailable reports", tc.name, err)
+				}
+				if errors.Is(err, ErrNotFound) {
+					t.Errorf("%s on a stopped Redis reports not found: %v", tc.name, err)
+				}
+			})
+		}
+		t.Run("Run ends with its context", func(t *testing.T) {
+			rctx, cancel := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			go func() { ran <- s.Run(rctx) }()
+			cancel()
+			if err := recv(t, "Run to return", ran); err != nil {
+				t.Errorf("Run = %v; want nil", err)
+			}
+		})
+		if IsUnavailable(ErrNotFound) || IsUnavailable(nil) || IsUnavailable(context.Canceled) {
+			t.Error("IsUnavailable is true for errors that do not mean Redis is down")
+		}
+	})
+}
+
+func TestRestart(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		old := b.client()
+		s1 := b.storeOn(old)
+		rec := mustCreate(t, s1, question("alice", "call-restart"))
+		if _, err := s1.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C1", MessageID: "1.2"}); err != nil {
+			t.Fatal(err)
+		}
+		before := mustGet(t, s1, rec.ID)
+		if err := old.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		s2 := b.store()
+		if got := mustGet(t, s2, rec.ID); !reflect.DeepEqual(got, before) {
+			t.Errorf("after the restart:\n got %+v\nwant %+v", got, before)
+		}
+		again, created, err := s2.Create(ctx, question("alice", "call-restart"))
+		if err != nil || created || again.ID != rec.ID {
+			t.Errorf("re-create after the restart = %v, created %v, %v; want %s, created false", again, created, err, rec.ID)
+		}
+		if _, err := s2.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+			t.Fatalf("Resolve after the restart: %v", err)
+		}
+		if got := mustGet(t, s2, rec.ID); got.Status != seam.StatusAnswered || len(got.Posts) != 1 {
+			t.Errorf("record = %+v; want answered with its post", got)
+		}
+	})
+}
+
+func TestRoundTrips(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		cnt := &counter{}
+		s := b.storeOn(b.client(cnt))
+		// Load the scripts: after a Redis restart or SCRIPT FLUSH, the first
+		// run of each script costs a NOSCRIPT reply and an EVAL (see below).
+		warm := mustCreate(t, s, question("alice", ""))
+		if _, err := s.AddPost(ctx, warm.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Resolve(ctx, warm.ID, answered("U1")); err != nil {
+			t.Fatal(err)
+		}
+
+		var rec *Record
+		for _, tc := range []struct {
+			name string
+			call func() error
+		}{
+			{"Create", func() (err error) { rec, _, err = s.Create(ctx, question("alice", "")); return err }},
+			{"Create again", func() (err error) { _, _, err = s.Create(ctx, question("alice", "call-rt")); return err }},
+			{"Get", func() (err error) { _, err = s.Get(ctx, rec.ID); return err }},
+			{"AddPost", func() (err error) {
+				_, err = s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"})
+				return err
+			}},
+			{"Resolve", func() (err error) { _, err = s.Resolve(ctx, rec.ID, answered("U1")); return err }},
+			{"Resolve again", func() (err error) {
+				if _, err = s.Resolve(ctx, rec.ID, answered("U2")); errors.Is(err, ErrAlreadyResolved) {
+					return nil
+				}
+				return err
+			}},
+		} {
+			n, names := cnt.count(func() {
+				if err := tc.call(); err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+			})
+			if n != 1 {
+				t.Errorf("%s took %d round trips (%v); want 1", tc.name, n, names)
+			}
+		}
+
+		if b.mr != nil { // never flush a shared Redis's scripts
+			if err := b.rdb.ScriptFlush(ctx).Err(); err != nil { // as after a restart or failover
+				t.Fatal(err)
+			}
+			n, names := cnt.count(func() {
+				if _, err := s.Resolve(ctx, mustCreate(t, b.store(), question("alice", "")).ID, answered("U1")); err != nil {
+					t.Fatalf("Resolve after SCRIPT FLUSH: %v", err)
+				}
+			})
+			if n != 2 || !strings.HasPrefix(names[0], "evalsha") || !strings.HasPrefix(names[1], "eval") {
+				t.Errorf("Resolve after SCRIPT FLUSH sent %v; want EVALSHA, then EVAL", names)
+			}
+		}
+	})
+}
+
+func TestKeys(t *testing.T) {
+	k := keys{"p:"}
+	tag := func(key string) string {
+		i := strings.IndexByte(key, '{')
+		j := strings.IndexByte(key[i+1:], '}')
+		if i < 0 || j <= 0 {
+			t.Fatalf("key %q has no hash tag", key)
+		}
+		return key[i+1 : i+1+j]
+	}
+	for _, nr := range []NewRequest{question("alice", ""), question("alice", "c1"), approval("bob", "")} {
+		id := newID(nr)
+		all := k.request(id, kinds...)
+		if all[0] != k.record(id) {
+			t.Errorf("the first key is %q; want the record, which Redis Cluster routes EVAL by", all[0])
+		}
+		for _, key := range all {
+			if !strings.HasPrefix(key, "p:") {
+				t.Errorf("key %q is not under the prefix", key)
+			}
+			if tag(key) != tag(all[0]) {
+				t.Errorf("keys of %s span hash tags: %v", id, all)
+			}
+		}
+	}
+	if !strings.HasPrefix(k.wake(), "p:") {
+		t.Errorf("wake channel %q is not under the prefix", k.wake())
+	}
+}
+
+func TestDiscard(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		count := func() int64 {
+			t.Helper()
+			n, err := s.CountPending(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		nr := question("alice", "call-discard")
+		nr.ExpiresIn = time.Minute
+		rec := mustCreate(t, s, nr)
+		posted := mustCreate(t, s, question("alice", ""))
+		if _, err := s.AddPost(ctx, posted.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		done := mustCreate(t, s, approval("alice", ""))
+		if _, err := s.Resolve(ctx, done.ID, Resolution{Status: seam.StatusCancelled}); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 2 {
+			t.Errorf("CountPending = %d; want 2", n)
+		}
+		for _, tc := range []struct {
+			name string
+			id   string
+			want bool
+		}{
+			{"pending without posts", rec.ID, true},
+			{"again", rec.ID, false},
+			{"with a post", posted.ID, false},
+			{"resolved", done.ID, false},
+			{"unknown", "aaaaaaaaaaaaaaaa", false},
+		} {
+			if got, err := s.Discard(ctx, tc.id); err != nil || got != tc.want {
+				t.Errorf("Discard %s = %v, %v; want %v", tc.name, got, err, tc.want)
+			}
+		}
+		if _, err := s.Get(ctx, rec.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get of a discarded request = %v; want ErrNotFound", err)
+		}
+		for _, id := range []string{posted.ID, done.ID} {
+			mustGet(t, s, id)
+		}
+		if n := count(); n != 1 {
+			t.Errorf("CountPending = %d after the discard; want 1", n)
+		}
+		recs, err := s.List(ctx, seam.KindQuestion, 10)
+		if err != nil || !reflect.DeepEqual(ids(recs), []string{posted.ID}) {
+			t.Errorf("List = %v, %v; want [%s]", ids(recs), err, posted.ID)
+		}
+		b.clock.Advance(time.Hour)
+		if recs, err := s.Sweep(ctx); err != nil || len(recs) != 0 {
+			t.Errorf("Sweep = %v, %v; want nothing (the discarded request left the due index)", ids(recs), err)
+		}
+		// A retry under the same tool_call_id creates and posts afresh.
+		if _, created, err := s.Create(ctx, nr); err != nil || !created {
+			t.Errorf("Create after Discard = created %v, %v; want a new request", created, err)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// sweepBatch bounds how many due requests of one shard one sweep expires.
+const sweepBatch = 100
+
+// Sweep expires the requests whose expiry has passed and returns the ones
+// this call expired. Every replica may sweep at once: each due request is
+// claimed by the resolve script, so exactly one of them expires it and
+// returns it. It reads the due indexes, not key TTLs, so it needs neither
+// keyspace notifications nor a ticking TTL.
+func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
+	now := strconv.FormatInt(s.opt.Now().UnixMilli(), 10)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, shards)
+	for sh := range shards {
+		cmds[sh] = pipe.ZRangeByScore(ctx, s.keys.due(sh), &redis.ZRangeBy{Min: "-inf", Max: now, Count: sweepBatch})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("sweep: %w", unavailable(err))
+	}
+	var expired []*Record
+	for sh, c := range cmds {
+		for _, id := range c.Val() {
+			rec, err := s.Resolve(ctx, id, Resolution{Status: seam.StatusExpired, IfDue: true})
+			switch {
+			case err == nil:
+				expired = append(expired, rec)
+			case errors.Is(err, ErrNotFound):
+				// The record is gone (deleted by hand): drop its index entries.
+				s.rdb.ZRem(ctx, s.keys.due(sh), id)
+				for _, kind := range kinds {
+					s.rdb.ZRem(ctx, s.keys.open(kind, sh), id)
+				}
+			case errors.Is(err, ErrAlreadyResolved), errors.Is(err, ErrNotDue):
+				// Another replica won, or the clocks of two replicas disagree.
+			default:
+				return expired, fmt.Errorf("sweep: %w", err)
+			}
+		}
+	}
+	return expired, nil
+}
+
+// RunSweeper sweeps every interval until ctx ends and hands each request it
+// expired to onExpired (which edits the posted messages).
+func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired func(context.Context, *Record)) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		recs, err := s.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("expiry sweep failed", "err", err)
+		}
+		for _, rec := range recs {
+			s.log.Info("request expired", "request_id", rec.ID)
+			if onExpired != nil {
+				onExpired(ctx, rec)
+			}
+		}
+	}
+}

@@ -1,0 +1,213 @@
+// Package seam is askbridge's vocabulary: the question and approval requests
+// an agent hands the bridge, the answers and decisions people give back, the
+// statuses a request moves through and the error codes of the DeepSeek
+// Harness seam (@deepseek-ai/dsh-user-questions, @deepseek-ai/dsh-user-approval).
+//
+// Field names are the seam's own. Everything here is pure: no Redis, no
+// network, no HTTP.
+package seam
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Kind tells a question request from an approval request.
+type Kind string
+
+const (
+	KindQuestion Kind = "question"
+	KindApproval Kind = "approval"
+)
+
+// Status is where a request is in its life.
+type Status string
+
+const (
+	StatusPending   Status = "pending"
+	StatusAnswered  Status = "answered"  // answered or decided by a person
+	StatusCancelled Status = "cancelled" // the agent withdrew it (its turn was aborted)
+	StatusDismissed Status = "dismissed" // a person declined to answer
+	StatusExpired   Status = "expired"   // expires_in passed unanswered
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusAnswered, StatusCancelled, StatusDismissed, StatusExpired:
+		return true
+	}
+	return false
+}
+
+// Final reports whether s ends the request.
+func (s Status) Final() bool { return s.Valid() && s != StatusPending }
+
+// Code is the seam error a request that ended without an answer reports, or
+// "" for pending and answered requests.
+func (s Status) Code() Code {
+	switch s {
+	case StatusCancelled:
+		return CodeAborted
+	case StatusDismissed:
+		return CodeCancelled
+	case StatusExpired:
+		return CodeTimedOut
+	}
+	return ""
+}
+
+// Caller says who asks. It is shown to the people who answer.
+type Caller struct {
+	Agent     string `json:"agent,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Session   string `json:"session,omitempty"`
+	Delegated bool   `json:"delegated,omitempty"`
+}
+
+// Option is one choice of a question.
+type Option struct {
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// Intent is a presentation hint. The only kind today is plan-review.
+type Intent struct {
+	Kind    string `json:"kind"`
+	Approve string `json:"approve,omitempty"`
+}
+
+// IntentPlanReview marks a question whose detail is a plan to approve.
+const IntentPlanReview = "plan-review"
+
+// Input types of a typed free-text field.
+const (
+	InputString  = "string"
+	InputInteger = "integer"
+	InputNumber  = "number"
+	InputBoolean = "boolean"
+)
+
+// Input makes a question a typed free-text field (Agno's user_input_schema).
+// The answer still carries the text in custom; it must parse as Type.
+type Input struct {
+	Type     string `json:"type"`
+	Value    string `json:"value,omitempty"` // prefill; JSON numbers and booleans are accepted and kept as text
+	Required bool   `json:"required,omitempty"`
+}
+
+// UnmarshalJSON accepts a prefill value of any JSON scalar, since Agno sends
+// typed values (42, true) as well as strings.
+func (in *Input) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Type     string          `json:"type"`
+		Value    json.RawMessage `json:"value"`
+		Required bool            `json:"required"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*in = Input{Type: raw.Type, Required: raw.Required}
+	if len(raw.Value) == 0 || string(raw.Value) == "null" {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw.Value, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		in.Value = v
+	case float64:
+		in.Value = string(raw.Value) // keep the number as written: 42, not 42.000000
+	case bool:
+		in.Value = strconv.FormatBool(v)
+	default:
+		return fmt.Errorf("input.value must be a string, number or boolean")
+	}
+	return nil
+}
+
+// Question is one question of a request.
+type Question struct {
+	ID          string   `json:"id"`
+	Question    string   `json:"question"`
+	Header      string   `json:"header,omitempty"`
+	Detail      string   `json:"detail,omitempty"`
+	Options     []Option `json:"options,omitempty"`
+	MultiSelect bool     `json:"multiSelect,omitempty"`
+	Intent      *Intent  `json:"intent,omitempty"`
+	Input       *Input   `json:"input,omitempty"`
+}
+
+// UnmarshalJSON accepts both spellings of multi-select: multiSelect (the
+// seam's) and multi_select (the model-facing tool schema's).
+func (q *Question) UnmarshalJSON(b []byte) error {
+	type plain Question
+	var raw struct {
+		plain
+		MultiSnake *bool `json:"multi_select"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*q = Question(raw.plain)
+	if raw.MultiSnake != nil && *raw.MultiSnake {
+		q.MultiSelect = true
+	}
+	return nil
+}
+
+// IsPlanReview reports whether q asks to approve a plan.
+func (q Question) IsPlanReview() bool { return q.Intent != nil && q.Intent.Kind == IntentPlanReview }
+
+// HasOption reports whether label names one of q's options, verbatim.
+func (q Question) HasOption(label string) bool {
+	for _, o := range q.Options {
+		if o.Label == label {
+			return true
+		}
+	}
+	return false
+}
+
+// Questions is the body of a question request.
+type Questions struct {
+	Questions []Question `json:"questions"`
+}
+
+// Approval asks a person to allow or reject one tool call.
+type Approval struct {
+	ToolName      string          `json:"tool_name"`
+	CallID        string          `json:"call_id,omitempty"`
+	Reason        string          `json:"reason,omitempty"`
+	DisplayReason string          `json:"display_reason,omitempty"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Answer is the canonical answer to a question request: one item per
+// question, in request order.
+type Answer struct {
+	Answers []AnswerItem `json:"answers"`
+}
+
+// AnswerItem answers one question. Selected is never nil, so it marshals as
+// [] when nothing was chosen.
+type AnswerItem struct {
+	ID       string   `json:"id"`
+	Selected []string `json:"selected"`
+	Custom   string   `json:"custom,omitempty"`
+}
+
+// Approval outcomes.
+const (
+	OutcomeAllowedOnce = "allowed-once"
+	OutcomeRejected    = "rejected"
+)
+
+// Decision is a person's verdict on an approval.
+type Decision struct {
+	Outcome string `json:"outcome"`
+	Note    string `json:"note,omitempty"`
+}

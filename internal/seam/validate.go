@@ -1,0 +1,309 @@
+package seam
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits the bridge enforces on what agents and people send. docs/api.md
+// lists them; the surfaces render anything within them without losing text.
+const (
+	MaxBodyBytes        = 1 << 20 // one HTTP request body
+	MaxQuestions        = 20      // questions per request
+	MaxOptions          = 100     // options per question
+	MaxIDLen            = 64      // question id, bytes
+	MaxLabelLen         = 200     // option label, characters
+	MaxDescriptionLen   = 500     // option description, characters
+	MaxQuestionLen      = 2000    // question text, characters
+	MaxHeaderLen        = 100     // header, characters
+	MaxDetailLen        = 50000   // detail or plan, characters
+	MaxCustomLen        = 10000   // free-text answer, characters
+	MaxInputValueLen    = 3000    // typed input prefill, characters
+	MaxToolNameLen      = 200     // approval tool name, characters
+	MaxReasonLen        = 4000    // approval reason and display_reason, characters
+	MaxArgumentsBytes   = 256 << 10
+	MaxNoteLen          = 2000 // decision note, characters
+	MaxCallerFieldLen   = 200  // caller agent, name, session, characters
+	MaxToolCallIDLen    = 200  // tool_call_id, bytes
+	MaxApprovalCallID   = 200  // approval call_id, bytes
+	MaxAnsweredByLength = 200  // answered_by fields, characters
+)
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+func tooLong(s string, max int) bool { return utf8.RuneCountInString(s) > max }
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) })
+}
+
+// ValidateCaller refuses a delegated caller: a child agent owned by another
+// live agent can't interact with a person.
+func ValidateCaller(c *Caller) error {
+	if c == nil {
+		return nil
+	}
+	if c.Delegated {
+		return codeErr(CodeDelegatedCaller)
+	}
+	for name, v := range map[string]string{"agent": c.Agent, "name": c.Name, "session": c.Session} {
+		if tooLong(v, MaxCallerFieldLen) {
+			return invalid("caller."+name, "caller.%s is longer than %d characters", name, MaxCallerFieldLen)
+		}
+	}
+	return nil
+}
+
+// Validate checks a question request against CONTRACT §1 and normalises it
+// in place: an intent-less multi-select without options is plain free text.
+func (r *Questions) Validate() error {
+	if len(r.Questions) == 0 {
+		return codeErr(CodeEmptyQuestions)
+	}
+	if len(r.Questions) > MaxQuestions {
+		return invalid("questions", "a request holds at most %d questions, this one has %d", MaxQuestions, len(r.Questions))
+	}
+	seen := make(map[string]bool, len(r.Questions))
+	for i := range r.Questions {
+		q := &r.Questions[i]
+		if err := q.validate(i); err != nil {
+			return err
+		}
+		if seen[q.ID] {
+			return invalid(q.ID, "question id %q is used twice; ids must be unique in a request", q.ID)
+		}
+		seen[q.ID] = true
+	}
+	return nil
+}
+
+func (q *Question) validate(i int) error {
+	where := fmt.Sprintf("questions[%d]", i)
+	switch {
+	case q.ID == "":
+		return invalid(where, "%s has no id", where)
+	case len(q.ID) > MaxIDLen || hasControl(q.ID):
+		return invalid(where, "%s: id must be at most %d bytes without control characters", where, MaxIDLen)
+	}
+	where = fmt.Sprintf("question %q", q.ID)
+	switch {
+	case strings.TrimSpace(q.Question) == "":
+		return invalid(q.ID, "%s has no question text", where)
+	case tooLong(q.Question, MaxQuestionLen):
+		return invalid(q.ID, "%s: question text is longer than %d characters", where, MaxQuestionLen)
+	case tooLong(q.Header, MaxHeaderLen):
+		return invalid(q.ID, "%s: header is longer than %d characters", where, MaxHeaderLen)
+	case tooLong(q.Detail, MaxDetailLen):
+		return invalid(q.ID, "%s: detail is longer than %d characters", where, MaxDetailLen)
+	case len(q.Options) > MaxOptions:
+		return invalid(q.ID, "%s has %d options; at most %d are allowed", where, len(q.Options), MaxOptions)
+	}
+	labels := make(map[string]bool, len(q.Options))
+	for j, o := range q.Options {
+		switch {
+		case strings.TrimSpace(o.Label) == "":
+			return invalid(q.ID, "%s: option %d has an empty label", where, j+1)
+		case tooLong(o.Label, MaxLabelLen):
+			return invalid(q.ID, "%s: option label %q is longer than %d characters", where, o.Label, MaxLabelLen)
+		case hasControl(o.Label):
+			return invalid(q.ID, "%s: option label %q contains control characters", where, o.Label)
+		case tooLong(o.Description, MaxDescriptionLen):
+			return invalid(q.ID, "%s: description of option %q is longer than %d characters", where, o.Label, MaxDescriptionLen)
+		case labels[o.Label]:
+			return invalid(q.ID, "%s: option label %q appears twice; labels must be unique", where, o.Label)
+		}
+		labels[o.Label] = true
+	}
+	if len(q.Options) == 0 {
+		q.MultiSelect = false // free text only: nothing to select
+	}
+	if q.Intent != nil {
+		if err := q.validateIntent(where); err != nil {
+			return err
+		}
+	}
+	if q.Input != nil {
+		if err := q.validateInput(where); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *Question) validateIntent(where string) error {
+	if q.Intent.Kind != IntentPlanReview {
+		return badIntent(q.ID, "%s: unknown intent kind %q; the only kind is %q", where, q.Intent.Kind, IntentPlanReview)
+	}
+	if strings.TrimSpace(q.Detail) == "" {
+		return badIntent(q.ID, "%s: a plan-review intent needs the plan in detail", where)
+	}
+	if q.Intent.Approve != "" && !q.HasOption(q.Intent.Approve) {
+		return badIntent(q.ID, "%s: intent.approve %q names no option of the question", where, q.Intent.Approve)
+	}
+	return nil
+}
+
+func (q *Question) validateInput(where string) error {
+	in := q.Input
+	switch in.Type {
+	case InputString, InputInteger, InputNumber, InputBoolean:
+	case "":
+		in.Type = InputString
+	default:
+		return invalid(q.ID, "%s: unknown input.type %q; use string, integer, number or boolean", where, in.Type)
+	}
+	if len(q.Options) > 0 {
+		return invalid(q.ID, "%s: a typed input field can't also have options", where)
+	}
+	if tooLong(in.Value, MaxInputValueLen) {
+		return invalid(q.ID, "%s: input.value is longer than %d characters", where, MaxInputValueLen)
+	}
+	if in.Value != "" {
+		if _, err := ParseInput(in.Type, in.Value); err != nil {
+			return invalid(q.ID, "%s: input.value %q is not a valid %s", where, in.Value, in.Type)
+		}
+	}
+	return nil
+}
+
+// ParseInput checks text against a typed input field and returns it in
+// canonical form: trimmed, booleans as "true" or "false".
+func ParseInput(typ, text string) (string, error) {
+	s := strings.TrimSpace(text)
+	switch typ {
+	case InputInteger:
+		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+			return "", fmt.Errorf("%q is not a whole number", s)
+		}
+	case InputNumber:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return "", fmt.Errorf("%q is not a number", s)
+		}
+	case InputBoolean:
+		switch strings.ToLower(s) {
+		case "true", "yes", "y":
+			return "true", nil
+		case "false", "no", "n":
+			return "false", nil
+		}
+		return "", fmt.Errorf("%q is not true or false", s)
+	}
+	return s, nil
+}
+
+// Validate checks an approval request.
+func (a *Approval) Validate() error {
+	switch {
+	case strings.TrimSpace(a.ToolName) == "":
+		return invalid("tool_name", "an approval needs tool_name")
+	case tooLong(a.ToolName, MaxToolNameLen) || hasControl(a.ToolName):
+		return invalid("tool_name", "tool_name must be at most %d characters without control characters", MaxToolNameLen)
+	case len(a.CallID) > MaxApprovalCallID:
+		return invalid("call_id", "call_id is longer than %d bytes", MaxApprovalCallID)
+	case tooLong(a.Reason, MaxReasonLen):
+		return invalid("reason", "reason is longer than %d characters", MaxReasonLen)
+	case tooLong(a.DisplayReason, MaxReasonLen):
+		return invalid("display_reason", "display_reason is longer than %d characters", MaxReasonLen)
+	case len(a.Arguments) > MaxArgumentsBytes:
+		return invalid("arguments", "arguments are larger than %d KiB", MaxArgumentsBytes>>10)
+	}
+	return nil
+}
+
+// Normalize checks an answer against the request it answers and returns it
+// in canonical form: one item per question in request order (the answerer
+// may send them in any order, and a question it leaves out is skipped),
+// labels verbatim, custom trimmed and omitted when empty, custom overriding
+// the selection of a single-select question, typed input in canonical form.
+func (r Questions) Normalize(a Answer) (Answer, error) {
+	byID := make(map[string]AnswerItem, len(a.Answers))
+	for _, it := range a.Answers {
+		if !r.has(it.ID) {
+			return Answer{}, invalid(it.ID, "the answer names question %q, which the request does not have", it.ID)
+		}
+		if _, dup := byID[it.ID]; dup {
+			return Answer{}, invalid(it.ID, "the answer holds question %q twice", it.ID)
+		}
+		byID[it.ID] = it
+	}
+	out := Answer{Answers: make([]AnswerItem, 0, len(r.Questions))}
+	for _, q := range r.Questions {
+		it, err := q.normalize(byID[q.ID])
+		if err != nil {
+			return Answer{}, err
+		}
+		out.Answers = append(out.Answers, it)
+	}
+	return out, nil
+}
+
+func (r Questions) has(id string) bool {
+	for _, q := range r.Questions {
+		if q.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
+	custom := strings.TrimSpace(it.Custom)
+	if tooLong(custom, MaxCustomLen) {
+		return AnswerItem{}, invalid(q.ID, "the answer to %q is longer than %d characters", q.ID, MaxCustomLen)
+	}
+	selected := make([]string, 0, len(it.Selected))
+	seen := make(map[string]bool, len(it.Selected))
+	for _, l := range it.Selected {
+		if !q.HasOption(l) {
+			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q", l, q.ID)
+		}
+		if !seen[l] {
+			seen[l] = true
+			selected = append(selected, l)
+		}
+	}
+	if !q.MultiSelect && len(selected) > 1 {
+		return AnswerItem{}, invalid(q.ID, "question %q takes one option, the answer selects %d", q.ID, len(selected))
+	}
+	if !q.MultiSelect && custom != "" {
+		selected = selected[:0] // free text overrides a single choice
+	}
+	if q.Input != nil && custom != "" {
+		v, err := ParseInput(q.Input.Type, custom)
+		if err != nil {
+			return AnswerItem{}, invalid(q.ID, "%s: %v", q.fieldName(), err)
+		}
+		custom = v
+	}
+	if q.Input != nil && q.Input.Required && custom == "" {
+		return AnswerItem{}, invalid(q.ID, "%s is required", q.fieldName())
+	}
+	return AnswerItem{ID: q.ID, Selected: selected, Custom: custom}, nil
+}
+
+func (q Question) fieldName() string {
+	if q.Header != "" {
+		return q.Header
+	}
+	return q.ID
+}
+
+// Normalize checks a decision: the outcome is allowed-once or rejected, the
+// note is trimmed.
+func (d Decision) Normalize() (Decision, error) {
+	switch d.Outcome {
+	case OutcomeAllowedOnce, OutcomeRejected:
+	default:
+		return Decision{}, invalid("outcome", "outcome must be %q or %q, not %q", OutcomeAllowedOnce, OutcomeRejected, d.Outcome)
+	}
+	d.Note = strings.TrimSpace(d.Note)
+	if tooLong(d.Note, MaxNoteLen) {
+		return Decision{}, invalid("note", "note is longer than %d characters", MaxNoteLen)
+	}
+	return d, nil
+}
