@@ -12,25 +12,24 @@ import (
 // Limits the bridge enforces on what agents and people send. docs/api.md
 // lists them; the surfaces render anything within them without losing text.
 const (
-	MaxBodyBytes        = 1 << 20 // one HTTP request body
-	MaxQuestions        = 20      // questions per request
-	MaxOptions          = 100     // options per question
-	MaxIDLen            = 64      // question id, bytes
-	MaxLabelLen         = 200     // option label, characters
-	MaxDescriptionLen   = 500     // option description, characters
-	MaxQuestionLen      = 2000    // question text, characters
-	MaxHeaderLen        = 100     // header, characters
-	MaxDetailLen        = 50000   // detail or plan, characters
-	MaxCustomLen        = 10000   // free-text answer, characters
-	MaxInputValueLen    = 3000    // typed input prefill, characters
-	MaxToolNameLen      = 200     // approval tool name, characters
-	MaxReasonLen        = 4000    // approval reason and display_reason, characters
-	MaxArgumentsBytes   = 256 << 10
-	MaxNoteLen          = 2000 // decision note, characters
-	MaxCallerFieldLen   = 200  // caller agent, name, session, characters
-	MaxToolCallIDLen    = 200  // tool_call_id, bytes
-	MaxApprovalCallID   = 200  // approval call_id, bytes
-	MaxAnsweredByLength = 200  // answered_by fields, characters
+	MaxBodyBytes      = 1 << 20 // one HTTP request body
+	MaxQuestions      = 20      // questions per request
+	MaxOptions        = 100     // options per question
+	MaxIDLen          = 64      // question id, bytes
+	MaxLabelLen       = 200     // option label, characters
+	MaxDescriptionLen = 500     // option description, characters
+	MaxQuestionLen    = 2000    // question text, characters
+	MaxHeaderLen      = 100     // header, characters
+	MaxDetailLen      = 50000   // detail or plan, characters
+	MaxCustomLen      = 10000   // free-text answer, characters
+	MaxInputValueLen  = 3000    // typed input prefill, characters
+	MaxToolNameLen    = 200     // approval tool name, characters
+	MaxReasonLen      = 4000    // approval reason and display_reason, characters
+	MaxArgumentsBytes = 256 << 10
+	MaxNoteLen        = 2000 // decision note, characters
+	MaxCallerFieldLen = 200  // caller agent, name, session, characters
+	MaxToolCallIDLen  = 200  // tool_call_id, bytes
+	MaxApprovalCallID = 200  // approval call_id, bytes
 )
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

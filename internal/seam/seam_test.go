@@ -1,0 +1,160 @@
+package seam
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func parseQuestions(t *testing.T, s string) Questions {
+	t.Helper()
+	var q Questions
+	if err := json.Unmarshal([]byte(s), &q); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	return q
+}
+
+func TestQuestionJSON(t *testing.T) {
+	q := parseQuestions(t, `{"questions":[
+	  {"id":"a","question":"x","multi_select":true,"options":[{"label":"A"}]},
+	  {"id":"b","question":"y","multiSelect":true,"options":[{"label":"B"}]},
+	  {"id":"c","question":"z","input":{"type":"integer","value":42,"required":true}},
+	  {"id":"d","question":"w","input":{"type":"boolean","value":true}},
+	  {"id":"e","question":"v","input":{"type":"number","value":null}}]}`)
+	if !q.Questions[0].MultiSelect || !q.Questions[1].MultiSelect {
+		t.Errorf("multi_select / multiSelect not read: %+v", q.Questions[:2])
+	}
+	if in := q.Questions[2].Input; in.Value != "42" || !in.Required || in.Type != InputInteger {
+		t.Errorf("integer prefill = %+v", in)
+	}
+	if in := q.Questions[3].Input; in.Value != "true" {
+		t.Errorf("boolean prefill = %+v", in)
+	}
+	if in := q.Questions[4].Input; in.Value != "" {
+		t.Errorf("null prefill = %+v", in)
+	}
+	out, _ := json.Marshal(q.Questions[0])
+	if !strings.Contains(string(out), `"multiSelect":true`) {
+		t.Errorf("marshals as %s; want the seam's spelling multiSelect", out)
+	}
+	var bad Questions
+	if err := json.Unmarshal([]byte(`{"questions":[{"id":"a","question":"x","input":{"type":"string","value":{"x":1}}}]}`), &bad); err == nil {
+		t.Error("an object prefill was accepted")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	long := strings.Repeat("é", MaxLabelLen+1)
+	tests := []struct {
+		name, body string
+		code       Code
+	}{
+		{"ok", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"B"}]}]}`, ""},
+		{"free text", `{"questions":[{"id":"a","question":"x"}]}`, ""},
+		{"plan review", `{"questions":[{"id":"p","question":"ok?","detail":"# Plan","intent":{"kind":"plan-review","approve":"Approve"},"options":[{"label":"Approve"},{"label":"Keep planning"}]}]}`, ""},
+		{"empty", `{"questions":[]}`, CodeEmptyQuestions},
+		{"missing", `{}`, CodeEmptyQuestions},
+		{"no id", `{"questions":[{"question":"x"}]}`, CodeInvalidRequest},
+		{"no text", `{"questions":[{"id":"a","question":"  "}]}`, CodeInvalidRequest},
+		{"duplicate id", `{"questions":[{"id":"a","question":"x"},{"id":"a","question":"y"}]}`, CodeInvalidRequest},
+		{"duplicate label", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"A"}]}]}`, CodeInvalidRequest},
+		{"label too long", `{"questions":[{"id":"a","question":"x","options":[{"label":"` + long + `"}]}]}`, CodeInvalidRequest},
+		{"control in label", `{"questions":[{"id":"a","question":"x","options":[{"label":"A\u0000"}]}]}`, CodeInvalidRequest},
+		{"unknown intent", `{"questions":[{"id":"a","question":"x","detail":"d","intent":{"kind":"vote"}}]}`, CodeBadIntent},
+		{"plan without detail", `{"questions":[{"id":"a","question":"x","intent":{"kind":"plan-review"}}]}`, CodeBadIntent},
+		{"approve not an option", `{"questions":[{"id":"a","question":"x","detail":"d","intent":{"kind":"plan-review","approve":"Go"},"options":[{"label":"Approve"}]}]}`, CodeBadIntent},
+		{"unknown input type", `{"questions":[{"id":"a","question":"x","input":{"type":"date"}}]}`, CodeInvalidRequest},
+		{"input with options", `{"questions":[{"id":"a","question":"x","input":{"type":"string"},"options":[{"label":"A"}]}]}`, CodeInvalidRequest},
+		{"prefill of the wrong type", `{"questions":[{"id":"a","question":"x","input":{"type":"integer","value":"many"}}]}`, CodeInvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q Questions
+			if err := json.Unmarshal([]byte(tt.body), &q); err != nil {
+				t.Fatal(err)
+			}
+			err := q.Validate()
+			if CodeOf(err) != tt.code {
+				t.Fatalf("Validate() = %v (%s), want code %q", err, CodeOf(err), tt.code)
+			}
+			if err != nil && err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
+		})
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	q := parseQuestions(t, `{"questions":[
+	  {"id":"single","question":"?","options":[{"label":"A (Recommended)"},{"label":"B"}]},
+	  {"id":"multi","question":"?","multiSelect":true,"options":[{"label":"X"},{"label":"Y"},{"label":"Z"}]},
+	  {"id":"count","question":"?","input":{"type":"integer"}},
+	  {"id":"flag","question":"?","input":{"type":"boolean","required":true}},
+	  {"id":"text","question":"?"}]}`)
+	if err := q.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, answer, want string
+		field              string // the question a refusal names
+	}{
+		{"reordered, trimmed, custom overrides single, skips filled in",
+			`{"answers":[{"id":"flag","selected":[],"custom":" Yes "},{"id":"multi","selected":["Z","X","Z"],"custom":" more "},{"id":"single","selected":["B"],"custom":" other "}]}`,
+			`{"answers":[{"id":"single","selected":[],"custom":"other"},{"id":"multi","selected":["Z","X"],"custom":"more"},{"id":"count","selected":[]},{"id":"flag","selected":[],"custom":"true"},{"id":"text","selected":[]}]}`, ""},
+		{"verbatim label with suffix",
+			`{"answers":[{"id":"single","selected":["A (Recommended)"]},{"id":"flag","custom":"no"},{"id":"count","custom":"-3"},{"id":"text","custom":"   "}]}`,
+			`{"answers":[{"id":"single","selected":["A (Recommended)"]},{"id":"multi","selected":[]},{"id":"count","selected":[],"custom":"-3"},{"id":"flag","selected":[],"custom":"false"},{"id":"text","selected":[]}]}`, ""},
+		{"label without suffix", `{"answers":[{"id":"single","selected":["A"]},{"id":"flag","custom":"y"}]}`, "", "single"},
+		{"two for single", `{"answers":[{"id":"single","selected":["A (Recommended)","B"]},{"id":"flag","custom":"y"}]}`, "", "single"},
+		{"not an integer", `{"answers":[{"id":"count","custom":"3.5"},{"id":"flag","custom":"y"}]}`, "", "count"},
+		{"required missing", `{"answers":[{"id":"single","selected":["B"]}]}`, "", "flag"},
+		{"unknown question", `{"answers":[{"id":"nope","selected":[]},{"id":"flag","custom":"y"}]}`, "", "nope"},
+		{"question twice", `{"answers":[{"id":"text","custom":"a"},{"id":"text","custom":"b"},{"id":"flag","custom":"y"}]}`, "", "text"},
+		{"selection on free text", `{"answers":[{"id":"text","selected":["A"]},{"id":"flag","custom":"y"}]}`, "", "text"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Answer
+			if err := json.Unmarshal([]byte(tt.answer), &a); err != nil {
+				t.Fatal(err)
+			}
+			got, err := q.Normalize(a)
+			if tt.want == "" {
+				var se *Error
+				if !errors.As(err, &se) || se.Code != CodeInvalidRequest || se.Field != tt.field {
+					t.Fatalf("Normalize() = %v; want INVALID_REQUEST naming %q", err, tt.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, _ := json.Marshal(got); string(out) != tt.want {
+				t.Fatalf("got  %s\nwant %s", out, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecisionNormalize(t *testing.T) {
+	d, err := Decision{Outcome: OutcomeRejected, Note: "  no  "}.Normalize()
+	if err != nil || d.Note != "no" {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if _, err := (Decision{Outcome: "cancelled"}).Normalize(); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("cancelled outcome: %v", err)
+	}
+}
+
+func TestStatusCodes(t *testing.T) {
+	for st, want := range map[Status]Code{StatusPending: "", StatusAnswered: "", StatusCancelled: CodeAborted, StatusDismissed: CodeCancelled, StatusExpired: CodeTimedOut} {
+		if got := st.Code(); got != want {
+			t.Errorf("%s.Code() = %q, want %q", st, got, want)
+		}
+	}
+	if Messages[CodeNoProvider] != "no user-questions answerer accepted the request" {
+		t.Error("NO_PROVIDER message differs from the seam's")
+	}
+}
