@@ -89,7 +89,22 @@ func unavailable(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	var reply redis.Error
+	if errors.As(err, &reply) && !transientReply(reply.Error()) {
+		return err // Redis answered, and the answer is a bug of ours (a script error, a wrong type)
+	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// transientReply reports whether an error reply of Redis means "not now":
+// loading, failing over, busy, or out of memory.
+func transientReply(msg string) bool {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM", "NOREPLICAS", "MOVED", "ASK"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewRequest is what Create stores.

@@ -1262,3 +1262,26 @@ func TestDiscard(t *testing.T) {
 		}
 	})
 }
+
+// TestErrorReplyIsNotUnavailable: Redis answering with an error that is a
+// bug of ours (here a record key of the wrong type) must not read as
+// "Redis is down, retry", while "not now" replies must.
+func TestErrorReplyIsNotUnavailable(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		id := "wrongtypekey0000"
+		if err := b.rdb.Set(ctx, s.keys.record(id), "not a hash", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Resolve(ctx, id, answered("U1"))
+		if err == nil || IsUnavailable(err) {
+			t.Fatalf("Resolve on a key of the wrong type = %v; want an error that is not IsUnavailable", err)
+		}
+	})
+	for _, msg := range []string{"LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.", "CLUSTERDOWN The cluster is down"} {
+		if !transientReply(msg) {
+			t.Errorf("%q is not taken as transient", msg)
+		}
+	}
+}
