@@ -21,6 +21,7 @@ import (
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/slack"
 )
 
 // App is one bridge replica. A test can start it on 127.0.0.1:0 and stop it.
@@ -121,6 +122,19 @@ type surfaceSet struct {
 func buildSurfaces(cfg *config.Config, store *pending.Store, log *slog.Logger) (surfaceSet, error) {
 	set := surfaceSet{byName: map[string]dispatch.Surface{}}
 	var errs []error
+	if cfg.Slack != nil {
+		s, err := slack.New(cfg, slack.Options{Store: store, Logger: log})
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			set.byName["slack"] = s
+			set.wire = append(set.wire, func(d *dispatch.Dispatcher, srv *api.Server) func(context.Context) error {
+				ix := s.Interactions(d)
+				srv.Mount("POST /slack/interactions", ix)
+				return ix.Run // Socket Mode with slack.app_token; drains callback work on stop
+			})
+		}
+	}
 	return set, errors.Join(errs...)
 }
 

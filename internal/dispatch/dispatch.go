@@ -43,6 +43,10 @@ func (t Target) Surface() string {
 	return ""
 }
 
+// TargetKey names target i of a route; each post records it, so a surface
+// can find the target's config (its responders) when a click comes in.
+func TargetKey(route string, i int) string { return fmt.Sprintf("%s/%d", route, i) }
+
 type route struct {
 	name      string
 	mode      string
@@ -76,7 +80,7 @@ func New(store *pending.Store, cfg *config.Config, surfaces map[string]Surface, 
 	for _, r := range cfg.Routes {
 		rt := route{name: r.Name, mode: r.Mode, expiresIn: r.ExpiresIn.D()}
 		for i, t := range r.Targets {
-			tg := Target{Key: fmt.Sprintf("%s/%d", r.Name, i), Config: t}
+			tg := Target{Key: TargetKey(r.Name, i), Config: t}
 			if _, ok := surfaces[tg.Surface()]; !ok {
 				errs = append(errs, fmt.Errorf("routes %q target %d: the %s surface is not configured", r.Name, i, tg.Surface()))
 			}

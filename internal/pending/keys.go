@@ -1,6 +1,8 @@
 package pending
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 
@@ -66,4 +68,12 @@ func (k keys) request(id string, open ...seam.Kind) []string {
 		out = append(out, k.open(kind, s))
 	}
 	return out
+}
+
+// thread is a STRING: the thread (root message) a caller session's requests
+// go into on one surface and channel. Its key hashes the session, so agent
+// text never becomes part of a key.
+func (k keys) thread(session string) string {
+	sum := sha256.Sum256([]byte(session))
+	return k.prefix + "thread:" + hex.EncodeToString(sum[:12])
 }

@@ -1285,3 +1285,26 @@ func TestErrorReplyIsNotUnavailable(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionThread(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s, other := b.store(), b.store()
+		if ts, err := s.Thread(ctx, "slack/C1/run-42"); err != nil || ts != "" {
+			t.Fatalf("unknown session: %q %v", ts, err)
+		}
+		if ts, err := s.SetThread(ctx, "slack/C1/run-42", "111.1"); err != nil || ts != "111.1" {
+			t.Fatalf("first thread: %q %v", ts, err)
+		}
+		// A second replica racing to start the same session's thread gets the first one.
+		if ts, err := other.SetThread(ctx, "slack/C1/run-42", "222.2"); err != nil || ts != "111.1" {
+			t.Fatalf("second thread: %q %v", ts, err)
+		}
+		if ts, err := other.Thread(ctx, "slack/C1/run-42"); err != nil || ts != "111.1" {
+			t.Fatalf("thread read back: %q %v", ts, err)
+		}
+		if ttl := b.rdb.PTTL(ctx, s.keys.thread("slack/C1/run-42")).Val(); ttl <= 0 {
+			t.Fatalf("thread key has no TTL (%v): it would outlive its records", ttl)
+		}
+	})
+}

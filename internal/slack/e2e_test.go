@@ -1,0 +1,879 @@
+package slack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/slack"
+)
+
+const (
+	botToken      = "xoxb-1111-2222-SECRETBOTTOKEN"
+	signingSecret = "8f742231b10e8888abcd99yyyzzz85a5SECRET"
+	appToken      = "xapp-1-A0001-SECRETAPPTOKEN"
+	channel       = "C0AGENTS"
+)
+
+var (
+	ada = slack.SlackUser("UADA", "ada")
+	bob = slack.SlackUser("UBOB", "bob")
+	eve = slack.SlackUser("UEVE", "eve")
+	ops = slack.SlackUser("UOPS", "olga")
+)
+
+// bridge is one running replica under test.
+type bridge struct {
+	*app.App
+	fake *slack.FakeSlack
+}
+
+// syncBuffer collects log lines from every goroutine of a replica.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// targetYAML is a route target; the default answers UADA, UBOB and the
+// members of user group SOPS.
+const defaultTarget = `
+      - slack:
+          channel: ` + channel + `
+          responders:
+            users: [UADA, UBOB]
+            groups: [SOPS]`
+
+// configYAML is a whole config pointing Slack at fake.
+func configYAML(fake *slack.FakeSlack, targets string) string {
+	return fmt.Sprintf(`
+slack:
+  bot_token: %s
+  signing_secret: %s
+  api_url: %s
+store:
+  sweep_interval: 50ms
+routes:
+  - name: default
+    targets:%s
+`, botToken, signingSecret, fake.URL, targets)
+}
+
+// startReplicas starts n replicas sharing one Redis and one fake Slack.
+func startReplicas(t *testing.T, n int, targets string) []bridge {
+	t.Helper()
+	fake := slack.NewFakeSlack(t, botToken)
+	fake.SetGroup("SOPS", "UOPS")
+	url, prefix := apptest.Redis(t)
+	var out []bridge
+	for range n {
+		out = append(out, startConfig(t, fake, configYAML(fake, targets), url, prefix))
+	}
+	return out
+}
+
+// startConfig starts a replica of yaml on the Redis at url. Its log, at
+// debug level, is checked for secrets when the test ends.
+func startConfig(t *testing.T, fake *slack.FakeSlack, yaml, url, prefix string) bridge {
+	t.Helper()
+	cfg := apptest.Config(t, yaml, url, prefix)
+	logs := &syncBuffer{}
+	a, err := app.New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), app.Options{})
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("app.Run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("the replica did not stop within 15s")
+		}
+		for _, secret := range []string{botToken, signingSecret, appToken} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("a secret reached the log:\n%s", logs.String())
+			}
+		}
+		if t.Failed() {
+			t.Logf("replica log:\n%s", logs.String())
+		}
+	})
+	return bridge{App: a, fake: fake}
+}
+
+func start(t *testing.T, targets string) bridge {
+	t.Helper()
+	return startReplicas(t, 1, targets)[0]
+}
+
+// record is an API answer: decoded, and each field's JSON exactly as sent.
+type record struct {
+	m      map[string]any
+	fields map[string]json.RawMessage
+}
+
+// raw returns field's JSON as the API sent it.
+func (r record) raw(field string) string { return string(r.fields[field]) }
+
+// do calls the bridge's API and decodes its JSON answer.
+func (b bridge) do(t *testing.T, method, path string, body any) (int, record) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, b.URL()+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out record
+	raw, _ := io.ReadAll(resp.Body)
+	if len(raw) > 0 {
+		if json.Unmarshal(raw, &out.m) != nil || json.Unmarshal(raw, &out.fields) != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+// create creates a request and returns its id.
+func (b bridge) create(t *testing.T, path string, body any) string {
+	t.Helper()
+	status, rec := b.do(t, http.MethodPost, path, body)
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, rec)
+	}
+	return rec.m["id"].(string)
+}
+
+// wait holds GET ?wait= until the request ends and returns it.
+func (b bridge) wait(t *testing.T, path, id string) record {
+	t.Helper()
+	status, rec := b.do(t, http.MethodGet, path+"/"+id+"?wait=10s", nil)
+	if status != http.StatusOK {
+		t.Fatalf("wait: %d %v", status, rec)
+	}
+	return rec
+}
+
+// get reads a request.
+func (b bridge) get(t *testing.T, path, id string) record {
+	t.Helper()
+	_, rec := b.do(t, http.MethodGet, path+"/"+id, nil)
+	return rec
+}
+
+// send posts an interaction payload signed at at, as Slack does.
+func (b bridge) send(t *testing.T, payload any, at time.Time, secret string) (int, string) {
+	t.Helper()
+	body := slack.FormBody(payload)
+	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/slack/interactions", strings.NewReader(body))
+	req.Header = slack.Sign(secret, at, body)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("interaction: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// click sends a correctly signed interaction and expects 200.
+func (b bridge) click(t *testing.T, payload any) string {
+	t.Helper()
+	status, body := b.send(t, payload, time.Now(), signingSecret)
+	if status != http.StatusOK {
+		t.Fatalf("interaction: %d %s", status, body)
+	}
+	return body
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func cleanupQuestion() map[string]any {
+	return map[string]any{
+		"questions": []any{map[string]any{
+			"id": "cleanup", "question": "Proceed with the destructive cleanup?", "header": "Confirm",
+			"options": []any{
+				map[string]any{"label": "Yes, delete them (Recommended)", "description": "Removes the three stale files."},
+				map[string]any{"label": "No, keep them"},
+			},
+		}},
+		"caller": map[string]any{"name": "deploy-bot", "session": "run-42"},
+	}
+}
+
+// hasActions reports whether a message still has controls.
+func hasActions(c slack.FakeCall) bool {
+	for _, b := range c.Blocks() {
+		if b["type"] == "actions" || b["type"] == "input" {
+			return true
+		}
+	}
+	return false
+}
+
+// ephemerals returns the texts told to user.
+func ephemerals(calls []slack.FakeCall, user string) []string {
+	var out []string
+	for _, c := range calls {
+		if c.Method == "chat.postEphemeral" && c.OK && c.Form.Get("user") == user {
+			out = append(out, c.Form.Get("text"))
+		}
+	}
+	return out
+}
+
+func TestButtonAnswerEndToEnd(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	if got := msg.Form.Get("channel"); got != channel {
+		t.Fatalf("posted to %q, want %q", got, channel)
+	}
+	yes, _ := msg.Action("ab:pick:" + id + ":0:0")
+	if yes == nil || yes["style"] != "primary" {
+		t.Fatalf("the recommended option is not a primary button: %v", yes)
+	}
+	if !strings.Contains(msg.Text(), "Removes the three stale files.") {
+		t.Errorf("the option's description is not shown:\n%s", msg.Text())
+	}
+
+	type result struct{ rec record }
+	waited := make(chan result, 1)
+	go func() { waited <- result{b.wait(t, "/v1/questions", id)} }()
+
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
+
+	var rec record
+	select {
+	case r := <-waited:
+		rec = r.rec
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiting GET did not return")
+	}
+	if rec.m["status"] != "answered" {
+		t.Fatalf("status %v, want answered: %v", rec.m["status"], rec)
+	}
+	if got, want := rec.raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
+		t.Errorf("answer %s, want %s", got, want)
+	}
+	by, _ := rec.m["answered_by"].(map[string]any)
+	if by["surface"] != "slack" || by["user_id"] != "UADA" || by["name"] != "ada" {
+		t.Errorf("answered_by %v", by)
+	}
+
+	upd := b.fake.WaitCalls(t, "chat.update", 1)[0]
+	if upd.Form.Get("ts") != msg.TS || upd.Form.Get("channel") != channel {
+		t.Errorf("updated %s/%s, want %s/%s", upd.Form.Get("channel"), upd.Form.Get("ts"), channel, msg.TS)
+	}
+	if hasActions(upd) {
+		t.Errorf("the edited message still has controls: %v", upd.Blocks())
+	}
+	if txt := upd.Text(); !strings.Contains(txt, "Answered by ada · Yes, delete them (Recommended)") || !strings.Contains(txt, "Proceed with the destructive cleanup?") {
+		t.Errorf("the edited message does not say who answered what, or lost the question:\n%s", txt)
+	}
+}
+
+func TestSignatureRefused(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	payload := slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
+
+	for _, tc := range []struct {
+		name   string
+		at     time.Time
+		secret string
+	}{
+		{"bad signature", time.Now(), "not-the-signing-secret"},
+		{"stale timestamp", time.Now().Add(-6 * time.Minute), signingSecret},
+		{"future timestamp", time.Now().Add(6 * time.Minute), signingSecret},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if status, body := b.send(t, payload, tc.at, tc.secret); status != http.StatusUnauthorized {
+				t.Errorf("status %d (%s), want 401", status, body)
+			}
+		})
+	}
+	t.Run("unsigned", func(t *testing.T) {
+		resp, err := http.Post(b.URL()+"/slack/interactions", "application/x-www-form-urlencoded", strings.NewReader(slack.FormBody(payload)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("status %d, want 401", resp.StatusCode)
+		}
+	})
+	t.Run("body changed after signing", func(t *testing.T) {
+		body := slack.FormBody(payload)
+		req, _ := http.NewRequest(http.MethodPost, b.URL()+"/slack/interactions", strings.NewReader(body+"&x=1"))
+		req.Header = slack.Sign(signingSecret, time.Now(), body)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("status %d, want 401", resp.StatusCode)
+		}
+	})
+	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+		t.Errorf("a refused interaction changed the request: %v", rec.m["status"])
+	}
+	if n := len(b.fake.Calls("")); n != 1 {
+		t.Errorf("refused interactions made Slack calls: %d calls in all", n)
+	}
+}
+
+func TestUnauthorizedUserChangesNothing(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+
+	b.click(t, slack.BlockActions(t, msg, eve, "ab:pick:"+id+":0:1", nil, nil))
+	calls := b.fake.WaitFor(t, "an ephemeral refusal", 10*time.Second, func(calls []slack.FakeCall) bool {
+		return len(ephemerals(calls, "UEVE")) == 1
+	})
+	if got := ephemerals(calls, "UEVE")[0]; !strings.Contains(got, "can't answer this") {
+		t.Errorf("refusal %q", got)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+		t.Fatalf("an unauthorized click changed the request: %v", rec)
+	}
+	if n := len(b.fake.Calls("chat.update")); n != 0 {
+		t.Errorf("an unauthorized click edited the message %d times", n)
+	}
+
+	// A member of the responders' user group may answer.
+	b.click(t, slack.BlockActions(t, msg, ops, "ab:pick:"+id+":0:1", nil, nil))
+	rec := b.wait(t, "/v1/questions", id)
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+		t.Errorf("answer %s", got)
+	}
+	if n := len(b.fake.Calls("usergroups.users.list")); n < 1 {
+		t.Errorf("the user group was never looked up")
+	}
+}
+
+func TestLateClickIsTold(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
+	b.wait(t, "/v1/questions", id)
+	b.click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil))
+
+	calls := b.fake.WaitFor(t, "bob told it is over", 10*time.Second, func(calls []slack.FakeCall) bool {
+		return len(ephemerals(calls, "UBOB")) == 1
+	})
+	if got := ephemerals(calls, "UBOB")[0]; !strings.HasPrefix(got, "Already answered by ada") {
+		t.Errorf("late click told %q", got)
+	}
+	rec := b.get(t, "/v1/questions", id)
+	if got := rec.raw("answer"); !strings.Contains(got, "Yes, delete them") {
+		t.Errorf("a late click changed the answer: %s", got)
+	}
+	if n := len(b.fake.Calls("chat.update")); n != 1 {
+		t.Errorf("%d edits, want 1", n)
+	}
+}
+
+func TestDuplicateDeliveryChangesNothing(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	payload := slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
+
+	b.click(t, payload)
+	b.wait(t, "/v1/questions", id)
+	b.fake.WaitCalls(t, "chat.update", 1)
+	b.click(t, payload) // Slack's retry of the same action
+
+	// The second delivery finishes once its (silent) work is done; an
+	// ephemeral to ada would show up as a call. Drive one more, unrelated
+	// interaction through the same path and wait for it, so the duplicate
+	// has been handled by then.
+	b.click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil))
+	calls := b.fake.WaitFor(t, "bob told", 10*time.Second, func(calls []slack.FakeCall) bool {
+		return len(ephemerals(calls, "UBOB")) == 1
+	})
+	if got := ephemerals(calls, "UADA"); len(got) != 0 {
+		t.Errorf("the duplicate delivery told ada %q", got)
+	}
+	if n := len(b.fake.Calls("chat.update")); n != 1 {
+		t.Errorf("%d edits, want 1", n)
+	}
+}
+
+func TestDoubleClickOnTwoReplicas(t *testing.T) {
+	rs := startReplicas(t, 2, defaultTarget)
+	id := rs[0].create(t, "/v1/questions", cleanupQuestion())
+	msg := rs[0].fake.WaitCalls(t, "chat.postMessage", 1)[0]
+
+	var wg sync.WaitGroup
+	wg.Go(func() { rs[0].click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)) })
+	wg.Go(func() { rs[1].click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil)) })
+	wg.Wait()
+
+	rec := rs[1].wait(t, "/v1/questions", id)
+	by := rec.m["answered_by"].(map[string]any)
+	winner, loser, label := "UADA", "UBOB", "Yes, delete them (Recommended)"
+	if by["user_id"] == "UBOB" {
+		winner, loser, label = "UBOB", "UADA", "No, keep them"
+	}
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
+		t.Errorf("answer %s does not match the winner %s", got, winner)
+	}
+	calls := rs[0].fake.WaitFor(t, "the loser told", 10*time.Second, func(calls []slack.FakeCall) bool {
+		return len(ephemerals(calls, loser)) == 1
+	})
+	if got := ephemerals(calls, loser)[0]; !strings.HasPrefix(got, "Already answered by") {
+		t.Errorf("the loser was told %q", got)
+	}
+	if got := ephemerals(calls, winner); len(got) != 0 {
+		t.Errorf("the winner was told %q", got)
+	}
+	rs[0].fake.WaitCalls(t, "chat.update", 1)
+	if n := len(rs[0].fake.Calls("chat.update")); n != 1 {
+		t.Errorf("%d edits, want exactly 1", n)
+	}
+}
+
+func TestTypedInputModal(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "replicas", "question": "How many replicas?", "header": "Replicas",
+		"input": map[string]any{"type": "integer", "value": 3, "required": true},
+	}}})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	if opened.JSON["trigger_id"] != "1700000100.123456.abcdef0123456789" {
+		t.Errorf("views.open used trigger %v", opened.JSON["trigger_id"])
+	}
+	var field map[string]any
+	for _, bl := range opened.Blocks() {
+		if bl["block_id"] == "q0" {
+			field, _ = bl["element"].(map[string]any)
+		}
+	}
+	if field == nil || field["initial_value"] != "3" || field["type"] != "plain_text_input" {
+		t.Fatalf("the modal's field is not a prefilled text input: %v", opened.Blocks())
+	}
+
+	body := b.click(t, slack.ViewSubmission(opened, ada, map[string]any{"q0": slack.TextValue("three")}))
+	var resp struct {
+		Action string            `json:"response_action"`
+		Errors map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || !strings.Contains(resp.Errors["q0"], "whole number") {
+		t.Fatalf("a bad integer got %q, want response_action errors on q0", body)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+		t.Fatalf("a refused submission changed the request: %v", rec.m["status"])
+	}
+
+	if body := b.click(t, slack.ViewSubmission(opened, ada, map[string]any{"q0": slack.TextValue(" 42 ")})); body != "" {
+		t.Fatalf("a good submission got %q, want an empty 200 (closes the modal)", body)
+	}
+	rec := b.wait(t, "/v1/questions", id)
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
+func TestSeveralQuestionsOneModal(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{
+		map[string]any{"id": "env", "question": "Which environment?", "options": []any{
+			map[string]any{"label": "staging"}, map[string]any{"label": "production"}}},
+		map[string]any{"id": "checks", "question": "Which checks?", "multiSelect": true, "options": []any{
+			map[string]any{"label": "lint"}, map[string]any{"label": "unit"}, map[string]any{"label": "e2e"}}},
+		map[string]any{"id": "note", "question": "Anything else?"},
+	}})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	for _, want := range []string{"Which environment?", "Which checks?", "Anything else?"} {
+		if !strings.Contains(msg.Text(), want) {
+			t.Errorf("the message does not list %q", want)
+		}
+	}
+	b.click(t, slack.BlockActions(t, msg, bob, "ab:answer:"+id, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+
+	b.click(t, slack.ViewSubmission(opened, bob, map[string]any{
+		"q0":  map[string]any{"v": map[string]any{"type": "radio_buttons", "selected_option": map[string]any{"value": "1", "text": map[string]any{"type": "plain_text", "text": "production"}}}},
+		"q0o": slack.TextValue(""),
+		"q1": map[string]any{"v": map[string]any{"type": "checkboxes", "selected_options": []any{
+			map[string]any{"value": "2", "text": map[string]any{"type": "plain_text", "text": "e2e"}},
+			map[string]any{"value": "0", "text": map[string]any{"type": "plain_text", "text": "lint"}}}}},
+		"q1o": slack.TextValue("and a smoke test"),
+		"q2":  slack.TextValue(""),
+	}))
+	rec := b.wait(t, "/v1/questions", id)
+	want := `{"answers":[{"id":"env","selected":["production"]},{"id":"checks","selected":["e2e","lint"],"custom":"and a smoke test"},{"id":"note","selected":[]}]}`
+	if got := rec.raw("answer"); got != want {
+		t.Errorf("answer\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestMultiSelectInMessage(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "regions", "question": "Deploy to which regions?", "multi_select": true,
+		"options": []any{map[string]any{"label": "eu"}, map[string]any{"label": "us"}, map[string]any{"label": "ap"}},
+	}}})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	boxes, boxBlock := msg.Action("ab:multi:" + id)
+	if boxes == nil || boxes["type"] != "checkboxes" {
+		t.Fatalf("no checkboxes: %v", msg.Blocks())
+	}
+	if boxBlock == "" {
+		boxBlock = "Xy7pQ"
+	}
+
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:submit:"+id, nil, nil))
+	b.fake.WaitFor(t, "told to choose", 10*time.Second, func(calls []slack.FakeCall) bool {
+		return len(ephemerals(calls, "UADA")) == 1
+	})
+
+	state := map[string]any{boxBlock: map[string]any{boxes["action_id"].(string): map[string]any{
+		"type": "checkboxes", "selected_options": []any{
+			map[string]any{"value": "0", "text": map[string]any{"type": "plain_text", "text": "eu"}},
+			map[string]any{"value": "2", "text": map[string]any{"type": "plain_text", "text": "ap"}}}}}}
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:submit:"+id, nil, state))
+	rec := b.wait(t, "/v1/questions", id)
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"regions","selected":["eu","ap"]}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
+func TestSelectForManyOptions(t *testing.T) {
+	b := start(t, defaultTarget)
+	var opts []any
+	for i := range 8 {
+		opts = append(opts, map[string]any{"label": fmt.Sprintf("option %d", i)})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "pick", "question": "Which one?", "options": opts}}})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	sel, _ := msg.Action("ab:select:" + id)
+	if sel == nil || sel["type"] != "static_select" {
+		t.Fatalf("no static select: %v", msg.Blocks())
+	}
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:select:"+id, map[string]any{
+		"selected_option": map[string]any{"value": "6", "text": map[string]any{"type": "plain_text", "text": "option 6"}}}, nil))
+	rec := b.wait(t, "/v1/questions", id)
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"pick","selected":["option 6"]}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
+func TestApprovalAllowAndReject(t *testing.T) {
+	b := start(t, defaultTarget)
+	approval := func(callID string) map[string]any {
+		return map[string]any{"tool_name": "kubectl_apply", "reason": "Deploy the new version",
+			"arguments": map[string]any{"manifest": "deploy.yaml", "namespace": "prod"}, "tool_call_id": callID}
+	}
+	allowID := b.create(t, "/v1/approvals", approval("call-1"))
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	if allow, _ := msg.Action("ab:allow:" + allowID); allow == nil || allow["style"] != "primary" {
+		t.Fatalf("no primary Allow once: %v", msg.Blocks())
+	}
+	if reject, _ := msg.Action("ab:reject:" + allowID); reject == nil || reject["style"] != "danger" {
+		t.Fatalf("no danger Reject: %v", msg.Blocks())
+	}
+	if !strings.Contains(msg.Text(), `"namespace": "prod"`) {
+		t.Errorf("the arguments are not shown pretty:\n%s", msg.Text())
+	}
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:allow:"+allowID, nil, nil))
+	if got := b.wait(t, "/v1/approvals", allowID).raw("decision"); got != `{"outcome":"allowed-once"}` {
+		t.Errorf("decision %s", got)
+	}
+
+	rejectID := b.create(t, "/v1/approvals", approval("call-2"))
+	msg = b.fake.WaitCalls(t, "chat.postMessage", 2)[1]
+	b.click(t, slack.BlockActions(t, msg, bob, "ab:reject:"+rejectID, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	b.click(t, slack.ViewSubmission(opened, bob, map[string]any{"note": slack.TextValue("  too risky on a Friday ")}))
+	if got := b.wait(t, "/v1/approvals", rejectID).raw("decision"); got != `{"outcome":"rejected","note":"too risky on a Friday"}` {
+		t.Errorf("decision %s", got)
+	}
+	upd := b.fake.WaitFor(t, "the rejection shown", 10*time.Second, func(calls []slack.FakeCall) bool {
+		for _, c := range calls {
+			if c.Method == "chat.update" && strings.Contains(c.Text(), "Rejected: “too risky on a Friday”") {
+				return true
+			}
+		}
+		return false
+	})
+	_ = upd
+}
+
+func TestDismissAndCancel(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	if d, _ := msg.Action("ab:dismiss:" + id); d == nil || d["confirm"] == nil {
+		t.Fatalf("no Dismiss with a confirmation: %v", msg.Blocks())
+	}
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:dismiss:"+id, nil, nil))
+	rec := b.wait(t, "/v1/questions", id)
+	if rec.m["status"] != "dismissed" || rec.m["error"] == nil || rec.m["error"].(map[string]any)["code"] != "ASK_CANCELLED" {
+		t.Errorf("dismissed request: %v", rec)
+	}
+	if upd := b.fake.WaitCalls(t, "chat.update", 1)[0]; !strings.Contains(upd.Text(), "Dismissed by ada") || hasActions(upd) {
+		t.Errorf("edit after dismissal:\n%s", upd.Text())
+	}
+
+	id2 := b.create(t, "/v1/questions", cleanupQuestion())
+	b.fake.WaitCalls(t, "chat.postMessage", 2)
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id2, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	if upd := b.fake.WaitCalls(t, "chat.update", 2)[1]; !strings.Contains(upd.Text(), "Cancelled by the agent") || hasActions(upd) {
+		t.Errorf("edit after cancel:\n%s", upd.Text())
+	}
+}
+
+func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
+	b := start(t, defaultTarget)
+	var plan strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&plan, "step %04d: change module %d & check <output>\n", i, i)
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "plan", "question": "Approve this plan?", "detail": plan.String(),
+		"intent":  map[string]any{"kind": "plan-review", "approve": "Approve"},
+		"options": []any{map[string]any{"label": "Keep planning"}, map[string]any{"label": "Approve"}},
+	}}})
+	posts := b.fake.WaitFor(t, "the message and its thread", 10*time.Second, func(calls []slack.FakeCall) bool {
+		n := 0
+		for _, c := range calls {
+			if c.Method == "chat.postMessage" && c.OK {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	msg := posts[0]
+	if approve, _ := msg.Action("ab:pick:" + id + ":0:1"); approve == nil || approve["style"] != "primary" {
+		t.Fatalf("the approve label is not the primary button: %v", msg.Blocks())
+	}
+	if fb, _ := msg.Action("ab:other:" + id); fb == nil || !strings.Contains(jsonOf(t, fb["text"]), "feedback") {
+		t.Fatalf("no feedback button: %v", msg.Blocks())
+	}
+	// Every line of the plan is readable in the message or its thread.
+	var all strings.Builder
+	replies := 0
+	for _, c := range b.fake.Calls("chat.postMessage") {
+		if c.TS != msg.TS && c.Form.Get("thread_ts") != msg.TS {
+			continue
+		}
+		if c.TS != msg.TS {
+			replies++
+		}
+		all.WriteString(c.Text())
+	}
+	text := strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(all.String())
+	for i := range 600 {
+		if line := fmt.Sprintf("step %04d: change module %d & check <output>", i, i); !strings.Contains(text, line) {
+			t.Fatalf("%q is neither in the message nor in its %d replies", line, replies)
+		}
+	}
+	if strings.Contains(all.String(), "<output>") {
+		t.Errorf("agent text reached Slack unescaped")
+	}
+
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:other:"+id, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	b.click(t, slack.ViewSubmission(opened, ada, map[string]any{"q0o": slack.TextValue("Split step 3 in two.")}))
+	rec := b.wait(t, "/v1/questions", id)
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"plan","selected":[],"custom":"Split step 3 in two."}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
+func TestThreadBySession(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: `+channel+`
+          thread_by_session: true`)
+	ask := func(session string) {
+		q := cleanupQuestion()
+		q["caller"] = map[string]any{"name": "deploy-bot", "session": session}
+		b.create(t, "/v1/questions", q)
+	}
+	ask("run-1")
+	ask("run-1")
+	ask("run-2")
+	posts := b.fake.WaitCalls(t, "chat.postMessage", 3)
+	if th := posts[0].Form.Get("thread_ts"); th != "" {
+		t.Errorf("the first request of a session went into thread %q", th)
+	}
+	if th := posts[1].Form.Get("thread_ts"); th != posts[0].TS {
+		t.Errorf("the second request of run-1 went to thread %q, want %q", th, posts[0].TS)
+	}
+	if th := posts[2].Form.Get("thread_ts"); th != "" {
+		t.Errorf("another session's request went into thread %q", th)
+	}
+}
+
+func TestAgentTextNeverPings(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: `+channel+`
+          mention: "<!subteam^S0ONCALL>"`)
+	b.create(t, "/v1/questions", map[string]any{
+		"questions": []any{map[string]any{
+			"id": "q", "question": "Ping <!channel> and <@U0BOSS>?", "header": "<!here>",
+			"detail":  "see <https://evil.example|the docs> & <!everyone>",
+			"options": []any{map[string]any{"label": "<!channel> yes", "description": "<@U0BOSS>"}, map[string]any{"label": "no"}},
+		}},
+		"caller": map[string]any{"name": "<!channel>", "session": "<@U0BOSS>"},
+	})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	if !strings.HasPrefix(msg.Form.Get("text"), "<!subteam^S0ONCALL> ") {
+		t.Errorf("the configured mention does not lead the notification text: %q", msg.Form.Get("text"))
+	}
+	// mrkdwn text must not hold a live token; plain_text is never parsed.
+	for _, bl := range msg.Blocks() {
+		raw := jsonOf(t, bl)
+		for _, tok := range []string{"<!channel>", "<@U0BOSS>", "<!everyone>", "<https://evil"} {
+			if strings.Contains(raw, `"type":"mrkdwn"`) && strings.Contains(raw, tok) {
+				t.Errorf("mrkdwn block carries %s: %s", tok, raw)
+			}
+		}
+	}
+	for _, tok := range []string{"<!channel>", "<@U0BOSS>", "<!here>"} {
+		if strings.Contains(msg.Form.Get("text"), tok) {
+			t.Errorf("the notification text carries %s: %q", tok, msg.Form.Get("text"))
+		}
+	}
+	if msg.Form.Get("link_names") == "true" || msg.Form.Get("link_names") == "1" {
+		t.Errorf("link_names is set")
+	}
+}
+
+func TestRateLimitedPostIsPostedOnce(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("chat.postMessage", slack.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	posts := b.fake.Calls("chat.postMessage")
+	if len(posts) != 2 || posts[0].Status != http.StatusTooManyRequests || !posts[1].OK {
+		t.Fatalf("posts: %+v", posts)
+	}
+	rec := b.get(t, "/v1/questions", id)
+	if p, _ := rec.m["posts"].([]any); len(p) != 1 {
+		t.Errorf("recorded posts %v, want exactly one", rec.m["posts"])
+	}
+}
+
+func TestFailedPostIsNoProvider(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("chat.postMessage", slack.FakeFail{Error: "channel_not_found"})
+	status, body := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
+	if status != http.StatusServiceUnavailable || body.m["error"].(map[string]any)["code"] != "NO_PROVIDER" {
+		t.Errorf("create with a failing post: %d %v", status, body)
+	}
+	if n := len(b.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("an ok:false error was retried: %d calls", n)
+	}
+}
+
+func TestSocketMode(t *testing.T) {
+	fake := slack.NewFakeSlack(t, botToken)
+	sock := fake.SocketMode(appToken)
+	url, prefix := apptest.Redis(t)
+	b := startConfig(t, fake, fmt.Sprintf(`
+slack:
+  bot_token: %s
+  app_token: %s
+  api_url: %s
+routes:
+  - name: default
+    targets:%s
+`, botToken, appToken, fake.URL, defaultTarget), url, prefix)
+
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	fake.WaitCalls(t, "apps.connections.open", 1)
+	sock.Send(map[string]any{
+		"envelope_id": "57d6a792-4d35-4d0b-b6aa-3361493e1caf", "type": "interactive", "accepts_response_payload": false,
+		"payload": slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil),
+	})
+	select {
+	case ack := <-sock.Acks:
+		if ack["envelope_id"] != "57d6a792-4d35-4d0b-b6aa-3361493e1caf" {
+			t.Errorf("ack %v", ack)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the envelope was not acked")
+	}
+	rec := b.wait(t, "/v1/questions", id)
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+		t.Errorf("answer %s", got)
+	}
+	// Without a signing secret the Request URL accepts nothing.
+	if status, _ := b.send(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil), time.Now(), ""); status != http.StatusUnauthorized {
+		t.Errorf("the Request URL without a signing secret answered %d", status)
+	}
+}
+
+func TestExpiryEditsTheMessage(t *testing.T) {
+	b := start(t, defaultTarget)
+	q := cleanupQuestion()
+	q["expires_in"] = "1s"
+	id := b.create(t, "/v1/questions", q)
+	b.fake.WaitCalls(t, "chat.postMessage", 1)
+	rec := b.wait(t, "/v1/questions", id)
+	if rec.m["status"] != "expired" {
+		t.Fatalf("status %v, want expired", rec.m["status"])
+	}
+	if upd := b.fake.WaitCalls(t, "chat.update", 1)[0]; !strings.Contains(upd.Text(), "Expired unanswered") || hasActions(upd) {
+		t.Errorf("edit after expiry:\n%s", upd.Text())
+	}
+}

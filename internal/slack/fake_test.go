@@ -1,0 +1,476 @@
+package slack
+
+// This file is the test kit shared by the package's tests and its external
+// end-to-end tests: a fake Slack Web API and signed interaction payloads
+// built the way Slack sends them.
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// FakeSlack is a fake Slack Web API: it answers chat.postMessage,
+// chat.update, chat.postEphemeral, views.open, views.update and
+// usergroups.users.list like Slack does (form or JSON bodies in,
+// {"ok":...} out, HTTP 429 with Retry-After on demand) and records every
+// call.
+type FakeSlack struct {
+	URL   string // the API base URL, with its final /
+	Token string // the bot token it accepts
+
+	t      testing.TB
+	srv    *httptest.Server
+	socket *FakeSocket
+	mu     sync.Mutex
+	calls  []FakeCall
+	fails  map[string][]FakeFail
+	groups map[string][]string
+	next   int
+	wake   chan struct{} // closed and replaced on every call
+}
+
+// FakeCall is one call the fake answered.
+type FakeCall struct {
+	Method string
+	Form   url.Values     // a form-encoded call's fields
+	JSON   map[string]any // a JSON call's body
+	Status int            // the HTTP status it answered
+	OK     bool           // whether it answered ok:true
+	TS     string         // the ts of the message a successful post made
+}
+
+// FakeFail is a failure the fake answers a call with instead of success.
+type FakeFail struct {
+	Status     int    // HTTP status; 0 means 200 with ok:false
+	RetryAfter string // Retry-After header of a 429
+	Error      string // the ok:false error
+}
+
+// NewFakeSlack starts a fake that accepts token and stops with t.
+func NewFakeSlack(t testing.TB, token string) *FakeSlack {
+	f := &FakeSlack{Token: token, t: t, fails: map[string][]FakeFail{}, groups: map[string][]string{}, wake: make(chan struct{})}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	f.URL = f.srv.URL + "/api/"
+	return f
+}
+
+// FailNext makes the next calls of method fail, in order.
+func (f *FakeSlack) FailNext(method string, fails ...FakeFail) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fails[method] = append(f.fails[method], fails...)
+}
+
+// SetGroup sets the members usergroups.users.list returns for group.
+func (f *FakeSlack) SetGroup(group string, users ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.groups[group] = users
+}
+
+// Calls returns the calls of method so far ("" for all).
+func (f *FakeSlack) Calls(method string) []FakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []FakeCall
+	for _, c := range f.calls {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WaitFor waits until ok holds for the calls so far, failing t after
+// timeout. It wakes on every call; it never sleeps.
+func (f *FakeSlack) WaitFor(t testing.TB, what string, timeout time.Duration, ok func(calls []FakeCall) bool) []FakeCall {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		calls := append([]FakeCall(nil), f.calls...)
+		wake := f.wake
+		f.mu.Unlock()
+		if ok(calls) {
+			return calls
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting for %s; calls: %s", timeout, what, methods(calls))
+		}
+	}
+}
+
+// WaitCalls waits until method has been answered ok n times and returns
+// those calls.
+func (f *FakeSlack) WaitCalls(t testing.TB, method string, n int) []FakeCall {
+	t.Helper()
+	var got []FakeCall
+	f.WaitFor(t, fmt.Sprintf("%d ok %s calls", n, method), 10*time.Second, func(calls []FakeCall) bool {
+		got = got[:0]
+		for _, c := range calls {
+			if c.Method == method && c.OK {
+				got = append(got, c)
+			}
+		}
+		return len(got) >= n
+	})
+	return got
+}
+
+func methods(calls []FakeCall) string {
+	var s []string
+	for _, c := range calls {
+		s = append(s, fmt.Sprintf("%s(%d,ok=%v)", c.Method, c.Status, c.OK))
+	}
+	return strings.Join(s, " ")
+}
+
+func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/socket" && f.socket != nil {
+		f.socket.serve(w, r)
+		return
+	}
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	call := FakeCall{Method: method, Status: http.StatusOK}
+	body, _ := io.ReadAll(r.Body)
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		_ = json.Unmarshal(body, &call.JSON)
+	} else {
+		call.Form, _ = url.ParseQuery(string(body))
+		if tok := call.Form.Get("token"); tok != "" {
+			token = tok
+		}
+		call.Form.Del("token") // never keep a token where a failing test would print it
+	}
+
+	f.mu.Lock()
+	var fail *FakeFail
+	if q := f.fails[method]; len(q) > 0 {
+		fail, f.fails[method] = &q[0], q[1:]
+	}
+	var resp map[string]any
+	switch {
+	case method == "apps.connections.open":
+		if f.socket == nil || token != f.socket.appToken {
+			resp = map[string]any{"ok": false, "error": "invalid_auth"}
+		} else {
+			resp = map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/socket"}
+		}
+	case token != f.Token:
+		resp = map[string]any{"ok": false, "error": "invalid_auth"}
+	case fail != nil && fail.Status != 0:
+		call.Status = fail.Status
+	case fail != nil:
+		resp = map[string]any{"ok": false, "error": fail.Error}
+	default:
+		resp = f.answer(&call)
+	}
+	call.OK = resp != nil && resp["ok"] == true
+	f.calls = append(f.calls, call)
+	close(f.wake)
+	f.wake = make(chan struct{})
+	f.mu.Unlock()
+
+	if call.Status != http.StatusOK {
+		if fail.RetryAfter != "" {
+			w.Header().Set("Retry-After", fail.RetryAfter)
+		}
+		http.Error(w, http.StatusText(call.Status), call.Status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// answer answers a successful call; f.mu is held.
+func (f *FakeSlack) answer(c *FakeCall) map[string]any {
+	switch c.Method {
+	case "chat.postMessage":
+		ch := c.Form.Get("channel")
+		if ch == "" || c.Form.Get("blocks") == "" && c.Form.Get("text") == "" {
+			return map[string]any{"ok": false, "error": "no_text"}
+		}
+		f.next++
+		c.TS = fmt.Sprintf("1700000000.%06d", f.next)
+		return map[string]any{"ok": true, "channel": ch, "ts": c.TS,
+			"message": map[string]any{"type": "message", "ts": c.TS, "text": c.Form.Get("text")}}
+	case "chat.update":
+		if c.Form.Get("ts") == "" {
+			return map[string]any{"ok": false, "error": "message_not_found"}
+		}
+		return map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": c.Form.Get("ts"), "text": c.Form.Get("text")}
+	case "chat.postEphemeral":
+		if c.Form.Get("user") == "" {
+			return map[string]any{"ok": false, "error": "user_not_in_channel"}
+		}
+		f.next++
+		return map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", f.next)}
+	case "views.open", "views.update":
+		if c.Method == "views.open" && c.JSON["trigger_id"] == "" {
+			return map[string]any{"ok": false, "error": "invalid_trigger_id"}
+		}
+		view, _ := c.JSON["view"].(map[string]any)
+		f.next++
+		out := map[string]any{"id": "V" + strconv.Itoa(f.next)}
+		for k, v := range view {
+			out[k] = v
+		}
+		return map[string]any{"ok": true, "view": out}
+	case "usergroups.users.list":
+		users, ok := f.groups[c.Form.Get("usergroup")]
+		if !ok {
+			return map[string]any{"ok": false, "error": "no_such_subteam"}
+		}
+		return map[string]any{"ok": true, "users": users}
+	}
+	return map[string]any{"ok": false, "error": "unknown_method"}
+}
+
+// Blocks returns the blocks a call sent: a message's, or a view's.
+func (c FakeCall) Blocks() []map[string]any {
+	var raw any
+	switch {
+	case c.Form.Get("blocks") != "":
+		_ = json.Unmarshal([]byte(c.Form.Get("blocks")), &raw)
+	case c.JSON != nil:
+		if v, ok := c.JSON["view"].(map[string]any); ok {
+			raw = v["blocks"]
+		}
+	}
+	var out []map[string]any
+	list, _ := raw.([]any)
+	for _, b := range list {
+		if m, ok := b.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// View returns the view a views.open or views.update call sent.
+func (c FakeCall) View() map[string]any {
+	v, _ := c.JSON["view"].(map[string]any)
+	return v
+}
+
+// Action returns the element of the call's blocks whose action_id starts
+// with prefix, and its block's id ("" when the block has none).
+func (c FakeCall) Action(prefix string) (element map[string]any, blockID string) {
+	for _, b := range c.Blocks() {
+		els, _ := b["elements"].([]any)
+		for _, e := range els {
+			el, _ := e.(map[string]any)
+			if id, _ := el["action_id"].(string); strings.HasPrefix(id, prefix) {
+				bid, _ := b["block_id"].(string)
+				return el, bid
+			}
+		}
+	}
+	return nil, ""
+}
+
+// Text is all the text of a call's message: its fallback and every "text"
+// in its blocks.
+func (c FakeCall) Text() string {
+	var s strings.Builder
+	s.WriteString(c.Form.Get("text"))
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if t, ok := x.(string); ok && k == "text" {
+					s.WriteString("\n" + t)
+				} else {
+					walk(x)
+				}
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, b := range c.Blocks() {
+		walk(b)
+	}
+	return s.String()
+}
+
+// Sign returns the headers Slack signs a request body with at ts.
+func Sign(secret string, ts time.Time, body string) http.Header {
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%s:%s", stamp, body)
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-www-form-urlencoded")
+	h.Set("X-Slack-Request-Timestamp", stamp)
+	h.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	return h
+}
+
+// FormBody is an interaction payload as Slack posts it: payload=<JSON>.
+func FormBody(payload any) string {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		panic(err)
+	}
+	return url.Values{"payload": {string(b)}}.Encode()
+}
+
+// SlackUser is a user as interaction payloads carry it.
+func SlackUser(id, name string) map[string]any {
+	return map[string]any{"id": id, "username": name, "name": name, "team_id": "T0001"}
+}
+
+// BlockActions is the block_actions payload of a click on the element of
+// the posted message msg whose action_id starts with prefix. with, when
+// not nil, adds to the action (a select's selected_option), and state is
+// the message's input state.
+func BlockActions(t testing.TB, msg FakeCall, user map[string]any, prefix string, with map[string]any, state map[string]any) map[string]any {
+	t.Helper()
+	el, blockID := msg.Action(prefix)
+	if el == nil {
+		t.Fatalf("the message has no control %q", prefix)
+	}
+	if blockID == "" {
+		blockID = "Xy7pQ" // Slack names the blocks it gets unnamed
+	}
+	action := map[string]any{
+		"type": el["type"], "action_id": el["action_id"], "block_id": blockID,
+		"action_ts": "1700000100.000200",
+	}
+	if txt, ok := el["text"]; ok {
+		action["text"] = txt
+	}
+	if v, ok := el["value"]; ok {
+		action["value"] = v
+	}
+	for k, v := range with {
+		action[k] = v
+	}
+	ch := msg.Form.Get("channel")
+	if state == nil {
+		state = map[string]any{}
+	}
+	container := map[string]any{"type": "message", "message_ts": msg.TS, "channel_id": ch, "is_ephemeral": false}
+	message := map[string]any{"type": "message", "user": "UBOT", "ts": msg.TS, "text": msg.Form.Get("text"), "blocks": msg.Blocks()}
+	if th := msg.Form.Get("thread_ts"); th != "" {
+		container["thread_ts"] = th
+		message["thread_ts"] = th
+	}
+	return map[string]any{
+		"type":                  "block_actions",
+		"user":                  user,
+		"api_app_id":            "A0001",
+		"token":                 "legacy-verification-token",
+		"container":             container,
+		"trigger_id":            "1700000100.123456.abcdef0123456789",
+		"team":                  map[string]any{"id": "T0001", "domain": "acme"},
+		"enterprise":            nil,
+		"is_enterprise_install": false,
+		"channel":               map[string]any{"id": ch, "name": "agents"},
+		"message":               message,
+		"state":                 map[string]any{"values": state},
+		"response_url":          "https://hooks.slack.com/actions/T0001/1/abcdef",
+		"actions":               []any{action},
+	}
+}
+
+// ViewSubmission is the view_submission payload of submitting the view
+// that views.open opened, with values as state.values.
+func ViewSubmission(opened FakeCall, user map[string]any, values map[string]any) map[string]any {
+	v := opened.View()
+	view := map[string]any{
+		"id": "V0001", "team_id": "T0001", "type": "modal", "blocks": v["blocks"],
+		"private_metadata": v["private_metadata"], "callback_id": v["callback_id"],
+		"state": map[string]any{"values": values}, "hash": "1700000100.abcdef",
+		"title": v["title"], "close": v["close"], "submit": v["submit"],
+		"clear_on_close": false, "notify_on_close": false, "previous_view_id": nil,
+		"root_view_id": "V0001", "app_id": "A0001", "external_id": "", "app_installed_team_id": "T0001", "bot_id": "B0001",
+	}
+	return map[string]any{
+		"type": "view_submission", "team": map[string]any{"id": "T0001", "domain": "acme"},
+		"user": user, "api_app_id": "A0001", "token": "legacy-verification-token",
+		"trigger_id": "1700000200.123456.abcdef", "view": view, "response_urls": []any{},
+		"is_enterprise_install": false, "enterprise": nil,
+	}
+}
+
+// TextValue is a plain_text_input's state in a view.
+func TextValue(s string) map[string]any {
+	return map[string]any{"v": map[string]any{"type": "plain_text_input", "value": s}}
+}
+
+// FakeSocket is the fake's Socket Mode endpoint: apps.connections.open
+// with its app token hands out its WebSocket, which greets with hello,
+// delivers what Send is given and passes every message the client writes
+// (the acks) to Acks.
+type FakeSocket struct {
+	appToken string
+	send     chan any
+	Acks     chan map[string]any
+}
+
+// SocketMode turns on the fake's Socket Mode for appToken.
+func (f *FakeSlack) SocketMode(appToken string) *FakeSocket {
+	f.socket = &FakeSocket{appToken: appToken, send: make(chan any, 16), Acks: make(chan map[string]any, 16)}
+	return f.socket
+}
+
+// Send delivers an envelope to the connected client.
+func (s *FakeSocket) Send(envelope any) { s.send <- envelope }
+
+func (s *FakeSocket) serve(w http.ResponseWriter, r *http.Request) {
+	conn, err := (&websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}).Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if conn.WriteJSON(map[string]any{"type": "hello", "num_connections": 1,
+		"debug_info": map[string]any{"host": "fake"}, "connection_info": map[string]any{"app_id": "A0001"}}) != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var m map[string]any
+			if conn.ReadJSON(&m) != nil {
+				return
+			}
+			s.Acks <- m
+		}
+	}()
+	for {
+		select {
+		case env := <-s.send:
+			if conn.WriteJSON(env) != nil {
+				return
+			}
+		case <-done:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,577 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Resolver ends a request, first writer wins, and edits every message
+// posted for it; a lost race returns the record as it ended and
+// pending.ErrAlreadyResolved. *dispatch.Dispatcher is one.
+type Resolver interface {
+	Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error)
+}
+
+const (
+	// ackBudget bounds what runs before Slack gets its answer: Slack wants
+	// one within 3 s, and a trigger_id dies 3 s after the click.
+	ackBudget = 2500 * time.Millisecond
+	// workTimeout bounds what runs after the answer: resolving, editing
+	// every message, telling people.
+	workTimeout = 30 * time.Second
+	// drainGrace is how long Run waits for that work when it stops before
+	// cancelling it.
+	drainGrace = 10 * time.Second
+	// maxPayload bounds an interaction's body; Slack's are a few kB, a
+	// view_submission with long answers some tens.
+	maxPayload = 1 << 20
+)
+
+// What people are told, ephemerally or in a modal.
+const (
+	msgCantAnswer  = "You can't answer this: only the people this request is routed to can."
+	msgCantCheck   = "The bridge could not check whether you may answer this; try again in a moment."
+	msgGone        = "This request no longer exists."
+	msgTrouble     = "The bridge could not record that just now; please try again."
+	msgChooseFirst = "Choose at least one option first, or use Other… to type an answer."
+)
+
+// Interactions takes Slack's interaction payloads (block_actions and
+// view_submission) over the Request URL (ServeHTTP) or Socket Mode (Run).
+// Every payload acts through the store's first-wins resolution, so
+// retried and duplicated deliveries change nothing.
+type Interactions struct {
+	s       *Surface
+	resolve Resolver
+	log     *slog.Logger
+
+	bg     context.Context // parent of the work done after the answer
+	stopBG context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Interactions returns the handler of the surface's interactions.
+func (s *Surface) Interactions(r Resolver) *Interactions {
+	bg, stop := context.WithCancel(context.Background())
+	return &Interactions{s: s, resolve: r, log: s.log, bg: bg, stopBG: stop}
+}
+
+// ServeHTTP serves POST /slack/interactions: the signature is verified
+// before anything else is read from the body.
+func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPayload))
+	if err != nil {
+		http.Error(w, "the body is unreadable or too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	sv, err := slackapi.NewSecretsVerifier(r.Header, h.s.cfg.SigningSecret.Reveal())
+	if err == nil {
+		_, _ = sv.Write(body)
+		err = sv.Ensure()
+	}
+	if err != nil {
+		h.log.Info("refused an interaction with a bad or stale signature", "err", err, "remote", r.RemoteAddr)
+		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	cb, err := slackapi.InteractionCallbackParse(r)
+	if err != nil {
+		http.Error(w, "the payload is not an interaction", http.StatusBadRequest)
+		return
+	}
+	resp := h.handle(r.Context(), &cb)
+	if resp == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// Run receives interactions over Socket Mode when slack.app_token is set,
+// until ctx ends; either way it then waits for the work still running.
+func (h *Interactions) Run(ctx context.Context) error {
+	var err error
+	if h.s.cfg.AppToken.Reveal() != "" {
+		err = h.socketMode(ctx)
+	} else {
+		<-ctx.Done()
+	}
+	h.drain()
+	return err
+}
+
+func (h *Interactions) drain() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainGrace):
+		h.stopBG()
+		<-done
+	}
+	h.stopBG()
+}
+
+// later runs f after the answer, under workTimeout. Once Run has stopped,
+// f runs at once instead, while the HTTP server drains its handlers.
+func (h *Interactions) later(f func(ctx context.Context)) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), ackBudget)
+		defer cancel()
+		f(ctx)
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		ctx, cancel := context.WithTimeout(h.bg, workTimeout)
+		defer cancel()
+		f(ctx)
+	}()
+}
+
+// socketMode receives interactions over Socket Mode until ctx ends or
+// Slack refuses the app token. The client reconnects by itself.
+func (h *Interactions) socketMode(ctx context.Context) error {
+	client := socketmode.New(h.s.api)
+	ctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- client.RunContext(ctx) }()
+	defer func() {
+		cancel()
+		<-errc
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			errc <- err // for the deferred wait
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("slack socket mode: %w", err)
+		case ev := <-client.Events:
+			switch ev.Type {
+			case socketmode.EventTypeConnected:
+				h.log.Info("slack socket mode connected")
+			case socketmode.EventTypeInvalidAuth:
+				return errors.New("slack socket mode: slack.app_token was refused (invalid_auth)")
+			case socketmode.EventTypeInteractive:
+				cb, ok := ev.Data.(slackapi.InteractionCallback)
+				if !ok || ev.Request == nil {
+					continue
+				}
+				req := *ev.Request
+				h.later(func(context.Context) {
+					ackCtx, cancel := context.WithTimeout(ctx, ackBudget)
+					defer cancel()
+					var payload any // an empty ack, unless a view_submission answers
+					if resp := h.handle(ackCtx, &cb); resp != nil {
+						payload = resp
+					}
+					if err := client.AckCtx(ctx, req.EnvelopeID, payload); err != nil {
+						h.log.Warn("acking a socket mode envelope failed", "err", err)
+					}
+				})
+			case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand:
+				if ev.Request != nil {
+					_ = client.Ack(*ev.Request)
+				}
+			}
+		}
+	}
+}
+
+// click is one block action, with where it came from.
+type click struct {
+	ref     ref
+	user    slackapi.User
+	channel string
+	ts      string // the message's
+	thread  string // the thread it is in, if any
+	trigger string
+	action  *slackapi.BlockAction
+	state   *slackapi.BlockActionStates
+}
+
+// handle acts on one payload and returns what Slack is to get in the
+// answer: nil for an empty 200, or a view_submission response.
+func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallback) *slackapi.ViewSubmissionResponse {
+	switch cb.Type {
+	case slackapi.InteractionTypeBlockActions:
+		for _, a := range cb.ActionCallback.BlockActions {
+			r, err := parseRef(a.ActionID)
+			if err != nil {
+				continue
+			}
+			c := click{ref: r, user: cb.User, channel: cb.Container.ChannelID, ts: cb.Container.MessageTs,
+				thread: cb.Container.ThreadTs, trigger: cb.TriggerID, action: a, state: cb.BlockActionState}
+			if c.channel == "" {
+				c.channel = cb.Channel.ID
+			}
+			if c.ts == "" {
+				c.ts = cb.Message.Timestamp
+			}
+			if c.thread == c.ts {
+				c.thread = ""
+			}
+			switch r.verb {
+			case verbMulti: // a box ticked: read on submit
+			case verbAnswer, verbOther, verbReject:
+				h.openModal(ctx, c)
+			default:
+				h.later(func(ctx context.Context) { h.act(ctx, c) })
+			}
+			return nil // one action per payload
+		}
+	case slackapi.InteractionTypeViewSubmission:
+		return h.submit(ctx, cb)
+	}
+	return nil
+}
+
+func (h *Interactions) tell(ctx context.Context, c click, text string) {
+	if err := h.s.ephemeral(ctx, c.channel, c.thread, c.user.ID, text); err != nil {
+		h.log.Warn("telling a user failed", "request_id", c.ref.id, "err", err)
+	}
+}
+
+func (h *Interactions) tellLater(c click, text string) {
+	h.later(func(ctx context.Context) { h.tell(ctx, c, text) })
+}
+
+// openModal opens the modal of an answer, other or reject button. Slack
+// work that could be slow (a user group not yet cached) comes after
+// views.open, and the modal is replaced if the user may not answer.
+func (h *Interactions) openModal(ctx context.Context, c click) {
+	ctx, cancel := context.WithTimeout(ctx, ackBudget)
+	defer cancel()
+	log := h.log.With("request_id", c.ref.id)
+	rec, err := h.s.store.Get(ctx, c.ref.id)
+	if err != nil {
+		if !errors.Is(err, pending.ErrNotFound) {
+			log.Warn("reading a request for its modal failed", "err", err)
+			h.tellLater(c, msgTrouble)
+		} else {
+			h.tellLater(c, msgGone)
+		}
+		return
+	}
+	t := h.s.target(rec, c.channel, c.ts)
+	ok, known := false, true
+	if t != nil {
+		ok, known = h.s.who.cached(t, c.user.ID)
+	}
+	if known && !ok {
+		h.tellLater(c, msgCantAnswer)
+		return
+	}
+	if rec.Status != seam.StatusPending {
+		h.tellLater(c, surface.LateReply(rec, statusFormat))
+		return
+	}
+	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread}
+	var view slackapi.ModalViewRequest
+	switch {
+	case c.ref.verb == verbReject && rec.Kind == seam.KindApproval:
+		view = rejectModal(rec, o)
+	case c.ref.verb == verbAnswer && rec.Kind == seam.KindQuestion:
+		view = answerModal(rec, o)
+	case c.ref.verb == verbOther && rec.Kind == seam.KindQuestion && c.ref.q < len(rec.Questions.Questions):
+		view = otherModal(rec, c.ref.q, o)
+	default:
+		return // a control that does not fit its request: not ours to act on
+	}
+	var opened *slackapi.ViewResponse
+	err = h.s.call(ctx, "views.open", func(ctx context.Context) (err error) {
+		opened, err = h.s.api.OpenViewContext(ctx, c.trigger, view)
+		return err
+	})
+	if err != nil {
+		log.Warn("opening a modal failed", "err", err)
+		h.tellLater(c, "Slack did not open the form in time; please click again.")
+		return
+	}
+	if known {
+		return
+	}
+	h.later(func(ctx context.Context) {
+		ok, err := h.s.who.allowed(ctx, t, c.user.ID)
+		if ok {
+			return
+		}
+		text := msgCantAnswer
+		if err != nil {
+			log.Warn("checking a responder failed", "err", err)
+			text = msgCantCheck
+		}
+		notice := noticeModal("Answer", text)
+		if err := h.s.call(ctx, "views.update", func(ctx context.Context) error {
+			_, err := h.s.api.UpdateViewContext(ctx, notice, "", "", opened.ID)
+			return err
+		}); err != nil {
+			log.Warn("replacing a refused modal failed", "err", err)
+		}
+	})
+}
+
+// act handles a click that answers at once: an option, a select, the
+// multi-select's Submit, Allow once, Dismiss.
+func (h *Interactions) act(ctx context.Context, c click) {
+	rec, err := h.s.store.Get(ctx, c.ref.id)
+	if err != nil {
+		if errors.Is(err, pending.ErrNotFound) {
+			h.tell(ctx, c, msgGone)
+			return
+		}
+		h.log.Warn("reading a clicked request failed", "request_id", c.ref.id, "err", err)
+		h.tell(ctx, c, msgTrouble)
+		return
+	}
+	if !h.mayAnswer(ctx, rec, c) {
+		return
+	}
+	res, problem := resolutionOf(rec, c)
+	switch {
+	case rec.Status != seam.StatusPending:
+		h.late(ctx, rec, res, c)
+	case problem != "":
+		h.tell(ctx, c, problem)
+	case res != nil: // nil: a control that does not fit its request
+		h.finish(ctx, rec, *res, c)
+	}
+}
+
+// late tells the person that rec is over, unless res is how it ended:
+// the same action delivered again.
+func (h *Interactions) late(ctx context.Context, rec *pending.Record, res *pending.Resolution, c click) {
+	if res != nil {
+		mine := *res
+		mine.By = responder(c.user)
+		if same(rec, mine) {
+			return
+		}
+	}
+	h.tell(ctx, c, surface.LateReply(rec, statusFormat))
+}
+
+func (h *Interactions) mayAnswer(ctx context.Context, rec *pending.Record, c click) bool {
+	ok, err := h.s.who.allowed(ctx, h.s.target(rec, c.channel, c.ts), c.user.ID)
+	switch {
+	case ok:
+		return true
+	case err != nil && !errors.Is(err, errNoTarget):
+		h.log.Warn("checking a responder failed", "request_id", rec.ID, "err", err)
+		h.tell(ctx, c, msgCantCheck)
+	default:
+		h.tell(ctx, c, msgCantAnswer)
+	}
+	return false
+}
+
+// resolutionOf is what a click means for rec, or a problem to tell the
+// person, or neither when the control does not fit rec.
+func resolutionOf(rec *pending.Record, c click) (*pending.Resolution, string) {
+	answered := func(a seam.Answer) (*pending.Resolution, string) {
+		norm, err := rec.Questions.Normalize(a)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
+	}
+	switch c.ref.verb {
+	case verbDismiss:
+		return &pending.Resolution{Status: seam.StatusDismissed}, ""
+	case verbAllow:
+		if rec.Kind != seam.KindApproval {
+			return nil, ""
+		}
+		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &seam.Decision{Outcome: seam.OutcomeAllowedOnce}}, ""
+	}
+	if rec.Kind != seam.KindQuestion || c.ref.q >= len(rec.Questions.Questions) {
+		return nil, ""
+	}
+	q := rec.Questions.Questions[c.ref.q]
+	var picked []int
+	switch c.ref.verb {
+	case verbPick:
+		picked = []int{c.ref.o}
+	case verbSelect:
+		n, err := strconv.Atoi(c.action.SelectedOption.Value)
+		if err != nil {
+			return nil, ""
+		}
+		picked = []int{n}
+	case verbSubmit:
+		want := ref{verb: verbMulti, id: rec.ID, q: c.ref.q}.String()
+		if c.state != nil {
+			for _, block := range c.state.Values {
+				if v, ok := block[want]; ok {
+					for _, o := range v.SelectedOptions {
+						if n, err := strconv.Atoi(o.Value); err == nil {
+							picked = append(picked, n)
+						}
+					}
+				}
+			}
+		}
+		if len(picked) == 0 {
+			return nil, msgChooseFirst
+		}
+	default:
+		return nil, ""
+	}
+	it := seam.AnswerItem{ID: q.ID, Selected: []string{}}
+	for _, n := range picked {
+		if n < 0 || n >= len(q.Options) {
+			return nil, ""
+		}
+		it.Selected = append(it.Selected, q.Options[n].Label)
+	}
+	return answered(seam.Answer{Answers: []seam.AnswerItem{it}})
+}
+
+// maxNameLen bounds the name recorded for who answered.
+const maxNameLen = 200
+
+func responder(u slackapi.User) *pending.Responder {
+	name := u.Name
+	if name == "" {
+		name = u.Username
+	}
+	return &pending.Responder{Surface: surfaceName, UserID: u.ID, Name: surface.Truncate(name, maxNameLen)}
+}
+
+// finish resolves rec as the person said. When another answer won, they
+// are told so, unless theirs was that answer, delivered twice.
+func (h *Interactions) finish(ctx context.Context, rec *pending.Record, res pending.Resolution, c click) {
+	res.By = responder(c.user)
+	res.Kind = rec.Kind
+	got, err := h.resolve.Resolve(ctx, rec.ID, res)
+	switch {
+	case err == nil:
+		h.log.Info("request resolved", "request_id", rec.ID, "status", res.Status, "user", c.user.ID)
+	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
+		h.late(ctx, got, &res, c)
+	default:
+		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", err)
+		h.tell(ctx, c, msgTrouble)
+	}
+}
+
+// same reports whether rec ended exactly as res would have ended it: a
+// delivery of the same action again.
+func same(rec *pending.Record, res pending.Resolution) bool {
+	by := rec.ResolvedBy
+	return rec.Status == res.Status && by != nil && res.By != nil &&
+		by.Surface == res.By.Surface && by.UserID == res.By.UserID &&
+		reflect.DeepEqual(rec.Answer, res.Answer) && reflect.DeepEqual(rec.Decision, res.Decision)
+}
+
+// submit handles a modal's submission. What is wrong with a field is
+// answered in the modal (response_action errors); a request that ended
+// meanwhile replaces the modal with a notice; otherwise the modal closes
+// and the answer is recorded after the answer to Slack.
+func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallback) *slackapi.ViewSubmissionResponse {
+	r, err := parseRef(cb.View.CallbackID)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ackBudget)
+	defer cancel()
+	o := parseOrigin(cb.View.PrivateMetadata)
+	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread}
+	rec, err := h.s.store.Get(ctx, r.id)
+	switch {
+	case errors.Is(err, pending.ErrNotFound):
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", msgGone)))
+	case err != nil:
+		h.log.Warn("reading a submitted request failed", "request_id", r.id, "err", err)
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", msgTrouble)))
+	}
+	if ok, err := h.s.who.allowed(ctx, h.s.target(rec, o.Channel, o.TS), cb.User.ID); !ok {
+		text := msgCantAnswer
+		if err != nil && !errors.Is(err, errNoTarget) {
+			text = msgCantCheck
+		}
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", text)))
+	}
+	values := viewValues{}
+	if cb.View.State != nil {
+		values = cb.View.State.Values
+	}
+	res, refusal := submission(rec, values, r)
+	if rec.Status != seam.StatusPending {
+		if res != nil {
+			mine := *res
+			mine.By = responder(cb.User)
+			if same(rec, mine) {
+				return nil // the same submission delivered again: close the modal
+			}
+		}
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Too late", surface.LateReply(rec, statusFormat))))
+	}
+	if res == nil {
+		return refusal
+	}
+	h.later(func(ctx context.Context) { h.finish(ctx, rec, *res, c) })
+	return nil
+}
+
+// submission is what a modal's values mean for rec: a resolution, or the
+// response that refuses them (field errors), or neither when the modal
+// does not fit rec.
+func submission(rec *pending.Record, values viewValues, r ref) (*pending.Resolution, *slackapi.ViewSubmissionResponse) {
+	switch {
+	case (r.verb == verbAnswer || r.verb == verbOther) && rec.Kind == seam.KindQuestion:
+		a, errs := answerFrom(rec.Questions, values, r)
+		if errs != nil {
+			return nil, slackapi.NewErrorsViewSubmissionResponse(errs)
+		}
+		norm, err := rec.Questions.Normalize(a)
+		if err != nil {
+			if fe := fieldErrors(rec.Questions, values, err); fe != nil {
+				return nil, slackapi.NewErrorsViewSubmissionResponse(fe)
+			}
+			return nil, slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", esc(err.Error()))))
+		}
+		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, nil
+	case r.verb == verbReject && rec.Kind == seam.KindApproval:
+		d, err := seam.Decision{Outcome: seam.OutcomeRejected, Note: values[noteBlock][inputAction].Value}.Normalize()
+		if err != nil {
+			return nil, slackapi.NewErrorsViewSubmissionResponse(map[string]string{noteBlock: err.Error()})
+		}
+		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &d}, nil
+	}
+	return nil, nil
+}
+
+func ptr[T any](v T) *T { return &v }

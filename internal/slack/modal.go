@@ -1,0 +1,229 @@
+package slack
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// origin is the message a modal was opened from, kept in the modal's
+// private_metadata: the target's responders are found through it, and a
+// late submit is told so in that channel.
+type origin struct {
+	Channel string `json:"c"`
+	TS      string `json:"ts"`
+	Thread  string `json:"th,omitempty"`
+}
+
+func (o origin) metadata() string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+func parseOrigin(s string) origin {
+	var o origin
+	_ = json.Unmarshal([]byte(s), &o) // a modal of ours always has one; an empty origin finds no target
+	return o
+}
+
+func modal(r ref, title, submit string, o origin, blocks []slackapi.Block) slackapi.ModalViewRequest {
+	v := slackapi.ModalViewRequest{
+		Type:            slackapi.VTModal,
+		Title:           plain(surface.Truncate(title, maxViewTitle)),
+		Close:           plain("Cancel"),
+		Blocks:          slackapi.Blocks{BlockSet: blocks},
+		CallbackID:      r.String(),
+		PrivateMetadata: o.metadata(),
+	}
+	if submit != "" {
+		v.Submit = plain(surface.Truncate(submit, maxViewTitle))
+	}
+	return v
+}
+
+// noticeModal is a modal that only says something, e.g. that the
+// request is over.
+func noticeModal(title, text string) slackapi.ModalViewRequest {
+	return slackapi.ModalViewRequest{
+		Type:   slackapi.VTModal,
+		Title:  plain(surface.Truncate(title, maxViewTitle)),
+		Close:  plain("Close"),
+		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{slackapi.NewSectionBlock(mrkdwn(surface.Truncate(text, maxSectionText)), nil, nil)}},
+	}
+}
+
+func textInput(multiline bool, placeholder, initial string, maxLen int) *slackapi.PlainTextInputBlockElement {
+	el := slackapi.NewPlainTextInputBlockElement(plain(surface.Truncate(placeholder, maxPlaceholder)), inputAction)
+	el.Multiline = multiline
+	el.MaxLength = maxLen
+	el.InitialValue = surface.Truncate(initial, maxLen)
+	return el
+}
+
+func input(blockID, label string, el slackapi.BlockElement, optional bool) *slackapi.InputBlock {
+	b := slackapi.NewInputBlock(blockID, plain(surface.Truncate(label, maxInputLabel)), nil, el)
+	b.Optional = optional
+	return b
+}
+
+func questionLabel(q seam.Question) string {
+	if q.Header != "" {
+		return q.Header + ": " + q.Question
+	}
+	return q.Question
+}
+
+// answerModal holds every question of rec: a choice per question with
+// options (radio buttons or checkboxes when few, a select when many) and
+// a free-text field beside it, a text field per question without. Alone,
+// a question must be answered; among several, one left empty is skipped.
+func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
+	qs := rec.Questions.Questions
+	var blocks []slackapi.Block
+	for i, q := range qs {
+		if q.Detail != "" {
+			d := surface.Truncate(strings.Join(strings.Fields(q.Detail), " "), 280)
+			if surface.Len(d) < surface.Len(q.Detail) {
+				d += " (in full in the message)"
+			}
+			blocks = append(blocks, slackapi.NewContextBlock("", plain(d)))
+		}
+		if len(q.Options) == 0 {
+			required := len(qs) == 1 || q.Input != nil && q.Input.Required
+			typ, prefill := seam.InputString, ""
+			if q.Input != nil {
+				typ, prefill = q.Input.Type, q.Input.Value
+			}
+			el := textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
+			blocks = append(blocks, input(choiceBlock(i), questionLabel(q), el, !required))
+			continue
+		}
+		numbered := shapeOf(q).numbered
+		var el slackapi.BlockElement
+		switch few := len(q.Options) <= maxChoiceOptions; {
+		case q.MultiSelect && few:
+			el = slackapi.NewCheckboxGroupsBlockElement(inputAction, options(q, numbered, true)...)
+		case q.MultiSelect:
+			el = slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), inputAction, options(q, numbered, false)...)
+		case few:
+			el = slackapi.NewRadioButtonsBlockElement(inputAction, options(q, numbered, true)...)
+		default:
+			el = slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), inputAction, options(q, numbered, false)...)
+		}
+		blocks = append(blocks,
+			input(choiceBlock(i), questionLabel(q), el, true),
+			input(otherBlock(i), otherFieldLabel(q), textInput(true, "Optional", "", maxInputLength), true))
+	}
+	title := "Answer"
+	if len(qs) > 1 {
+		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
+	}
+	return modal(ref{verb: verbAnswer, id: rec.ID}, title, "Send", o, blocks)
+}
+
+func otherFieldLabel(q seam.Question) string {
+	if q.IsPlanReview() {
+		return "Feedback (optional)"
+	}
+	return "Something else (optional)"
+}
+
+// otherModal takes free text for question i: an answer of its own, or
+// feedback on a plan.
+func otherModal(rec *pending.Record, i int, o origin) slackapi.ModalViewRequest {
+	q := rec.Questions.Questions[i]
+	label, title := "Your answer", "Answer"
+	if q.IsPlanReview() {
+		label, title = "Your feedback on the plan", "Feedback"
+	}
+	blocks := []slackapi.Block{
+		slackapi.NewSectionBlock(plain(surface.Truncate(questionLabel(q), maxSectionText)), nil, nil),
+		input(otherBlock(i), label, textInput(true, "Type here", "", maxInputLength), false),
+	}
+	return modal(ref{verb: verbOther, id: rec.ID, q: i}, title, "Send", o, blocks)
+}
+
+// rejectModal asks for an optional reason before rejecting an approval.
+func rejectModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
+	blocks := []slackapi.Block{
+		slackapi.NewSectionBlock(plain(surface.Truncate("Reject "+rec.Approval.ToolName+"?", maxSectionText)), nil, nil),
+		input(noteBlock, "Reason (optional)", textInput(true, "Told to the agent", "", seam.MaxNoteLen), true),
+	}
+	return modal(ref{verb: verbReject, id: rec.ID}, "Reject", "Reject", o, blocks)
+}
+
+type viewValues = map[string]map[string]slackapi.BlockAction
+
+// answerFrom reads the answer to the questions the submitted modal held:
+// every question for the answer modal, question only for an other modal.
+// Field errors are keyed by the block id Slack shows them beside.
+func answerFrom(qs *seam.Questions, values viewValues, r ref) (seam.Answer, map[string]string) {
+	var a seam.Answer
+	errs := map[string]string{}
+	for i, q := range qs.Questions {
+		if r.verb == verbOther && i != r.q {
+			continue
+		}
+		it := seam.AnswerItem{ID: q.ID, Selected: []string{}}
+		v, hasChoice := values[choiceBlock(i)][inputAction]
+		if hasChoice && len(q.Options) > 0 {
+			picked := v.SelectedOptions
+			if v.SelectedOption.Value != "" {
+				picked = append(picked, v.SelectedOption)
+			}
+			for _, opt := range picked {
+				n, err := strconv.Atoi(opt.Value)
+				if err != nil || n < 0 || n >= len(q.Options) {
+					errs[choiceBlock(i)] = "That choice is not one of the options; reopen the question and choose again."
+					continue
+				}
+				if l := q.Options[n].Label; !slices.Contains(it.Selected, l) {
+					it.Selected = append(it.Selected, l)
+				}
+			}
+		} else if hasChoice {
+			it.Custom = v.Value
+			if q.Input != nil && strings.TrimSpace(v.Value) != "" {
+				if _, err := seam.ParseInput(q.Input.Type, v.Value); err != nil {
+					errs[choiceBlock(i)] = "This must be " + strings.ToLower(surface.InputHint(q.Input.Type)) + ": " + err.Error()
+				}
+			}
+		}
+		if o, ok := values[otherBlock(i)][inputAction]; ok && strings.TrimSpace(o.Value) != "" {
+			it.Custom = o.Value
+		}
+		a.Answers = append(a.Answers, it)
+	}
+	if len(errs) > 0 {
+		return seam.Answer{}, errs
+	}
+	return a, nil
+}
+
+// fieldErrors maps a validation error of seam to the block of the
+// question it names, so the modal shows it beside that field.
+func fieldErrors(qs *seam.Questions, values viewValues, err error) map[string]string {
+	var se *seam.Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	for i, q := range qs.Questions {
+		if q.ID != se.Field {
+			continue
+		}
+		for _, b := range []string{choiceBlock(i), otherBlock(i)} {
+			if _, ok := values[b]; ok {
+				return map[string]string{b: surface.Truncate(se.Message, 150)}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package slack
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+const testToken = "xoxb-test-SECRET"
+
+// newSurface builds a surface on fake and an embedded Redis, with a retry
+// policy that records its waits instead of sleeping.
+func newSurface(t *testing.T, fake *FakeSlack) (*Surface, *pending.Store, *[]time.Duration) {
+	t.Helper()
+	emb, err := pending.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	rdb, err := pending.Dial(emb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.(*redis.Client).Close() })
+	store := pending.New(rdb, pending.Options{})
+	var waits []time.Duration
+	cfg := &config.Config{
+		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}},
+	}
+	s, err := New(cfg, Options{Store: store, Retry: surface.Retry{Sleep: func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, store, &waits
+}
+
+func createQuestion(t *testing.T, store *pending.Store) *pending.Record {
+	t.Helper()
+	rec, _, err := store.Create(context.Background(), pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "q", Question: "Go?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+var target = dispatch.Target{Key: "default/0", Config: config.Target{Slack: &config.SlackTarget{Channel: "C1"}}}
+
+func TestPostThroughARateLimitStorm(t *testing.T) {
+	fake := NewFakeSlack(t, testToken)
+	s, store, waits := newSurface(t, fake)
+	fake.FailNext("chat.postMessage",
+		FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "3"},
+		FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
+		FakeFail{Status: http.StatusServiceUnavailable},
+		FakeFail{Error: "ratelimited"},
+	)
+	posts, err := s.Post(context.Background(), createQuestion(t, store), target)
+	if err != nil {
+		t.Fatalf("Post: %v", err)
+	}
+	calls := fake.Calls("chat.postMessage")
+	ok := 0
+	for _, c := range calls {
+		if c.OK {
+			ok++
+		}
+	}
+	if len(calls) != 5 || ok != 1 {
+		t.Errorf("%d calls, %d of them posted; want 5 calls posting exactly once", len(calls), ok)
+	}
+	if len(posts) != 1 || posts[0].MessageID != calls[4].TS || posts[0].Channel != "C1" || posts[0].Surface != "slack" {
+		t.Errorf("posts %+v", posts)
+	}
+	want := []time.Duration{3 * time.Second, time.Second, 500 * time.Millisecond, time.Second}
+	if len(*waits) != len(want) {
+		t.Fatalf("waits %v, want %v", *waits, want)
+	}
+	for i := range want {
+		if (*waits)[i] != want[i] {
+			t.Errorf("wait %d: %v, want %v (Retry-After, then backoff)", i, (*waits)[i], want[i])
+		}
+	}
+}
+
+func TestPostFailsFastAndBounded(t *testing.T) {
+	t.Run("ok:false", func(t *testing.T) {
+		fake := NewFakeSlack(t, testToken)
+		s, store, waits := newSurface(t, fake)
+		fake.FailNext("chat.postMessage", FakeFail{Error: "not_in_channel"})
+		_, err := s.Post(context.Background(), createQuestion(t, store), target)
+		if err == nil || !strings.Contains(err.Error(), "not_in_channel") {
+			t.Fatalf("Post: %v", err)
+		}
+		if n := len(fake.Calls("chat.postMessage")); n != 1 || len(*waits) != 0 {
+			t.Errorf("%d calls, waits %v: an ok:false error was retried", n, *waits)
+		}
+	})
+	t.Run("4xx", func(t *testing.T) {
+		fake := NewFakeSlack(t, testToken)
+		s, store, _ := newSurface(t, fake)
+		fake.FailNext("chat.postMessage", FakeFail{Status: http.StatusBadRequest})
+		if _, err := s.Post(context.Background(), createQuestion(t, store), target); err == nil {
+			t.Fatal("Post succeeded")
+		}
+		if n := len(fake.Calls("chat.postMessage")); n != 1 {
+			t.Errorf("%d calls: a 400 was retried", n)
+		}
+	})
+	t.Run("endless 5xx", func(t *testing.T) {
+		fake := NewFakeSlack(t, testToken)
+		s, store, _ := newSurface(t, fake)
+		var fails []FakeFail
+		for range 10 {
+			fails = append(fails, FakeFail{Status: http.StatusBadGateway})
+		}
+		fake.FailNext("chat.postMessage", fails...)
+		_, err := s.Post(context.Background(), createQuestion(t, store), target)
+		if err == nil {
+			t.Fatal("Post succeeded")
+		}
+		if n := len(fake.Calls("chat.postMessage")); n != 5 {
+			t.Errorf("%d calls, want the 5 attempts of the policy", n)
+		}
+	})
+	t.Run("wrong token", func(t *testing.T) {
+		fake := NewFakeSlack(t, "xoxb-another")
+		s, store, _ := newSurface(t, fake)
+		_, err := s.Post(context.Background(), createQuestion(t, store), target)
+		if err == nil || strings.Contains(err.Error(), testToken) {
+			t.Fatalf("Post: %v", err)
+		}
+		if !strings.Contains(err.Error(), "invalid_auth") {
+			t.Errorf("error %q does not say invalid_auth", err)
+		}
+	})
+}
+
+func TestFinishRemovesControls(t *testing.T) {
+	fake := NewFakeSlack(t, testToken)
+	s, store, _ := newSurface(t, fake)
+	rec := createQuestion(t, store)
+	posts, err := s.Post(context.Background(), rec, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, err := store.Resolve(context.Background(), rec.ID, pending.Resolution{Status: seam.StatusExpired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(context.Background(), ended, posts[0]); err != nil {
+		t.Fatal(err)
+	}
+	upd := fake.Calls("chat.update")
+	if len(upd) != 1 || upd[0].Form.Get("ts") != posts[0].MessageID {
+		t.Fatalf("updates %+v", upd)
+	}
+	for _, b := range upd[0].Blocks() {
+		if b["type"] == "actions" {
+			t.Errorf("the expired message keeps its controls")
+		}
+	}
+	if !strings.Contains(upd[0].Text(), "Expired unanswered") || !strings.Contains(upd[0].Text(), "Go?") {
+		t.Errorf("the expired message:\n%s", upd[0].Text())
+	}
+}

@@ -1,0 +1,515 @@
+package slack
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Block Kit limits rendering keeps to (PLATFORM.md, "Slack").
+const (
+	maxMessageBlocks = 50
+	maxModalBlocks   = 100
+	maxButtonText    = 75
+	maxOptionText    = 75
+	maxSelectOptions = 100
+	maxChoiceOptions = 10 // checkboxes and radio buttons
+	maxSectionText   = 3000
+	maxHeaderText    = 150
+	maxViewTitle     = 24
+	maxInputLabel    = 2000
+	maxPlaceholder   = 150
+	maxInputLength   = 3000
+	maxConfirmTitle  = 100
+	maxConfirmText   = 300
+
+	// messageBudget bounds the text of all blocks of one message. Slack
+	// refuses some messages with msg_blocks_too_long from about 13,000
+	// characters of block text on, below every documented limit; what does
+	// not fit goes to the thread.
+	messageBudget = 11000
+	// maxButtons is how many options a single-select question shows as
+	// buttons; with more, or with labels too long for a button, it gets a
+	// select menu.
+	maxButtons = 5
+	// replySections and maxReplies shape the thread replies that carry the
+	// text a message had no room for: a few sections each, a bounded number
+	// of replies, and a last line that says so when even that is not enough.
+	replySections = 3
+	maxReplies    = 8
+	// statusReserve is room kept for the line that says how a request
+	// ended: a name and an answer summary, escaped.
+	statusReserve = 2000
+)
+
+// esc makes agent and person text inert in mrkdwn: with &, < and >
+// escaped, "<!channel>", "<@U1>", "<!subteam^S1>" and "<http://x|y>" are
+// shown as typed and neither ping nor link.
+func esc(s string) string {
+	if !strings.ContainsAny(s, "&<>") {
+		return s
+	}
+	return mrkdwnEscaper.Replace(s)
+}
+
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func plain(s string) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, false, false)
+}
+
+// mrkdwn is already-escaped mrkdwn text; verbatim so that Slack does not
+// turn bare channel names or URLs into links either.
+func mrkdwn(s string) *slackapi.TextBlockObject {
+	return slackapi.NewTextBlockObject(slackapi.MarkdownType, s, false, true)
+}
+
+// slackTime shows t in each reader's own time zone.
+func slackTime(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+var statusFormat = surface.Format{Escape: esc, Time: slackTime, Surface: surfaceName}
+
+// message is a rendered request: the blocks, the notification text, and
+// the text that did not fit, as thread replies.
+type message struct {
+	text    string
+	blocks  []slackapi.Block
+	replies [][]slackapi.Block
+}
+
+// textLen is the length of all text in blocks, as it counts against a
+// message's budget: every "text" of the blocks' JSON.
+func textLen(blocks ...slackapi.Block) int {
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		return 0
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return 0
+	}
+	return jsonTextLen(v)
+}
+
+func jsonTextLen(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && k == "text" {
+				n += surface.Len(s)
+			} else {
+				n += jsonTextLen(x)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			n += jsonTextLen(x)
+		}
+	}
+	return n
+}
+
+// builder accumulates a message's blocks within the text budget.
+type builder struct {
+	blocks   []slackapi.Block
+	used     int             // text in blocks so far
+	overflow strings.Builder // unescaped text for the thread
+}
+
+func (b *builder) add(bl slackapi.Block) {
+	b.blocks = append(b.blocks, bl)
+	b.used += textLen(bl)
+}
+
+func (b *builder) context(text string) {
+	b.add(slackapi.NewContextBlock("", mrkdwn(text)))
+}
+
+func (b *builder) plainSection(text string) {
+	text = surface.Truncate(text, maxSectionText)
+	b.add(slackapi.NewSectionBlock(plain(text), nil, nil))
+}
+
+// sections adds s as escaped mrkdwn sections, using at most limit
+// characters and maxBlocks blocks, and returns what did not fit.
+func (b *builder) sections(s string, limit, maxBlocks int) (rest string) {
+	for s != "" && maxBlocks > 0 {
+		room := min(limit, maxSectionText)
+		if room < 100 {
+			break
+		}
+		head, tail := surface.Cut(s, room, esc)
+		e := esc(head)
+		b.add(slackapi.NewSectionBlock(mrkdwn(e), nil, nil))
+		limit -= surface.Len(e)
+		maxBlocks--
+		s = tail
+	}
+	return s
+}
+
+// spill queues text for the thread under a title.
+func (b *builder) spill(title, text string) {
+	if text == "" {
+		return
+	}
+	if b.overflow.Len() > 0 {
+		b.overflow.WriteString("\n\n")
+	}
+	b.overflow.WriteString(title)
+	b.overflow.WriteString("\n")
+	b.overflow.WriteString(text)
+}
+
+// moreNote is the line under text that continues in the thread.
+func moreNote(rest string) string {
+	return fmt.Sprintf("_… %d more characters continue in the thread below._", surface.Len(rest))
+}
+
+func (b *builder) message(text string, id string) message {
+	m := message{text: text, blocks: b.blocks}
+	if b.overflow.Len() == 0 {
+		return m
+	}
+	rest := b.overflow.String()
+	for rest != "" && len(m.replies) < maxReplies {
+		var reply []slackapi.Block
+		for rest != "" && len(reply) < replySections {
+			var piece string
+			piece, rest = surface.Cut(rest, maxSectionText, esc)
+			reply = append(reply, slackapi.NewSectionBlock(mrkdwn(esc(piece)), nil, nil))
+		}
+		m.replies = append(m.replies, reply)
+	}
+	if rest != "" {
+		last := &m.replies[len(m.replies)-1]
+		*last = append(*last, slackapi.NewContextBlock("", mrkdwn(fmt.Sprintf(
+			"_… %d more characters are too long to post in Slack. The whole request is available from the bridge: GET /v1/questions/%s._", surface.Len(rest), id))))
+	}
+	return m
+}
+
+// render renders rec: with controls while live, else with the line that
+// says how it ended. mention, when set, is the operator's configured ping.
+func render(rec *pending.Record, mention string, live bool) message {
+	var b builder
+	b.context(intro(rec, mention))
+	var text string
+	switch rec.Kind {
+	case seam.KindApproval:
+		text = renderApproval(&b, rec, live)
+	default:
+		if len(rec.Questions.Questions) == 1 {
+			text = renderQuestion(&b, rec, live)
+		} else {
+			text = renderQuestions(&b, rec, live)
+		}
+	}
+	if !live {
+		if st := surface.StatusLine(rec, statusFormat); st != "" {
+			b.context(st)
+			text = st + " — " + text
+		}
+	} else if mention != "" {
+		text = mention + " " + text
+	}
+	return b.message(text, rec.ID)
+}
+
+// intro is the context line above a request: who asks, in which session,
+// when, and until when.
+func intro(rec *pending.Record, mention string) string {
+	var s strings.Builder
+	if mention != "" {
+		s.WriteString(mention + " ")
+	}
+	s.WriteString("*" + esc(surface.Truncate(surface.Asker(rec.Caller), 100)) + "*")
+	if rec.Kind == seam.KindApproval {
+		s.WriteString(" asks to run a tool")
+	} else {
+		s.WriteString(" asks")
+	}
+	if c := rec.Caller; c != nil && c.Session != "" {
+		s.WriteString(" · session " + esc(surface.Truncate(c.Session, 100)))
+	}
+	if !rec.CreatedAt.IsZero() {
+		s.WriteString(" · " + slackTime(rec.CreatedAt))
+	}
+	if !rec.ExpiresAt.IsZero() {
+		s.WriteString(" · expires " + slackTime(rec.ExpiresAt))
+	}
+	return s.String()
+}
+
+func fallback(prefix, s string) string {
+	return esc(surface.Truncate(prefix+strings.Join(strings.Fields(s), " "), 300))
+}
+
+// renderQuestion renders a request of one question, answered in one tap
+// where its shape allows.
+func renderQuestion(b *builder, rec *pending.Record, live bool) string {
+	q := rec.Questions.Questions[0]
+	asker := surface.Asker(rec.Caller)
+	if q.Header != "" {
+		h := surface.Truncate(q.Header, maxHeaderText)
+		b.add(slackapi.NewHeaderBlock(plain(h)))
+	}
+	b.plainSection(q.Question)
+
+	sh := shapeOf(q)
+	controls := questionControls(rec.ID, q, sh)
+	var listing string
+	if sh.listing {
+		listing = optionListing(q, sh.numbered)
+	}
+	// The controls' text (or the status line that replaces them) is
+	// reserved first; the options' listing gets at most one section, the
+	// detail what is left.
+	room := messageBudget - b.used - max(textLen(controls...), statusReserve)
+	if listing != "" {
+		rest := b.sections(listing, min(room/2, maxSectionText), 1)
+		room -= surface.Len(esc(listing[:len(listing)-len(rest)]))
+		if rest != "" {
+			b.context(moreNote(rest))
+			b.spill("*Options, continued:*", rest)
+		}
+	}
+	if q.Detail != "" {
+		rest := b.sections(q.Detail, room, 6)
+		if rest != "" {
+			b.context(moreNote(rest))
+			b.spill("*"+detailTitle(q)+", continued:*", rest)
+		}
+	}
+	if live {
+		for _, bl := range controls {
+			b.add(bl)
+		}
+	}
+	return fallback(asker+" asks: ", q.Question)
+}
+
+func detailTitle(q seam.Question) string {
+	if q.IsPlanReview() {
+		return "The plan"
+	}
+	return "Details"
+}
+
+// shape is how a question's options are offered.
+type shape struct {
+	buttons  bool // one button per option
+	choice   bool // checkboxes (multi-select with few options)
+	numbered bool // option texts carry their number, since labels are cut
+	listing  bool // the options are listed in full above the controls
+}
+
+func shapeOf(q seam.Question) shape {
+	var sh shape
+	longLabel, anyDesc, longDesc := false, false, false
+	for _, o := range q.Options {
+		longLabel = longLabel || surface.Len(o.Label) > maxOptionText
+		anyDesc = anyDesc || o.Description != ""
+		longDesc = longDesc || surface.Len(o.Description) > maxOptionText
+	}
+	switch {
+	case len(q.Options) == 0:
+	case q.MultiSelect:
+		sh.choice = len(q.Options) <= maxChoiceOptions
+		sh.listing = longLabel || (anyDesc && !sh.choice) || longDesc
+	default:
+		sh.buttons = len(q.Options) <= maxButtons && !longLabel
+		sh.listing = longLabel || anyDesc
+	}
+	sh.numbered = longLabel
+	return sh
+}
+
+// optionListing lists every option with its description, unescaped.
+func optionListing(q seam.Question, numbered bool) string {
+	var s strings.Builder
+	for i, o := range q.Options {
+		if numbered {
+			fmt.Fprintf(&s, "%d. ", i+1)
+		} else {
+			s.WriteString("• ")
+		}
+		s.WriteString(o.Label)
+		if o.Description != "" {
+			s.WriteString(" — " + o.Description)
+		}
+		s.WriteString("\n")
+	}
+	return strings.TrimSuffix(s.String(), "\n")
+}
+
+// optionText is an option's text in a select or choice: its label, cut
+// to fit and numbered when cut.
+func optionText(q seam.Question, i int, numbered bool) string {
+	l := q.Options[i].Label
+	if numbered {
+		l = strconv.Itoa(i+1) + ". " + l
+	}
+	return surface.Truncate(l, maxOptionText)
+}
+
+func options(q seam.Question, numbered, descriptions bool) []*slackapi.OptionBlockObject {
+	out := make([]*slackapi.OptionBlockObject, 0, min(len(q.Options), maxSelectOptions))
+	for i, o := range q.Options[:min(len(q.Options), maxSelectOptions)] {
+		var desc *slackapi.TextBlockObject
+		if descriptions && o.Description != "" {
+			desc = plain(surface.Truncate(o.Description, maxOptionText))
+		}
+		out = append(out, slackapi.NewOptionBlockObject(strconv.Itoa(i), plain(optionText(q, i, numbered)), desc))
+	}
+	return out
+}
+
+func button(r ref, text string, style slackapi.Style) *slackapi.ButtonBlockElement {
+	b := slackapi.NewButtonBlockElement(r.String(), strconv.Itoa(r.o), plain(surface.Truncate(text, maxButtonText)))
+	b.Style = style
+	return b
+}
+
+func dismissButton(id string) *slackapi.ButtonBlockElement {
+	b := button(ref{verb: verbDismiss, id: id}, "Dismiss", "")
+	b.Confirm = slackapi.NewConfirmationBlockObject(
+		plain("Dismiss this question?"),
+		plain("The agent is told that you declined to answer."),
+		plain("Dismiss"), plain("Keep it"))
+	return b
+}
+
+func otherLabel(q seam.Question) string {
+	if q.IsPlanReview() {
+		return "Send feedback…"
+	}
+	return "Other…"
+}
+
+// questionControls are the controls of a one-question request: buttons,
+// or a select or checkboxes in a block of their own above the buttons.
+func questionControls(id string, q seam.Question, sh shape) []slackapi.Block {
+	var (
+		choice  slackapi.BlockElement
+		buttons []slackapi.BlockElement
+	)
+	primary := surface.Primary(q)
+	switch {
+	case len(q.Options) == 0:
+		buttons = append(buttons, button(ref{verb: verbAnswer, id: id}, "Answer…", slackapi.StylePrimary))
+	case sh.buttons:
+		for i, o := range q.Options {
+			style := slackapi.Style("")
+			if i == primary {
+				style = slackapi.StylePrimary
+			}
+			buttons = append(buttons, button(ref{verb: verbPick, id: id, o: i}, o.Label, style))
+		}
+	case q.MultiSelect && sh.choice:
+		choice = slackapi.NewCheckboxGroupsBlockElement(ref{verb: verbMulti, id: id}.String(), options(q, sh.numbered, true)...)
+	case q.MultiSelect:
+		choice = slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), ref{verb: verbMulti, id: id}.String(), options(q, sh.numbered, false)...)
+	default:
+		choice = slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), ref{verb: verbSelect, id: id}.String(), options(q, sh.numbered, false)...)
+	}
+	if q.MultiSelect && len(q.Options) > 0 {
+		buttons = append(buttons, button(ref{verb: verbSubmit, id: id}, "Submit", slackapi.StylePrimary))
+	}
+	if len(q.Options) > 0 {
+		buttons = append(buttons, button(ref{verb: verbOther, id: id}, otherLabel(q), ""))
+	}
+	buttons = append(buttons, dismissButton(id))
+	var out []slackapi.Block
+	if choice != nil {
+		out = append(out, slackapi.NewActionBlock("", choice))
+	}
+	return append(out, slackapi.NewActionBlock("", buttons...))
+}
+
+// renderQuestions renders a request of several questions: each listed in
+// a section of its own, answered together in one modal.
+func renderQuestions(b *builder, rec *pending.Record, live bool) string {
+	qs := rec.Questions.Questions
+	per := min(maxSectionText, (messageBudget-b.used-statusReserve)/len(qs))
+	for i, q := range qs {
+		full := questionText(i, q)
+		text := esc(full)
+		if surface.Len(text) > per {
+			head, _ := surface.Cut(full, per-1, esc)
+			text = esc(head) + "…"
+			b.spill(fmt.Sprintf("*Question %d in full:*", i+1), full)
+		}
+		b.add(slackapi.NewSectionBlock(mrkdwn(text), nil, nil))
+	}
+	if b.overflow.Len() > 0 {
+		b.context("_Some questions are shortened here; the thread below has them in full._")
+	}
+	if live {
+		b.add(slackapi.NewActionBlock("",
+			button(ref{verb: verbAnswer, id: rec.ID}, "Answer…", slackapi.StylePrimary),
+			dismissButton(rec.ID)))
+	}
+	return fallback(fmt.Sprintf("%s asks %d questions: ", surface.Asker(rec.Caller), len(qs)), qs[0].Question)
+}
+
+// questionText is question i in full, unescaped: title, text, detail and
+// options.
+func questionText(i int, q seam.Question) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%d. ", i+1)
+	if q.Header != "" {
+		s.WriteString(q.Header + ": ")
+	}
+	s.WriteString(q.Question)
+	if q.Detail != "" {
+		s.WriteString("\n" + q.Detail)
+	}
+	if len(q.Options) > 0 {
+		kind := "one of"
+		if q.MultiSelect {
+			kind = "any of"
+		}
+		s.WriteString("\nChoose " + kind + ":\n" + optionListing(q, false))
+	}
+	return s.String()
+}
+
+// renderApproval renders an approval: the tool, why, its arguments, and
+// Allow once / Reject.
+func renderApproval(b *builder, rec *pending.Record, live bool) string {
+	a := rec.Approval
+	h := surface.Truncate("Allow "+a.ToolName+"?", maxHeaderText)
+	b.add(slackapi.NewHeaderBlock(plain(h)))
+	reason := a.DisplayReason
+	if reason == "" {
+		reason = a.Reason
+	}
+	if reason != "" {
+		if rest := b.sections(reason, messageBudget-b.used-maxSectionText-statusReserve, 3); rest != "" {
+			b.context(moreNote(rest))
+			b.spill("*Reason, continued:*", rest)
+		}
+	}
+	if args := surface.PrettyJSON(a.Arguments); args != "" {
+		text := "*Arguments*\n```" + surface.Fit(args, maxSectionText-30, esc) + "```"
+		b.add(slackapi.NewSectionBlock(mrkdwn(text), nil, nil))
+	}
+	if live {
+		b.add(slackapi.NewActionBlock("",
+			button(ref{verb: verbAllow, id: rec.ID}, "Allow once", slackapi.StylePrimary),
+			button(ref{verb: verbReject, id: rec.ID}, "Reject", slackapi.StyleDanger)))
+	}
+	return fallback(surface.Asker(rec.Caller)+" asks to run ", a.ToolName)
+}

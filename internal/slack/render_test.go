@@ -1,0 +1,501 @@
+package slack
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// nasty is agent text at its worst: characters that grow when escaped,
+// tokens that would ping, a forged link, and characters outside the BMP
+// that count twice in UTF-16.
+func nasty(n int, seed string) string {
+	unit := seed + " <!channel> & <@U1> <https://x.example|y> 😀 "
+	var b strings.Builder
+	for surface.Len(b.String()) < n {
+		b.WriteString(unit)
+	}
+	s := []rune(b.String())
+	for len(s) > 0 && surface.Len(string(s)) > n {
+		s = s[:len(s)-1]
+	}
+	return string(s)
+}
+
+func escapeHeavy(n int) string { return strings.Repeat("<&>", n/3) }
+
+func extremeQuestion(i int, opts int, multi bool) seam.Question {
+	q := seam.Question{
+		ID:          fmt.Sprintf("%02d", i) + strings.Repeat("i", seam.MaxIDLen-2),
+		Question:    nasty(seam.MaxQuestionLen, fmt.Sprint("q", i)),
+		Header:      nasty(seam.MaxHeaderLen, "h"),
+		Detail:      escapeHeavy(seam.MaxDetailLen),
+		MultiSelect: multi,
+	}
+	for o := range opts {
+		q.Options = append(q.Options, seam.Option{
+			Label:       fmt.Sprintf("%03d ", o) + nasty(seam.MaxLabelLen-4, "l"),
+			Description: nasty(seam.MaxDescriptionLen, "d"),
+		})
+	}
+	return q
+}
+
+func extremeCaller() *seam.Caller {
+	return &seam.Caller{Name: escapeHeavy(seam.MaxCallerFieldLen), Agent: "a", Session: escapeHeavy(seam.MaxCallerFieldLen)}
+}
+
+func questionRecord(qs ...seam.Question) *pending.Record {
+	now := time.Unix(1700000000, 0)
+	return &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending,
+		Caller: extremeCaller(), Questions: &seam.Questions{Questions: qs}, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+}
+
+// extremes are requests at every seam limit at once, in every shape.
+func extremes() map[string]*pending.Record {
+	many := make([]seam.Question, seam.MaxQuestions)
+	for i := range many {
+		many[i] = extremeQuestion(i, seam.MaxOptions, i%2 == 0)
+	}
+	plan := extremeQuestion(0, 2, false)
+	plan.Options[1].Label = "Approve"
+	plan.Intent = &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}
+	typed := seam.Question{ID: "n", Question: nasty(seam.MaxQuestionLen, "n"), Detail: nasty(seam.MaxDetailLen, "d"),
+		Input: &seam.Input{Type: seam.InputString, Value: nasty(seam.MaxInputValueLen, "v"), Required: true}}
+	buttons := extremeQuestion(0, maxButtons, false)
+	for i := range buttons.Options {
+		buttons.Options[i].Label = fmt.Sprintf("%d", i) + nasty(maxButtonText-1, "b")
+	}
+	out := map[string]*pending.Record{
+		"20 questions, 100 options each":  questionRecord(many...),
+		"one question, 100 options":       questionRecord(extremeQuestion(0, seam.MaxOptions, false)),
+		"one multi-select, 100 options":   questionRecord(extremeQuestion(0, seam.MaxOptions, true)),
+		"one multi-select, 10 options":    questionRecord(extremeQuestion(0, maxChoiceOptions, true)),
+		"one question, 5 button options":  questionRecord(buttons),
+		"plan review":                     questionRecord(plan),
+		"typed input":                     questionRecord(typed),
+		"free text without options":       questionRecord(seam.Question{ID: "f", Question: escapeHeavy(seam.MaxQuestionLen)}),
+		"two plain questions, no details": questionRecord(seam.Question{ID: "a", Question: "A?"}, seam.Question{ID: "b", Question: "B?"}),
+	}
+	args, _ := json.Marshal(map[string]string{"blob": escapeHeavy(seam.MaxArgumentsBytes - 100)})
+	now := time.Unix(1700000000, 0)
+	out["approval"] = &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, Caller: extremeCaller(),
+		CreatedAt: now, Approval: &seam.Approval{ToolName: nasty(seam.MaxToolNameLen, "t"), Reason: escapeHeavy(seam.MaxReasonLen),
+			DisplayReason: escapeHeavy(seam.MaxReasonLen), Arguments: args}}
+	return out
+}
+
+// ended returns rec as it looks after each way of ending, at the limits.
+func ended(rec *pending.Record) map[string]*pending.Record {
+	by := &pending.Responder{Surface: "discord", UserID: "U1", Name: escapeHeavy(maxNameLen)}
+	out := map[string]*pending.Record{}
+	for _, st := range []seam.Status{seam.StatusAnswered, seam.StatusCancelled, seam.StatusDismissed, seam.StatusExpired} {
+		r := *rec
+		r.Status, r.ResolvedAt, r.ResolvedBy = st, time.Unix(1700000500, 0), by
+		if st == seam.StatusAnswered {
+			if r.Kind == seam.KindApproval {
+				r.Decision = &seam.Decision{Outcome: seam.OutcomeRejected, Note: escapeHeavy(seam.MaxNoteLen)}
+			} else {
+				r.Answer = &seam.Answer{}
+				for _, q := range r.Questions.Questions {
+					it := seam.AnswerItem{ID: q.ID, Custom: escapeHeavy(seam.MaxCustomLen)}
+					for _, o := range q.Options {
+						it.Selected = append(it.Selected, o.Label)
+					}
+					r.Answer.Answers = append(r.Answer.Answers, it)
+				}
+			}
+		}
+		out[string(st)] = &r
+	}
+	return out
+}
+
+func TestEveryMessageWithinBlockKitLimits(t *testing.T) {
+	const mention = "<!subteam^S0123ABC>"
+	for name, rec := range extremes() {
+		t.Run(name, func(t *testing.T) {
+			m := render(rec, mention, true)
+			checkMessage(t, "live message", m.text, m.blocks, mention)
+			for i, r := range m.replies {
+				checkMessage(t, fmt.Sprintf("thread reply %d", i+1), "Continued", r, "")
+			}
+			for st, e := range ended(rec) {
+				fm := render(e, "", false)
+				checkMessage(t, st+" message", fm.text, fm.blocks, "")
+				if hasControls(fm.blocks) {
+					t.Errorf("the %s message still has controls", st)
+				}
+			}
+			o := origin{Channel: "C0123456789", TS: "1700000000.000100", Thread: "1700000000.000001"}
+			switch rec.Kind {
+			case seam.KindApproval:
+				checkModal(t, "reject modal", rejectModal(rec, o))
+			default:
+				checkModal(t, "answer modal", answerModal(rec, o))
+				for i := range rec.Questions.Questions {
+					checkModal(t, fmt.Sprintf("other modal %d", i), otherModal(rec, i, o))
+				}
+			}
+		})
+	}
+}
+
+func TestLongTextGoesToTheThreadNotLost(t *testing.T) {
+	q := seam.Question{ID: "plan", Question: "Approve?", Detail: strings.Repeat("0123456789abcdef\n", 2000),
+		Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}}, Intent: &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}}
+	m := render(questionRecord(q), "", true)
+	if len(m.replies) == 0 {
+		t.Fatal("a 34,000-character plan did not spill into the thread")
+	}
+	var all strings.Builder
+	for _, blocks := range append([][]slackapi.Block{m.blocks}, m.replies...) {
+		for _, b := range blocks {
+			if s, ok := b.(*slackapi.SectionBlock); ok && s.Text != nil && s.Text.Type == slackapi.MarkdownType {
+				all.WriteString(s.Text.Text)
+			}
+		}
+	}
+	if got := strings.Count(all.String(), "0123456789abcdef"); got != 2000 {
+		t.Errorf("the message and its replies hold %d of the plan's 2000 lines", got)
+	}
+}
+
+func hasControls(blocks []slackapi.Block) bool {
+	for _, b := range blocks {
+		if t := b.BlockType(); t == slackapi.MBTAction || t == slackapi.MBTInput {
+			return true
+		}
+	}
+	return false
+}
+
+// Block Kit's limits as PLATFORM.md states them, written out here rather
+// than taken from the renderer, so that a wrong limit there fails here.
+const (
+	limitMessageBlocks = 50
+	limitModalBlocks   = 100
+	limitButtonText    = 75
+	limitOptionText    = 75
+	limitSelectOptions = 100
+	limitChoiceOptions = 10
+	limitSectionText   = 3000
+	limitHeaderText    = 150
+	limitViewTitle     = 24
+	limitInputLabel    = 2000
+	limitPlaceholder   = 150
+	limitInputLength   = 3000
+	limitConfirmTitle  = 100
+	limitConfirmText   = 300
+)
+
+// checkMessage checks blocks against every message limit of PLATFORM.md
+// and that no mrkdwn text holds a live token other than date tokens and
+// the configured mention.
+func checkMessage(t *testing.T, what, text string, blocks []slackapi.Block, mention string) {
+	t.Helper()
+	if text == "" {
+		t.Errorf("%s: no top-level text fallback", what)
+	}
+	if n := surface.Len(text); n > 40000 {
+		t.Errorf("%s: text fallback %d long", what, n)
+	}
+	checkTokens(t, what+" text", text, mention)
+	if len(blocks) > limitMessageBlocks {
+		t.Errorf("%s: %d blocks, limit %d", what, len(blocks), limitMessageBlocks)
+	}
+	if n := textLen(blocks...); n > 12000 {
+		t.Errorf("%s: %d characters of block text; Slack refuses messages from about 13,000", what, n)
+	}
+	for _, b := range walkBlocks(t, blocks) {
+		if b["type"] == "input" {
+			t.Errorf("%s: an input block in a message", what)
+		}
+		checkBlock(t, what, b, mention)
+	}
+}
+
+func checkModal(t *testing.T, what string, v slackapi.ModalViewRequest) {
+	t.Helper()
+	if len(v.Blocks.BlockSet) > limitModalBlocks {
+		t.Errorf("%s: %d blocks, limit %d", what, len(v.Blocks.BlockSet), limitModalBlocks)
+	}
+	for name, txt := range map[string]*slackapi.TextBlockObject{"title": v.Title, "submit": v.Submit, "close": v.Close} {
+		if txt != nil && (surface.Len(txt.Text) > limitViewTitle || txt.Text == "" || txt.Type != slackapi.PlainTextType) {
+			t.Errorf("%s: %s %q", what, name, txt.Text)
+		}
+	}
+	if v.Title == nil {
+		t.Errorf("%s: no title", what)
+	}
+	if n := surface.Len(v.PrivateMetadata); n > 3000 {
+		t.Errorf("%s: private_metadata %d long", what, n)
+	}
+	if n := len(v.CallbackID); n > 255 {
+		t.Errorf("%s: callback_id %d long", what, n)
+	}
+	if !slackapi.ValidateUniqueBlockID(v) {
+		t.Errorf("%s: block ids are not unique", what)
+	}
+	for _, b := range walkBlocks(t, v.Blocks.BlockSet) {
+		checkBlock(t, what, b, "")
+	}
+}
+
+func walkBlocks(t *testing.T, blocks []slackapi.Block) []map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatalf("blocks do not marshal: %v", err)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+func obj(m map[string]any, k string) map[string]any { o, _ := m[k].(map[string]any); return o }
+
+func list(m map[string]any, k string) []map[string]any {
+	var out []map[string]any
+	l, _ := m[k].([]any)
+	for _, x := range l {
+		if o, ok := x.(map[string]any); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func checkText(t *testing.T, where string, o map[string]any, max int, plainOnly bool, mention string) {
+	t.Helper()
+	if o == nil {
+		t.Errorf("%s: missing text", where)
+		return
+	}
+	s := str(o, "text")
+	switch {
+	case s == "":
+		t.Errorf("%s: empty text", where)
+	case surface.Len(s) > max:
+		t.Errorf("%s: text %d long, limit %d", where, surface.Len(s), max)
+	}
+	if typ := str(o, "type"); plainOnly && typ != "plain_text" {
+		t.Errorf("%s: text of type %s, want plain_text", where, typ)
+	} else if typ == "mrkdwn" {
+		checkTokens(t, where, s, mention)
+	}
+}
+
+// checkTokens fails when mrkdwn text holds a "<" that starts anything but
+// a date token or the configured mention: agent text must be escaped.
+func checkTokens(t *testing.T, where, s, mention string) {
+	t.Helper()
+	for i := strings.IndexByte(s, '<'); i >= 0; i = strings.IndexByte(s, '<') {
+		rest := s[i:]
+		if !strings.HasPrefix(rest, "<!date^") && (mention == "" || !strings.HasPrefix(rest, mention)) {
+			t.Errorf("%s: live token in mrkdwn: %.40q", where, rest)
+			return
+		}
+		s = rest[1:]
+	}
+}
+
+func checkBlock(t *testing.T, what string, b map[string]any, mention string) {
+	t.Helper()
+	typ := str(b, "type")
+	where := what + " " + typ
+	if n := len(str(b, "block_id")); n > 255 {
+		t.Errorf("%s: block_id %d long", where, n)
+	}
+	switch typ {
+	case "header":
+		checkText(t, where, obj(b, "text"), limitHeaderText, true, mention)
+	case "section":
+		checkText(t, where, obj(b, "text"), limitSectionText, false, mention)
+		if f := list(b, "fields"); len(f) > 10 {
+			t.Errorf("%s: %d fields", where, len(f))
+		}
+	case "context":
+		els := list(b, "elements")
+		if len(els) == 0 || len(els) > 10 {
+			t.Errorf("%s: %d elements", where, len(els))
+		}
+		for _, e := range els {
+			checkText(t, where, e, limitSectionText, false, mention)
+		}
+	case "actions":
+		els := list(b, "elements")
+		if len(els) == 0 || len(els) > 25 {
+			t.Errorf("%s: %d elements", where, len(els))
+		}
+		for _, e := range els {
+			checkElement(t, where, e)
+		}
+	case "input":
+		checkText(t, where+" label", obj(b, "label"), limitInputLabel, true, mention)
+		if h := obj(b, "hint"); h != nil {
+			checkText(t, where+" hint", h, limitInputLabel, true, mention)
+		}
+		checkElement(t, where, obj(b, "element"))
+	default:
+		t.Errorf("%s: a block type rendering does not use", where)
+	}
+}
+
+func checkElement(t *testing.T, where string, e map[string]any) {
+	t.Helper()
+	typ := str(e, "type")
+	where += " " + typ
+	if n := len(str(e, "action_id")); n == 0 || n > 255 {
+		t.Errorf("%s: action_id %d long", where, n)
+	}
+	if p := obj(e, "placeholder"); p != nil {
+		checkText(t, where+" placeholder", p, limitPlaceholder, true, "")
+	}
+	opts := list(e, "options")
+	switch typ {
+	case "button":
+		checkText(t, where, obj(e, "text"), limitButtonText, true, "")
+		if n := len(str(e, "value")); n > 2000 {
+			t.Errorf("%s: value %d long", where, n)
+		}
+		if c := obj(e, "confirm"); c != nil {
+			checkText(t, where+" confirm title", obj(c, "title"), limitConfirmTitle, true, "")
+			checkText(t, where+" confirm text", obj(c, "text"), limitConfirmText, false, "")
+			checkText(t, where+" confirm button", obj(c, "confirm"), 30, true, "")
+			checkText(t, where+" deny button", obj(c, "deny"), 30, true, "")
+		}
+	case "static_select", "multi_static_select":
+		if len(opts) == 0 || len(opts) > limitSelectOptions {
+			t.Errorf("%s: %d options", where, len(opts))
+		}
+	case "checkboxes", "radio_buttons":
+		if len(opts) == 0 || len(opts) > limitChoiceOptions {
+			t.Errorf("%s: %d options", where, len(opts))
+		}
+	case "plain_text_input":
+		max, _ := e["max_length"].(float64)
+		if max <= 0 || max > limitInputLength {
+			t.Errorf("%s: max_length %v", where, e["max_length"])
+		}
+		if n := surface.Len(str(e, "initial_value")); float64(n) > max {
+			t.Errorf("%s: initial_value %d long, max_length %v", where, n, max)
+		}
+	default:
+		t.Errorf("%s: an element type rendering does not use", where)
+	}
+	values := map[string]bool{}
+	for _, o := range opts {
+		checkText(t, where+" option", obj(o, "text"), limitOptionText, false, "")
+		if d := obj(o, "description"); d != nil {
+			checkText(t, where+" option description", d, limitOptionText, false, "")
+		}
+		v := str(o, "value")
+		if v == "" || len(v) > 75 || values[v] {
+			t.Errorf("%s: option value %q empty, too long or repeated", where, v)
+		}
+		values[v] = true
+	}
+}
+
+func TestShapes(t *testing.T) {
+	opts := func(labels ...string) []seam.Option {
+		var out []seam.Option
+		for _, l := range labels {
+			out = append(out, seam.Option{Label: l})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		q       seam.Question
+		want    []string // element types of the controls, in order
+		primary string   // the label of the primary button, if any
+	}{
+		{"few short options: buttons", seam.Question{Options: opts("No", "Yes (Recommended)")}, []string{"button", "button", "button", "button"}, "Yes (Recommended)"},
+		{"many options: select", seam.Question{Options: opts("a", "b", "c", "d", "e", "f")}, []string{"static_select", "button", "button"}, ""},
+		{"a long label: select", seam.Question{Options: opts("a", strings.Repeat("x", 76))}, []string{"static_select", "button", "button"}, ""},
+		{"multi-select, few: checkboxes", seam.Question{MultiSelect: true, Options: opts("a", "b")}, []string{"checkboxes", "button", "button", "button"}, "Submit"},
+		{"multi-select, many: multi-select", seam.Question{MultiSelect: true, Options: opts("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k")}, []string{"multi_static_select", "button", "button", "button"}, "Submit"},
+		{"free text: answer button", seam.Question{}, []string{"button", "button"}, "Answer…"},
+		{"plan review: approve primary", seam.Question{Detail: "plan", Intent: &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Go"}, Options: opts("Keep planning", "Go")}, []string{"button", "button", "button", "button"}, "Go"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.q.ID, tc.q.Question = "q", "Question?"
+			var types []string
+			primary := ""
+			for _, b := range walkBlocks(t, questionControls("abcdefghijklmnop", tc.q, shapeOf(tc.q))) {
+				for _, e := range list(b, "elements") {
+					types = append(types, str(e, "type"))
+					if str(e, "style") == "primary" {
+						primary = str(obj(e, "text"), "text")
+					}
+				}
+			}
+			if strings.Join(types, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("controls %v, want %v", types, tc.want)
+			}
+			if primary != tc.primary {
+				t.Errorf("primary %q, want %q", primary, tc.primary)
+			}
+		})
+	}
+}
+
+func TestRefRoundTrip(t *testing.T) {
+	r := ref{verb: verbPick, id: "abcdefghijklmnop", q: 19, o: 99}
+	got, err := parseRef(r.String())
+	if err != nil || got != r {
+		t.Fatalf("parseRef(%q) = %v, %v", r.String(), got, err)
+	}
+	if n := len(r.String()); n > 255 {
+		t.Errorf("action_id %d long", n)
+	}
+	for _, bad := range []string{"", "ab:pick", "xx:pick:abc:0:0", "ab:pick:ABC!:0:0", "ab:pick:abc:-1:0", "ab:pick:abc:0:x", "ab::abc:0:0"} {
+		if _, err := parseRef(bad); err == nil {
+			t.Errorf("parseRef(%q) accepted", bad)
+		}
+	}
+}
+
+func TestAnswerFromModal(t *testing.T) {
+	qs := &seam.Questions{Questions: []seam.Question{
+		{ID: "n", Question: "How many?", Input: &seam.Input{Type: seam.InputNumber}},
+		{ID: "b", Question: "Sure?", Input: &seam.Input{Type: seam.InputBoolean}},
+		{ID: "o", Question: "Which?", Options: []seam.Option{{Label: "x"}, {Label: "y"}}},
+	}}
+	text := func(s string) map[string]slackapi.BlockAction {
+		return map[string]slackapi.BlockAction{inputAction: {Value: s}}
+	}
+	r := ref{verb: verbAnswer, id: "abcdefghijklmnop"}
+	_, errs := answerFrom(qs, viewValues{"q0": text("1.5x"), "q1": text("maybe"), "q2": {inputAction: {SelectedOption: slackapi.OptionBlockObject{Value: "7"}}}}, r)
+	for _, b := range []string{"q0", "q1", "q2"} {
+		if errs[b] == "" {
+			t.Errorf("no error on %s: %v", b, errs)
+		}
+	}
+	a, errs := answerFrom(qs, viewValues{"q0": text("1.5"), "q1": text("yes"), "q2": {inputAction: {SelectedOption: slackapi.OptionBlockObject{Value: "1"}}}, "q2o": text("")}, r)
+	if errs != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	norm, err := qs.Normalize(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(norm)
+	if want := `{"answers":[{"id":"n","selected":[],"custom":"1.5"},{"id":"b","selected":[],"custom":"true"},{"id":"o","selected":["y"]}]}`; string(got) != want {
+		t.Errorf("answer %s, want %s", got, want)
+	}
+}

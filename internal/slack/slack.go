@@ -1,0 +1,263 @@
+// Package slack is askbridge's Slack surface: it posts every request as a
+// Block Kit message answerable in a tap or two from desktop or phone,
+// takes the clicks and modal submissions back over the signed Request URL
+// or Socket Mode, and edits every message when its request ends.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// surfaceName is the name of this surface in routes, posts and responders.
+const surfaceName = "slack"
+
+// Options tune a Surface beyond its config. The zero value of every field
+// has a default.
+type Options struct {
+	Store      *pending.Store // reads requests on callbacks; required
+	Logger     *slog.Logger
+	Retry      surface.Retry
+	HTTPClient *http.Client     // default: 15 s timeout
+	GroupTTL   time.Duration    // how long user group members are cached; default 5 min
+	Now        func() time.Time // default time.Now
+}
+
+// Surface posts requests to Slack and edits their messages when they end.
+// It implements dispatch.Surface.
+type Surface struct {
+	cfg   *config.Slack
+	api   *slackapi.Client
+	store *pending.Store
+	retry surface.Retry
+	log   *slog.Logger
+	now   func() time.Time
+	who   *responders
+
+	targets map[string]*config.SlackTarget   // by target key, "route/index"
+	routes  map[string][]*config.SlackTarget // by route name
+}
+
+// New builds the Slack surface of cfg: its slack: section and the Slack
+// targets of its routes.
+func New(cfg *config.Config, opt Options) (*Surface, error) {
+	sc := cfg.Slack
+	switch {
+	case sc == nil:
+		return nil, errors.New("slack: the config has no slack: section")
+	case sc.BotToken.Reveal() == "":
+		return nil, errors.New("slack.bot_token: required")
+	case sc.SigningSecret.Reveal() == "" && sc.AppToken.Reveal() == "":
+		return nil, errors.New("slack: set signing_secret (Request URL) or app_token (Socket Mode)")
+	case opt.Store == nil:
+		return nil, errors.New("slack: no store")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.HTTPClient == nil {
+		opt.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+	}
+	if opt.GroupTTL <= 0 {
+		opt.GroupTTL = 5 * time.Minute
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	apiOpts := []slackapi.Option{slackapi.OptionHTTPClient(opt.HTTPClient)}
+	if sc.APIURL != "" {
+		apiOpts = append(apiOpts, slackapi.OptionAPIURL(withSlash(sc.APIURL)))
+	}
+	if tok := sc.AppToken.Reveal(); tok != "" {
+		apiOpts = append(apiOpts, slackapi.OptionAppLevelToken(tok))
+	}
+	s := &Surface{
+		cfg:     sc,
+		api:     slackapi.New(sc.BotToken.Reveal(), apiOpts...),
+		store:   opt.Store,
+		retry:   opt.Retry,
+		log:     opt.Logger.With("surface", surfaceName),
+		now:     opt.Now,
+		targets: map[string]*config.SlackTarget{},
+		routes:  map[string][]*config.SlackTarget{},
+	}
+	s.who = newResponders(s.groupMembers, opt.GroupTTL, opt.Now)
+	for _, r := range cfg.Routes {
+		for i, t := range r.Targets {
+			if t.Slack == nil {
+				continue
+			}
+			s.targets[dispatch.TargetKey(r.Name, i)] = t.Slack
+			s.routes[r.Name] = append(s.routes[r.Name], t.Slack)
+		}
+	}
+	return s, nil
+}
+
+func withSlash(u string) string {
+	if u != "" && u[len(u)-1] != '/' {
+		return u + "/"
+	}
+	return u
+}
+
+// call runs one Web API call under the retry policy. Its error names the
+// method and never holds a token: slack-go sends tokens in headers and
+// bodies, and a transport error's URL loses its query to be sure.
+func (s *Surface) call(ctx context.Context, method string, f func(context.Context) error) error {
+	err := s.retry.Do(ctx, f)
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			u.RawQuery, u.User = "", nil
+			ue.URL = u.String()
+		}
+	}
+	return fmt.Errorf("slack %s: %w", method, err)
+}
+
+func (s *Surface) groupMembers(ctx context.Context, group string) ([]string, error) {
+	var users []string
+	err := s.call(ctx, "usergroups.users.list", func(ctx context.Context) (err error) {
+		users, err = s.api.GetUserGroupMembersContext(ctx, group)
+		return err
+	})
+	return users, err
+}
+
+func msgOptions(text string, blocks []slackapi.Block, thread string) []slackapi.MsgOption {
+	opts := []slackapi.MsgOption{
+		slackapi.MsgOptionText(text, false),
+		slackapi.MsgOptionBlocks(blocks...),
+		slackapi.MsgOptionDisableLinkUnfurl(),
+		slackapi.MsgOptionDisableMediaUnfurl(),
+	}
+	if thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(thread))
+	}
+	return opts
+}
+
+// Post posts rec to the target's channel (into its session's thread with
+// thread_by_session) and, when the request is too long for one message,
+// the rest of its text as replies in the thread.
+func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Target) ([]pending.Post, error) {
+	tc := t.Config.Slack
+	if tc == nil {
+		return nil, fmt.Errorf("request %s: target %s has no slack section", rec.ID, t.Key)
+	}
+	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
+	m := render(rec, tc.Mention, true)
+	var thread, session string
+	if tc.ThreadBySession {
+		session = sessionKey(rec, tc.Channel)
+	}
+	if session != "" {
+		var err error
+		if thread, err = s.store.Thread(ctx, session); err != nil {
+			log.Warn("reading the session's thread failed; posting at the top level", "err", err)
+		}
+	}
+	var channel, ts string
+	err := s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
+		channel, ts, err = s.api.PostMessageContext(ctx, tc.Channel, msgOptions(m.text, m.blocks, thread)...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
+	}
+	if session != "" && thread == "" {
+		// Two first requests of a session posted at once may both start a
+		// thread; the first recorded is the session's from then on.
+		if _, err := s.store.SetThread(ctx, session, ts); err != nil {
+			log.Warn("recording the session's thread failed", "err", err)
+		}
+	}
+	root := thread
+	if root == "" {
+		root = ts
+	}
+	for i, reply := range m.replies {
+		text := fmt.Sprintf("Continued (%d of %d)", i+1, len(m.replies))
+		err := s.call(ctx, "chat.postMessage", func(ctx context.Context) error {
+			_, _, err := s.api.PostMessageContext(ctx, channel, msgOptions(text, reply, root)...)
+			return err
+		})
+		if err != nil {
+			// The question and its controls are posted; what is missing is
+			// the tail of a long text, and the message says it is in the thread.
+			log.Warn("posting the rest of a long request in its thread failed", "err", err)
+			break
+		}
+	}
+	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: ts, Thread: thread, PostedAt: s.now().UTC()}}, nil
+}
+
+// Finish edits a message of an ended request: the request stays readable,
+// its controls go, and a line says how it ended.
+func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Post) error {
+	if rec.Status == seam.StatusPending {
+		return nil
+	}
+	m := render(rec, "", false)
+	return s.call(ctx, "chat.update", func(ctx context.Context) error {
+		_, _, _, err := s.api.UpdateMessageContext(ctx, p.Channel, p.MessageID, msgOptions(m.text, m.blocks, "")...)
+		return err
+	})
+}
+
+// ephemeral tells user, and only user, something in channel.
+func (s *Surface) ephemeral(ctx context.Context, channel, thread, user, text string) error {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(text, false)}
+	if thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(thread))
+	}
+	return s.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+		_, err := s.api.PostEphemeralContext(ctx, channel, user, opts...)
+		return err
+	})
+}
+
+// target is the configured target a message of rec was posted to: the
+// post's recorded target, else (a click that beat the recording) the
+// route's Slack target in that channel.
+func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackTarget {
+	for _, p := range rec.Posts {
+		if p.Surface == surfaceName && p.Channel == channel && p.MessageID == ts {
+			if t, ok := s.targets[p.Target]; ok {
+				return t
+			}
+		}
+	}
+	for _, t := range s.routes[rec.Route] {
+		if t.Channel == channel {
+			return t
+		}
+	}
+	return nil
+}
+
+// sessionKey names the thread of rec's caller session in channel, or ""
+// when rec has no session.
+func sessionKey(rec *pending.Record, channel string) string {
+	if rec.Caller == nil || rec.Caller.Session == "" {
+		return ""
+	}
+	return surfaceName + "\x00" + channel + "\x00" + rec.Client + "\x00" + rec.Caller.Agent + "\x00" + rec.Caller.Session
+}

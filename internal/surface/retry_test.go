@@ -1,0 +1,171 @@
+package surface
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+)
+
+// recorder is a Retry whose waits are recorded, not slept.
+func recorder() (Retry, *[]time.Duration) {
+	var waits []time.Duration
+	return Retry{Sleep: func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}}, &waits
+}
+
+// script returns a call that fails with errs in turn, then succeeds, and
+// counts its calls.
+func script(errs ...error) (func(context.Context) error, *int) {
+	n := 0
+	return func(context.Context) error {
+		n++
+		if n <= len(errs) {
+			return errs[n-1]
+		}
+		return nil
+	}, &n
+}
+
+func TestRetryPolicy(t *testing.T) {
+	status := func(code int) error { return slackapi.StatusCodeError{Code: code, Status: http.StatusText(code)} }
+	for _, tc := range []struct {
+		name      string
+		errs      []error
+		wantErr   bool
+		wantCalls int
+		wantWaits []time.Duration
+	}{
+		{"ok at once", nil, false, 1, nil},
+		{"429 waits Retry-After", []error{&slackapi.RateLimitedError{RetryAfter: 7 * time.Second}}, false, 2, []time.Duration{7 * time.Second}},
+		{"429 without Retry-After waits the default", []error{status(429)}, false, 2, []time.Duration{time.Second}},
+		{"ok:false ratelimited is a 429", []error{slackapi.SlackErrorResponse{Err: "ratelimited"}}, false, 2, []time.Duration{time.Second}},
+		{"5xx backs off, doubling", []error{status(500), status(502), status(503)}, false, 4, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
+		{"ok:false internal_error backs off", []error{slackapi.SlackErrorResponse{Err: "internal_error"}}, false, 2, []time.Duration{500 * time.Millisecond}},
+		{"plain HTTP 429", []error{&HTTPError{Status: 429, RetryAfter: 1500 * time.Millisecond}}, false, 2, []time.Duration{1500 * time.Millisecond}},
+		{"plain HTTP 503", []error{&HTTPError{Status: 503}}, false, 2, []time.Duration{500 * time.Millisecond}},
+		{"wrapped errors are seen through", []error{fmt.Errorf("chat.postMessage: %w", status(504))}, false, 2, []time.Duration{500 * time.Millisecond}},
+		{"other 4xx fails at once", []error{status(404)}, true, 1, nil},
+		{"ok:false fails at once", []error{slackapi.SlackErrorResponse{Err: "channel_not_found"}}, true, 1, nil},
+		{"network error fails at once", []error{errors.New("dial tcp: connection refused")}, true, 1, nil},
+		{"a Retry-After beyond MaxWait fails at once", []error{&slackapi.RateLimitedError{RetryAfter: 2 * time.Minute}}, true, 1, nil},
+		{"attempts are bounded", []error{status(500), status(500), status(500), status(500), status(500), status(500)}, true, 5,
+			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, waits := recorder()
+			call, calls := script(tc.errs...)
+			err := r.Do(context.Background(), call)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.errs[len(tc.errs)-1].Error()) {
+				t.Errorf("the error %v does not wrap the call's error", err)
+			}
+			if *calls != tc.wantCalls {
+				t.Errorf("%d calls, want %d", *calls, tc.wantCalls)
+			}
+			if fmt.Sprint(*waits) != fmt.Sprint(tc.wantWaits) {
+				t.Errorf("waits %v, want %v", *waits, tc.wantWaits)
+			}
+		})
+	}
+}
+
+func TestRetryHonoursContext(t *testing.T) {
+	t.Run("checked before the first call", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		call, calls := script()
+		if err := (Retry{}).Do(ctx, call); !errors.Is(err, context.Canceled) || *calls != 0 {
+			t.Errorf("err %v after %d calls", err, *calls)
+		}
+	})
+	t.Run("a wait past the deadline is not waited", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, waits := recorder()
+		call, calls := script(&slackapi.RateLimitedError{RetryAfter: 30 * time.Second})
+		err := r.Do(ctx, call)
+		var rl *slackapi.RateLimitedError
+		if !errors.As(err, &rl) || *calls != 1 || len(*waits) != 0 {
+			t.Errorf("err %v, %d calls, waits %v", err, *calls, *waits)
+		}
+	})
+	t.Run("cancelled while waiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := Retry{Sleep: func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }}
+		call, calls := script(slackapi.StatusCodeError{Code: 500})
+		err := r.Do(ctx, call)
+		if !errors.Is(err, context.Canceled) || !errors.As(err, new(slackapi.StatusCodeError)) || *calls != 1 {
+			t.Errorf("err %v after %d calls", err, *calls)
+		}
+	})
+	t.Run("the default sleep ends with ctx", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+			t.Errorf("sleep: %v", err)
+		}
+	})
+}
+
+func TestCheckResponse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/limited":
+			w.Header().Set("Retry-After", "2.5")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case "/down":
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	defer srv.Close()
+	get := func(path string) error {
+		resp, err := http.Get(srv.URL + path + "?token=SECRET")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return CheckResponse(resp)
+	}
+	if err := get("/ok"); err != nil {
+		t.Errorf("2xx: %v", err)
+	}
+	err := get("/limited")
+	if st, ra := StatusOf(err); st != 429 || ra != 2500*time.Millisecond {
+		t.Errorf("429: status %d, retry after %v", st, ra)
+	}
+	if strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("the error shows the query: %v", err)
+	}
+	if st, _ := StatusOf(get("/down")); st != 502 {
+		t.Errorf("502: status %d", st)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"":                              0,
+		"3":                             3 * time.Second,
+		"0.25":                          250 * time.Millisecond,
+		"-1":                            0,
+		"soon":                          0,
+		"Thu, 01 Jan 2026 00:00:10 GMT": 10 * time.Second,
+	} {
+		if got := ParseRetryAfter(in, now); got != want {
+			t.Errorf("ParseRetryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package surface
+
+import (
+	"strings"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Format is how a surface writes the parts of a status line: Escape makes
+// text from agents and people inert in its markup (no pings, no links),
+// Time writes a moment, and Surface names the surface writing the line, so
+// that an answer given elsewhere says where ("via discord").
+type Format struct {
+	Escape  func(string) string
+	Time    func(time.Time) string
+	Surface string
+}
+
+func (f Format) esc(s string) string {
+	if f.Escape == nil {
+		return s
+	}
+	return f.Escape(s)
+}
+
+func (f Format) at(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	if f.Time == nil {
+		return t.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	return f.Time(t)
+}
+
+// MaxSummary bounds the answer summary of a status line, in characters
+// before escaping.
+const MaxSummary = 300
+
+// StatusLine says how rec ended: "Answered by <name> · <answer> · <time>",
+// "Cancelled by the agent · <time>", "Dismissed by <name> · <time>",
+// "Expired unanswered · <time>". It is "" for a pending request.
+func StatusLine(rec *pending.Record, f Format) string {
+	parts := statusParts(rec, f)
+	if at := f.at(rec.ResolvedAt); at != "" && len(parts) > 0 {
+		parts = append(parts, at)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// LateReply is what someone who acts on an ended request is told, e.g.
+// "Already answered by Ada · Yes".
+func LateReply(rec *pending.Record, f Format) string {
+	parts := statusParts(rec, f)
+	if len(parts) == 0 {
+		return ""
+	}
+	parts[0] = "Already " + strings.ToLower(parts[0][:1]) + parts[0][1:]
+	return strings.Join(parts, " · ")
+}
+
+func statusParts(rec *pending.Record, f Format) []string {
+	switch rec.Status {
+	case seam.StatusAnswered:
+		parts := []string{"Answered by " + who(rec.ResolvedBy, f)}
+		if s := Summary(rec); s != "" {
+			parts = append(parts, f.esc(s))
+		}
+		return parts
+	case seam.StatusCancelled:
+		return []string{"Cancelled by the agent"}
+	case seam.StatusDismissed:
+		return []string{"Dismissed by " + who(rec.ResolvedBy, f)}
+	case seam.StatusExpired:
+		return []string{"Expired unanswered"}
+	}
+	return nil
+}
+
+func who(r *pending.Responder, f Format) string {
+	if r == nil {
+		return "someone"
+	}
+	name := r.Name
+	if name == "" {
+		name = r.UserID
+	}
+	if name == "" {
+		name = "someone"
+	}
+	name = f.esc(Truncate(name, 80))
+	if r.Surface != "" && f.Surface != "" && r.Surface != f.Surface {
+		name += " via " + r.Surface
+	}
+	return name
+}
+
+// Summary is rec's answer or decision in a few words, unescaped, at most
+// MaxSummary characters: the labels chosen and any text typed, per
+// question when there are several.
+func Summary(rec *pending.Record) string {
+	var s string
+	switch {
+	case rec.Decision != nil:
+		s = "Allowed once"
+		if rec.Decision.Outcome == seam.OutcomeRejected {
+			s = "Rejected"
+		}
+		if rec.Decision.Note != "" {
+			s += ": " + quote(rec.Decision.Note)
+		}
+	case rec.Answer != nil && rec.Questions != nil:
+		s = answerSummary(rec.Questions, rec.Answer)
+	}
+	return Truncate(s, MaxSummary)
+}
+
+func answerSummary(qs *seam.Questions, a *seam.Answer) string {
+	if len(a.Answers) == 1 {
+		return itemSummary(a.Answers[0])
+	}
+	names := make(map[string]string, len(qs.Questions))
+	for _, q := range qs.Questions {
+		names[q.ID] = q.ID
+		if q.Header != "" {
+			names[q.ID] = q.Header
+		}
+	}
+	parts := make([]string, 0, len(a.Answers))
+	for _, it := range a.Answers {
+		parts = append(parts, names[it.ID]+": "+itemSummary(it))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func itemSummary(it seam.AnswerItem) string {
+	s := strings.Join(it.Selected, ", ")
+	if it.Custom != "" {
+		if s != "" {
+			s += " + "
+		}
+		s += quote(it.Custom)
+	}
+	if s == "" {
+		s = "skipped"
+	}
+	return s
+}
+
+func quote(s string) string { return "“" + strings.Join(strings.Fields(s), " ") + "”" }

@@ -1,0 +1,109 @@
+package surface
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+func TestStatusLine(t *testing.T) {
+	at := time.Date(2026, 3, 4, 14, 3, 0, 0, time.UTC)
+	qs := &seam.Questions{Questions: []seam.Question{
+		{ID: "env", Header: "Environment", Question: "Where?", Options: []seam.Option{{Label: "staging"}, {Label: "prod"}}},
+		{ID: "why", Question: "Why?"},
+	}}
+	one := &seam.Questions{Questions: qs.Questions[:1]}
+	ada := &pending.Responder{Surface: "slack", UserID: "U1", Name: "Ada <x>"}
+	f := Format{Escape: func(s string) string { return strings.ReplaceAll(s, "<", "&lt;") }, Surface: "slack"}
+	for _, tc := range []struct {
+		name string
+		rec  pending.Record
+		want string
+		late string
+	}{
+		{"one answer", pending.Record{Status: seam.StatusAnswered, Questions: one, ResolvedBy: ada, ResolvedAt: at,
+			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}},
+			"Answered by Ada &lt;x> · prod · 2026-03-04 14:03 UTC", "Already answered by Ada &lt;x> · prod"},
+		{"several answers, custom text, a skip", pending.Record{Status: seam.StatusAnswered, Questions: qs, ResolvedBy: ada, ResolvedAt: at,
+			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "env", Selected: []string{}}, {ID: "why", Custom: "it is\n<late>"}}}},
+			"Answered by Ada &lt;x> · Environment: skipped; why: “it is &lt;late>” · 2026-03-04 14:03 UTC", ""},
+		{"answered elsewhere", pending.Record{Status: seam.StatusAnswered, Questions: one, ResolvedAt: at,
+			ResolvedBy: &pending.Responder{Surface: "discord", Name: "bo"},
+			Answer:     &seam.Answer{Answers: []seam.AnswerItem{{ID: "env", Selected: []string{"staging"}, Custom: "and prod"}}}},
+			"Answered by bo via discord · staging + “and prod” · 2026-03-04 14:03 UTC", ""},
+		{"allowed", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at, Decision: &seam.Decision{Outcome: seam.OutcomeAllowedOnce}},
+			"Answered by Ada &lt;x> · Allowed once · 2026-03-04 14:03 UTC", ""},
+		{"rejected", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at, Decision: &seam.Decision{Outcome: seam.OutcomeRejected, Note: "no"}},
+			"Answered by Ada &lt;x> · Rejected: “no” · 2026-03-04 14:03 UTC", ""},
+		{"cancelled", pending.Record{Status: seam.StatusCancelled, ResolvedAt: at}, "Cancelled by the agent · 2026-03-04 14:03 UTC", "Already cancelled by the agent"},
+		{"dismissed", pending.Record{Status: seam.StatusDismissed, ResolvedBy: ada, ResolvedAt: at}, "Dismissed by Ada &lt;x> · 2026-03-04 14:03 UTC", "Already dismissed by Ada &lt;x>"},
+		{"expired", pending.Record{Status: seam.StatusExpired, ResolvedAt: at}, "Expired unanswered · 2026-03-04 14:03 UTC", "Already expired unanswered"},
+		{"pending", pending.Record{Status: seam.StatusPending}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StatusLine(&tc.rec, f); got != tc.want {
+				t.Errorf("StatusLine = %q\nwant         %q", got, tc.want)
+			}
+			if tc.late != "" {
+				if got := LateReply(&tc.rec, f); got != tc.late {
+					t.Errorf("LateReply = %q, want %q", got, tc.late)
+				}
+			}
+		})
+	}
+}
+
+func TestSummaryIsBounded(t *testing.T) {
+	rec := &pending.Record{Status: seam.StatusAnswered, Questions: &seam.Questions{Questions: []seam.Question{{ID: "q"}}},
+		Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Custom: strings.Repeat("x", seam.MaxCustomLen)}}}}
+	if n := Len(Summary(rec)); n > MaxSummary {
+		t.Errorf("summary %d long", n)
+	}
+}
+
+func TestCutAndSplit(t *testing.T) {
+	esc := func(s string) string { return strings.NewReplacer("&", "&amp;", "<", "&lt;").Replace(s) }
+	s := strings.Repeat("line with <tags> & 😀 emoji\n", 500)
+	pieces := Split(s, 100, esc)
+	if strings.Join(pieces, "") != s {
+		t.Fatal("the pieces do not add up to the text")
+	}
+	for i, p := range pieces {
+		if n := Len(esc(p)); n > 100 {
+			t.Fatalf("piece %d is %d long escaped", i, n)
+		}
+		if i < len(pieces)-1 && !strings.HasSuffix(p, "\n") && !strings.HasSuffix(p, " ") {
+			t.Errorf("piece %d breaks inside a word: %q", i, p)
+		}
+	}
+	if got := Truncate("héllo wörld", 6); got != "héllo…" {
+		t.Errorf("Truncate = %q", got)
+	}
+	if got := Truncate("😀😀😀", 5); got != "😀😀…" || Len(got) != 5 {
+		t.Errorf("Truncate by UTF-16 = %q (%d)", got, Len(got))
+	}
+	fit := Fit(strings.Repeat("&", 1000), 200, esc)
+	if Len(fit) > 200 || !strings.Contains(fit, "more characters not shown") {
+		t.Errorf("Fit = %q (%d)", fit, Len(fit))
+	}
+	if got := Fit("short", 200, esc); got != "short" {
+		t.Errorf("Fit of a short text = %q", got)
+	}
+}
+
+func TestPrimary(t *testing.T) {
+	opts := []seam.Option{{Label: "a"}, {Label: "b (Recommended)"}, {Label: "c"}}
+	if got := Primary(seam.Question{Options: opts}); got != 1 {
+		t.Errorf("Primary = %d, want the recommended option", got)
+	}
+	plan := seam.Question{Options: opts, Intent: &seam.Intent{Kind: seam.IntentPlanReview, Approve: "c"}}
+	if got := Primary(plan); got != 2 {
+		t.Errorf("Primary of a plan review = %d, want its approve label", got)
+	}
+	if got := Primary(seam.Question{Options: opts[:1]}); got != -1 {
+		t.Errorf("Primary without a recommendation = %d", got)
+	}
+}

@@ -1,0 +1,162 @@
+package surface
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// Len is the length of s as platforms count it in their limits: UTF-16
+// code units, which is never less than the number of characters, so a
+// string within a limit by Len is within it however the platform counts.
+func Len(s string) int {
+	n := 0
+	for _, r := range s { // invalid UTF-8 ranges as U+FFFD, one unit
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+const ellipsis = "…"
+
+// Truncate returns s if Len(s) <= max, else its longest prefix that fits
+// with "…" appended.
+func Truncate(s string, max int) string {
+	if Len(s) <= max {
+		return s
+	}
+	n, end := 0, 0
+	for i, r := range s {
+		if n += utf16.RuneLen(r); n > max-Len(ellipsis) {
+			break
+		}
+		end = i + len(string(r))
+	}
+	return s[:end] + ellipsis
+}
+
+// Cut splits s so that its head, once escaped with esc (nil: as is), is
+// at most max long. It prefers to break after a newline, then after a
+// space, when one lies in the last quarter of the head. Both parts are
+// returned unescaped; head+rest == s.
+func Cut(s string, max int, esc func(string) string) (head, rest string) {
+	n, end := 0, 0
+	for i, r := range s {
+		w := utf16.RuneLen(r)
+		if esc != nil {
+			w = Len(esc(string(r)))
+		}
+		if n+w > max {
+			break
+		}
+		n += w
+		end = i + utf8.RuneLen(r)
+	}
+	if end == len(s) {
+		return s, ""
+	}
+	cut := end
+	if nl := strings.LastIndexByte(s[:end], '\n'); nl >= 0 && nl+1 >= end*3/4 {
+		cut = nl + 1
+	} else if sp := strings.LastIndexByte(s[:end], ' '); sp >= 0 && sp+1 >= end*3/4 {
+		cut = sp + 1
+	}
+	return s[:cut], s[cut:]
+}
+
+// Split cuts s into pieces that are each, escaped with esc, at most max
+// long; joined they are s. max must leave room for one escaped character.
+func Split(s string, max int, esc func(string) string) []string {
+	var out []string
+	for s != "" {
+		head, rest := Cut(s, max, esc)
+		if head == "" {
+			break // max is too small for even one character
+		}
+		out = append(out, head)
+		s = rest
+	}
+	return out
+}
+
+// PrettyJSON indents raw JSON for people; raw that does not parse is
+// returned as it is.
+func PrettyJSON(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// Fit returns s cut to at most max characters after escaping, with a note
+// saying how much was left out when it was cut, e.g. for tool arguments.
+func Fit(s string, max int, esc func(string) string) string {
+	if esc == nil {
+		esc = func(s string) string { return s }
+	}
+	head, rest := Cut(s, max, esc)
+	if rest == "" {
+		return esc(head)
+	}
+	const note = "\n… (%d more characters not shown)"
+	head, rest = Cut(s, max-Len(fmt.Sprintf(note, Len(s))), esc)
+	return esc(head) + fmt.Sprintf(note, Len(rest))
+}
+
+// RecommendedSuffix marks the option an agent recommends.
+const RecommendedSuffix = "(Recommended)"
+
+// Primary returns the index of the option of q to style as the primary
+// choice: the plan-review intent's approve label, else the first option
+// whose label ends in "(Recommended)", else -1.
+func Primary(q seam.Question) int {
+	if q.IsPlanReview() && q.Intent.Approve != "" {
+		for i, o := range q.Options {
+			if o.Label == q.Intent.Approve {
+				return i
+			}
+		}
+	}
+	for i, o := range q.Options {
+		if strings.HasSuffix(strings.TrimSpace(o.Label), RecommendedSuffix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Asker names who asks, for the line above a request: the caller's name,
+// else its agent id, else "An agent".
+func Asker(c *seam.Caller) string {
+	switch {
+	case c == nil:
+		return "An agent"
+	case c.Name != "":
+		return c.Name
+	case c.Agent != "":
+		return c.Agent
+	}
+	return "An agent"
+}
+
+// InputHint describes what a typed input field takes, for a placeholder.
+func InputHint(typ string) string {
+	switch typ {
+	case seam.InputInteger:
+		return "A whole number"
+	case seam.InputNumber:
+		return "A number"
+	case seam.InputBoolean:
+		return "true or false"
+	}
+	return "Your answer"
+}
