@@ -180,7 +180,9 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 }
 
 // encode returns the request body and the hash that tells one request from
-// another under the same tool_call_id.
+// another under the same tool_call_id. The caller is left out of the hash:
+// it only says who asks, and an agent restarted under a new agent id must
+// still re-attach to its question.
 func (nr NewRequest) encode() (body []byte, hash string, err error) {
 	switch nr.Kind {
 	case seam.KindQuestion:
@@ -196,10 +198,9 @@ func (nr NewRequest) encode() (body []byte, hash string, err error) {
 	whole, err := json.Marshal(struct {
 		Kind      seam.Kind       `json:"kind"`
 		Route     string          `json:"route"`
-		Caller    *seam.Caller    `json:"caller"`
 		Body      json.RawMessage `json:"body"`
 		ExpiresIn time.Duration   `json:"expires_in"`
-	}{nr.Kind, nr.Route, nr.Caller, body, nr.ExpiresIn})
+	}{nr.Kind, nr.Route, body, nr.ExpiresIn})
 	if err != nil {
 		return nil, "", err
 	}

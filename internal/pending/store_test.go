@@ -88,7 +88,7 @@ func TestCreate(t *testing.T) {
 		}{
 			{"same client, tool_call_id and body", question("alice", "call-same"), question("alice", "call-same"), true, nil},
 			{"same tool_call_id, other question text", question("alice", "call-text"), changedText, false, ErrConflict},
-			{"same tool_call_id, other caller", question("alice", "call-caller"), changedCaller, false, ErrConflict},
+			{"same tool_call_id, other caller (a restarted agent)", question("alice", "call-caller"), changedCaller, true, nil},
 			{"same tool_call_id, other expiry", question("alice", "call-expiry"), changedExpiry, false, ErrConflict},
 			{"other client, same tool_call_id", question("alice", "call-client"), question("bob", "call-client"), false, nil},
 			{"same tool_call_id, other kind", question("alice", "call-kind"), approval("alice", "call-kind"), false, nil},

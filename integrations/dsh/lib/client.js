@@ -1,0 +1,168 @@
+// A small client of askbridge's HTTP API (docs/api.md): create a request,
+// long-poll it until it ends, withdraw it. No dependencies: Node's fetch.
+
+import { randomUUID } from 'node:crypto'
+
+/**
+ * Network errors after which the request may have reached the bridge (the
+ * connection broke or timed out mid-call). Any other failure (refused, no
+ * such host, a connect timeout, TLS, a bad port) means nothing was sent.
+ */
+const MAYBE_SENT = new Set([
+  'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
+  'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'TIMEOUT',
+])
+
+/**
+ * An error the bridge answered with: `{"error": {"code", "message"}}` and its
+ * HTTP status, or a body that is not one (a proxy's error page).
+ */
+export class BridgeError extends Error {
+  constructor (status, code, message) {
+    super(message)
+    this.name = 'BridgeError'
+    this.status = status
+    this.code = code
+  }
+}
+
+/** A call that never got an HTTP response: refused, reset, timed out. */
+export class NetworkError extends Error {
+  constructor (message, cause, code, detail) {
+    super(message, { cause })
+    this.name = 'NetworkError'
+    this.code = code
+    /** What went wrong, without the method and URL. */
+    this.detail = detail ?? message
+    /** True when the connection itself failed, so nothing was sent. */
+    this.connect = !MAYBE_SENT.has(code)
+  }
+}
+
+/** The code (ECONNREFUSED, ...) and the innermost message of a fetch failure. */
+function networkCause (err) {
+  let code, message
+  for (let e = err, i = 0; e && i < 6; e = e.cause, i++) {
+    if (e.name === 'TimeoutError') code ??= 'TIMEOUT'
+    if (typeof e.code === 'string' && !code) code = e.code
+    if (e instanceof AggregateError && e.errors?.length) e = { cause: e.errors[0], message: e.message }
+    if (typeof e.message === 'string' && e.message !== '') message = e.message
+  }
+  return { code, message: message ?? String(err) }
+}
+
+/** Whether a failed call may succeed if made again. */
+export function transient (err) {
+  if (err instanceof NetworkError) return true
+  if (err instanceof BridgeError) {
+    if (err.status === 429 || err.status === 502 || err.status === 504) return true
+    if (err.status === 503) return err.code !== 'NO_PROVIDER'
+  }
+  return false
+}
+
+/** A fresh tool_call_id for a request that has no call id of its own. */
+export function newToolCallID () {
+  return `askbridge-dsh-${randomUUID()}`
+}
+
+function collection (kind) {
+  return kind === 'approval' ? '/v1/approvals' : '/v1/questions'
+}
+
+/**
+ * Sleep `ms`, or until `signal` aborts (then reject with its reason).
+ */
+export function sleep (ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    if (ms <= 0) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+    }
+    const onAbort = () => { done(); reject(signal.reason) }
+    const timer = setTimeout(() => { done(); resolve() }, ms)
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+export class BridgeClient {
+  /**
+   * @param {object} o
+   * @param {string} o.url - base URL, e.g. http://127.0.0.1:8080
+   * @param {string} [o.token] - Bearer token with the ask scope
+   * @param {number} o.callTimeoutMs - deadline of a call that does not long-poll
+   * @param {number} o.graceMs - beyond a long-poll's wait before the client gives up on it
+   */
+  constructor ({ url, token, callTimeoutMs, graceMs }) {
+    this.base = url.replace(/\/+$/, '')
+    this.token = token
+    this.callTimeoutMs = callTimeoutMs
+    this.graceMs = graceMs
+  }
+
+  /** One call; resolves with the decoded 2xx body, rejects with BridgeError or NetworkError. */
+  async call (method, path, { body, query, timeoutMs, signal } = {}) {
+    const url = this.base + path + (query ? `?${new URLSearchParams(query)}` : '')
+    const headers = { accept: 'application/json', 'user-agent': 'askbridge-dsh' }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    if (this.token) headers.authorization = `Bearer ${this.token}`
+    const deadline = AbortSignal.timeout(timeoutMs ?? this.callTimeoutMs)
+    const signals = signal ? AbortSignal.any([signal, deadline]) : deadline
+    let resp, text
+    try {
+      resp = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: signals,
+      })
+      text = await resp.text()
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason
+      const { code, message } = deadline.aborted ? { code: 'TIMEOUT' } : networkCause(err)
+      const why = code === 'TIMEOUT'
+        ? `no response within ${(timeoutMs ?? this.callTimeoutMs) / 1000} s`
+        : code !== undefined && message.includes(code) ? message : [code, message].filter(Boolean).join(' ')
+      throw new NetworkError(`${method} ${this.base}${path}: ${why}`, err, code ?? (resp === undefined ? undefined : 'ECONNRESET'), why)
+    }
+    let data
+    try {
+      data = text === '' ? undefined : JSON.parse(text)
+    } catch {
+      data = undefined
+    }
+    if (resp.status < 200 || resp.status > 299) {
+      const e = data?.error
+      if (e && typeof e.code === 'string' && e.code !== '') {
+        throw new BridgeError(resp.status, e.code, String(e.message ?? e.code))
+      }
+      const snippet = text.trim().slice(0, 200)
+      throw new BridgeError(resp.status, '', `HTTP ${resp.status}${snippet ? `: ${snippet}` : ''}`)
+    }
+    if (data === undefined || typeof data !== 'object') {
+      throw new BridgeError(resp.status, '', `${method} ${path}: the bridge answered HTTP ${resp.status} without a JSON object`)
+    }
+    return data
+  }
+
+  /** POST a request (no wait: the record comes back at once, usually pending). */
+  create (kind, body, signal) {
+    return this.call('POST', collection(kind), { body, signal })
+  }
+
+  /** GET a request, held up to `waitSeconds` until it leaves pending. */
+  get (kind, id, waitSeconds, signal) {
+    return this.call('GET', `${collection(kind)}/${encodeURIComponent(id)}`, {
+      query: waitSeconds > 0 ? { wait: `${waitSeconds}s` } : undefined,
+      timeoutMs: waitSeconds * 1000 + this.graceMs,
+      signal,
+    })
+  }
+
+  /** DELETE: withdraw a request (status cancelled). Idempotent. */
+  cancel (kind, id, timeoutMs) {
+    return this.call('DELETE', `${collection(kind)}/${encodeURIComponent(id)}`, { timeoutMs })
+  }
+}

@@ -1,0 +1,281 @@
+// dsh-user-questions@0.1.0-rc.8: the real UserQuestionService on a real cordis
+// Context, askbridge registered as its one provider, a real bridge process
+// answered through its answer API.
+
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { Context } from '@deepseek-ai/cordis'
+import { UserQuestionError, UserQuestionService } from '@deepseek-ai/dsh-user-questions'
+import askbridge, { SEAM_MESSAGES } from '../lib/index.js'
+import {
+  ASK_TOKEN, Person, buildBridge, cleanup, closedPort, startBridge, unique, within, writeConfig,
+} from './bridge.js'
+
+let build, config, bridge, person
+
+/** Mark a promise handled now; the test awaits it later. */
+function track (promise) {
+  promise.catch(() => {})
+  return promise
+}
+
+const contexts = []
+
+/** A root Context with the rc.8 seam and askbridge as its provider. */
+async function harness (options = {}) {
+  const ctx = new Context()
+  contexts.push(ctx)
+  await ctx.plugin(UserQuestionService)
+  await ctx.plugin(askbridge, { url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...options })
+  // The provider is registered once the userQuestions service is injected.
+  const deadline = Date.now() + 5000
+  while (ctx.userQuestions.provider === undefined) {
+    if (Date.now() > deadline) throw new Error('askbridge did not register as the userQuestions provider')
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  return ctx
+}
+
+/** Assert `promise` rejects with the seam's UserQuestionError of `code` (and `message`, when given). */
+async function rejectsWith (promise, code, message, ms = 15_000) {
+  const err = await within(promise.then(
+    (v) => { throw new Error(`expected ${code}, got an answer: ${JSON.stringify(v)}`) },
+    (e) => e,
+  ), ms, `the ${code} rejection`)
+  assert.ok(err instanceof UserQuestionError, `expected a UserQuestionError, got ${err?.stack ?? err}`)
+  assert.equal(err.code, code, err.message)
+  if (message !== undefined) assert.equal(err.message, message)
+  return err
+}
+
+before(async () => {
+  build = await buildBridge()
+  config = await writeConfig(build.dir)
+  bridge = await startBridge(build.bin, config)
+  person = new Person(bridge.url)
+})
+
+after(async () => {
+  for (const ctx of contexts) await ctx.fiber.dispose()
+  await bridge?.stop()
+  await cleanup(build?.dir)
+})
+
+describe('provider API (dsh-user-questions 0.1.0-rc.8)', () => {
+  let ctx
+  before(async () => { ctx = await harness() })
+
+  test('registers as the provider and not on the waterfall', async () => {
+    const terminal = () => Promise.resolve('terminal')
+    assert.equal(await ctx.waterfall('user-questions/request', { questions: [] }, terminal), 'terminal')
+  })
+
+  test('single select: the answer is exactly the seam shape', async () => {
+    const text = unique('Deploy v2.3 to prod?')
+    const asking = track(ctx.userQuestions.ask({
+      questions: [{
+        id: 'deploy',
+        question: text,
+        header: 'Deploy',
+        options: [{ label: 'Yes, ship it (Recommended)', description: 'ships v2.3' }, { label: 'No' }],
+      }],
+    }))
+    const rec = await person.question(text)
+    assert.equal(rec.status, 'pending')
+    assert.deepEqual(rec.questions, [{
+      id: 'deploy',
+      question: text,
+      header: 'Deploy',
+      options: [{ label: 'Yes, ship it (Recommended)', description: 'ships v2.3' }, { label: 'No' }],
+    }])
+    assert.match(rec.tool_call_id, /^askbridge-dsh-/, 'a request without a call id gets a fresh tool_call_id')
+    assert.deepEqual(rec.caller, { name: 'dsh' })
+    await person.answer(rec.id, [{ id: 'deploy', selected: ['Yes, ship it (Recommended)'] }])
+    const answer = await within(asking, 10_000, 'ask')
+    assert.deepStrictEqual(answer, { answers: [{ id: 'deploy', selected: ['Yes, ship it (Recommended)'] }] })
+  })
+
+  test('multi select, with custom text beside the labels', async () => {
+    const text = unique('Which environments?')
+    const asking = track(ctx.userQuestions.ask({
+      questions: [{
+        id: 'envs',
+        question: text,
+        multiSelect: true,
+        options: [{ label: 'dev' }, { label: 'staging' }, { label: 'prod' }],
+      }],
+    }))
+    const rec = await person.question(text)
+    assert.equal(rec.questions[0].multiSelect, true)
+    await person.answer(rec.id, [{ id: 'envs', selected: ['prod', 'dev'], custom: ' and the canary ' }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), {
+      answers: [{ id: 'envs', selected: ['prod', 'dev'], custom: 'and the canary' }],
+    })
+  })
+
+  test('the model-facing multi_select spelling is a multi-select too', async () => {
+    const text = unique('Pick any')
+    const asking = track(ctx.userQuestions.ask({
+      questions: [{ id: 'm', question: text, multi_select: true, options: [{ label: 'a' }, { label: 'b' }] }],
+    }))
+    const rec = await person.question(text)
+    assert.equal(rec.questions[0].multiSelect, true)
+    await person.answer(rec.id, [{ id: 'm', selected: ['a', 'b'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'm', selected: ['a', 'b'] }] })
+  })
+
+  test('custom text on a single select overrides the selection', async () => {
+    const text = unique('Which branch?')
+    const asking = track(ctx.userQuestions.ask({
+      questions: [{ id: 'branch', question: text, options: [{ label: 'main' }, { label: 'release' }] }],
+    }))
+    const rec = await person.question(text)
+    await person.answer(rec.id, [{ id: 'branch', selected: ['main'], custom: '  hotfix/42  ' }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), {
+      answers: [{ id: 'branch', selected: [], custom: 'hotfix/42' }],
+    })
+  })
+
+  test('skipped questions come back as {id, selected: []}, in request order', async () => {
+    const text = unique('Name the release')
+    const asking = track(ctx.userQuestions.ask({
+      questions: [
+        { id: 'name', question: text },
+        { id: 'notes', question: 'Release notes?', options: [{ label: 'Generate' }, { label: 'Skip' }] },
+        { id: 'tag', question: 'Tag it?', options: [{ label: 'Yes' }, { label: 'No' }] },
+      ],
+    }))
+    const rec = await person.question(text)
+    // Answered out of order, one question left out, one sent as a skip.
+    await person.answer(rec.id, [{ id: 'tag', selected: [] }, { id: 'name', selected: [], custom: 'Aurora' }])
+    const answer = await within(asking, 10_000, 'ask')
+    assert.deepStrictEqual(answer, {
+      answers: [
+        { id: 'name', selected: [], custom: 'Aurora' },
+        { id: 'notes', selected: [] },
+        { id: 'tag', selected: [] },
+      ],
+    })
+    assert.equal(Object.hasOwn(answer.answers[1], 'custom'), false)
+  })
+
+  test('plan-review: the plan and its intent reach the bridge; feedback comes back as custom', async () => {
+    const text = unique('Approve this plan?')
+    const plan = '# Plan\n\n1. Add the index\n2. Backfill\n3. Switch reads'
+    const asking = track(ctx.userQuestions.ask({
+      questions: [{
+        id: 'plan',
+        question: text,
+        detail: plan,
+        options: [{ label: 'Approve' }, { label: 'Keep planning' }],
+        intent: { kind: 'plan-review', approve: 'Approve' },
+      }],
+    }))
+    const rec = await person.question(text)
+    assert.equal(rec.questions[0].detail, plan)
+    assert.deepEqual(rec.questions[0].intent, { kind: 'plan-review', approve: 'Approve' })
+    await person.answer(rec.id, [{ id: 'plan', selected: ['Keep planning'], custom: 'Backfill in batches of 1k' }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), {
+      answers: [{ id: 'plan', selected: [], custom: 'Backfill in batches of 1k' }],
+    })
+
+    const text2 = unique('Approve the revised plan?')
+    const asking2 = track(ctx.userQuestions.ask({
+      questions: [{
+        id: 'plan',
+        question: text2,
+        detail: plan,
+        options: [{ label: 'Approve' }, { label: 'Keep planning' }],
+        intent: { kind: 'plan-review', approve: 'Approve' },
+      }],
+    }))
+    await person.answer((await person.question(text2)).id, [{ id: 'plan', selected: ['Approve'] }])
+    assert.deepStrictEqual(await within(asking2, 10_000, 'ask'), { answers: [{ id: 'plan', selected: ['Approve'] }] })
+  })
+
+  test('the turn aborted mid-wait: the bridge request is cancelled, ASK_ABORTED', async () => {
+    const text = unique('Proceed with the cleanup?')
+    const turn = new AbortController()
+    const asking = track(ctx.userQuestions.ask({
+      questions: [{ id: 'cleanup', question: text, options: [{ label: 'Yes' }, { label: 'No' }] }],
+      signal: turn.signal,
+    }))
+    const rec = await person.question(text)
+    turn.abort(new Error('turn interrupted'))
+    await rejectsWith(asking, 'ASK_ABORTED', SEAM_MESSAGES.ASK_ABORTED, 5000)
+    const after = await person.get('question', rec.id)
+    assert.equal(after.status, 'cancelled')
+    assert.deepEqual(after.error, { code: 'ASK_ABORTED', message: 'ask_user_question was aborted before the user answered' })
+  })
+
+  test('dismissed by the person: ASK_CANCELLED with the seam message', async () => {
+    const text = unique('Rotate the keys now?')
+    const asking = track(ctx.userQuestions.ask({ questions: [{ id: 'rotate', question: text }] }))
+    const rec = await person.question(text)
+    await person.dismiss('question', rec.id)
+    await rejectsWith(asking, 'ASK_CANCELLED', 'the user cancelled ask_user_question')
+  })
+
+  test('the bridge refuses a malformed request with the seam code', async () => {
+    const err = await rejectsWith(track(ctx.userQuestions.ask({
+      questions: [{ id: 'dup', question: unique('Dup?'), options: [{ label: 'A' }, { label: 'A' }] }],
+    })), 'INVALID_REQUEST')
+    assert.match(err.message, /label/i)
+  })
+})
+
+describe('provider API: ends without an answer', () => {
+  test('expired: ASK_TIMED_OUT with the seam message', async () => {
+    const ctx = await harness({ expiresIn: '1s' })
+    const text = unique('Anyone there?')
+    const asking = track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: text }] }))
+    const rec = await person.question(text)
+    assert.ok(rec.expires_at, 'the request carries its expiry')
+    await rejectsWith(asking, 'ASK_TIMED_OUT', 'ask_user_question timed out before the user answered', 10_000)
+  })
+
+  test('no answerer on the bridge (503 NO_PROVIDER): the seam NO_PROVIDER error', async () => {
+    const ctx = await harness({ route: 'nowhere' })
+    const text = unique('Nobody takes this')
+    await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: text }] })),
+      'NO_PROVIDER', 'no user-questions answerer accepted the request', 5000)
+    const pending = await person.call('GET', '/v1/questions?status=pending')
+    assert.equal(pending.questions.some((r) => r.questions[0].question === text), false, 'nothing is left behind')
+  })
+
+  test('a bad token is a clear error, not a hang', async () => {
+    const ctx = await harness({ token: 'not-a-token' })
+    const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Auth?') }] })),
+      'ASKBRIDGE_ERROR', undefined, 5000)
+    assert.equal(err.status, 401)
+    assert.equal(err.bridgeCode, 'UNAUTHORIZED')
+    assert.match(err.message, new RegExp(`askbridge at ${bridge.url}`))
+  })
+})
+
+describe('provider API: bridge down', () => {
+  test('nothing listening: ASKBRIDGE_UNREACHABLE at once, naming the URL', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`
+    const ctx = await harness({ url })
+    const start = Date.now()
+    const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: 'Hello?' }] })),
+      'ASKBRIDGE_UNREACHABLE', undefined, 5000)
+    assert.ok(Date.now() - start < 3000, `took ${Date.now() - start} ms`)
+    assert.match(err.message, new RegExp(`^askbridge at ${url} can't be reached: .*ECONNREFUSED`))
+  })
+
+  test('the bridge dies mid-wait: ASKBRIDGE_UNREACHABLE once retryFor has passed', async () => {
+    const doomed = await startBridge(build.bin, config)
+    try {
+      const ctx = await harness({ url: doomed.url, retryFor: 1, pollWait: 2 })
+      const text = unique('Still there?')
+      const asking = track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: text }] }))
+      await new Person(doomed.url).question(text)
+      await doomed.stop()
+      const err = await rejectsWith(asking, 'ASKBRIDGE_UNREACHABLE', undefined, 10_000)
+      assert.match(err.message, new RegExp(`^askbridge at ${doomed.url} can't be reached: .*still failing after`))
+    } finally {
+      await doomed.stop()
+    }
+  })
+})

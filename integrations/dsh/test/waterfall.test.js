@@ -1,0 +1,296 @@
+// Newer harnesses: questions through the 'user-questions/request' waterfall
+// (emitted as the newer dsh-user-questions source does, see newer-harness.js)
+// and approvals through the REAL dsh-user-approval@0.1.0-rc.8 ApprovalService,
+// on a real cordis Context, answered through a real bridge process.
+
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { Context } from '@deepseek-ai/cordis'
+import { ApprovalService } from '@deepseek-ai/dsh-user-approval'
+import { UserQuestionError } from '@deepseek-ai/dsh-user-questions'
+import askbridge, { Answerer, AskbridgeError, SEAM_MESSAGES, resolveConfig } from '../lib/index.js'
+import { ASK_TOKEN, Person, buildBridge, cleanup, startBridge, unique, within, writeConfig } from './bridge.js'
+import { WaterfallUserQuestionService, fakeAgent } from './newer-harness.js'
+
+let build, bridge, person
+
+/** Mark a promise handled now; the test awaits it later. */
+function track (promise) {
+  promise.catch(() => {})
+  return promise
+}
+
+const contexts = new Set()
+
+/**
+ * A root Context of a newer harness: the waterfall userQuestions service,
+ * the real approval service, a downstream answerer registered first (the
+ * host's own UI), then askbridge, which prepends itself ahead of it.
+ */
+async function harness (options = {}) {
+  const ctx = new Context()
+  contexts.add(ctx)
+  await ctx.plugin(WaterfallUserQuestionService)
+  await ctx.plugin(ApprovalService)
+  const downstream = { questions: [], approvals: [], question: null, approval: null }
+  ctx.on('user-questions/request', (request, next) => {
+    downstream.questions.push(request)
+    return downstream.question ? downstream.question(request) : next()
+  })
+  ctx.on('approval/request', (req, next) => {
+    downstream.approvals.push(req)
+    return downstream.approval ? downstream.approval(req) : next()
+  })
+  await ctx.plugin(askbridge, { url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...options })
+  return { ctx, downstream }
+}
+
+async function dispose (ctx) {
+  contexts.delete(ctx)
+  await ctx.fiber.dispose()
+}
+
+async function rejection (promise, ms = 15_000) {
+  return within(promise.then(
+    (v) => { throw new Error(`expected a rejection, got ${JSON.stringify(v)}`) },
+    (e) => e,
+  ), ms, 'the rejection')
+}
+
+/** Poll the bridge until the record satisfies `ok`; fail after `ms`. */
+async function eventually (kind, id, ok, ms = 5000) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const rec = await person.get(kind, id)
+    if (ok(rec)) return rec
+    if (Date.now() > deadline) throw new Error(`${kind} ${id} never got there: ${JSON.stringify(rec)}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+before(async () => {
+  build = await buildBridge()
+  bridge = await startBridge(build.bin, await writeConfig(build.dir))
+  person = new Person(bridge.url)
+})
+
+after(async () => {
+  for (const ctx of contexts) await ctx.fiber.dispose()
+  await bridge?.stop()
+  await cleanup(build?.dir)
+})
+
+describe('user-questions/request waterfall (newer harness)', () => {
+  let h
+  before(async () => { h = await harness() })
+
+  test('answers first (prepend), with tool_call_id from wait.callId and the agent as caller', async () => {
+    const agent = fakeAgent('session-wf-1')
+    const text = unique('Which region?')
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    const asking = track(h.ctx.userQuestions.ask({
+      agent,
+      wait: { callId, timed: false },
+      questions: [{ id: 'region', question: text, options: [{ label: 'eu-west-1' }, { label: 'us-east-1' }] }],
+    }))
+    const rec = await person.question(text)
+    assert.equal(rec.tool_call_id, callId)
+    assert.deepEqual(rec.caller, { agent: 'session-wf-1', name: 'dsh', session: 'session-wf-1' })
+    await person.answer(rec.id, [{ id: 'region', selected: ['eu-west-1'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'region', selected: ['eu-west-1'] }] })
+    assert.equal(h.downstream.questions.length, 0, 'the host answerer after askbridge never saw it')
+  })
+
+  test('tool_call_id from a plan-review intent.callId; request.callId wins when both are there', async () => {
+    const text = unique('Approve the migration plan?')
+    const question = {
+      id: 'plan',
+      question: text,
+      detail: '1. copy\n2. verify\n3. swap',
+      options: [{ label: 'Approve' }, { label: 'Keep planning' }],
+      intent: { kind: 'plan-review', approve: 'Approve', callId: 'call_exit_plan_1' },
+    }
+    const asking = track(h.ctx.userQuestions.ask({ questions: [question] }))
+    const rec = await person.question(text)
+    assert.equal(rec.tool_call_id, 'call_exit_plan_1')
+    assert.deepEqual(rec.questions[0].intent, { kind: 'plan-review', approve: 'Approve' })
+    await person.answer(rec.id, [{ id: 'plan', selected: ['Approve'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'plan', selected: ['Approve'] }] })
+
+    const text2 = unique('And this one?')
+    const asking2 = track(h.ctx.userQuestions.ask({
+      callId: 'call_durable_7',
+      questions: [{ ...question, question: text2, intent: { ...question.intent, callId: 'call_other' } }],
+    }))
+    const rec2 = await person.question(text2)
+    assert.equal(rec2.tool_call_id, 'call_durable_7')
+    await person.answer(rec2.id, [{ id: 'plan', selected: ['Keep planning'] }])
+    assert.deepStrictEqual(await within(asking2, 10_000, 'ask'), { answers: [{ id: 'plan', selected: ['Keep planning'] }] })
+  })
+
+  test('a restarted agent re-attaches to its pending question by call id, and reads an answer it missed', async () => {
+    const agent = fakeAgent('session-restart')
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    const text = unique('Merge the PR?')
+    const request = () => ({
+      agent,
+      wait: { callId },
+      questions: [{ id: 'merge', question: text, options: [{ label: 'Merge' }, { label: 'Wait' }] }],
+    })
+
+    // The first process asks, then goes away while the question is pending.
+    const first = await harness()
+    const lost = track(first.ctx.userQuestions.ask(request()))
+    const rec = await person.question(text)
+    await dispose(first.ctx)
+    const err = await rejection(lost, 5000)
+    assert.equal(err.code, 'ASK_ABORTED')
+    assert.equal((await person.get('question', rec.id)).status, 'pending', 'unloading does not withdraw the question')
+
+    // The restarted process asks the same call again: the same bridge
+    // request (answering the first one answers it), nothing created anew.
+    const created = await person.created('question')
+    const second = await harness()
+    const again = track(second.ctx.userQuestions.ask(request()))
+    await person.answer(rec.id, [{ id: 'merge', selected: ['Merge'] }])
+    assert.deepStrictEqual(await within(again, 10_000, 'ask'), { answers: [{ id: 'merge', selected: ['Merge'] }] })
+    assert.equal(await person.created('question'), created, 'asked once, not twice')
+
+    // And once more after the answer: it comes straight back.
+    const third = await harness()
+    assert.deepStrictEqual(await within(track(third.ctx.userQuestions.ask(request())), 5000, 'ask'),
+      { answers: [{ id: 'merge', selected: ['Merge'] }] })
+    assert.equal(await person.created('question'), created)
+  })
+
+  test('the turn aborted mid-wait: DELETE on the bridge, ASK_ABORTED', async () => {
+    const text = unique('Drop the table?')
+    const turn = new AbortController()
+    const asking = track(h.ctx.userQuestions.ask({
+      agent: fakeAgent('session-abort'),
+      wait: { callId: `call_${Math.random().toString(36).slice(2)}` },
+      questions: [{ id: 'drop', question: text, options: [{ label: 'Drop' }, { label: 'Keep' }] }],
+      signal: turn.signal,
+    }))
+    const rec = await person.question(text)
+    turn.abort()
+    const err = await rejection(asking, 5000)
+    assert.ok(err instanceof UserQuestionError)
+    assert.equal(err.code, 'ASK_ABORTED')
+    assert.equal(err.message, SEAM_MESSAGES.ASK_ABORTED)
+    assert.equal((await person.get('question', rec.id)).status, 'cancelled')
+    assert.equal(h.downstream.questions.length, 0, 'an abort is not a decline')
+  })
+
+  test('dismissed: ASK_CANCELLED, not handed on', async () => {
+    const text = unique('Page the on-call?')
+    const asking = track(h.ctx.userQuestions.ask({ questions: [{ id: 'page', question: text }] }))
+    await person.dismiss('question', (await person.question(text)).id)
+    const err = await rejection(asking)
+    assert.ok(err instanceof UserQuestionError)
+    assert.equal(err.code, 'ASK_CANCELLED')
+    assert.equal(err.message, 'the user cancelled ask_user_question')
+    assert.equal(h.downstream.questions.length, 0)
+  })
+})
+
+describe('NO_PROVIDER falls through to next()', () => {
+  test('questions: the next answerer answers; with none, the seam NO_PROVIDER', async () => {
+    const { ctx, downstream } = await harness({ route: 'nowhere' })
+    downstream.question = (request) => Promise.resolve({ answers: [{ id: request.questions[0].id, selected: ['local'] }] })
+    const answer = await within(track(ctx.userQuestions.ask({
+      questions: [{ id: 'q', question: unique('Anyone?'), options: [{ label: 'local' }] }],
+    })), 5000, 'ask')
+    assert.deepStrictEqual(answer, { answers: [{ id: 'q', selected: ['local'] }] })
+    assert.equal(downstream.questions.length, 1)
+
+    downstream.question = null // the host's answerer declines too: the waterfall's end
+    const err = await rejection(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Anyone at all?') }] })), 5000)
+    assert.ok(err instanceof UserQuestionError)
+    assert.equal(err.code, 'NO_PROVIDER')
+    assert.equal(err.message, 'no user-questions answerer accepted the request')
+  })
+
+  test('approvals: the next answerer decides; with none, the service fails closed (unavailable)', async () => {
+    const { ctx, downstream } = await harness({ route: 'nowhere' })
+    const agent = fakeAgent('session-np')
+    downstream.approval = () => Promise.resolve('rejected')
+    assert.equal(await within(track(ctx.approval.request({ agent, toolName: 'rm_rf' })), 5000, 'approval'), 'rejected')
+    downstream.approval = null
+    assert.equal(await within(track(ctx.approval.request({ agent, toolName: 'rm_rf' })), 5000, 'approval'), 'unavailable')
+    assert.equal(downstream.approvals.length, 2)
+  })
+})
+
+describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
+  let h
+  before(async () => { h = await harness() })
+
+  const tool = () => `kubectl_apply_${Math.random().toString(36).slice(2, 8)}`
+
+  test('allowed-once, with the call id as tool_call_id', async () => {
+    const agent = fakeAgent('session-appr')
+    const toolName = tool()
+    const deciding = track(h.ctx.approval.request({ agent, toolName, callId: 'call_appr_1', reason: 'writes to the prod cluster' }))
+    const rec = await person.approval(toolName)
+    assert.equal(rec.tool_call_id, 'call_appr_1')
+    assert.equal(rec.call_id, 'call_appr_1')
+    assert.equal(rec.reason, 'writes to the prod cluster')
+    assert.deepEqual(rec.caller, { agent: 'session-appr', name: 'dsh', session: 'session-appr' })
+    await person.decide(rec.id, { outcome: 'allowed-once' })
+    assert.equal(await within(deciding, 10_000, 'approval'), 'allowed-once')
+    assert.deepEqual(agent.session.events.map((e) => e.type), ['turn/start', 'approval/asked', 'approval/decided'])
+    assert.equal(agent.session.events[2].data.outcome, 'allowed-once')
+    assert.equal(h.downstream.approvals.length, 0)
+  })
+
+  test('rejected, and a dismissal counts as a rejection', async () => {
+    const agent = fakeAgent('session-appr-2')
+    const toolName = tool()
+    const deciding = track(h.ctx.approval.request({ agent, toolName, reason: 'deletes a namespace' }))
+    await person.decide((await person.approval(toolName)).id, { outcome: 'rejected', note: 'not today' })
+    assert.equal(await within(deciding, 10_000, 'approval'), 'rejected')
+
+    const toolName2 = tool()
+    const deciding2 = track(h.ctx.approval.request({ agent, toolName: toolName2 }))
+    await person.dismiss('approval', (await person.approval(toolName2)).id)
+    assert.equal(await within(deciding2, 10_000, 'approval'), 'rejected')
+  })
+
+  test('the turn aborted: the service says cancelled and the bridge approval is withdrawn', async () => {
+    const toolName = tool()
+    const turn = new AbortController()
+    const deciding = track(h.ctx.approval.request({ agent: fakeAgent('session-appr-3'), toolName, signal: turn.signal }))
+    const rec = await person.approval(toolName)
+    turn.abort()
+    assert.equal(await within(deciding, 5000, 'approval'), 'cancelled')
+    const ended = await eventually('approval', rec.id, (r) => r.status !== 'pending')
+    assert.equal(ended.status, 'cancelled')
+    assert.equal(ended.error.code, 'ASK_ABORTED')
+  })
+
+  test('expired: the listener throws ASK_TIMED_OUT, which the service fails closed', async () => {
+    const options = { url: bridge.url, token: ASK_TOKEN, expiresIn: 1 }
+    const toolName = tool()
+    const direct = track(new Answerer(resolveConfig(options)).approve({ agent: fakeAgent('s'), toolName }, () => Promise.resolve('next')))
+    await person.approval(toolName)
+    const err = await rejection(direct, 10_000)
+    assert.ok(err instanceof AskbridgeError)
+    assert.equal(err.code, 'ASK_TIMED_OUT')
+    assert.equal(err.message, 'the approval request timed out before the user decided')
+
+    const { ctx } = await harness({ ...options, questions: false })
+
+    const toolName2 = tool()
+    const deciding = track(ctx.approval.request({ agent: fakeAgent('s2'), toolName: toolName2 }))
+    await person.approval(toolName2)
+    assert.equal(await within(deciding, 10_000, 'approval'), 'unavailable')
+  })
+
+  test('approvals: false leaves approval/request alone', async () => {
+    const { ctx, downstream } = await harness({ approvals: false })
+    downstream.approval = () => Promise.resolve('allowed-once')
+    assert.equal(await within(track(ctx.approval.request({ agent: fakeAgent('s'), toolName: tool() })), 5000, 'approval'), 'allowed-once')
+    assert.equal(downstream.approvals.length, 1)
+  })
+})
