@@ -135,6 +135,9 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"answer token can't ask", "POST", "/v1/questions", "tok-answer", deployQ, 403, "FORBIDDEN"},
 		{"ask token can't answer", "POST", "/v1/questions/" + id + "/answer", "tok-ask-a", `{"answers":[]}`, 403, "FORBIDDEN"},
 		{"ask token can't list", "GET", "/v1/questions?status=pending", "tok-ask-a", nil, 403, "FORBIDDEN"},
+		{"unknown tool_call_id", "GET", "/v1/questions?tool_call_id=never", "tok-ask-a", nil, 404, "NOT_FOUND"},
+		{"cancel without tool_call_id", "DELETE", "/v1/questions", "tok-ask-a", nil, 400, "INVALID_REQUEST"},
+		{"cancel unknown tool_call_id", "DELETE", "/v1/questions?tool_call_id=never", "tok-ask-a", nil, 404, "NOT_FOUND"},
 		{"empty body", "POST", "/v1/questions", "tok-ask-a", "", 400, "INVALID_REQUEST"},
 		{"not json", "POST", "/v1/questions", "tok-ask-a", "{", 400, "INVALID_REQUEST"},
 		{"two values", "POST", "/v1/questions", "tok-ask-a", deployQ + deployQ, 400, "INVALID_REQUEST"},
@@ -202,6 +205,20 @@ func TestCreateIsIdempotentPerClientAndToolCall(t *testing.T) {
 	other := do(t, "POST", u+"/v1/questions", "tok-ask-b", body)
 	if other.Status != 201 || other.str("id") == first.str("id") {
 		t.Fatalf("another client with the same tool_call_id: %d %s", other.Status, other.Raw)
+	}
+	// The agent that lost the reply finds its request by tool_call_id, and
+	// only its own; then it cancels it the same way.
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-1", "tok-ask-a", nil); r.Status != 200 || r.str("id") != first.str("id") {
+		t.Fatalf("read by tool_call_id: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, "GET", u+"/v1/approvals?tool_call_id=call-1", "tok-ask-a", nil); r.Status != 404 {
+		t.Fatalf("a question read as an approval by tool_call_id: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-1", "tok-ask-b", nil); r.Status != 200 || r.str("id") != other.str("id") || r.str("status") != "cancelled" {
+		t.Fatalf("cancel by tool_call_id: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, "GET", u+"/v1/questions/"+first.str("id"), "tok-ask-a", nil); r.str("status") != "pending" {
+		t.Fatalf("another client's cancel by the same tool_call_id touched this one: %s", r.Raw)
 	}
 	changed := strings.Replace(body, "Deploy to prod?", "Deploy to staging?", 1)
 	if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", changed); r.Status != 409 || r.code() != "CONFLICT" {

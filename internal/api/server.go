@@ -72,7 +72,8 @@ func New(o Options) *Server {
 		{seam.KindApproval, "/v1/approvals", "decision", s.createApproval, s.decide},
 	} {
 		s.handle("POST "+k.path, s.require(k.create, ScopeAsk))
-		s.handle("GET "+k.path, s.require(s.list(k.kind), ScopeAnswer))
+		s.handle("GET "+k.path, s.require(s.list(k.kind), ScopeAsk, ScopeAnswer))
+		s.handle("DELETE "+k.path, s.require(s.cancelByToolCall(k.kind), ScopeAsk))
 		s.handle("GET "+k.path+"/{id}", s.require(s.get(k.kind), ScopeAsk, ScopeAnswer))
 		s.handle("DELETE "+k.path+"/{id}", s.require(s.cancel(k.kind), ScopeAsk))
 		s.handle("POST "+k.path+"/{id}/"+k.resolveSeg, s.require(k.resolve, ScopeAnswer))
@@ -339,9 +340,19 @@ func (s *Server) get(kind seam.Kind) func(http.ResponseWriter, *http.Request, Cl
 	}
 }
 
+// list answers GET /v1/questions: with ?tool_call_id=, the caller's own
+// request created under it (ask scope); otherwise the pending requests an
+// answerer can work on (answer scope).
 func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
 	return func(w http.ResponseWriter, r *http.Request, c Client) error {
 		q := r.URL.Query()
+		if q.Has("tool_call_id") {
+			r.SetPathValue("id", pending.IDFor(c.Name, kind, q.Get("tool_call_id")))
+			return s.get(kind)(w, r, c)
+		}
+		if !c.Can(ScopeAnswer) {
+			return apiErr(http.StatusForbidden, CodeForbidden, "listing requests needs the answer scope; an asker reads its own with ?tool_call_id=")
+		}
 		if st := q.Get("status"); st != "" && st != string(seam.StatusPending) {
 			return invalid("status: only status=pending can be listed")
 		}
@@ -380,6 +391,20 @@ func (s *Server) cancel(kind seam.Kind) func(http.ResponseWriter, *http.Request,
 			return err
 		}
 		return writeJSON(w, http.StatusOK, recordOf(rec))
+	}
+}
+
+// cancelByToolCall cancels the caller's request created under
+// ?tool_call_id=, for an agent whose turn ended before the create's reply
+// told it the id.
+func (s *Server) cancelByToolCall(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
+	return func(w http.ResponseWriter, r *http.Request, c Client) error {
+		tc := r.URL.Query().Get("tool_call_id")
+		if tc == "" {
+			return invalid("DELETE " + r.URL.Path + " needs ?tool_call_id=, or the id in the path")
+		}
+		r.SetPathValue("id", pending.IDFor(c.Name, kind, tc))
+		return s.cancel(kind)(w, r, c)
 	}
 }
 

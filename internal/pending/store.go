@@ -214,14 +214,20 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 // tool_call_id when there is one, so a retried create finds its record
 // without a second key, random otherwise.
 func newID(nr NewRequest) string {
-	var b [10]byte // 80 bits, 16 characters
 	if nr.ToolCallID != "" {
-		sum := sha256.Sum256([]byte(nr.Client + "\x00" + string(nr.Kind) + "\x00" + nr.ToolCallID))
-		copy(b[:], sum[:])
-	} else {
-		rand.Read(b[:])
+		return IDFor(nr.Client, nr.Kind, nr.ToolCallID)
 	}
+	var b [10]byte // 80 bits, 16 characters
+	rand.Read(b[:])
 	return idEncoding.EncodeToString(b[:])
+}
+
+// IDFor returns the id of the request a client creates under toolCallID,
+// whether or not it exists: an agent that lost a create's reply can read or
+// cancel the request by its tool_call_id without creating it.
+func IDFor(client string, kind seam.Kind, toolCallID string) string {
+	sum := sha256.Sum256([]byte(client + "\x00" + string(kind) + "\x00" + toolCallID))
+	return idEncoding.EncodeToString(sum[:10])
 }
 
 // Get reads a request.
