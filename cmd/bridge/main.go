@@ -41,6 +41,7 @@ commands:
   ask            ask a question and print the answer JSON (for scripts and CI)
   answer ID      answer a pending question (answer-scoped token)
   pending        list pending questions and approvals (answer-scoped token)
+  mcp            serve ask_user_question and request_approval to an MCP client on stdio
   config check   validate a config file and print the effective config
   version        print the version
 
@@ -64,6 +65,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return answer(ctx, rest, stdout, stderr)
 	case "pending":
 		return pendingCmd(ctx, rest, stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, rest, stdin, stdout, stderr)
 	case "config":
 		if len(rest) == 0 || rest[0] != "check" {
 			fmt.Fprintln(stderr, "usage: bridge config check FILE")

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/app"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// mcpProcess is bridge mcp running with its stdin and stdout piped to an
+// MCP client session.
+type mcpProcess struct {
+	cs     *mcp.ClientSession
+	stdin  io.Closer // the client's end of the command's stdin
+	stderr *lockedBuffer
+	exit   chan int
+}
+
+func startMCP(t *testing.T, args ...string) *mcpProcess {
+	t.Helper()
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	p := &mcpProcess{stdin: stdinW, stderr: &lockedBuffer{}, exit: make(chan int, 1)}
+	go func() {
+		p.exit <- run(append([]string{"mcp"}, args...), stdinR, stdoutW, p.stderr)
+		stdoutW.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var err error
+	p.cs, err = mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, nil).
+		Connect(ctx, &mcp.IOTransport{Reader: stdoutR, Writer: stdinW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdinW.Close()
+		p.cs.Close()
+	})
+	return p
+}
+
+type called struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// ask calls ask_user_question with one yes/no question.
+func (p *mcpProcess) ask(ctx context.Context, id string) <-chan called {
+	ch := make(chan called, 1)
+	go func() {
+		res, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
+			"questions": []map[string]any{{"id": id, "question": "Ship " + id + "?", "options": []map[string]any{{"label": "Yes"}, {"label": "No"}}}},
+		}})
+		ch <- called{res, err}
+	}()
+	return ch
+}
+
+// exited waits for the command to exit and checks its status.
+func (p *mcpProcess) exited(t *testing.T, want int) {
+	t.Helper()
+	select {
+	case code := <-p.exit:
+		if code != want {
+			t.Errorf("exit status %d, want %d; stderr:\n%s", code, want, p.stderr.String())
+		}
+	case <-time.After(within):
+		t.Fatal("bridge mcp did not exit within", within)
+	}
+}
+
+// TestMCP runs bridge mcp as an MCP client would: a question asked through
+// it is answered on the bridge, and a question still pending when the
+// client goes away (its end of stdin closes) is withdrawn as the command
+// exits.
+func TestMCP(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	bridge, err := client.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startMCP(t, "--server", url, "--caller", "ci-agent")
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+
+	done := p.ask(ctx, "web")
+	rec := awaitPending(t, url)
+	if rec.Caller == nil || rec.Caller.Name != "ci-agent" {
+		t.Errorf("caller = %+v, want --caller's", rec.Caller)
+	}
+	if _, err := bridge.Answer(ctx, rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"Yes"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var r called
+	select {
+	case r = <-done:
+	case <-time.After(within):
+		t.Fatal("no tool result within", within)
+	}
+	if r.err != nil || len(r.res.Content) != 1 {
+		t.Fatalf("tool result = %+v, %v", r.res, r.err)
+	}
+	if got, want := r.res.Content[0].(*mcp.TextContent).Text, `{"answers":[{"id":"web","selected":["Yes"]}]}`; r.res.IsError || got != want {
+		t.Errorf("tool result = %s (isError %v), want %s", got, r.res.IsError, want)
+	}
+
+	p.ask(ctx, "api")
+	rec = awaitPending(t, url)
+	p.stdin.Close()
+	p.exited(t, exitOK)
+	got, err := bridge.Get(ctx, rec.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != client.StatusCancelled {
+		t.Errorf("pending question after exit: %s, want cancelled", got.Status)
+	}
+	if !strings.Contains(p.stderr.String(), "serving MCP on stdio") {
+		t.Errorf("stderr = %q, want the start-up line", p.stderr.String())
+	}
+}
+
+// TestMCPInterrupted sends the test process SIGINT while a tool call waits:
+// the command withdraws the question, the call ends, and the command exits
+// 0. (The SDK writes no responses once its connection is closing, so the
+// call ends with the connection rather than with ASK_ABORTED.)
+func TestMCPInterrupted(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	p := startMCP(t, "--server", url)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := p.ask(ctx, "web")
+	rec := awaitPending(t, url)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	p.exited(t, exitOK)
+	select {
+	case r := <-done:
+		if r.err == nil && (!r.res.IsError || !strings.HasPrefix(r.res.Content[0].(*mcp.TextContent).Text, "ASK_ABORTED: ")) {
+			t.Errorf("tool result = %+v, want ASK_ABORTED or the connection's end", r.res)
+		}
+	case <-time.After(within):
+		t.Fatal("the tool call did not end within", within)
+	}
+	c, _ := client.New(url)
+	if got, err := c.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
+		t.Errorf("question after Ctrl-C = %+v, %v; want cancelled", got, err)
+	}
+}
+
+func TestMCPUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"mcp", "extra"},
+		{"mcp", "--progress-interval", "0s"},
+		{"mcp", "--no-such-flag"},
+	} {
+		if r := cli(args...); r.code != exitUsage {
+			t.Errorf("bridge %s: exit %d, want %d; stderr %q", strings.Join(args, " "), r.code, exitUsage, r.stderr)
+		}
+	}
+	if r := cli("mcp", "-h"); r.code != exitOK || !strings.Contains(r.stderr, "ask_user_question") {
+		t.Errorf("bridge mcp -h: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

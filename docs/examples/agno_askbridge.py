@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""Answer Agno's human-in-the-loop pauses through askbridge.
+
+Python standard library only: it talks to the bridge's HTTP API (docs/api.md)
+and works on Agno's objects (ToolExecution, RunRequirement) or on their
+to_dict() form alike, so it runs with or without Agno installed.
+docs/agno.md explains the mapping.
+
+In an Agno program:
+
+    from agno_askbridge import Bridge, resolve_paused
+
+    bridge = Bridge(os.environ["BRIDGE_SERVER"], os.environ.get("BRIDGE_TOKEN"))
+    run = agent.run("Email the Q3 report")
+    while run.is_paused:
+        resolve_paused(bridge, run)          # asks people, fills in the answers
+        run = agent.continue_run(run_id=run.run_id, requirements=run.requirements)
+
+As a script it is a self-test of the mapping against a real bridge (CI runs
+it): it asks Agno-shaped requests, plays the person through the answer API,
+and checks what comes back.
+
+    python3 agno_askbridge.py --demo --server http://127.0.0.1:8080
+    python3 agno_askbridge.py --demo --start-bridge ./bridge    # runs `bridge serve` itself
+
+Environment: BRIDGE_SERVER (default of --server), BRIDGE_TOKEN (the agent's
+token, ask scope), BRIDGE_ANSWER_TOKEN (the demo person's, answer scope;
+neither is needed for an open bridge).
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+# Agno's UserInputField.field_type (a Python type, or its __name__ once
+# serialised) -> the bridge's input.type. list and dict are asked as text
+# and parsed as JSON.
+INPUT_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+class BridgeError(Exception):
+    """An error of the bridge: code (NO_PROVIDER, ASK_CANCELLED, ...) and message."""
+
+    def __init__(self, code, message, status=None):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+class Bridge:
+    """A minimal client of the bridge's v1 API."""
+
+    def __init__(self, server, token=None, poll_wait=25, retry_for=120):
+        self.server = server.rstrip("/")
+        self.token = token
+        self.poll_wait = poll_wait
+        self.retry_for = retry_for
+
+    def call(self, method, path, body=None, wait=0):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", "Bearer " + self.token)
+        try:
+            with urllib.request.urlopen(req, timeout=wait + 30) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as e:
+            try:
+                err = json.load(e)["error"]
+            except (ValueError, KeyError, TypeError):
+                err = {"code": "HTTP_%d" % e.code, "message": e.reason}
+            raise BridgeError(err["code"], err["message"], e.code) from None
+
+    def ask(self, kind, body):
+        """Create a request (kind "questions" or "approvals") and wait until it
+        ends. Returns the record when answered; raises BridgeError with the
+        seam's code otherwise. The same tool_call_id and body re-attach to the
+        request already made, so a restarted agent does not ask twice."""
+        rec = self.call("POST", f"/v1/{kind}", body)
+        failing_since = None
+        while rec["status"] == "pending":
+            try:
+                rec = self.call("GET", f"/v1/{kind}/{urllib.parse.quote(rec['id'])}?wait={self.poll_wait}s", wait=self.poll_wait)
+                failing_since = None
+                continue
+            except BridgeError as e:
+                if e.status != 503:
+                    raise
+            except (urllib.error.URLError, OSError):
+                pass
+            # Ride out a restarting bridge (network errors, 503 UNAVAILABLE).
+            failing_since = failing_since or time.monotonic()
+            if time.monotonic() - failing_since > self.retry_for:
+                raise BridgeError("ASKBRIDGE_UNREACHABLE", f"askbridge at {self.server} failed for {self.retry_for}s")
+            time.sleep(1)
+        if rec["status"] != "answered":
+            err = rec.get("error") or {"code": rec["status"].upper(), "message": rec["status"]}
+            raise BridgeError(err["code"], err["message"])
+        return rec
+
+
+# --- Agno's shapes -----------------------------------------------------------
+
+
+def _get(obj, name, default=None):
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def _set(obj, name, value):
+    if isinstance(obj, dict):
+        obj[name] = value
+    else:
+        setattr(obj, name, value)
+
+
+def _type_name(field_type):
+    return field_type if isinstance(field_type, str) else getattr(field_type, "__name__", "str")
+
+
+def _prefill(value):
+    # The bridge takes a JSON string, number or boolean as input.value.
+    return value if isinstance(value, (str, int, float, bool)) else json.dumps(value)
+
+
+def _tool_and_fields(target):
+    """The ToolExecution of target (a RunRequirement or the tool itself) and
+    the user_input_schema to fill."""
+    tool = _get(target, "tool_execution") or target
+    return tool, _get(target, "user_input_schema") or _get(tool, "user_input_schema") or []
+
+
+def user_input_request(target, review_filled=False):
+    """The question request for a tool call that requires_user_input (its
+    RunRequirement, or its ToolExecution).
+
+    One question per field of user_input_schema whose value is None; the
+    fields the agent filled are shown in the detail. With review_filled the
+    person also sees those as optional fields prefilled with the agent's
+    values, to keep or correct."""
+    tool, fields = _tool_and_fields(target)
+    tool_name = _get(tool, "tool_name") or "tool"
+    filled = [f for f in fields if _get(f, "value") is not None]
+    questions = []
+    for f in fields:
+        value = _get(f, "value")
+        if value is not None and not review_filled:
+            continue
+        name = _get(f, "name")
+        field_input = {"type": INPUT_TYPES.get(_type_name(_get(f, "field_type")), "string")}
+        if value is None:
+            field_input["required"] = True
+        else:
+            field_input["value"] = _prefill(value)
+        questions.append({
+            "id": name,
+            "question": _get(f, "description") or f"{name}?",
+            "header": tool_name[:100],
+            "input": field_input,
+        })
+    if not questions:
+        return None
+    if filled and not review_filled:
+        questions[0]["detail"] = f"`{tool_name}` is called with:\n" + "\n".join(
+            f"- **{_get(f, 'name')}**: {json.dumps(_get(f, 'value'), ensure_ascii=False)}" for f in filled)
+    body = {"questions": questions}
+    if _get(tool, "tool_call_id"):
+        body["tool_call_id"] = f"agno:{_get(tool, 'tool_call_id')}:input"
+    return body
+
+
+def parse_input(text, field_type):
+    """The bridge's answer text (canonical: booleans are true/false) as the
+    field's Python type."""
+    t = _type_name(field_type)
+    if t == "int":
+        return int(text)
+    if t == "float":
+        return float(text)
+    if t == "bool":
+        return text == "true"
+    if t in ("list", "dict"):
+        return json.loads(text)
+    return text
+
+
+def apply_answer(target, answer):
+    """Write an answer into the user_input_schema values of target (a
+    RunRequirement, and its tool's copy, or a ToolExecution). A question left
+    blank (a reviewed field) keeps the agent's value."""
+    by_id = {a["id"]: a for a in answer["answers"]}
+    tool, fields = _tool_and_fields(target)
+    lists = [fields]
+    if tool is not target and _get(tool, "user_input_schema") not in (None, fields):
+        lists.append(_get(tool, "user_input_schema"))
+    for schema in lists:
+        for f in schema:
+            item = by_id.get(_get(f, "name"))
+            if item and item.get("custom") is not None:
+                _set(f, "value", parse_input(item["custom"], _get(f, "field_type")))
+
+
+def approval_request(tool, reason=None):
+    """The approval request for a ToolExecution that requires_confirmation."""
+    body = {"tool_name": _get(tool, "tool_name") or "tool", "arguments": _get(tool, "tool_args") or {}}
+    if reason:
+        body["reason"] = reason
+    if _get(tool, "tool_call_id"):
+        body["tool_call_id"] = f"agno:{_get(tool, 'tool_call_id')}:confirm"
+    return body
+
+
+def apply_decision(target, decision):
+    """allowed-once confirms the tool call; rejected rejects it, with the
+    person's note as confirmation_note. target is a RunRequirement (whose
+    confirm()/reject() also set its tool's confirmed) or a ToolExecution."""
+    allowed = decision["outcome"] == "allowed-once"
+    if hasattr(target, "confirm") and hasattr(target, "reject"):
+        target.confirm() if allowed else target.reject()
+        tool = _get(target, "tool_execution")
+    else:
+        _set(target, "confirmed", allowed)
+        tool = None
+    for obj in (target, tool):
+        if obj is not None:
+            _set(obj, "confirmation_note", decision.get("note"))
+
+
+def confirm_tool(bridge, target, reason=None):
+    """Ask for approval of a tool call and apply the decision. A request that
+    ends without a decision (dismissed, expired) rejects the call: the tool
+    must not run without a person's yes."""
+    tool = _get(target, "tool_execution") or target
+    try:
+        decision = bridge.ask("approvals", approval_request(tool, reason))["decision"]
+    except BridgeError as e:
+        if e.code not in ("ASK_CANCELLED", "ASK_TIMED_OUT"):
+            raise
+        decision = {"outcome": "rejected", "note": e.message}
+    apply_decision(target, decision)
+    return decision
+
+
+def fill_tool(bridge, target, review_filled=False):
+    """Ask for the missing input fields of a tool call (its RunRequirement or
+    ToolExecution) and fill them in."""
+    body = user_input_request(target, review_filled)
+    if body is not None:
+        apply_answer(target, bridge.ask("questions", body)["answer"])
+
+
+def resolve_paused(bridge, run):
+    """Resolve every pause of a paused Agno run through the bridge: Agno 2's
+    run.active_requirements, or the tools of older versions."""
+    requirements = _get(run, "active_requirements")
+    if requirements is not None:
+        for req in requirements:
+            if _get(req, "needs_user_input"):
+                fill_tool(bridge, req)
+            elif _get(req, "needs_confirmation"):
+                confirm_tool(bridge, req)
+        return
+    for tool in _get(run, "tools_requiring_user_input") or []:
+        fill_tool(bridge, tool)
+    for tool in _get(run, "tools_requiring_confirmation") or []:
+        confirm_tool(bridge, tool)
+
+
+# --- the self-test (--demo) --------------------------------------------------
+
+
+def _person(bridge, kind, tool_call_id, respond, errors):
+    """Play the person: wait for the request with tool_call_id to be pending,
+    then respond to it."""
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            pending = bridge.call("GET", f"/v1/{kind}?status=pending")[kind]
+            mine = [r for r in pending if r.get("tool_call_id") == tool_call_id]
+            if mine:
+                respond(mine[0])
+                return
+            time.sleep(0.02)
+        errors.append(f"no pending {kind} with tool_call_id {tool_call_id}")
+    except Exception as e:  # reported by the main thread
+        errors.append(f"the person failed: {e!r}")
+
+
+def _expect(what, got, want):
+    if got != want:
+        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
+
+
+def demo(agent, person):
+    # A ToolExecution as Agno serialises it (to_dict), paused for user input:
+    # the agent filled subject; the person must give the rest.
+    send = {
+        "tool_call_id": "call_send_1", "tool_name": "send_report",
+        "tool_args": {"subject": "Q3 report"},
+        "requires_user_input": True,
+        "user_input_schema": [
+            {"name": "subject", "field_type": "str", "description": "Subject line", "value": "Q3 report"},
+            {"name": "to_address", "field_type": "str", "description": "Who should receive the report?", "value": None},
+            {"name": "copies", "field_type": "int", "description": "How many printed copies?", "value": None},
+            {"name": "budget", "field_type": "float", "description": "Printing budget in EUR?", "value": None},
+            {"name": "urgent", "field_type": "bool", "description": "Mark it urgent?", "value": None},
+        ],
+    }
+    errors = []
+
+    def answer_send(rec):
+        _expect("questions asked", [q["id"] for q in rec["questions"]], ["to_address", "copies", "budget", "urgent"])
+        _expect("input of copies", rec["questions"][1]["input"], {"type": "integer", "required": True})
+        person.call("POST", f"/v1/questions/{rec['id']}/answer", {"answers": [
+            {"id": "to_address", "selected": [], "custom": " ada@example.com "},
+            {"id": "copies", "selected": [], "custom": "3"},
+            {"id": "budget", "selected": [], "custom": "12.5"},
+            {"id": "urgent", "selected": [], "custom": "yes"},
+        ]})
+
+    t = threading.Thread(target=_person, args=(person, "questions", "agno:call_send_1:input", answer_send, errors))
+    t.start()
+    fill_tool(agent, send)
+    t.join()
+    if errors:
+        raise AssertionError("; ".join(errors))
+    values = {f["name"]: f["value"] for f in send["user_input_schema"]}
+    _expect("filled values", values, {"subject": "Q3 report", "to_address": "ada@example.com", "copies": 3, "budget": 12.5, "urgent": True})
+    print("user input:", json.dumps(values))
+
+    # Two tool calls paused for confirmation: one rejected with a note, one allowed.
+    for call_id, outcome, note, want_confirmed in [
+        ("call_del_1", "rejected", "not the prod table", False),
+        ("call_del_2", "allowed-once", None, True),
+    ]:
+        tool = {"tool_call_id": call_id, "tool_name": "delete_rows", "tool_args": {"table": "events", "older_than_days": 30},
+                "requires_confirmation": True}
+
+        def decide(rec, outcome=outcome, note=note):
+            _expect("approval", (rec["tool_name"], rec["arguments"]), ("delete_rows", {"table": "events", "older_than_days": 30}))
+            person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": outcome, **({"note": note} if note else {})})
+
+        t = threading.Thread(target=_person, args=(person, "approvals", f"agno:{call_id}:confirm", decide, errors))
+        t.start()
+        confirm_tool(agent, tool, reason="clean up old events")
+        t.join()
+        if errors:
+            raise AssertionError("; ".join(errors))
+        _expect(f"{call_id} confirmed", tool["confirmed"], want_confirmed)
+        _expect(f"{call_id} note", tool["confirmation_note"], note)
+        print("confirmation:", call_id, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
+
+    # No answerer for the route: the bridge's NO_PROVIDER reaches the caller.
+    try:
+        agent.call("POST", "/v1/questions", {**user_input_request(send, review_filled=True), "route": "no-such-route"})
+        raise AssertionError("a request to an unknown route was accepted")
+    except BridgeError as e:
+        _expect("unknown route", e.code, "NO_PROVIDER")
+
+
+def start_bridge(binary):
+    """Run `bridge serve` on a free loopback port; return it and its URL."""
+    proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:
+        m = re.search(r'askbridge listening"? addr=(\S+)', line)
+        if m:
+            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep draining
+            return proc, "http://" + m.group(1)
+    proc.wait()
+    raise SystemExit(f"bridge serve exited ({proc.returncode}) before listening")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--demo", action="store_true", help="run the self-test against a bridge")
+    p.add_argument("--server", default=os.environ.get("BRIDGE_SERVER", "http://127.0.0.1:8080"))
+    p.add_argument("--start-bridge", metavar="BINARY", help="start `BINARY serve` on a free port and use it")
+    args = p.parse_args()
+    if not args.demo:
+        p.print_help()
+        return 2
+    proc = None
+    if args.start_bridge:
+        proc, args.server = start_bridge(args.start_bridge)
+    try:
+        agent = Bridge(args.server, os.environ.get("BRIDGE_TOKEN"), poll_wait=5)
+        person = Bridge(args.server, os.environ.get("BRIDGE_ANSWER_TOKEN"))
+        demo(agent, person)
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=15)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

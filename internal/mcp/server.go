@@ -1,0 +1,276 @@
+// Package mcpserver is askbridge's MCP server (bridge mcp): it gives an MCP
+// client (Claude Desktop, Claude Code, Cursor, VS Code, ...) the tools
+// ask_user_question and request_approval, and forwards every call to a
+// bridge through the client package, so that the question reaches a person
+// on Slack or Discord and the answer comes back as the tool's result.
+//
+// Waiting for a person takes minutes; MCP clients give up on a tool call
+// after about one. While a call waits the server sends progress
+// notifications (when the client sent a progressToken), which keeps clients
+// that reset their timeout on progress waiting, and a call repeated with the
+// same arguments re-attaches to the question already asked instead of asking
+// it twice (see asks.go).
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/askbridge/askbridge/client"
+)
+
+// Defaults of Options.
+const (
+	DefaultProgressInterval = 15 * time.Second
+	DefaultReattach         = time.Minute
+)
+
+// Options configures a Server. The zero value is usable.
+type Options struct {
+	// Route, ExpiresIn and Caller go into every request. An empty Caller
+	// becomes the MCP client's name (its clientInfo), shown to the people
+	// who answer.
+	Route     string
+	ExpiresIn time.Duration
+	Caller    *client.Caller
+
+	// ProgressInterval is how often a waiting call sends a progress
+	// notification (when its client sent a progressToken). Default
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
+
+	// Reattach is how long a question stays asked after every call waiting
+	// for it went away, and how long an answer that arrived meanwhile is
+	// kept, for an identical call to pick up. Default DefaultReattach;
+	// negative: withdraw at once and keep nothing.
+	Reattach time.Duration
+
+	Logger  *slog.Logger // default: discard
+	Version string       // the server's version in its MCP serverInfo
+}
+
+// Server is the MCP server. Run serves one MCP session over a transport.
+type Server struct {
+	mcp      *mcp.Server
+	bridge   *client.Client
+	opts     Options
+	log      *slog.Logger
+	instance string // random, names this process's tool_call_ids
+
+	mu      sync.Mutex
+	asks    map[askKey]*ask   // what an identical call attaches to
+	running map[*ask]struct{} // asks whose bridge request has not ended
+	seq     uint64
+	closed  bool
+	wg      sync.WaitGroup // forward goroutines
+
+	trace func(event string) // test hook: "detached" (a call went away), "ended" (a request); s.mu is held
+}
+
+// New returns a server that forwards tool calls to bridge.
+func New(bridge *client.Client, opts Options) *Server {
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.Reattach == 0 {
+		opts.Reattach = DefaultReattach
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	s := &Server{
+		bridge:   bridge,
+		opts:     opts,
+		log:      opts.Logger,
+		instance: hex.EncodeToString(b[:]),
+		asks:     map[askKey]*ask{},
+		running:  map[*ask]struct{}{},
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "askbridge", Title: "askbridge", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       opts.Logger,
+		Capabilities: &mcp.ServerCapabilities{}, // tools only, inferred from the tools added
+	})
+	s.mcp.AddTool(askTool, s.askUserQuestion)
+	s.mcp.AddTool(approvalTool, s.requestApproval)
+	return s
+}
+
+// Run serves one session over t until the client disconnects or ctx ends,
+// then withdraws every question still pending (Close). A Server runs once.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	// The SDK's shutdown waits for the tool calls in flight, and theirs
+	// wait for people: withdrawing the questions first lets them end.
+	stop := context.AfterFunc(ctx, s.Close)
+	defer stop()
+	err := s.mcp.Run(ctx, t)
+	s.Close()
+	return err
+}
+
+func (s *Server) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Questions []client.Question `json:"questions"`
+	}
+	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
+		return toolError(client.CodeInvalidRequest, err.Error()), nil
+	}
+	return s.call(ctx, req, client.QuestionRequest{
+		Questions: args.Questions,
+		Caller:    s.caller(req.Session),
+		Route:     s.opts.Route,
+		ExpiresIn: s.opts.ExpiresIn,
+	})
+}
+
+func (s *Server) requestApproval(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		ToolName  string          `json:"tool_name"`
+		Reason    string          `json:"reason"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
+		return toolError(client.CodeInvalidRequest, err.Error()), nil
+	}
+	if string(args.Arguments) == "null" {
+		args.Arguments = nil
+	}
+	return s.call(ctx, req, client.ApprovalRequest{
+		Approval:  client.Approval{ToolName: args.ToolName, Reason: args.Reason, Arguments: args.Arguments},
+		Caller:    s.caller(req.Session),
+		Route:     s.opts.Route,
+		ExpiresIn: s.opts.ExpiresIn,
+	})
+}
+
+// call asks the bridge r, or re-attaches to an identical pending ask, and
+// waits for the outcome, sending progress notifications meanwhile.
+func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Request) (*mcp.CallToolResult, error) {
+	k, err := key(req.Session, r)
+	if err != nil {
+		return toolError(client.CodeInvalidRequest, err.Error()), nil
+	}
+	a, err := s.attach(k, r)
+	if err != nil {
+		return toolError("", err.Error()), nil
+	}
+	out, err := s.wait(ctx, a, s.progress(ctx, req))
+	if err != nil {
+		// The client cancelled the call (or timed out): it reads no result.
+		return nil, err
+	}
+	if out.err != nil {
+		return errorResult(out.err), nil
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(out.result)}},
+		StructuredContent: out.result,
+	}, nil
+}
+
+// progress returns the progress reporter of req, or nil when its client
+// sent no progressToken.
+func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) func(time.Duration, string) {
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	return func(waited time.Duration, requestID string) {
+		msg := fmt.Sprintf("waiting for a person to answer (%s so far)", waited.Round(time.Second))
+		if requestID != "" {
+			msg = fmt.Sprintf("waiting for a person to answer request %s (%s so far)", requestID, waited.Round(time.Second))
+		}
+		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      waited.Seconds(), // grows with every notification; no total
+			Message:       msg,
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("progress notification failed", "err", err)
+		}
+	}
+}
+
+// caller is who asks: Options.Caller, or the MCP client's name.
+func (s *Server) caller(ss *mcp.ServerSession) *client.Caller {
+	if s.opts.Caller != nil {
+		return s.opts.Caller
+	}
+	if ss == nil {
+		return nil
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.ClientInfo == nil {
+		return nil
+	}
+	name := p.ClientInfo.Title
+	if name == "" {
+		name = p.ClientInfo.Name
+	}
+	if name == "" {
+		return nil
+	}
+	return &client.Caller{Name: name}
+}
+
+// decodeArgs reads a tool call's arguments into v.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("arguments: %w", err)
+	}
+	return nil
+}
+
+// Codes of tool errors that are not the bridge's, as the DeepSeek Harness
+// plugin (integrations/dsh) names them.
+const (
+	codeUnreachable = "ASKBRIDGE_UNREACHABLE" // nothing answers at the bridge's URL
+	codeBridgeError = "ASKBRIDGE_ERROR"       // the bridge answered with an error that has no code
+)
+
+// errorResult is the tool error of a request that ended without an answer
+// or failed: the bridge's code and message (the seam's for ASK_*), or one of
+// the codes above.
+func errorResult(err error) *mcp.CallToolResult {
+	var (
+		e  *client.Error
+		ue *url.Error
+	)
+	switch {
+	case errors.As(err, &e) && e.Code != "":
+		return toolError(e.Code, e.Message)
+	case errors.As(err, &e):
+		return toolError(codeBridgeError, err.Error())
+	case errors.Is(err, client.ErrUnreachable), errors.As(err, &ue):
+		return toolError(codeUnreachable, err.Error())
+	}
+	return toolError(codeBridgeError, err.Error())
+}
+
+// toolError is a tool result with isError set: "CODE: message", or the
+// message alone when there is no code.
+func toolError(code, message string) *mcp.CallToolResult {
+	text := message
+	if code != "" {
+		text = code + ": " + message
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+}

@@ -1,0 +1,644 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+)
+
+// within is how long a test waits for something that should take
+// milliseconds before it fails.
+const within = 10 * time.Second
+
+// env is an MCP client session connected in-process to a Server that
+// forwards to a real bridge, and a client of that bridge to answer with.
+type env struct {
+	srv      *Server
+	cs       *mcp.ClientSession
+	bridge   *client.Client      // the answerer's view of the bridge
+	progress chan progressReport // every progress notification the client got
+	events   chan string         // the server's trace events
+}
+
+type progressReport struct {
+	token    any
+	progress float64
+	message  string
+}
+
+// newBridge starts a bridge with the config yaml ("": the default) and
+// returns its URL.
+func newBridge(t *testing.T, yaml string) string {
+	t.Helper()
+	url, prefix := apptest.Redis(t)
+	return apptest.Start(t, apptest.Config(t, yaml, url, prefix), app.Options{}).URL()
+}
+
+// start connects an MCP client to a new Server with opts on the bridge at
+// url, or on a new bridge when url is "".
+func start(t *testing.T, url string, opts Options) *env {
+	t.Helper()
+	if url == "" {
+		url = newBridge(t, "")
+	}
+	bc, err := client.New(url, client.WithPollWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{
+		bridge:   bc,
+		progress: make(chan progressReport, 1000),
+		events:   make(chan string, 1000),
+	}
+	e.srv = New(bc, opts)
+	e.srv.trace = func(event string) { e.events <- event }
+
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := e.srv.mcp.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			e.progress <- progressReport{req.Params.ProgressToken, req.Params.Progress, req.Params.Message}
+		},
+	})
+	e.cs, err = c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.cs.Close()
+		ss.Wait()
+		e.srv.Close()
+	})
+	return e
+}
+
+// result is what a tool call returned.
+type result struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// call calls tool with args; with a non-empty token it asks for progress.
+func (e *env) call(ctx context.Context, tool string, args any, token string) <-chan result {
+	ch := make(chan result, 1)
+	p := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if token != "" {
+		p.SetProgressToken(token)
+	}
+	go func() {
+		res, err := e.cs.CallTool(ctx, p)
+		ch <- result{res, err}
+	}()
+	return ch
+}
+
+// pending polls the bridge until n requests of kind are pending and returns
+// them; it fails if more turn up.
+func (e *env) pending(t *testing.T, kind client.Kind, n int) []client.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		list, err := e.bridge.Pending(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %d pending %s: %v", n, kind, err)
+		}
+		recs := list.Questions
+		if kind == client.KindApproval {
+			recs = list.Approvals
+		}
+		if len(recs) > n {
+			t.Fatalf("%d %ss pending, want %d: %+v", len(recs), kind, n, recs)
+		}
+		if len(recs) == n {
+			return recs
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d %ss pending after %s, want %d", len(recs), kind, within, n)
+		case <-tick.C:
+		}
+	}
+}
+
+// progressFrom waits for the next progress notification with token.
+func (e *env) progressFrom(t *testing.T, token string) progressReport {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case p := <-e.progress:
+			if p.token == token {
+				return p
+			}
+		case <-deadline:
+			t.Fatalf("no progress notification for %q within %s", token, within)
+		}
+	}
+}
+
+// event waits for the server's next trace event named what.
+func (e *env) event(t *testing.T, what string) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case ev := <-e.events:
+			if ev == what {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %q event within %s", what, within)
+		}
+	}
+}
+
+func await[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatalf("%s: nothing within %s", what, within)
+		panic("unreachable")
+	}
+}
+
+// text is the result's text content, failing unless the call succeeded
+// (isError or not, as want says) with one text item.
+func text(t *testing.T, r result, wantError bool) string {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("CallTool: %v", r.err)
+	}
+	if r.res.IsError != wantError {
+		t.Fatalf("isError = %v, want %v; content %s", r.res.IsError, wantError, mustJSON(t, r.res.Content))
+	}
+	if len(r.res.Content) != 1 {
+		t.Fatalf("content = %s, want one text item", mustJSON(t, r.res.Content))
+	}
+	tc, ok := r.res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content = %T, want text", r.res.Content[0])
+	}
+	return tc.Text
+}
+
+// answerJSON checks a successful result: its text is want, verbatim, and
+// its structured content is the same JSON.
+func answerJSON(t *testing.T, r result, want string) {
+	t.Helper()
+	if got := text(t, r, false); got != want {
+		t.Errorf("text = %s\nwant   %s", got, want)
+	}
+	var got, wantV any
+	if err := json.Unmarshal([]byte(mustJSON(t, r.res.StructuredContent)), &got); err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal([]byte(want), &wantV)
+	if !reflect.DeepEqual(got, wantV) {
+		t.Errorf("structuredContent = %s, want %s", mustJSON(t, r.res.StructuredContent), want)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func yesNo(id string) map[string]any {
+	return map[string]any{"id": id, "question": "Deploy " + id + "?", "header": "Deploy",
+		"options": []map[string]any{{"label": "Yes (Recommended)", "description": "ships v2"}, {"label": "No"}}}
+}
+
+func questions(qs ...map[string]any) map[string]any { return map[string]any{"questions": qs} }
+
+func TestTools(t *testing.T) {
+	e := start(t, "", Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	res, err := e.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		got[tool.Name] = tool
+	}
+	for name, required := range map[string][]string{
+		"ask_user_question": {"questions"},
+		"request_approval":  {"tool_name"},
+	} {
+		tool := got[name]
+		if tool == nil {
+			t.Errorf("no tool %s; tools: %s", name, mustJSON(t, res.Tools))
+			continue
+		}
+		var schema struct {
+			Type     string   `json:"type"`
+			Required []string `json:"required"`
+		}
+		json.Unmarshal([]byte(mustJSON(t, tool.InputSchema)), &schema)
+		if schema.Type != "object" || !reflect.DeepEqual(schema.Required, required) || tool.OutputSchema == nil || tool.Description == "" {
+			t.Errorf("tool %s: input schema %s, output schema %v", name, mustJSON(t, tool.InputSchema), tool.OutputSchema)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("%d tools, want 2", len(got))
+	}
+}
+
+func TestAskUserQuestion(t *testing.T) {
+	e := start(t, "", Options{})
+	multi := map[string]any{"id": "envs", "question": "Which environments?", "multi_select": true,
+		"options": []map[string]any{{"label": "dev"}, {"label": "staging"}, {"label": "prod <eu>"}}}
+
+	for _, tc := range []struct {
+		name    string
+		args    map[string]any
+		check   func(t *testing.T, rec client.Record)
+		respond func(ctx context.Context, id string) (*client.Record, error)
+		want    string // the result's text
+		isError bool
+	}{{
+		name: "single answer",
+		args: questions(yesNo("web")),
+		check: func(t *testing.T, rec client.Record) {
+			want := []client.Question{{ID: "web", Question: "Deploy web?", Header: "Deploy",
+				Options: []client.Option{{Label: "Yes (Recommended)", Description: "ships v2"}, {Label: "No"}}}}
+			if !reflect.DeepEqual(rec.Questions, want) {
+				t.Errorf("questions on the bridge = %+v, want %+v", rec.Questions, want)
+			}
+		},
+		respond: func(ctx context.Context, id string) (*client.Record, error) {
+			return e.bridge.Answer(ctx, id, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"Yes (Recommended)"}}}})
+		},
+		want: `{"answers":[{"id":"web","selected":["Yes (Recommended)"]}]}`,
+	}, {
+		name: "multi-select and free text",
+		args: questions(multi, map[string]any{"id": "why", "question": "Why now?", "detail": "**v2** is ready"}),
+		check: func(t *testing.T, rec client.Record) {
+			if len(rec.Questions) != 2 || !rec.Questions[0].MultiSelect || rec.Questions[1].Detail != "**v2** is ready" {
+				t.Errorf("questions on the bridge = %+v, want envs multi-select and why with its detail", rec.Questions)
+			}
+		},
+		respond: func(ctx context.Context, id string) (*client.Record, error) {
+			return e.bridge.Answer(ctx, id, client.Answer{Answers: []client.AnswerItem{
+				{ID: "envs", Selected: []string{"prod <eu>", "dev"}},
+				{ID: "why", Custom: " the freeze ends today "},
+			}})
+		},
+		want: `{"answers":[{"id":"envs","selected":["prod <eu>","dev"]},{"id":"why","selected":[],"custom":"the freeze ends today"}]}`,
+	}, {
+		name:    "dismissed",
+		args:    questions(yesNo("web")),
+		respond: func(ctx context.Context, id string) (*client.Record, error) { return e.bridge.Dismiss(ctx, id) },
+		want:    "ASK_CANCELLED: the user cancelled ask_user_question",
+		isError: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			done := e.call(ctx, "ask_user_question", tc.args, "")
+			rec := e.pending(t, client.KindQuestion, 1)[0]
+			if rec.Caller == nil || rec.Caller.Name != "test-agent" {
+				t.Errorf("caller = %+v, want the MCP client's name", rec.Caller)
+			}
+			if !strings.HasPrefix(rec.ToolCallID, "mcp-") {
+				t.Errorf("tool_call_id = %q, want one derived by the MCP server", rec.ToolCallID)
+			}
+			if tc.check != nil {
+				tc.check(t, rec)
+			}
+			if _, err := tc.respond(ctx, rec.ID); err != nil {
+				t.Fatal(err)
+			}
+			r := await(t, "the tool call", done)
+			if tc.isError {
+				if got := text(t, r, true); got != tc.want {
+					t.Errorf("error text = %q, want %q", got, tc.want)
+				}
+				if r.res.StructuredContent != nil {
+					t.Errorf("structuredContent = %v on an error", r.res.StructuredContent)
+				}
+				return
+			}
+			answerJSON(t, r, tc.want)
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	url := newBridge(t, "")
+	locked := newBridge(t, "api:\n  tokens:\n    - {name: agent, token: ask-secret, scopes: [ask]}\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+
+	for _, tc := range []struct {
+		name string
+		url  string
+		opts Options
+		args any
+		want string // prefix of the error text
+	}{
+		{"no provider", url, Options{Route: "nope"}, questions(yesNo("web")), "NO_PROVIDER: no user-questions answerer accepted the request"},
+		{"no questions", url, Options{}, map[string]any{}, "EMPTY_QUESTIONS: ask_user_question requires at least one question"},
+		{"duplicate ids", url, Options{}, questions(yesNo("web"), yesNo("web")), "INVALID_REQUEST: "},
+		{"arguments of the wrong type", url, Options{}, map[string]any{"questions": "deploy?"}, "INVALID_REQUEST: arguments: "},
+		{"no token", locked, Options{}, questions(yesNo("web")), "UNAUTHORIZED: "},
+		{"bridge down", down, Options{}, questions(yesNo("web")), "ASKBRIDGE_UNREACHABLE: create question: can't reach the bridge at " + down},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, tc.url, tc.opts)
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			r := await(t, "the tool call", e.call(ctx, "ask_user_question", tc.args, ""))
+			if got := text(t, r, true); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("error text = %q, want it to start %q", got, tc.want)
+			}
+			if tc.url == url {
+				e.pending(t, client.KindQuestion, 0)
+			}
+		})
+	}
+}
+
+func TestRequestApproval(t *testing.T) {
+	e := start(t, "", Options{})
+	for _, tc := range []struct {
+		name     string
+		decision client.Decision
+		want     string
+	}{
+		{"allowed", client.Decision{Outcome: client.OutcomeAllowedOnce}, `{"outcome":"allowed-once"}`},
+		{"rejected with a note", client.Decision{Outcome: client.OutcomeRejected, Note: " not on a Friday "}, `{"outcome":"rejected","note":"not on a Friday"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			done := e.call(ctx, "request_approval", json.RawMessage(`{"tool_name":"kubectl_apply","reason":"roll out v2","arguments":{"file":"v2.yaml","replicas":3}}`), "")
+			rec := e.pending(t, client.KindApproval, 1)[0]
+			if rec.ToolName != "kubectl_apply" || rec.Reason != "roll out v2" || rec.CallID != rec.ToolCallID {
+				t.Errorf("approval on the bridge = %+v", rec)
+			}
+			var args map[string]any
+			if err := json.Unmarshal(rec.Arguments, &args); err != nil || args["file"] != "v2.yaml" || args["replicas"] != 3.0 {
+				t.Errorf("arguments on the bridge = %s (%v)", rec.Arguments, err)
+			}
+			if _, err := e.bridge.Decide(ctx, rec.ID, tc.decision); err != nil {
+				t.Fatal(err)
+			}
+			answerJSON(t, await(t, "the tool call", done), tc.want)
+		})
+	}
+	t.Run("dismissed", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		done := e.call(ctx, "request_approval", map[string]any{"tool_name": "rm"}, "")
+		rec := e.pending(t, client.KindApproval, 1)[0]
+		if _, err := e.bridge.Dismiss(ctx, rec.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := text(t, await(t, "the tool call", done), true); !strings.HasPrefix(got, "ASK_CANCELLED: ") {
+			t.Errorf("error text = %q, want ASK_CANCELLED", got)
+		}
+	})
+}
+
+func TestProgress(t *testing.T) {
+	e := start(t, "", Options{ProgressInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := e.call(ctx, "ask_user_question", questions(yesNo("web")), "tok-1")
+	rec := e.pending(t, client.KindQuestion, 1)[0]
+
+	// Notifications keep coming while the question waits, each further on,
+	// and name the request once it is created.
+	var last float64
+	for n := 1; ; n++ {
+		p := e.progressFrom(t, "tok-1")
+		if p.progress <= last {
+			t.Errorf("progress %v after %v, want it to grow", p.progress, last)
+		}
+		last = p.progress
+		if n >= 3 && strings.Contains(p.message, rec.ID) {
+			break
+		}
+	}
+	if _, err := e.bridge.Answer(ctx, rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	answerJSON(t, await(t, "the tool call", done), `{"answers":[{"id":"web","selected":["No"]}]}`)
+}
+
+// TestReattach checks that identical calls share one bridge request while
+// it is pending, and that an answer no call received goes to the retry.
+func TestReattach(t *testing.T) {
+	answer := func(t *testing.T, e *env, id string) {
+		t.Helper()
+		if _, err := e.bridge.Answer(context.Background(), id, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"Yes (Recommended)"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const want = `{"answers":[{"id":"web","selected":["Yes (Recommended)"]}]}`
+	// The same question, as another client might serialise it.
+	same := json.RawMessage(`{"questions":[{"options":[{"description":"ships v2","label":"Yes (Recommended)"},{"label":"No"}],
+		"header":"Deploy","question":"Deploy web?","id":"web"}]}`)
+
+	t.Run("while another identical call waits", func(t *testing.T) {
+		e := start(t, "", Options{ProgressInterval: 10 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		first := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+		rec := e.pending(t, client.KindQuestion, 1)[0]
+		second := e.call(ctx, "ask_user_question", same, "second")
+		e.progressFrom(t, "second") // it is waiting
+		if got := e.pending(t, client.KindQuestion, 1)[0]; got.ID != rec.ID {
+			t.Fatalf("pending request %s, want %s", got.ID, rec.ID)
+		}
+		answer(t, e, rec.ID)
+		answerJSON(t, await(t, "the first call", first), want)
+		answerJSON(t, await(t, "the second call", second), want)
+	})
+
+	t.Run("after the client gave up on the first call", func(t *testing.T) {
+		e := start(t, "", Options{ProgressInterval: 10 * time.Millisecond})
+		ctx1, giveUp := context.WithCancel(context.Background())
+		first := e.call(ctx1, "ask_user_question", questions(yesNo("web")), "")
+		rec := e.pending(t, client.KindQuestion, 1)[0]
+		giveUp()
+		if r := await(t, "the first call", first); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("first call = %+v, %v; want it cancelled", r.res, r.err)
+		}
+		e.event(t, "detached")
+
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		retry := e.call(ctx, "ask_user_question", same, "retry")
+		e.progressFrom(t, "retry")
+		if got := e.pending(t, client.KindQuestion, 1)[0]; got.ID != rec.ID {
+			t.Fatalf("pending request %s, want the first one, %s, still pending", got.ID, rec.ID)
+		}
+		answer(t, e, rec.ID)
+		answerJSON(t, await(t, "the retry", retry), want)
+	})
+
+	t.Run("answered after the client gave up", func(t *testing.T) {
+		e := start(t, "", Options{})
+		ctx1, giveUp := context.WithCancel(context.Background())
+		e.call(ctx1, "ask_user_question", questions(yesNo("web")), "")
+		rec := e.pending(t, client.KindQuestion, 1)[0]
+		giveUp()
+		e.event(t, "detached")
+		answer(t, e, rec.ID)
+		e.event(t, "ended")
+
+		// The retry gets the answer the first call missed; had it asked
+		// again, nobody would answer and it would not return.
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		answerJSON(t, await(t, "the retry", e.call(ctx, "ask_user_question", same, "")), want)
+		e.pending(t, client.KindQuestion, 0)
+	})
+
+	t.Run("asked again once answered", func(t *testing.T) {
+		e := start(t, "", Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		first := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+		rec := e.pending(t, client.KindQuestion, 1)[0]
+		answer(t, e, rec.ID)
+		answerJSON(t, await(t, "the first call", first), want)
+
+		second := e.call(ctx, "ask_user_question", same, "")
+		again := e.pending(t, client.KindQuestion, 1)[0]
+		if again.ID == rec.ID || again.ToolCallID == rec.ToolCallID {
+			t.Fatalf("second request %s (%s), want a new one after %s (%s)", again.ID, again.ToolCallID, rec.ID, rec.ToolCallID)
+		}
+		if _, err := e.bridge.Dismiss(ctx, again.ID); err != nil {
+			t.Fatal(err)
+		}
+		await(t, "the second call", second)
+	})
+
+	t.Run("different questions are different requests", func(t *testing.T) {
+		e := start(t, "", Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		web := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+		api := e.call(ctx, "ask_user_question", questions(yesNo("api")), "")
+		for _, rec := range e.pending(t, client.KindQuestion, 2) {
+			if _, err := e.bridge.Dismiss(ctx, rec.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		await(t, "the web call", web)
+		await(t, "the api call", api)
+	})
+}
+
+// TestCancel checks that a call the client cancelled withdraws its bridge
+// request: at once, or once the re-attach window passed with no retry.
+func TestCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		reattach time.Duration
+	}{
+		{"at once", -1},
+		{"after the re-attach window", 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, "", Options{Reattach: tc.reattach})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+			rec := e.pending(t, client.KindQuestion, 1)[0]
+			cancel()
+			if r := await(t, "the call", done); !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("call = %+v, %v; want it cancelled", r.res, r.err)
+			}
+			wctx, wcancel := context.WithTimeout(context.Background(), within)
+			defer wcancel()
+			got, err := e.bridge.Get(wctx, rec.ID, within)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != client.StatusCancelled || got.Error == nil || got.Error.Code != client.CodeAborted {
+				t.Errorf("request after the cancel = %s %+v, want cancelled with ASK_ABORTED", got.Status, got.Error)
+			}
+		})
+	}
+}
+
+// TestClose checks that closing the server withdraws what is pending and
+// ends the calls waiting for it.
+func TestClose(t *testing.T) {
+	e := start(t, "", Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+	rec := e.pending(t, client.KindQuestion, 1)[0]
+	e.srv.Close()
+	if got := text(t, await(t, "the call", done), true); !strings.HasPrefix(got, "ASK_ABORTED: ") {
+		t.Errorf("error text = %q, want ASK_ABORTED", got)
+	}
+	got, err := e.bridge.Get(ctx, rec.ID, 0)
+	if err != nil || got.Status != client.StatusCancelled {
+		t.Errorf("request after Close = %+v, %v; want cancelled", got, err)
+	}
+	r := await(t, "a call after Close", e.call(ctx, "ask_user_question", questions(yesNo("web")), ""))
+	if got := text(t, r, true); got != errClosed.Error() {
+		t.Errorf("call after Close = %q, want %q", got, errClosed)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	s := New(nil, Options{})
+	req := client.QuestionRequest{Questions: []client.Question{{ID: "a", Question: "A?"}}}
+	k1, err := key(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := key(nil, client.QuestionRequest{Questions: []client.Question{{ID: "a", Question: "A?"}}})
+	k3, _ := key(nil, client.QuestionRequest{Questions: []client.Question{{ID: "a", Question: "B?"}}})
+	if k1 != k2 || k1 == k3 {
+		t.Errorf("keys: same request %v, different request %v; want equal and different", k1 == k2, k1 == k3)
+	}
+	ap := func(args string) askKey {
+		k, err := key(nil, client.ApprovalRequest{Approval: client.Approval{ToolName: "x", Arguments: json.RawMessage(args)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if ap(`{"a":1,"b":[1.50,"<"]}`) != ap(`{ "b": [1.50, "\u003c"], "a": 1 }`) || ap(`{"a":1}`) == ap(`{"a":2}`) {
+		t.Error("approval keys don't follow the arguments' meaning")
+	}
+	if s.opts.Reattach != DefaultReattach || s.opts.ProgressInterval != DefaultProgressInterval {
+		t.Errorf("defaults: reattach %s, progress %s", s.opts.Reattach, s.opts.ProgressInterval)
+	}
+}
