@@ -19,6 +19,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/discord"
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/slack"
@@ -132,6 +133,19 @@ func buildSurfaces(cfg *config.Config, store *pending.Store, log *slog.Logger) (
 				ix := s.Interactions(d)
 				srv.Mount("POST /slack/interactions", ix)
 				return ix.Run // Socket Mode with slack.app_token; drains callback work on stop
+			})
+		}
+	}
+	if cfg.Discord != nil {
+		s, err := discord.New(cfg, discord.Options{Store: store, Logger: log})
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			set.byName["discord"] = s
+			set.wire = append(set.wire, func(d *dispatch.Dispatcher, srv *api.Server) func(context.Context) error {
+				ix := s.Interactions(d)
+				srv.Mount("POST /discord/interactions", ix)
+				return ix.Run // the gateway with discord.gateway; drains callback work on stop
 			})
 		}
 	}

@@ -77,3 +77,9 @@ func (k keys) thread(session string) string {
 	sum := sha256.Sum256([]byte(session))
 	return k.prefix + "thread:" + hex.EncodeToString(sum[:12])
 }
+
+// lease is a STRING: "<until unix ms>|<holder>", the named lease one
+// replica holds until then, e.g. the Discord gateway connection. Its
+// expiry is judged by the store's clock; a Redis TTL of a few lease
+// lengths only cleans up after holders that vanished.
+func (k keys) lease(name string) string { return k.prefix + "lease:" + name }

@@ -1,0 +1,384 @@
+// Package discord is askbridge's Discord surface: it posts every request as
+// a message with components (buttons, selects, modals) within Discord's
+// limits, takes the clicks and modal submissions back over the signed
+// Interactions Endpoint URL or the gateway, and edits every message when its
+// request ends.
+//
+// Requests go out through discordgo's REST client with its own 429 and 502
+// retries turned off: every call runs under surface.Retry, the policy the
+// Slack surface uses too. Interactions are decoded by this package, not by
+// discordgo, so that modal components discordgo does not know (Label, type
+// 18) are read as well.
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// surfaceName is the name of this surface in routes, posts and responders.
+const surfaceName = "discord"
+
+// Options tune a Surface beyond its config. The zero value of every field
+// has a default.
+type Options struct {
+	Store      *pending.Store // reads requests on callbacks; required
+	Logger     *slog.Logger
+	Retry      surface.Retry
+	HTTPClient *http.Client     // default: 15 s timeout; its Transport is wrapped
+	Now        func() time.Time // default time.Now
+	// LeaseTTL is how long the gateway lease lasts without renewal; the
+	// holder renews it every third of that. Default 30 s.
+	LeaseTTL time.Duration
+}
+
+// Surface posts requests to Discord and edits their messages when they
+// end. It implements dispatch.Surface.
+type Surface struct {
+	cfg   *config.Discord
+	api   *discordgo.Session // REST only; the gateway opens sessions of its own
+	store *pending.Store
+	retry surface.Retry
+	log   *slog.Logger
+	now   func() time.Time
+	opt   Options
+
+	// inPlace is how a click's own message is edited in the interaction
+	// response (UPDATE_MESSAGE) instead of through the REST API.
+	inPlace *inPlace
+
+	targets map[string]*config.DiscordTarget   // by target key, "route/index"
+	routes  map[string][]*config.DiscordTarget // by route name
+}
+
+// New builds the Discord surface of cfg: its discord: section and the
+// Discord targets of its routes.
+func New(cfg *config.Config, opt Options) (*Surface, error) {
+	dc := cfg.Discord
+	switch {
+	case dc == nil:
+		return nil, errors.New("discord: the config has no discord: section")
+	case dc.BotToken.Reveal() == "":
+		return nil, errors.New("discord.bot_token: required")
+	case dc.PublicKey == "" && !dc.Gateway:
+		return nil, errors.New("discord: set public_key (Interactions Endpoint URL) or gateway: true")
+	case opt.Store == nil:
+		return nil, errors.New("discord: no store")
+	}
+	if _, err := publicKey(dc.PublicKey); dc.PublicKey != "" && err != nil {
+		return nil, err
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.HTTPClient == nil {
+		opt.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.LeaseTTL <= 0 {
+		opt.LeaseTTL = 30 * time.Second
+	}
+	api, err := newSession(dc, opt.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	s := &Surface{
+		cfg:     dc,
+		api:     api,
+		store:   opt.Store,
+		retry:   opt.Retry,
+		log:     opt.Logger.With("surface", surfaceName),
+		now:     opt.Now,
+		opt:     opt,
+		inPlace: newInPlace(),
+		targets: map[string]*config.DiscordTarget{},
+		routes:  map[string][]*config.DiscordTarget{},
+	}
+	for _, r := range cfg.Routes {
+		for i, t := range r.Targets {
+			if t.Discord == nil {
+				continue
+			}
+			s.targets[dispatch.TargetKey(r.Name, i)] = t.Discord
+			s.routes[r.Name] = append(s.routes[r.Name], t.Discord)
+		}
+	}
+	return s, nil
+}
+
+// newSession returns a discordgo session that talks to discord.api_url
+// and leaves retrying to us.
+func newSession(dc *config.Discord, client *http.Client) (*discordgo.Session, error) {
+	base, err := url.Parse(dc.APIURL)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, errors.New("discord.api_url must be an absolute URL")
+	}
+	api, err := discordgo.New("Bot " + dc.BotToken.Reveal())
+	if err != nil {
+		return nil, errors.New("discord: creating the client failed")
+	}
+	c := *client
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = &rewrite{from: discordgo.EndpointAPI, to: base.String(), next: next}
+	api.Client = &c
+	api.ShouldRetryOnRateLimit = false // surface.Retry waits Retry-After instead
+	api.MaxRestRetries = 0             // and retries 5xx with backoff
+	api.Identify.Intents = discordgo.IntentsNone
+	api.LogLevel = -1 // discordgo's own log lines may quote bodies and URLs
+	return api, nil
+}
+
+// rewrite sends discordgo's requests, which it builds on its fixed
+// EndpointAPI, to discord.api_url, and records each response's status for
+// the retry policy (discordgo reports a 502 without it).
+type rewrite struct {
+	from, to string
+	next     http.RoundTripper
+}
+
+func (t *rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	if u := req.URL.String(); strings.HasPrefix(u, t.from) {
+		nu, err := url.Parse(t.to + strings.TrimPrefix(u, t.from))
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.URL, req.Host = nu, nu.Host
+	}
+	resp, err := t.next.RoundTrip(req)
+	if rec, ok := req.Context().Value(statusKey{}).(*statusRecord); ok && err == nil {
+		rec.status = resp.StatusCode
+		rec.retryAfter = surface.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return resp, err
+}
+
+type statusKey struct{}
+
+// statusRecord is the status of the last response of one call.
+type statusRecord struct {
+	status     int
+	retryAfter time.Duration
+}
+
+// apiError is a failed Discord call as the retry policy sees it: the
+// HTTP status and Retry-After (as a *surface.HTTPError), and the cause.
+type apiError struct {
+	http  *surface.HTTPError
+	cause error
+}
+
+func (e *apiError) Error() string   { return e.cause.Error() }
+func (e *apiError) Unwrap() []error { return []error{e.http, e.cause} }
+
+// call runs one REST call under the retry policy. f must pass the
+// options it gets to discordgo. Its error names the call and never holds
+// a token: interaction tokens travel in URL paths, so a transport error's
+// URL is cut to its host.
+func (s *Surface) call(ctx context.Context, name string, f func(opts ...discordgo.RequestOption) error) error {
+	err := s.retry.Do(ctx, func(ctx context.Context) error {
+		rec := &statusRecord{}
+		ctx = context.WithValue(ctx, statusKey{}, rec)
+		err := f(discordgo.WithContext(ctx))
+		if err == nil {
+			return nil
+		}
+		var rl *discordgo.RateLimitError
+		if errors.As(err, &rl) && rl.TooManyRequests != nil && rl.RetryAfter > rec.retryAfter {
+			rec.status, rec.retryAfter = http.StatusTooManyRequests, rl.RetryAfter
+		}
+		if rec.status != 0 && (rec.status < 200 || rec.status > 299) {
+			return &apiError{http: &surface.HTTPError{Method: name, Status: rec.status, RetryAfter: rec.retryAfter}, cause: err}
+		}
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			ue.URL = u.Scheme + "://" + u.Host + "/…"
+		}
+	}
+	return fmt.Errorf("discord %s: %w", name, err)
+}
+
+// mentions are the pings a message may make: none but the target's
+// configured mention, a role or a user.
+func mentions(mention string) *discordgo.MessageAllowedMentions {
+	am := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+	if m := mentionRE.FindStringSubmatch(strings.TrimSpace(mention)); m != nil {
+		if m[1] == "&" {
+			am.Roles = []string{m[2]}
+		} else {
+			am.Users = []string{m[2]}
+		}
+	}
+	return am
+}
+
+var mentionRE = regexp.MustCompile(`^<@([!&]?)(\d+)>$`)
+
+// Post posts rec to the target's channel (into its session's thread with
+// thread_by_session) and, when the request is too long for one message,
+// the rest of its text as replies.
+func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Target) ([]pending.Post, error) {
+	tc := t.Config.Discord
+	if tc == nil {
+		return nil, fmt.Errorf("request %s: target %s has no discord section", rec.ID, t.Key)
+	}
+	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
+	m := render(rec, tc.Mention, true)
+	var thread, session string
+	if tc.ThreadBySession {
+		session = sessionKey(rec, tc.Channel)
+	}
+	if session != "" {
+		var err error
+		if thread, err = s.store.Thread(ctx, session); err != nil {
+			log.Warn("reading the session's thread failed; posting in the channel", "err", err)
+		}
+	}
+	channel := tc.Channel
+	if thread != "" {
+		channel = thread
+	}
+	send := &discordgo.MessageSend{
+		Content:         m.content,
+		Embeds:          m.embeds,
+		Components:      m.components,
+		AllowedMentions: mentions(tc.Mention),
+	}
+	var msg *discordgo.Message
+	err := s.call(ctx, "create message", func(opts ...discordgo.RequestOption) (err error) {
+		msg, err = s.api.ChannelMessageSendComplex(channel, send, opts...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
+	}
+	replyIn, ref := channel, &discordgo.MessageReference{MessageID: msg.ID, ChannelID: channel}
+	if session != "" && thread == "" {
+		if th, err := s.startThread(ctx, channel, msg.ID, rec); err != nil {
+			log.Warn("starting the session's thread failed", "err", err)
+		} else if got, err := s.store.SetThread(ctx, session, th); err != nil {
+			log.Warn("recording the session's thread failed", "err", err)
+		} else if got == th {
+			replyIn, ref = th, nil
+		}
+	}
+	for i, more := range m.more {
+		err := s.call(ctx, "create message", func(opts ...discordgo.RequestOption) error {
+			_, err := s.api.ChannelMessageSendComplex(replyIn, &discordgo.MessageSend{
+				Content:         fmt.Sprintf("Continued (%d of %d)", i+1, len(m.more)),
+				Embeds:          []*discordgo.MessageEmbed{more},
+				AllowedMentions: mentions(""),
+				Reference:       ref,
+			}, opts...)
+			return err
+		})
+		if err != nil {
+			// The question and its controls are posted; what is missing is
+			// the tail of a long text.
+			log.Warn("posting the rest of a long request failed", "err", err)
+			break
+		}
+	}
+	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: msg.ID, Thread: thread, PostedAt: s.now().UTC()}}, nil
+}
+
+// startThread starts the thread of a session from its first message.
+func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *pending.Record) (string, error) {
+	name := surface.Truncate(surface.Asker(rec.Caller)+" · "+rec.Caller.Session, 100)
+	var th *discordgo.Channel
+	err := s.call(ctx, "start thread", func(opts ...discordgo.RequestOption) (err error) {
+		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 10080}, opts...)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return th.ID, nil
+}
+
+// Finish edits a message of an ended request: the request stays readable,
+// its controls go, and a line says how it ended. A message whose click is
+// being answered in place gets the outcome in that answer instead.
+func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Post) error {
+	if rec.Status == seam.StatusPending {
+		return nil
+	}
+	if s.inPlace.deliver(p.MessageID, rec) {
+		return nil
+	}
+	m := render(rec, "", false)
+	edit := &discordgo.MessageEdit{
+		ID:              p.MessageID,
+		Channel:         p.Channel,
+		Content:         &m.content,
+		Embeds:          &m.embeds,
+		Components:      &m.components,
+		AllowedMentions: mentions(""),
+	}
+	return s.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
+		_, err := s.api.ChannelMessageEditComplex(edit, opts...)
+		return err
+	})
+}
+
+// target is the configured target a message of rec was posted to: the
+// post's recorded target, else (a click that beat the recording, or an
+// ephemeral message in the same channel) the route's target in that
+// channel or thread.
+func (s *Surface) target(rec *pending.Record, channel, msgID string) *config.DiscordTarget {
+	for _, p := range rec.Posts {
+		if p.Surface == surfaceName && p.MessageID == msgID {
+			if t, ok := s.targets[p.Target]; ok {
+				return t
+			}
+		}
+	}
+	for _, p := range rec.Posts {
+		if p.Surface == surfaceName && (p.Channel == channel || p.Thread == channel) {
+			if t, ok := s.targets[p.Target]; ok {
+				return t
+			}
+		}
+	}
+	for _, t := range s.routes[rec.Route] {
+		if t.Channel == channel {
+			return t
+		}
+	}
+	return nil
+}
+
+// sessionKey names the thread of rec's caller session in channel, or ""
+// when rec has no session.
+func sessionKey(rec *pending.Record, channel string) string {
+	if rec.Caller == nil || rec.Caller.Session == "" {
+		return ""
+	}
+	return surfaceName + "\x00" + channel + "\x00" + rec.Client + "\x00" + rec.Caller.Agent + "\x00" + rec.Caller.Session
+}

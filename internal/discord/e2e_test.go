@@ -1,0 +1,581 @@
+package discord_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/discord"
+)
+
+const (
+	botToken = "MTEwMDAwMDAwMDAwMDAwMDAwMQ.SECRET.BOTTOKENxxxxxxxxxxxxxxxxxxxx"
+	channel  = "1200000000000000001"
+	opsRole  = "1300000000000000009"
+)
+
+var (
+	ada = discord.Member("1500000000000000001", "ada")
+	bob = discord.Member("1500000000000000002", "bob")
+	eve = discord.Member("1500000000000000003", "eve")
+	ops = discord.Member("1500000000000000004", "olga", opsRole)
+)
+
+const defaultTarget = `
+      - discord:
+          channel: "` + channel + `"
+          mention: "<@&` + opsRole + `>"
+          responders:
+            users: ["1500000000000000001", "1500000000000000002"]
+            roles: ["` + opsRole + `"]`
+
+type bridge struct {
+	*app.App
+	fake *discord.FakeDiscord
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func configYAML(fake *discord.FakeDiscord, targets string) string {
+	return fmt.Sprintf(`
+discord:
+  bot_token: %s
+  public_key: %s
+  application_id: "1100000000000000001"
+  api_url: %s
+store:
+  sweep_interval: 50ms
+routes:
+  - name: default
+    targets:%s
+`, botToken, discord.PublicKeyHex(), fake.URL, targets)
+}
+
+func startReplicas(t *testing.T, n int, targets string) []bridge {
+	t.Helper()
+	fake := discord.NewFakeDiscord(t, botToken)
+	url, prefix := apptest.Redis(t)
+	var out []bridge
+	for range n {
+		cfg := apptest.Config(t, configYAML(fake, targets), url, prefix)
+		logs := &syncBuffer{}
+		a, err := app.New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), app.Options{})
+		if err != nil {
+			t.Fatalf("app.New: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("app.Run: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Errorf("the replica did not stop within 15s")
+			}
+			for _, secret := range []string{botToken, "SECRET-INTERACTION-TOKEN"} {
+				if strings.Contains(logs.String(), secret) {
+					t.Errorf("a secret reached the log:\n%s", logs.String())
+				}
+			}
+			if t.Failed() {
+				t.Logf("replica log:\n%s", logs.String())
+			}
+		})
+		out = append(out, bridge{App: a, fake: fake})
+	}
+	return out
+}
+
+func start(t *testing.T, targets string) bridge {
+	t.Helper()
+	return startReplicas(t, 1, targets)[0]
+}
+
+type record struct {
+	m      map[string]any
+	fields map[string]json.RawMessage
+}
+
+func (r record) raw(field string) string { return string(r.fields[field]) }
+
+func (b bridge) do(t *testing.T, method, path string, body any) (int, record) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, b.URL()+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out record
+	raw, _ := io.ReadAll(resp.Body)
+	if len(raw) > 0 {
+		if json.Unmarshal(raw, &out.m) != nil || json.Unmarshal(raw, &out.fields) != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+func (b bridge) create(t *testing.T, path string, body any) string {
+	t.Helper()
+	status, rec := b.do(t, http.MethodPost, path, body)
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, rec)
+	}
+	return rec.m["id"].(string)
+}
+
+func (b bridge) wait(t *testing.T, path, id string) record {
+	t.Helper()
+	status, rec := b.do(t, http.MethodGet, path+"/"+id+"?wait=10s", nil)
+	if status != http.StatusOK {
+		t.Fatalf("wait: %d %v", status, rec)
+	}
+	return rec
+}
+
+func (b bridge) get(t *testing.T, path, id string) record {
+	t.Helper()
+	_, rec := b.do(t, http.MethodGet, path+"/"+id, nil)
+	return rec
+}
+
+// send posts an interaction signed by key at at, as Discord does.
+func (b bridge) send(t *testing.T, payload any, at time.Time) (int, map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(payload)
+	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/discord/interactions", bytes.NewReader(body))
+	req.Header = discord.Sign(discord.SigningKey, at, body)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("interaction: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	if resp.StatusCode == http.StatusOK && out == nil {
+		t.Fatalf("interaction answered 200 without JSON: %s", raw)
+	}
+	return resp.StatusCode, out
+}
+
+// click sends a signed interaction and returns its response.
+func (b bridge) click(t *testing.T, payload any) map[string]any {
+	t.Helper()
+	status, resp := b.send(t, payload, time.Now())
+	if status != http.StatusOK {
+		t.Fatalf("interaction: %d %v", status, resp)
+	}
+	return resp
+}
+
+func respType(resp map[string]any) int {
+	f, _ := resp["type"].(float64)
+	return int(f)
+}
+
+func data(resp map[string]any) map[string]any {
+	d, _ := resp["data"].(map[string]any)
+	return d
+}
+
+// isEphemeral reports whether resp is an ephemeral message to the clicker.
+func isEphemeral(resp map[string]any) bool {
+	f, _ := data(resp)["flags"].(float64)
+	return respType(resp) == 4 && int(f)&64 != 0
+}
+
+func content(resp map[string]any) string {
+	s, _ := data(resp)["content"].(string)
+	return s
+}
+
+func cleanupQuestion() map[string]any {
+	return map[string]any{
+		"questions": []any{map[string]any{
+			"id": "cleanup", "question": "Proceed with the destructive cleanup?", "header": "Confirm",
+			"options": []any{
+				map[string]any{"label": "Yes, delete them (Recommended)", "description": "Removes the three stale files."},
+				map[string]any{"label": "No, keep them"},
+			},
+		}},
+		"caller": map[string]any{"name": "deploy-bot", "session": "run-42"},
+	}
+}
+
+func noControls(body map[string]any) bool { return len(discord.Components(body)) == 0 }
+
+func TestButtonAnswerEndToEnd(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	if msg.Channel != channel {
+		t.Fatalf("posted to %q, want %q", msg.Channel, channel)
+	}
+	yes := discord.Find(msg.Body, "ab:pick:"+id+":0:0")
+	if yes == nil || yes["style"] != float64(1) || yes["label"] != "Yes, delete them (Recommended)" {
+		t.Fatalf("the recommended option is not a primary button: %v", yes)
+	}
+	if txt := discord.Text(msg.Body); !strings.Contains(txt, "Removes the three stale files.") || !strings.HasPrefix(txt, "<@&"+opsRole+"> ") {
+		t.Errorf("the description or the mention is missing:\n%s", txt)
+	}
+	am, _ := msg.Body["allowed_mentions"].(map[string]any)
+	if p, ok := am["parse"].([]any); !ok || len(p) != 0 || fmt.Sprint(am["roles"]) != "["+opsRole+"]" {
+		t.Errorf("allowed_mentions %v: want parse [] and only the configured role", am)
+	}
+
+	waited := make(chan record, 1)
+	go func() { waited <- b.wait(t, "/v1/questions", id) }()
+
+	resp := b.click(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
+	if respType(resp) != 7 {
+		t.Fatalf("the click was answered with %v, want UPDATE_MESSAGE", resp)
+	}
+	if c := content(resp); !strings.Contains(c, "Answered by ada · Yes, delete them (Recommended)") {
+		t.Errorf("the updated message does not say who answered what: %q", c)
+	}
+	if !noControls(data(resp)) || !strings.Contains(discord.Text(data(resp)), "Proceed with the destructive cleanup?") {
+		t.Errorf("the updated message keeps controls or lost the question: %v", data(resp))
+	}
+
+	var rec record
+	select {
+	case rec = <-waited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiting GET did not return")
+	}
+	if got, want := rec.raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
+		t.Errorf("answer %s, want %s", got, want)
+	}
+	by, _ := rec.m["answered_by"].(map[string]any)
+	if by["surface"] != "discord" || by["user_id"] != "1500000000000000001" || by["name"] != "ada" {
+		t.Errorf("answered_by %v", by)
+	}
+	if n := len(b.fake.Calls("edit")); n != 0 {
+		t.Errorf("the clicked message was also edited through the API (%d edits)", n)
+	}
+}
+
+func TestSignatureAndPing(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	payload := discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil)
+
+	if status, _ := b.send(t, payload, time.Now().Add(-6*time.Minute)); status != http.StatusUnauthorized {
+		t.Errorf("a stale timestamp got %d, want 401", status)
+	}
+	body, _ := json.Marshal(payload)
+	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/discord/interactions", bytes.NewReader(body))
+	req.Header = discord.Sign(discord.SigningKey, time.Now(), append(body, ' '))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a bad signature got %d, want 401", resp.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodPost, b.URL()+"/discord/interactions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an unsigned request got %d, want 401", resp.StatusCode)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+		t.Errorf("a refused interaction changed the request: %v", rec.m["status"])
+	}
+	if got := b.click(t, discord.Ping()); respType(got) != 1 {
+		t.Errorf("PING answered %v, want PONG", got)
+	}
+}
+
+func TestRespondersAndLateClicks(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+
+	resp := b.click(t, discord.Click(msg, eve, "ab:pick:"+id+":0:1", nil))
+	if !isEphemeral(resp) || !strings.Contains(content(resp), "can't answer") {
+		t.Errorf("eve was answered %v, want an ephemeral refusal", resp)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+		t.Fatalf("eve's click changed the request")
+	}
+	// olga holds the ops role.
+	resp = b.click(t, discord.Click(msg, ops, "ab:pick:"+id+":0:1", nil))
+	if respType(resp) != 7 {
+		t.Fatalf("a role holder's click got %v", resp)
+	}
+	rec := b.wait(t, "/v1/questions", id)
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+		t.Errorf("answer %s", got)
+	}
+	resp = b.click(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
+	if !isEphemeral(resp) || !strings.HasPrefix(content(resp), "Already answered by olga") {
+		t.Errorf("the late click was answered %v", resp)
+	}
+	if got := b.get(t, "/v1/questions", id).raw("answer"); !strings.Contains(got, "No, keep them") {
+		t.Errorf("a late click changed the answer: %s", got)
+	}
+}
+
+func TestDoubleClickOnTwoReplicas(t *testing.T) {
+	rs := startReplicas(t, 2, defaultTarget)
+	id := rs[0].create(t, "/v1/questions", cleanupQuestion())
+	msg := rs[0].fake.WaitCalls(t, "create", 1)[0]
+
+	var wg sync.WaitGroup
+	resps := make([]map[string]any, 2)
+	wg.Go(func() { resps[0] = rs[0].click(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil)) })
+	wg.Go(func() { resps[1] = rs[1].click(t, discord.Click(msg, bob, "ab:pick:"+id+":0:1", nil)) })
+	wg.Wait()
+
+	rec := rs[1].wait(t, "/v1/questions", id)
+	by := rec.m["answered_by"].(map[string]any)
+	win, lose, label := 0, 1, "Yes, delete them (Recommended)"
+	if by["name"] == "bob" {
+		win, lose, label = 1, 0, "No, keep them"
+	}
+	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
+		t.Errorf("answer %s does not match the winner", got)
+	}
+	if respType(resps[win]) != 7 {
+		t.Errorf("the winner got %v, want UPDATE_MESSAGE", resps[win])
+	}
+	if !isEphemeral(resps[lose]) || !strings.HasPrefix(content(resps[lose]), "Already answered by") {
+		t.Errorf("the loser got %v", resps[lose])
+	}
+}
+
+func TestTypedFieldError(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "replicas", "question": "How many replicas?", "header": "Replicas",
+		"input": map[string]any{"type": "integer", "value": 3, "required": true},
+	}}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	if respType(resp) != 9 {
+		t.Fatalf("Answer… got %v, want a modal", resp)
+	}
+	in := discord.Find(data(resp), "q0")
+	if in == nil || in["required"] != true || in["value"] != "3" || in["type"] != float64(4) {
+		t.Errorf("the modal's input %v: want required set, the prefill", in)
+	}
+	modalID, _ := data(resp)["custom_id"].(string)
+
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow("q0", "three")))
+	if !isEphemeral(resp) || !strings.Contains(content(resp), "Replicas must be a whole number") {
+		t.Errorf("a bad number got %v, want an ephemeral naming the field", resp)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+		t.Fatalf("a bad value was stored: %v", rec.m)
+	}
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow("q0", " 42 ")))
+	if respType(resp) != 7 {
+		t.Fatalf("a good value got %v", resp)
+	}
+	if got := b.wait(t, "/v1/questions", id).raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
+func TestMultiSelect(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "envs", "question": "Deploy where?", "multiSelect": true,
+		"options": []any{map[string]any{"label": "dev"}, map[string]any{"label": "staging"}, map[string]any{"label": "prod"}},
+	}}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	sel := discord.Find(msg.Body, "ab:select:"+id)
+	if sel == nil || sel["max_values"] != float64(3) || sel["min_values"] != float64(1) {
+		t.Fatalf("the multi-select is %v", sel)
+	}
+	resp := b.click(t, discord.Click(msg, bob, sel["custom_id"].(string), []string{"2", "0"}))
+	if respType(resp) != 7 {
+		t.Fatalf("got %v", resp)
+	}
+	if got := b.wait(t, "/v1/questions", id).raw("answer"); got != `{"answers":[{"id":"envs","selected":["prod","dev"]}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
+func TestSeveralQuestionsOneBatch(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{
+		map[string]any{"id": "db", "question": "Which database?", "options": []any{map[string]any{"label": "Postgres"}, map[string]any{"label": "MySQL"}}},
+		map[string]any{"id": "name", "question": "Service name?"},
+		map[string]any{"id": "port", "question": "Port?", "input": map[string]any{"type": "integer"}},
+	}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	if respType(resp) != 9 {
+		t.Fatalf("Answer… got %v", resp)
+	}
+	d := data(resp)
+	if n := len(d["components"].([]any)); n > 5 {
+		t.Errorf("the modal holds %d fields", n)
+	}
+	for _, c := range discord.Components(d) {
+		if c["type"] == float64(4) {
+			if _, ok := c["required"]; !ok {
+				t.Errorf("a text input without required: %v", c)
+			}
+		}
+	}
+	modalID := d["custom_id"].(string)
+
+	resp = b.click(t, discord.Submit(msg, ada, modalID,
+		discord.LabelSelect("q0p0", "1"), discord.LabelText("q1", "billing"), discord.LabelText("q2", "80x"), discord.LabelText("q0o", "")))
+	if !isEphemeral(resp) || !strings.Contains(content(resp), "Question 3 must be a whole number") {
+		t.Errorf("a bad port got %v", resp)
+	}
+	resp = b.click(t, discord.Submit(msg, ada, modalID,
+		discord.LabelSelect("q0p0", "1"), discord.LabelText("q1", "billing"), discord.LabelText("q2", "8080"), discord.LabelText("q0o", "")))
+	if respType(resp) != 7 {
+		t.Fatalf("the batch got %v", resp)
+	}
+	want := `{"answers":[{"id":"db","selected":["MySQL"]},{"id":"name","selected":[],"custom":"billing"},{"id":"port","selected":[],"custom":"8080"}]}`
+	if got := b.wait(t, "/v1/questions", id).raw("answer"); got != want {
+		t.Errorf("answer %s\nwant   %s", got, want)
+	}
+}
+
+func TestApprovalRejectWithReason(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/approvals", map[string]any{
+		"tool_name": "kubectl_apply", "reason": "Roll out v2 @everyone", "arguments": map[string]any{"file": "deploy.yaml"},
+	})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	if txt := discord.Text(msg.Body); !strings.Contains(txt, "kubectl_apply") || !strings.Contains(txt, "deploy.yaml") || strings.Contains(txt, "@everyone") {
+		t.Errorf("the approval does not show the tool and arguments, or pings:\n%s", txt)
+	}
+	resp := b.click(t, discord.Click(msg, bob, "ab:reject:"+id+":0:0", nil))
+	if respType(resp) != 9 {
+		t.Fatalf("Reject got %v", resp)
+	}
+	note := discord.Find(data(resp), "note")
+	if note == nil || note["required"] != false {
+		t.Errorf("the reason field %v must say required: false", note)
+	}
+	resp = b.click(t, discord.Submit(msg, bob, data(resp)["custom_id"].(string), discord.TextRow("note", "  not on a Friday ")))
+	if respType(resp) != 7 || !strings.Contains(content(resp), "Rejected") {
+		t.Fatalf("the rejection got %v", resp)
+	}
+	if got := b.wait(t, "/v1/approvals", id).raw("decision"); got != `{"outcome":"rejected","note":"not on a Friday"}` {
+		t.Errorf("decision %s", got)
+	}
+}
+
+func TestRateLimitStormPostsOnce(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("create", discord.FakeFail{Status: 429, RetryAfter: 0.05}, discord.FakeFail{Status: 429, RetryAfter: 0.05},
+		discord.FakeFail{Status: 502}, discord.FakeFail{Status: 429, RetryAfter: 0.05})
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	if n := len(b.fake.Calls("create")); n != 1 {
+		t.Errorf("posted %d times, want exactly once", n)
+	}
+	if n := len(b.fake.AllCalls("create")); n != 5 {
+		t.Errorf("%d attempts, want 5", n)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+		t.Errorf("status %v", rec.m["status"])
+	}
+}
+
+func TestFailedPostIsNoProvider(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("create", discord.FakeFail{Status: 403})
+	status, rec := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
+	if status != http.StatusServiceUnavailable || !strings.Contains(rec.raw("error"), "NO_PROVIDER") {
+		t.Errorf("got %d %v", status, rec.m)
+	}
+}
+
+func TestDismissAndCancelEditMessages(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	edit := b.fake.WaitCalls(t, "edit", 1)[0]
+	if edit.MessageID != msg.MessageID || !noControls(edit.Body) || !strings.Contains(discord.Text(edit.Body), "Cancelled by the agent") {
+		t.Errorf("the cancel edit %v", edit.Body)
+	}
+
+	id = b.create(t, "/v1/questions", cleanupQuestion())
+	msg = b.fake.WaitCalls(t, "create", 2)[1]
+	resp := b.click(t, discord.Click(msg, ada, "ab:dismiss:"+id+":0:0", nil))
+	if respType(resp) != 7 || !strings.Contains(content(resp), "Dismissed by ada") {
+		t.Errorf("dismiss got %v", resp)
+	}
+	if rec := b.wait(t, "/v1/questions", id); rec.m["status"] != "dismissed" {
+		t.Errorf("status %v", rec.m["status"])
+	}
+}
+
+func TestThreadBySession(t *testing.T) {
+	b := start(t, `
+      - discord:
+          channel: "`+channel+`"
+          thread_by_session: true`)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	first := b.fake.WaitCalls(t, "create", 1)[0]
+	th := b.fake.WaitCalls(t, "thread", 1)[0]
+	if th.MessageID != first.MessageID {
+		t.Errorf("the thread starts from %s, want the first message %s", th.MessageID, first.MessageID)
+	}
+	b.create(t, "/v1/questions", cleanupQuestion())
+	second := b.fake.WaitCalls(t, "create", 2)[1]
+	if second.Channel == channel {
+		t.Errorf("the session's second request went to the channel, not its thread")
+	}
+	if n := len(b.fake.Calls("thread")); n != 1 {
+		t.Errorf("%d threads for one session", n)
+	}
+}

@@ -1,0 +1,340 @@
+package discord
+
+// This file is the test kit shared by the package's tests and its external
+// end-to-end tests: a fake Discord REST API and signed interactions built
+// the way Discord sends them.
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// FakeDiscord is a fake Discord REST API (v10 paths): it creates and edits
+// channel messages, starts threads and takes interaction callbacks like
+// Discord does (JSON in, the message out, 429 with Retry-After and a
+// retry_after body on demand) and records every call.
+type FakeDiscord struct {
+	URL   string // the API base URL, with its final /
+	Token string // the bot token it accepts
+
+	t     testing.TB
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []FakeCall
+	fails map[string][]FakeFail
+	next  int64
+	wake  chan struct{}
+}
+
+// FakeCall is one call the fake answered. Kind is "create", "edit",
+// "thread" or "callback".
+type FakeCall struct {
+	Kind      string
+	Channel   string
+	MessageID string         // the message created or edited
+	Body      map[string]any // the JSON sent
+	Status    int
+}
+
+// FakeFail is a failure the fake answers a call with instead of success.
+type FakeFail struct {
+	Status     int
+	RetryAfter float64 // seconds, for a 429
+}
+
+// NewFakeDiscord starts a fake that accepts token and stops with t.
+func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
+	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{})}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	f.URL = f.srv.URL + "/api/v10/"
+	return f
+}
+
+// FailNext makes the next calls of kind fail, in order.
+func (f *FakeDiscord) FailNext(kind string, fails ...FakeFail) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fails[kind] = append(f.fails[kind], fails...)
+}
+
+// Calls returns the successful calls of kind so far ("" for all).
+func (f *FakeDiscord) Calls(kind string) []FakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []FakeCall
+	for _, c := range f.calls {
+		if (kind == "" || c.Kind == kind) && c.Status < 300 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AllCalls returns every call of kind, failed ones included.
+func (f *FakeDiscord) AllCalls(kind string) []FakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []FakeCall
+	for _, c := range f.calls {
+		if c.Kind == kind {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WaitCalls waits until kind has succeeded n times and returns those
+// calls. It wakes on every call; it never sleeps.
+func (f *FakeDiscord) WaitCalls(t testing.TB, kind string, n int) []FakeCall {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		wake := f.wake
+		f.mu.Unlock()
+		if got := f.Calls(kind); len(got) >= n {
+			return got
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %d %s calls; have %d", n, kind, len(f.Calls(kind)))
+		}
+	}
+}
+
+func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	path := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/api/v10/"), "/"), "/")
+	c := FakeCall{Body: body}
+	switch {
+	case r.Method == http.MethodPost && len(path) == 3 && path[0] == "channels" && path[2] == "messages":
+		c.Kind, c.Channel = "create", path[1]
+	case r.Method == http.MethodPatch && len(path) == 4 && path[0] == "channels" && path[2] == "messages":
+		c.Kind, c.Channel, c.MessageID = "edit", path[1], path[3]
+	case r.Method == http.MethodPost && len(path) == 5 && path[0] == "channels" && path[4] == "threads":
+		c.Kind, c.Channel, c.MessageID = "thread", path[1], path[3]
+	case r.Method == http.MethodPost && len(path) == 4 && path[0] == "interactions" && path[3] == "callback":
+		c.Kind = "callback"
+	default:
+		http.Error(w, `{"message": "404: Not Found", "code": 0}`, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Authorization") != "Bot "+f.Token {
+		c.Status = http.StatusUnauthorized
+		f.record(c)
+		w.WriteHeader(c.Status)
+		io.WriteString(w, `{"message": "401: Unauthorized", "code": 0}`)
+		return
+	}
+	f.mu.Lock()
+	var fail *FakeFail
+	if q := f.fails[c.Kind]; len(q) > 0 {
+		fail, f.fails[c.Kind] = &q[0], q[1:]
+	}
+	f.next++
+	id := strconv.FormatInt(f.next, 10)
+	f.mu.Unlock()
+	if fail != nil {
+		c.Status = fail.Status
+		f.record(c)
+		if fail.Status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.FormatFloat(fail.RetryAfter, 'f', -1, 64))
+			w.WriteHeader(c.Status)
+			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": false}`, fail.RetryAfter)
+			return
+		}
+		w.WriteHeader(c.Status)
+		io.WriteString(w, `{"message": "Internal Server Error", "code": 0}`)
+		return
+	}
+	c.Status = http.StatusOK
+	var out map[string]any
+	switch c.Kind {
+	case "create":
+		c.MessageID = id
+		out = map[string]any{"id": id, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
+	case "edit":
+		out = map[string]any{"id": c.MessageID, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
+	case "thread":
+		out = map[string]any{"id": id, "type": 11, "parent_id": c.Channel, "name": body["name"]}
+	case "callback":
+		c.Status = http.StatusNoContent
+		f.record(c)
+		w.WriteHeader(c.Status)
+		return
+	}
+	f.record(c)
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (f *FakeDiscord) record(c FakeCall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+// SigningKey is the application's Ed25519 key pair in tests.
+var SigningKey = ed25519.NewKeyFromSeed([]byte("askbridge-discord-test-seed-0032"))
+
+// PublicKeyHex is SigningKey's public half as discord.public_key takes it.
+func PublicKeyHex() string { return hex.EncodeToString(SigningKey.Public().(ed25519.PublicKey)) }
+
+// Sign returns the headers Discord sends with body at ts, signed by key.
+func Sign(key ed25519.PrivateKey, ts time.Time, body []byte) http.Header {
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	sig := ed25519.Sign(key, append([]byte(stamp), body...))
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Signature-Ed25519", hex.EncodeToString(sig))
+	h.Set("X-Signature-Timestamp", stamp)
+	return h
+}
+
+// Member is a guild member as interactions carry it.
+func Member(id, name string, roles ...string) map[string]any {
+	if roles == nil {
+		roles = []string{}
+	}
+	return map[string]any{
+		"user":        map[string]any{"id": id, "username": name, "global_name": name, "discriminator": "0", "avatar": nil, "public_flags": 0},
+		"roles":       roles,
+		"nick":        nil,
+		"permissions": "2248473465835073",
+		"joined_at":   "2025-01-01T00:00:00.000000+00:00",
+		"deaf":        false,
+		"mute":        false,
+		"flags":       0,
+	}
+}
+
+var interactionSeq atomic.Int64
+
+func base(typ int, msg FakeCall, member map[string]any, data map[string]any) map[string]any {
+	return map[string]any{
+		"id":             strconv.FormatInt(1400000000000000000+interactionSeq.Add(1), 10),
+		"application_id": "1100000000000000001",
+		"type":           typ,
+		"token":          "aW50ZXJhY3Rpb246SECRET-INTERACTION-TOKEN",
+		"version":        1,
+		"guild_id":       "1000000000000000001",
+		"channel_id":     msg.Channel,
+		"channel":        map[string]any{"id": msg.Channel, "type": 0},
+		"member":         member,
+		"message": map[string]any{
+			"id": msg.MessageID, "channel_id": msg.Channel, "type": 0, "flags": 0,
+			"content": msg.Body["content"], "embeds": msg.Body["embeds"], "components": msg.Body["components"],
+			"author": map[string]any{"id": "1100000000000000001", "username": "askbridge", "bot": true},
+		},
+		"data":            data,
+		"locale":          "en-US",
+		"guild_locale":    "en-US",
+		"app_permissions": "2248473465835073",
+		"entitlements":    []any{},
+	}
+}
+
+// Click is a MESSAGE_COMPONENT interaction on msg: a button (values nil)
+// or a string select.
+func Click(msg FakeCall, member map[string]any, customID string, values []string) map[string]any {
+	data := map[string]any{"custom_id": customID, "component_type": 2}
+	if values != nil {
+		data["component_type"] = 3
+		data["values"] = values
+	}
+	return base(3, msg, member, data)
+}
+
+// Submit is a MODAL_SUBMIT interaction of a modal opened from msg.
+func Submit(msg FakeCall, member map[string]any, customID string, components ...any) map[string]any {
+	return base(5, msg, member, map[string]any{"custom_id": customID, "components": components})
+}
+
+// Ping is Discord's PING.
+func Ping() map[string]any {
+	return map[string]any{"id": "1", "application_id": "1100000000000000001", "type": 1, "token": "t", "version": 1}
+}
+
+// TextRow is a classic submitted text input, in its action row.
+func TextRow(customID, value string) any {
+	return map[string]any{"type": 1, "id": 1, "components": []any{map[string]any{"type": 4, "id": 2, "custom_id": customID, "value": value}}}
+}
+
+// LabelText is a text input submitted inside a Label (type 18).
+func LabelText(customID, value string) any {
+	return map[string]any{"type": 18, "id": 1, "component": map[string]any{"type": 4, "id": 2, "custom_id": customID, "value": value}}
+}
+
+// LabelSelect is a string select submitted inside a Label (type 18).
+func LabelSelect(customID string, values ...string) any {
+	if values == nil {
+		values = []string{}
+	}
+	return map[string]any{"type": 18, "id": 1, "component": map[string]any{"type": 3, "id": 2, "custom_id": customID, "values": values}}
+}
+
+// Components returns the components of a created or edited message, and
+// of an interaction response's data, flattened: rows and their children.
+func Components(body map[string]any) []map[string]any {
+	var out []map[string]any
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case map[string]any:
+			out = append(out, v)
+			walk(v["components"])
+			if c, ok := v["component"]; ok {
+				walk(c)
+			}
+		}
+	}
+	walk(body["components"])
+	return out
+}
+
+// Find returns the component whose custom_id starts with prefix.
+func Find(body map[string]any, prefix string) map[string]any {
+	for _, c := range Components(body) {
+		if id, _ := c["custom_id"].(string); strings.HasPrefix(id, prefix) {
+			return c
+		}
+	}
+	return nil
+}
+
+// Text is all text of a message body: its content and its embeds.
+func Text(body map[string]any) string {
+	var s strings.Builder
+	if c, ok := body["content"].(string); ok {
+		s.WriteString(c + "\n")
+	}
+	if es, ok := body["embeds"].([]any); ok {
+		for _, e := range es {
+			m, _ := e.(map[string]any)
+			fmt.Fprintf(&s, "%v\n%v\n", m["title"], m["description"])
+		}
+	}
+	return s.String()
+}

@@ -1,0 +1,104 @@
+package discord
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// gatewayLease names the lease of the one replica that holds the gateway:
+// Discord delivers each interaction to every session of a bot, so with
+// several replicas connected each click would be handled several times.
+const gatewayLease = "discord-gateway"
+
+// gateway holds the gateway while this replica holds the lease, renewing
+// it every third of its length, until ctx ends. A replica that loses the
+// lease (it could not renew in time) closes its session; one that stops
+// gives the lease up so another takes over at once.
+func (h *Interactions) gateway(ctx context.Context) error {
+	var b [8]byte
+	rand.Read(b[:])
+	holder := hex.EncodeToString(b[:])
+	ttl := h.s.opt.LeaseTTL
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	var sess *discordgo.Session
+	defer func() {
+		if sess != nil {
+			_ = sess.Close()
+		}
+		rel, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := h.s.store.ReleaseLease(rel, gatewayLease, holder); err != nil {
+			h.log.Warn("giving up the gateway lease failed", "err", err)
+		}
+	}()
+	for {
+		ok, err := h.s.store.Lease(ctx, gatewayLease, holder, ttl)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			h.log.Warn("renewing the gateway lease failed", "err", err)
+		case ok && sess == nil:
+			if sess, err = h.openGateway(); err != nil {
+				h.log.Warn("opening the discord gateway failed; retrying", "err", err)
+				sess = nil
+			} else {
+				h.log.Info("discord gateway connected; this replica takes interactions")
+			}
+		case err == nil && !ok && sess != nil:
+			h.log.Warn("lost the gateway lease to another replica; disconnecting")
+			_ = sess.Close()
+			sess = nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// openGateway connects a gateway session whose interactions go to the
+// same handler as the endpoint's, decoded from the raw event.
+func (h *Interactions) openGateway() (*discordgo.Session, error) {
+	sess, err := newSession(h.s.cfg, h.s.api.Client)
+	if err != nil {
+		return nil, err
+	}
+	sess.Client = h.s.api.Client
+	sess.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) {
+		if e.Type == "INTERACTION_CREATE" {
+			raw := append([]byte(nil), e.RawData...)
+			h.later(func(ctx context.Context) { h.fromGateway(ctx, raw) })
+		}
+	})
+	if err := sess.Open(); err != nil {
+		return nil, fmt.Errorf("discord gateway: %w", err)
+	}
+	return sess, nil
+}
+
+// fromGateway handles an interaction from the gateway and sends its
+// response through the callback endpoint.
+func (h *Interactions) fromGateway(ctx context.Context, raw []byte) {
+	var in interaction
+	if err := json.Unmarshal(raw, &in); err != nil || in.ID == "" || in.Token == "" {
+		return
+	}
+	resp := h.handle(ctx, &in)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := h.s.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
+		endpoint := discordgo.EndpointInteractionResponse(in.ID, in.Token)
+		_, err := h.s.api.RequestWithBucketID("POST", endpoint, resp, discordgo.EndpointInteractionResponse(in.ID, ""), opts...)
+		return err
+	})
+	if err != nil {
+		h.log.Warn("answering a gateway interaction failed", "err", err)
+	}
+}

@@ -1,0 +1,520 @@
+package discord
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Resolver ends a request, first writer wins, and edits every message
+// posted for it; a lost race returns the record as it ended and
+// pending.ErrAlreadyResolved. *dispatch.Dispatcher is one.
+type Resolver interface {
+	Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error)
+}
+
+const (
+	// ackBudget bounds the work before Discord gets its response: it
+	// wants one within 3 s.
+	ackBudget = 2500 * time.Millisecond
+	// workTimeout bounds what runs after the response: resolving, editing
+	// every message.
+	workTimeout = 30 * time.Second
+	// drainGrace is how long Run waits for that work when it stops.
+	drainGrace = 10 * time.Second
+	// maxPayload bounds an interaction's body.
+	maxPayload = 1 << 20
+	// maxClockSkew is how far an interaction's timestamp may be from now.
+	maxClockSkew = 5 * time.Minute
+)
+
+// What people are told, ephemerally.
+const (
+	msgCantAnswer = "You can't answer this: only the people this request is routed to can."
+	msgGone       = "This request no longer exists."
+	msgTrouble    = "The bridge could not record that just now; please try again."
+	msgNoCommands = "askbridge has no commands; answer its questions with their buttons."
+)
+
+// publicKey decodes the application's hex Ed25519 public key.
+func publicKey(h string) (ed25519.PublicKey, error) {
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, errors.New("discord.public_key must be 64 hex characters (the application's Ed25519 public key)")
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// Interactions takes Discord's interactions over the Interactions
+// Endpoint URL (ServeHTTP) or the gateway (Run). Every interaction acts
+// through the store's first-wins resolution, so duplicates change nothing.
+type Interactions struct {
+	s       *Surface
+	resolve Resolver
+	log     *slog.Logger
+	key     ed25519.PublicKey // nil in gateway-only setups: ServeHTTP refuses all
+
+	bg     context.Context
+	stopBG context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Interactions returns the handler of the surface's interactions.
+func (s *Surface) Interactions(r Resolver) *Interactions {
+	bg, stop := context.WithCancel(context.Background())
+	key, _ := publicKey(s.cfg.PublicKey) // checked by New
+	return &Interactions{s: s, resolve: r, log: s.log, key: key, bg: bg, stopBG: stop}
+}
+
+// ServeHTTP serves POST /discord/interactions. The signature and the
+// timestamp's age are checked before anything else is read from the body.
+func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPayload))
+	if err != nil {
+		http.Error(w, "the body is unreadable or too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err := h.verify(r.Header, body); err != nil {
+		h.log.Info("refused an interaction", "err", err, "remote", r.RemoteAddr)
+		http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		return
+	}
+	var in interaction
+	if err := json.Unmarshal(body, &in); err != nil {
+		http.Error(w, "the body is not an interaction", http.StatusBadRequest)
+		return
+	}
+	resp := h.handle(r.Context(), &in)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// verify checks X-Signature-Ed25519 over X-Signature-Timestamp + body
+// and that the timestamp is recent.
+func (h *Interactions) verify(hdr http.Header, body []byte) error {
+	if h.key == nil {
+		return errors.New("no discord.public_key is configured")
+	}
+	sig, err := hex.DecodeString(hdr.Get("X-Signature-Ed25519"))
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return errors.New("missing or malformed X-Signature-Ed25519")
+	}
+	ts := hdr.Get("X-Signature-Timestamp")
+	secs, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return errors.New("missing or malformed X-Signature-Timestamp")
+	}
+	msg := make([]byte, 0, len(ts)+len(body))
+	msg = append(append(msg, ts...), body...)
+	if !ed25519.Verify(h.key, msg, sig) {
+		return errors.New("bad signature")
+	}
+	if age := h.s.now().Sub(time.Unix(secs, 0)); age > maxClockSkew || age < -maxClockSkew {
+		return fmt.Errorf("stale timestamp (%s old)", age.Round(time.Second))
+	}
+	return nil
+}
+
+// Run receives interactions over the gateway when discord.gateway is set,
+// until ctx ends; either way it then waits for the work still running.
+func (h *Interactions) Run(ctx context.Context) error {
+	var err error
+	if h.s.cfg.Gateway {
+		err = h.gateway(ctx)
+	} else {
+		<-ctx.Done()
+	}
+	h.drain()
+	return err
+}
+
+func (h *Interactions) drain() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainGrace):
+		h.stopBG()
+		<-done
+	}
+	h.stopBG()
+}
+
+// later runs f in the background under workTimeout; once Run has stopped,
+// under a short deadline instead, while the HTTP server drains.
+func (h *Interactions) later(f func(ctx context.Context)) {
+	h.mu.Lock()
+	parent, timeout := h.bg, workTimeout
+	if h.closed {
+		parent, timeout = context.Background(), ackBudget
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		ctx, cancel := context.WithTimeout(parent, timeout)
+		defer cancel()
+		f(ctx)
+	}()
+}
+
+// handle answers one interaction; the response is what Discord gets,
+// within the ack budget.
+func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
+	ctx, cancel := context.WithTimeout(ctx, ackBudget)
+	defer cancel()
+	switch in.Type {
+	case typePing:
+		return pong()
+	case typeComponent:
+		var d componentData
+		if json.Unmarshal(in.Data, &d) != nil {
+			return ephemeral(msgTrouble)
+		}
+		r, err := parseRef(d.CustomID)
+		if err != nil {
+			return deferredUpdate() // not ours: change nothing
+		}
+		return h.component(ctx, in, r, d.Values)
+	case typeModalSubmit:
+		var d modalData
+		if json.Unmarshal(in.Data, &d) != nil {
+			return ephemeral(msgTrouble)
+		}
+		r, err := parseRef(d.CustomID)
+		if err != nil {
+			return deferredUpdate()
+		}
+		return h.modalSubmit(ctx, in, r, fields(d.Components))
+	}
+	return ephemeral(msgNoCommands)
+}
+
+// load reads the request a control names and checks that the person may
+// answer it; a response is what to answer instead when not.
+func (h *Interactions) load(ctx context.Context, in *interaction, r ref) (*pending.Record, *response) {
+	rec, err := h.s.store.Get(ctx, r.id)
+	switch {
+	case errors.Is(err, pending.ErrNotFound):
+		return nil, ephemeral(msgGone)
+	case err != nil:
+		h.log.Warn("reading a request failed", "request_id", r.id, "err", err)
+		return nil, ephemeral(msgTrouble)
+	}
+	msgID := ""
+	if in.Message != nil {
+		msgID = in.Message.ID
+	}
+	u, roles := in.who()
+	if !allowed(h.s.target(rec, in.ChannelID, msgID), u.ID, roles) {
+		return nil, ephemeral(msgCantAnswer)
+	}
+	return rec, nil
+}
+
+// allowed reports whether a person with roles may answer on t: anyone
+// when t names nobody, else its users and the holders of its roles.
+func allowed(t *config.DiscordTarget, userID string, roles []string) bool {
+	if t == nil || userID == "" {
+		return false
+	}
+	rs := t.Responders
+	if len(rs.Users) == 0 && len(rs.Roles) == 0 {
+		return true
+	}
+	if slices.Contains(rs.Users, userID) {
+		return true
+	}
+	for _, r := range roles {
+		if slices.Contains(rs.Roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// component answers a click or a select in a message.
+func (h *Interactions) component(ctx context.Context, in *interaction, r ref, values []string) *response {
+	rec, refusal := h.load(ctx, in, r)
+	if refusal != nil {
+		return refusal
+	}
+	res, problem := resolutionOf(rec, r, values)
+	if rec.Status != seam.StatusPending {
+		return h.late(rec, res, in)
+	}
+	switch r.verb {
+	case verbAnswer:
+		if rec.Kind != seam.KindQuestion {
+			return deferredUpdate()
+		}
+		qs := rec.Questions.Questions
+		switch {
+		case len(qs) == 1 && len(qs[0].Options) == 0:
+			return textModal(rec)
+		case sheetFits(qs):
+			return sheetModal(rec)
+		}
+		return ephemeral(msgTooBig(rec.ID))
+	case verbOther:
+		if rec.Kind != seam.KindQuestion || r.q >= len(rec.Questions.Questions) {
+			return deferredUpdate()
+		}
+		return otherModal(rec, r.q)
+	case verbReject:
+		if rec.Kind != seam.KindApproval {
+			return deferredUpdate()
+		}
+		return rejectModal(rec)
+	}
+	switch {
+	case problem != "":
+		return ephemeral(problem)
+	case res == nil:
+		return deferredUpdate() // a control that does not fit its request
+	}
+	return h.settle(ctx, rec, *res, in)
+}
+
+// modalSubmit answers a submitted modal.
+func (h *Interactions) modalSubmit(ctx context.Context, in *interaction, r ref, fs map[string]field) *response {
+	rec, refusal := h.load(ctx, in, r)
+	if refusal != nil {
+		return refusal
+	}
+	res, problem := submission(rec, fs, r)
+	switch {
+	case rec.Status != seam.StatusPending:
+		return h.late(rec, res, in)
+	case problem != "":
+		return ephemeral(problem)
+	case res == nil:
+		return ephemeral(msgTrouble)
+	}
+	return h.settle(ctx, rec, *res, in)
+}
+
+// resolutionOf is what a click means for rec, or a problem to tell the
+// person, or neither when the control does not fit rec.
+func resolutionOf(rec *pending.Record, r ref, values []string) (*pending.Resolution, string) {
+	switch r.verb {
+	case verbDismiss:
+		return &pending.Resolution{Status: seam.StatusDismissed}, ""
+	case verbAllow:
+		if rec.Kind != seam.KindApproval {
+			return nil, ""
+		}
+		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &seam.Decision{Outcome: seam.OutcomeAllowedOnce}}, ""
+	}
+	if rec.Kind != seam.KindQuestion || r.q >= len(rec.Questions.Questions) {
+		return nil, ""
+	}
+	q := rec.Questions.Questions[r.q]
+	var picked []int
+	switch r.verb {
+	case verbPick:
+		picked = []int{r.o}
+	case verbSelect:
+		for _, v := range values {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, ""
+			}
+			picked = append(picked, n)
+		}
+		if len(picked) == 0 {
+			return nil, "Choose at least one option, or use Other… to type an answer."
+		}
+	default:
+		return nil, ""
+	}
+	it := seam.AnswerItem{ID: q.ID, Selected: []string{}}
+	for _, n := range picked {
+		if n < 0 || n >= len(q.Options) {
+			return nil, ""
+		}
+		it.Selected = append(it.Selected, q.Options[n].Label)
+	}
+	norm, err := rec.Questions.Normalize(seam.Answer{Answers: []seam.AnswerItem{it}})
+	if err != nil {
+		return nil, err.Error()
+	}
+	return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
+}
+
+// maxNameLen bounds the name recorded for who answered.
+const maxNameLen = 200
+
+func responder(in *interaction) *pending.Responder {
+	u, _ := in.who()
+	name := u.GlobalName
+	if name == "" {
+		name = u.Username
+	}
+	return &pending.Responder{Surface: surfaceName, UserID: u.ID, Name: surface.Truncate(name, maxNameLen)}
+}
+
+// late answers an action on an ended request: the same action delivered
+// again shows the outcome; anything else tells the person it is over.
+func (h *Interactions) late(rec *pending.Record, res *pending.Resolution, in *interaction) *response {
+	if res != nil {
+		mine := *res
+		mine.By = responder(in)
+		if same(rec, mine) {
+			if inPlaceable(in) {
+				return update(render(rec, "", false))
+			}
+			return deferredUpdate()
+		}
+	}
+	return ephemeral(surface.LateReply(rec, statusFormat))
+}
+
+// same reports whether rec ended exactly as res would have ended it.
+func same(rec *pending.Record, res pending.Resolution) bool {
+	by := rec.ResolvedBy
+	return rec.Status == res.Status && by != nil && res.By != nil &&
+		by.Surface == res.By.Surface && by.UserID == res.By.UserID &&
+		reflect.DeepEqual(rec.Answer, res.Answer) && reflect.DeepEqual(rec.Decision, res.Decision)
+}
+
+// inPlaceable reports whether the interaction's message is a request's
+// message (not an ephemeral one) that UPDATE_MESSAGE can show the outcome in.
+func inPlaceable(in *interaction) bool {
+	return in.Message != nil && in.Message.ID != "" && in.Message.Flags&flagEphemeral == 0
+}
+
+type resolved struct {
+	rec *pending.Record
+	err error
+}
+
+// settle resolves rec as the person said and answers with the outcome in
+// the clicked message itself (UPDATE_MESSAGE). The resolution and the
+// edits of the request's other messages run in the background; the
+// response goes as soon as the outcome is known, or, past the ack budget,
+// as a deferred update, and the message is then edited through the API.
+func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pending.Resolution, in *interaction) *response {
+	res.By = responder(in)
+	res.Kind = rec.Kind
+	var sl *slot
+	if inPlaceable(in) {
+		sl = h.s.inPlace.register(in.Message.ID)
+	}
+	done := make(chan resolved, 1)
+	h.later(func(ctx context.Context) {
+		got, err := h.resolve.Resolve(ctx, rec.ID, res)
+		done <- resolved{got, err}
+	})
+	select {
+	case got := <-sl.delivered():
+		return update(render(got, "", false))
+	case r := <-done:
+		consumed := !h.s.inPlace.cancel(sl)
+		switch {
+		case r.err == nil && inPlaceable(in):
+			return update(render(r.rec, "", false))
+		case r.err == nil:
+			return deferredUpdate()
+		case errors.Is(r.err, pending.ErrAlreadyResolved) && r.rec != nil:
+			if consumed {
+				// Another click on this replica won and its edit of this
+				// message came to us: show it here.
+				return update(render(<-sl.ch, "", false))
+			}
+			return h.late(r.rec, &res, in)
+		}
+		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
+		return ephemeral(msgTrouble)
+	case <-ctx.Done():
+		if !h.s.inPlace.cancel(sl) {
+			return update(render(<-sl.ch, "", false))
+		}
+		return deferredUpdate() // Finish edits the message through the API
+	}
+}
+
+// inPlace hands the outcome of a request to the interaction whose click
+// ended it, so that its message is edited in the interaction response
+// rather than by a second call: Finish delivers to a registered slot.
+type inPlace struct {
+	mu    sync.Mutex
+	slots map[string]*slot // by message id
+}
+
+type slot struct {
+	msgID string
+	ch    chan *pending.Record
+}
+
+func newInPlace() *inPlace { return &inPlace{slots: map[string]*slot{}} }
+
+// register waits for the outcome of msgID's request; nil when another
+// interaction waits for it already.
+func (p *inPlace) register(msgID string) *slot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, taken := p.slots[msgID]; taken {
+		return nil
+	}
+	s := &slot{msgID: msgID, ch: make(chan *pending.Record, 1)}
+	p.slots[msgID] = s
+	return s
+}
+
+// delivered is the slot's channel; a nil slot's never delivers.
+func (s *slot) delivered() <-chan *pending.Record {
+	if s == nil {
+		return nil
+	}
+	return s.ch
+}
+
+// cancel stops waiting. It reports false when the outcome was delivered
+// already: it is then in the slot's channel.
+func (p *inPlace) cancel(s *slot) bool {
+	if s == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.slots[s.msgID] != s {
+		return false
+	}
+	delete(p.slots, s.msgID)
+	return true
+}
+
+// deliver hands rec to the interaction waiting on msgID, if any.
+func (p *inPlace) deliver(msgID string, rec *pending.Record) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.slots[msgID]
+	if !ok {
+		return false
+	}
+	delete(p.slots, msgID)
+	s.ch <- rec
+	return true
+}

@@ -1,0 +1,237 @@
+package discord
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+func modal(r ref, title string, components any) *response {
+	return &response{Type: respModal, Data: &responseData{
+		CustomID: r.String(), Title: surface.Truncate(title, maxModalTitle), Components: components,
+	}}
+}
+
+// textRow is a classic modal field: an action row around a text input,
+// required set explicitly (discordgo would send false, Discord's default is
+// true).
+func textRow(id, label, placeholder, value string, paragraph, required bool, maxLen int) discordgo.ActionsRow {
+	style := discordgo.TextInputShort
+	if paragraph {
+		style = discordgo.TextInputParagraph
+	}
+	return discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
+		CustomID:    id,
+		Label:       surface.Truncate(label, maxFieldLabel),
+		Style:       style,
+		Placeholder: surface.Truncate(placeholder, maxInputHolder),
+		Value:       surface.Truncate(value, maxLen),
+		Required:    required,
+		MaxLength:   maxLen,
+	}}}
+}
+
+// fieldName is how a question is named to the person: its header, else
+// its text, short.
+func fieldName(i int, q seam.Question) string {
+	if q.Header != "" {
+		return q.Header
+	}
+	return fmt.Sprintf("Question %d", i+1)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// textModal answers a lone question without options: one text field,
+// typed when the question says so.
+func textModal(rec *pending.Record) *response {
+	q := rec.Questions.Questions[0]
+	typ, prefill := seam.InputString, ""
+	if q.Input != nil {
+		typ, prefill = q.Input.Type, q.Input.Value
+	}
+	label := q.Header
+	if label == "" {
+		label = oneLine(q.Question)
+	}
+	hint := surface.InputHint(typ)
+	row := textRow(textField(0), label, hint, prefill, typ == seam.InputString || typ == "", true, maxTextValue)
+	return modal(ref{verb: verbAnswer, id: rec.ID}, "Answer", []discordgo.MessageComponent{row})
+}
+
+// otherModal takes free text for question i: an answer of its own, or
+// feedback on a plan.
+func otherModal(rec *pending.Record, i int) *response {
+	q := rec.Questions.Questions[i]
+	label, title := "Your answer", "Answer"
+	if q.IsPlanReview() {
+		label, title = "Your feedback on the plan", "Feedback"
+	}
+	row := textRow(otherField(i), label, oneLine(q.Question), "", true, true, maxTextValue)
+	return modal(ref{verb: verbOther, id: rec.ID, q: i}, title, []discordgo.MessageComponent{row})
+}
+
+// rejectModal asks for an optional reason before rejecting an approval.
+func rejectModal(rec *pending.Record) *response {
+	row := textRow(noteField, "Reason (optional)", "Told to the agent", "", true, false, min(maxTextValue, seam.MaxNoteLen))
+	return modal(ref{verb: verbReject, id: rec.ID}, "Reject "+rec.Approval.ToolName, []discordgo.MessageComponent{row})
+}
+
+// sheetFits reports whether every question of qs fits one modal: a select
+// per 25 options, a text field per question without, five in all.
+func sheetFits(qs []seam.Question) bool {
+	n := 0
+	for _, q := range qs {
+		n += max(1, parts(q))
+	}
+	return n <= maxModalFields
+}
+
+// sheetModal holds every question of rec in one modal, in request order,
+// so the answer is one batch: Label components (type 18) around selects
+// for options and text inputs for text, then a free-text field for
+// questions with options while room is left. Among several questions, one
+// left empty is skipped. Call it only when sheetFits.
+func sheetModal(rec *pending.Record) *response {
+	qs := rec.Questions.Questions
+	var comps []any
+	used := 0
+	for _, q := range qs {
+		used += max(1, parts(q))
+	}
+	for i, q := range qs {
+		name := fmt.Sprintf("%d. %s", i+1, oneLine(q.Question))
+		if q.Header != "" {
+			name = fmt.Sprintf("%d. %s", i+1, q.Header)
+		}
+		desc := surface.Truncate(oneLine(q.Question), maxLabelDesc)
+		if len(q.Options) == 0 {
+			typ, prefill, required := seam.InputString, "", false
+			if q.Input != nil {
+				typ, prefill, required = q.Input.Type, q.Input.Value, q.Input.Required
+			}
+			style := 1
+			if typ == seam.InputString || typ == "" {
+				style = 2
+			}
+			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(name, maxFieldLabel), Description: desc,
+				Component: modalText{Type: componentText, CustomID: textField(i), Style: style, Placeholder: surface.InputHint(typ),
+					Value: surface.Truncate(prefill, maxTextValue), Required: required, MaxLength: maxTextValue}})
+			continue
+		}
+		for p := range parts(q) {
+			maxV := 1
+			if q.MultiSelect {
+				maxV = len(selectOptions(q, p))
+			}
+			label := name
+			if parts(q) > 1 {
+				label = partHolder(q, p, fmt.Sprintf("%d. options", i+1))
+			}
+			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel), Description: desc,
+				Component: modalSelect{Type: componentSelect, CustomID: selectField(i, p), MinValues: 0, MaxValues: maxV, Required: false, Options: selectOptions(q, p)}})
+		}
+	}
+	for i, q := range qs {
+		if used == maxModalFields {
+			break
+		}
+		if len(q.Options) == 0 {
+			continue
+		}
+		used++
+		comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(fmt.Sprintf("%d. Something else (optional)", i+1), maxFieldLabel),
+			Component: modalText{Type: componentText, CustomID: otherField(i), Style: 2, Required: false, MaxLength: maxTextValue}})
+	}
+	title := "Answer"
+	if len(qs) > 1 {
+		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
+	}
+	return modal(ref{verb: verbAnswer, id: rec.ID}, title, comps)
+}
+
+// msgTooBig is what someone who wants to answer a request too large for a
+// Discord modal is told.
+func msgTooBig(id string) string {
+	return "This request has more questions or options than one Discord form holds (5 fields). " +
+		"Answer it through the bridge instead: POST /v1/questions/" + id + "/answer, or your answer inbox. Nothing was saved."
+}
+
+// answerFrom reads the answer to the questions a submitted modal held:
+// every question for the answer modal, question r.q for an other modal.
+// A problem names the field and says how to retry.
+func answerFrom(qs *seam.Questions, fs map[string]field, r ref) (seam.Answer, string) {
+	var a seam.Answer
+	for i, q := range qs.Questions {
+		if r.verb == verbOther && i != r.q {
+			continue
+		}
+		it := seam.AnswerItem{ID: q.ID, Selected: []string{}}
+		for p := range parts(q) {
+			for _, v := range fs[selectField(i, p)].values {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 || n >= len(q.Options) {
+					return seam.Answer{}, fmt.Sprintf("%s: that choice is not one of its options. Nothing was saved; open the form again and choose again.", fieldName(i, q))
+				}
+				if l := q.Options[n].Label; !slices.Contains(it.Selected, l) {
+					it.Selected = append(it.Selected, l)
+				}
+			}
+		}
+		if f, ok := fs[textField(i)]; ok && len(q.Options) == 0 {
+			it.Custom = f.value
+			if q.Input != nil && strings.TrimSpace(f.value) != "" {
+				if _, err := seam.ParseInput(q.Input.Type, f.value); err != nil {
+					return seam.Answer{}, fmt.Sprintf("%s must be %s: %v. Nothing was saved; click Answer… to try again.",
+						fieldName(i, q), strings.ToLower(surface.InputHint(q.Input.Type)), err)
+				}
+			}
+		}
+		if f, ok := fs[otherField(i)]; ok && strings.TrimSpace(f.value) != "" {
+			it.Custom = f.value
+		}
+		a.Answers = append(a.Answers, it)
+	}
+	return a, ""
+}
+
+// submission is what a submitted modal means for rec: a resolution, or a
+// problem to tell the person (nothing is stored), or neither when the
+// modal does not fit rec.
+func submission(rec *pending.Record, fs map[string]field, r ref) (*pending.Resolution, string) {
+	switch {
+	case (r.verb == verbAnswer || r.verb == verbOther) && rec.Kind == seam.KindQuestion:
+		if r.verb == verbOther && r.q >= len(rec.Questions.Questions) {
+			return nil, ""
+		}
+		a, problem := answerFrom(rec.Questions, fs, r)
+		if problem != "" {
+			return nil, problem
+		}
+		norm, err := rec.Questions.Normalize(a)
+		if err != nil {
+			var se *seam.Error
+			msg := err.Error()
+			if errors.As(err, &se) {
+				msg = se.Message
+			}
+			return nil, "Nothing was saved: " + msg + ". Click the button again to retry."
+		}
+		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
+	case r.verb == verbReject && rec.Kind == seam.KindApproval:
+		d, err := seam.Decision{Outcome: seam.OutcomeRejected, Note: fs[noteField].value}.Normalize()
+		if err != nil {
+			return nil, "Nothing was saved: " + err.Error()
+		}
+		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &d}, ""
+	}
+	return nil, ""
+}

@@ -1,0 +1,472 @@
+package discord
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Discord's limits rendering keeps to (PLATFORM.md, "Discord"), counted
+// in UTF-16 units by surface.Len, which is never less than Discord's count.
+const (
+	maxContent       = 2000
+	maxEmbedTitle    = 256
+	maxEmbedDesc     = 4096
+	maxEmbedTotal    = 6000 // all embeds of one message together
+	maxRows          = 5
+	maxRowButtons    = 5
+	maxButtonLabel   = 80
+	maxSelectOptions = 25
+	maxOptionText    = 100 // select option label, value and description
+	maxSelectHolder  = 150 // select placeholder
+	maxInputHolder   = 100 // text input placeholder
+	maxModalTitle    = 45
+	maxModalFields   = 5
+	maxFieldLabel    = 45 // text input label, and Label component label
+	maxLabelDesc     = 100
+	maxTextValue     = 4000
+	maxCustomID      = 100
+
+	// maxButtons is how many options a single-select question shows as
+	// buttons: four rows, the fifth holds Other… and Dismiss. With more,
+	// or with labels too long for a button, it gets selects.
+	maxButtons = (maxRows - 1) * maxRowButtons
+	// maxSelects is how many 25-option selects a message holds beside its
+	// row of buttons: 100 options, as many as a question may have.
+	maxSelects = maxRows - 1
+	// embedBudget is what a message's embeds may hold in all; the rest of
+	// maxEmbedTotal is slack for titles.
+	embedBudget = maxEmbedTotal - 300
+	// maxMore bounds the messages that carry text a request's message had
+	// no room for; beyond them a line says where the rest is.
+	maxMore = 10
+)
+
+// Embed colours.
+const (
+	colourLive = 0x5865F2
+	colourDone = 0x99AAB5
+)
+
+// esc makes agent and person text inert in Discord markdown: a zero-width
+// space after "@" and "<" keeps @everyone, @here, <@id>, <@&id>, <#id> and
+// <t:...> from rendering as pings, mentions or links, and one inside "]("
+// keeps a masked link [text](url) from hiding where it goes. Everything
+// else (lists, code, emphasis) renders, since plans are markdown.
+// allowed_mentions parse [] is sent as well, on every message.
+func esc(s string) string {
+	if !strings.ContainsAny(s, "@<]") {
+		return s
+	}
+	return escaper.Replace(s)
+}
+
+var escaper = strings.NewReplacer("@", "@\u200b", "<", "<\u200b", "](", "]\u200b(")
+
+// discordTime shows t in each reader's own time zone.
+func discordTime(t time.Time) string { return fmt.Sprintf("<t:%d:f>", t.Unix()) }
+
+var statusFormat = surface.Format{Escape: esc, Time: discordTime, Surface: surfaceName}
+
+// message is a rendered request: what the request's message holds and
+// the embeds of the messages that carry the text it had no room for.
+type message struct {
+	content    string
+	embeds     []*discordgo.MessageEmbed
+	components []discordgo.MessageComponent
+	more       []*discordgo.MessageEmbed
+}
+
+func embedLen(e *discordgo.MessageEmbed) int {
+	n := surface.Len(e.Title) + surface.Len(e.Description)
+	if e.Footer != nil {
+		n += surface.Len(e.Footer.Text)
+	}
+	for _, f := range e.Fields {
+		n += surface.Len(f.Name) + surface.Len(f.Value)
+	}
+	return n
+}
+
+// builder accumulates a message's embeds within embedBudget and queues
+// what does not fit for the messages after it.
+type builder struct {
+	embeds []*discordgo.MessageEmbed
+	used   int
+	spill  []spilled
+}
+
+type spilled struct{ title, text string } // text unescaped
+
+// embed adds an embed holding as much of text (unescaped) as fits in max
+// characters escaped, and queues the rest under title. A note in the
+// embed says that the text continues.
+func (b *builder) embed(title, prefix, text string, max int, colour int) {
+	title = surface.Truncate(title, maxEmbedTitle)
+	max = min(max, maxEmbedDesc, embedBudget-b.used-surface.Len(title))
+	if max < 200 {
+		b.spill = append(b.spill, spilled{title, text})
+		return
+	}
+	desc := prefix
+	head, rest := surface.Cut(text, max-surface.Len(prefix), esc)
+	if rest != "" {
+		note := moreNote(rest)
+		head, rest = surface.Cut(text, max-surface.Len(prefix)-surface.Len(note), esc)
+		desc += esc(head) + moreNote(rest)
+		b.spill = append(b.spill, spilled{title, rest})
+	} else {
+		desc += esc(head)
+	}
+	e := &discordgo.MessageEmbed{Title: title, Description: desc, Color: colour}
+	b.embeds = append(b.embeds, e)
+	b.used += embedLen(e)
+}
+
+func moreNote(rest string) string {
+	return fmt.Sprintf("\n\n*… %d more characters continue below.*", surface.Len(rest))
+}
+
+// more renders the queued text as embeds of the messages that follow,
+// at most maxMore; a last line says where the rest is when even that is
+// not enough.
+func (b *builder) more(kind, id string) []*discordgo.MessageEmbed {
+	var out []*discordgo.MessageEmbed
+	const room = maxEmbedDesc - 200
+	for i, sp := range b.spill {
+		rest := sp.text
+		for rest != "" {
+			if len(out) == maxMore {
+				left := surface.Len(rest)
+				for _, later := range b.spill[i+1:] {
+					left += surface.Len(later.text)
+				}
+				last := out[len(out)-1]
+				last.Description += fmt.Sprintf("\n\n*… %d more characters are too long to post in Discord. The whole request is available from the bridge: GET /v1/%ss/%s.*", left, kind, id)
+				return out
+			}
+			var head string
+			head, rest = surface.Cut(rest, room, esc)
+			out = append(out, &discordgo.MessageEmbed{Title: surface.Truncate(sp.title+" (continued)", maxEmbedTitle), Description: esc(head), Color: colourLive})
+		}
+	}
+	return out
+}
+
+// render renders rec: with controls while live, else with the line that
+// says how it ended. mention, when set, is the target's configured ping.
+func render(rec *pending.Record, mention string, live bool) message {
+	var b builder
+	colour := colourLive
+	if !live {
+		colour = colourDone
+	}
+	var comps []discordgo.MessageComponent
+	kind := "question"
+	switch {
+	case rec.Kind == seam.KindApproval:
+		kind = "approval"
+		renderApproval(&b, rec, colour)
+		comps = approvalControls(rec.ID)
+	case len(rec.Questions.Questions) == 1:
+		renderQuestion(&b, rec.Questions.Questions[0], colour)
+		comps = questionControls(rec.ID, rec.Questions.Questions[0])
+	default:
+		renderQuestions(&b, rec, colour)
+		comps = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			button(ref{verb: verbAnswer, id: rec.ID}, "Answer…", discordgo.PrimaryButton),
+			dismissButton(rec.ID),
+		}}}
+	}
+	m := message{embeds: b.embeds, more: b.more(kind, rec.ID), components: []discordgo.MessageComponent{}}
+	in := intro(rec)
+	if live {
+		m.components = comps
+		if mention != "" {
+			in = mention + " " + in
+		}
+	} else if st := surface.StatusLine(rec, statusFormat); st != "" {
+		in = "**" + st + "**\n" + in
+	}
+	m.content = surface.Truncate(in, maxContent)
+	return m
+}
+
+// intro is the line above a request: who asks, in which session, when,
+// and until when.
+func intro(rec *pending.Record) string {
+	var s strings.Builder
+	s.WriteString("**" + esc(surface.Truncate(surface.Asker(rec.Caller), 100)) + "**")
+	if rec.Kind == seam.KindApproval {
+		s.WriteString(" asks to run a tool")
+	} else {
+		s.WriteString(" asks")
+	}
+	if c := rec.Caller; c != nil && c.Session != "" {
+		s.WriteString(" · session " + esc(surface.Truncate(c.Session, 100)))
+	}
+	if !rec.CreatedAt.IsZero() {
+		s.WriteString(" · " + discordTime(rec.CreatedAt))
+	}
+	if !rec.ExpiresAt.IsZero() {
+		s.WriteString(fmt.Sprintf(" · expires <t:%d:R>", rec.ExpiresAt.Unix()))
+	}
+	return s.String()
+}
+
+// renderQuestion renders a request of one question: the question and its
+// options in one embed, its detail (a plan) in the next.
+func renderQuestion(b *builder, q seam.Question, colour int) {
+	title := q.Header
+	if title == "" {
+		title = "Question"
+	}
+	text := q.Question
+	if listed(q) {
+		text += "\n\n" + optionListing(q, longLabels(q))
+	}
+	b.embed(title, "", text, maxEmbedDesc, colour)
+	if q.Detail != "" {
+		b.embed(detailTitle(q), "", q.Detail, maxEmbedDesc, colour)
+	}
+}
+
+func detailTitle(q seam.Question) string {
+	if q.IsPlanReview() {
+		return "The plan"
+	}
+	return "Details"
+}
+
+// buttons reports whether q's options are offered as buttons.
+func buttons(q seam.Question) bool {
+	return !q.MultiSelect && len(q.Options) > 0 && len(q.Options) <= maxButtons && !longLabels(q)
+}
+
+func longLabels(q seam.Question) bool {
+	for _, o := range q.Options {
+		if surface.Len(o.Label) > maxButtonLabel {
+			return true
+		}
+	}
+	return false
+}
+
+// listed reports whether q's options are listed in full in the embed:
+// when a control can't show them whole (descriptions beside buttons,
+// labels cut in a select).
+func listed(q seam.Question) bool {
+	for _, o := range q.Options {
+		if o.Description != "" && buttons(q) || surface.Len(o.Label) > maxOptionText || surface.Len(o.Description) > maxOptionText {
+			return true
+		}
+	}
+	return false
+}
+
+// optionListing lists every option with its description, unescaped.
+func optionListing(q seam.Question, numbered bool) string {
+	var s strings.Builder
+	for i, o := range q.Options {
+		if numbered {
+			fmt.Fprintf(&s, "%d. ", i+1)
+		} else {
+			s.WriteString("• ")
+		}
+		s.WriteString(o.Label)
+		if o.Description != "" {
+			s.WriteString(" — " + o.Description)
+		}
+		s.WriteString("\n")
+	}
+	return strings.TrimSuffix(s.String(), "\n")
+}
+
+func button(r ref, label string, style discordgo.ButtonStyle) discordgo.Button {
+	return discordgo.Button{CustomID: r.String(), Label: surface.Truncate(label, maxButtonLabel), Style: style}
+}
+
+func dismissButton(id string) discordgo.Button {
+	return button(ref{verb: verbDismiss, id: id}, "Dismiss", discordgo.SecondaryButton)
+}
+
+func otherLabel(q seam.Question) string {
+	if q.IsPlanReview() {
+		return "Send feedback…"
+	}
+	return "Other…"
+}
+
+// optionText is an option's text in a select: its label, cut to fit and
+// numbered when labels are cut.
+func optionText(q seam.Question, i int) string {
+	l := q.Options[i].Label
+	if longLabels(q) || surface.Len(l) > maxOptionText {
+		l = strconv.Itoa(i+1) + ". " + l
+	}
+	return surface.Truncate(l, maxOptionText)
+}
+
+// selectOptions are the options of part k of q's selects: 25 each, valued
+// by their index in q.
+func selectOptions(q seam.Question, part int) []discordgo.SelectMenuOption {
+	from := part * maxSelectOptions
+	to := min(from+maxSelectOptions, len(q.Options))
+	out := make([]discordgo.SelectMenuOption, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, discordgo.SelectMenuOption{
+			Label:       optionText(q, i),
+			Value:       strconv.Itoa(i),
+			Description: surface.Truncate(q.Options[i].Description, maxOptionText),
+		})
+	}
+	return out
+}
+
+func parts(q seam.Question) int { return (len(q.Options) + maxSelectOptions - 1) / maxSelectOptions }
+
+func partHolder(q seam.Question, part int, what string) string {
+	if parts(q) == 1 {
+		return what
+	}
+	from := part*maxSelectOptions + 1
+	return fmt.Sprintf("%s (%d–%d)", what, from, min(from+maxSelectOptions-1, len(q.Options)))
+}
+
+// questionControls are the components of a one-question request.
+func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
+	var rows []discordgo.MessageComponent
+	last := []discordgo.MessageComponent{}
+	switch {
+	case len(q.Options) == 0:
+		last = append(last, button(ref{verb: verbAnswer, id: id}, "Answer…", discordgo.PrimaryButton))
+	case buttons(q):
+		primary := surface.Primary(q)
+		var row []discordgo.MessageComponent
+		for i, o := range q.Options {
+			style := discordgo.SecondaryButton
+			if i == primary {
+				style = discordgo.PrimaryButton
+			}
+			row = append(row, button(ref{verb: verbPick, id: id, o: i}, o.Label, style))
+			if len(row) == maxRowButtons {
+				rows = append(rows, discordgo.ActionsRow{Components: row})
+				row = nil
+			}
+		}
+		if row != nil {
+			rows = append(rows, discordgo.ActionsRow{Components: row})
+		}
+	case q.MultiSelect && len(q.Options) > maxSelectOptions:
+		// One select can't hold them, and a click on one of several would
+		// answer with only its part: the modal holds them all.
+		last = append(last, button(ref{verb: verbAnswer, id: id}, "Answer…", discordgo.PrimaryButton))
+	default:
+		for p := range parts(q) {
+			minV, maxV := 1, 1
+			what := "Choose an option"
+			if q.MultiSelect {
+				maxV, what = len(q.Options), "Choose options"
+			}
+			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.SelectMenu{
+				MenuType:    discordgo.StringSelectMenu,
+				CustomID:    ref{verb: verbSelect, id: id, o: p}.String(),
+				Placeholder: surface.Truncate(partHolder(q, p, what), maxSelectHolder),
+				MinValues:   &minV,
+				MaxValues:   maxV,
+				Options:     selectOptions(q, p),
+			}}})
+		}
+	}
+	if len(q.Options) > 0 {
+		last = append(last, button(ref{verb: verbOther, id: id}, otherLabel(q), discordgo.SecondaryButton))
+	}
+	last = append(last, dismissButton(id))
+	return append(rows, discordgo.ActionsRow{Components: last})
+}
+
+// renderQuestions renders a request of several questions, each in full
+// where room allows, answered together in one modal.
+func renderQuestions(b *builder, rec *pending.Record, colour int) {
+	qs := rec.Questions.Questions
+	per := max(200, (embedBudget-100)/len(qs))
+	var desc strings.Builder
+	for i, q := range qs {
+		full := questionText(i, q)
+		text := esc(full)
+		if surface.Len(text) > per {
+			head, _ := surface.Cut(full, per-60, esc)
+			text = esc(head) + "… *(in full below)*"
+			b.spill = append(b.spill, spilled{fmt.Sprintf("Question %d", i+1), full})
+		}
+		if desc.Len() > 0 {
+			desc.WriteString("\n\n")
+		}
+		desc.WriteString(text)
+	}
+	// Several embeds when one description can't hold them all.
+	rest := desc.String()
+	for rest != "" && len(b.embeds) < 10 {
+		head, tail := surface.Cut(rest, maxEmbedDesc, nil)
+		title := ""
+		if len(b.embeds) == 0 {
+			title = fmt.Sprintf("%d questions", len(qs))
+		}
+		e := &discordgo.MessageEmbed{Title: title, Description: head, Color: colour}
+		b.embeds = append(b.embeds, e)
+		b.used += embedLen(e)
+		rest = tail
+	}
+}
+
+// questionText is question i in full, unescaped.
+func questionText(i int, q seam.Question) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%d. ", i+1)
+	if q.Header != "" {
+		s.WriteString(q.Header + ": ")
+	}
+	s.WriteString(q.Question)
+	if q.Detail != "" {
+		s.WriteString("\n" + q.Detail)
+	}
+	if len(q.Options) > 0 {
+		kind := "one of"
+		if q.MultiSelect {
+			kind = "any of"
+		}
+		s.WriteString("\nChoose " + kind + ":\n" + optionListing(q, false))
+	}
+	return s.String()
+}
+
+// renderApproval renders an approval: the tool, why, and its arguments.
+func renderApproval(b *builder, rec *pending.Record, colour int) {
+	a := rec.Approval
+	reason := a.DisplayReason
+	if reason == "" {
+		reason = a.Reason
+	}
+	b.embed("Allow "+a.ToolName+"?", "", reason, 3000, colour)
+	if args := surface.PrettyJSON(a.Arguments); args != "" {
+		room := min(maxEmbedDesc, embedBudget-b.used-20) - 8
+		code := func(s string) string { return strings.ReplaceAll(s, "```", "`\u200b``") }
+		e := &discordgo.MessageEmbed{Title: "Arguments", Description: "```\n" + surface.Fit(args, room, code) + "\n```", Color: colour}
+		b.embeds = append(b.embeds, e)
+		b.used += embedLen(e)
+	}
+}
+
+func approvalControls(id string) []discordgo.MessageComponent {
+	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+		button(ref{verb: verbAllow, id: id}, "Allow once", discordgo.SuccessButton),
+		button(ref{verb: verbReject, id: id}, "Reject…", discordgo.DangerButton),
+	}}}
+}

@@ -1,0 +1,249 @@
+package discord
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+func toMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+// checkMessage fails t for anything in body beyond Discord's limits.
+func checkMessage(t *testing.T, body map[string]any) {
+	t.Helper()
+	if n := surface.Len(str(body, "content")); n > maxContent {
+		t.Errorf("content %d long", n)
+	}
+	total := 0
+	embeds, _ := body["embeds"].([]any)
+	if len(embeds) > 10 {
+		t.Errorf("%d embeds", len(embeds))
+	}
+	for _, e := range embeds {
+		m := e.(map[string]any)
+		if n := surface.Len(str(m, "description")); n > maxEmbedDesc {
+			t.Errorf("embed description %d long", n)
+		}
+		if n := surface.Len(str(m, "title")); n > maxEmbedTitle {
+			t.Errorf("embed title %d long", n)
+		}
+		total += surface.Len(str(m, "description")) + surface.Len(str(m, "title"))
+	}
+	if total > maxEmbedTotal {
+		t.Errorf("embeds hold %d characters", total)
+	}
+	rows, _ := body["components"].([]any)
+	if len(rows) > maxRows {
+		t.Errorf("%d rows", len(rows))
+	}
+	ids := map[string]bool{}
+	for _, r := range rows {
+		row := r.(map[string]any)
+		cs, _ := row["components"].([]any)
+		if len(cs) == 0 || len(cs) > maxRowButtons {
+			t.Errorf("a row of %d components", len(cs))
+		}
+		for _, c := range cs {
+			m := c.(map[string]any)
+			id := str(m, "custom_id")
+			if n := len(id); n == 0 || n > maxCustomID || ids[id] {
+				t.Errorf("custom_id %q: empty, too long or repeated", id)
+			}
+			ids[id] = true
+			switch m["type"] {
+			case float64(2):
+				if n := surface.Len(str(m, "label")); n == 0 || n > maxButtonLabel {
+					t.Errorf("button label %d long", n)
+				}
+			case float64(3):
+				if len(cs) != 1 {
+					t.Errorf("a select shares its row")
+				}
+				opts, _ := m["options"].([]any)
+				if len(opts) == 0 || len(opts) > maxSelectOptions {
+					t.Errorf("a select of %d options", len(opts))
+				}
+				if mx, _ := m["max_values"].(float64); int(mx) > len(opts) {
+					t.Errorf("max_values %v over %d options", mx, len(opts))
+				}
+				for _, o := range opts {
+					om := o.(map[string]any)
+					for _, k := range []string{"label", "value", "description"} {
+						if n := surface.Len(str(om, k)); n > maxOptionText {
+							t.Errorf("option %s %d long", k, n)
+						}
+					}
+				}
+				if n := surface.Len(str(m, "placeholder")); n > maxSelectHolder {
+					t.Errorf("placeholder %d long", n)
+				}
+			}
+		}
+	}
+}
+
+func checkModal(t *testing.T, resp *response) {
+	t.Helper()
+	d := toMap(t, resp)["data"].(map[string]any)
+	if n := surface.Len(str(d, "title")); n == 0 || n > maxModalTitle {
+		t.Errorf("modal title %d long", n)
+	}
+	if n := len(str(d, "custom_id")); n > maxCustomID {
+		t.Errorf("modal custom_id %d long", n)
+	}
+	cs, _ := d["components"].([]any)
+	if len(cs) == 0 || len(cs) > maxModalFields {
+		t.Errorf("a modal of %d components", len(cs))
+	}
+	for _, c := range cs {
+		m := c.(map[string]any)
+		inner := m["component"]
+		if m["type"] == float64(1) {
+			inner = m["components"].([]any)[0]
+		} else if n := surface.Len(str(m, "label")); n == 0 || n > maxFieldLabel || surface.Len(str(m, "description")) > maxLabelDesc {
+			t.Errorf("label %q or its description too long", str(m, "label"))
+		}
+		im := inner.(map[string]any)
+		if _, ok := im["required"]; !ok {
+			t.Errorf("a field without an explicit required: %v", im)
+		}
+		if im["type"] == float64(4) && m["type"] == float64(1) && surface.Len(str(im, "label")) > maxFieldLabel {
+			t.Errorf("text input label too long")
+		}
+		if im["type"] == float64(3) && len(im["options"].([]any)) > maxSelectOptions {
+			t.Errorf("modal select too big")
+		}
+	}
+}
+
+// long is s repeated to exactly n characters.
+func long(s string, n int) string { return string([]rune(strings.Repeat(s, n))[:n]) }
+
+func extremeQuestion(i, options int, multi bool) seam.Question {
+	q := seam.Question{
+		ID: strings.Repeat("i", seam.MaxIDLen-2) + string(rune('a'+i)), Question: long("Why? <@1> @everyone [x](http://e) 😀 ", seam.MaxQuestionLen),
+		Header: long("H😀", seam.MaxHeaderLen), Detail: long("plan line with `code` and <#1>\n", seam.MaxDetailLen), MultiSelect: multi,
+	}
+	for o := range options {
+		q.Options = append(q.Options, seam.Option{Label: long(string(rune('A'+o%26))+"😀label ", seam.MaxLabelLen-3) + string(rune('a'+o/26)) + string(rune('a'+o%26)), Description: long("desc ", seam.MaxDescriptionLen)})
+	}
+	return q
+}
+
+func TestExtremeRequestsStayWithinLimits(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	caller := &seam.Caller{Name: long("n", seam.MaxCallerFieldLen), Session: long("s", seam.MaxCallerFieldLen)}
+	cases := map[string]*pending.Record{}
+	for _, n := range []int{0, 2, 5, 20, 21, 25, 26, 100} {
+		for _, multi := range []bool{false, true} {
+			q := extremeQuestion(0, n, multi)
+			if n == 5 && !multi {
+				q.Intent = &seam.Intent{Kind: seam.IntentPlanReview, Approve: q.Options[0].Label}
+			}
+			cases[fmt.Sprintf("one question, %d options, multi %v", n, multi)] =
+				&pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Caller: caller, CreatedAt: now, ExpiresAt: now.Add(time.Hour),
+					Questions: &seam.Questions{Questions: []seam.Question{q}}}
+		}
+	}
+	var many []seam.Question
+	for i := range seam.MaxQuestions {
+		many = append(many, extremeQuestion(i, 100, i%2 == 0))
+	}
+	cases["twenty questions"] = &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Caller: caller, Questions: &seam.Questions{Questions: many}}
+	args, _ := json.Marshal(map[string]string{"x": long("```<@1>", 200000)})
+	cases["approval"] = &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Caller: caller,
+		Approval: &seam.Approval{ToolName: long("t", seam.MaxToolNameLen), Reason: long("r <@&1> ", seam.MaxReasonLen), Arguments: args}}
+
+	for name, rec := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, live := range []bool{true, false} {
+				if !live {
+					rec.Status, rec.ResolvedAt = seam.StatusAnswered, now
+					rec.ResolvedBy = &pending.Responder{Surface: "discord", Name: long("x", 200)}
+				}
+				m := render(rec, "<@&123>", live)
+				checkMessage(t, toMap(t, map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components}))
+				if len(m.more) > maxMore {
+					t.Errorf("%d continuation messages", len(m.more))
+				}
+				for _, e := range m.more {
+					checkMessage(t, toMap(t, map[string]any{"embeds": []any{e}}))
+				}
+				all := m.content
+				for _, e := range m.embeds {
+					all += e.Description
+				}
+				if strings.Contains(all, "@everyone") || strings.Contains(all, "<@1>") || strings.Contains(all, "](http") {
+					t.Errorf("agent text can ping or link")
+				}
+			}
+			rec.Status = seam.StatusPending
+			if rec.Kind == seam.KindApproval {
+				checkModal(t, rejectModal(rec))
+				return
+			}
+			qs := rec.Questions.Questions
+			for i := range qs {
+				if len(qs[i].Options) > 0 {
+					checkModal(t, otherModal(rec, i))
+				}
+			}
+			if len(qs) == 1 && len(qs[0].Options) == 0 {
+				checkModal(t, textModal(rec))
+			} else if sheetFits(qs) {
+				checkModal(t, sheetModal(rec))
+			}
+		})
+	}
+}
+
+func TestLongPlanIsNeverCutSilently(t *testing.T) {
+	q := extremeQuestion(0, 2, false)
+	q.Intent = &seam.Intent{Kind: seam.IntentPlanReview}
+	q.Detail = long("step ", 20000) + "THE-END"
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true)
+	var shown strings.Builder
+	for _, e := range append(m.embeds, m.more...) {
+		shown.WriteString(e.Description)
+	}
+	if !strings.Contains(shown.String(), "THE-END") {
+		t.Errorf("the plan's end is not posted")
+	}
+	if !strings.Contains(m.embeds[len(m.embeds)-1].Description, "continue below") {
+		t.Errorf("the message does not say the plan continues")
+	}
+}
+
+func TestMentionsAllowOnlyTheConfiguredPing(t *testing.T) {
+	for in, want := range map[string]string{
+		"":          `{"parse":[],"replied_user":false}`,
+		"<@&42>":    `{"parse":[],"roles":["42"],"replied_user":false}`,
+		"<@7>":      `{"parse":[],"users":["7"],"replied_user":false}`,
+		"@everyone": `{"parse":[],"replied_user":false}`,
+	} {
+		raw, _ := json.Marshal(mentions(in))
+		if string(raw) != want {
+			t.Errorf("mentions(%q) = %s, want %s", in, raw, want)
+		}
+	}
+}

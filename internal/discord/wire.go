@@ -1,0 +1,195 @@
+package discord
+
+import (
+	"encoding/json"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Interaction types Discord sends, and the response types askbridge uses.
+const (
+	typePing           = 1
+	typeCommand        = 2
+	typeComponent      = 3
+	typeModalSubmit    = 5
+	respPong           = 1
+	respMessage        = 4 // CHANNEL_MESSAGE_WITH_SOURCE
+	respDeferredUpdate = 6
+	respUpdate         = 7 // UPDATE_MESSAGE
+	respModal          = 9
+
+	flagEphemeral = 64
+
+	componentRow    = 1
+	componentSelect = 3
+	componentText   = 4
+	componentLabel  = 18
+)
+
+// interaction is an interaction as Discord sends it, over the endpoint or
+// the gateway. askbridge decodes it itself: discordgo v0.29.0 fails on the
+// whole interaction when a modal holds a component it does not know.
+type interaction struct {
+	ID            string          `json:"id"`
+	ApplicationID string          `json:"application_id"`
+	Type          int             `json:"type"`
+	Token         string          `json:"token"`
+	ChannelID     string          `json:"channel_id"`
+	GuildID       string          `json:"guild_id"`
+	Member        *member         `json:"member"` // in a guild
+	User          *user           `json:"user"`   // in a DM
+	Message       *sourceMessage  `json:"message"`
+	Data          json.RawMessage `json:"data"`
+}
+
+type member struct {
+	User  user     `json:"user"`
+	Roles []string `json:"roles"`
+	Nick  string   `json:"nick"`
+}
+
+type user struct {
+	ID         string `json:"id"`
+	Username   string `json:"username"`
+	GlobalName string `json:"global_name"`
+}
+
+// sourceMessage is the message a component (or the button that opened a
+// modal) is on.
+type sourceMessage struct {
+	ID        string `json:"id"`
+	ChannelID string `json:"channel_id"`
+	Flags     int    `json:"flags"`
+}
+
+// who is the person who interacted, and the roles they have here.
+func (in *interaction) who() (user, []string) {
+	if in.Member != nil {
+		u := in.Member.User
+		if in.Member.Nick != "" {
+			u.GlobalName = in.Member.Nick
+		}
+		return u, in.Member.Roles
+	}
+	if in.User != nil {
+		return *in.User, nil
+	}
+	return user{}, nil
+}
+
+// componentData is the data of a MESSAGE_COMPONENT interaction.
+type componentData struct {
+	CustomID      string   `json:"custom_id"`
+	ComponentType int      `json:"component_type"`
+	Values        []string `json:"values"`
+}
+
+// modalData is the data of a MODAL_SUBMIT interaction.
+type modalData struct {
+	CustomID   string          `json:"custom_id"`
+	Components []wireComponent `json:"components"`
+}
+
+// wireComponent is any component of a submitted modal: an action row or a
+// Label (type 18) around a text input or a select.
+type wireComponent struct {
+	Type       int             `json:"type"`
+	CustomID   string          `json:"custom_id"`
+	Value      string          `json:"value"`
+	Values     []string        `json:"values"`
+	Component  *wireComponent  `json:"component"`
+	Components []wireComponent `json:"components"`
+}
+
+// field is what one input of a submitted modal holds.
+type field struct {
+	value  string   // a text input's
+	values []string // a select's
+}
+
+// fields collects a modal's inputs by custom_id, whatever wraps them.
+func fields(cs []wireComponent) map[string]field {
+	out := map[string]field{}
+	var walk func(c wireComponent)
+	walk = func(c wireComponent) {
+		if c.CustomID != "" && (c.Type == componentText || c.Type == componentSelect) {
+			out[c.CustomID] = field{value: c.Value, values: c.Values}
+		}
+		if c.Component != nil {
+			walk(*c.Component)
+		}
+		for _, sub := range c.Components {
+			walk(sub)
+		}
+	}
+	for _, c := range cs {
+		walk(c)
+	}
+	return out
+}
+
+// response is an interaction response.
+type response struct {
+	Type int           `json:"type"`
+	Data *responseData `json:"data,omitempty"`
+}
+
+type responseData struct {
+	Content         *string                           `json:"content,omitempty"`
+	Embeds          *[]*discordgo.MessageEmbed        `json:"embeds,omitempty"`
+	Components      any                               `json:"components,omitempty"`
+	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions,omitempty"`
+	Flags           int                               `json:"flags,omitempty"`
+	CustomID        string                            `json:"custom_id,omitempty"`
+	Title           string                            `json:"title,omitempty"`
+}
+
+func pong() *response { return &response{Type: respPong} }
+
+// ephemeral tells the person who interacted, and only them, text.
+func ephemeral(text string) *response {
+	text = surface.Truncate(text, maxContent)
+	return &response{Type: respMessage, Data: &responseData{
+		Content: &text, Flags: flagEphemeral, AllowedMentions: mentions(""),
+	}}
+}
+
+// update replaces the message interacted with by rec as it ended.
+func update(m message) *response {
+	return &response{Type: respUpdate, Data: &responseData{
+		Content: &m.content, Embeds: &m.embeds, Components: m.components, AllowedMentions: mentions(""),
+	}}
+}
+
+func deferredUpdate() *response { return &response{Type: respDeferredUpdate} }
+
+// Modal components, written by hand: discordgo's TextInput always sends a
+// label, which a text input inside a Label must not have, and it has no
+// Label component.
+type labelComponent struct {
+	Type        int    `json:"type"` // 18
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+	Component   any    `json:"component"`
+}
+
+type modalSelect struct {
+	Type      int                          `json:"type"` // 3
+	CustomID  string                       `json:"custom_id"`
+	MinValues int                          `json:"min_values"`
+	MaxValues int                          `json:"max_values"`
+	Required  bool                         `json:"required"`
+	Options   []discordgo.SelectMenuOption `json:"options"`
+}
+
+type modalText struct {
+	Type        int    `json:"type"` // 4
+	CustomID    string `json:"custom_id"`
+	Style       int    `json:"style"`
+	Placeholder string `json:"placeholder,omitempty"`
+	Value       string `json:"value,omitempty"`
+	Required    bool   `json:"required"` // always sent: Discord's default is true
+	MaxLength   int    `json:"max_length"`
+}
