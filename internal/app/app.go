@@ -23,6 +23,7 @@ import (
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/slack"
+	"github.com/askbridge/askbridge/internal/web"
 )
 
 // App is one bridge replica. A test can start it on 127.0.0.1:0 and stop it.
@@ -34,6 +35,7 @@ type App struct {
 	store    *pending.Store
 	dispatch *dispatch.Dispatcher
 	api      *api.Server
+	web      *web.Server
 	ln       net.Listener
 	srv      *http.Server
 	parts    []func(context.Context) error // surfaces' long-running parts
@@ -55,15 +57,20 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (a *App, err error) 
 			a.Close()
 		}
 	}()
-	url := cfg.Redis.URL.Reveal()
-	if url == "" {
+	r := cfg.Redis
+	conn := pending.Conn{
+		URL: r.URL.Reveal(), Addrs: r.Addrs, MasterName: r.MasterName,
+		Username: r.Username, Password: r.Password.Reveal(), SentinelPassword: r.SentinelPassword.Reveal(),
+		DB: r.DB, TLS: r.TLS,
+	}
+	if conn.URL == "" && len(conn.Addrs) == 0 {
 		if a.embedded, err = pending.StartEmbedded(); err != nil {
 			return nil, fmt.Errorf("start the embedded redis: %w", err)
 		}
-		url = a.embedded.URL()
-		log.Warn("no redis.url configured: using an EMBEDDED IN-MEMORY Redis; every request is lost when the bridge stops and replicas can't share it. Set redis.url for production.")
+		conn.URL = a.embedded.URL()
+		log.Warn("no redis.url or redis.addrs configured: using an EMBEDDED IN-MEMORY Redis; every request is lost when the bridge stops and replicas can't share it. Set redis.url (or redis.addrs) for production.")
 	}
-	if a.rdb, err = pending.Dial(url); err != nil {
+	if a.rdb, err = pending.Connect(conn); err != nil {
 		return nil, err
 	}
 	a.store = pending.New(a.rdb, pending.Options{
@@ -76,7 +83,15 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (a *App, err error) 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	surfaces, err := buildSurfaces(cfg, a.store, log)
+	// The web app's signer exists before the surfaces: their messages carry
+	// its signed "Open in browser" links when the bridge has a public URL.
+	signer := web.NewSigner(cfg.Web.Secret.Reveal())
+	links := web.NewLinks(signer, cfg.PublicURL(), cfg.Web.LinkTTL.D())
+	var linkFor func(*pending.Record) string
+	if cfg.BaseURL != "" {
+		linkFor = links.For
+	}
+	surfaces, err := buildSurfaces(cfg, a.store, linkFor, log)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +106,14 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (a *App, err error) 
 		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens,
 		MaxWait: cfg.Store.MaxWait.D(), Registry: reg, Logger: log,
 	})
+	a.web, err = web.New(web.Options{
+		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, Signer: signer, Links: links,
+		BaseURL: cfg.BaseURL, SessionTTL: cfg.Web.SessionTTL.D(), Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.web.Mount(a.api)
 	for _, wire := range surfaces.wire {
 		if part := wire(a.dispatch, a.api); part != nil {
 			a.parts = append(a.parts, part)
@@ -105,6 +128,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (a *App, err error) 
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	a.srv.RegisterOnShutdown(a.web.Shutdown) // live pages' streams end, so shutdown need not wait for them
 	return a, nil
 }
 
@@ -119,12 +143,13 @@ type surfaceSet struct {
 }
 
 // buildSurfaces builds the surfaces the config turns on, joining their
-// config errors.
-func buildSurfaces(cfg *config.Config, store *pending.Store, log *slog.Logger) (surfaceSet, error) {
+// config errors. links, when not nil, gives each posted message its
+// "Open in browser" link.
+func buildSurfaces(cfg *config.Config, store *pending.Store, links func(*pending.Record) string, log *slog.Logger) (surfaceSet, error) {
 	set := surfaceSet{byName: map[string]dispatch.Surface{}}
 	var errs []error
 	if cfg.Slack != nil {
-		s, err := slack.New(cfg, slack.Options{Store: store, Logger: log})
+		s, err := slack.New(cfg, slack.Options{Store: store, Links: links, Logger: log})
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -137,7 +162,7 @@ func buildSurfaces(cfg *config.Config, store *pending.Store, log *slog.Logger) (
 		}
 	}
 	if cfg.Discord != nil {
-		s, err := discord.New(cfg, discord.Options{Store: store, Logger: log})
+		s, err := discord.New(cfg, discord.Options{Store: store, Links: links, Logger: log})
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -157,6 +182,9 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 
 // URL is the API's base URL.
 func (a *App) URL() string { return "http://" + a.Addr() }
+
+// Web is the app's web inbox: its signed links, its one-time sign-in links.
+func (a *App) Web() *web.Server { return a.web }
 
 // Store is the app's pending-request store.
 func (a *App) Store() *pending.Store { return a.store }
@@ -191,9 +219,25 @@ func (a *App) Run(ctx context.Context) error {
 		g.add(p)
 	}
 	a.log.Info("askbridge listening", "addr", a.Addr(), "open_api", a.cfg.OpenAPI())
+	a.logInbox()
 	err := g.run(ctx)
 	a.Close()
 	return err
+}
+
+// logInbox says where the web inbox is. With no API tokens it prints a
+// one-time sign-in link, so the quick start ends in a page where a
+// question can be answered.
+func (a *App) logInbox() {
+	base := a.URL()
+	if a.cfg.BaseURL != "" {
+		base = a.cfg.PublicURL()
+	}
+	if link := a.web.SignInLink(base); link != "" {
+		a.log.Info("web inbox: open this one-time sign-in link in a browser to answer questions", "url", link)
+		return
+	}
+	a.log.Info("web inbox: sign in with an API token that has the answer scope", "url", base+"/")
 }
 
 // Close releases what New acquired. Run calls it when it ends.

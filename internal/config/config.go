@@ -12,17 +12,27 @@ type Config struct {
 	Redis   Redis    `yaml:"redis"`
 	API     API      `yaml:"api"`
 	Store   Store    `yaml:"store"`
+	Web     Web      `yaml:"web"`
 	Slack   *Slack   `yaml:"slack"`   // nil: Slack is off
 	Discord *Discord `yaml:"discord"` // nil: Discord is off
 	Routes  []Route  `yaml:"routes"`
 	Log     Log      `yaml:"log"`
 }
 
-// Redis says where the store lives. An empty URL runs an embedded,
+// Redis says where the store lives: one server by URL, a Redis Cluster by
+// its seed addresses, or a Sentinel-watched master by the Sentinels'
+// addresses and the master's name. Neither URL nor Addrs runs an embedded,
 // in-memory Redis.
 type Redis struct {
-	URL    Secret `yaml:"url"`    // redis://[user:pass@]host:port[/db] or rediss://
-	Prefix string `yaml:"prefix"` // key prefix; default "askbridge:"
+	URL              Secret   `yaml:"url"`               // redis://[user:pass@]host:port[/db] or rediss://
+	Addrs            []string `yaml:"addrs"`             // host:port: Cluster seeds, or Sentinels with master_name
+	MasterName       string   `yaml:"master_name"`       // Sentinel: the master's name
+	Username         string   `yaml:"username"`          // ACL user; with url, overrides the URL's
+	Password         Secret   `yaml:"password"`          // with url, overrides the URL's
+	SentinelPassword Secret   `yaml:"sentinel_password"` // Sentinel: the Sentinels' own password
+	DB               int      `yaml:"db"`                // Sentinel only; a Cluster has database 0 only
+	TLS              bool     `yaml:"tls"`               // with addrs: TLS to every node (url says rediss://)
+	Prefix           string   `yaml:"prefix"`            // key prefix; default "askbridge:"
 }
 
 // API holds the bearer tokens of the HTTP API. No tokens: the API is open and
@@ -50,6 +60,13 @@ type Store struct {
 	DefaultExpiresIn Duration `yaml:"default_expires_in"` // when neither request nor route says; default 24h; 0 never
 	SweepInterval    Duration `yaml:"sweep_interval"`     // default 1s
 	MaxWait          Duration `yaml:"max_wait"`           // longest ?wait= honoured; default 60s
+}
+
+// Web tunes the web inbox and the signed answer links.
+type Web struct {
+	Secret     Secret   `yaml:"secret"`      // signs sessions and answer links; "": a random one per process
+	SessionTTL Duration `yaml:"session_ttl"` // how long a browser stays signed in; default 12h
+	LinkTTL    Duration `yaml:"link_ttl"`    // validity of a link to a request that never expires; default 168h
 }
 
 // Slack is the Slack app's credentials and endpoints.

@@ -45,6 +45,7 @@ func defaultConfig() *Config {
 			SweepInterval:    Duration(time.Second),
 			MaxWait:          Duration(60 * time.Second),
 		},
+		Web:    Web{SessionTTL: Duration(12 * time.Hour), LinkTTL: Duration(168 * time.Hour)},
 		Routes: []Route{{Name: "default", Mode: "all"}},
 		Log:    Log{Level: "info", Format: "text"},
 	}
@@ -251,7 +252,7 @@ func TestUnknownKeys(t *testing.T) {
 		want       []string
 	}{
 		{"top level", "listne: 127.0.0.1:1\n", []string{"listne: unknown key (line 1)", "the keys of the top level are: api, base_url, discord"}},
-		{"in a section", "redis:\n  uri: x\n", []string{"redis.uri: unknown key (line 2)", "the keys of redis are: prefix, url"}},
+		{"in a section", "redis:\n  uri: x\n", []string{"redis.uri: unknown key (line 2)", "the keys of redis are: addrs, db, master_name, password, prefix, sentinel_password, tls, url, username"}},
 		{"in a target", "slack: {bot_token: b, app_token: a}\nroutes:\n  - name: a\n  - name: b\n    targets:\n      - slack: {chanel: C1}\n",
 			[]string{"routes[1].targets[0].slack.chanel: unknown key (line 6)", "channel, mention, responders, thread_by_session"}},
 		{"in responders", "routes: [{name: a, targets: [{discord: {channel: '1', responders: {groups: [x]}}}]}]",
@@ -377,6 +378,27 @@ func TestValidate(t *testing.T) {
 		{"base_url not a URL", func(c *Config) { c.BaseURL = "bridge.example.com" }, "base_url: not an http:// or https:// URL"},
 		{"redis url scheme", func(c *Config) { c.Redis.URL = "http://localhost:6379" }, "redis.url: not a redis://, rediss:// or unix:// URL"},
 		{"redis url placeholder", func(c *Config) { c.Redis.URL = "<secret>" }, "redis.url: is the placeholder <secret>"},
+		{"redis url and addrs", func(c *Config) { c.Redis.Addrs = []string{"r1:7000"} }, "redis.addrs: set redis.url (one server) or redis.addrs (a Cluster or Sentinels), not both"},
+		{"redis url with password is fine", func(c *Config) { c.Redis.Username = "bridge"; c.Redis.Password = "pw2" }, ""},
+		{"redis url with master_name", func(c *Config) { c.Redis.MasterName = "mymaster" }, "redis.master_name: needs redis.addrs (the Sentinels' addresses) instead of redis.url"},
+		{"redis url with tls", func(c *Config) { c.Redis.TLS = true }, "redis.tls: with redis.url, write rediss:// for TLS"},
+		{"redis url with db", func(c *Config) { c.Redis.DB = 2 }, "redis.db: with redis.url, put the database in the URL"},
+		{"redis url with sentinel_password", func(c *Config) { c.Redis.SentinelPassword = "s" }, "redis.sentinel_password: needs redis.addrs and redis.master_name"},
+		{"redis password placeholder", func(c *Config) { c.Redis.Password = "<secret>" }, "redis.password: is the placeholder <secret>"},
+		{"redis cluster", func(c *Config) {
+			c.Redis = Redis{Addrs: []string{"10.0.0.1:7000", "r2.internal:7000"}, Password: "pw", TLS: true, Prefix: "p:"}
+		}, ""},
+		{"redis sentinel", func(c *Config) {
+			c.Redis = Redis{Addrs: []string{"s1:26379", "s2:26379"}, MasterName: "mymaster", Password: "pw", SentinelPassword: "spw", DB: 3, Prefix: "p:"}
+		}, ""},
+		{"redis addrs not host:port", func(c *Config) { c.Redis = Redis{Addrs: []string{"r1:7000", "r2"}, Prefix: "p:"} }, `redis.addrs[1]: "r2" is not host:port`},
+		{"redis addrs bad port", func(c *Config) { c.Redis = Redis{Addrs: []string{"r1:0"}, Prefix: "p:"} }, `redis.addrs[0]: "r1:0" is not host:port`},
+		{"redis addrs duplicate", func(c *Config) { c.Redis = Redis{Addrs: []string{"r1:7000", "r1:7000"}, Prefix: "p:"} }, `redis.addrs[1]: "r1:7000" is also redis.addrs[0]`},
+		{"redis cluster db", func(c *Config) { c.Redis = Redis{Addrs: []string{"r1:7000"}, DB: 1, Prefix: "p:"} }, "redis.db: a Redis Cluster has database 0 only"},
+		{"redis cluster sentinel_password", func(c *Config) { c.Redis = Redis{Addrs: []string{"r1:7000"}, SentinelPassword: "x", Prefix: "p:"} }, "redis.sentinel_password: needs redis.master_name"},
+		{"redis negative db", func(c *Config) { c.Redis = Redis{Addrs: []string{"s1:26379"}, MasterName: "m", DB: -1, Prefix: "p:"} }, "redis.db: must not be negative, got -1"},
+		{"redis embedded with password", func(c *Config) { c.Redis = Redis{Password: "pw", Prefix: "p:"} }, "redis.password: needs redis.url or redis.addrs"},
+		{"redis embedded with master_name", func(c *Config) { c.Redis = Redis{MasterName: "m", Prefix: "p:"} }, "redis.master_name: needs redis.url or redis.addrs"},
 		{"token name empty", func(c *Config) { c.API.Tokens[1].Name = "" }, "api.tokens[1].name: required"},
 		{"token name duplicate", func(c *Config) { c.API.Tokens[1].Name = "agents" }, `api.tokens[1].name: "agents" is also the name of api.tokens[0]`},
 		{"token empty", func(c *Config) { c.API.Tokens[0].Token = "" }, "api.tokens[0].token: required"},
@@ -386,6 +408,11 @@ func TestValidate(t *testing.T) {
 		{"bad scope", func(c *Config) { c.API.Tokens[1].Scopes[1] = "admin" }, `api.tokens[1].scopes[1]: "admin" is not a scope`},
 		{"duplicate scope", func(c *Config) { c.API.Tokens[1].Scopes[1] = "answer" }, `api.tokens[1].scopes[1]: "answer" is listed twice`},
 		{"retention 0", func(c *Config) { c.Store.Retention = 0 }, "store.retention: must be more than 0"},
+		{"web secret too short", func(c *Config) { c.Web.Secret = "short" }, "web.secret: must be at least 32 characters"},
+		{"web secret placeholder", func(c *Config) { c.Web.Secret = "<secret>" }, "web.secret: is the placeholder <secret>"},
+		{"web secret of 32 is fine", func(c *Config) { c.Web.Secret = Secret(strings.Repeat("k", 32)) }, ""},
+		{"web session_ttl 0", func(c *Config) { c.Web.SessionTTL = 0 }, "web.session_ttl: must be more than 0"},
+		{"web link_ttl 0", func(c *Config) { c.Web.LinkTTL = 0 }, "web.link_ttl: must be more than 0"},
 		{"negative default_expires_in", func(c *Config) { c.Store.DefaultExpiresIn = -1 }, "store.default_expires_in: must not be negative"},
 		{"sweep_interval 0", func(c *Config) { c.Store.SweepInterval = 0 }, "store.sweep_interval: must be more than 0"},
 		{"negative max_wait", func(c *Config) { c.Store.MaxWait = Duration(-time.Second) }, "store.max_wait: must not be negative"},
@@ -709,6 +736,7 @@ func TestDocs(t *testing.T) {
 	t.Run("examples validate", func(t *testing.T) {
 		vars := env(map[string]string{
 			"REDIS_URL":              "redis://redis:6379",
+			"REDIS_PASSWORD":         "pw",
 			"ASKBRIDGE_AGENT_TOKEN":  "a",
 			"ASKBRIDGE_INBOX_TOKEN":  "i",
 			"SLACK_BOT_TOKEN":        "xoxb-1",

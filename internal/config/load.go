@@ -28,6 +28,9 @@ const (
 	DefaultSweepInterval = time.Second
 	DefaultMaxWait       = 60 * time.Second
 
+	DefaultSessionTTL = 12 * time.Hour
+	DefaultLinkTTL    = 168 * time.Hour
+
 	DefaultLogLevel  = "info"
 	DefaultLogFormat = "text"
 )
@@ -65,6 +68,9 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 		DefaultExpiresIn: Duration(DefaultExpiresIn),
 		SweepInterval:    Duration(DefaultSweepInterval),
 		MaxWait:          Duration(DefaultMaxWait),
+	}, Web: Web{
+		SessionTTL: Duration(DefaultSessionTTL),
+		LinkTTL:    Duration(DefaultLinkTTL),
 	}}
 
 	var doc yaml.Node

@@ -99,6 +99,7 @@ func (c *Config) Validate() error {
 	v.redis(c.Redis)
 	v.tokens(c.API.Tokens)
 	v.store(c.Store)
+	v.web(c.Web)
 	if s := c.Slack; s != nil {
 		v.secret("slack.bot_token", s.BotToken, true)
 		v.secret("slack.signing_secret", s.SigningSecret, false)
@@ -170,8 +171,46 @@ func isLoopback(host string) bool {
 }
 
 func (v *validator) redis(r Redis) {
-	if r.URL == "" {
-		return
+	v.secret("redis.password", r.Password, false)
+	v.secret("redis.sentinel_password", r.SentinelPassword, false)
+	switch {
+	case r.URL != "" && len(r.Addrs) > 0:
+		v.add("redis.addrs", "set redis.url (one server) or redis.addrs (a Cluster or Sentinels), not both")
+	case r.URL == "" && len(r.Addrs) == 0:
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"redis.master_name", r.MasterName != ""}, {"redis.username", r.Username != ""},
+			{"redis.password", r.Password != ""}, {"redis.sentinel_password", r.SentinelPassword != ""},
+			{"redis.db", r.DB != 0}, {"redis.tls", r.TLS},
+		} {
+			if k.set {
+				v.add(k.key, "needs redis.url or redis.addrs (without them the bridge runs an embedded Redis)")
+			}
+		}
+	case r.URL != "":
+		v.redisURL(r)
+	default:
+		v.redisAddrs(r)
+	}
+	if r.DB < 0 {
+		v.add("redis.db", "must not be negative, got %d", r.DB)
+	}
+}
+
+func (v *validator) redisURL(r Redis) {
+	if r.MasterName != "" {
+		v.add("redis.master_name", "needs redis.addrs (the Sentinels' addresses) instead of redis.url")
+	}
+	if r.SentinelPassword != "" {
+		v.add("redis.sentinel_password", "needs redis.addrs and redis.master_name")
+	}
+	if r.DB != 0 {
+		v.add("redis.db", "with redis.url, put the database in the URL: redis://host:port/<db>")
+	}
+	if r.TLS {
+		v.add("redis.tls", "with redis.url, write rediss:// for TLS")
 	}
 	if r.URL == redacted {
 		v.secret("redis.url", r.URL, false)
@@ -182,6 +221,30 @@ func (v *validator) redis(r Redis) {
 	u, err := url.Parse(r.URL.Reveal())
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
 		v.add("redis.url", "not a redis://, rediss:// or unix:// URL")
+	}
+}
+
+func (v *validator) redisAddrs(r Redis) {
+	seen := map[string]int{}
+	for i, a := range r.Addrs {
+		p := fmt.Sprintf("redis.addrs[%d]", i)
+		host, port, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			v.add(p, "%q is not host:port", a)
+			continue
+		}
+		if j, dup := seen[a]; dup {
+			v.add(p, "%q is also redis.addrs[%d]", a, j)
+		}
+		seen[a] = i
+	}
+	if r.MasterName == "" {
+		if r.DB != 0 {
+			v.add("redis.db", "a Redis Cluster has database 0 only")
+		}
+		if r.SentinelPassword != "" {
+			v.add("redis.sentinel_password", "needs redis.master_name (Sentinel); without it redis.addrs are Cluster seeds")
+		}
 	}
 }
 
@@ -233,6 +296,23 @@ func (v *validator) store(s Store) {
 	}
 	if s.MaxWait < 0 {
 		v.add("store.max_wait", "must not be negative")
+	}
+}
+
+// minWebSecret is the shortest web.secret accepted: 32 bytes, as long as
+// the HMAC-SHA256 it keys.
+const minWebSecret = 32
+
+func (v *validator) web(w Web) {
+	v.secret("web.secret", w.Secret, false)
+	if n := len(w.Secret.Reveal()); n > 0 && n < minWebSecret && w.Secret != redacted {
+		v.add("web.secret", "must be at least %d characters (e.g. the output of openssl rand -hex 32), got %d", minWebSecret, n)
+	}
+	if w.SessionTTL <= 0 {
+		v.add("web.session_ttl", "must be more than 0")
+	}
+	if w.LinkTTL <= 0 {
+		v.add("web.link_ttl", "must be more than 0")
 	}
 }
 

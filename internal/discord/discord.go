@@ -42,6 +42,9 @@ type Options struct {
 	Retry      surface.Retry
 	HTTPClient *http.Client     // default: 15 s timeout; its Transport is wrapped
 	Now        func() time.Time // default time.Now
+	// Links gives the signed web link of a request, for an "Open in
+	// browser" button; nil: no button.
+	Links func(*pending.Record) string
 	// LeaseTTL is how long the gateway lease lasts without renewal; the
 	// holder renews it every third of that. Default 30 s.
 	LeaseTTL time.Duration
@@ -250,6 +253,9 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
 	m := render(rec, tc.Mention, true)
+	if s.opt.Links != nil && linkable(tc) {
+		m.addLink(s.opt.Links(rec))
+	}
 	var thread, session string
 	if tc.ThreadBySession {
 		session = sessionKey(rec, tc.Channel)
@@ -381,4 +387,11 @@ func sessionKey(rec *pending.Record, channel string) string {
 		return ""
 	}
 	return surfaceName + "\x00" + channel + "\x00" + rec.Client + "\x00" + rec.Caller.Agent + "\x00" + rec.Caller.Session
+}
+
+// linkable reports whether a target's messages may carry the signed
+// "Open in browser" link. The link lets whoever holds it answer, and the
+// whole channel sees it: a target that limits its responders gets none.
+func linkable(tc *config.DiscordTarget) bool {
+	return len(tc.Responders.Users) == 0 && len(tc.Responders.Roles) == 0
 }

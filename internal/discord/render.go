@@ -33,6 +33,7 @@ const (
 	maxLabelDesc     = 100
 	maxTextValue     = 4000
 	maxCustomID      = 100
+	maxButtonURL     = 512
 
 	// maxButtons is how many options a single-select question shows as
 	// buttons: four rows, the fifth holds Other… and Dismiss. With more,
@@ -469,4 +470,27 @@ func approvalControls(id string) []discordgo.MessageComponent {
 		button(ref{verb: verbAllow, id: id}, "Allow once", discordgo.SuccessButton),
 		button(ref{verb: verbReject, id: id}, "Reject…", discordgo.DangerButton),
 	}}}
+}
+
+// addLink adds an "Open in browser" link button, to url, to the live
+// message's last row of buttons, or in a row of its own when that row is
+// full or holds a select; it adds nothing when the message has no room or
+// url is too long for Discord. A link button sends no interaction.
+func (m *message) addLink(url string) {
+	if url == "" || len(url) > maxButtonURL {
+		return
+	}
+	b := discordgo.Button{Label: "Open in browser", Style: discordgo.LinkButton, URL: url}
+	if n := len(m.components); n > 0 {
+		if row, ok := m.components[n-1].(discordgo.ActionsRow); ok && len(row.Components) > 0 && len(row.Components) < maxRowButtons {
+			if _, isButton := row.Components[0].(discordgo.Button); isButton {
+				row.Components = append(row.Components, b)
+				m.components[n-1] = row
+				return
+			}
+		}
+	}
+	if len(m.components) < maxRows {
+		m.components = append(m.components, discordgo.ActionsRow{Components: []discordgo.MessageComponent{b}})
+	}
 }

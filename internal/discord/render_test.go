@@ -3,9 +3,12 @@ package discord
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/askbridge/askbridge/internal/config"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bwmarrin/discordgo"
 
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
@@ -64,6 +67,13 @@ func checkMessage(t *testing.T, body map[string]any) {
 		}
 		for _, c := range cs {
 			m := c.(map[string]any)
+			if m["style"] == float64(discordgo.LinkButton) {
+				// A link button carries a url, no custom_id, and sends no interaction.
+				if u := str(m, "url"); u == "" || len(u) > maxButtonURL || str(m, "custom_id") != "" {
+					t.Errorf("link button url %q, custom_id %q", u, str(m, "custom_id"))
+				}
+				continue
+			}
 			id := str(m, "custom_id")
 			if n := len(id); n == 0 || n > maxCustomID || ids[id] {
 				t.Errorf("custom_id %q: empty, too long or repeated", id)
@@ -245,5 +255,49 @@ func TestMentionsAllowOnlyTheConfiguredPing(t *testing.T) {
 		if string(raw) != want {
 			t.Errorf("mentions(%q) = %s, want %s", in, raw, want)
 		}
+	}
+}
+
+func TestOpenInBrowserLink(t *testing.T) {
+	const url = "https://bridge.example.com/r/abcdefghijklmnop?e=1796221208&s=0123456789012345678901234567890123456789abc"
+	for _, n := range []int{0, 2, 5, 19, 20, 25, 100} {
+		for _, multi := range []bool{false, true} {
+			rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion,
+				Questions: &seam.Questions{Questions: []seam.Question{extremeQuestion(0, n, multi)}}}
+			t.Run(fmt.Sprintf("%d options, multi %v", n, multi), func(t *testing.T) {
+				m := render(rec, "", true)
+				m.addLink(url)
+				body := toMap(t, map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components})
+				checkMessage(t, body)
+				raw, _ := json.Marshal(m.components)
+				if strings.Count(string(raw), "Open in browser") != 1 || !strings.Contains(string(raw), `"style":5`) {
+					t.Errorf("no single link button (style 5) to the URL: %s", raw)
+				}
+			})
+		}
+	}
+	t.Run("approval", func(t *testing.T) {
+		m := render(&pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Approval: &seam.Approval{ToolName: "x"}}, "", true)
+		m.addLink(url)
+		if len(m.components) != 1 {
+			t.Errorf("the link took a row of its own beside a row with room: %d rows", len(m.components))
+		}
+	})
+	t.Run("too long a URL is left out", func(t *testing.T) {
+		m := render(&pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Approval: &seam.Approval{ToolName: "x"}}, "", true)
+		m.addLink("https://x/" + strings.Repeat("a", maxButtonURL))
+		raw, _ := json.Marshal(m.components)
+		if strings.Contains(string(raw), "https://x/") {
+			t.Errorf("a URL over %d characters was added", maxButtonURL)
+		}
+	})
+}
+
+func TestNoLinkWhereRespondersAreLimited(t *testing.T) {
+	if !linkable(&config.DiscordTarget{Channel: "C1"}) {
+		t.Error("a target open to the channel gets no link")
+	}
+	if linkable(&config.DiscordTarget{Channel: "C1", Responders: config.DiscordResponders{Roles: []string{"R1"}}}) {
+		t.Error("a target with responders gets a link anyone in the channel could answer with")
 	}
 }

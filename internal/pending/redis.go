@@ -2,6 +2,7 @@ package pending
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"time"
 
@@ -13,11 +14,72 @@ import (
 // or rediss:// for TLS. The error never repeats the URL, which may hold a
 // password.
 func Dial(url string) (redis.UniversalClient, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, errors.New("redis.url must look like redis://[user:password@]host:port[/db] or rediss://...")
+	return Connect(Conn{URL: url})
+}
+
+// Conn says how to reach Redis: one server by URL, a Redis Cluster by the
+// addresses of some of its nodes, or a master that Sentinels watch by the
+// Sentinels' addresses and the master's name.
+type Conn struct {
+	URL              string   // redis://[user:password@]host:port[/db], rediss:// or unix://
+	Addrs            []string // host:port: Cluster seeds, or the Sentinels with MasterName
+	MasterName       string   // Sentinel: the master's name
+	Username         string   // ACL user; with URL, overrides the URL's
+	Password         string   // with URL, overrides the URL's
+	SentinelPassword string   // Sentinel: the Sentinels' own password
+	DB               int      // Sentinel only: a Cluster has database 0 only
+	TLS              bool     // with Addrs: TLS to every node; a URL says rediss://
+}
+
+// Connect returns a client for c: a Client for a URL, a ClusterClient for
+// Addrs, a FailoverClient (which follows the master through failovers) for
+// Addrs with a MasterName. Every key of one request shares a hash slot
+// (see keys.go), so the store runs unchanged on all three. Errors never
+// repeat a URL or a password.
+func Connect(c Conn) (redis.UniversalClient, error) {
+	var tlsConfig *tls.Config
+	if c.TLS {
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	return redis.NewClient(opt), nil
+	switch {
+	case c.URL != "":
+		if len(c.Addrs) > 0 || c.MasterName != "" || c.TLS || c.DB != 0 {
+			return nil, errors.New("redis: set either a url, or addrs with their options; not both")
+		}
+		opt, err := redis.ParseURL(c.URL)
+		if err != nil {
+			return nil, errors.New("redis.url must look like redis://[user:password@]host:port[/db] or rediss://...")
+		}
+		if c.Username != "" {
+			opt.Username = c.Username
+		}
+		if c.Password != "" {
+			opt.Password = c.Password
+		}
+		return redis.NewClient(opt), nil
+	case len(c.Addrs) == 0:
+		return nil, errors.New("redis: set a url or addrs")
+	case c.MasterName != "":
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:       c.MasterName,
+			SentinelAddrs:    c.Addrs,
+			SentinelPassword: c.SentinelPassword,
+			Username:         c.Username,
+			Password:         c.Password,
+			DB:               c.DB,
+			TLSConfig:        tlsConfig,
+		}), nil
+	default:
+		if c.DB != 0 {
+			return nil, errors.New("redis: a Redis Cluster has database 0 only")
+		}
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:     c.Addrs,
+			Username:  c.Username,
+			Password:  c.Password,
+			TLSConfig: tlsConfig,
+		}), nil
+	}
 }
 
 // Embedded is an in-process Redis (miniredis): the working default for one

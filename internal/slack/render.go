@@ -30,6 +30,8 @@ const (
 	maxInputLength   = 3000
 	maxConfirmTitle  = 100
 	maxConfirmText   = 300
+	maxActions       = 25   // elements of one actions block
+	maxButtonURL     = 3000 // a link button's url
 
 	// messageBudget bounds the text of all blocks of one message. Slack
 	// refuses some messages with msg_blocks_too_long from about 13,000
@@ -512,4 +514,33 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 			button(ref{verb: verbReject, id: rec.ID}, "Reject", slackapi.StyleDanger)))
 	}
 	return fallback(surface.Asker(rec.Caller)+" asks to run ", a.ToolName)
+}
+
+// openAction is the action id of the "Open in browser" button: a link
+// button, whose click Slack also reports, and the interactions handler
+// ignores as not ours.
+const openAction = "askbridge_open"
+
+// addLink adds an "Open in browser" link button, to url, beside the live
+// message's last row of buttons, or in a row of its own when that row is
+// full or there is none; it adds nothing when the message has no room or
+// url is too long for Slack.
+func (m *message) addLink(url string) {
+	if url == "" || len(url) > maxButtonURL {
+		return
+	}
+	b := slackapi.NewButtonBlockElement(openAction, "", plain("Open in browser"))
+	b.URL = url
+	for i := len(m.blocks) - 1; i >= 0; i-- {
+		if a, ok := m.blocks[i].(*slackapi.ActionBlock); ok {
+			if a.Elements != nil && len(a.Elements.ElementSet) < maxActions {
+				a.Elements.ElementSet = append(a.Elements.ElementSet, b)
+				return
+			}
+			break
+		}
+	}
+	if len(m.blocks) < maxMessageBlocks {
+		m.blocks = append(m.blocks, slackapi.NewActionBlock("", b))
+	}
 }

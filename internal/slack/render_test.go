@@ -3,6 +3,7 @@ package slack
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/askbridge/askbridge/internal/config"
 	"strings"
 	"testing"
 	"time"
@@ -497,5 +498,50 @@ func TestAnswerFromModal(t *testing.T) {
 	got, _ := json.Marshal(norm)
 	if want := `{"answers":[{"id":"n","selected":[],"custom":"1.5"},{"id":"b","selected":[],"custom":"true"},{"id":"o","selected":["y"]}]}`; string(got) != want {
 		t.Errorf("answer %s, want %s", got, want)
+	}
+}
+
+func TestOpenInBrowserLink(t *testing.T) {
+	const url = "https://bridge.example.com/r/abcdefghijklmnop?e=1796221208&s=0123456789012345678901234567890123456789abc"
+	for name, rec := range extremes() {
+		t.Run(name, func(t *testing.T) {
+			m := render(rec, "", true)
+			before := len(m.blocks)
+			m.addLink(url)
+			checkMessage(t, "live message with a link", m.text, m.blocks, "")
+			found := 0
+			for _, bl := range m.blocks {
+				if a, ok := bl.(*slackapi.ActionBlock); ok {
+					for _, e := range a.Elements.ElementSet {
+						if b, ok := e.(*slackapi.ButtonBlockElement); ok && b.URL == url && b.ActionID == openAction {
+							found++
+						}
+					}
+				}
+			}
+			if found != 1 {
+				t.Errorf("%d Open in browser buttons", found)
+			}
+			if len(m.blocks) != before {
+				t.Errorf("the link took a block of its own (%d -> %d) though the last row had room", before, len(m.blocks))
+			}
+		})
+	}
+	t.Run("too long a URL is left out", func(t *testing.T) {
+		m := render(questionRecord(seam.Question{ID: "a", Question: "A?"}), "", true)
+		before := textLen(m.blocks...)
+		m.addLink("https://x/" + strings.Repeat("a", maxButtonURL))
+		if textLen(m.blocks...) != before {
+			t.Errorf("a URL over %d characters was added", maxButtonURL)
+		}
+	})
+}
+
+func TestNoLinkWhereRespondersAreLimited(t *testing.T) {
+	if !linkable(&config.SlackTarget{Channel: "C1"}) {
+		t.Error("a target open to the channel gets no link")
+	}
+	if linkable(&config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Groups: []string{"S1"}}}) {
+		t.Error("a target with responders gets a link anyone in the channel could answer with")
 	}
 }

@@ -31,9 +31,10 @@ type Options struct {
 	Store      *pending.Store // reads requests on callbacks; required
 	Logger     *slog.Logger
 	Retry      surface.Retry
-	HTTPClient *http.Client     // default: 15 s timeout
-	GroupTTL   time.Duration    // how long user group members are cached; default 5 min
-	Now        func() time.Time // default time.Now
+	HTTPClient *http.Client                 // default: 15 s timeout
+	GroupTTL   time.Duration                // how long user group members are cached; default 5 min
+	Now        func() time.Time             // default time.Now
+	Links      func(*pending.Record) string // the signed web link of a request; nil: no "Open in browser" button
 }
 
 // Surface posts requests to Slack and edits their messages when they end.
@@ -46,6 +47,7 @@ type Surface struct {
 	log   *slog.Logger
 	now   func() time.Time
 	who   *responders
+	links func(*pending.Record) string
 
 	targets map[string]*config.SlackTarget   // by target key, "route/index"
 	routes  map[string][]*config.SlackTarget // by route name
@@ -91,6 +93,7 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		retry:   opt.Retry,
 		log:     opt.Logger.With("surface", surfaceName),
 		now:     opt.Now,
+		links:   opt.Links,
 		targets: map[string]*config.SlackTarget{},
 		routes:  map[string][]*config.SlackTarget{},
 	}
@@ -164,6 +167,9 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
 	m := render(rec, tc.Mention, true)
+	if s.links != nil && linkable(tc) {
+		m.addLink(s.links(rec))
+	}
 	var thread, session string
 	if tc.ThreadBySession {
 		session = sessionKey(rec, tc.Channel)
@@ -260,4 +266,11 @@ func sessionKey(rec *pending.Record, channel string) string {
 		return ""
 	}
 	return surfaceName + "\x00" + channel + "\x00" + rec.Client + "\x00" + rec.Caller.Agent + "\x00" + rec.Caller.Session
+}
+
+// linkable reports whether a target's messages may carry the signed
+// "Open in browser" link. The link lets whoever holds it answer, and the
+// whole channel sees it: a target that limits its responders gets none.
+func linkable(tc *config.SlackTarget) bool {
+	return len(tc.Responders.Users) == 0 && len(tc.Responders.Groups) == 0
 }

@@ -1,0 +1,235 @@
+// askbridge web inbox: answers, decisions and dismissals over fetch, live
+// updates over server-sent events. No framework, no build step. Text from
+// agents arrives already escaped in server-rendered HTML; this script
+// never builds HTML from strings.
+"use strict";
+
+(function () {
+  const meta = (name) => {
+    const m = document.querySelector('meta[name="' + name + '"]');
+    return m ? m.content : "";
+  };
+  const csrf = meta("csrf-token");
+  const link = meta("answer-link");
+  const page = document.body.dataset.page;
+
+  function localTimes(root) {
+    for (const t of root.querySelectorAll("time[datetime]")) {
+      const d = new Date(t.dateTime);
+      if (!isNaN(d)) {
+        t.textContent = d.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+        t.title = d.toString();
+      }
+    }
+  }
+
+  // Checks text against a typed field's type, as the bridge does.
+  function checkTyped(type, text, required) {
+    const s = text.trim();
+    if (s === "") return required ? "This field is required." : "";
+    if (type === "integer" && !/^[+-]?\d+$/.test(s)) return "Enter a whole number, such as 42.";
+    if (type === "number" && (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s) || !isFinite(Number(s)))) return "Enter a number, such as 3.5.";
+    return "";
+  }
+
+  function fieldError(fs, msg) {
+    const e = fs.querySelector(".err");
+    if (e) e.textContent = msg;
+    const input = fs.querySelector(".custom");
+    if (input) input.setAttribute("aria-invalid", msg ? "true" : "false");
+  }
+
+  function validate(fs) {
+    const type = fs.dataset.type;
+    if (!type) return true;
+    let msg = "";
+    if (type === "boolean") {
+      if (fs.hasAttribute("data-required") && !fs.querySelector('input[type=radio]:checked')) msg = "Choose Yes or No.";
+    } else {
+      msg = checkTyped(type, fs.querySelector(".custom").value, fs.hasAttribute("data-required"));
+    }
+    fieldError(fs, msg);
+    return msg === "";
+  }
+
+  function collect(form) {
+    const answers = [];
+    let ok = true;
+    for (const fs of form.querySelectorAll("fieldset.q")) {
+      if (!validate(fs)) ok = false;
+      const item = { id: fs.dataset.qid, selected: [] };
+      for (const input of fs.querySelectorAll(".opts:not(.two) input:checked")) item.selected.push(input.value);
+      let custom = "";
+      if (fs.dataset.type === "boolean") {
+        const b = fs.querySelector(".opts.two input:checked");
+        custom = b ? b.value : "";
+      } else {
+        const c = fs.querySelector(".custom");
+        custom = c ? c.value.trim() : "";
+      }
+      if (custom) item.custom = custom;
+      answers.push(item);
+    }
+    return ok ? { answers } : null;
+  }
+
+  async function send(card, action, body) {
+    const headers = { "Content-Type": "application/json" };
+    if (csrf) headers["X-CSRF-Token"] = csrf;
+    if (link) headers["X-Askbridge-Link"] = link;
+    const res = await fetch("/web/requests/" + encodeURIComponent(card.dataset.id) + "/" + action, {
+      method: "POST", headers, body: JSON.stringify(body || {}), credentials: "same-origin",
+    });
+    let data = {};
+    try { data = await res.json(); } catch (e) { /* not JSON */ }
+    return { res, data };
+  }
+
+  function showOutcome(card, html) {
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html; // server-rendered by html/template: escaped
+    card.replaceChildren(tpl.content);
+    localTimes(card);
+    card.classList.add("done");
+    if (page === "inbox") {
+      setTimeout(() => {
+        card.classList.add("leaving");
+        setTimeout(() => card.remove(), 450);
+      }, 2500);
+    }
+  }
+
+  function busy(form, on) {
+    for (const b of form.querySelectorAll("button")) b.disabled = on;
+  }
+
+  async function act(card, form, action, body) {
+    const formErr = form.querySelector(".form-err");
+    formErr.textContent = "";
+    busy(form, true);
+    try {
+      const { res, data } = await send(card, action, body);
+      if (data.html) return showOutcome(card, data.html);
+      const err = (data.error || {});
+      const fs = err.field && [...form.querySelectorAll("fieldset.q")].find((f) => f.dataset.qid === err.field);
+      if (fs) fieldError(fs, err.message);
+      else formErr.textContent = err.message || ("The bridge answered " + res.status + ".");
+    } catch (e) {
+      formErr.textContent = "Could not reach the bridge. Check the connection and try again.";
+    } finally {
+      busy(form, false);
+    }
+  }
+
+  function armDismiss(btn, card, form) {
+    if (btn.classList.contains("confirm")) {
+      act(card, form, "dismiss", {});
+      return;
+    }
+    const label = btn.textContent;
+    btn.classList.add("confirm");
+    btn.textContent = "Tap again to dismiss";
+    setTimeout(() => { btn.classList.remove("confirm"); btn.textContent = label; }, 4000);
+  }
+
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target.closest("form.answer");
+    if (!form) return;
+    ev.preventDefault();
+    const card = form.closest(".card");
+    const body = collect(form);
+    if (!body) {
+      form.querySelector(".form-err").textContent = "Fix the highlighted field first.";
+      const bad = form.querySelector('[aria-invalid="true"]');
+      if (bad) bad.focus();
+      return;
+    }
+    act(card, form, "answer", body);
+  });
+
+  document.addEventListener("click", (ev) => {
+    const btn = ev.target.closest("button");
+    if (!btn) return;
+    const card = btn.closest(".card");
+    const form = btn.closest("form.answer, form.decide");
+    if (!card || !form) return;
+    if (btn.hasAttribute("data-dismiss")) {
+      ev.preventDefault();
+      armDismiss(btn, card, form);
+    } else if (btn.dataset.outcome) {
+      ev.preventDefault();
+      const note = form.querySelector("textarea[name=note]").value.trim();
+      const body = { outcome: btn.dataset.outcome };
+      if (note) body.note = note;
+      act(card, form, "decision", body);
+    }
+  });
+
+  // Inline validation of typed fields as they are typed.
+  document.addEventListener("input", (ev) => {
+    const fs = ev.target.closest("fieldset.q[data-type]");
+    if (fs && fs.querySelector('[aria-invalid="true"]')) validate(fs);
+  });
+  document.addEventListener("focusout", (ev) => {
+    const fs = ev.target.closest && ev.target.closest("fieldset.q[data-type]");
+    if (fs && ev.target.classList.contains("custom")) validate(fs);
+  });
+
+  // Live updates.
+  const liveEl = document.getElementById("live");
+  function live(on) {
+    if (!liveEl) return;
+    liveEl.classList.toggle("off", !on);
+    liveEl.textContent = on ? "Live" : "Reconnecting…";
+  }
+
+  async function refreshInbox() {
+    const res = await fetch("/web/cards", { credentials: "same-origin" });
+    if (res.status === 401) { location.reload(); return; }
+    if (!res.ok) return;
+    const tpl = document.createElement("template");
+    tpl.innerHTML = await res.text(); // server-rendered by html/template: escaped
+    const list = document.getElementById("cards");
+    const fresh = [...tpl.content.querySelectorAll(".card")];
+    const ids = new Set(fresh.map((c) => c.dataset.id));
+    for (const c of list.querySelectorAll(".card")) {
+      if (!ids.has(c.dataset.id) && !c.classList.contains("done")) {
+        c.classList.add("leaving");
+        setTimeout(() => c.remove(), 450);
+      }
+    }
+    // Insert new cards in order; cards already shown keep what was typed.
+    let prev = null;
+    for (const c of fresh) {
+      const cur = document.getElementById("req-" + c.dataset.id);
+      if (cur) { prev = cur; continue; }
+      localTimes(c);
+      if (prev) prev.after(c);
+      else list.prepend(c);
+      prev = c;
+    }
+  }
+
+  function stream(url, onChange) {
+    if (!window.EventSource) return;
+    const es = new EventSource(url);
+    es.addEventListener("open", () => live(true));
+    es.addEventListener("error", () => live(false));
+    es.addEventListener("change", (ev) => { live(true); onChange(ev.data); });
+  }
+
+  localTimes(document);
+  if (page === "inbox") {
+    stream("/web/events", () => { refreshInbox().catch(() => live(false)); });
+  } else if (page === "request") {
+    const id = document.body.dataset.id;
+    const q = new URLSearchParams(location.search);
+    const p = new URLSearchParams({ id });
+    if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); }
+    stream("/web/events?" + p.toString(), (status) => {
+      const card = document.getElementById("req-" + id);
+      if (status !== "pending" && card && !card.classList.contains("done")) location.reload();
+    });
+  }
+  document.documentElement.dataset.ready = "1";
+})();

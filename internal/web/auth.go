@@ -1,0 +1,307 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/api"
+	"github.com/askbridge/askbridge/internal/pending"
+)
+
+// Signer signs and checks what the web app hands out: session cookies,
+// CSRF tokens and answer links. Each use has its own label in the MAC, so
+// a value signed for one can't be replayed as another.
+type Signer struct{ key []byte }
+
+// NewSigner returns a Signer keyed by secret, or by 32 random bytes when
+// secret is empty: then sessions and links last as long as the process,
+// and replicas can't check each other's.
+func NewSigner(secret string) *Signer {
+	key := []byte(secret)
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
+	return &Signer{key: key}
+}
+
+func (s *Signer) mac(label string, parts ...string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(label))
+	for _, p := range parts {
+		m.Write([]byte{0})
+		m.Write([]byte(p))
+	}
+	return m.Sum(nil)
+}
+
+var b64 = base64.RawURLEncoding
+
+// Links makes the signed answer links of requests.
+type Links struct {
+	signer *Signer
+	base   string        // public base URL, no trailing slash
+	ttl    time.Duration // for requests that never expire
+}
+
+// NewLinks makes links to base (the bridge's public URL).
+func NewLinks(s *Signer, base string, ttl time.Duration) *Links {
+	if ttl <= 0 {
+		ttl = 168 * time.Hour
+	}
+	return &Links{signer: s, base: strings.TrimRight(base, "/"), ttl: ttl}
+}
+
+// expiry is when a link to rec stops granting an answer: when rec expires,
+// or ttl after it was created when it never does.
+func (l *Links) expiry(rec *pending.Record) time.Time {
+	if !rec.ExpiresAt.IsZero() {
+		return rec.ExpiresAt
+	}
+	return rec.CreatedAt.Add(l.ttl)
+}
+
+// Path returns the signed path and query of the single-request page of rec.
+func (l *Links) Path(rec *pending.Record) string {
+	exp := strconv.FormatInt(l.expiry(rec).Unix(), 10)
+	sig := b64.EncodeToString(l.signer.mac("link", rec.ID, exp))
+	return "/r/" + url.PathEscape(rec.ID) + "?e=" + exp + "&s=" + sig
+}
+
+// For returns the absolute signed link of rec: what the "Open in browser"
+// buttons of Slack and Discord carry.
+func (l *Links) For(rec *pending.Record) string { return l.base + l.Path(rec) }
+
+// linkGrant is what a checked link grants: answering request id until exp.
+type linkGrant struct {
+	id  string
+	exp time.Time
+}
+
+// check verifies a link's e and s for request id, in constant time. An
+// expired link still verifies (a finished request's page shows its
+// outcome); whoever acts on it checks exp.
+func (l *Links) check(id, e, sig string) (linkGrant, bool) {
+	got, err := b64.DecodeString(sig)
+	if err != nil || id == "" || e == "" {
+		return linkGrant{}, false
+	}
+	if !hmac.Equal(got, l.signer.mac("link", id, e)) {
+		return linkGrant{}, false
+	}
+	sec, err := strconv.ParseInt(e, 10, 64)
+	if err != nil {
+		return linkGrant{}, false
+	}
+	return linkGrant{id: id, exp: time.Unix(sec, 0)}, true
+}
+
+// session is a signed-in browser: the answer-scoped token it signed in
+// with, by name, and when the session ends.
+type session struct {
+	Name string `json:"n"`
+	Exp  int64  `json:"e"`
+}
+
+// The session cookie's names: __Host- when served over https, which the
+// browser only accepts from a secure origin, for path /, with no domain.
+const (
+	cookieName       = "askbridge_session"
+	secureCookieName = "__Host-askbridge_session"
+)
+
+// anonymous is the answerer of a bridge with no API tokens, as in the API.
+const anonymous = "anonymous"
+
+// tokens checks answer-scoped API tokens the way the API does: SHA-256
+// digests compared in constant time, all of them every time.
+type tokens struct {
+	list []tokenDigest
+}
+
+type tokenDigest struct {
+	name   string
+	sum    [sha256.Size]byte
+	answer bool
+}
+
+func newTokens(ts []api.Token) tokens {
+	var t tokens
+	for _, tok := range ts {
+		t.list = append(t.list, tokenDigest{tok.Name, sha256.Sum256([]byte(tok.Token)), slices.Contains(tok.Scopes, api.ScopeAnswer)})
+	}
+	return t
+}
+
+func (t tokens) open() bool { return len(t.list) == 0 }
+
+// match returns the token that value is.
+func (t tokens) match(value string) (tokenDigest, bool) {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(value)))
+	var found tokenDigest
+	match := 0
+	for _, d := range t.list {
+		eq := subtle.ConstantTimeCompare(sum[:], d.sum[:])
+		if eq == 1 {
+			found = d
+		}
+		match |= eq
+	}
+	return found, match == 1
+}
+
+// byName returns the token named name.
+func (t tokens) byName(name string) (tokenDigest, bool) {
+	for _, d := range t.list {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return tokenDigest{}, false
+}
+
+// binding is what a session's MAC covers beyond the session itself: the
+// digest of the token it signed in with, so that replacing or removing a
+// token in the config ends its sessions.
+func (t tokens) binding(name string) (string, bool) {
+	if t.open() {
+		return anonymous, name == anonymous
+	}
+	d, ok := t.byName(name)
+	if !ok || !d.answer {
+		return "", false
+	}
+	return b64.EncodeToString(d.sum[:]), true
+}
+
+// sessionValue encodes and signs a session for the cookie. The raw token
+// never goes in it.
+func (s *Server) sessionValue(ss session) string {
+	bind, _ := s.tokens.binding(ss.Name)
+	payload, _ := json.Marshal(ss)
+	p := b64.EncodeToString(payload)
+	return p + "." + b64.EncodeToString(s.signer.mac("session", p, bind))
+}
+
+// sessionOf returns the session of r's cookie, if it is valid and current.
+func (s *Server) sessionOf(r *http.Request) (session, string, bool) {
+	var raw string
+	for _, name := range []string{secureCookieName, cookieName} {
+		if c, err := r.Cookie(name); err == nil {
+			raw = c.Value
+			break
+		}
+	}
+	p, sig, ok := strings.Cut(raw, ".")
+	if !ok {
+		return session{}, "", false
+	}
+	payload, err1 := b64.DecodeString(p)
+	mac, err2 := b64.DecodeString(sig)
+	var ss session
+	if err1 != nil || err2 != nil || json.Unmarshal(payload, &ss) != nil {
+		return session{}, "", false
+	}
+	bind, ok := s.tokens.binding(ss.Name)
+	if !ok || !hmac.Equal(mac, s.signer.mac("session", p, bind)) {
+		return session{}, "", false
+	}
+	if s.now().Unix() >= ss.Exp {
+		return session{}, "", false
+	}
+	return ss, raw, true
+}
+
+// csrfToken is the CSRF token of a session: derived from its cookie value,
+// so it needs no storage and changes with every sign-in.
+func (s *Server) csrfToken(cookie string) string {
+	return b64.EncodeToString(s.signer.mac("csrf", cookie))
+}
+
+// checkCSRF checks a CSRF token sent with a call, in constant time.
+func (s *Server) checkCSRF(token, cookie string) bool {
+	got, err := b64.DecodeString(token)
+	if err != nil || len(got) == 0 {
+		return false
+	}
+	return hmac.Equal(got, s.signer.mac("csrf", cookie))
+}
+
+// secure reports whether r reached the bridge over https: directly, behind
+// a proxy that says so, or by a base_url that does.
+func (s *Server) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") || strings.HasPrefix(s.base, "https://")
+}
+
+func (s *Server) setSession(w http.ResponseWriter, r *http.Request, name string) {
+	ttl := s.sessionTTL
+	value := s.sessionValue(session{Name: name, Exp: s.now().Add(ttl).Unix()})
+	c := &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: int(ttl / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode}
+	if s.secure(r) {
+		c.Name, c.Secure = secureCookieName, true
+	}
+	http.SetCookie(w, c)
+}
+
+func (s *Server) clearSession(w http.ResponseWriter, r *http.Request) {
+	for _, name := range []string{cookieName, secureCookieName} {
+		c := &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode}
+		if name == secureCookieName {
+			if !s.secure(r) {
+				continue
+			}
+			c.Secure = true
+		}
+		http.SetCookie(w, c)
+	}
+}
+
+// onceLinks are the one-time sign-in links of a bridge with no API tokens,
+// printed in its log at start: each signs in one browser, once.
+type onceLinks struct {
+	mu    sync.Mutex
+	nonce map[string]time.Time // nonce -> until when it is valid
+}
+
+func (o *onceLinks) issue(now time.Time, ttl time.Duration) string {
+	buf := make([]byte, 24)
+	rand.Read(buf)
+	n := b64.EncodeToString(buf)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.nonce == nil {
+		o.nonce = map[string]time.Time{}
+	}
+	for k, until := range o.nonce {
+		if now.After(until) {
+			delete(o.nonce, k)
+		}
+	}
+	o.nonce[n] = now.Add(ttl)
+	return n
+}
+
+// use consumes nonce: true the first time, within its validity.
+func (o *onceLinks) use(nonce string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, until := range o.nonce {
+		if subtle.ConstantTimeCompare([]byte(k), []byte(nonce)) == 1 {
+			delete(o.nonce, k)
+			return !now.After(until)
+		}
+	}
+	return false
+}

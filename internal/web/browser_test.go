@@ -1,0 +1,293 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// chromium finds a Chromium or Chrome binary: $BRIDGE_CHROMIUM, else the
+// usual names on PATH.
+func chromium() string {
+	if p := os.Getenv("BRIDGE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// artifacts is where screenshots go: $ARTIFACTS, else artifacts/ at the
+// repository's root (git-ignored).
+func artifacts(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "artifacts")
+	}
+	dir = filepath.Join(dir, "web")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const browserConfig = `
+api:
+  tokens:
+    - {name: agent, token: agent-token, scopes: [ask]}
+    - {name: ada, token: ada-token, scopes: [answer]}
+web:
+  secret: 0123456789abcdef0123456789abcdef
+`
+
+// TestBrowser answers every kind of form in a real headless Chromium: a
+// single-select, a multi-select with free text, a typed field after a
+// validation error, and an approval; it watches a request answered
+// elsewhere leave the page, and saves screenshots at phone and desktop
+// sizes. Without a Chromium it skips, unless BRIDGE_BROWSER_TESTS=1 (CI).
+func TestBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		if os.Getenv("BRIDGE_BROWSER_TESTS") == "1" {
+			t.Fatal("BRIDGE_BROWSER_TESTS=1 but no chromium binary was found: install it (apt-get install -y chromium) or set BRIDGE_CHROMIUM")
+		}
+		t.Skip("no chromium binary found (looked for $BRIDGE_CHROMIUM, chromium, chromium-browser, google-chrome); install chromium to run the browser test, BRIDGE_BROWSER_TESTS=1 makes its absence a failure")
+	}
+	url, prefix := apptest.Redis(t)
+	a := apptest.Start(t, apptest.Config(t, browserConfig, url, prefix), app.Options{})
+	base := a.URL()
+	shots := artifacts(t)
+
+	// Oldest first: the inbox shows the newest on top.
+	approval := create(t, base, "/v1/approvals", map[string]any{
+		"tool_name": "kubectl_apply", "display_reason": "Apply the **v2.3** manifests to `prod-eu`.",
+		"arguments": map[string]any{"namespace": "prod-eu", "files": []string{"deploy.yaml", "svc.yaml"}},
+		"caller":    map[string]any{"name": "deploy-bot", "session": "run-42"},
+	})
+	typed := create(t, base, "/v1/questions", questions(seam.Question{ID: "replicas", Header: "Replicas", Question: "How many replicas should prod run?",
+		Input: &seam.Input{Type: "integer", Required: true}}))
+	multi := create(t, base, "/v1/questions", questions(seam.Question{ID: "regions", Header: "Regions", Question: "Which regions get the release?", MultiSelect: true,
+		Options: []seam.Option{{Label: "eu-west", Description: "Frankfurt and Dublin"}, {Label: "us-east"}, {Label: "ap-south"}}}))
+	single := create(t, base, "/v1/questions", questions(seam.Question{ID: "deploy", Header: "Deploy", Question: "Deploy v2.3 to prod?",
+		Detail:  "## Plan\n\n1. Drain **eu-west**\n2. Roll out `v2.3`\n3. Watch the [dashboard](https://grafana.example.com/d/prod)\n\n<script>window.pwned = 1</script>",
+		Options: []seam.Option{{Label: "Yes, ship it (Recommended)", Description: "Rolls out in 10 minutes."}, {Label: "No, wait"}}}))
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 812)); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	do := func(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	eval := func(t *testing.T, expr string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return v
+	}
+	shot := func(t *testing.T, name string, full bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+		defer cancel()
+		var png []byte
+		var err error
+		if full {
+			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		} else {
+			png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		}
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	card := func(rec map[string]any) string { return "#req-" + rec["id"].(string) }
+
+	do(t, "sign in",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible("#token"),
+		chromedp.SendKeys("#token", "ada-token"),
+		chromedp.Click("form.signin button"),
+		chromedp.WaitVisible(card(single)+" form.answer"),
+		chromedp.WaitReady(`html[data-ready="1"]`),
+	)
+	if got := eval(t, `String(window.pwned)`); got != "undefined" {
+		t.Errorf("a script in a question's detail ran: window.pwned = %s", got)
+	}
+	shot(t, "inbox-375x812.png", false)
+	shot(t, "inbox-375-full.png", true)
+	do(t, "desktop", chromedp.EmulateViewport(1280, 800))
+	shot(t, "inbox-1280x800.png", false)
+	do(t, "dark", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	}), chromedp.EmulateViewport(375, 812))
+	shot(t, "inbox-375x812-dark.png", false)
+	do(t, "light", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+		return err
+	}))
+
+	t.Run("single-select", func(t *testing.T) {
+		c := card(single)
+		do(t, "answer", chromedp.Click(c+` input[value="Yes, ship it (Recommended)"]`), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), single, `[{deploy [Yes, ship it (Recommended)] }]`)
+	})
+	t.Run("multi-select with custom text", func(t *testing.T) {
+		c := card(multi)
+		do(t, "answer",
+			chromedp.Click(c+` input[value="eu-west"]`), chromedp.Click(c+` input[value="ap-south"]`),
+			chromedp.SendKeys(c+" textarea.custom", "and staging first"),
+			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), multi, `[{regions [eu-west ap-south] and staging first}]`)
+	})
+	t.Run("typed field with a validation error", func(t *testing.T) {
+		c := card(typed)
+		do(t, "type a bad value", chromedp.SendKeys(c+" input.custom", "three"), chromedp.Click(c+" button[type=submit]"),
+			chromedp.WaitVisible(c+` input.custom[aria-invalid="true"]`))
+		if msg := eval(t, `document.querySelector("`+c+` fieldset .err").textContent`); !strings.Contains(msg, "whole number") {
+			t.Errorf("validation message %q", msg)
+		}
+		do(t, "scroll", chromedp.ScrollIntoView(c))
+		shot(t, "typed-error-375x812.png", false)
+		if rec := get(t, a.Store(), typed); rec.Status != seam.StatusPending {
+			t.Fatalf("an invalid answer was sent: %s", rec.Status)
+		}
+		eval(t, `(document.querySelector("`+c+` input.custom").value = "", "")`)
+		do(t, "fix it", chromedp.SendKeys(c+" input.custom", "42"),
+			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), typed, `[{replicas [] 42}]`)
+	})
+	t.Run("approval", func(t *testing.T) {
+		c := card(approval)
+		do(t, "allow", chromedp.SendKeys(c+" textarea[name=note]", "ok after the freeze"),
+			chromedp.Click(c+` button[data-outcome="allowed-once"]`), chromedp.WaitVisible(c+" .outcome"))
+		rec := get(t, a.Store(), approval)
+		if rec.Decision == nil || *rec.Decision != (seam.Decision{Outcome: "allowed-once", Note: "ok after the freeze"}) || rec.ResolvedBy.Surface != "web" {
+			t.Errorf("decision %+v by %+v", rec.Decision, rec.ResolvedBy)
+		}
+	})
+	t.Run("answered elsewhere, it leaves the page", func(t *testing.T) {
+		later := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys now?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
+		do(t, "arrives", chromedp.WaitVisible(card(later)))
+		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
+		do(t, "leaves", chromedp.WaitNotPresent(card(later)))
+	})
+	t.Run("signed link page", func(t *testing.T) {
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
+		r := get(t, a.Store(), rec)
+		link := a.Web().Links().Path(r)
+		do(t, "open and answer", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"),
+			chromedp.Click(card(rec)+` input[value="Open"]`), chromedp.Click(card(rec)+" button[type=submit]"), chromedp.WaitVisible(card(rec)+" .outcome"))
+		shot(t, "link-answered-375x812.png", false)
+		if got := get(t, a.Store(), rec); got.ResolvedBy == nil || got.ResolvedBy.UserID != "link" {
+			t.Errorf("resolved by %+v", got.ResolvedBy)
+		}
+	})
+	t.Logf("screenshots in %s", shots)
+}
+
+func questions(qs ...seam.Question) map[string]any {
+	return map[string]any{"questions": qs, "caller": map[string]any{"name": "deploy-bot", "session": "run-42"}, "expires_in": "1h"}
+}
+
+func create(t *testing.T, base, path string, body any) map[string]any {
+	t.Helper()
+	return call(t, base, http.MethodPost, path, "agent-token", body)
+}
+
+func call(t *testing.T, base, method, path, token string, body any) map[string]any {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, base+path, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, data)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func get(t *testing.T, s *pending.Store, rec map[string]any) *pending.Record {
+	t.Helper()
+	r, err := s.Get(context.Background(), rec["id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func wantAnswer(t *testing.T, s *pending.Store, rec map[string]any, want string) {
+	t.Helper()
+	r := get(t, s, rec)
+	if r.Status != seam.StatusAnswered || r.Answer == nil {
+		t.Fatalf("status %s", r.Status)
+	}
+	var parts []string
+	for _, it := range r.Answer.Answers {
+		parts = append(parts, "{"+it.ID+" ["+strings.Join(it.Selected, " ")+"] "+it.Custom+"}")
+	}
+	if got := "[" + strings.Join(parts, " ") + "]"; got != want {
+		t.Errorf("answer %s, want %s", got, want)
+	}
+	if r.ResolvedBy == nil || *r.ResolvedBy != (pending.Responder{Surface: "web", UserID: "ada", Name: "ada"}) {
+		t.Errorf("resolved by %+v", r.ResolvedBy)
+	}
+}

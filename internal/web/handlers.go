@@ -1,0 +1,346 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/api"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// signInData is what the sign-in page shows.
+type signInData struct {
+	Open  bool   // no API tokens: sign in with the link from the log
+	Error string // why the last attempt failed
+}
+
+func (s *Server) showSignIn(w http.ResponseWriter, status int, msg string) error {
+	s.render(w, status, "signin", signInData{Open: s.tokens.open(), Error: msg})
+	return nil
+}
+
+// inbox is the page at /: every pending request, newest first, or the
+// sign-in page.
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request) error {
+	ss, cookie, ok := s.sessionOf(r)
+	if !ok {
+		return s.showSignIn(w, http.StatusOK, "")
+	}
+	recs, err := s.pendingAll(r.Context())
+	if err != nil {
+		return err
+	}
+	cards := make([]cardView, 0, len(recs))
+	for _, rec := range recs {
+		cards = append(cards, s.card(rec))
+	}
+	s.render(w, http.StatusOK, "inbox", map[string]any{"Name": ss.Name, "CSRF": s.csrfToken(cookie), "Cards": cards})
+	return nil
+}
+
+// cards is the inbox's list alone, which the page fetches when the
+// pending requests change.
+func (s *Server) cards(w http.ResponseWriter, r *http.Request) error {
+	if _, _, ok := s.sessionOf(r); !ok {
+		return &pageErr{http.StatusUnauthorized, "Signed out", "Your session has ended; reload the page to sign in again."}
+	}
+	recs, err := s.pendingAll(r.Context())
+	if err != nil {
+		return err
+	}
+	cards := make([]cardView, 0, len(recs))
+	for _, rec := range recs {
+		cards = append(cards, s.card(rec))
+	}
+	s.render(w, http.StatusOK, "cards", cards)
+	return nil
+}
+
+// request is the page of one request: opened by a signed link, or by a
+// signed-in answerer.
+func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	data := map[string]any{}
+	switch grant, ok := s.links.check(id, q.Get("e"), q.Get("s")); {
+	case ok:
+		data["Link"] = q.Get("e") + "." + q.Get("s")
+		rec, err := s.store.Get(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		if rec.Status == seam.StatusPending && !s.now().Before(grant.exp) {
+			return &pageErr{http.StatusGone, "This link has expired", "The link expired with its request."}
+		}
+		data["Card"] = s.card(rec)
+	case q.Has("s"):
+		return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge. Copy it again from the message, whole."}
+	default:
+		_, cookie, ok := s.sessionOf(r)
+		if !ok {
+			return s.showSignIn(w, http.StatusUnauthorized, "Sign in to see this request.")
+		}
+		data["CSRF"] = s.csrfToken(cookie)
+		rec, err := s.store.Get(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		data["Card"] = s.card(rec)
+	}
+	s.render(w, http.StatusOK, "request", data)
+	return nil
+}
+
+// signIn takes an answer-scoped API token from the sign-in form and
+// starts a session. The cookie holds the session, signed, not the token.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if s.tokens.open() {
+		return s.showSignIn(w, http.StatusBadRequest, "This bridge has no API tokens: open the sign-in link from its log.")
+	}
+	tok, ok := s.tokens.match(r.PostFormValue("token"))
+	switch {
+	case !ok:
+		s.log.Info("web sign-in refused: unknown token", "remote", r.RemoteAddr)
+		return s.showSignIn(w, http.StatusUnauthorized, "That token is not valid.")
+	case !tok.answer:
+		return s.showSignIn(w, http.StatusForbidden, fmt.Sprintf("The token %q lacks the answer scope.", tok.name))
+	}
+	s.setSession(w, r, tok.name)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return nil
+}
+
+// signInOnce signs in with a one-time link of a bridge with no tokens.
+func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
+	if !s.tokens.open() || !s.once.use(r.PathValue("once"), s.now()) {
+		return s.showSignIn(w, http.StatusForbidden, "That sign-in link was already used or has expired. Restart the bridge for a new one.")
+	}
+	s.setSession(w, r, anonymous)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
+	_, cookie, ok := s.sessionOf(r)
+	if ok && !s.checkCSRF(r.PostFormValue("csrf"), cookie) {
+		return &pageErr{http.StatusForbidden, "Not signed out", "The form was stale; reload the page and try again."}
+	}
+	s.clearSession(w, r)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return nil
+}
+
+// linkHeader carries a signed link's "e.s" on the calls of its page.
+const linkHeader = "X-Askbridge-Link"
+
+// responderOf authenticates a state-changing call on request id: by a
+// signed link for exactly that request, or by a session with its CSRF
+// token. It returns who answers.
+func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, error) {
+	if l := r.Header.Get(linkHeader); l != "" {
+		e, sig, _ := strings.Cut(l, ".")
+		grant, ok := s.links.check(id, e, sig)
+		if !ok {
+			return nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link does not grant answering this request", ""}
+		}
+		if !s.now().Before(grant.exp) {
+			return nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link has expired", ""}
+		}
+		return &pending.Responder{Surface: surfaceName, UserID: "link", Name: "someone with the link"}, nil
+	}
+	ss, cookie, ok := s.sessionOf(r)
+	if !ok {
+		return nil, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first: your session has ended", ""}
+	}
+	if !s.checkCSRF(r.Header.Get("X-CSRF-Token"), cookie) {
+		return nil, &webError{http.StatusForbidden, api.CodeForbidden, "the CSRF token is missing or wrong; reload the page", ""}
+	}
+	return &pending.Responder{Surface: surfaceName, UserID: ss.Name, Name: ss.Name}, nil
+}
+
+// decode reads a JSON body strictly, as the API reads answers.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, seam.MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return &seam.Error{Code: seam.CodeInvalidRequest, Message: "the request body is empty"}
+		}
+		return &seam.Error{Code: seam.CodeInvalidRequest, Message: "the request body is not valid JSON: " + err.Error()}
+	}
+	return nil
+}
+
+// resolve answers, decides or dismisses a request through the dispatcher,
+// so every message posted for it on Slack or Discord is edited. The reply
+// carries the request's outcome as HTML for the page to show, also when
+// someone else was first (409).
+func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		by, err := s.responderOf(r, id)
+		if err != nil {
+			return err
+		}
+		rec, err := s.store.Get(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind}
+		switch action {
+		case "answer":
+			if rec.Kind != seam.KindQuestion {
+				return pending.ErrNotFound
+			}
+			var a seam.Answer
+			if err := decode(w, r, &a); err != nil {
+				return err
+			}
+			norm, err := rec.Questions.Normalize(a)
+			if err != nil {
+				return err
+			}
+			res.Answer = &norm
+		case "decision":
+			if rec.Kind != seam.KindApproval {
+				return pending.ErrNotFound
+			}
+			var d seam.Decision
+			if err := decode(w, r, &d); err != nil {
+				return err
+			}
+			if d, err = d.Normalize(); err != nil {
+				return err
+			}
+			res.Decision = &d
+		case "dismiss":
+			res.Status = seam.StatusDismissed
+		}
+		if rec.Status != seam.StatusPending {
+			return s.alreadyEnded(w, rec)
+		}
+		got, err := s.dispatch.Resolve(r.Context(), id, res)
+		if errors.Is(err, pending.ErrAlreadyResolved) && got != nil {
+			return s.alreadyEnded(w, got)
+		}
+		if err != nil {
+			return err
+		}
+		s.log.Info("request resolved on the web", "request_id", id, "status", got.Status, "by", by.UserID)
+		writeJSON(w, http.StatusOK, map[string]any{"status": got.Status, "html": s.outcomeHTML(got)})
+		return nil
+	}
+}
+
+func (s *Server) alreadyEnded(w http.ResponseWriter, rec *pending.Record) error {
+	writeJSON(w, http.StatusConflict, map[string]any{
+		"error":  map[string]string{"code": api.CodeAlreadyResolved, "message": "the request is already resolved"},
+		"status": rec.Status, "html": s.outcomeHTML(rec),
+	})
+	return nil
+}
+
+func (s *Server) outcomeHTML(rec *pending.Record) string {
+	var b strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&b, "done", s.card(rec)); err != nil {
+		s.log.Error("rendering an outcome failed", "err", err)
+	}
+	return b.String()
+}
+
+// events streams server-sent events to a live page: "change" with a
+// fingerprint of what the page shows (the inbox's pending ids, or one
+// request's status) whenever it changes. The page then fetches what
+// changed. A comment every 15 s keeps proxies from closing the stream.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	var fingerprint func(context.Context) (string, error)
+	q := r.URL.Query()
+	if id := q.Get("id"); id != "" {
+		_, okLink := s.links.check(id, q.Get("e"), q.Get("s"))
+		_, _, okSession := s.sessionOf(r)
+		if !okLink && !okSession {
+			http.Error(w, "not allowed", http.StatusForbidden)
+			return
+		}
+		fingerprint = func(ctx context.Context) (string, error) {
+			rec, err := s.store.Get(ctx, id)
+			if err != nil {
+				return "", err
+			}
+			return string(rec.Status), nil
+		}
+	} else {
+		if _, _, ok := s.sessionOf(r); !ok {
+			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		}
+		fingerprint = func(ctx context.Context) (string, error) {
+			recs, err := s.pendingAll(ctx)
+			if err != nil {
+				return "", err
+			}
+			ids := make([]string, len(recs))
+			for i, rec := range recs {
+				ids[i] = rec.ID
+			}
+			return strings.Join(ids, ","), nil
+		}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.stop, cancel)
+	defer stop()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 3000\n\n")
+	rc.Flush()
+
+	tick := time.NewTicker(s.poll)
+	defer tick.Stop()
+	var last string
+	lastWrite := time.Now()
+	for first := true; ; first = false {
+		fp, err := fingerprint(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Debug("live update failed", "err", err)
+		case first || fp != last:
+			last = fp
+			if _, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", strings.ReplaceAll(fp, "\n", "")); err != nil {
+				return
+			}
+			rc.Flush()
+			lastWrite = time.Now()
+		case time.Since(lastWrite) > 15*time.Second:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return
+			}
+			rc.Flush()
+			lastWrite = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package web
+
+import (
+	"fmt"
+	"html/template"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// cardView is one request as a page shows it. Text is escaped by
+// html/template; the only HTML in it is what Markdown wrote.
+type cardView struct {
+	ID        string
+	Kind      string
+	Asker     string
+	Session   string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	Questions []questionView
+	Approval  *approvalView
+
+	Pending bool
+	Status  string       // pending, answered, ...
+	Outcome string       // "Answered by Ada via slack · Yes · 2026-..."
+	Answers []answerLine // what was answered, per question
+}
+
+type questionView struct {
+	Group    string // the name of its radio group, unique in the page
+	ID       string
+	Header   string
+	Question string
+	Detail   template.HTML
+	Plan     bool
+	Options  []optionView
+	Multi    bool
+	Other    string // the label of the free-text field beside options
+	Type     string // typed input: string, integer, number, boolean; "" plain text
+	Required bool
+	Value    string // prefill
+	Hint     string
+	Mode     string // the field's inputmode
+}
+
+type optionView struct {
+	Label       string
+	Description string
+	Primary     bool
+}
+
+type approvalView struct {
+	Tool   string
+	Reason template.HTML
+	Args   string
+}
+
+type answerLine struct {
+	Question string
+	Answer   string
+}
+
+var statusFormat = surface.Format{Surface: surfaceName, Time: func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }}
+
+func (s *Server) card(rec *pending.Record) cardView {
+	c := cardView{
+		ID: rec.ID, Kind: string(rec.Kind), Asker: surface.Asker(rec.Caller),
+		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
+		Pending: rec.Status == seam.StatusPending, Status: string(rec.Status),
+		Outcome: surface.StatusLine(rec, statusFormat),
+	}
+	if rec.Caller != nil {
+		c.Session = rec.Caller.Session
+	}
+	switch {
+	case rec.Approval != nil:
+		a := rec.Approval
+		reason := a.DisplayReason
+		if reason == "" {
+			reason = a.Reason
+		}
+		c.Approval = &approvalView{Tool: a.ToolName, Reason: Markdown(reason), Args: surface.PrettyJSON(a.Arguments)}
+	case rec.Questions != nil:
+		for i, q := range rec.Questions.Questions {
+			c.Questions = append(c.Questions, questionOf(fmt.Sprintf("%s-%d", rec.ID, i), q))
+		}
+		if rec.Answer != nil {
+			for i, it := range rec.Answer.Answers {
+				line := answerLine{Question: it.ID, Answer: "skipped"}
+				if i < len(c.Questions) {
+					line.Question = c.Questions[i].Question
+				}
+				line.Answer = itemText(it)
+				c.Answers = append(c.Answers, line)
+			}
+		}
+	}
+	return c
+}
+
+func itemText(it seam.AnswerItem) string {
+	s := ""
+	for i, l := range it.Selected {
+		if i > 0 {
+			s += ", "
+		}
+		s += l
+	}
+	if it.Custom != "" {
+		if s != "" {
+			s += " + "
+		}
+		s += "“" + it.Custom + "”"
+	}
+	if s == "" {
+		s = "skipped"
+	}
+	return s
+}
+
+func questionOf(group string, q seam.Question) questionView {
+	v := questionView{
+		Group: group, ID: q.ID, Header: q.Header, Question: q.Question, Detail: Markdown(q.Detail),
+		Plan: q.IsPlanReview(), Multi: q.MultiSelect, Other: "Other answer (optional)", Mode: "text",
+	}
+	if q.IsPlanReview() {
+		v.Other = "Feedback (optional)"
+	}
+	primary := surface.Primary(q)
+	for i, o := range q.Options {
+		v.Options = append(v.Options, optionView{Label: o.Label, Description: o.Description, Primary: i == primary})
+	}
+	if len(q.Options) == 0 {
+		v.Other = "Your answer"
+	}
+	if in := q.Input; in != nil {
+		v.Type, v.Required, v.Value, v.Hint = in.Type, in.Required, in.Value, surface.InputHint(in.Type)
+		switch in.Type {
+		case seam.InputInteger:
+			v.Mode = "numeric"
+		case seam.InputNumber:
+			v.Mode = "decimal"
+		}
+	}
+	return v
+}

@@ -1,0 +1,304 @@
+// Package web serves the bridge's web app from the same binary: the inbox
+// at / where a signed-in answerer sees and answers every pending request,
+// and the single-request pages that the signed "Open in browser" links of
+// Slack and Discord messages open. Its assets are embedded; it needs no
+// build step.
+//
+// Sign-in is an answer-scoped API token pasted once (the cookie holds an
+// HMAC-signed session bound to that token, never the token), or, on a
+// bridge with no API tokens, a one-time link printed in the log at start.
+// Every state-changing call checks the session's CSRF token and the
+// request's origin. A signed link grants answering exactly its request
+// until it expires.
+package web
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/api"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+//go:embed assets templates
+var embedded embed.FS
+
+// Options configure a Server.
+type Options struct {
+	Store      *pending.Store
+	Dispatcher *dispatch.Dispatcher
+	Tokens     []api.Token // the API's; only answer-scoped ones sign in. None: one-time links
+	Signer     *Signer     // signs sessions and links
+	Links      *Links      // the signed answer links
+	BaseURL    string      // the bridge's public URL; https makes the cookie Secure
+	SessionTTL time.Duration
+	Poll       time.Duration // how often live pages look for changes; default 2 s
+	Now        func() time.Time
+	Logger     *slog.Logger
+}
+
+// Server is the web app.
+type Server struct {
+	store      *pending.Store
+	dispatch   *dispatch.Dispatcher
+	tokens     tokens
+	signer     *Signer
+	links      *Links
+	base       string
+	sessionTTL time.Duration
+	poll       time.Duration
+	now        func() time.Time
+	log        *slog.Logger
+	once       onceLinks
+	tmpl       *template.Template
+	assets     http.Handler
+	cop        *http.CrossOriginProtection
+	stop       context.Context // ends live streams when the server shuts down
+	cancel     context.CancelFunc
+}
+
+// New builds the web app.
+func New(o Options) (*Server, error) {
+	if o.Signer == nil {
+		o.Signer = NewSigner("")
+	}
+	if o.Links == nil {
+		o.Links = NewLinks(o.Signer, o.BaseURL, 0)
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = 12 * time.Hour
+	}
+	if o.Poll <= 0 {
+		o.Poll = 2 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	tmpl, err := template.New("").Funcs(template.FuncMap{
+		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"utc":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	}).ParseFS(embedded, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("web templates: %w", err)
+	}
+	static, err := fs.Sub(embedded, "assets")
+	if err != nil {
+		return nil, err
+	}
+	cop := http.NewCrossOriginProtection()
+	if o.BaseURL != "" {
+		if err := cop.AddTrustedOrigin(strings.TrimRight(o.BaseURL, "/")); err != nil {
+			return nil, fmt.Errorf("web: base_url as an origin: %w", err)
+		}
+	}
+	s := &Server{
+		store: o.Store, dispatch: o.Dispatcher, tokens: newTokens(o.Tokens),
+		signer: o.Signer, links: o.Links, base: strings.TrimRight(o.BaseURL, "/"),
+		sessionTTL: o.SessionTTL, poll: o.Poll, now: o.Now, log: o.Logger.With("surface", surfaceName),
+		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
+	}
+	s.stop, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// surfaceName is the web app's name in responders and status lines.
+const surfaceName = "web"
+
+// Mounter is where the web app's routes go: the API server, which
+// measures them like its own.
+type Mounter interface {
+	Mount(pattern string, h http.Handler)
+}
+
+// Mount adds the web app's routes to m.
+func (s *Server) Mount(m Mounter) {
+	m.Mount("GET /{$}", s.page(s.inbox))
+	m.Mount("GET /r/{id}", s.page(s.request))
+	m.Mount("GET /assets/", s.assetsHandler())
+	m.Mount("GET /web/signin/{once}", s.page(s.signInOnce))
+	m.Mount("POST /web/signin", s.cop.Handler(s.page(s.signIn)))
+	m.Mount("POST /web/signout", s.cop.Handler(s.page(s.signOut)))
+	m.Mount("GET /web/cards", s.page(s.cards))
+	m.Mount("GET /web/events", http.HandlerFunc(s.events))
+	for _, action := range []string{"answer", "decision", "dismiss"} {
+		m.Mount("POST /web/requests/{id}/"+action, s.cop.Handler(s.api(s.resolve(action))))
+	}
+}
+
+// Shutdown ends the live streams, so that the HTTP server's shutdown does
+// not wait for them. Register it with http.Server.RegisterOnShutdown.
+func (s *Server) Shutdown() { s.cancel() }
+
+// SignInLink returns a new one-time sign-in link for a bridge with no API
+// tokens, valid for an hour, or "" when the bridge has tokens (their
+// holders sign in by pasting one). base is the URL the bridge is reached at.
+func (s *Server) SignInLink(base string) string {
+	if !s.tokens.open() {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/web/signin/" + s.once.issue(s.now(), time.Hour)
+}
+
+// Links returns the server's link maker.
+func (s *Server) Links() *Links { return s.links }
+
+// securityHeaders are sent with every page: no script but the app's own, no
+// framing, no referrer (links in plans go to other sites).
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+func (s *Server) assetsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w.Header())
+		w.Header().Set("Cache-Control", "no-cache")
+		s.assets.ServeHTTP(w, r)
+	})
+}
+
+// pageErr is an error shown as a page, with its status.
+type pageErr struct {
+	status int
+	title  string
+	msg    string
+}
+
+func (e *pageErr) Error() string { return e.msg }
+
+// page adapts a handler that renders HTML: its error is shown as a page.
+func (s *Server) page(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w.Header())
+		w.Header().Set("Cache-Control", "no-store")
+		if err := h(w, r); err != nil {
+			var pe *pageErr
+			if !errors.As(err, &pe) {
+				if r.Context().Err() != nil {
+					return
+				}
+				e := toError(err)
+				pe = &pageErr{e.status, "Something went wrong", e.msg}
+				if e.status >= 500 {
+					s.log.Warn("web page failed", "path", r.URL.Path, "err", err)
+				}
+			}
+			s.render(w, pe.status, "message", map[string]any{"Title": pe.title, "Message": pe.msg})
+		}
+	})
+}
+
+func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
+	var b strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		s.log.Error("rendering a web page failed", "template", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprint(w, b.String())
+}
+
+// webError is an error of the JSON endpoints, written as the API writes
+// its errors, plus the field (a question id) it is about, if any.
+type webError struct {
+	status int
+	code   string
+	msg    string
+	field  string
+}
+
+func (e *webError) Error() string { return e.msg }
+
+// toError maps an error to what the browser is told. Causes that are not
+// its business stay in the log.
+func toError(err error) *webError {
+	var we *webError
+	if errors.As(err, &we) {
+		return we
+	}
+	var se *seam.Error
+	if errors.As(err, &se) {
+		return &webError{http.StatusBadRequest, string(se.Code), se.Message, se.Field}
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return &webError{http.StatusRequestEntityTooLarge, api.CodeTooLarge, "the request body is larger than 1 MiB", ""}
+	case errors.Is(err, pending.ErrNotFound):
+		return &webError{http.StatusNotFound, api.CodeNotFound, "no such request: it may have been removed after its retention", ""}
+	case errors.Is(err, pending.ErrAlreadyResolved):
+		return &webError{http.StatusConflict, api.CodeAlreadyResolved, "the request is already resolved", ""}
+	case errors.Is(err, pending.ErrUnavailable):
+		return &webError{http.StatusServiceUnavailable, api.CodeUnavailable, "the bridge can't reach its Redis; try again shortly", ""}
+	}
+	return &webError{http.StatusInternalServerError, api.CodeInternal, "internal error", ""}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// api adapts a JSON handler: its error is written as
+// {"error":{"code","message","field"}}.
+func (s *Server) api(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			if r.Context().Err() != nil {
+				return
+			}
+			e := toError(err)
+			if e.status >= 500 {
+				s.log.Warn("web call failed", "path", r.URL.Path, "status", e.status, "err", err)
+			}
+			body := map[string]string{"code": e.code, "message": e.msg}
+			if e.field != "" {
+				body["field"] = e.field
+			}
+			writeJSON(w, e.status, map[string]any{"error": body})
+		}
+	})
+}
+
+// pendingAll returns the pending questions and approvals, newest first.
+func (s *Server) pendingAll(ctx context.Context) ([]*pending.Record, error) {
+	const limit = 200
+	qs, err := s.store.List(ctx, seam.KindQuestion, limit)
+	if err != nil {
+		return nil, err
+	}
+	as, err := s.store.List(ctx, seam.KindApproval, limit)
+	if err != nil {
+		return nil, err
+	}
+	all := append(qs, as...)
+	slices.SortStableFunc(all, func(a, b *pending.Record) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return all, nil
+}

@@ -1,0 +1,522 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+var deploy = seam.Question{ID: "deploy", Question: "Deploy to prod?", Options: []seam.Option{{Label: "Yes (Recommended)"}, {Label: "No"}}}
+
+func TestSignIn(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+
+	if status, page := b.page(t, c, "/"); status != 200 || !strings.Contains(page, `action="/web/signin"`) {
+		t.Fatalf("signed out, / = %d without the sign-in form:\n%s", status, page)
+	}
+	for _, tc := range []struct {
+		name, token string
+		status      int
+		says        string
+	}{
+		{"unknown token", "nope", http.StatusUnauthorized, "That token is not valid."},
+		{"ask-only token", "agent-token", http.StatusForbidden, "lacks the answer scope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := c.PostForm(b.srv.URL+"/web/signin", url.Values{"token": {tc.token}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Errorf("status %d, want %d", res.StatusCode, tc.status)
+			}
+			if len(res.Cookies()) != 0 {
+				t.Errorf("a refused sign-in set cookies: %v", res.Cookies())
+			}
+		})
+	}
+
+	t.Run("answer token", func(t *testing.T) {
+		res, err := c.PostForm(b.srv.URL+"/web/signin", url.Values{"token": {" ada-token\n"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
+			t.Fatalf("status %d, Location %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		ck := res.Cookies()
+		if len(ck) != 1 {
+			t.Fatalf("cookies %v", ck)
+		}
+		k := ck[0]
+		if k.Name != cookieName || !k.HttpOnly || k.SameSite != http.SameSiteStrictMode || k.Secure || k.Path != "/" {
+			t.Errorf("cookie %+v: want %s, HttpOnly, SameSite=Strict, not Secure over http, path /", k, cookieName)
+		}
+		if strings.Contains(k.Value, "ada-token") {
+			t.Errorf("the cookie holds the raw token: %s", k.Value)
+		}
+		status, page := b.page(t, c, "/")
+		if status != 200 || !strings.Contains(page, `data-page="inbox"`) || !strings.Contains(page, ">ada<") {
+			t.Fatalf("signed in, / = %d:\n%s", status, page)
+		}
+	})
+
+	t.Run("Secure and __Host- over https", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/signin", strings.NewReader("token=ada-token"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		res, err := b.browser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		ck := res.Cookies()
+		if len(ck) != 1 || ck[0].Name != secureCookieName || !ck[0].Secure || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
+			t.Errorf("cookies over https: %+v", ck)
+		}
+	})
+
+	t.Run("a forged or stale session is refused", func(t *testing.T) {
+		good := b.web.sessionValue(session{Name: "ada", Exp: b.clock.now().Add(time.Hour).Unix()})
+		forged := b.web.sessionValue(session{Name: "ada", Exp: b.clock.now().Add(time.Hour).Unix()})
+		forged = forged[:strings.IndexByte(forged, '.')] + "." + strings.Repeat("A", 43)
+		expired := b.web.sessionValue(session{Name: "ada", Exp: b.clock.now().Add(-time.Second).Unix()})
+		asker := b.web.sessionValue(session{Name: "agent", Exp: b.clock.now().Add(time.Hour).Unix()})
+		for name, v := range map[string]string{"good": good, "forged": forged, "expired": expired, "ask-only token": asker} {
+			req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/", nil)
+			req.AddCookie(&http.Cookie{Name: cookieName, Value: v})
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			signedIn := res.StatusCode == 200 && res.Header.Get("Content-Type") != "" && inboxServed(t, b, v)
+			if signedIn != (name == "good") {
+				t.Errorf("%s session: signed in = %v", name, signedIn)
+			}
+		}
+	})
+
+	t.Run("sign out", func(t *testing.T) {
+		csrf := b.signIn(t, c, "ada-token")
+		res, err := c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if _, page := b.page(t, c, "/"); !strings.Contains(page, `action="/web/signin"`) {
+			t.Errorf("still signed in after signing out")
+		}
+	})
+}
+
+func inboxServed(t *testing.T, b *bench, cookie string) bool {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/", nil)
+	req.AddCookie(&http.Cookie{Name: cookieName, Value: cookie})
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	buf := new(strings.Builder)
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		buf.WriteString(sc.Text())
+	}
+	return strings.Contains(buf.String(), `data-page="inbox"`)
+}
+
+func TestOneTimeSignInLink(t *testing.T) {
+	b := newBench(t, nil)
+	if got := newBench(t, defaultTokens).web.SignInLink("http://x"); got != "" {
+		t.Errorf("a bridge with tokens printed a sign-in link: %s", got)
+	}
+	link := b.web.SignInLink(b.srv.URL)
+	if !strings.HasPrefix(link, b.srv.URL+"/web/signin/") {
+		t.Fatalf("link %q", link)
+	}
+	path := strings.TrimPrefix(link, b.srv.URL)
+	c := b.browser(t)
+	res, err := c.Get(b.srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("first use: %d", res.StatusCode)
+	}
+	if _, page := b.page(t, c, "/"); !strings.Contains(page, ">anonymous<") {
+		t.Errorf("not signed in as anonymous after the one-time link")
+	}
+	if status, _ := b.page(t, b.browser(t), path); status != http.StatusForbidden {
+		t.Errorf("second use: %d, want 403", status)
+	}
+	// Pasting a token does nothing on a bridge with no tokens.
+	res, err = b.browser(t).PostForm(b.srv.URL+"/web/signin", url.Values{"token": {""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || len(res.Cookies()) != 0 {
+		t.Errorf("token sign-in on an open bridge: %d %v", res.StatusCode, res.Cookies())
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	csrf := b.signIn(t, c, "ada-token")
+	rec := b.ask(t, time.Hour, deploy)
+	path := "/web/requests/" + rec.ID + "/answer"
+	answer := seam.Answer{Answers: []seam.AnswerItem{{ID: "deploy", Selected: []string{"No"}}}}
+
+	other := b.browser(t)
+	otherCSRF := b.signIn(t, other, "ada-token")
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+	}{
+		{"no token", nil, http.StatusForbidden},
+		{"wrong token", map[string]string{"X-CSRF-Token": "AAAA"}, http.StatusForbidden},
+		{"another session's token", map[string]string{"X-CSRF-Token": otherCSRF + "x"}, http.StatusForbidden},
+		{"cross-site origin", map[string]string{"X-CSRF-Token": csrf, "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"other origin without fetch metadata", map[string]string{"X-CSRF-Token": csrf, "Origin": "https://evil.example"}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if status, _ := b.post(t, c, path, tc.headers, answer); status != tc.status {
+				t.Errorf("status %d, want %d", status, tc.status)
+			}
+			if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
+				t.Fatalf("a refused call changed the request: %s", got.Status)
+			}
+		})
+	}
+	t.Run("no session", func(t *testing.T) {
+		if status, _ := b.post(t, b.browser(t), path, map[string]string{"X-CSRF-Token": csrf}, answer); status != http.StatusUnauthorized {
+			t.Errorf("status %d, want 401", status)
+		}
+	})
+	t.Run("sign-out needs it too", func(t *testing.T) {
+		res, err := c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {"bad"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("sign-out with a bad CSRF token: %d", res.StatusCode)
+		}
+	})
+	t.Run("same origin with the token", func(t *testing.T) {
+		h := map[string]string{"X-CSRF-Token": csrf, "Origin": b.srv.URL, "Sec-Fetch-Site": "same-origin"}
+		if status, body := b.post(t, c, path, h, answer); status != http.StatusOK {
+			t.Fatalf("status %d: %v", status, body)
+		}
+	})
+}
+
+func TestAnswerDecideDismiss(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token")}
+
+	t.Run("answer", func(t *testing.T) {
+		rec := b.ask(t, time.Hour, deploy, seam.Question{ID: "regions", Question: "Where?", MultiSelect: true,
+			Options: []seam.Option{{Label: "eu"}, {Label: "us"}, {Label: "ap"}}})
+		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{
+			map[string]any{"id": "regions", "selected": []string{"us", "eu"}, "custom": "  and mars "},
+			map[string]any{"id": "deploy", "selected": []string{"Yes (Recommended)"}},
+		}})
+		if status != 200 || body["status"] != "answered" || !strings.Contains(body["html"].(string), "Answered by ada") {
+			t.Fatalf("%d %v", status, body)
+		}
+		got := b.get(t, rec.ID)
+		want := `[{deploy [Yes (Recommended)] } {regions [us eu] and mars}]`
+		if s := fmtAnswers(got.Answer); s != want {
+			t.Errorf("answer %s, want %s", s, want)
+		}
+		if by := got.ResolvedBy; by == nil || *by != (pending.Responder{Surface: "web", UserID: "ada", Name: "ada"}) {
+			t.Errorf("resolved by %+v", by)
+		}
+		status, body = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{}})
+		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by ada") {
+			t.Errorf("second answer: %d %v", status, body)
+		}
+	})
+
+	t.Run("invalid answer names its field", func(t *testing.T) {
+		rec := b.ask(t, time.Hour, seam.Question{ID: "n", Question: "How many?", Input: &seam.Input{Type: "integer", Required: true}})
+		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "n", "selected": []string{}, "custom": "many"}}})
+		e, _ := body["error"].(map[string]any)
+		if status != 400 || e["code"] != "INVALID_REQUEST" || e["field"] != "n" {
+			t.Errorf("%d %v", status, body)
+		}
+		status, _ = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "n", "selected": []string{}, "custom": " 42 "}}})
+		if got := b.get(t, rec.ID); status != 200 || got.Answer.Answers[0].Custom != "42" {
+			t.Errorf("%d %+v", status, got.Answer)
+		}
+	})
+
+	t.Run("decision", func(t *testing.T) {
+		rec := b.approval(t, seam.Approval{ToolName: "kubectl_apply", Reason: "ship it"})
+		if status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{}}); status != 404 {
+			t.Errorf("answering an approval: %d %v", status, body)
+		}
+		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/decision", h, map[string]any{"outcome": "rejected", "note": " not on a Friday "})
+		if status != 200 {
+			t.Fatalf("%d %v", status, body)
+		}
+		if got := b.get(t, rec.ID); got.Decision == nil || *got.Decision != (seam.Decision{Outcome: "rejected", Note: "not on a Friday"}) {
+			t.Errorf("decision %+v", got.Decision)
+		}
+	})
+
+	t.Run("dismiss", func(t *testing.T) {
+		rec := b.ask(t, time.Hour, deploy)
+		if status, body := b.post(t, c, "/web/requests/"+rec.ID+"/dismiss", h, nil); status != 200 || body["status"] != "dismissed" {
+			t.Fatalf("%d %v", status, body)
+		}
+		if got := b.get(t, rec.ID); got.Status != seam.StatusDismissed || got.ResolvedBy.Surface != "web" {
+			t.Errorf("%s %+v", got.Status, got.ResolvedBy)
+		}
+	})
+
+	t.Run("unknown fields are refused", func(t *testing.T) {
+		rec := b.ask(t, time.Hour, deploy)
+		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "deploy", "selcted": []string{"No"}}}})
+		if status != 400 {
+			t.Errorf("%d %v", status, body)
+		}
+	})
+}
+
+func fmtAnswers(a *seam.Answer) string {
+	if a == nil {
+		return "<nil>"
+	}
+	var parts []string
+	for _, it := range a.Answers {
+		parts = append(parts, "{"+it.ID+" ["+strings.Join(it.Selected, " ")+"] "+it.Custom+"}")
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func TestSignedLinks(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	rec := b.ask(t, 30*time.Minute, deploy)
+	other := b.ask(t, 30*time.Minute, deploy)
+	link := b.web.Links().For(rec)
+	if !strings.HasPrefix(link, "http://bridge.test/r/"+rec.ID+"?e=") {
+		t.Fatalf("link %s", link)
+	}
+	path := strings.TrimPrefix(link, "http://bridge.test")
+	u, _ := url.Parse(path)
+	e, s := u.Query().Get("e"), u.Query().Get("s")
+	if e != "" && e != itoa(rec.ExpiresAt.Unix()) {
+		t.Errorf("link expiry %s, request expires %d", e, rec.ExpiresAt.Unix())
+	}
+	anon := b.browser(t)
+
+	t.Run("opens its request", func(t *testing.T) {
+		status, page := b.page(t, anon, path)
+		if status != 200 || !strings.Contains(page, "Deploy to prod?") || !strings.Contains(page, `<meta name="answer-link" content="`+e+"."+s+`">`) {
+			t.Fatalf("%d\n%s", status, page)
+		}
+	})
+	t.Run("tampered or moved links are refused", func(t *testing.T) {
+		for name, p := range map[string]string{
+			"bad signature":   "/r/" + rec.ID + "?e=" + e + "&s=" + strings.Repeat("A", len(s)),
+			"later expiry":    "/r/" + rec.ID + "?e=" + itoa(rec.ExpiresAt.Unix()+3600) + "&s=" + s,
+			"another request": "/r/" + other.ID + "?e=" + e + "&s=" + s,
+			"no expiry":       "/r/" + rec.ID + "?s=" + s,
+		} {
+			if status, _ := b.page(t, anon, p); status != http.StatusForbidden {
+				t.Errorf("%s: %d, want 403", name, status)
+			}
+		}
+		if status, _ := b.page(t, anon, "/r/"+rec.ID); status != http.StatusUnauthorized {
+			t.Errorf("no link, no session: %d", status)
+		}
+	})
+	t.Run("grants answering only its request", func(t *testing.T) {
+		ans := map[string]any{"answers": []any{map[string]any{"id": "deploy", "selected": []string{"No"}}}}
+		if status, _ := b.post(t, anon, "/web/requests/"+other.ID+"/answer", map[string]string{linkHeader: e + "." + s}, ans); status != http.StatusForbidden {
+			t.Errorf("the link answered another request: %d", status)
+		}
+		if status, _ := b.post(t, anon, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: itoa(rec.ExpiresAt.Unix()+60) + "." + s}, ans); status != http.StatusForbidden {
+			t.Errorf("a stretched link answered: %d", status)
+		}
+		status, body := b.post(t, anon, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: e + "." + s}, ans)
+		if status != 200 {
+			t.Fatalf("%d %v", status, body)
+		}
+		if by := b.get(t, rec.ID).ResolvedBy; by == nil || by.Surface != "web" || by.UserID != "link" {
+			t.Errorf("resolved by %+v", by)
+		}
+		if got := b.get(t, other.ID); got.Status != seam.StatusPending {
+			t.Errorf("the other request is %s", got.Status)
+		}
+	})
+	t.Run("a finished request's link shows its outcome", func(t *testing.T) {
+		status, page := b.page(t, anon, path)
+		if status != 200 || !strings.Contains(page, "Answered by someone with the link") || strings.Contains(page, `class="answer"`) {
+			t.Errorf("%d\n%s", status, page)
+		}
+	})
+	t.Run("expires with its request", func(t *testing.T) {
+		third := b.ask(t, 30*time.Minute, deploy)
+		p := strings.TrimPrefix(b.web.Links().For(third), "http://bridge.test")
+		u, _ := url.Parse(p)
+		hdr := map[string]string{linkHeader: u.Query().Get("e") + "." + u.Query().Get("s")}
+		b.clock.add(31 * time.Minute) // past its expiry; the sweeper has not run
+		if status, _ := b.page(t, anon, p); status != http.StatusGone {
+			t.Errorf("an expired link's page: %d, want 410", status)
+		}
+		ans := map[string]any{"answers": []any{map[string]any{"id": "deploy", "selected": []string{"No"}}}}
+		if status, _ := b.post(t, anon, "/web/requests/"+third.ID+"/answer", hdr, ans); status != http.StatusForbidden {
+			t.Errorf("an expired link answered: %d", status)
+		}
+	})
+	t.Run("a request that never expires gets link_ttl", func(t *testing.T) {
+		forever := &pending.Record{ID: "abc", CreatedAt: b.clock.now()}
+		u, _ := url.Parse(b.web.Links().For(forever))
+		if want := itoa(forever.CreatedAt.Add(time.Hour).Unix()); u.Query().Get("e") != want {
+			t.Errorf("e = %s, want %s", u.Query().Get("e"), want)
+		}
+	})
+}
+
+var (
+	tagRE    = regexp.MustCompile(`<[a-zA-Z][^>]*>`)
+	onAttrRE = regexp.MustCompile(`\son[a-z]+\s*=`)
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestXSS(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token")
+	const detail = "Plan:\n\n<script>alert('detail')</script>\n\n<img src=x onerror=alert(1)>\n\n" +
+		"[click me](javascript:alert(1)) [data](data:text/html,<script>alert(1)</script>) [ok](https://example.com/a?b=1&c=\"x\")\n\n" +
+		"- <b onmouseover=alert(1)>item</b>\n- `<script>`\n\n```\n<script>alert('code')</script>\n```"
+	rec := b.ask(t, time.Hour, seam.Question{
+		ID: "x", Header: "<img src=x onerror=alert('h')>", Question: "<script>alert('q')</script> ok?", Detail: detail,
+		Options: []seam.Option{{Label: `"><script>alert('label')</script>`, Description: "<img src=x onerror=alert('d')>"}, {Label: "javascript:alert(1)"}},
+	})
+	b.approval(t, seam.Approval{ToolName: "<script>alert('tool')</script>", DisplayReason: "<img src=x onerror=alert('r')> [x](javascript:alert(1))", Arguments: []byte(`{"cmd":"<script>alert('arg')</script>"}`)})
+
+	for name, path := range map[string]string{"inbox": "/", "cards": "/web/cards", "link page": strings.TrimPrefix(b.web.Links().For(rec), "http://bridge.test")} {
+		t.Run(name, func(t *testing.T) {
+			status, page := b.page(t, c, path)
+			if status != 200 {
+				t.Fatalf("status %d", status)
+			}
+			// Every tag in the page is the page's own: no script but app.js,
+			// no img, no event handler, no link to another scheme.
+			for _, tag := range tagRE.FindAllString(page, -1) {
+				lower := strings.ToLower(tag)
+				switch {
+				case strings.HasPrefix(lower, "<script") && lower != `<script src="/assets/app.js" defer>`,
+					strings.HasPrefix(lower, "<img"), strings.HasPrefix(lower, "<b "),
+					onAttrRE.MatchString(lower),
+					strings.Contains(lower, "href=") && !strings.Contains(lower, `href="https://`) && !strings.Contains(lower, `href="/assets/`):
+					t.Errorf("the page holds the tag %s", tag)
+				}
+			}
+			if !strings.Contains(page, "&lt;script&gt;") {
+				t.Errorf("the agent's text is not shown escaped")
+			}
+			if !strings.Contains(page, `<a href="https://example.com/a?b=1&amp;c=&#34;x&#34;" rel="noopener noreferrer nofollow" target="_blank">ok</a>`) {
+				t.Errorf("the safe https link is missing")
+			}
+		})
+	}
+	t.Run("security headers", func(t *testing.T) {
+		res, err := c.Get(b.srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("CSP %q", csp)
+		}
+		if res.Header.Get("Referrer-Policy") != "no-referrer" || res.Header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("headers %v", res.Header)
+		}
+	})
+}
+
+func TestLiveEvents(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token")
+	rec := b.ask(t, time.Hour, deploy)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/web/events", nil)
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	events := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- d
+			}
+		}
+		close(events)
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			return e
+		case <-ctx.Done():
+			t.Fatal("no event within the deadline")
+		}
+		return ""
+	}
+	if e := next(); e != rec.ID {
+		t.Fatalf("first event %q, want %q", e, rec.ID)
+	}
+	// Answered elsewhere (the API, Slack): it leaves the inbox.
+	if _, err := b.disp.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusAnswered, Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "deploy", Selected: []string{"No"}}}}, By: &pending.Responder{Surface: "slack", UserID: "U1", Name: "Ada"}}); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(); e != "" {
+		t.Fatalf("after the answer: %q, want no pending ids", e)
+	}
+	newer := b.ask(t, time.Hour, deploy)
+	if e := next(); e != newer.ID {
+		t.Fatalf("after a new request: %q", e)
+	}
+	t.Run("shutdown ends streams", func(t *testing.T) {
+		b.web.Shutdown()
+		for range events {
+		}
+	})
+}
