@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -20,11 +21,17 @@ import (
 )
 
 // The conformance suite runs every test against an embedded Redis
-// (miniredis) and, when BRIDGE_TEST_REDIS_URL is set, against that real
-// Redis too. Each test keeps its keys under a prefix of its own and deletes
-// only those: the real Redis may be shared, so nothing here flushes it.
+// (miniredis), when BRIDGE_TEST_REDIS_URL is set against that real Redis
+// too, and when BRIDGE_TEST_REDIS_CLUSTER is set (comma-separated seed
+// addresses, e.g. 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003, as
+// .ci/redis-cluster.sh starts) against that Redis Cluster. Each test keeps
+// its keys under a prefix of its own and deletes only those: the real Redis
+// may be shared, so nothing here flushes it.
 
-const realRedisEnv = "BRIDGE_TEST_REDIS_URL"
+const (
+	realRedisEnv    = "BRIDGE_TEST_REDIS_URL"
+	redisClusterEnv = "BRIDGE_TEST_REDIS_CLUSTER"
+)
 
 // eventually bounds every wait for something to happen. Nothing in the suite
 // should take more than a fraction of it.
@@ -37,8 +44,10 @@ type backend struct {
 	prefix string
 	clock  *fakeClock
 	mr     *miniredis.Miniredis // the embedded server; nil on a real Redis
-	opts   *redis.Options       // how to reach it
-	rdb    redis.UniversalClient
+	opts   *redis.Options       // how to reach it; nil on a cluster
+	// cluster is how to reach a Redis Cluster; nil on a single server.
+	cluster *redis.ClusterOptions
+	rdb     redis.UniversalClient
 }
 
 // sub returns b as seen from subtest t: helpers fail t, not its parent.
@@ -53,19 +62,22 @@ func eachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 	t.Helper()
 	t.Run("miniredis", func(t *testing.T) {
 		mr := miniredis.RunT(t)
-		test(t, newBackend(t, "miniredis", mr, &redis.Options{Addr: mr.Addr()}))
+		test(t, newBackend(t, "miniredis", mr, &redis.Options{Addr: mr.Addr()}, nil))
 	})
-	url := os.Getenv(realRedisEnv)
-	if url == "" {
-		return
+	if url := os.Getenv(realRedisEnv); url != "" {
+		t.Run("redis", func(t *testing.T) {
+			opts, err := redis.ParseURL(url)
+			if err != nil {
+				t.Fatalf("%s: %v", realRedisEnv, err)
+			}
+			test(t, newBackend(t, "redis", nil, opts, nil))
+		})
 	}
-	t.Run("redis", func(t *testing.T) {
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			t.Fatalf("%s: %v", realRedisEnv, err)
-		}
-		test(t, newBackend(t, "redis", nil, opts))
-	})
+	if addrs := os.Getenv(redisClusterEnv); addrs != "" {
+		t.Run("cluster", func(t *testing.T) {
+			test(t, newBackend(t, "cluster", nil, nil, &redis.ClusterOptions{Addrs: strings.Split(addrs, ",")}))
+		})
+	}
 }
 
 // embeddedOnly runs test on miniredis alone, for what a shared real Redis
@@ -73,20 +85,21 @@ func eachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 func embeddedOnly(t *testing.T, test func(t *testing.T, b *backend)) {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	test(t, newBackend(t, "miniredis", mr, &redis.Options{Addr: mr.Addr()}))
+	test(t, newBackend(t, "miniredis", mr, &redis.Options{Addr: mr.Addr()}, nil))
 }
 
-func newBackend(t *testing.T, name string, mr *miniredis.Miniredis, opts *redis.Options) *backend {
+func newBackend(t *testing.T, name string, mr *miniredis.Miniredis, opts *redis.Options, cluster *redis.ClusterOptions) *backend {
 	t.Helper()
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	b := &backend{
-		t:      t,
-		name:   name,
-		prefix: "askbridge-test:" + hex.EncodeToString(rnd[:]) + ":",
-		clock:  newFakeClock(),
-		mr:     mr,
-		opts:   opts,
+		t:       t,
+		name:    name,
+		prefix:  "askbridge-test:" + hex.EncodeToString(rnd[:]) + ":",
+		clock:   newFakeClock(),
+		mr:      mr,
+		opts:    opts,
+		cluster: cluster,
 	}
 	b.rdb = b.client()
 	ctx := context.Background()
@@ -110,14 +123,30 @@ func newBackend(t *testing.T, name string, mr *miniredis.Miniredis, opts *redis.
 }
 
 // deletePrefix deletes the keys under the test's prefix, and only those.
+// On a cluster SCAN sees one node's keys, so it scans every master.
 func (b *backend) deletePrefix(ctx context.Context) {
 	b.t.Helper()
-	iter := b.rdb.Scan(ctx, 0, b.prefix+"*", 1000).Iterator()
+	var mu sync.Mutex
 	var doomed []string
-	for iter.Next(ctx) {
-		doomed = append(doomed, iter.Val())
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, b.prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			doomed = append(doomed, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	switch c := b.rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		err = fmt.Errorf("unexpected client %T", c)
+	}
+	if err != nil {
 		b.t.Errorf("scanning %s*: %v", b.prefix, err)
 		return
 	}
@@ -130,9 +159,15 @@ func (b *backend) deletePrefix(ctx context.Context) {
 
 // client returns a new client on the backend, as a new process would make,
 // closed when the test ends.
-func (b *backend) client(hooks ...redis.Hook) *redis.Client {
-	opts := *b.opts
-	c := redis.NewClient(&opts)
+func (b *backend) client(hooks ...redis.Hook) redis.UniversalClient {
+	var c redis.UniversalClient
+	if b.cluster != nil {
+		opts := *b.cluster
+		c = redis.NewClusterClient(&opts)
+	} else {
+		opts := *b.opts
+		c = redis.NewClient(&opts)
+	}
 	for _, h := range hooks {
 		c.AddHook(h)
 	}
@@ -179,15 +214,29 @@ func (b *backend) run(s *Store) {
 	b.waitSubscribed(s.keys.wake(), 1)
 }
 
-// waitSubscribed waits until channel has at least n subscribers.
+// waitSubscribed waits until channel has at least n subscribers. On a
+// cluster PUBSUB NUMSUB counts one node's subscribers, so it adds up every
+// master's.
 func (b *backend) waitSubscribed(channel string, n int64) {
 	b.t.Helper()
 	poll(b.t, "a subscription to "+channel, func() bool {
-		m, err := b.rdb.PubSubNumSub(context.Background(), channel).Result()
+		ctx := context.Background()
+		var total atomic.Int64
+		count := func(ctx context.Context, c *redis.Client) error {
+			m, err := c.PubSubNumSub(ctx, channel).Result()
+			total.Add(m[channel])
+			return err
+		}
+		var err error
+		if c, ok := b.rdb.(*redis.ClusterClient); ok {
+			err = c.ForEachMaster(ctx, count)
+		} else {
+			err = count(ctx, b.rdb.(*redis.Client))
+		}
 		if err != nil {
 			b.t.Fatalf("PUBSUB NUMSUB: %v", err)
 		}
-		return m[channel] >= n
+		return total.Load() >= n
 	})
 }
 

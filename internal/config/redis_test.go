@@ -1,0 +1,61 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TestRedisPasswordsNeverLeak prints a Cluster and a Sentinel redis section
+// every way the bridge might and looks for their passwords in the output.
+func TestRedisPasswordsNeverLeak(t *testing.T) {
+	vars := env(map[string]string{"PW": "LEAK-redis-password", "SPW": "LEAK-sentinel-password"})
+	for _, doc := range []string{
+		`redis: {addrs: ["r1:7000", "r2:7000"], username: u, password: "${PW}", tls: true}`,
+		`redis: {addrs: ["s1:26379"], master_name: m, password: "${PW}", sentinel_password: "${SPW}", db: 2}`,
+	} {
+		c := mustParse(t, doc, vars)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if c.Redis.Password.Reveal() != "LEAK-redis-password" {
+			t.Fatalf("password = %q", c.Redis.Password.Reveal())
+		}
+		var out []string
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+			out = append(out, fmt.Sprintf(verb, c.Redis), fmt.Sprintf(verb, c))
+		}
+		var b bytes.Buffer
+		slog.New(slog.NewJSONHandler(&b, nil)).Info("config", "redis", c.Redis, "config", c)
+		slog.New(slog.NewTextHandler(&b, nil)).Info("config", "redis", c.Redis)
+		out = append(out, b.String())
+		y, _ := yaml.Marshal(c.Redis)
+		j, _ := json.Marshal(c.Redis)
+		eff, err := c.Effective()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(y), string(j), string(eff))
+		bad := *c
+		bad.Redis.URL = "redis://:LEAK-url-password@x:6379"
+		bad.Redis.Addrs = append(bad.Redis.Addrs, "LEAK")
+		if err := bad.Validate(); err == nil {
+			t.Fatal("url and addrs together validated")
+		} else {
+			out = append(out, strings.ReplaceAll(err.Error(), `"LEAK"`, "")) // the bad address itself is not a secret
+		}
+		for _, o := range out {
+			if strings.Contains(o, "LEAK") {
+				t.Errorf("a secret leaked: %s", o)
+			}
+		}
+		if !strings.Contains(string(eff), "password: <secret>") {
+			t.Errorf("Effective does not show the password as <secret>:\n%s", eff)
+		}
+	}
+}

@@ -1,0 +1,362 @@
+package slack_test
+
+// Fault tests (docs/reliability.md): many people clicking at once on
+// several replicas, Redis going away under pending requests, and a Slack
+// API that answers 429 and 5xx in bursts.
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/slack"
+)
+
+// postedIDs maps the request id of each posted message to the message,
+// read from the action ids of its buttons (ab:pick:<id>:...).
+func postedIDs(calls []slack.FakeCall) map[string]slack.FakeCall {
+	out := map[string]slack.FakeCall{}
+	var walk func(v any, c slack.FakeCall)
+	walk = func(v any, c slack.FakeCall) {
+		switch v := v.(type) {
+		case map[string]any:
+			if a, ok := v["action_id"].(string); ok && strings.HasPrefix(a, "ab:pick:") {
+				out[strings.Split(a, ":")[2]] = c
+			}
+			for _, x := range v {
+				walk(x, c)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x, c)
+			}
+		}
+	}
+	for _, c := range calls {
+		if c.Method == "chat.postMessage" && c.OK {
+			for _, b := range c.Blocks() {
+				walk(b, c)
+			}
+		}
+	}
+	return out
+}
+
+// parallel runs f(i) for i in [0, n) on workers goroutines.
+func parallel(n, workers int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestFaultDoubleClicks: n questions, each clicked at the same moment by
+// two people on two replicas. Exactly one answer each, one edit of each
+// message, and every other click told "Already answered by".
+func TestFaultDoubleClicks(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 100
+	}
+	rs := startReplicas(t, 2, defaultTarget)
+	ids := make([]string, n)
+	parallel(n, 16, func(i int) { ids[i] = rs[i%2].create(t, "/v1/questions", cleanupQuestion()) })
+	msgs := postedIDs(rs[0].fake.WaitCalls(t, "chat.postMessage", n))
+	if len(msgs) != n {
+		t.Fatalf("%d posted messages for %d questions", len(msgs), n)
+	}
+
+	parallel(n, 32, func(i int) {
+		id := ids[i]
+		msg := msgs[id]
+		var wg sync.WaitGroup
+		wg.Go(func() { rs[0].click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)) })
+		wg.Go(func() { rs[1].click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil)) })
+		wg.Wait()
+	})
+
+	// The edits and the losers' notes are sent after the acks.
+	calls := rs[0].fake.WaitFor(t, "an edit and a note per question", 60*time.Second, func(calls []slack.FakeCall) bool {
+		var edits, notes int
+		for _, c := range calls {
+			switch {
+			case c.Method == "chat.update" && c.OK:
+				edits++
+			case c.Method == "chat.postEphemeral" && c.OK:
+				notes++
+			}
+		}
+		return edits >= n && notes >= n
+	})
+	edited := map[string]int{}
+	for _, c := range calls {
+		if c.Method == "chat.update" && c.OK {
+			edited[c.Form.Get("ts")]++
+		}
+	}
+	won := map[string]int{}
+	for i, id := range ids {
+		rec := rs[i%2].get(t, "/v1/questions", id)
+		by, _ := rec.m["answered_by"].(map[string]any)
+		winner, _ := by["user_id"].(string)
+		label := map[string]string{"UADA": "Yes, delete them (Recommended)", "UBOB": "No, keep them"}[winner]
+		if rec.m["status"] != "answered" || label == "" {
+			t.Fatalf("question %s: status %v, answered by %v", id, rec.m["status"], by)
+		}
+		if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
+			t.Errorf("question %s: answer %s does not match its winner %s", id, got, winner)
+		}
+		if e := edited[msgs[id].TS]; e != 1 {
+			t.Errorf("question %s: its message was edited %d times, want 1", id, e)
+		}
+		won[winner]++
+	}
+	// Each loser was told once, and told who won.
+	for loser, winner := range map[string]string{"UBOB": "ada", "UADA": "bob"} {
+		notes := ephemerals(calls, loser)
+		if w := won[map[string]string{"UBOB": "UADA", "UADA": "UBOB"}[loser]]; len(notes) != w {
+			t.Errorf("%s was told %d times; %s won %d questions", loser, len(notes), winner, w)
+		}
+		for _, note := range notes {
+			if !strings.HasPrefix(note, "Already answered by "+winner) {
+				t.Errorf("%s was told %q", loser, note)
+				break
+			}
+		}
+	}
+	t.Logf("%d questions: ada won %d, bob won %d", n, won["UADA"], won["UBOB"])
+}
+
+// TestFaultRedisRestart kills a Redis (its own, append-only file on) under
+// pending requests, checks what the API and the Slack callbacks say while
+// it is down, restarts it, and checks that everything proceeds: nothing
+// answered while it was down, nothing lost, nothing answered twice.
+func TestFaultRedisRestart(t *testing.T) {
+	srv := apptest.StartRedisServer(t)
+	fake := slack.NewFakeSlack(t, botToken)
+	_, prefix := apptest.Redis(t)
+	rs := []bridge{
+		startConfig(t, fake, configYAML(fake, defaultTarget), srv.URL(), prefix),
+		startConfig(t, fake, configYAML(fake, defaultTarget), srv.URL(), prefix),
+	}
+	const n = 10
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = rs[i%2].create(t, "/v1/questions", cleanupQuestion())
+	}
+	msgs := postedIDs(fake.WaitCalls(t, "chat.postMessage", n))
+	// The first two are answered before the crash.
+	for _, id := range ids[:2] {
+		rs[0].click(t, slack.BlockActions(t, msgs[id], ada, "ab:pick:"+id+":0:0", nil, nil))
+		rs[1].wait(t, "/v1/questions", id)
+	}
+
+	// Agents wait on the others through the outage: a 503 makes them ask
+	// again; anything else that is not the answer is a failure.
+	type outcome struct {
+		id     string
+		answer string
+		seen   []int
+	}
+	results := make(chan outcome, n)
+	for i, id := range ids[2:] {
+		go func() {
+			b, o := rs[i%2], outcome{id: id}
+			deadline := time.Now().Add(60 * time.Second)
+			for time.Now().Before(deadline) {
+				status, rec := b.do(t, http.MethodGet, "/v1/questions/"+id+"?wait=2s", nil)
+				o.seen = append(o.seen, status)
+				if status == http.StatusOK && rec.m["status"] == "answered" {
+					o.answer = rec.raw("answer")
+					break
+				}
+				if status == http.StatusServiceUnavailable {
+					time.Sleep(100 * time.Millisecond) // an agent's retry delay
+				} else if status != http.StatusOK {
+					break
+				}
+			}
+			results <- o
+		}()
+	}
+
+	srv.Kill()
+
+	// While it is down: the API says 503 UNAVAILABLE ...
+	for _, call := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/questions/" + ids[2]},
+		{http.MethodPost, "/v1/questions/" + ids[2] + "/answer"},
+		{http.MethodPost, "/v1/questions"},
+	} {
+		var body any = map[string]any{"answers": []any{map[string]any{"id": "cleanup", "selected": []string{"No, keep them"}}}}
+		if call.path == "/v1/questions" {
+			body = cleanupQuestion()
+		}
+		status, rec := rs[0].do(t, call.method, call.path, body)
+		code, _ := rec.m["error"].(map[string]any)["code"].(string)
+		if status != http.StatusServiceUnavailable || code != "UNAVAILABLE" {
+			t.Errorf("%s %s with Redis down: %d %v; want 503 UNAVAILABLE", call.method, call.path, status, rec.m)
+		}
+	}
+	// ... and a click is acknowledged and the person told to try again.
+	notesBefore := len(ephemerals(fake.Calls(""), "UBOB"))
+	for _, id := range ids[2:4] {
+		rs[1].click(t, slack.BlockActions(t, msgs[id], bob, "ab:pick:"+id+":0:1", nil, nil))
+	}
+	calls := fake.WaitFor(t, "bob told to try again", 30*time.Second, func(calls []slack.FakeCall) bool {
+		return len(ephemerals(calls, "UBOB")) >= notesBefore+2
+	})
+	for _, note := range ephemerals(calls, "UBOB")[notesBefore:] {
+		if !strings.Contains(note, "try again") {
+			t.Errorf("a click with Redis down was told %q; want a try again", note)
+		}
+	}
+	editsDown := len(fake.Calls("chat.update"))
+
+	srv.Start()
+	// go-redis's pool, after as many failed dials as it has connections,
+	// answers with the last dial error until a background dial succeeds
+	// (it tries every second): wait until each replica says it is ready.
+	for _, b := range rs {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			status, _ := b.do(t, http.MethodGet, "/readyz", nil)
+			if status == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a replica is not ready 15s after Redis came back: %d", status)
+			}
+			time.Sleep(50 * time.Millisecond) // nothing signals readiness
+		}
+	}
+
+	// Nothing was answered while Redis was down, and nothing was lost.
+	for i, id := range ids {
+		rec := rs[i%2].get(t, "/v1/questions", id)
+		want := "pending"
+		if i < 2 {
+			want = "answered"
+		}
+		if rec.m["status"] != want {
+			t.Errorf("after the restart question %d is %v; want %s", i, rec.m["status"], want)
+		}
+	}
+	if got := len(fake.Calls("chat.update")); got != editsDown || got != 2 {
+		t.Errorf("%d edits after the outage; want the 2 of the answers before it", got)
+	}
+	// Everything proceeds: the rest are answered now, on either replica.
+	for i, id := range ids[2:] {
+		rs[i%2].click(t, slack.BlockActions(t, msgs[id], bob, "ab:pick:"+id+":0:1", nil, nil))
+	}
+	for range ids[2:] {
+		var o outcome
+		select {
+		case o = <-results:
+		case <-time.After(90 * time.Second):
+			t.Fatal("an agent did not get its answer")
+		}
+		if o.answer != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+			t.Errorf("agent waiting on %s got %q after statuses %v", o.id, o.answer, o.seen)
+		}
+		for _, s := range o.seen {
+			if s != http.StatusOK && s != http.StatusServiceUnavailable {
+				t.Errorf("agent waiting on %s saw status %d (statuses %v)", o.id, s, o.seen)
+			}
+		}
+	}
+	fake.WaitCalls(t, "chat.update", n)
+	edited := map[string]int{}
+	for _, c := range fake.Calls("chat.update") {
+		edited[c.Form.Get("ts")]++
+	}
+	for i, id := range ids {
+		if e := edited[msgs[id].TS]; e != 1 {
+			t.Errorf("question %d: edited %d times, want 1", i, e)
+		}
+		rec := rs[0].get(t, "/v1/questions", id)
+		by, _ := rec.m["answered_by"].(map[string]any)
+		want := "UBOB"
+		if i < 2 {
+			want = "UADA"
+		}
+		if rec.m["status"] != "answered" || by["user_id"] != want {
+			t.Errorf("question %d: %v by %v; want answered by %s", i, rec.m["status"], by["user_id"], want)
+		}
+	}
+}
+
+// TestFaultSlackBursts: the Slack API answers 429 with Retry-After and 5xx
+// in bursts, to the post and to the edit. Each message is posted exactly
+// once and edited exactly once, and the waiting agent gets its answer and
+// never an error.
+func TestFaultSlackBursts(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("chat.postMessage",
+		slack.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
+		slack.FakeFail{Status: http.StatusServiceUnavailable},
+		slack.FakeFail{Status: http.StatusBadGateway},
+	)
+	b.fake.FailNext("chat.update",
+		slack.FakeFail{Status: http.StatusInternalServerError},
+		slack.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
+	)
+	// The agent creates and waits in one call, through the post's burst.
+	type result struct {
+		status int
+		rec    record
+	}
+	done := make(chan result, 1)
+	body := cleanupQuestion()
+	body["tool_call_id"] = "call-burst"
+	go func() {
+		status, rec := b.do(t, http.MethodPost, "/v1/questions?wait=30s", body)
+		done <- result{status, rec}
+	}()
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	id := ""
+	for k := range postedIDs([]slack.FakeCall{msg}) {
+		id = k
+	}
+	b.click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("the waiting create did not return")
+	}
+	if r.status != http.StatusCreated || r.rec.m["status"] != "answered" {
+		t.Fatalf("the agent got %d %v; want 201 answered", r.status, r.rec.m)
+	}
+	b.fake.WaitCalls(t, "chat.update", 1)
+	posts, edits := b.fake.Calls("chat.postMessage"), b.fake.Calls("chat.update")
+	if ok := okCount(posts); ok != 1 || len(posts) != 4 {
+		t.Errorf("posts: %d tries, %d ok; want 4 tries (3 refused), 1 ok", len(posts), ok)
+	}
+	if ok := okCount(edits); ok != 1 || len(edits) != 3 {
+		t.Errorf("edits: %d tries, %d ok; want 3 tries (2 refused), 1 ok", len(edits), ok)
+	}
+	if p, _ := b.get(t, "/v1/questions", id).m["posts"].([]any); len(p) != 1 {
+		t.Errorf("recorded posts %v; want exactly one", p)
+	}
+}
+
+func okCount(calls []slack.FakeCall) int {
+	n := 0
+	for _, c := range calls {
+		if c.OK {
+			n++
+		}
+	}
+	return n
+}
