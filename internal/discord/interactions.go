@@ -192,7 +192,7 @@ func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
 		if json.Unmarshal(in.Data, &d) != nil {
 			return ephemeral(msgTrouble)
 		}
-		r, err := parseRef(d.CustomID)
+		r, err := surface.ParseRef(d.CustomID)
 		if err != nil {
 			return deferredUpdate() // not ours: change nothing
 		}
@@ -202,7 +202,7 @@ func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
 		if json.Unmarshal(in.Data, &d) != nil {
 			return ephemeral(msgTrouble)
 		}
-		r, err := parseRef(d.CustomID)
+		r, err := surface.ParseRef(d.CustomID)
 		if err != nil {
 			return deferredUpdate()
 		}
@@ -213,13 +213,13 @@ func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
 
 // load reads the request a control names and checks that the person may
 // answer it; a response is what to answer instead when not.
-func (h *Interactions) load(ctx context.Context, in *interaction, r ref) (*pending.Record, *response) {
-	rec, err := h.s.store.Get(ctx, r.id)
+func (h *Interactions) load(ctx context.Context, in *interaction, r surface.Ref) (*pending.Record, *response) {
+	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound):
 		return nil, ephemeral(msgGone)
 	case err != nil:
-		h.log.Warn("reading a request failed", "request_id", r.id, "err", err)
+		h.log.Warn("reading a request failed", "request_id", r.ID, "err", err)
 		return nil, ephemeral(msgTrouble)
 	}
 	msgID := ""
@@ -255,7 +255,7 @@ func allowed(t *config.DiscordTarget, userID string, roles []string) bool {
 }
 
 // component answers a click or a select in a message.
-func (h *Interactions) component(ctx context.Context, in *interaction, r ref, values []string) *response {
+func (h *Interactions) component(ctx context.Context, in *interaction, r surface.Ref, values []string) *response {
 	rec, refusal := h.load(ctx, in, r)
 	if refusal != nil {
 		return refusal
@@ -264,8 +264,8 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r ref, va
 	if rec.Status != seam.StatusPending {
 		return h.late(rec, res, in)
 	}
-	switch r.verb {
-	case verbAnswer:
+	switch r.Verb {
+	case surface.VerbAnswer:
 		if rec.Kind != seam.KindQuestion {
 			return deferredUpdate()
 		}
@@ -277,12 +277,12 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r ref, va
 			return sheetModal(rec)
 		}
 		return ephemeral(msgTooBig(rec.ID))
-	case verbOther:
-		if rec.Kind != seam.KindQuestion || r.q >= len(rec.Questions.Questions) {
+	case surface.VerbOther:
+		if rec.Kind != seam.KindQuestion || r.Q >= len(rec.Questions.Questions) {
 			return deferredUpdate()
 		}
-		return otherModal(rec, r.q)
-	case verbReject:
+		return otherModal(rec, r.Q)
+	case surface.VerbReject:
 		if rec.Kind != seam.KindApproval {
 			return deferredUpdate()
 		}
@@ -298,7 +298,7 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r ref, va
 }
 
 // modalSubmit answers a submitted modal.
-func (h *Interactions) modalSubmit(ctx context.Context, in *interaction, r ref, fs map[string]field) *response {
+func (h *Interactions) modalSubmit(ctx context.Context, in *interaction, r surface.Ref, fs map[string]field) *response {
 	rec, refusal := h.load(ctx, in, r)
 	if refusal != nil {
 		return refusal
@@ -317,25 +317,25 @@ func (h *Interactions) modalSubmit(ctx context.Context, in *interaction, r ref, 
 
 // resolutionOf is what a click means for rec, or a problem to tell the
 // person, or neither when the control does not fit rec.
-func resolutionOf(rec *pending.Record, r ref, values []string) (*pending.Resolution, string) {
-	switch r.verb {
-	case verbDismiss:
+func resolutionOf(rec *pending.Record, r surface.Ref, values []string) (*pending.Resolution, string) {
+	switch r.Verb {
+	case surface.VerbDismiss:
 		return &pending.Resolution{Status: seam.StatusDismissed}, ""
-	case verbAllow:
+	case surface.VerbAllow:
 		if rec.Kind != seam.KindApproval {
 			return nil, ""
 		}
 		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &seam.Decision{Outcome: seam.OutcomeAllowedOnce}}, ""
 	}
-	if rec.Kind != seam.KindQuestion || r.q >= len(rec.Questions.Questions) {
+	if rec.Kind != seam.KindQuestion || r.Q >= len(rec.Questions.Questions) {
 		return nil, ""
 	}
-	q := rec.Questions.Questions[r.q]
+	q := rec.Questions.Questions[r.Q]
 	var picked []int
-	switch r.verb {
-	case verbPick:
-		picked = []int{r.o}
-	case verbSelect:
+	switch r.Verb {
+	case surface.VerbPick:
+		picked = []int{r.O}
+	case surface.VerbSelect:
 		for _, v := range values {
 			n, err := strconv.Atoi(v)
 			if err != nil {

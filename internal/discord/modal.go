@@ -14,7 +14,7 @@ import (
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
-func modal(r ref, title string, components any) *response {
+func modal(r surface.Ref, title string, components any) *response {
 	return &response{Type: respModal, Data: &responseData{
 		CustomID: r.String(), Title: surface.Truncate(title, maxModalTitle), Components: components,
 	}}
@@ -64,7 +64,7 @@ func textModal(rec *pending.Record) *response {
 	}
 	hint := surface.InputHint(typ)
 	row := textRow(textField(0), label, hint, prefill, typ == seam.InputString || typ == "", true, maxTextValue)
-	return modal(ref{verb: verbAnswer, id: rec.ID}, "Answer", []discordgo.MessageComponent{row})
+	return modal(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []discordgo.MessageComponent{row})
 }
 
 // otherModal takes free text for question i: an answer of its own, or
@@ -76,13 +76,13 @@ func otherModal(rec *pending.Record, i int) *response {
 		label, title = "Your feedback on the plan", "Feedback"
 	}
 	row := textRow(otherField(i), label, oneLine(q.Question), "", true, true, maxTextValue)
-	return modal(ref{verb: verbOther, id: rec.ID, q: i}, title, []discordgo.MessageComponent{row})
+	return modal(surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, []discordgo.MessageComponent{row})
 }
 
 // rejectModal asks for an optional reason before rejecting an approval.
 func rejectModal(rec *pending.Record) *response {
 	row := textRow(noteField, "Reason (optional)", "Told to the agent", "", true, false, min(maxTextValue, seam.MaxNoteLen))
-	return modal(ref{verb: verbReject, id: rec.ID}, "Reject "+rec.Approval.ToolName, []discordgo.MessageComponent{row})
+	return modal(surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject "+rec.Approval.ToolName, []discordgo.MessageComponent{row})
 }
 
 // sheetFits reports whether every question of qs fits one modal: a select
@@ -155,7 +155,7 @@ func sheetModal(rec *pending.Record) *response {
 	if len(qs) > 1 {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
-	return modal(ref{verb: verbAnswer, id: rec.ID}, title, comps)
+	return modal(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, comps)
 }
 
 // msgTooBig is what someone who wants to answer a request too large for a
@@ -166,12 +166,12 @@ func msgTooBig(id string) string {
 }
 
 // answerFrom reads the answer to the questions a submitted modal held:
-// every question for the answer modal, question r.q for an other modal.
+// every question for the answer modal, question r.Q for an other modal.
 // A problem names the field and says how to retry.
-func answerFrom(qs *seam.Questions, fs map[string]field, r ref) (seam.Answer, string) {
+func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.Answer, string) {
 	var a seam.Answer
 	for i, q := range qs.Questions {
-		if r.verb == verbOther && i != r.q {
+		if r.Verb == surface.VerbOther && i != r.Q {
 			continue
 		}
 		it := seam.AnswerItem{ID: q.ID, Selected: []string{}}
@@ -206,10 +206,10 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r ref) (seam.Answer, st
 // submission is what a submitted modal means for rec: a resolution, or a
 // problem to tell the person (nothing is stored), or neither when the
 // modal does not fit rec.
-func submission(rec *pending.Record, fs map[string]field, r ref) (*pending.Resolution, string) {
+func submission(rec *pending.Record, fs map[string]field, r surface.Ref) (*pending.Resolution, string) {
 	switch {
-	case (r.verb == verbAnswer || r.verb == verbOther) && rec.Kind == seam.KindQuestion:
-		if r.verb == verbOther && r.q >= len(rec.Questions.Questions) {
+	case (r.Verb == surface.VerbAnswer || r.Verb == surface.VerbOther) && rec.Kind == seam.KindQuestion:
+		if r.Verb == surface.VerbOther && r.Q >= len(rec.Questions.Questions) {
 			return nil, ""
 		}
 		a, problem := answerFrom(rec.Questions, fs, r)
@@ -226,7 +226,7 @@ func submission(rec *pending.Record, fs map[string]field, r ref) (*pending.Resol
 			return nil, "Nothing was saved: " + msg + ". Click the button again to retry."
 		}
 		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
-	case r.verb == verbReject && rec.Kind == seam.KindApproval:
+	case r.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
 		d, err := seam.Decision{Outcome: seam.OutcomeRejected, Note: fs[noteField].value}.Normalize()
 		if err != nil {
 			return nil, "Nothing was saved: " + err.Error()

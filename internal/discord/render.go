@@ -182,7 +182,7 @@ func render(rec *pending.Record, mention string, live bool) message {
 	default:
 		renderQuestions(&b, rec, colour)
 		comps = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			button(ref{verb: verbAnswer, id: rec.ID}, "Answer…", discordgo.PrimaryButton),
+			button(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer…", discordgo.PrimaryButton),
 			dismissButton(rec.ID),
 		}}}
 	}
@@ -290,12 +290,12 @@ func optionListing(q seam.Question, numbered bool) string {
 	return strings.TrimSuffix(s.String(), "\n")
 }
 
-func button(r ref, label string, style discordgo.ButtonStyle) discordgo.Button {
+func button(r surface.Ref, label string, style discordgo.ButtonStyle) discordgo.Button {
 	return discordgo.Button{CustomID: r.String(), Label: surface.Truncate(label, maxButtonLabel), Style: style}
 }
 
 func dismissButton(id string) discordgo.Button {
-	return button(ref{verb: verbDismiss, id: id}, "Dismiss", discordgo.SecondaryButton)
+	return button(surface.Ref{Verb: surface.VerbDismiss, ID: id}, "Dismiss", discordgo.SecondaryButton)
 }
 
 func otherLabel(q seam.Question) string {
@@ -347,7 +347,7 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 	last := []discordgo.MessageComponent{}
 	switch {
 	case len(q.Options) == 0:
-		last = append(last, button(ref{verb: verbAnswer, id: id}, "Answer…", discordgo.PrimaryButton))
+		last = append(last, button(surface.Ref{Verb: surface.VerbAnswer, ID: id}, "Answer…", discordgo.PrimaryButton))
 	case buttons(q):
 		primary := surface.Primary(q)
 		var row []discordgo.MessageComponent
@@ -356,7 +356,7 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 			if i == primary {
 				style = discordgo.PrimaryButton
 			}
-			row = append(row, button(ref{verb: verbPick, id: id, o: i}, o.Label, style))
+			row = append(row, button(surface.Ref{Verb: surface.VerbPick, ID: id, O: i}, o.Label, style))
 			if len(row) == maxRowButtons {
 				rows = append(rows, discordgo.ActionsRow{Components: row})
 				row = nil
@@ -368,7 +368,7 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 	case q.MultiSelect && len(q.Options) > maxSelectOptions:
 		// One select can't hold them, and a click on one of several would
 		// answer with only its part: the modal holds them all.
-		last = append(last, button(ref{verb: verbAnswer, id: id}, "Answer…", discordgo.PrimaryButton))
+		last = append(last, button(surface.Ref{Verb: surface.VerbAnswer, ID: id}, "Answer…", discordgo.PrimaryButton))
 	default:
 		for p := range parts(q) {
 			minV, maxV := 1, 1
@@ -378,7 +378,7 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 			}
 			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.SelectMenu{
 				MenuType:    discordgo.StringSelectMenu,
-				CustomID:    ref{verb: verbSelect, id: id, o: p}.String(),
+				CustomID:    surface.Ref{Verb: surface.VerbSelect, ID: id, O: p}.String(),
 				Placeholder: surface.Truncate(partHolder(q, p, what), maxSelectHolder),
 				MinValues:   &minV,
 				MaxValues:   maxV,
@@ -387,7 +387,7 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 		}
 	}
 	if len(q.Options) > 0 {
-		last = append(last, button(ref{verb: verbOther, id: id}, otherLabel(q), discordgo.SecondaryButton))
+		last = append(last, button(surface.Ref{Verb: surface.VerbOther, ID: id}, otherLabel(q), discordgo.SecondaryButton))
 	}
 	last = append(last, dismissButton(id))
 	return append(rows, discordgo.ActionsRow{Components: last})
@@ -467,8 +467,8 @@ func renderApproval(b *builder, rec *pending.Record, colour int) {
 
 func approvalControls(id string) []discordgo.MessageComponent {
 	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-		button(ref{verb: verbAllow, id: id}, "Allow once", discordgo.SuccessButton),
-		button(ref{verb: verbReject, id: id}, "Reject…", discordgo.DangerButton),
+		button(surface.Ref{Verb: surface.VerbAllow, ID: id}, "Allow once", discordgo.SuccessButton),
+		button(surface.Ref{Verb: surface.VerbReject, ID: id}, "Reject…", discordgo.DangerButton),
 	}}}
 }
 

@@ -212,7 +212,7 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 
 // click is one block action, with where it came from.
 type click struct {
-	ref     ref
+	ref     surface.Ref
 	user    slackapi.User
 	channel string
 	ts      string // the message's
@@ -228,7 +228,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 	switch cb.Type {
 	case slackapi.InteractionTypeBlockActions:
 		for _, a := range cb.ActionCallback.BlockActions {
-			r, err := parseRef(a.ActionID)
+			r, err := surface.ParseRef(a.ActionID)
 			if err != nil {
 				continue
 			}
@@ -243,9 +243,9 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 			if c.thread == c.ts {
 				c.thread = ""
 			}
-			switch r.verb {
-			case verbMulti: // a box ticked: read on submit
-			case verbAnswer, verbOther, verbReject:
+			switch r.Verb {
+			case surface.VerbMulti: // a box ticked: read on submit
+			case surface.VerbAnswer, surface.VerbOther, surface.VerbReject:
 				h.openModal(ctx, c)
 			default:
 				h.later(func(ctx context.Context) { h.act(ctx, c) })
@@ -260,7 +260,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 
 func (h *Interactions) tell(ctx context.Context, c click, text string) {
 	if err := h.s.ephemeral(ctx, c.channel, c.thread, c.user.ID, text); err != nil {
-		h.log.Warn("telling a user failed", "request_id", c.ref.id, "err", err)
+		h.log.Warn("telling a user failed", "request_id", c.ref.ID, "err", err)
 	}
 }
 
@@ -274,8 +274,8 @@ func (h *Interactions) tellLater(c click, text string) {
 func (h *Interactions) openModal(ctx context.Context, c click) {
 	ctx, cancel := context.WithTimeout(ctx, ackBudget)
 	defer cancel()
-	log := h.log.With("request_id", c.ref.id)
-	rec, err := h.s.store.Get(ctx, c.ref.id)
+	log := h.log.With("request_id", c.ref.ID)
+	rec, err := h.s.store.Get(ctx, c.ref.ID)
 	if err != nil {
 		if !errors.Is(err, pending.ErrNotFound) {
 			log.Warn("reading a request for its modal failed", "err", err)
@@ -301,12 +301,12 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread}
 	var view slackapi.ModalViewRequest
 	switch {
-	case c.ref.verb == verbReject && rec.Kind == seam.KindApproval:
+	case c.ref.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
 		view = rejectModal(rec, o)
-	case c.ref.verb == verbAnswer && rec.Kind == seam.KindQuestion:
+	case c.ref.Verb == surface.VerbAnswer && rec.Kind == seam.KindQuestion:
 		view = answerModal(rec, o)
-	case c.ref.verb == verbOther && rec.Kind == seam.KindQuestion && c.ref.q < len(rec.Questions.Questions):
-		view = otherModal(rec, c.ref.q, o)
+	case c.ref.Verb == surface.VerbOther && rec.Kind == seam.KindQuestion && c.ref.Q < len(rec.Questions.Questions):
+		view = otherModal(rec, c.ref.Q, o)
 	default:
 		return // a control that does not fit its request: not ours to act on
 	}
@@ -346,13 +346,13 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 // act handles a click that answers at once: an option, a select, the
 // multi-select's Submit, Allow once, Dismiss.
 func (h *Interactions) act(ctx context.Context, c click) {
-	rec, err := h.s.store.Get(ctx, c.ref.id)
+	rec, err := h.s.store.Get(ctx, c.ref.ID)
 	if err != nil {
 		if errors.Is(err, pending.ErrNotFound) {
 			h.tell(ctx, c, msgGone)
 			return
 		}
-		h.log.Warn("reading a clicked request failed", "request_id", c.ref.id, "err", err)
+		h.log.Warn("reading a clicked request failed", "request_id", c.ref.ID, "err", err)
 		h.tell(ctx, c, msgTrouble)
 		return
 	}
@@ -407,31 +407,31 @@ func resolutionOf(rec *pending.Record, c click) (*pending.Resolution, string) {
 		}
 		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
 	}
-	switch c.ref.verb {
-	case verbDismiss:
+	switch c.ref.Verb {
+	case surface.VerbDismiss:
 		return &pending.Resolution{Status: seam.StatusDismissed}, ""
-	case verbAllow:
+	case surface.VerbAllow:
 		if rec.Kind != seam.KindApproval {
 			return nil, ""
 		}
 		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &seam.Decision{Outcome: seam.OutcomeAllowedOnce}}, ""
 	}
-	if rec.Kind != seam.KindQuestion || c.ref.q >= len(rec.Questions.Questions) {
+	if rec.Kind != seam.KindQuestion || c.ref.Q >= len(rec.Questions.Questions) {
 		return nil, ""
 	}
-	q := rec.Questions.Questions[c.ref.q]
+	q := rec.Questions.Questions[c.ref.Q]
 	var picked []int
-	switch c.ref.verb {
-	case verbPick:
-		picked = []int{c.ref.o}
-	case verbSelect:
+	switch c.ref.Verb {
+	case surface.VerbPick:
+		picked = []int{c.ref.O}
+	case surface.VerbSelect:
 		n, err := strconv.Atoi(c.action.SelectedOption.Value)
 		if err != nil {
 			return nil, ""
 		}
 		picked = []int{n}
-	case verbSubmit:
-		want := ref{verb: verbMulti, id: rec.ID, q: c.ref.q}.String()
+	case surface.VerbSubmit:
+		want := surface.Ref{Verb: surface.VerbMulti, ID: rec.ID, Q: c.ref.Q}.String()
 		if c.state != nil {
 			for _, block := range c.state.Values {
 				if v, ok := block[want]; ok {
@@ -501,7 +501,7 @@ func same(rec *pending.Record, res pending.Resolution) bool {
 // meanwhile replaces the modal with a notice; otherwise the modal closes
 // and the answer is recorded after the answer to Slack.
 func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallback) *slackapi.ViewSubmissionResponse {
-	r, err := parseRef(cb.View.CallbackID)
+	r, err := surface.ParseRef(cb.View.CallbackID)
 	if err != nil {
 		return nil
 	}
@@ -509,12 +509,12 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	defer cancel()
 	o := parseOrigin(cb.View.PrivateMetadata)
 	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread}
-	rec, err := h.s.store.Get(ctx, r.id)
+	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound):
 		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", msgGone)))
 	case err != nil:
-		h.log.Warn("reading a submitted request failed", "request_id", r.id, "err", err)
+		h.log.Warn("reading a submitted request failed", "request_id", r.ID, "err", err)
 		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", msgTrouble)))
 	}
 	if ok, err := h.s.who.allowed(ctx, h.s.target(rec, o.Channel, o.TS), cb.User.ID); !ok {
@@ -549,9 +549,9 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 // submission is what a modal's values mean for rec: a resolution, or the
 // response that refuses them (field errors), or neither when the modal
 // does not fit rec.
-func submission(rec *pending.Record, values viewValues, r ref) (*pending.Resolution, *slackapi.ViewSubmissionResponse) {
+func submission(rec *pending.Record, values viewValues, r surface.Ref) (*pending.Resolution, *slackapi.ViewSubmissionResponse) {
 	switch {
-	case (r.verb == verbAnswer || r.verb == verbOther) && rec.Kind == seam.KindQuestion:
+	case (r.Verb == surface.VerbAnswer || r.Verb == surface.VerbOther) && rec.Kind == seam.KindQuestion:
 		a, errs := answerFrom(rec.Questions, values, r)
 		if errs != nil {
 			return nil, slackapi.NewErrorsViewSubmissionResponse(errs)
@@ -564,7 +564,7 @@ func submission(rec *pending.Record, values viewValues, r ref) (*pending.Resolut
 			return nil, slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", esc(err.Error()))))
 		}
 		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, nil
-	case r.verb == verbReject && rec.Kind == seam.KindApproval:
+	case r.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
 		d, err := seam.Decision{Outcome: seam.OutcomeRejected, Note: values[noteBlock][inputAction].Value}.Normalize()
 		if err != nil {
 			return nil, slackapi.NewErrorsViewSubmissionResponse(map[string]string{noteBlock: err.Error()})

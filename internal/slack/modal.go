@@ -34,7 +34,7 @@ func parseOrigin(s string) origin {
 	return o
 }
 
-func modal(r ref, title, submit string, o origin, blocks []slackapi.Block) slackapi.ModalViewRequest {
+func modal(r surface.Ref, title, submit string, o origin, blocks []slackapi.Block) slackapi.ModalViewRequest {
 	v := slackapi.ModalViewRequest{
 		Type:            slackapi.VTModal,
 		Title:           plain(surface.Truncate(title, maxViewTitle)),
@@ -126,7 +126,7 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	if len(qs) > 1 {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
-	return modal(ref{verb: verbAnswer, id: rec.ID}, title, "Send", o, blocks)
+	return modal(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, blocks)
 }
 
 func otherFieldLabel(q seam.Question) string {
@@ -148,7 +148,7 @@ func otherModal(rec *pending.Record, i int, o origin) slackapi.ModalViewRequest 
 		slackapi.NewSectionBlock(plain(surface.Truncate(questionLabel(q), maxSectionText)), nil, nil),
 		input(otherBlock(i), label, textInput(true, "Type here", "", maxInputLength), false),
 	}
-	return modal(ref{verb: verbOther, id: rec.ID, q: i}, title, "Send", o, blocks)
+	return modal(surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, "Send", o, blocks)
 }
 
 // rejectModal asks for an optional reason before rejecting an approval.
@@ -157,7 +157,7 @@ func rejectModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 		slackapi.NewSectionBlock(plain(surface.Truncate("Reject "+rec.Approval.ToolName+"?", maxSectionText)), nil, nil),
 		input(noteBlock, "Reason (optional)", textInput(true, "Told to the agent", "", seam.MaxNoteLen), true),
 	}
-	return modal(ref{verb: verbReject, id: rec.ID}, "Reject", "Reject", o, blocks)
+	return modal(surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", "Reject", o, blocks)
 }
 
 type viewValues = map[string]map[string]slackapi.BlockAction
@@ -165,11 +165,11 @@ type viewValues = map[string]map[string]slackapi.BlockAction
 // answerFrom reads the answer to the questions the submitted modal held:
 // every question for the answer modal, question only for an other modal.
 // Field errors are keyed by the block id Slack shows them beside.
-func answerFrom(qs *seam.Questions, values viewValues, r ref) (seam.Answer, map[string]string) {
+func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answer, map[string]string) {
 	var a seam.Answer
 	errs := map[string]string{}
 	for i, q := range qs.Questions {
-		if r.verb == verbOther && i != r.q {
+		if r.Verb == surface.VerbOther && i != r.Q {
 			continue
 		}
 		it := seam.AnswerItem{ID: q.ID, Selected: []string{}}

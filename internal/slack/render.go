@@ -378,14 +378,14 @@ func options(q seam.Question, numbered, descriptions bool) []*slackapi.OptionBlo
 	return out
 }
 
-func button(r ref, text string, style slackapi.Style) *slackapi.ButtonBlockElement {
-	b := slackapi.NewButtonBlockElement(r.String(), strconv.Itoa(r.o), plain(surface.Truncate(text, maxButtonText)))
+func button(r surface.Ref, text string, style slackapi.Style) *slackapi.ButtonBlockElement {
+	b := slackapi.NewButtonBlockElement(r.String(), strconv.Itoa(r.O), plain(surface.Truncate(text, maxButtonText)))
 	b.Style = style
 	return b
 }
 
 func dismissButton(id string) *slackapi.ButtonBlockElement {
-	b := button(ref{verb: verbDismiss, id: id}, "Dismiss", "")
+	b := button(surface.Ref{Verb: surface.VerbDismiss, ID: id}, "Dismiss", "")
 	b.Confirm = slackapi.NewConfirmationBlockObject(
 		plain("Dismiss this question?"),
 		plain("The agent is told that you declined to answer."),
@@ -410,27 +410,27 @@ func questionControls(id string, q seam.Question, sh shape) []slackapi.Block {
 	primary := surface.Primary(q)
 	switch {
 	case len(q.Options) == 0:
-		buttons = append(buttons, button(ref{verb: verbAnswer, id: id}, "Answer…", slackapi.StylePrimary))
+		buttons = append(buttons, button(surface.Ref{Verb: surface.VerbAnswer, ID: id}, "Answer…", slackapi.StylePrimary))
 	case sh.buttons:
 		for i, o := range q.Options {
 			style := slackapi.Style("")
 			if i == primary {
 				style = slackapi.StylePrimary
 			}
-			buttons = append(buttons, button(ref{verb: verbPick, id: id, o: i}, o.Label, style))
+			buttons = append(buttons, button(surface.Ref{Verb: surface.VerbPick, ID: id, O: i}, o.Label, style))
 		}
 	case q.MultiSelect && sh.choice:
-		choice = slackapi.NewCheckboxGroupsBlockElement(ref{verb: verbMulti, id: id}.String(), options(q, sh.numbered, true)...)
+		choice = slackapi.NewCheckboxGroupsBlockElement(surface.Ref{Verb: surface.VerbMulti, ID: id}.String(), options(q, sh.numbered, true)...)
 	case q.MultiSelect:
-		choice = slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), ref{verb: verbMulti, id: id}.String(), options(q, sh.numbered, false)...)
+		choice = slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), surface.Ref{Verb: surface.VerbMulti, ID: id}.String(), options(q, sh.numbered, false)...)
 	default:
-		choice = slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), ref{verb: verbSelect, id: id}.String(), options(q, sh.numbered, false)...)
+		choice = slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), surface.Ref{Verb: surface.VerbSelect, ID: id}.String(), options(q, sh.numbered, false)...)
 	}
 	if q.MultiSelect && len(q.Options) > 0 {
-		buttons = append(buttons, button(ref{verb: verbSubmit, id: id}, "Submit", slackapi.StylePrimary))
+		buttons = append(buttons, button(surface.Ref{Verb: surface.VerbSubmit, ID: id}, "Submit", slackapi.StylePrimary))
 	}
 	if len(q.Options) > 0 {
-		buttons = append(buttons, button(ref{verb: verbOther, id: id}, otherLabel(q), ""))
+		buttons = append(buttons, button(surface.Ref{Verb: surface.VerbOther, ID: id}, otherLabel(q), ""))
 	}
 	buttons = append(buttons, dismissButton(id))
 	var out []slackapi.Block
@@ -460,7 +460,7 @@ func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 	}
 	if live {
 		b.add(slackapi.NewActionBlock("",
-			button(ref{verb: verbAnswer, id: rec.ID}, "Answer…", slackapi.StylePrimary),
+			button(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer…", slackapi.StylePrimary),
 			dismissButton(rec.ID)))
 	}
 	return fallback(fmt.Sprintf("%s asks %d questions: ", surface.Asker(rec.Caller), len(qs)), qs[0].Question)
@@ -510,8 +510,8 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 	}
 	if live {
 		b.add(slackapi.NewActionBlock("",
-			button(ref{verb: verbAllow, id: rec.ID}, "Allow once", slackapi.StylePrimary),
-			button(ref{verb: verbReject, id: rec.ID}, "Reject", slackapi.StyleDanger)))
+			button(surface.Ref{Verb: surface.VerbAllow, ID: rec.ID}, "Allow once", slackapi.StylePrimary),
+			button(surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", slackapi.StyleDanger)))
 	}
 	return fallback(surface.Asker(rec.Caller)+" asks to run ", a.ToolName)
 }

@@ -456,17 +456,17 @@ func TestShapes(t *testing.T) {
 }
 
 func TestRefRoundTrip(t *testing.T) {
-	r := ref{verb: verbPick, id: "abcdefghijklmnop", q: 19, o: 99}
-	got, err := parseRef(r.String())
+	r := surface.Ref{Verb: surface.VerbPick, ID: "abcdefghijklmnop", Q: 19, O: 99}
+	got, err := surface.ParseRef(r.String())
 	if err != nil || got != r {
-		t.Fatalf("parseRef(%q) = %v, %v", r.String(), got, err)
+		t.Fatalf("surface.ParseRef(%q) = %v, %v", r.String(), got, err)
 	}
 	if n := len(r.String()); n > 255 {
 		t.Errorf("action_id %d long", n)
 	}
 	for _, bad := range []string{"", "ab:pick", "xx:pick:abc:0:0", "ab:pick:ABC!:0:0", "ab:pick:abc:-1:0", "ab:pick:abc:0:x", "ab::abc:0:0"} {
-		if _, err := parseRef(bad); err == nil {
-			t.Errorf("parseRef(%q) accepted", bad)
+		if _, err := surface.ParseRef(bad); err == nil {
+			t.Errorf("surface.ParseRef(%q) accepted", bad)
 		}
 	}
 }
@@ -480,7 +480,7 @@ func TestAnswerFromModal(t *testing.T) {
 	text := func(s string) map[string]slackapi.BlockAction {
 		return map[string]slackapi.BlockAction{inputAction: {Value: s}}
 	}
-	r := ref{verb: verbAnswer, id: "abcdefghijklmnop"}
+	r := surface.Ref{Verb: surface.VerbAnswer, ID: "abcdefghijklmnop"}
 	_, errs := answerFrom(qs, viewValues{"q0": text("1.5x"), "q1": text("maybe"), "q2": {inputAction: {SelectedOption: slackapi.OptionBlockObject{Value: "7"}}}}, r)
 	for _, b := range []string{"q0", "q1", "q2"} {
 		if errs[b] == "" {
