@@ -258,7 +258,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	var thread, session string
 	if tc.ThreadBySession {
-		session = sessionKey(rec, tc.Channel)
+		session = surface.SessionKey(surfaceName, rec, tc.Channel)
 	}
 	if session != "" {
 		var err error
@@ -378,15 +378,6 @@ func (s *Surface) target(rec *pending.Record, channel, msgID string) *config.Dis
 		}
 	}
 	return nil
-}
-
-// sessionKey names the thread of rec's caller session in channel, or ""
-// when rec has no session.
-func sessionKey(rec *pending.Record, channel string) string {
-	if rec.Caller == nil || rec.Caller.Session == "" {
-		return ""
-	}
-	return surfaceName + "\x00" + channel + "\x00" + rec.Client + "\x00" + rec.Caller.Agent + "\x00" + rec.Caller.Session
 }
 
 // linkable reports whether a target's messages may carry the signed

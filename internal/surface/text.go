@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 )
 
@@ -159,4 +160,13 @@ func InputHint(typ string) string {
 		return "true or false"
 	}
 	return "Your answer"
+}
+
+// SessionKey names the thread of rec's caller session in one channel of a
+// surface, or "" when rec has no session: the key of pending.Store.Thread.
+func SessionKey(surface string, rec *pending.Record, channel string) string {
+	if rec.Caller == nil || rec.Caller.Session == "" {
+		return ""
+	}
+	return surface + "\x00" + channel + "\x00" + rec.Client + "\x00" + rec.Caller.Agent + "\x00" + rec.Caller.Session
 }
