@@ -106,6 +106,31 @@ func recordFromHash(h map[string]string) (*Record, error) {
 	return r, nil
 }
 
+// decodeEnd reads how a request ended: its answer or decision and who.
+func (r *Record) decodeEnd(h map[string]string) error {
+	if res := h[fResult]; res != "" && r.Status == seam.StatusAnswered {
+		var into any
+		switch r.Kind {
+		case seam.KindQuestion:
+			r.Answer = new(seam.Answer)
+			into = r.Answer
+		case seam.KindApproval:
+			r.Decision = new(seam.Decision)
+			into = r.Decision
+		}
+		if err := json.Unmarshal([]byte(res), into); err != nil {
+			return fmt.Errorf("result: %w", err)
+		}
+	}
+	if by := h[fBy]; by != "" {
+		r.ResolvedBy = new(Responder)
+		if err := json.Unmarshal([]byte(by), r.ResolvedBy); err != nil {
+			return fmt.Errorf("by: %w", err)
+		}
+	}
+	return nil
+}
+
 func (r *Record) decode(h map[string]string) error {
 	if c := h[fCaller]; c != "" {
 		r.Caller = new(seam.Caller)
@@ -119,31 +144,16 @@ func (r *Record) decode(h map[string]string) error {
 		if err := json.Unmarshal([]byte(h[fBody]), r.Questions); err != nil {
 			return fmt.Errorf("body: %w", err)
 		}
-		if res := h[fResult]; res != "" && r.Status == seam.StatusAnswered {
-			r.Answer = new(seam.Answer)
-			if err := json.Unmarshal([]byte(res), r.Answer); err != nil {
-				return fmt.Errorf("answer: %w", err)
-			}
-		}
 	case seam.KindApproval:
 		r.Approval = new(seam.Approval)
 		if err := json.Unmarshal([]byte(h[fBody]), r.Approval); err != nil {
 			return fmt.Errorf("body: %w", err)
 		}
-		if res := h[fResult]; res != "" && r.Status == seam.StatusAnswered {
-			r.Decision = new(seam.Decision)
-			if err := json.Unmarshal([]byte(res), r.Decision); err != nil {
-				return fmt.Errorf("decision: %w", err)
-			}
-		}
 	default:
 		return fmt.Errorf("unknown kind %q", r.Kind)
 	}
-	if by := h[fBy]; by != "" {
-		r.ResolvedBy = new(Responder)
-		if err := json.Unmarshal([]byte(by), r.ResolvedBy); err != nil {
-			return fmt.Errorf("by: %w", err)
-		}
+	if err := r.decodeEnd(h); err != nil {
+		return err
 	}
 	for k, v := range h {
 		if !strings.HasPrefix(k, postPrefix) {

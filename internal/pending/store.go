@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -263,6 +264,8 @@ type Resolution struct {
 // ARGV[8] required owner or empty, ARGV[9] '1' to resolve only when due,
 // ARGV[10] wake channel, ARGV[11] audit cap, ARGV[12] responder surface,
 // ARGV[13] responder user id.
+// Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON" on the
+// wake channel, so waiters need not read the record again.
 // Returns {0} not found, {1, HGETALL} resolved now, {2, HGETALL} already
 // resolved, {3} not due.
 var resolveScript = redis.NewScript(`
@@ -280,7 +283,7 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', ARGV[2], 'id', ARGV[1], 'surface', ARGV[12], 'user', ARGV[13])
-redis.call('PUBLISH', ARGV[10], ARGV[1])
+redis.call('PUBLISH', ARGV[10], ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3])
 return {1, redis.call('HGETALL', KEYS[1])}
 `)
 
@@ -326,7 +329,8 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	if code(out) == 2 {
 		return rec, fmt.Errorf("resolve %s: %w", id, ErrAlreadyResolved)
 	}
-	s.w.wake(id) // local waiters need not wait for the round trip through pub/sub
+	// Local waiters need not wait for the round trip through pub/sub.
+	s.w.wake(id, &ending{string(res.Status), strconv.FormatInt(unixMS(rec.ResolvedAt), 10), string(by), string(result)})
 	return rec, nil
 }
 

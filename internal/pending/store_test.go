@@ -1308,3 +1308,38 @@ func TestSessionThread(t *testing.T) {
 		}
 	})
 }
+
+// TestWakeCarriesTheEnding: a wake-up hands the waiter how its request
+// ended, so the waiter returns without reading the record again; anything
+// malformed falls back to the read.
+func TestWakeCarriesTheEnding(t *testing.T) {
+	pend := &Record{ID: "abc", Kind: seam.KindQuestion, Status: seam.StatusPending, Client: "alice"}
+	e := &ending{status: "answered", resolved: "1796212800000", by: `{"surface":"slack","user_id":"U1","name":"Ada"}`,
+		result: `{"answers":[{"id":"q","selected":["Yes"]}]}`}
+	id, got := parseWake(e.payload("abc"))
+	if id != "abc" || got == nil || *got != *e {
+		t.Fatalf("parseWake(payload) = %q, %+v", id, got)
+	}
+	rec, err := pend.end(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != seam.StatusAnswered || rec.Answer == nil || rec.Answer.Answers[0].Selected[0] != "Yes" ||
+		rec.ResolvedBy == nil || rec.ResolvedBy.Name != "Ada" || rec.ResolvedAt.UnixMilli() != 1796212800000 {
+		t.Fatalf("ended record = %+v", rec)
+	}
+	if pend.Status != seam.StatusPending {
+		t.Fatal("end changed the record it was given")
+	}
+	for _, bad := range []string{"abc", "abc\npending\n1\n\n", "abc\nanswered\n1\n{\n{"} {
+		id, e := parseWake(bad)
+		if id != "abc" {
+			t.Errorf("parseWake(%q) id = %q", bad, id)
+		}
+		if e != nil {
+			if _, err := pend.end(e); err == nil {
+				t.Errorf("parseWake(%q) gave an ending that applies: %+v", bad, e)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,17 +16,17 @@ import (
 // waiters fans one process's wake-ups out to the calls waiting on a request.
 type waiters struct {
 	mu sync.Mutex
-	m  map[string]map[chan struct{}]struct{}
+	m  map[string]map[chan *ending]struct{}
 }
 
-func newWaiters() *waiters { return &waiters{m: make(map[string]map[chan struct{}]struct{})} }
+func newWaiters() *waiters { return &waiters{m: make(map[string]map[chan *ending]struct{})} }
 
-func (w *waiters) add(id string) chan struct{} {
-	ch := make(chan struct{}, 1)
+func (w *waiters) add(id string) chan *ending {
+	ch := make(chan *ending, 1)
 	w.mu.Lock()
 	set := w.m[id]
 	if set == nil {
-		set = make(map[chan struct{}]struct{})
+		set = make(map[chan *ending]struct{})
 		w.m[id] = set
 	}
 	set[ch] = struct{}{}
@@ -33,7 +34,7 @@ func (w *waiters) add(id string) chan struct{} {
 	return ch
 }
 
-func (w *waiters) remove(id string, ch chan struct{}) {
+func (w *waiters) remove(id string, ch chan *ending) {
 	w.mu.Lock()
 	if set := w.m[id]; set != nil {
 		delete(set, ch)
@@ -44,17 +45,18 @@ func (w *waiters) remove(id string, ch chan struct{}) {
 	w.mu.Unlock()
 }
 
-func notify(ch chan struct{}) {
+// notify hands a waiter how its request ended, or nil to make it re-read.
+func notify(ch chan *ending, e *ending) {
 	select {
-	case ch <- struct{}{}:
-	default: // already woken; it re-reads the record anyway
+	case ch <- e:
+	default: // already woken; what it was handed or re-reads is as good
 	}
 }
 
-func (w *waiters) wake(id string) {
+func (w *waiters) wake(id string, e *ending) {
 	w.mu.Lock()
 	for ch := range w.m[id] {
-		notify(ch)
+		notify(ch, e)
 	}
 	w.mu.Unlock()
 }
@@ -65,7 +67,7 @@ func (w *waiters) wakeAll() {
 	w.mu.Lock()
 	for _, set := range w.m {
 		for ch := range set {
-			notify(ch)
+			notify(ch, nil)
 		}
 	}
 	w.mu.Unlock()
@@ -109,7 +111,14 @@ func (s *Store) Wait(ctx context.Context, id, owner string) (*Record, error) {
 		}
 		last = rec
 		select {
-		case <-ch:
+		case e := <-ch:
+			// The wake-up carries how the request ended: applied to the
+			// record just read, it spares a second read on the hot path.
+			if e != nil {
+				if ended, err := last.end(e); err == nil {
+					return ended, nil
+				}
+			}
 		case <-recheck.C:
 		case <-ctx.Done():
 			return last, ctx.Err()
@@ -152,10 +161,43 @@ func (s *Store) Run(ctx context.Context) error {
 			backoff = 50 * time.Millisecond
 			s.w.wakeAll()
 		case *redis.Message:
-			s.w.wake(m.Payload)
+			id, e := parseWake(m.Payload)
+			s.w.wake(id, e)
 		}
 	}
 }
 
 // IsUnavailable reports whether err means Redis could not be reached.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// ending is how a request ended, as the resolve script publishes it beside
+// the id: "id\nstatus\nresolved ms\nresponder JSON\nresult JSON".
+type ending struct {
+	status, resolved, by, result string
+}
+
+func (e *ending) payload(id string) string {
+	return id + "\n" + e.status + "\n" + e.resolved + "\n" + e.by + "\n" + e.result
+}
+
+// parseWake reads a wake-up. A bare id (or anything malformed) yields a nil
+// ending: the waiter re-reads the record.
+func parseWake(payload string) (string, *ending) {
+	p := strings.SplitN(payload, "\n", 5)
+	if len(p) != 5 || !seam.Status(p[1]).Final() {
+		return p[0], nil
+	}
+	return p[0], &ending{status: p[1], resolved: p[2], by: p[3], result: p[4]}
+}
+
+// end returns a copy of the pending record r as e ended it.
+func (r *Record) end(e *ending) (*Record, error) {
+	h := map[string]string{fStatus: e.status, fResolved: e.resolved, fBy: e.by, fResult: e.result}
+	out := *r
+	out.Status, out.ResolvedAt = seam.Status(e.status), msTime(e.resolved)
+	out.Answer, out.Decision, out.ResolvedBy = nil, nil, nil
+	if err := out.decodeEnd(h); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
