@@ -74,7 +74,7 @@ func (h *Interactions) openGateway() (*discordgo.Session, error) {
 	sess.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) {
 		if e.Type == "INTERACTION_CREATE" {
 			raw := append([]byte(nil), e.RawData...)
-			h.later(func(ctx context.Context) { h.fromGateway(ctx, raw) })
+			h.work.Go(func(ctx context.Context) { h.fromGateway(ctx, raw) })
 		}
 	})
 	if err := sess.Open(); err != nil {

@@ -30,14 +30,6 @@ type Resolver interface {
 }
 
 const (
-	// ackBudget bounds the work before Discord gets its response: it
-	// wants one within 3 s.
-	ackBudget = 2500 * time.Millisecond
-	// workTimeout bounds what runs after the response: resolving, editing
-	// every message.
-	workTimeout = 30 * time.Second
-	// drainGrace is how long Run waits for that work when it stops.
-	drainGrace = 10 * time.Second
 	// maxPayload bounds an interaction's body.
 	maxPayload = 1 << 20
 	// maxClockSkew is how far an interaction's timestamp may be from now.
@@ -70,18 +62,13 @@ type Interactions struct {
 	log     *slog.Logger
 	key     ed25519.PublicKey // nil in gateway-only setups: ServeHTTP refuses all
 
-	bg     context.Context
-	stopBG context.CancelFunc
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
+	work *surface.Work // what runs after the platform has its answer
 }
 
 // Interactions returns the handler of the surface's interactions.
 func (s *Surface) Interactions(r Resolver) *Interactions {
-	bg, stop := context.WithCancel(context.Background())
 	key, _ := publicKey(s.cfg.PublicKey) // checked by New
-	return &Interactions{s: s, resolve: r, log: s.log, key: key, bg: bg, stopBG: stop}
+	return &Interactions{s: s, resolve: r, log: s.log, key: key, work: surface.NewWork()}
 }
 
 // ServeHTTP serves POST /discord/interactions. The signature and the
@@ -142,47 +129,14 @@ func (h *Interactions) Run(ctx context.Context) error {
 	} else {
 		<-ctx.Done()
 	}
-	h.drain()
+	h.work.Drain()
 	return err
-}
-
-func (h *Interactions) drain() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	done := make(chan struct{})
-	go func() { h.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(drainGrace):
-		h.stopBG()
-		<-done
-	}
-	h.stopBG()
-}
-
-// later runs f in the background under workTimeout; once Run has stopped,
-// under a short deadline instead, while the HTTP server drains.
-func (h *Interactions) later(f func(ctx context.Context)) {
-	h.mu.Lock()
-	parent, timeout := h.bg, workTimeout
-	if h.closed {
-		parent, timeout = context.Background(), ackBudget
-	}
-	h.wg.Add(1)
-	h.mu.Unlock()
-	go func() {
-		defer h.wg.Done()
-		ctx, cancel := context.WithTimeout(parent, timeout)
-		defer cancel()
-		f(ctx)
-	}()
 }
 
 // handle answers one interaction; the response is what Discord gets,
 // within the ack budget.
 func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
-	ctx, cancel := context.WithTimeout(ctx, ackBudget)
+	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
 	switch in.Type {
 	case typePing:
@@ -423,7 +377,7 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 		sl = h.s.inPlace.register(in.Message.ID)
 	}
 	done := make(chan resolved, 1)
-	h.later(func(ctx context.Context) {
+	h.work.Go(func(ctx context.Context) {
 		got, err := h.resolve.Resolve(ctx, rec.ID, res)
 		done <- resolved{got, err}
 	})

@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
-	"sync"
-	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
@@ -30,15 +28,6 @@ type Resolver interface {
 }
 
 const (
-	// ackBudget bounds what runs before Slack gets its answer: Slack wants
-	// one within 3 s, and a trigger_id dies 3 s after the click.
-	ackBudget = 2500 * time.Millisecond
-	// workTimeout bounds what runs after the answer: resolving, editing
-	// every message, telling people.
-	workTimeout = 30 * time.Second
-	// drainGrace is how long Run waits for that work when it stops before
-	// cancelling it.
-	drainGrace = 10 * time.Second
 	// maxPayload bounds an interaction's body; Slack's are a few kB, a
 	// view_submission with long answers some tens.
 	maxPayload = 1 << 20
@@ -62,17 +51,12 @@ type Interactions struct {
 	resolve Resolver
 	log     *slog.Logger
 
-	bg     context.Context // parent of the work done after the answer
-	stopBG context.CancelFunc
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
+	work *surface.Work // what runs after the platform has its answer
 }
 
 // Interactions returns the handler of the surface's interactions.
 func (s *Surface) Interactions(r Resolver) *Interactions {
-	bg, stop := context.WithCancel(context.Background())
-	return &Interactions{s: s, resolve: r, log: s.log, bg: bg, stopBG: stop}
+	return &Interactions{s: s, resolve: r, log: s.log, work: surface.NewWork()}
 }
 
 // ServeHTTP serves POST /slack/interactions: the signature is verified
@@ -117,44 +101,8 @@ func (h *Interactions) Run(ctx context.Context) error {
 	} else {
 		<-ctx.Done()
 	}
-	h.drain()
+	h.work.Drain()
 	return err
-}
-
-func (h *Interactions) drain() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	done := make(chan struct{})
-	go func() { h.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(drainGrace):
-		h.stopBG()
-		<-done
-	}
-	h.stopBG()
-}
-
-// later runs f after the answer, under workTimeout. Once Run has stopped,
-// f runs at once instead, while the HTTP server drains its handlers.
-func (h *Interactions) later(f func(ctx context.Context)) {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), ackBudget)
-		defer cancel()
-		f(ctx)
-		return
-	}
-	h.wg.Add(1)
-	h.mu.Unlock()
-	go func() {
-		defer h.wg.Done()
-		ctx, cancel := context.WithTimeout(h.bg, workTimeout)
-		defer cancel()
-		f(ctx)
-	}()
 }
 
 // socketMode receives interactions over Socket Mode until ctx ends or
@@ -190,8 +138,8 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 					continue
 				}
 				req := *ev.Request
-				h.later(func(context.Context) {
-					ackCtx, cancel := context.WithTimeout(ctx, ackBudget)
+				h.work.Go(func(context.Context) {
+					ackCtx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 					defer cancel()
 					var payload any // an empty ack, unless a view_submission answers
 					if resp := h.handle(ackCtx, &cb); resp != nil {
@@ -248,7 +196,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 			case surface.VerbAnswer, surface.VerbOther, surface.VerbReject:
 				h.openModal(ctx, c)
 			default:
-				h.later(func(ctx context.Context) { h.act(ctx, c) })
+				h.work.Go(func(ctx context.Context) { h.act(ctx, c) })
 			}
 			return nil // one action per payload
 		}
@@ -265,14 +213,14 @@ func (h *Interactions) tell(ctx context.Context, c click, text string) {
 }
 
 func (h *Interactions) tellLater(c click, text string) {
-	h.later(func(ctx context.Context) { h.tell(ctx, c, text) })
+	h.work.Go(func(ctx context.Context) { h.tell(ctx, c, text) })
 }
 
 // openModal opens the modal of an answer, other or reject button. Slack
 // work that could be slow (a user group not yet cached) comes after
 // views.open, and the modal is replaced if the user may not answer.
 func (h *Interactions) openModal(ctx context.Context, c click) {
-	ctx, cancel := context.WithTimeout(ctx, ackBudget)
+	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
 	log := h.log.With("request_id", c.ref.ID)
 	rec, err := h.s.store.Get(ctx, c.ref.ID)
@@ -323,7 +271,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 	if known {
 		return
 	}
-	h.later(func(ctx context.Context) {
+	h.work.Go(func(ctx context.Context) {
 		ok, err := h.s.who.allowed(ctx, t, c.user.ID)
 		if ok {
 			return
@@ -505,7 +453,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, ackBudget)
+	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
 	o := parseOrigin(cb.View.PrivateMetadata)
 	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread}
@@ -542,7 +490,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	if res == nil {
 		return refusal
 	}
-	h.later(func(ctx context.Context) { h.finish(ctx, rec, *res, c) })
+	h.work.Go(func(ctx context.Context) { h.finish(ctx, rec, *res, c) })
 	return nil
 }
 
