@@ -28,6 +28,8 @@ type FakeDiscord struct {
 	URL   string // the API base URL, with its final /
 	Token string // the bot token it accepts
 
+	GatewayURL string // what GET /gateway answers; set by StartGateway
+
 	t     testing.TB
 	srv   *httptest.Server
 	mu    sync.Mutex
@@ -131,6 +133,10 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		c.Kind, c.Channel, c.MessageID = "thread", path[1], path[3]
 	case r.Method == http.MethodPost && len(path) == 4 && path[0] == "interactions" && path[3] == "callback":
 		c.Kind = "callback"
+	case r.Method == http.MethodGet && path[0] == "gateway" && f.GatewayURL != "":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"url": %q, "shards": 1}`, f.GatewayURL)
+		return
 	default:
 		http.Error(w, `{"message": "404: Not Found", "code": 0}`, http.StatusNotFound)
 		return

@@ -1,0 +1,123 @@
+package discord
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// FakeGateway is the least of Discord's gateway a bot session needs: HELLO,
+// then READY once the session identifies, heartbeat ACKs, and dispatches
+// of INTERACTION_CREATE to every identified session.
+type FakeGateway struct {
+	t     testing.TB
+	mu    sync.Mutex
+	conns []*websocket.Conn
+	seq   int
+	ident chan struct{} // one value per session that identified
+
+	writeLocks sync.Map // *websocket.Conn -> *sync.Mutex: one writer at a time
+}
+
+// StartGateway serves a fake gateway and points f's GET /gateway at it.
+func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
+	g := &FakeGateway{t: t, ident: make(chan struct{}, 16)}
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var wmu sync.Mutex
+		send := func(v any) error {
+			wmu.Lock()
+			defer wmu.Unlock()
+			return c.WriteJSON(v)
+		}
+		if send(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 45000}}) != nil {
+			return
+		}
+		for {
+			var m struct {
+				Op int `json:"op"`
+			}
+			if err := c.ReadJSON(&m); err != nil {
+				g.drop(c)
+				return
+			}
+			switch m.Op {
+			case 1: // heartbeat
+				send(map[string]any{"op": 11})
+			case 2: // identify
+				send(map[string]any{"op": 0, "t": "READY", "s": 1, "d": map[string]any{
+					"v": 10, "session_id": "fake-session", "user": map[string]any{"id": "1100000000000000001", "username": "askbridge", "bot": true},
+					"guilds": []any{}, "resume_gateway_url": "ws://" + r.Host,
+				}})
+				g.mu.Lock()
+				g.conns = append(g.conns, c)
+				g.mu.Unlock()
+				g.writeLocks.Store(c, &wmu)
+				g.ident <- struct{}{}
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f.GatewayURL = "ws" + strings.TrimPrefix(srv.URL, "http")
+	return g
+}
+
+func (g *FakeGateway) drop(c *websocket.Conn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, x := range g.conns {
+		if x == c {
+			g.conns = append(g.conns[:i], g.conns[i+1:]...)
+			return
+		}
+	}
+}
+
+// WaitIdentified waits until a session has identified.
+func (g *FakeGateway) WaitIdentified(t testing.TB) {
+	t.Helper()
+	select {
+	case <-g.ident:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no session identified on the fake gateway")
+	}
+}
+
+// Sessions is the number of sessions connected and identified.
+func (g *FakeGateway) Sessions() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.conns)
+}
+
+// Dispatch sends interaction to every identified session as Discord does:
+// an op 0 INTERACTION_CREATE dispatch.
+func (g *FakeGateway) Dispatch(t testing.TB, interaction map[string]any) {
+	t.Helper()
+	g.mu.Lock()
+	g.seq++
+	conns, seq := append([]*websocket.Conn(nil), g.conns...), g.seq+1
+	g.mu.Unlock()
+	raw, _ := json.Marshal(map[string]any{"op": 0, "t": "INTERACTION_CREATE", "s": seq, "d": interaction})
+	for _, c := range conns {
+		l, _ := g.writeLocks.Load(c)
+		mu := l.(*sync.Mutex)
+		mu.Lock()
+		err := c.WriteMessage(websocket.TextMessage, raw)
+		mu.Unlock()
+		if err != nil {
+			t.Errorf("dispatch: %v", err)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package discord_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/discord"
+)
+
+// TestGatewayMode: with discord.gateway on, two replicas share one Redis
+// and only the one holding the lease connects a gateway session; a click
+// dispatched over that session is answered through the callback endpoint
+// and resolves the request like an HTTP interaction.
+func TestGatewayMode(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	gw := fake.StartGateway(t)
+	yaml := fmt.Sprintf(`
+discord:
+  bot_token: %s
+  application_id: "1100000000000000001"
+  api_url: %s
+  gateway: true
+routes:
+  - name: default
+    targets:
+      - discord: {channel: "%s"}
+`, botToken, fake.URL, channel)
+	url, prefix := apptest.Redis(t)
+	var reps []bridge
+	for range 2 {
+		a := apptest.Start(t, apptest.Config(t, yaml, url, prefix), app.Options{})
+		reps = append(reps, bridge{App: a, fake: fake})
+	}
+	gw.WaitIdentified(t)
+
+	id := reps[1].create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "create", 1)[0]
+	gw.Dispatch(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
+
+	rec := reps[0].wait(t, "/v1/questions", id)
+	if got, want := rec.raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
+		t.Fatalf("answer %s, want %s", got, want)
+	}
+	cb := fake.WaitCalls(t, "callback", 1)[0]
+	if respType(cb.Body) != 7 {
+		t.Errorf("the gateway click was answered with %v, want UPDATE_MESSAGE", cb.Body)
+	}
+	if n := gw.Sessions(); n != 1 {
+		t.Errorf("%d gateway sessions; only the lease holder may connect", n)
+	}
+}
