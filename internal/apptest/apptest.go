@@ -77,7 +77,14 @@ func Config(t testing.TB, yaml, url, prefix string) *config.Config {
 // checks that it stopped cleanly.
 func Start(t testing.TB, cfg *config.Config, opt app.Options) *app.App {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// StartLogged is Start with the replica logging to log, for tests that
+// read what a replica logs (that no secret reaches it, say). A cleanup
+// registered before StartLogged runs after the replica has stopped.
+func StartLogged(t testing.TB, cfg *config.Config, opt app.Options, log *slog.Logger) *app.App {
+	t.Helper()
 	a, err := app.New(cfg, log, opt)
 	if err != nil {
 		t.Fatalf("app.New: %v", err)

@@ -231,7 +231,7 @@ func renderQuestion(b *builder, q seam.Question, colour int) {
 	}
 	text := q.Question
 	if listed(q) {
-		text += "\n\n" + optionListing(q, longLabels(q))
+		text += "\n\n" + surface.OptionListing(q, longLabels(q))
 	}
 	b.embed(title, "", text, maxEmbedDesc, colour)
 	if q.Detail != "" {
@@ -270,24 +270,6 @@ func listed(q seam.Question) bool {
 		}
 	}
 	return false
-}
-
-// optionListing lists every option with its description, unescaped.
-func optionListing(q seam.Question, numbered bool) string {
-	var s strings.Builder
-	for i, o := range q.Options {
-		if numbered {
-			fmt.Fprintf(&s, "%d. ", i+1)
-		} else {
-			s.WriteString("• ")
-		}
-		s.WriteString(o.Label)
-		if o.Description != "" {
-			s.WriteString(" — " + o.Description)
-		}
-		s.WriteString("\n")
-	}
-	return strings.TrimSuffix(s.String(), "\n")
 }
 
 func button(r surface.Ref, label string, style discordgo.ButtonStyle) discordgo.Button {
@@ -443,7 +425,7 @@ func questionText(i int, q seam.Question) string {
 		if q.MultiSelect {
 			kind = "any of"
 		}
-		s.WriteString("\nChoose " + kind + ":\n" + optionListing(q, false))
+		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, false))
 	}
 	return s.String()
 }

@@ -2,9 +2,7 @@ package slack_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -100,23 +98,7 @@ func startConfig(t *testing.T, fake *slack.FakeSlack, yaml, url, prefix string) 
 	t.Helper()
 	cfg := apptest.Config(t, yaml, url, prefix)
 	logs := &syncBuffer{}
-	a, err := app.New(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), app.Options{})
-	if err != nil {
-		t.Fatalf("app.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("app.Run: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("the replica did not stop within 15s")
-		}
+	t.Cleanup(func() { // runs once the replica has stopped
 		for _, secret := range []string{botToken, signingSecret, appToken} {
 			if strings.Contains(logs.String(), secret) {
 				t.Errorf("a secret reached the log:\n%s", logs.String())
@@ -126,6 +108,7 @@ func startConfig(t *testing.T, fake *slack.FakeSlack, yaml, url, prefix string) 
 			t.Logf("replica log:\n%s", logs.String())
 		}
 	})
+	a := apptest.StartLogged(t, cfg, app.Options{}, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	return bridge{App: a, fake: fake}
 }
 

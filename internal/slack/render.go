@@ -273,7 +273,7 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 	controls := questionControls(rec.ID, q, sh)
 	var listing string
 	if sh.listing {
-		listing = optionListing(q, sh.numbered)
+		listing = surface.OptionListing(q, sh.numbered)
 	}
 	// The controls' text (or the status line that replaces them) is
 	// reserved first; the options' listing gets at most one section, the
@@ -336,24 +336,6 @@ func shapeOf(q seam.Question) shape {
 	}
 	sh.numbered = longLabel
 	return sh
-}
-
-// optionListing lists every option with its description, unescaped.
-func optionListing(q seam.Question, numbered bool) string {
-	var s strings.Builder
-	for i, o := range q.Options {
-		if numbered {
-			fmt.Fprintf(&s, "%d. ", i+1)
-		} else {
-			s.WriteString("• ")
-		}
-		s.WriteString(o.Label)
-		if o.Description != "" {
-			s.WriteString(" — " + o.Description)
-		}
-		s.WriteString("\n")
-	}
-	return strings.TrimSuffix(s.String(), "\n")
 }
 
 // optionText is an option's text in a select or choice: its label, cut
@@ -483,7 +465,7 @@ func questionText(i int, q seam.Question) string {
 		if q.MultiSelect {
 			kind = "any of"
 		}
-		s.WriteString("\nChoose " + kind + ":\n" + optionListing(q, false))
+		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, false))
 	}
 	return s.String()
 }

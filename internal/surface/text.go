@@ -170,3 +170,22 @@ func SessionKey(surface string, rec *pending.Record, channel string) string {
 	}
 	return surface + "\x00" + channel + "\x00" + rec.Client + "\x00" + rec.Caller.Agent + "\x00" + rec.Caller.Session
 }
+
+// OptionListing lists every option of q with its description, one a line,
+// numbered or bulleted, unescaped: the surface escapes it for its markup.
+func OptionListing(q seam.Question, numbered bool) string {
+	var s strings.Builder
+	for i, o := range q.Options {
+		if numbered {
+			fmt.Fprintf(&s, "%d. ", i+1)
+		} else {
+			s.WriteString("• ")
+		}
+		s.WriteString(o.Label)
+		if o.Description != "" {
+			s.WriteString(" — " + o.Description)
+		}
+		s.WriteString("\n")
+	}
+	return strings.TrimSuffix(s.String(), "\n")
+}
