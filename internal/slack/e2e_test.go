@@ -14,7 +14,8 @@ import (
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
-	"github.com/askbridge/askbridge/internal/slack"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 const (
@@ -25,16 +26,16 @@ const (
 )
 
 var (
-	ada = slack.SlackUser("UADA", "ada")
-	bob = slack.SlackUser("UBOB", "bob")
-	eve = slack.SlackUser("UEVE", "eve")
-	ops = slack.SlackUser("UOPS", "olga")
+	ada = slacktest.SlackUser("UADA", "ada")
+	bob = slacktest.SlackUser("UBOB", "bob")
+	eve = slacktest.SlackUser("UEVE", "eve")
+	ops = slacktest.SlackUser("UOPS", "olga")
 )
 
 // bridge is one running replica under test.
 type bridge struct {
 	*app.App
-	fake *slack.FakeSlack
+	fake *slacktest.FakeSlack
 }
 
 // syncBuffer collects log lines from every goroutine of a replica.
@@ -65,7 +66,7 @@ const defaultTarget = `
             groups: [SOPS]`
 
 // configYAML is a whole config pointing Slack at fake.
-func configYAML(fake *slack.FakeSlack, targets string) string {
+func configYAML(fake *slacktest.FakeSlack, targets string) string {
 	return fmt.Sprintf(`
 slack:
   bot_token: %s
@@ -82,7 +83,7 @@ routes:
 // startReplicas starts n replicas sharing one Redis and one fake Slack.
 func startReplicas(t *testing.T, n int, targets string) []bridge {
 	t.Helper()
-	fake := slack.NewFakeSlack(t, botToken)
+	fake := slacktest.NewFakeSlack(t, botToken)
 	fake.SetGroup("SOPS", "UOPS")
 	url, prefix := apptest.Redis(t)
 	var out []bridge
@@ -94,7 +95,7 @@ func startReplicas(t *testing.T, n int, targets string) []bridge {
 
 // startConfig starts a replica of yaml on the Redis at url. Its log, at
 // debug level, is checked for secrets when the test ends.
-func startConfig(t *testing.T, fake *slack.FakeSlack, yaml, url, prefix string) bridge {
+func startConfig(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix string) bridge {
 	t.Helper()
 	cfg := apptest.Config(t, yaml, url, prefix)
 	logs := &syncBuffer{}
@@ -181,9 +182,9 @@ func (b bridge) get(t *testing.T, path, id string) record {
 // send posts an interaction payload signed at at, as Slack does.
 func (b bridge) send(t *testing.T, payload any, at time.Time, secret string) (int, string) {
 	t.Helper()
-	body := slack.FormBody(payload)
+	body := slacktest.FormBody(payload)
 	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/slack/interactions", strings.NewReader(body))
-	req.Header = slack.Sign(secret, at, body)
+	req.Header = slacktest.Sign(secret, at, body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("interaction: %v", err)
@@ -226,7 +227,7 @@ func cleanupQuestion() map[string]any {
 }
 
 // hasActions reports whether a message still has controls.
-func hasActions(c slack.FakeCall) bool {
+func hasActions(c slacktest.FakeCall) bool {
 	for _, b := range c.Blocks() {
 		if b["type"] == "actions" || b["type"] == "input" {
 			return true
@@ -236,7 +237,7 @@ func hasActions(c slack.FakeCall) bool {
 }
 
 // ephemerals returns the texts told to user.
-func ephemerals(calls []slack.FakeCall, user string) []string {
+func ephemerals(calls []slacktest.FakeCall, user string) []string {
 	var out []string
 	for _, c := range calls {
 		if c.Method == "chat.postEphemeral" && c.OK && c.Form.Get("user") == user {
@@ -266,7 +267,7 @@ func TestButtonAnswerEndToEnd(t *testing.T) {
 	waited := make(chan result, 1)
 	go func() { waited <- result{b.wait(t, "/v1/questions", id)} }()
 
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
 
 	var rec record
 	select {
@@ -302,7 +303,7 @@ func TestSignatureRefused(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	payload := slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
+	payload := slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
 
 	for _, tc := range []struct {
 		name   string
@@ -320,7 +321,7 @@ func TestSignatureRefused(t *testing.T) {
 		})
 	}
 	t.Run("unsigned", func(t *testing.T) {
-		resp, err := http.Post(b.URL()+"/slack/interactions", "application/x-www-form-urlencoded", strings.NewReader(slack.FormBody(payload)))
+		resp, err := http.Post(b.URL()+"/slack/interactions", "application/x-www-form-urlencoded", strings.NewReader(slacktest.FormBody(payload)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,9 +331,9 @@ func TestSignatureRefused(t *testing.T) {
 		}
 	})
 	t.Run("body changed after signing", func(t *testing.T) {
-		body := slack.FormBody(payload)
+		body := slacktest.FormBody(payload)
 		req, _ := http.NewRequest(http.MethodPost, b.URL()+"/slack/interactions", strings.NewReader(body+"&x=1"))
-		req.Header = slack.Sign(signingSecret, time.Now(), body)
+		req.Header = slacktest.Sign(signingSecret, time.Now(), body)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -355,8 +356,8 @@ func TestUnauthorizedUserChangesNothing(t *testing.T) {
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
 
-	b.click(t, slack.BlockActions(t, msg, eve, "ab:pick:"+id+":0:1", nil, nil))
-	calls := b.fake.WaitFor(t, "an ephemeral refusal", 10*time.Second, func(calls []slack.FakeCall) bool {
+	b.click(t, slacktest.BlockActions(t, msg, eve, "ab:pick:"+id+":0:1", nil, nil))
+	calls := b.fake.WaitFor(t, "an ephemeral refusal", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		return len(ephemerals(calls, "UEVE")) == 1
 	})
 	if got := ephemerals(calls, "UEVE")[0]; !strings.Contains(got, "can't answer this") {
@@ -370,7 +371,7 @@ func TestUnauthorizedUserChangesNothing(t *testing.T) {
 	}
 
 	// A member of the responders' user group may answer.
-	b.click(t, slack.BlockActions(t, msg, ops, "ab:pick:"+id+":0:1", nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ops, "ab:pick:"+id+":0:1", nil, nil))
 	rec := b.wait(t, "/v1/questions", id)
 	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
 		t.Errorf("answer %s", got)
@@ -385,11 +386,11 @@ func TestLateClickIsTold(t *testing.T) {
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
 
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
 	b.wait(t, "/v1/questions", id)
-	b.click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil))
 
-	calls := b.fake.WaitFor(t, "bob told it is over", 10*time.Second, func(calls []slack.FakeCall) bool {
+	calls := b.fake.WaitFor(t, "bob told it is over", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		return len(ephemerals(calls, "UBOB")) == 1
 	})
 	if got := ephemerals(calls, "UBOB")[0]; !strings.HasPrefix(got, "Already answered by ada") {
@@ -408,7 +409,7 @@ func TestDuplicateDeliveryChangesNothing(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	payload := slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
+	payload := slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
 
 	b.click(t, payload)
 	b.wait(t, "/v1/questions", id)
@@ -419,8 +420,8 @@ func TestDuplicateDeliveryChangesNothing(t *testing.T) {
 	// ephemeral to ada would show up as a call. Drive one more, unrelated
 	// interaction through the same path and wait for it, so the duplicate
 	// has been handled by then.
-	b.click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil))
-	calls := b.fake.WaitFor(t, "bob told", 10*time.Second, func(calls []slack.FakeCall) bool {
+	b.click(t, slacktest.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil))
+	calls := b.fake.WaitFor(t, "bob told", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		return len(ephemerals(calls, "UBOB")) == 1
 	})
 	if got := ephemerals(calls, "UADA"); len(got) != 0 {
@@ -437,8 +438,8 @@ func TestDoubleClickOnTwoReplicas(t *testing.T) {
 	msg := rs[0].fake.WaitCalls(t, "chat.postMessage", 1)[0]
 
 	var wg sync.WaitGroup
-	wg.Go(func() { rs[0].click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)) })
-	wg.Go(func() { rs[1].click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil)) })
+	wg.Go(func() { rs[0].click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)) })
+	wg.Go(func() { rs[1].click(t, slacktest.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil)) })
 	wg.Wait()
 
 	rec := rs[1].wait(t, "/v1/questions", id)
@@ -450,7 +451,7 @@ func TestDoubleClickOnTwoReplicas(t *testing.T) {
 	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
 		t.Errorf("answer %s does not match the winner %s", got, winner)
 	}
-	calls := rs[0].fake.WaitFor(t, "the loser told", 10*time.Second, func(calls []slack.FakeCall) bool {
+	calls := rs[0].fake.WaitFor(t, "the loser told", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		return len(ephemerals(calls, loser)) == 1
 	})
 	if got := ephemerals(calls, loser)[0]; !strings.HasPrefix(got, "Already answered by") {
@@ -473,7 +474,7 @@ func TestTypedInputModal(t *testing.T) {
 	}}})
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
 
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
 	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
 	if opened.JSON["trigger_id"] != "1700000100.123456.abcdef0123456789" {
 		t.Errorf("views.open used trigger %v", opened.JSON["trigger_id"])
@@ -488,7 +489,7 @@ func TestTypedInputModal(t *testing.T) {
 		t.Fatalf("the modal's field is not a prefilled text input: %v", opened.Blocks())
 	}
 
-	body := b.click(t, slack.ViewSubmission(opened, ada, map[string]any{"q0": slack.TextValue("three")}))
+	body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("three")}))
 	var resp struct {
 		Action string            `json:"response_action"`
 		Errors map[string]string `json:"errors"`
@@ -500,7 +501,7 @@ func TestTypedInputModal(t *testing.T) {
 		t.Fatalf("a refused submission changed the request: %v", rec.m["status"])
 	}
 
-	if body := b.click(t, slack.ViewSubmission(opened, ada, map[string]any{"q0": slack.TextValue(" 42 ")})); body != "" {
+	if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue(" 42 ")})); body != "" {
 		t.Fatalf("a good submission got %q, want an empty 200 (closes the modal)", body)
 	}
 	rec := b.wait(t, "/v1/questions", id)
@@ -524,17 +525,17 @@ func TestSeveralQuestionsOneModal(t *testing.T) {
 			t.Errorf("the message does not list %q", want)
 		}
 	}
-	b.click(t, slack.BlockActions(t, msg, bob, "ab:answer:"+id, nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, bob, "ab:answer:"+id, nil, nil))
 	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
 
-	b.click(t, slack.ViewSubmission(opened, bob, map[string]any{
+	b.click(t, slacktest.ViewSubmission(opened, bob, map[string]any{
 		"q0":  map[string]any{"v": map[string]any{"type": "radio_buttons", "selected_option": map[string]any{"value": "1", "text": map[string]any{"type": "plain_text", "text": "production"}}}},
-		"q0o": slack.TextValue(""),
+		"q0o": slacktest.TextValue(""),
 		"q1": map[string]any{"v": map[string]any{"type": "checkboxes", "selected_options": []any{
 			map[string]any{"value": "2", "text": map[string]any{"type": "plain_text", "text": "e2e"}},
 			map[string]any{"value": "0", "text": map[string]any{"type": "plain_text", "text": "lint"}}}}},
-		"q1o": slack.TextValue("and a smoke test"),
-		"q2":  slack.TextValue(""),
+		"q1o": slacktest.TextValue("and a smoke test"),
+		"q2":  slacktest.TextValue(""),
 	}))
 	rec := b.wait(t, "/v1/questions", id)
 	want := `{"answers":[{"id":"env","selected":["production"]},{"id":"checks","selected":["e2e","lint"],"custom":"and a smoke test"},{"id":"note","selected":[]}]}`
@@ -558,8 +559,8 @@ func TestMultiSelectInMessage(t *testing.T) {
 		boxBlock = "Xy7pQ"
 	}
 
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:submit:"+id, nil, nil))
-	b.fake.WaitFor(t, "told to choose", 10*time.Second, func(calls []slack.FakeCall) bool {
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:submit:"+id, nil, nil))
+	b.fake.WaitFor(t, "told to choose", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		return len(ephemerals(calls, "UADA")) == 1
 	})
 
@@ -567,7 +568,7 @@ func TestMultiSelectInMessage(t *testing.T) {
 		"type": "checkboxes", "selected_options": []any{
 			map[string]any{"value": "0", "text": map[string]any{"type": "plain_text", "text": "eu"}},
 			map[string]any{"value": "2", "text": map[string]any{"type": "plain_text", "text": "ap"}}}}}}
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:submit:"+id, nil, state))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:submit:"+id, nil, state))
 	rec := b.wait(t, "/v1/questions", id)
 	if got := rec.raw("answer"); got != `{"answers":[{"id":"regions","selected":["eu","ap"]}]}` {
 		t.Errorf("answer %s", got)
@@ -587,7 +588,7 @@ func TestSelectForManyOptions(t *testing.T) {
 	if sel == nil || sel["type"] != "static_select" {
 		t.Fatalf("no static select: %v", msg.Blocks())
 	}
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:select:"+id, map[string]any{
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:select:"+id, map[string]any{
 		"selected_option": map[string]any{"value": "6", "text": map[string]any{"type": "plain_text", "text": "option 6"}}}, nil))
 	rec := b.wait(t, "/v1/questions", id)
 	if got := rec.raw("answer"); got != `{"answers":[{"id":"pick","selected":["option 6"]}]}` {
@@ -612,20 +613,20 @@ func TestApprovalAllowAndReject(t *testing.T) {
 	if !strings.Contains(msg.Text(), `"namespace": "prod"`) {
 		t.Errorf("the arguments are not shown pretty:\n%s", msg.Text())
 	}
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:allow:"+allowID, nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:allow:"+allowID, nil, nil))
 	if got := b.wait(t, "/v1/approvals", allowID).raw("decision"); got != `{"outcome":"allowed-once"}` {
 		t.Errorf("decision %s", got)
 	}
 
 	rejectID := b.create(t, "/v1/approvals", approval("call-2"))
 	msg = b.fake.WaitCalls(t, "chat.postMessage", 2)[1]
-	b.click(t, slack.BlockActions(t, msg, bob, "ab:reject:"+rejectID, nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, bob, "ab:reject:"+rejectID, nil, nil))
 	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
-	b.click(t, slack.ViewSubmission(opened, bob, map[string]any{"note": slack.TextValue("  too risky on a Friday ")}))
+	b.click(t, slacktest.ViewSubmission(opened, bob, map[string]any{"note": slacktest.TextValue("  too risky on a Friday ")}))
 	if got := b.wait(t, "/v1/approvals", rejectID).raw("decision"); got != `{"outcome":"rejected","note":"too risky on a Friday"}` {
 		t.Errorf("decision %s", got)
 	}
-	upd := b.fake.WaitFor(t, "the rejection shown", 10*time.Second, func(calls []slack.FakeCall) bool {
+	upd := b.fake.WaitFor(t, "the rejection shown", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		for _, c := range calls {
 			if c.Method == "chat.update" && strings.Contains(c.Text(), "Rejected: “too risky on a Friday”") {
 				return true
@@ -643,7 +644,7 @@ func TestDismissAndCancel(t *testing.T) {
 	if d, _ := msg.Action("ab:dismiss:" + id); d == nil || d["confirm"] == nil {
 		t.Fatalf("no Dismiss with a confirmation: %v", msg.Blocks())
 	}
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:dismiss:"+id, nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:dismiss:"+id, nil, nil))
 	rec := b.wait(t, "/v1/questions", id)
 	if rec.m["status"] != "dismissed" || rec.m["error"] == nil || rec.m["error"].(map[string]any)["code"] != "ASK_CANCELLED" {
 		t.Errorf("dismissed request: %v", rec)
@@ -673,7 +674,7 @@ func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
 		"intent":  map[string]any{"kind": "plan-review", "approve": "Approve"},
 		"options": []any{map[string]any{"label": "Keep planning"}, map[string]any{"label": "Approve"}},
 	}}})
-	posts := b.fake.WaitFor(t, "the message and its thread", 10*time.Second, func(calls []slack.FakeCall) bool {
+	posts := b.fake.WaitFor(t, "the message and its thread", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		n := 0
 		for _, c := range calls {
 			if c.Method == "chat.postMessage" && c.OK {
@@ -711,9 +712,9 @@ func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
 		t.Errorf("agent text reached Slack unescaped")
 	}
 
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:other:"+id, nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:other:"+id, nil, nil))
 	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
-	b.click(t, slack.ViewSubmission(opened, ada, map[string]any{"q0o": slack.TextValue("Split step 3 in two.")}))
+	b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0o": slacktest.TextValue("Split step 3 in two.")}))
 	rec := b.wait(t, "/v1/questions", id)
 	if got := rec.raw("answer"); got != `{"answers":[{"id":"plan","selected":[],"custom":"Split step 3 in two."}]}` {
 		t.Errorf("answer %s", got)
@@ -783,7 +784,7 @@ func TestAgentTextNeverPings(t *testing.T) {
 
 func TestRateLimitedPostIsPostedOnce(t *testing.T) {
 	b := start(t, defaultTarget)
-	b.fake.FailNext("chat.postMessage", slack.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"})
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 	posts := b.fake.Calls("chat.postMessage")
 	if len(posts) != 2 || posts[0].Status != http.StatusTooManyRequests || !posts[1].OK {
@@ -797,7 +798,7 @@ func TestRateLimitedPostIsPostedOnce(t *testing.T) {
 
 func TestFailedPostIsNoProvider(t *testing.T) {
 	b := start(t, defaultTarget)
-	b.fake.FailNext("chat.postMessage", slack.FakeFail{Error: "channel_not_found"})
+	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "channel_not_found"})
 	status, body := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
 	if status != http.StatusServiceUnavailable || body.m["error"].(map[string]any)["code"] != "NO_PROVIDER" {
 		t.Errorf("create with a failing post: %d %v", status, body)
@@ -808,7 +809,7 @@ func TestFailedPostIsNoProvider(t *testing.T) {
 }
 
 func TestSocketMode(t *testing.T) {
-	fake := slack.NewFakeSlack(t, botToken)
+	fake := slacktest.NewFakeSlack(t, botToken)
 	sock := fake.SocketMode(appToken)
 	url, prefix := apptest.Redis(t)
 	b := startConfig(t, fake, fmt.Sprintf(`
@@ -826,7 +827,7 @@ routes:
 	fake.WaitCalls(t, "apps.connections.open", 1)
 	sock.Send(map[string]any{
 		"envelope_id": "57d6a792-4d35-4d0b-b6aa-3361493e1caf", "type": "interactive", "accepts_response_payload": false,
-		"payload": slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil),
+		"payload": slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil),
 	})
 	select {
 	case ack := <-sock.Acks:
@@ -841,7 +842,7 @@ routes:
 		t.Errorf("answer %s", got)
 	}
 	// Without a signing secret the Request URL accepts nothing.
-	if status, _ := b.send(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil), time.Now(), ""); status != http.StatusUnauthorized {
+	if status, _ := b.send(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil), time.Now(), ""); status != http.StatusUnauthorized {
 		t.Errorf("the Request URL without a signing secret answered %d", status)
 	}
 }

@@ -13,15 +13,16 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/internal/apptest"
-	"github.com/askbridge/askbridge/internal/slack"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 // postedIDs maps the request id of each posted message to the message,
 // read from the action ids of its buttons (ab:pick:<id>:...).
-func postedIDs(calls []slack.FakeCall) map[string]slack.FakeCall {
-	out := map[string]slack.FakeCall{}
-	var walk func(v any, c slack.FakeCall)
-	walk = func(v any, c slack.FakeCall) {
+func postedIDs(calls []slacktest.FakeCall) map[string]slacktest.FakeCall {
+	out := map[string]slacktest.FakeCall{}
+	var walk func(v any, c slacktest.FakeCall)
+	walk = func(v any, c slacktest.FakeCall) {
 		switch v := v.(type) {
 		case map[string]any:
 			if a, ok := v["action_id"].(string); ok && strings.HasPrefix(a, "ab:pick:") {
@@ -80,13 +81,13 @@ func TestFaultDoubleClicks(t *testing.T) {
 		id := ids[i]
 		msg := msgs[id]
 		var wg sync.WaitGroup
-		wg.Go(func() { rs[0].click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)) })
-		wg.Go(func() { rs[1].click(t, slack.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil)) })
+		wg.Go(func() { rs[0].click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)) })
+		wg.Go(func() { rs[1].click(t, slacktest.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil)) })
 		wg.Wait()
 	})
 
 	// The edits and the losers' notes are sent after the acks.
-	calls := rs[0].fake.WaitFor(t, "an edit and a note per question", 60*time.Second, func(calls []slack.FakeCall) bool {
+	calls := rs[0].fake.WaitFor(t, "an edit and a note per question", 60*time.Second, func(calls []slacktest.FakeCall) bool {
 		var edits, notes int
 		for _, c := range calls {
 			switch {
@@ -143,7 +144,7 @@ func TestFaultDoubleClicks(t *testing.T) {
 // answered while it was down, nothing lost, nothing answered twice.
 func TestFaultRedisRestart(t *testing.T) {
 	srv := apptest.StartRedisServer(t)
-	fake := slack.NewFakeSlack(t, botToken)
+	fake := slacktest.NewFakeSlack(t, botToken)
 	_, prefix := apptest.Redis(t)
 	rs := []bridge{
 		startConfig(t, fake, configYAML(fake, defaultTarget), srv.URL(), prefix),
@@ -157,7 +158,7 @@ func TestFaultRedisRestart(t *testing.T) {
 	msgs := postedIDs(fake.WaitCalls(t, "chat.postMessage", n))
 	// The first two are answered before the crash.
 	for _, id := range ids[:2] {
-		rs[0].click(t, slack.BlockActions(t, msgs[id], ada, "ab:pick:"+id+":0:0", nil, nil))
+		rs[0].click(t, slacktest.BlockActions(t, msgs[id], ada, "ab:pick:"+id+":0:0", nil, nil))
 		rs[1].wait(t, "/v1/questions", id)
 	}
 
@@ -211,9 +212,9 @@ func TestFaultRedisRestart(t *testing.T) {
 	// ... and a click is acknowledged and the person told to try again.
 	notesBefore := len(ephemerals(fake.Calls(""), "UBOB"))
 	for _, id := range ids[2:4] {
-		rs[1].click(t, slack.BlockActions(t, msgs[id], bob, "ab:pick:"+id+":0:1", nil, nil))
+		rs[1].click(t, slacktest.BlockActions(t, msgs[id], bob, "ab:pick:"+id+":0:1", nil, nil))
 	}
-	calls := fake.WaitFor(t, "bob told to try again", 30*time.Second, func(calls []slack.FakeCall) bool {
+	calls := fake.WaitFor(t, "bob told to try again", 30*time.Second, func(calls []slacktest.FakeCall) bool {
 		return len(ephemerals(calls, "UBOB")) >= notesBefore+2
 	})
 	for _, note := range ephemerals(calls, "UBOB")[notesBefore:] {
@@ -257,7 +258,7 @@ func TestFaultRedisRestart(t *testing.T) {
 	}
 	// Everything proceeds: the rest are answered now, on either replica.
 	for i, id := range ids[2:] {
-		rs[i%2].click(t, slack.BlockActions(t, msgs[id], bob, "ab:pick:"+id+":0:1", nil, nil))
+		rs[i%2].click(t, slacktest.BlockActions(t, msgs[id], bob, "ab:pick:"+id+":0:1", nil, nil))
 	}
 	for range ids[2:] {
 		var o outcome
@@ -303,13 +304,13 @@ func TestFaultRedisRestart(t *testing.T) {
 func TestFaultSlackBursts(t *testing.T) {
 	b := start(t, defaultTarget)
 	b.fake.FailNext("chat.postMessage",
-		slack.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
-		slack.FakeFail{Status: http.StatusServiceUnavailable},
-		slack.FakeFail{Status: http.StatusBadGateway},
+		slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
+		slacktest.FakeFail{Status: http.StatusServiceUnavailable},
+		slacktest.FakeFail{Status: http.StatusBadGateway},
 	)
 	b.fake.FailNext("chat.update",
-		slack.FakeFail{Status: http.StatusInternalServerError},
-		slack.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
+		slacktest.FakeFail{Status: http.StatusInternalServerError},
+		slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
 	)
 	// The agent creates and waits in one call, through the post's burst.
 	type result struct {
@@ -325,10 +326,10 @@ func TestFaultSlackBursts(t *testing.T) {
 	}()
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
 	id := ""
-	for k := range postedIDs([]slack.FakeCall{msg}) {
+	for k := range postedIDs([]slacktest.FakeCall{msg}) {
 		id = k
 	}
-	b.click(t, slack.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
 	var r result
 	select {
 	case r = <-done:
@@ -351,7 +352,7 @@ func TestFaultSlackBursts(t *testing.T) {
 	}
 }
 
-func okCount(calls []slack.FakeCall) int {
+func okCount(calls []slacktest.FakeCall) int {
 	n := 0
 	for _, c := range calls {
 		if c.OK {

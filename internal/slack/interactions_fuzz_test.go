@@ -14,7 +14,8 @@ import (
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/config"
-	"github.com/askbridge/askbridge/internal/slack"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 // FuzzInteractions sends signed /slack/interactions payloads to a running
@@ -23,7 +24,7 @@ import (
 // body is empty or JSON. The seeds are the payloads Slack sends for the
 // controls of a real posted question.
 func FuzzInteractions(f *testing.F) {
-	fake := slack.NewFakeSlack(f, botToken)
+	fake := slacktest.NewFakeSlack(f, botToken)
 	fake.SetGroup("SOPS", "UOPS")
 	redisURL, prefix := apptest.Redis(f)
 	a := startQuiet(f, apptest.Config(f, configYAML(fake, defaultTarget), redisURL, prefix))
@@ -43,12 +44,12 @@ func FuzzInteractions(f *testing.F) {
 		b, _ := json.Marshal(p)
 		f.Add(string(b))
 	}
-	seed(slack.BlockActions(f, msg, eve, "ab:pick:"+id+":0:0", nil, nil)) // eve may not answer: leaves it pending
-	seed(slack.BlockActions(f, msg, eve, "ab:dismiss:"+id, nil, nil))
-	seed(slack.BlockActions(f, msg, bob, "ab:other:"+id, nil, nil))
-	seed(slack.BlockActions(f, msg, ada, "ab:pick:"+id+":0:1", nil, nil))
-	seed(slack.BlockActions(f, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
-	pick := slack.BlockActions(f, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
+	seed(slacktest.BlockActions(f, msg, eve, "ab:pick:"+id+":0:0", nil, nil)) // eve may not answer: leaves it pending
+	seed(slacktest.BlockActions(f, msg, eve, "ab:dismiss:"+id, nil, nil))
+	seed(slacktest.BlockActions(f, msg, bob, "ab:other:"+id, nil, nil))
+	seed(slacktest.BlockActions(f, msg, ada, "ab:pick:"+id+":0:1", nil, nil))
+	seed(slacktest.BlockActions(f, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
+	pick := slacktest.BlockActions(f, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
 	pick["actions"] = []any{map[string]any{"type": "static_select", "action_id": "ab:select:" + id + ":0:0", "block_id": "q0",
 		"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": "x"}, "value": "-7"}, "action_ts": "1700000100.000200"}}
 	seed(pick)
@@ -70,7 +71,7 @@ func FuzzInteractions(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload string) {
 		body := url.Values{"payload": {payload}}.Encode()
 		req, _ := http.NewRequest(http.MethodPost, a.URL()+"/slack/interactions", strings.NewReader(body))
-		req.Header = slack.Sign(signingSecret, time.Now(), body)
+		req.Header = slacktest.Sign(signingSecret, time.Now(), body)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("the interaction broke the connection (a panic?) or hung: %v", err)

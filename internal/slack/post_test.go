@@ -14,13 +14,15 @@ import (
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 const testToken = "xoxb-test-SECRET"
 
 // newSurface builds a surface on fake and an embedded Redis, with a retry
 // policy that records its waits instead of sleeping.
-func newSurface(t *testing.T, fake *FakeSlack) (*Surface, *pending.Store, *[]time.Duration) {
+func newSurface(t *testing.T, fake *slacktest.FakeSlack) (*Surface, *pending.Store, *[]time.Duration) {
 	t.Helper()
 	emb, err := pending.StartEmbedded()
 	if err != nil {
@@ -61,13 +63,13 @@ func createQuestion(t *testing.T, store *pending.Store) *pending.Record {
 var target = dispatch.Target{Key: "default/0", Config: config.Target{Slack: &config.SlackTarget{Channel: "C1"}}}
 
 func TestPostThroughARateLimitStorm(t *testing.T) {
-	fake := NewFakeSlack(t, testToken)
+	fake := slacktest.NewFakeSlack(t, testToken)
 	s, store, waits := newSurface(t, fake)
 	fake.FailNext("chat.postMessage",
-		FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "3"},
-		FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
-		FakeFail{Status: http.StatusServiceUnavailable},
-		FakeFail{Error: "ratelimited"},
+		slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "3"},
+		slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
+		slacktest.FakeFail{Status: http.StatusServiceUnavailable},
+		slacktest.FakeFail{Error: "ratelimited"},
 	)
 	posts, err := s.Post(context.Background(), createQuestion(t, store), target)
 	if err != nil {
@@ -99,9 +101,9 @@ func TestPostThroughARateLimitStorm(t *testing.T) {
 
 func TestPostFailsFastAndBounded(t *testing.T) {
 	t.Run("ok:false", func(t *testing.T) {
-		fake := NewFakeSlack(t, testToken)
+		fake := slacktest.NewFakeSlack(t, testToken)
 		s, store, waits := newSurface(t, fake)
-		fake.FailNext("chat.postMessage", FakeFail{Error: "not_in_channel"})
+		fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "not_in_channel"})
 		_, err := s.Post(context.Background(), createQuestion(t, store), target)
 		if err == nil || !strings.Contains(err.Error(), "not_in_channel") {
 			t.Fatalf("Post: %v", err)
@@ -111,9 +113,9 @@ func TestPostFailsFastAndBounded(t *testing.T) {
 		}
 	})
 	t.Run("4xx", func(t *testing.T) {
-		fake := NewFakeSlack(t, testToken)
+		fake := slacktest.NewFakeSlack(t, testToken)
 		s, store, _ := newSurface(t, fake)
-		fake.FailNext("chat.postMessage", FakeFail{Status: http.StatusBadRequest})
+		fake.FailNext("chat.postMessage", slacktest.FakeFail{Status: http.StatusBadRequest})
 		if _, err := s.Post(context.Background(), createQuestion(t, store), target); err == nil {
 			t.Fatal("Post succeeded")
 		}
@@ -122,11 +124,11 @@ func TestPostFailsFastAndBounded(t *testing.T) {
 		}
 	})
 	t.Run("endless 5xx", func(t *testing.T) {
-		fake := NewFakeSlack(t, testToken)
+		fake := slacktest.NewFakeSlack(t, testToken)
 		s, store, _ := newSurface(t, fake)
-		var fails []FakeFail
+		var fails []slacktest.FakeFail
 		for range 10 {
-			fails = append(fails, FakeFail{Status: http.StatusBadGateway})
+			fails = append(fails, slacktest.FakeFail{Status: http.StatusBadGateway})
 		}
 		fake.FailNext("chat.postMessage", fails...)
 		_, err := s.Post(context.Background(), createQuestion(t, store), target)
@@ -138,7 +140,7 @@ func TestPostFailsFastAndBounded(t *testing.T) {
 		}
 	})
 	t.Run("wrong token", func(t *testing.T) {
-		fake := NewFakeSlack(t, "xoxb-another")
+		fake := slacktest.NewFakeSlack(t, "xoxb-another")
 		s, store, _ := newSurface(t, fake)
 		_, err := s.Post(context.Background(), createQuestion(t, store), target)
 		if err == nil || strings.Contains(err.Error(), testToken) {
@@ -151,7 +153,7 @@ func TestPostFailsFastAndBounded(t *testing.T) {
 }
 
 func TestFinishRemovesControls(t *testing.T) {
-	fake := NewFakeSlack(t, testToken)
+	fake := slacktest.NewFakeSlack(t, testToken)
 	s, store, _ := newSurface(t, fake)
 	rec := createQuestion(t, store)
 	posts, err := s.Post(context.Background(), rec, target)

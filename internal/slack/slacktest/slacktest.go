@@ -1,8 +1,7 @@
-package slack
-
-// This file is the test kit shared by the package's tests and its external
-// end-to-end tests: a fake Slack Web API and signed interaction payloads
-// built the way Slack sends them.
+// Package slacktest is a fake Slack for tests and for `bridge bench`: a
+// Slack Web API that accepts what Slack accepts, a Socket Mode endpoint,
+// and interaction payloads signed and shaped the way Slack sends them.
+package slacktest
 
 import (
 	"crypto/hmac"
@@ -17,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -32,7 +30,6 @@ type FakeSlack struct {
 	URL   string // the API base URL, with its final /
 	Token string // the bot token it accepts
 
-	t      testing.TB
 	srv    *httptest.Server
 	socket *FakeSocket
 	mu     sync.Mutex
@@ -40,7 +37,15 @@ type FakeSlack struct {
 	fails  map[string][]FakeFail
 	groups map[string][]string
 	next   int
-	wake   chan struct{} // closed and replaced on every call
+	wake   chan struct{}  // closed and replaced on every call
+	hook   func(FakeCall) // set by Observe; then calls are not kept
+}
+
+// TB is the part of testing.TB the kit uses.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
 }
 
 // FakeCall is one call the fake answered.
@@ -61,12 +66,30 @@ type FakeFail struct {
 }
 
 // NewFakeSlack starts a fake that accepts token and stops with t.
-func NewFakeSlack(t testing.TB, token string) *FakeSlack {
-	f := &FakeSlack{Token: token, t: t, fails: map[string][]FakeFail{}, groups: map[string][]string{}, wake: make(chan struct{})}
+func NewFakeSlack(t TB, token string) *FakeSlack {
+	f := NewServer(token)
+	t.Cleanup(f.Close)
+	return f
+}
+
+// NewServer starts a fake that accepts token; Close stops it.
+func NewServer(token string) *FakeSlack {
+	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
 	f.URL = f.srv.URL + "/api/"
 	return f
+}
+
+// Close stops the fake and waits for the calls in flight.
+func (f *FakeSlack) Close() { f.srv.Close() }
+
+// Observe has fn called with every call the fake answers from then on,
+// after its answer is written, and stops the fake keeping calls: a long
+// bench would keep them all. Calls and WaitFor then see none.
+func (f *FakeSlack) Observe(fn func(FakeCall)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hook = fn
 }
 
 // FailNext makes the next calls of method fail, in order.
@@ -98,7 +121,7 @@ func (f *FakeSlack) Calls(method string) []FakeCall {
 
 // WaitFor waits until ok holds for the calls so far, failing t after
 // timeout. It wakes on every call; it never sleeps.
-func (f *FakeSlack) WaitFor(t testing.TB, what string, timeout time.Duration, ok func(calls []FakeCall) bool) []FakeCall {
+func (f *FakeSlack) WaitFor(t TB, what string, timeout time.Duration, ok func(calls []FakeCall) bool) []FakeCall {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -120,7 +143,7 @@ func (f *FakeSlack) WaitFor(t testing.TB, what string, timeout time.Duration, ok
 
 // WaitCalls waits until method has been answered ok n times and returns
 // those calls.
-func (f *FakeSlack) WaitCalls(t testing.TB, method string, n int) []FakeCall {
+func (f *FakeSlack) WaitCalls(t TB, method string, n int) []FakeCall {
 	t.Helper()
 	var got []FakeCall
 	f.WaitFor(t, fmt.Sprintf("%d ok %s calls", n, method), 10*time.Second, func(calls []FakeCall) bool {
@@ -185,10 +208,16 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		resp = f.answer(&call)
 	}
 	call.OK = resp != nil && resp["ok"] == true
-	f.calls = append(f.calls, call)
-	close(f.wake)
-	f.wake = make(chan struct{})
+	hook := f.hook
+	if hook == nil {
+		f.calls = append(f.calls, call)
+		close(f.wake)
+		f.wake = make(chan struct{})
+	}
 	f.mu.Unlock()
+	if hook != nil {
+		defer hook(call)
+	}
 
 	if call.Status != http.StatusOK {
 		if fail.RetryAfter != "" {
@@ -346,11 +375,21 @@ func SlackUser(id, name string) map[string]any {
 // the posted message msg whose action_id starts with prefix. with, when
 // not nil, adds to the action (a select's selected_option), and state is
 // the message's input state.
-func BlockActions(t testing.TB, msg FakeCall, user map[string]any, prefix string, with map[string]any, state map[string]any) map[string]any {
+func BlockActions(t TB, msg FakeCall, user map[string]any, prefix string, with map[string]any, state map[string]any) map[string]any {
 	t.Helper()
+	p, err := Click(msg, user, prefix, with, state)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return p
+}
+
+// Click is BlockActions with an error for a message that has no such
+// control.
+func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any, state map[string]any) (map[string]any, error) {
 	el, blockID := msg.Action(prefix)
 	if el == nil {
-		t.Fatalf("the message has no control %q", prefix)
+		return nil, fmt.Errorf("the message has no control %q", prefix)
 	}
 	if blockID == "" {
 		blockID = "Xy7pQ" // Slack names the blocks it gets unnamed
@@ -393,7 +432,7 @@ func BlockActions(t testing.TB, msg FakeCall, user map[string]any, prefix string
 		"state":                 map[string]any{"values": state},
 		"response_url":          "https://hooks.slack.com/actions/T0001/1/abcdef",
 		"actions":               []any{action},
-	}
+	}, nil
 }
 
 // ViewSubmission is the view_submission payload of submitting the view
