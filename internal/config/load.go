@@ -103,7 +103,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 	// walking the document against the struct's yaml tags, which also lets
 	// the error name the key's full path.
 	var errs []error
-	checkKeys(&doc, reflect.TypeFor[Config](), "", &errs)
+	checkKeys(&doc, reflect.TypeFor[Config](), "", map[anchorCheck]bool{}, &errs)
 	if err := doc.Decode(c); err != nil {
 		errs = append(errs, x.hideValues(err))
 	}
@@ -286,15 +286,31 @@ func joinKey(path, key string) string {
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
+// anchorCheck is an anchored node checked against a type.
+type anchorCheck struct {
+	n *yaml.Node
+	t reflect.Type
+}
+
 // checkKeys reports every mapping key in n that names no field of t, as
 // "path.key: unknown key (line N); known keys: ...". Type mismatches are
 // left to the decoder.
-func checkKeys(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+//
+// An anchor's node is checked once per type however often it is aliased
+// (seen): merge keys that alias one another would otherwise cost time
+// exponential in their number, and an anchor merged into itself would
+// recurse until the stack overflowed. The decoder then reports the loop or
+// the excessive aliasing.
+func checkKeys(n *yaml.Node, t reflect.Type, path string, seen map[anchorCheck]bool, errs *[]error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+		if seen[anchorCheck{n, t}] {
+			return
+		}
+		seen[anchorCheck{n, t}] = true
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		return
@@ -302,11 +318,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 	switch {
 	case n.Kind == yaml.DocumentNode:
 		for _, c := range n.Content {
-			checkKeys(c, t, path, errs)
+			checkKeys(c, t, path, seen, errs)
 		}
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
-			checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+			checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), seen, errs)
 		}
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		fields := yamlFields(t)
@@ -315,10 +331,10 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			if k.Value == "<<" && k.Style == 0 { // <<: *anchor
 				if v.Kind == yaml.SequenceNode {
 					for _, m := range v.Content {
-						checkKeys(m, t, path, errs)
+						checkKeys(m, t, path, seen, errs)
 					}
 				} else {
-					checkKeys(v, t, path, errs)
+					checkKeys(v, t, path, seen, errs)
 				}
 				continue
 			}
@@ -337,7 +353,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 					joinKey(path, k.Value), k.Line, where, strings.Join(known, ", ")))
 				continue
 			}
-			checkKeys(v, ft, joinKey(path, k.Value), errs)
+			checkKeys(v, ft, joinKey(path, k.Value), seen, errs)
 		}
 	}
 }
