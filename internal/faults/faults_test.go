@@ -315,8 +315,46 @@ func TestClusterReplicas(t *testing.T) {
 		}
 		rdb.Close()
 	})
+	replicasAcross(t, fmt.Sprintf("redis: {addrs: [%s], prefix: %q}", seeds, prefix))
+}
+
+// TestSentinelReplicas runs two replicas through redis.addrs and
+// redis.master_name on the master that the Sentinel of
+// BRIDGE_TEST_REDIS_SENTINEL ("host:port[,host:port...]/master-name", as
+// .ci/redis-sentinel.sh starts) watches: agents waiting on one replica,
+// answers arriving on the other.
+func TestSentinelReplicas(t *testing.T) {
+	v := os.Getenv("BRIDGE_TEST_REDIS_SENTINEL")
+	if v == "" {
+		t.Skip("BRIDGE_TEST_REDIS_SENTINEL is not set")
+	}
+	sentinels, master, ok := strings.Cut(v, "/")
+	if !ok || sentinels == "" || master == "" {
+		t.Fatalf("BRIDGE_TEST_REDIS_SENTINEL=%q; want host:port[,host:port...]/master-name", v)
+	}
+	_, prefix := apptest.Redis(t)
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: strings.Split(sentinels, ",")})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("cleaning up %s*: %v", prefix, err)
+		}
+		rdb.Close()
+	})
+	replicasAcross(t, fmt.Sprintf("redis: {addrs: [%s], master_name: %q, prefix: %q}", sentinels, master, prefix))
+}
+
+// replicasAcross starts two replicas with the redis section redisYAML and
+// has 40 agents create requests on one and wait there while every answer
+// arrives on the other.
+func replicasAcross(t *testing.T, redisYAML string) {
+	t.Helper()
 	replica := func() *app.App {
-		cfg, err := config.Parse([]byte(fmt.Sprintf("redis: {addrs: [%s], prefix: %q}", seeds, prefix)))
+		cfg, err := config.Parse([]byte(redisYAML))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,12 +2,20 @@ package pending
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 func TestConnect(t *testing.T) {
@@ -69,7 +77,7 @@ func TestConnectCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Close() })
-	b := newBackend(t, "cluster", nil, nil, &redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+	b := newBackend(t, "cluster", nil, cluster(strings.Split(addrs, ",")))
 	ctx := context.Background()
 	// a hears of answers only through pub/sub: no recheck, another replica resolves.
 	a, other := b.storeOn(rdb, withRecheck(time.Hour)), b.store()
@@ -111,4 +119,142 @@ func TestConnectCluster(t *testing.T) {
 	if ev, err := a.Audit(ctx, 1000); err != nil || len(ev) != 2*len(ids) {
 		t.Errorf("Audit = %d events, %v; want %d", len(ev), err, 2*len(ids))
 	}
+}
+
+// TestSentinelFailover kills the master that a Sentinel watches and checks
+// that a store reached through Connect follows the Sentinel to the promoted
+// replica: a request made before the failover is still there, a waiter's
+// subscription moves to the new master, and an answer made there reaches
+// the waiter. It runs on a master, a replica and a Sentinel of its own,
+// never on the shared one of BRIDGE_TEST_REDIS_SENTINEL that other tests
+// use at the same time, and skips when redis-server is not installed.
+func TestSentinelFailover(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	// failover bounds the Sentinel's part: noticing the master is down
+	// (down-after-milliseconds), then promoting the replica, a few seconds.
+	const name, failover = "askbridge", 15 * time.Second
+	ctx := context.Background()
+	data := []string{"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"}
+	master := startRedisServer(t, data...)
+	replica := startRedisServer(t, append(data, "--replicaof", "127.0.0.1", master.port)...)
+	// A Sentinel learns of replicas from its master's INFO, which it reads
+	// at once and then every 10 seconds: the replica must be online first.
+	m := redis.NewClient(&redis.Options{Addr: master.addr})
+	t.Cleanup(func() { m.Close() })
+	poll(t, "the replica to be online", func() bool {
+		info, err := m.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "port="+replica.port+",state=online")
+	})
+	conf := filepath.Join(t.TempDir(), "sentinel.conf") // the Sentinel rewrites it
+	err := os.WriteFile(conf, []byte(fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]s 1\n"+
+		"sentinel down-after-milliseconds %[1]s 1000\nsentinel failover-timeout %[1]s 10000\n", name, master.port)), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinel := startRedisServer(t, conf, "--sentinel")
+	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel.addr})
+	t.Cleanup(func() { sc.Close() })
+	// A Sentinel whose timer lags more than 2 s (a loaded CI machine, a
+	// slow fsync of its config) enters TILT mode and does nothing for 30 s.
+	if err := sc.Process(ctx, redis.NewStatusCmd(ctx, "sentinel", "debug", "tilt-trigger", 60_000)); err != nil {
+		t.Fatalf("SENTINEL DEBUG tilt-trigger: %v", err)
+	}
+	poll(t, "the Sentinel to see the replica in sync", func() bool {
+		r, err := sc.Replicas(ctx, name).Result()
+		return err == nil && len(r) == 1 && r[0]["flags"] == "slave" && r[0]["master-link-status"] == "ok"
+	})
+
+	b := newBackend(t, "sentinel", nil, connect(Conn{Addrs: []string{sentinel.addr}, MasterName: name}))
+	// a hears of answers only through pub/sub: no recheck, another replica resolves.
+	a, other := b.store(withRecheck(time.Hour)), b.store()
+	b.run(a)
+	id := mustCreate(t, other, question("alice", "")).ID
+	// Replication is asynchronous: WAIT, on the connection of a write made
+	// after the request, until the replica has both.
+	var wait *redis.Cmd
+	_, err = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, b.prefix+"fence", 1, 0)
+		wait = p.Do(ctx, "WAIT", 1, eventually.Milliseconds())
+		return nil
+	})
+	if acked, _ := wait.Int64(); err != nil || acked != 1 {
+		t.Fatalf("WAIT = %d, %v; want the replica's ack", acked, err)
+	}
+
+	sub := sc.Subscribe(ctx, "+switch-master")
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatalf("subscribing to +switch-master: %v", err)
+	}
+	master.kill()
+	switchCtx, cancel := context.WithTimeout(ctx, failover)
+	defer cancel()
+	msg, err := sub.ReceiveMessage(switchCtx)
+	if err != nil {
+		t.Fatalf("no +switch-master within %v: %v", failover, err)
+	}
+	// "<name> <old ip> <old port> <new ip> <new port>"
+	if f := strings.Fields(msg.Payload); len(f) != 5 || f[0] != name || net.JoinHostPort(f[3], f[4]) != replica.addr {
+		t.Fatalf("+switch-master %q; want %s promoted", msg.Payload, replica.addr)
+	}
+
+	// a's subscription comes back on the new master, and the request is there.
+	b.waitSubscribed(a.keys.wake(), 1)
+	done := make(chan error, 1)
+	go func() {
+		rec, err := a.Wait(ctx, id, "")
+		if err == nil && rec.Status != seam.StatusAnswered {
+			err = fmt.Errorf("status %s", rec.Status)
+		}
+		done <- err
+	}()
+	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
+		t.Fatalf("Resolve on the new master: %v", err)
+	}
+	if err := recv(t, "the wait for "+id, done); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+}
+
+// redisServer is a redis-server process of one test's own on a free
+// loopback port, killed when the test ends.
+type redisServer struct {
+	addr, port string
+	kill       func()
+}
+
+// startRedisServer starts redis-server with args (a config file first, if
+// any, then options) and waits until it answers.
+func startRedisServer(t *testing.T, args ...string) *redisServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &redisServer{addr: ln.Addr().String(), port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
+	ln.Close()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "redis.log")
+	cmd := exec.Command("redis-server", append(args, "--bind", "127.0.0.1", "--port", s.port, "--dir", dir, "--logfile", log)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redis-server: %v", err)
+	}
+	s.kill = sync.OnceFunc(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	t.Cleanup(func() {
+		s.kill()
+		if t.Failed() {
+			out, _ := os.ReadFile(log)
+			t.Logf("redis-server on %s (%s):\n%s", s.addr, strings.Join(args, " "), out)
+		}
+	})
+	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
+	defer c.Close()
+	poll(t, "redis-server on "+s.addr, func() bool { return c.Ping(context.Background()).Err() == nil })
+	return s
 }

@@ -22,15 +22,20 @@ import (
 
 // The conformance suite runs every test against an embedded Redis
 // (miniredis), when BRIDGE_TEST_REDIS_URL is set against that real Redis
-// too, and when BRIDGE_TEST_REDIS_CLUSTER is set (comma-separated seed
+// too, when BRIDGE_TEST_REDIS_CLUSTER is set (comma-separated seed
 // addresses, e.g. 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003, as
-// .ci/redis-cluster.sh starts) against that Redis Cluster. Each test keeps
-// its keys under a prefix of its own and deletes only those: the real Redis
-// may be shared, so nothing here flushes it.
+// .ci/redis-cluster.sh starts) against that Redis Cluster, and when
+// BRIDGE_TEST_REDIS_SENTINEL is set (the Sentinels' comma-separated
+// addresses, a slash and the master's name, e.g. 127.0.0.1:7020/askbridge,
+// as .ci/redis-sentinel.sh starts) against that master, reached through
+// Connect as the app reaches it. Each test keeps its keys under a prefix of
+// its own and deletes only those: the real Redis may be shared, so nothing
+// here flushes it.
 
 const (
-	realRedisEnv    = "BRIDGE_TEST_REDIS_URL"
-	redisClusterEnv = "BRIDGE_TEST_REDIS_CLUSTER"
+	realRedisEnv     = "BRIDGE_TEST_REDIS_URL"
+	redisClusterEnv  = "BRIDGE_TEST_REDIS_CLUSTER"
+	redisSentinelEnv = "BRIDGE_TEST_REDIS_SENTINEL"
 )
 
 // eventually bounds every wait for something to happen. Nothing in the suite
@@ -44,10 +49,47 @@ type backend struct {
 	prefix string
 	clock  *fakeClock
 	mr     *miniredis.Miniredis // the embedded server; nil on a real Redis
-	opts   *redis.Options       // how to reach it; nil on a cluster
-	// cluster is how to reach a Redis Cluster; nil on a single server.
-	cluster *redis.ClusterOptions
-	rdb     redis.UniversalClient
+	dial   dialer               // how to reach it
+	rdb    redis.UniversalClient
+}
+
+// dialer makes a new client on one deployment.
+type dialer func() (redis.UniversalClient, error)
+
+// single reaches one server.
+func single(opts *redis.Options) dialer {
+	return func() (redis.UniversalClient, error) {
+		o := *opts
+		return redis.NewClient(&o), nil
+	}
+}
+
+// cluster reaches a Redis Cluster through some of its nodes.
+func cluster(addrs []string) dialer {
+	return func() (redis.UniversalClient, error) {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}), nil
+	}
+}
+
+// connect reaches Redis through Connect, as the app does.
+func connect(c Conn) dialer {
+	return func() (redis.UniversalClient, error) { return Connect(c) }
+}
+
+// sentinelConn returns the Sentinel-watched master of
+// BRIDGE_TEST_REDIS_SENTINEL ("host:port[,host:port...]/master-name"), and
+// false when it is unset.
+func sentinelConn(t *testing.T) (Conn, bool) {
+	t.Helper()
+	v := os.Getenv(redisSentinelEnv)
+	if v == "" {
+		return Conn{}, false
+	}
+	addrs, name, ok := strings.Cut(v, "/")
+	if !ok || addrs == "" || name == "" {
+		t.Fatalf("%s=%q; want host:port[,host:port...]/master-name, e.g. 127.0.0.1:7020/askbridge", redisSentinelEnv, v)
+	}
+	return Conn{Addrs: strings.Split(addrs, ","), MasterName: name}, true
 }
 
 // sub returns b as seen from subtest t: helpers fail t, not its parent.
@@ -62,7 +104,7 @@ func eachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 	t.Helper()
 	t.Run("miniredis", func(t *testing.T) {
 		mr := miniredis.RunT(t)
-		test(t, newBackend(t, "miniredis", mr, &redis.Options{Addr: mr.Addr()}, nil))
+		test(t, newBackend(t, "miniredis", mr, single(&redis.Options{Addr: mr.Addr()})))
 	})
 	if url := os.Getenv(realRedisEnv); url != "" {
 		t.Run("redis", func(t *testing.T) {
@@ -70,12 +112,17 @@ func eachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 			if err != nil {
 				t.Fatalf("%s: %v", realRedisEnv, err)
 			}
-			test(t, newBackend(t, "redis", nil, opts, nil))
+			test(t, newBackend(t, "redis", nil, single(opts)))
 		})
 	}
 	if addrs := os.Getenv(redisClusterEnv); addrs != "" {
 		t.Run("cluster", func(t *testing.T) {
-			test(t, newBackend(t, "cluster", nil, nil, &redis.ClusterOptions{Addrs: strings.Split(addrs, ",")}))
+			test(t, newBackend(t, "cluster", nil, cluster(strings.Split(addrs, ","))))
+		})
+	}
+	if conn, ok := sentinelConn(t); ok {
+		t.Run("sentinel", func(t *testing.T) {
+			test(t, newBackend(t, "sentinel", nil, connect(conn)))
 		})
 	}
 }
@@ -85,21 +132,20 @@ func eachBackend(t *testing.T, test func(t *testing.T, b *backend)) {
 func embeddedOnly(t *testing.T, test func(t *testing.T, b *backend)) {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	test(t, newBackend(t, "miniredis", mr, &redis.Options{Addr: mr.Addr()}, nil))
+	test(t, newBackend(t, "miniredis", mr, single(&redis.Options{Addr: mr.Addr()})))
 }
 
-func newBackend(t *testing.T, name string, mr *miniredis.Miniredis, opts *redis.Options, cluster *redis.ClusterOptions) *backend {
+func newBackend(t *testing.T, name string, mr *miniredis.Miniredis, dial dialer) *backend {
 	t.Helper()
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	b := &backend{
-		t:       t,
-		name:    name,
-		prefix:  "askbridge-test:" + hex.EncodeToString(rnd[:]) + ":",
-		clock:   newFakeClock(),
-		mr:      mr,
-		opts:    opts,
-		cluster: cluster,
+		t:      t,
+		name:   name,
+		prefix: "askbridge-test:" + hex.EncodeToString(rnd[:]) + ":",
+		clock:  newFakeClock(),
+		mr:     mr,
+		dial:   dial,
 	}
 	b.rdb = b.client()
 	ctx := context.Background()
@@ -123,7 +169,8 @@ func newBackend(t *testing.T, name string, mr *miniredis.Miniredis, opts *redis.
 }
 
 // deletePrefix deletes the keys under the test's prefix, and only those.
-// On a cluster SCAN sees one node's keys, so it scans every master.
+// On a cluster SCAN sees one node's keys, so it scans every master; behind
+// a Sentinel the client is a *redis.Client on the master.
 func (b *backend) deletePrefix(ctx context.Context) {
 	b.t.Helper()
 	var mu sync.Mutex
@@ -160,13 +207,9 @@ func (b *backend) deletePrefix(ctx context.Context) {
 // client returns a new client on the backend, as a new process would make,
 // closed when the test ends.
 func (b *backend) client(hooks ...redis.Hook) redis.UniversalClient {
-	var c redis.UniversalClient
-	if b.cluster != nil {
-		opts := *b.cluster
-		c = redis.NewClusterClient(&opts)
-	} else {
-		opts := *b.opts
-		c = redis.NewClient(&opts)
+	c, err := b.dial()
+	if err != nil {
+		b.t.Fatalf("%s: %v", b.name, err)
 	}
 	for _, h := range hooks {
 		c.AddHook(h)
