@@ -40,7 +40,7 @@ type Options struct {
 	Store      *pending.Store // reads requests on callbacks; required
 	Logger     *slog.Logger
 	Retry      surface.Retry
-	HTTPClient *http.Client     // default: 15 s timeout; its Transport is wrapped
+	HTTPClient *http.Client     // default: surface.HTTPClient(); its Transport is wrapped
 	Now        func() time.Time // default time.Now
 	// Links gives the signed web link of a request, for an "Open in
 	// browser" button; nil: no button.
@@ -90,7 +90,7 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opt.HTTPClient == nil {
-		opt.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+		opt.HTTPClient = surface.HTTPClient()
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now

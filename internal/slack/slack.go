@@ -31,7 +31,7 @@ type Options struct {
 	Store      *pending.Store // reads requests on callbacks; required
 	Logger     *slog.Logger
 	Retry      surface.Retry
-	HTTPClient *http.Client                 // default: 15 s timeout
+	HTTPClient *http.Client                 // default: surface.HTTPClient()
 	GroupTTL   time.Duration                // how long user group members are cached; default 5 min
 	Now        func() time.Time             // default time.Now
 	Links      func(*pending.Record) string // the signed web link of a request; nil: no "Open in browser" button
@@ -71,7 +71,7 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opt.HTTPClient == nil {
-		opt.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+		opt.HTTPClient = surface.HTTPClient()
 	}
 	if opt.GroupTTL <= 0 {
 		opt.GroupTTL = 5 * time.Minute
