@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -90,36 +91,56 @@ type message struct {
 }
 
 // textLen is the length of all text in blocks, as it counts against a
-// message's budget: every "text" of the blocks' JSON.
+// message's budget: every string under a "text" key of the blocks' JSON.
 func textLen(blocks ...slackapi.Block) int {
 	raw, err := json.Marshal(blocks)
 	if err != nil {
 		return 0
 	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return 0
-	}
-	return jsonTextLen(v)
+	return jsonTextLen(raw)
 }
 
-func jsonTextLen(v any) int {
+// jsonTextLen sums the lengths of the strings under "text" keys in raw,
+// compact JSON as encoding/json writes it. It scans the bytes rather than
+// decoding them: every message is measured block by block as it is built.
+func jsonTextLen(raw []byte) int {
 	n := 0
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if s, ok := x.(string); ok && k == "text" {
-				n += surface.Len(s)
-			} else {
-				n += jsonTextLen(x)
-			}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
 		}
-	case []any:
-		for _, x := range v {
-			n += jsonTextLen(x)
+		end := stringEnd(raw, i)
+		isText := string(raw[i+1:end]) == "text" && end+2 < len(raw) && raw[end+1] == ':' && raw[end+2] == '"'
+		i = end
+		if !isText {
+			continue
 		}
+		vend := stringEnd(raw, end+2)
+		val := raw[end+3 : vend]
+		if bytes.IndexByte(val, '\\') < 0 {
+			n += surface.Len(string(val))
+		} else {
+			var s string
+			_ = json.Unmarshal(raw[end+2:vend+1], &s)
+			n += surface.Len(s)
+		}
+		i = vend
 	}
 	return n
+}
+
+// stringEnd returns the index of the quote that closes the JSON string
+// whose opening quote is at raw[start].
+func stringEnd(raw []byte, start int) int {
+	for j := start + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return len(raw) - 1
 }
 
 // builder accumulates a message's blocks within the text budget.

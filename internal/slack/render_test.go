@@ -3,13 +3,13 @@ package slack
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/askbridge/askbridge/internal/config"
 	"strings"
 	"testing"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -213,7 +213,7 @@ func checkMessage(t *testing.T, what, text string, blocks []slackapi.Block, ment
 	if len(blocks) > limitMessageBlocks {
 		t.Errorf("%s: %d blocks, limit %d", what, len(blocks), limitMessageBlocks)
 	}
-	if n := textLen(blocks...); n > 12000 {
+	if n := refTextLen(t, blocks); n > 12000 {
 		t.Errorf("%s: %d characters of block text; Slack refuses messages from about 13,000", what, n)
 	}
 	for _, b := range walkBlocks(t, blocks) {
@@ -543,5 +543,60 @@ func TestNoLinkWhereRespondersAreLimited(t *testing.T) {
 	}
 	if linkable(&config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Groups: []string{"S1"}}}) {
 		t.Error("a target with responders gets a link anyone in the channel could answer with")
+	}
+}
+
+// refTextLen is textLen the slow way, as the check of a message's budget
+// the tests trust: decode the blocks' JSON and add up every string under a
+// "text" key.
+func refTextLen(t *testing.T, blocks []slackapi.Block) int {
+	t.Helper()
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(any) int
+	walk = func(v any) int {
+		n := 0
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && k == "text" {
+					n += surface.Len(s)
+				} else {
+					n += walk(x)
+				}
+			}
+		case []any:
+			for _, x := range v {
+				n += walk(x)
+			}
+		}
+		return n
+	}
+	return walk(v)
+}
+
+// textLen scans the blocks' JSON instead of decoding it; it must count
+// what decoding counts, escapes, emoji and "text" keys inside strings
+// included.
+func TestTextLenCountsWhatDecodingCounts(t *testing.T) {
+	tricky := []string{
+		"plain", `quotes " and \ backslashes`, "<html> & ampersands", "emoji 👩‍💻 and é",
+		`a "text":"fake key" inside a string`, "tabs\tand\nnewlines", strings.Repeat("long ", 500),
+	}
+	for _, s := range tricky {
+		blocks := []slackapi.Block{
+			slackapi.NewSectionBlock(plain(s), []*slackapi.TextBlockObject{mrkdwn(s + " field")}, nil),
+			slackapi.NewContextBlock("", mrkdwn(s)),
+			slackapi.NewActionBlock("", slackapi.NewButtonBlockElement("ab:pick:x:0:0", "0", plain(s))),
+		}
+		if got, want := textLen(blocks...), refTextLen(t, blocks); got != want {
+			t.Errorf("textLen(%q) = %d; decoding counts %d", s, got, want)
+		}
 	}
 }
