@@ -83,6 +83,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (a *App, err error) 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.rdb.AddHook(newRedisMetrics(reg))
 	// The web app's signer exists before the surfaces: their messages carry
 	// its signed "Open in browser" links when the bridge has a public URL.
 	signer := web.NewSigner(cfg.Web.Secret.Reveal())
