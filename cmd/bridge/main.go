@@ -6,6 +6,7 @@
 //	bridge answer ID [--select LABEL]... [--custom TEXT]
 //	bridge pending
 //	bridge config check FILE
+//	bridge bench [flags]
 //	bridge version
 package main
 
@@ -43,6 +44,7 @@ commands:
   pending        list pending questions and approvals (answer-scoped token)
   mcp            serve ask_user_question and request_approval to an MCP client on stdio
   config check   validate a config file and print the effective config
+  bench          measure latency, throughput and memory on replicas beside a fake Slack
   version        print the version
 
 Run "bridge <command> -h" for a command's flags.
@@ -73,6 +75,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return configCheck(rest[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "askbridge", version())
 		return exitOK

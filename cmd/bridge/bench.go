@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+
+	"github.com/askbridge/askbridge/internal/bench"
+)
+
+const benchUsage = `usage: bridge bench [flags]
+
+Runs bridge replicas (bridge serve processes) on one Redis beside a fake Slack API;
+simulated agents ask and wait through the HTTP API, simulated people answer
+through signed /slack/interactions callbacks on random replicas. Reports the
+Redis and loopback floors, click-to-waiter latency (same and cross replica),
+interaction ack latency under an open-loop click rate, lifecycles per
+second, Redis round trips and bytes per lifecycle, and memory per waiting
+call, each against its target. Every answer is checked: it must reach its
+agent once, as clicked, and its message must be edited to its outcome.
+
+Progress goes to stderr, the summary (or --json) to stdout. Exits 1 when a
+check fails, and with --check also when a target is missed.
+
+`
+
+func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	var o bench.Options
+	fs.StringVar(&o.Redis, "redis", "", "redis:// URL of a Redis to use (keys under a prefix of the run's own, deleted after); none: start a redis-server on a free port, or an embedded Redis without one")
+	fs.IntVar(&o.Replicas, "replicas", 2, "bridge replicas")
+	fs.IntVar(&o.Samples, "samples", 2000, "samples of each floor and of click-to-waiter one at a time")
+	fs.Float64Var(&o.Rate, "rate", 500, "clicks per second of the open-loop load phase")
+	fs.DurationVar(&o.Duration, "duration", bench.DefaultDuration, "length of the load phase and of the throughput phase")
+	fs.IntVar(&o.Agents, "agents", 64, "agents asking back to back in the throughput phase")
+	fs.IntVar(&o.Waiters, "waiters", 10_000, "long-polls held on one replica in the memory phase; 0 skips it")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	check := fs.Bool("check", false, "exit 1 when a target is missed")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (replicas, agents and people alike) to this file")
+	waitClient := fs.String("wait-client", "", "internal: run as the memory phase's client process for the bridge at this address")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *waitClient != "" {
+		return bench.WaitClient(*waitClient, stdin, stdout)
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if o.Waiters == 0 {
+		o.Waiters = -1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "bridge bench:", err)
+		return exitError
+	}
+	o.Serve = func(config string) *exec.Cmd {
+		cmd := exec.Command(self, "serve", "--config", config)
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		return cmd
+	}
+	o.WaitClient = func(addr string) *exec.Cmd {
+		cmd := exec.Command(self, "bench", "--wait-client", addr)
+		cmd.Stderr = stderr
+		return cmd
+	}
+	o.Progress = stderr
+	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bridge bench:", err)
+			return exitError
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "bridge bench:", err)
+			return exitError
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, runErr := bench.Run(ctx, o)
+	if rep != nil {
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(rep)
+		} else {
+			rep.WriteTable(stdout)
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "bridge bench:", runErr)
+		return exitError
+	}
+	if *check {
+		for _, t := range rep.Targets {
+			if !t.Met {
+				fmt.Fprintf(stderr, "bridge bench: target missed: %s\n", t.Name)
+				return exitError
+			}
+		}
+	}
+	return exitOK
+}

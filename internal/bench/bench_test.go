@@ -1,0 +1,152 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/bench"
+	"github.com/askbridge/askbridge/internal/config"
+)
+
+// The test binary, re-run with one of these set, is a process of the run:
+// the memory phase's client, or a replica serving a config file.
+const (
+	waitClientEnv = "ASKBRIDGE_BENCH_WAIT_CLIENT"
+	serveEnv      = "ASKBRIDGE_BENCH_SERVE"
+)
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(waitClientEnv); addr != "" {
+		os.Exit(bench.WaitClient(addr, os.Stdin, os.Stdout))
+	}
+	if path := os.Getenv(serveEnv); path != "" {
+		os.Exit(serve(path))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// serve is `bridge serve --config path` in the test binary, until SIGTERM.
+func serve(path string) int {
+	cfg, err := config.Load(path)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	a, err := app.New(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), app.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func replica(config string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveEnv+"="+config)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func waitClient(addr string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), waitClientEnv+"="+addr)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// A small run goes through every phase on the test Redis (or a Redis of
+// its own), and every figure it reports comes from traffic that happened.
+func TestRunReportsEveryPhase(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	rep, err := bench.Run(ctx, bench.Options{
+		Redis:      os.Getenv("BRIDGE_TEST_REDIS_URL"),
+		Replicas:   2,
+		Samples:    60,
+		Rate:       100,
+		Duration:   time.Second,
+		Agents:     8,
+		Waiters:    300,
+		Serve:      replica,
+		WaitClient: waitClient,
+		Progress:   &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+
+	for name, l := range map[string]bench.Latency{
+		"redis floor": rep.Floors.RedisRTT, "pub/sub floor": rep.Floors.PubSub, "http floor": rep.Floors.HTTP,
+	} {
+		if l.N != 60 || l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.P999 || l.P999 > l.Max {
+			t.Errorf("%s = %+v; want 60 ordered samples", name, l)
+		}
+	}
+	if n := rep.Wake.Same.N + rep.Wake.Cross.N; n != 60 || rep.Wake.Same.N == 0 || rep.Wake.Cross.N == 0 {
+		t.Errorf("wake samples: %d same, %d cross; want 60 in all, some of each", rep.Wake.Same.N, rep.Wake.Cross.N)
+	}
+	if l := rep.Load; l.Clicks == 0 || l.Ack.N != l.Clicks || l.Same.N+l.Cross.N != l.Clicks {
+		t.Errorf("load = %+v; want every click acknowledged and answered", l)
+	}
+	if th := rep.Throughput; th.Lifecycles == 0 || th.PerSecond <= 0 || th.RoundTrips < 2 || th.Lifecycle.N != th.Lifecycles ||
+		th.CPU.Replicas <= 0 || th.CPU.Bench <= 0 {
+		t.Errorf("throughput = %+v; want lifecycles, at least the create and resolve round trips, and CPU spent", th)
+	}
+	if m := rep.Memory; m == nil || m.Waiters != 300 || m.BytesPerWaiter <= 0 || m.Goroutines < 1 {
+		t.Errorf("memory = %+v; want 300 waiters, each costing something", rep.Memory)
+	}
+	c := rep.Checks
+	want := int64(60 + rep.Load.Clicks + rep.Throughput.Lifecycles)
+	if c.Errors != 0 || c.Answered < want || c.Posted != c.Answered+300 || c.Edited != c.Posted || c.EditedLive != 0 {
+		t.Errorf("checks = %+v; want at least %d answers, each posted message (300 cancelled ones too) edited", c, want)
+	}
+	if len(rep.Targets) != 5 {
+		t.Errorf("targets = %+v; want the five promised figures", rep.Targets)
+	}
+
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"floor: pub/sub hop", "click-to-waiter, cross replica", "lifecycles/s", "Redis round trips", "memory: 300 waiters", "targets:"} {
+		if !strings.Contains(table.String(), s) {
+			t.Errorf("the table has no %q:\n%s", s, table.String())
+		}
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	json.Unmarshal(raw, &back)
+	if fl, _ := back["floors"].(map[string]any); fl == nil || fl["pubsub"].(map[string]any)["p99_us"].(float64) <= 0 {
+		t.Errorf("the JSON has no pub/sub floor in µs: %s", raw)
+	}
+	if !strings.Contains(progress.String(), "throughput") {
+		t.Errorf("no progress was written:\n%s", progress.String())
+	}
+}
