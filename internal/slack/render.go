@@ -92,12 +92,59 @@ type message struct {
 
 // textLen is the length of all text in blocks, as it counts against a
 // message's budget: every string under a "text" key of the blocks' JSON.
+// Blocks of text objects alone are measured as they are; the rest are
+// encoded and scanned.
 func textLen(blocks ...slackapi.Block) int {
-	raw, err := json.Marshal(blocks)
-	if err != nil {
-		return 0
+	n := 0
+	var rest []slackapi.Block
+	for _, bl := range blocks {
+		if m, ok := plainTextLen(bl); ok {
+			n += m
+		} else {
+			rest = append(rest, bl)
+		}
 	}
-	return jsonTextLen(raw)
+	if len(rest) > 0 {
+		if raw, err := json.Marshal(rest); err == nil {
+			n += jsonTextLen(raw)
+		}
+	}
+	return n
+}
+
+// plainTextLen measures a header, a section without an accessory, or a
+// context of text objects, without encoding it; ok is false for any
+// other block.
+func plainTextLen(bl slackapi.Block) (n int, ok bool) {
+	obj := func(t *slackapi.TextBlockObject) int {
+		if t == nil {
+			return 0
+		}
+		return surface.Len(t.Text)
+	}
+	switch bl := bl.(type) {
+	case *slackapi.HeaderBlock:
+		return obj(bl.Text), true
+	case *slackapi.SectionBlock:
+		if bl.Accessory != nil {
+			return 0, false
+		}
+		n = obj(bl.Text)
+		for _, f := range bl.Fields {
+			n += obj(f)
+		}
+		return n, true
+	case *slackapi.ContextBlock:
+		for _, e := range bl.ContextElements.Elements {
+			t, ok := e.(*slackapi.TextBlockObject)
+			if !ok {
+				return 0, false
+			}
+			n += obj(t)
+		}
+		return n, true
+	}
+	return 0, false
 }
 
 // jsonTextLen sums the lengths of the strings under "text" keys in raw,

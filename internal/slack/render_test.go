@@ -592,11 +592,18 @@ func TestTextLenCountsWhatDecodingCounts(t *testing.T) {
 	for _, s := range tricky {
 		blocks := []slackapi.Block{
 			slackapi.NewSectionBlock(plain(s), []*slackapi.TextBlockObject{mrkdwn(s + " field")}, nil),
-			slackapi.NewContextBlock("", mrkdwn(s)),
+			slackapi.NewContextBlock("", mrkdwn(s), plain(s+" again")),
+			slackapi.NewHeaderBlock(plain(s)),
+			slackapi.NewSectionBlock(mrkdwn(s), nil, slackapi.NewAccessory(slackapi.NewButtonBlockElement("b", "v", plain(s)))),
 			slackapi.NewActionBlock("", slackapi.NewButtonBlockElement("ab:pick:x:0:0", "0", plain(s))),
 		}
 		if got, want := textLen(blocks...), refTextLen(t, blocks); got != want {
 			t.Errorf("textLen(%q) = %d; decoding counts %d", s, got, want)
+		}
+		for _, bl := range blocks {
+			if got, want := textLen(bl), refTextLen(t, []slackapi.Block{bl}); got != want {
+				t.Errorf("textLen(%s block of %q) = %d; decoding counts %d", bl.BlockType(), s, got, want)
+			}
 		}
 	}
 }
