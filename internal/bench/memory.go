@@ -42,7 +42,7 @@ type Memory struct {
 // long-poll on each from a client process, and cancels them all through
 // the API, checking that every long-poll ends with its request cancelled.
 func (f *flow) memory(ctx context.Context, n int, start func(addr string) *exec.Cmd, log *slog.Logger) (Memory, error) {
-	if err := raiseFileLimit(uint64(2*n + 4096)); err != nil {
+	if err := raiseFileLimit(uint64(n + 4096)); err != nil { // the client is a process of its own
 		return Memory{}, err
 	}
 	cfg, err := config.Parse([]byte("listen: 127.0.0.1:0\n" + f.c.yaml))
