@@ -150,3 +150,24 @@ func TestRunReportsEveryPhase(t *testing.T) {
 		t.Errorf("no progress was written:\n%s", progress.String())
 	}
 }
+
+// The bench finds a request's id and a message's controls by searching the
+// blocks' JSON; it must find what decoding finds, and nothing in text.
+func TestBlocksSearch(t *testing.T) {
+	for _, c := range []struct {
+		blocks string
+		id     string
+		live   bool
+	}{
+		{`[{"type":"section","text":{"type":"mrkdwn","text":"Deploy?"}},{"type":"actions","elements":[{"type":"button","action_id":"ab:pick:k2isitc7kp3zekqe:0:1","text":{"type":"plain_text","text":"No"}}]}]`, "k2isitc7kp3zekqe", true},
+		{`[{"type":"section","text":{"type":"mrkdwn","text":"a \"type\":\"actions\" and \"action_id\":\"ab:pick:fake:0:0\" in text"}}]`, "", false},
+		{`[{"type":"input","element":{"type":"plain_text_input","action_id":"x"}}]`, "", true},
+	} {
+		if got := bench.RequestID(c.blocks); got != c.id {
+			t.Errorf("RequestID(%s) = %q; want %q", c.blocks, got, c.id)
+		}
+		if got := bench.HasControls(c.blocks); got != c.live {
+			t.Errorf("HasControls(%s) = %v; want %v", c.blocks, got, c.live)
+		}
+	}
+}
