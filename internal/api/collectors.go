@@ -14,6 +14,8 @@ var (
 		"Calls waiting for an answer in this process.", nil, nil)
 	pendingDesc = prometheus.NewDesc("askbridge_pending_requests",
 		"Pending requests in the store, all replicas together.", nil, nil)
+	uneditedDesc = prometheus.NewDesc("askbridge_unedited_requests",
+		"Ended requests whose posted messages are not yet known to be edited, all replicas together.", nil, nil)
 )
 
 // waitingCollector reports this process's waiters at scrape time.
@@ -25,18 +27,30 @@ func (c waitingCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(c.store.Waiting()))
 }
 
-// pendingCollector counts pending requests in Redis at scrape time.
+// pendingCollector counts pending requests, and ended requests whose
+// messages are still to be edited, in Redis at scrape time.
 type pendingCollector struct{ store *pending.Store }
 
-func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pendingDesc }
+func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pendingDesc
+	ch <- uneditedDesc
+}
 
 func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	n, err := c.store.CountPending(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
-		return
+	for _, g := range []struct {
+		desc  *prometheus.Desc
+		count func(context.Context) (int64, error)
+	}{
+		{pendingDesc, c.store.CountPending},
+		{uneditedDesc, c.store.CountUnedited},
+	} {
+		n, err := g.count(ctx)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(g.desc, err)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n))
 	}
-	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(n))
 }

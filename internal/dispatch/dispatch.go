@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/askbridge/askbridge/internal/config"
@@ -217,9 +218,9 @@ func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) in
 	return posted
 }
 
-// postTo posts rec to one target and records the messages. A message whose
-// request ended while it was being posted is finished at once, so no live
-// buttons are left behind.
+// postTo posts rec to one target and records the messages. When the request
+// ended while they were being posted, its messages are finished at once, so
+// no live buttons are left behind.
 func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) bool {
 	log := d.log.With("request_id", rec.ID, "surface", t.Surface(), "target", t.Key)
 	s := d.surfaces[t.Surface()]
@@ -229,6 +230,7 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		d.metrics.postFailed(t.Surface())
 		return false
 	}
+	ended := false
 	for _, p := range posts {
 		p.Target = t.Key
 		st, err := d.store.AddPost(ctx, rec.ID, p)
@@ -236,10 +238,13 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 			log.Error("recording a posted message failed", "message_id", p.MessageID, "err", err)
 			continue
 		}
-		if st.Final() {
-			if cur, err := d.store.Get(ctx, rec.ID); err == nil {
-				d.finishOne(ctx, cur, p)
-			}
+		ended = ended || st.Final()
+	}
+	if ended {
+		// Whoever ended it edited the messages it knew of, not these; the
+		// store holds it for a sweeper until all are edited.
+		if cur, err := d.store.Get(ctx, rec.ID); err == nil {
+			d.Finished(ctx, cur)
 		}
 	}
 	return len(posts) > 0
@@ -247,34 +252,64 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 
 // Resolve ends a request through the store (first writer wins) and, when
 // this call won, edits every message posted for it. A lost race returns
-// the record as it ended and pending.ErrAlreadyResolved.
+// the record as it ended and pending.ErrAlreadyResolved. When the edits
+// fail, or Redis ended the request but its reply was lost (an error here),
+// a sweeper edits the messages later (pending.Store.Unfinished).
 func (d *Dispatcher) Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error) {
 	rec, err := d.store.Resolve(ctx, id, res)
 	if err != nil {
 		return rec, err
 	}
+	d.metrics.resolved(rec)
 	d.Finished(ctx, rec)
 	return rec, nil
 }
 
-// Finished records the end of rec and edits its posted messages. The
-// sweeper calls it for the requests it expired.
-func (d *Dispatcher) Finished(ctx context.Context, rec *pending.Record) {
+// Expired counts the end of rec, which this replica's sweeper expired, and
+// edits its posted messages.
+func (d *Dispatcher) Expired(ctx context.Context, rec *pending.Record) {
 	d.metrics.resolved(rec)
-	var wg sync.WaitGroup
-	for _, p := range rec.Posts {
-		wg.Go(func() { d.finishOne(ctx, rec, p) })
-	}
-	wg.Wait()
+	d.Finished(ctx, rec)
 }
 
-func (d *Dispatcher) finishOne(ctx context.Context, rec *pending.Record, p pending.Post) {
+// Finished edits every message posted for rec, which has ended, and once
+// all are edited tells the store, so that no sweeper edits them again.
+// When one fails it is logged and left to a sweeper, which calls Finished
+// again for the request (all its messages: editing one twice does no
+// harm). The sweeper calls it for the requests whose messages are still
+// unedited pending.FinishGrace after their end.
+func (d *Dispatcher) Finished(ctx context.Context, rec *pending.Record) {
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for _, p := range rec.Posts {
+		wg.Go(func() {
+			if !d.finishOne(ctx, rec, p) {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() || len(rec.Posts) == 0 { // without posts it is not in the store's finish index
+		return
+	}
+	if err := d.store.Edited(ctx, rec); err != nil {
+		d.log.Warn("recording that a request's messages are edited failed; a sweeper will edit them again",
+			"request_id", rec.ID, "err", err)
+	}
+}
+
+// finishOne edits one message of rec and reports whether it succeeded. A
+// message on a surface this replica does not run counts as done: no
+// replica with this config could edit it.
+func (d *Dispatcher) finishOne(ctx context.Context, rec *pending.Record, p pending.Post) bool {
 	s, ok := d.surfaces[p.Surface]
 	if !ok {
-		return
+		return true
 	}
 	if err := s.Finish(ctx, rec, p); err != nil {
 		d.log.Warn("editing a finished request's message failed",
 			"request_id", rec.ID, "surface", p.Surface, "message_id", p.MessageID, "err", err)
+		return false
 	}
+	return true
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/dispatch"
@@ -17,18 +19,20 @@ import (
 )
 
 // chat is a surface that records what it is asked to do. Channels named in
-// fail refuse every post.
+// fail refuse every post; channels in refuseEdits, every edit.
 type chat struct {
-	mu       sync.Mutex
-	fail     map[string]bool
-	posts    []pending.Post
-	finished map[string]seam.Status // message id -> status shown
+	mu          sync.Mutex
+	fail        map[string]bool
+	refuseEdits map[string]bool
+	edits       int // tries, refused ones included
+	posts       []pending.Post
+	finished    map[string]seam.Status // message id -> status shown
 	// during, when set, runs while a post is in flight.
 	during func()
 }
 
 func newChat(fail ...string) *chat {
-	c := &chat{fail: map[string]bool{}, finished: map[string]seam.Status{}}
+	c := &chat{fail: map[string]bool{}, refuseEdits: map[string]bool{}, finished: map[string]seam.Status{}}
 	for _, f := range fail {
 		c.fail[f] = true
 	}
@@ -53,6 +57,10 @@ func (c *chat) Post(ctx context.Context, rec *pending.Record, t dispatch.Target)
 func (c *chat) Finish(ctx context.Context, rec *pending.Record, p pending.Post) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.edits++
+	if c.refuseEdits[p.Channel] {
+		return fmt.Errorf("channel %s: message_not_found", p.Channel)
+	}
 	c.finished[p.MessageID] = rec.Status
 	return nil
 }
@@ -112,6 +120,12 @@ func setup(t *testing.T, c *chat) (*env, *dispatch.Dispatcher) {
 // replica builds another dispatcher on the same Redis, chat and clock.
 func (e *env) replica(t *testing.T) *dispatch.Dispatcher {
 	t.Helper()
+	return e.replicaWith(t, nil)
+}
+
+// replicaWith is replica counting into m.
+func (e *env) replicaWith(t *testing.T, m *dispatch.Metrics) *dispatch.Dispatcher {
+	t.Helper()
 	cfg, err := config.Parse([]byte(routesYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +139,7 @@ func (e *env) replica(t *testing.T) *dispatch.Dispatcher {
 	if e.store == nil {
 		e.store = store
 	}
-	d, err := dispatch.New(store, cfg, map[string]dispatch.Surface{"slack": e.chat}, nil, slog.New(slog.DiscardHandler))
+	d, err := dispatch.New(store, cfg, map[string]dispatch.Surface{"slack": e.chat}, m, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +247,9 @@ func TestRequestEndingWhilePostingIsFinishedAtOnce(t *testing.T) {
 	if len(rec.Posts) != 1 || c.finished[rec.Posts[0].MessageID] != seam.StatusCancelled {
 		t.Fatalf("the message posted for a request cancelled meanwhile was not finished: posts %+v finished %v", rec.Posts, c.finished)
 	}
+	if n := e.unedited(t); n != 0 {
+		t.Errorf("%d requests left for a sweeper after the late message was edited; want 0", n)
+	}
 }
 
 // TestCrashBetweenStoreAndPost: a replica stored a request and died before
@@ -268,4 +285,104 @@ func TestCrashBetweenStoreAndPost(t *testing.T) {
 	if n := len(e.chat.channels()); n != 2 || len(got.Posts) != 2 {
 		t.Fatalf("posted %d messages, recorded %d; want the route's 2, once", n, len(got.Posts))
 	}
+}
+
+// unedited returns how many ended requests the store holds for a sweeper.
+func (e *env) unedited(t *testing.T) int64 {
+	t.Helper()
+	n, err := e.store.CountUnedited(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestFailedEditIsLeftToTheSweeper: when an edit fails, the request stays
+// in the store for a sweeper, which edits every message again; once all
+// are edited it leaves. The end is counted once, by whoever ended it.
+func TestFailedEditIsLeftToTheSweeper(t *testing.T) {
+	c := newChat()
+	e, _ := setup(t, c)
+	reg := prometheus.NewRegistry()
+	d := e.replicaWith(t, dispatch.NewMetrics(reg))
+	ctx := context.Background()
+	rec, _, err := d.Create(ctx, question("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.refuseEdits["C2"] = true
+	c.mu.Unlock()
+	if _, err := d.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.unedited(t); n != 1 {
+		t.Fatalf("%d requests left for a sweeper after a failed edit; want 1", n)
+	}
+	e.clk.Add(pending.FinishGrace)
+	recs, err := e.store.Unfinished(ctx)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Unfinished = %v, %v; want the request", recs, err)
+	}
+	d.Finished(ctx, recs[0]) // still failing: it stays
+	if n := e.unedited(t); n != 1 {
+		t.Fatalf("%d requests left for a sweeper after a second failed edit; want 1", n)
+	}
+	c.mu.Lock()
+	delete(c.refuseEdits, "C2")
+	c.mu.Unlock()
+	d.Finished(ctx, recs[0])
+	if n := e.unedited(t); n != 0 {
+		t.Fatalf("%d requests left for a sweeper once every edit succeeded; want 0", n)
+	}
+	got, _ := e.store.Get(ctx, rec.ID)
+	for _, p := range got.Posts {
+		if c.finished[p.MessageID] != seam.StatusCancelled {
+			t.Errorf("message %s not finished: %v", p.MessageID, c.finished)
+		}
+	}
+	if c.edits != 6 {
+		t.Errorf("%d edits; want each of the 2 messages edited on each of 3 tries", c.edits)
+	}
+	if n := counterSum(t, reg, "askbridge_requests_resolved_total"); n != 1 {
+		t.Errorf("askbridge_requests_resolved_total = %v after two retries; want 1", n)
+	}
+}
+
+func TestEditedRequestLeavesNothingForTheSweeper(t *testing.T) {
+	c := newChat()
+	e, d := setup(t, c)
+	ctx := context.Background()
+	rec, _, err := d.Create(ctx, question("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.unedited(t); n != 0 {
+		t.Fatalf("%d requests left for a sweeper after every edit succeeded; want 0", n)
+	}
+	e.clk.Add(pending.FinishGrace)
+	if recs, err := e.store.Unfinished(ctx); err != nil || len(recs) != 0 {
+		t.Errorf("Unfinished = %v, %v; want nothing", recs, err)
+	}
+}
+
+// counterSum adds up every series of the counter name in reg.
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

@@ -12,8 +12,8 @@ import (
 // Every Redis key the bridge uses is built here.
 //
 // A request's keys carry a hash tag derived from its id: {sNN}, one of
-// shards slots. The record, its shard's open and due indexes and its shard's
-// audit stream therefore share one cluster slot, so every script touches
+// shards slots. The record, its shard's open, due and finish indexes and its
+// shard's audit stream therefore share one cluster slot, so every script touches
 // only keys of one slot (no CROSSSLOT on Redis Cluster) and creating or
 // resolving a request, index and audit included, is one atomic script. The
 // shards spread requests over slots the way a per-id tag would, at the cost
@@ -49,6 +49,15 @@ var kinds = []seam.Kind{seam.KindQuestion, seam.KindApproval}
 // their expiry in unix milliseconds. The sweeper reads it.
 func (k keys) due(s int) string { return k.tag(s) + "due" }
 
+// finish is a ZSET per shard: ids of ended requests whose posted messages
+// may still show their controls, scored by when any replica's sweeper may
+// take over editing them, in unix milliseconds. The script that ends a
+// request adds it, with FinishGrace to spare for the replica that ended
+// it; Edited removes it once every message is edited. It covers a replica
+// that ended a request and then never edited: it died, its edits failed,
+// or Redis ran the script and the reply was lost.
+func (k keys) finish(s int) string { return k.tag(s) + "finish" }
+
 // audit is a STREAM per shard, capped: created, posted, answered, cancelled,
 // dismissed and expired events.
 func (k keys) audit(s int) string { return k.tag(s) + "audit" }
@@ -58,12 +67,12 @@ func (k keys) audit(s int) string { return k.tag(s) + "audit" }
 func (k keys) wake() string { return k.prefix + "wake" }
 
 // request returns the keys the scripts of one request take, in the order
-// the scripts name them: record, due, audit, then the open index of each
-// kind given. The record comes first: Redis Cluster routes EVAL by its
-// first key.
+// the scripts name them: record, due, audit, finish, then the open index
+// of each kind given. The record comes first: Redis Cluster routes EVAL by
+// its first key.
 func (k keys) request(id string, open ...seam.Kind) []string {
 	s := shard(id)
-	out := []string{k.record(id), k.due(s), k.audit(s)}
+	out := []string{k.record(id), k.due(s), k.audit(s), k.finish(s)}
 	for _, kind := range open {
 		out = append(out, k.open(kind, s))
 	}

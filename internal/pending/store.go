@@ -122,8 +122,8 @@ type NewRequest struct {
 
 // createScript stores a new request unless its id exists.
 //
-// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4] open index
-// of the request's kind.
+// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4] finish
+// index (unused), KEYS[5] open index of the request's kind.
 // ARGV[1] id, ARGV[2] body hash, ARGV[3] now ms, ARGV[4] expires ms (0: never),
 // ARGV[5] audit cap, ARGV[6] client, ARGV[7] route, ARGV[8..] field/value pairs.
 // Returns {0, HGETALL} when created, {1, HGETALL} when the same request
@@ -136,7 +136,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return {2}
 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 8))
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
 if ARGV[4] ~= '0' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'event', 'created', 'id', ARGV[1], 'client', ARGV[6], 'route', ARGV[7])
 return {0, redis.call('HGETALL', KEYS[1])}
@@ -255,15 +255,19 @@ type Resolution struct {
 	IfDue    bool           // resolve only if its expiry has passed (the sweeper)
 }
 
-// resolveScript ends a pending request: first writer wins.
+// resolveScript ends a pending request: first writer wins. A request with
+// posted messages goes into the finish index in the same step, so that its
+// messages are edited even if whoever ended it never does (see Edited).
 //
-// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4..] the open
-// index of every kind (the caller need not know the request's kind).
+// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4] finish
+// index, KEYS[5..] the open index of every kind (the caller need not know
+// the request's kind).
 // ARGV[1] id, ARGV[2] status, ARGV[3] result JSON, ARGV[4] responder JSON,
 // ARGV[5] now ms, ARGV[6] retention ms, ARGV[7] required kind or empty,
 // ARGV[8] required owner or empty, ARGV[9] '1' to resolve only when due,
 // ARGV[10] wake channel, ARGV[11] audit cap, ARGV[12] responder surface,
-// ARGV[13] responder user id.
+// ARGV[13] responder user id, ARGV[14] when a sweeper may take over the
+// edits, ms.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON" on the
 // wake channel, so waiters need not read the record again.
 // Returns {0} not found, {1, HGETALL} resolved now, {2, HGETALL} already
@@ -280,16 +284,27 @@ if ARGV[9] == '1' then
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'by', ARGV[4], 'resolved', ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
-for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', ARGV[2], 'id', ARGV[1], 'surface', ARGV[12], 'user', ARGV[13])
 redis.call('PUBLISH', ARGV[10], ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3])
-return {1, redis.call('HGETALL', KEYS[1])}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 5) == 'post:' then
+    redis.call('ZADD', KEYS[4], ARGV[14], ARGV[1])
+    break
+  end
+end
+return {1, all}
 `)
 
 // Resolve ends a pending request in one round trip and wakes its waiters in
 // every replica. Exactly one of any number of concurrent calls for one id
 // succeeds; the others get the record as it ended and ErrAlreadyResolved.
+// The caller that succeeds edits the request's posted messages and then
+// calls Edited; if that hasn't happened FinishGrace later, a sweeper edits
+// them (see Unfinished). That holds even when the reply is lost on the way
+// and the caller sees an error.
 func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record, error) {
 	if !res.Status.Final() {
 		return nil, fmt.Errorf("resolve %s: %q is not a final status", id, res.Status)
@@ -310,9 +325,11 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	if res.IfDue {
 		due = "1"
 	}
+	now := s.opt.Now()
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
-		id, string(res.Status), result, by, s.opt.Now().UnixMilli(), s.opt.Retention.Milliseconds(),
-		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user).Slice()
+		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
+		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
+		now.Add(FinishGrace).UnixMilli()).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}
@@ -334,31 +351,38 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	return rec, nil
 }
 
-// addPostScript records a posted message on its request.
+// addPostScript records a posted message on its request. A message posted
+// for a request that has already ended puts the request in the finish
+// index, as ending it does: nothing else would edit that message.
 //
-// KEYS[1] record, KEYS[2] unused, KEYS[3] audit stream.
+// KEYS[1] record, KEYS[2] due index (unused), KEYS[3] audit stream,
+// KEYS[4] finish index.
 // ARGV[1] id, ARGV[2] field, ARGV[3] post JSON, ARGV[4] audit cap,
-// ARGV[5] surface, ARGV[6] channel, ARGV[7] message id.
+// ARGV[5] surface, ARGV[6] channel, ARGV[7] message id, ARGV[8] when a
+// sweeper may take over the edits, ms.
 // Returns {0} not found, {1, status} recorded.
 var addPostScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return {0} end
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'posted', 'id', ARGV[1], 'surface', ARGV[5], 'channel', ARGV[6], 'message', ARGV[7])
+if st ~= 'pending' then redis.call('ZADD', KEYS[4], ARGV[8], ARGV[1]) end
 return {1, st}
 `)
 
 // AddPost records a message posted for a request so any replica can edit
 // it later. It returns the request's status: when that is already final,
 // the request ended while the message was being posted and the caller must
-// edit the message it just posted.
+// edit the request's messages, then call Edited; else a sweeper does.
 func (s *Store) AddPost(ctx context.Context, id string, p Post) (seam.Status, error) {
+	now := s.opt.Now()
 	if p.PostedAt.IsZero() {
-		p.PostedAt = s.opt.Now().UTC()
+		p.PostedAt = now.UTC()
 	}
 	b, _ := json.Marshal(p)
 	out, err := addPostScript.Run(ctx, s.rdb, s.keys.request(id),
-		id, p.field(), b, s.opt.AuditMaxLen, p.Surface, p.Channel, p.MessageID).Slice()
+		id, p.field(), b, s.opt.AuditMaxLen, p.Surface, p.Channel, p.MessageID,
+		now.Add(FinishGrace).UnixMilli()).Slice()
 	if err != nil {
 		return "", fmt.Errorf("add post to %s: %w", id, unavailable(err))
 	}
@@ -480,7 +504,8 @@ func code(res []any) int64 {
 
 // discardScript deletes a pending request that nothing was posted for.
 //
-// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4..] the open
+// KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4] finish
+// index (unused: a request with posts is not discarded), KEYS[5..] the open
 // index of every kind.
 // ARGV[1] id, ARGV[2] audit cap.
 // Returns 1 when deleted, 0 when it was not pending or had posts.
@@ -492,7 +517,7 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-for i = 4, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'event', 'discarded', 'id', ARGV[1])
 return 1
 `)

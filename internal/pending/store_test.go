@@ -1049,6 +1049,9 @@ func TestRedisDown(t *testing.T) {
 			{"List", func() error { _, err := s.List(ctx, seam.KindQuestion, 10); return err }},
 			{"Audit", func() error { _, err := s.Audit(ctx, 10); return err }},
 			{"Sweep", func() error { _, err := s.Sweep(ctx); return err }},
+			{"Unfinished", func() error { _, err := s.Unfinished(ctx); return err }},
+			{"Edited", func() error { return s.Edited(ctx, rec) }},
+			{"CountUnedited", func() error { _, err := s.CountUnedited(ctx); return err }},
 			{"Wait", func() error { _, err := s.Wait(ctx, rec.ID, ""); return err }},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -1118,7 +1121,14 @@ func TestRoundTrips(t *testing.T) {
 		if _, err := s.AddPost(ctx, warm.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Resolve(ctx, warm.ID, answered("U1")); err != nil {
+		ended, err := s.Resolve(ctx, warm.ID, answered("U1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Edited(ctx, ended); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Unfinished(ctx); err != nil { // the client's first pipeline dials a connection
 			t.Fatal(err)
 		}
 
@@ -1141,6 +1151,8 @@ func TestRoundTrips(t *testing.T) {
 				}
 				return err
 			}},
+			{"Edited", func() error { return s.Edited(ctx, rec) }},
+			{"Unfinished, nothing due", func() error { _, err := s.Unfinished(ctx); return err }},
 		} {
 			n, names := cnt.count(func() {
 				if err := tc.call(); err != nil {

@@ -97,6 +97,12 @@ func startReplicas(t *testing.T, n int, targets string) []bridge {
 // debug level, is checked for secrets when the test ends.
 func startConfig(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix string) bridge {
 	t.Helper()
+	return startOptions(t, fake, yaml, url, prefix, app.Options{})
+}
+
+// startOptions is startConfig with app options (a fake clock).
+func startOptions(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix string, opt app.Options) bridge {
+	t.Helper()
 	cfg := apptest.Config(t, yaml, url, prefix)
 	logs := &syncBuffer{}
 	t.Cleanup(func() { // runs once the replica has stopped
@@ -109,7 +115,7 @@ func startConfig(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix stri
 			t.Logf("replica log:\n%s", logs.String())
 		}
 	})
-	a := apptest.StartLogged(t, cfg, app.Options{}, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	a := apptest.StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	return bridge{App: a, fake: fake}
 }
 

@@ -156,11 +156,16 @@ func TestFaultRedisRestart(t *testing.T) {
 		ids[i] = rs[i%2].create(t, "/v1/questions", cleanupQuestion())
 	}
 	msgs := postedIDs(fake.WaitCalls(t, "chat.postMessage", n))
-	// The first two are answered before the crash.
+	// The first two are answered before the crash. Their messages are
+	// edited after the clicks' acks, in the background: the crash comes
+	// once both are edited and the store knows it (else the edit, or a
+	// sweeper's after the restart, would land during the checks below).
 	for _, id := range ids[:2] {
 		rs[0].click(t, slacktest.BlockActions(t, msgs[id], ada, "ab:pick:"+id+":0:0", nil, nil))
 		rs[1].wait(t, "/v1/questions", id)
 	}
+	fake.WaitCalls(t, "chat.update", 2)
+	waitEdited(t, rs[0])
 
 	// Agents wait on the others through the outage: a 503 makes them ask
 	// again; anything else that is not the answer is a failure.

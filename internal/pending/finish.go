@@ -1,0 +1,181 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// When a request ends, the script that ends it puts it in its shard's
+// finish index (keys.go); the replica that ended it edits the posted
+// messages and calls Edited, which takes it out. Whatever that replica
+// fails to do (it died, its edits failed, or Redis ran the script and the
+// reply was lost, so it saw an error), every replica's sweeper takes over
+// through Unfinished once FinishGrace has passed.
+
+// FinishGrace is how long the replica that ended a request has to edit its
+// posted messages before any replica's sweeper does it. An edit still in
+// flight when it runs out is made twice, to the same effect.
+const FinishGrace = 5 * time.Second
+
+const (
+	// finishClaim is how long a sweeper that took over a request has to
+	// edit its messages before another sweeper may. It is longer than
+	// FinishGrace because a sweeper edits the requests it took one after
+	// another, at the pace the platforms' rate limits allow.
+	finishClaim = 30 * time.Second
+	// finishBatch bounds how many ended requests of one shard one call
+	// of Unfinished takes over.
+	finishBatch = 100
+	// finishGiveUp is how long after a request's end its messages are
+	// still tried; an edit that fails that long (the message was deleted,
+	// the bot left the channel) is given up, with a log line.
+	finishGiveUp = time.Hour
+	// finishRetryMax bounds the wait between two tries of a failing edit.
+	finishRetryMax = 10 * time.Minute
+)
+
+// editedScript takes an ended request out of the finish index, unless a
+// message was recorded for it beyond those its caller edited.
+//
+// KEYS[1] record, KEYS[2] finish index.
+// ARGV[1] id, ARGV[2] how many messages the caller edited.
+// Returns 1 when taken out, 0 when a message was recorded since.
+var editedScript = redis.NewScript(`
+local n = 0
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(f, 1, 5) == 'post:' then n = n + 1 end
+end
+if n > tonumber(ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
+// Edited says that every message posted for rec, an ended request as read
+// by the caller, is edited: no sweeper edits them again. A message recorded
+// for it after rec was read is not among them, so then the request stays
+// for a sweeper (or for whoever recorded that message) to finish.
+func (s *Store) Edited(ctx context.Context, rec *Record) error {
+	sh := shard(rec.ID)
+	err := editedScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID), s.keys.finish(sh)}, rec.ID, len(rec.Posts)).Err()
+	if err != nil {
+		return fmt.Errorf("edited %s: %w", rec.ID, unavailable(err))
+	}
+	return nil
+}
+
+// claimFinishScript takes over the ended requests of one shard whose edits
+// are due: it moves each one's score to the end of the claim, so that no
+// other sweeper takes it meanwhile.
+//
+// KEYS[1] finish index.
+// ARGV[1] now ms, ARGV[2] end of the claim ms, ARGV[3] batch.
+// Returns the ids taken over.
+var claimFinishScript = redis.NewScript(`
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+return ids
+`)
+
+// Unfinished takes over the ended requests whose messages are still
+// unedited FinishGrace after their end, and returns them as they are now.
+// Every replica may call it at once: each request goes to one of them,
+// which edits its messages and calls Edited. Until Edited, a request comes
+// back 30 s after it was taken over, then less and less often, and an hour
+// after its end it is given up. Requests whose record is gone are dropped.
+// On an error it may return some requests too.
+func (s *Store) Unfinished(ctx context.Context) ([]*Record, error) {
+	now := s.opt.Now()
+	pipe := s.rdb.Pipeline()
+	claims := make([]*redis.Cmd, shards)
+	for sh := range shards {
+		// EVAL, not EVALSHA: in a pipeline, a NOSCRIPT reply (after a
+		// restart or failover, on a node that never ran it) can't fall
+		// back to EVAL as Script.Run does alone. The script is short.
+		claims[sh] = claimFinishScript.Eval(ctx, pipe, []string{s.keys.finish(sh)},
+			now.UnixMilli(), now.Add(finishClaim).UnixMilli(), finishBatch)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("unfinished: %w", unavailable(err))
+	}
+	type claimed struct {
+		key, id string
+		read    *redis.MapStringStringCmd
+	}
+	var taken []claimed
+	pipe = s.rdb.Pipeline()
+	for sh, c := range claims {
+		ids, _ := c.StringSlice()
+		for _, id := range ids {
+			taken = append(taken, claimed{s.keys.finish(sh), id, pipe.HGetAll(ctx, s.keys.record(id))})
+		}
+	}
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("unfinished: %w", unavailable(err))
+	}
+	var out []*Record
+	pipe = s.rdb.Pipeline()
+	for _, c := range taken {
+		rec, err := recordFromHash(c.read.Val())
+		switch {
+		case errors.Is(err, ErrNotFound) || err == nil && rec.Status == seam.StatusPending:
+			// Gone (past its retention, or deleted by hand), or not ended:
+			// nothing to edit.
+			pipe.ZRem(ctx, c.key, c.id)
+		case err != nil:
+			s.log.Error("giving up editing an ended request's messages: its record is unreadable", "request_id", c.id, "err", err)
+			pipe.ZRem(ctx, c.key, c.id)
+		case now.Sub(rec.ResolvedAt) > finishGiveUp:
+			s.log.Warn("giving up editing an ended request's messages", "request_id", c.id,
+				"ended", rec.ResolvedAt, "messages", len(rec.Posts))
+			pipe.ZRem(ctx, c.key, c.id)
+		default:
+			// An edit that keeps failing is tried less often than every
+			// claim. XX: if it is edited meanwhile, it stays out.
+			if wait := retryWait(now.Sub(rec.ResolvedAt)); wait > finishClaim {
+				pipe.ZAddXX(ctx, c.key, redis.Z{Score: float64(now.Add(wait).UnixMilli()), Member: c.id})
+			}
+			out = append(out, rec)
+		}
+	}
+	if pipe.Len() > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return out, fmt.Errorf("unfinished: %w", unavailable(err))
+		}
+	}
+	return out, nil
+}
+
+// retryWait is how long to wait before trying again the edits of a request
+// that ended age ago: half its age, from finishClaim up to finishRetryMax.
+// Tries come about 5 s, 35 s, 65 s, 98 s, 146 s, ... after its end, then
+// every 10 minutes: 14 in all before finishGiveUp.
+func retryWait(age time.Duration) time.Duration {
+	return min(max(age/2, finishClaim), finishRetryMax)
+}
+
+// CountUnedited returns the number of ended requests whose posted messages
+// are not yet known to be edited: being edited, or waiting for a sweeper.
+func (s *Store) CountUnedited(ctx context.Context) (int64, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, shards)
+	for sh := range shards {
+		cmds[sh] = pipe.ZCard(ctx, s.keys.finish(sh))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("count unedited: %w", unavailable(err))
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}

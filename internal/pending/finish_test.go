@@ -1,0 +1,402 @@
+package pending
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+func withLogger(l *slog.Logger) func(*Options) { return func(o *Options) { o.Logger = l } }
+
+// fresh returns b as seen from subtest t with a key prefix and a clock of
+// t's own, under b's prefix (whose cleanup deletes it): Unfinished reads
+// whole shards, so subtests must not see each other's requests.
+func (b *backend) fresh(t *testing.T) *backend {
+	c := b.sub(t)
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	c.prefix = b.prefix + hex.EncodeToString(rnd[:]) + ":"
+	c.clock = newFakeClock()
+	return c
+}
+
+// posted creates a request of nr and records one message for it.
+func posted(t *testing.T, s *Store, nr NewRequest, msg string) *Record {
+	t.Helper()
+	rec := mustCreate(t, s, nr)
+	if _, err := s.AddPost(context.Background(), rec.ID, Post{Surface: "slack", Channel: "C1", MessageID: msg}); err != nil {
+		t.Fatalf("AddPost: %v", err)
+	}
+	return mustGet(t, s, rec.ID)
+}
+
+// finishScore returns id's score in its finish index, and false when it is
+// not there.
+func (b *backend) finishScore(s *Store, id string) (time.Time, bool) {
+	b.t.Helper()
+	ms, err := b.rdb.ZScore(context.Background(), s.keys.finish(shard(id)), id).Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false
+	}
+	if err != nil {
+		b.t.Fatalf("ZSCORE: %v", err)
+	}
+	return time.UnixMilli(int64(ms)).UTC(), true
+}
+
+// unfinished calls Unfinished and returns the ids, sorted.
+func unfinished(t *testing.T, s *Store) []string {
+	t.Helper()
+	recs, err := s.Unfinished(context.Background())
+	if err != nil {
+		t.Fatalf("Unfinished: %v", err)
+	}
+	out := ids(recs)
+	slices.Sort(out)
+	return out
+}
+
+func TestUnfinished(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+
+		t.Run("a resolve nobody edits is handed over once its grace has passed", func(t *testing.T) {
+			b := b.fresh(t)
+			s, other := b.store(), b.store()
+			rec := posted(t, s, question("alice", ""), "1.1")
+			if at, ok := b.finishScore(s, rec.ID); ok {
+				t.Fatalf("a pending request is in the finish index (at %v)", at)
+			}
+			// The script runs; the caller never edits (its reply was lost).
+			if _, err := s.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			ended := b.clock.Now()
+			if at, ok := b.finishScore(s, rec.ID); !ok || !at.Equal(ended.Add(FinishGrace)) {
+				t.Fatalf("finish index score = %v, %v; want %v", at, ok, ended.Add(FinishGrace))
+			}
+			if got := unfinished(t, other); len(got) != 0 {
+				t.Fatalf("Unfinished right after the end = %v; want nothing", got)
+			}
+			b.clock.Advance(FinishGrace - time.Millisecond)
+			if got := unfinished(t, other); len(got) != 0 {
+				t.Fatalf("Unfinished within the grace = %v; want nothing", got)
+			}
+			b.clock.Advance(time.Millisecond)
+			recs, err := other.Unfinished(ctx)
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("Unfinished after the grace = %v, %v; want the request", ids(recs), err)
+			}
+			if got := recs[0]; got.ID != rec.ID || got.Status != seam.StatusAnswered || len(got.Posts) != 1 || got.ResolvedBy.UserID != "U1" {
+				t.Errorf("Unfinished returned %+v; want %s answered by U1 with its post", got, rec.ID)
+			}
+			// Taken over: no other sweeper gets it while the claim lasts.
+			for _, st := range []*Store{s, other} {
+				if got := unfinished(t, st); len(got) != 0 {
+					t.Fatalf("Unfinished right after a takeover = %v; want nothing", got)
+				}
+			}
+			b.clock.Advance(finishClaim - time.Millisecond)
+			if got := unfinished(t, s); len(got) != 0 {
+				t.Fatalf("Unfinished within the claim = %v; want nothing", got)
+			}
+			// The sweeper that took it died: another takes it over.
+			b.clock.Advance(time.Millisecond)
+			if got := unfinished(t, s); !reflect.DeepEqual(got, []string{rec.ID}) {
+				t.Fatalf("Unfinished after the claim = %v; want [%s]", got, rec.ID)
+			}
+			if err := s.Edited(ctx, recs[0]); err != nil {
+				t.Fatal(err)
+			}
+			if at, ok := b.finishScore(s, rec.ID); ok {
+				t.Fatalf("Edited left the request in the finish index (at %v)", at)
+			}
+			b.clock.Advance(time.Hour)
+			if got := unfinished(t, s); len(got) != 0 {
+				t.Errorf("Unfinished after Edited = %v; want nothing, for good", got)
+			}
+		})
+
+		t.Run("edited in time, it is never handed over", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			rec := posted(t, s, question("alice", ""), "2.1")
+			got, err := s.Resolve(ctx, rec.ID, Resolution{Status: seam.StatusCancelled})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Edited(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(FinishGrace)
+			if ids := unfinished(t, s); len(ids) != 0 {
+				t.Errorf("Unfinished = %v; want nothing", ids)
+			}
+		})
+
+		t.Run("a request without messages is not in the index", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			rec := mustCreate(t, s, question("alice", ""))
+			if _, err := s.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			if at, ok := b.finishScore(s, rec.ID); ok {
+				t.Errorf("a request with no messages is in the finish index (at %v)", at)
+			}
+		})
+
+		t.Run("losing resolves and the expiry sweep", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			nr := question("alice", "")
+			nr.ExpiresIn = time.Minute
+			rec := posted(t, s, nr, "3.1")
+			b.clock.Advance(time.Minute)
+			expired, err := s.Sweep(ctx)
+			if err != nil || !reflect.DeepEqual(ids(expired), []string{rec.ID}) {
+				t.Fatalf("Sweep = %v, %v; want [%s]", ids(expired), err, rec.ID)
+			}
+			if at, ok := b.finishScore(s, rec.ID); !ok || !at.Equal(b.clock.Now().Add(FinishGrace)) {
+				t.Fatalf("an expired request's finish index score = %v, %v; want %v", at, ok, b.clock.Now().Add(FinishGrace))
+			}
+			// A resolve that loses changes nothing.
+			b.clock.Advance(FinishGrace - time.Millisecond)
+			if _, err := s.Resolve(ctx, rec.ID, answered("U1")); !errors.Is(err, ErrAlreadyResolved) {
+				t.Fatalf("late Resolve = %v; want ErrAlreadyResolved", err)
+			}
+			b.clock.Advance(time.Millisecond)
+			recs, err := s.Unfinished(ctx)
+			if err != nil || len(recs) != 1 || recs[0].Status != seam.StatusExpired {
+				t.Fatalf("Unfinished = %v, %v; want the expired request", recs, err)
+			}
+		})
+
+		t.Run("a message recorded after the end", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			rec := posted(t, s, question("alice", ""), "4.1")
+			ended, err := s.Resolve(ctx, rec.ID, answered("U1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The resolver's edits are done before the second message is
+			// recorded: the message puts the request back.
+			if err := s.Edited(ctx, ended); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(time.Second)
+			if st, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C2", MessageID: "4.2"}); err != nil || st != seam.StatusAnswered {
+				t.Fatalf("AddPost after the end = %s, %v; want answered", st, err)
+			}
+			if at, ok := b.finishScore(s, rec.ID); !ok || !at.Equal(b.clock.Now().Add(FinishGrace)) {
+				t.Fatalf("finish index score = %v, %v; want %v", at, ok, b.clock.Now().Add(FinishGrace))
+			}
+			// Edited for the record as it ended (one message) is not enough.
+			if err := s.Edited(ctx, ended); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := b.finishScore(s, rec.ID); !ok {
+				t.Fatal("Edited for one of two messages took the request out of the finish index")
+			}
+			b.clock.Advance(FinishGrace)
+			recs, err := s.Unfinished(ctx)
+			if err != nil || len(recs) != 1 || len(recs[0].Posts) != 2 {
+				t.Fatalf("Unfinished = %v, %v; want the request with both messages", recs, err)
+			}
+			if err := s.Edited(ctx, recs[0]); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := b.finishScore(s, rec.ID); ok {
+				t.Error("Edited for both messages left the request in the finish index")
+			}
+		})
+
+		t.Run("a gone record is dropped", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			rec := posted(t, s, question("alice", ""), "5.1")
+			if _, err := s.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.rdb.Del(ctx, s.keys.record(rec.ID)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(FinishGrace)
+			if got := unfinished(t, s); len(got) != 0 {
+				t.Errorf("Unfinished = %v; want nothing", got)
+			}
+			if _, ok := b.finishScore(s, rec.ID); ok {
+				t.Error("the gone request is still in the finish index")
+			}
+		})
+
+		t.Run("a failing edit is tried less and less, then given up", func(t *testing.T) {
+			b := b.fresh(t)
+			l := newLogs()
+			s := b.store(withLogger(slog.New(l)))
+			rec := posted(t, s, question("alice", ""), "6.1")
+			if _, err := s.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			ended := b.clock.Now()
+			// Each time, a millisecond early (nothing), then when it is due.
+			var tries []time.Duration
+			for {
+				at, ok := b.finishScore(s, rec.ID)
+				if !ok {
+					break
+				}
+				b.clock.Advance(at.Sub(b.clock.Now()) - time.Millisecond)
+				if got := unfinished(t, s); len(got) != 0 {
+					t.Fatalf("Unfinished a millisecond before %v = %v; want nothing", at, got)
+				}
+				b.clock.Advance(time.Millisecond)
+				if got := unfinished(t, s); len(got) == 1 {
+					tries = append(tries, b.clock.Now().Sub(ended).Truncate(time.Second))
+				}
+				if len(tries) > 100 {
+					t.Fatalf("tried %d times; want it given up", len(tries))
+				}
+			}
+			l.next(t, "giving up editing")
+			if age := b.clock.Now().Sub(ended); age < finishGiveUp {
+				t.Errorf("given up %v after the end; want an hour", age)
+			}
+			want := []time.Duration{5, 35, 65, 97, 146, 219, 329, 493, 740, 1110, 1665, 2265, 2865, 3465}
+			for i := range want {
+				want[i] *= time.Second
+			}
+			if !reflect.DeepEqual(tries, want) {
+				t.Errorf("tries after the end: %v; want %v", tries, want)
+			}
+		})
+
+		t.Run("replicas take over each request once", func(t *testing.T) {
+			b := b.fresh(t)
+			replicas := []*Store{b.store(), b.store(), b.store()}
+			var want []string
+			for i := range 2 * shards {
+				rec := posted(t, replicas[0], inShard(question("alice", ""), i%shards), "7.1")
+				if _, err := replicas[0].Resolve(ctx, rec.ID, answered("U1")); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, rec.ID)
+			}
+			slices.Sort(want)
+			b.clock.Advance(FinishGrace)
+			var (
+				mu  sync.Mutex
+				got []string
+				wg  sync.WaitGroup
+			)
+			start := make(chan struct{})
+			for _, s := range replicas {
+				wg.Go(func() {
+					<-start
+					recs, err := s.Unfinished(ctx)
+					if err != nil {
+						t.Errorf("Unfinished: %v", err)
+					}
+					mu.Lock()
+					got = append(got, ids(recs)...)
+					mu.Unlock()
+				})
+			}
+			close(start)
+			wg.Wait()
+			slices.Sort(got)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the replicas took over %d requests %v; want each of %d once", len(got), got, len(want))
+			}
+			if n, err := replicas[1].CountUnedited(ctx); err != nil || n != int64(len(want)) {
+				t.Errorf("CountUnedited = %d, %v; want %d (taken over, not edited)", n, err, len(want))
+			}
+		})
+	})
+}
+
+// TestSweeperFinishesUnedited: the sweeper hands over the requests it
+// expires, and later any ended request whose messages nobody edited.
+func TestSweeperFinishesUnedited(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		expiring := question("alice", "")
+		expiring.ExpiresIn = time.Minute
+		exp := posted(t, s, expiring, "1.1")
+		lost := posted(t, s, question("alice", ""), "1.2")
+		// Ended by a replica that never edits (its reply was lost).
+		if _, err := s.Resolve(ctx, lost.ID, answered("U1")); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(time.Minute)
+
+		expired, handed := make(chan *Record, 10), make(chan *Record, 10)
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- s.RunSweeper(sctx, time.Millisecond,
+				func(_ context.Context, rec *Record) { expired <- rec }, // counts, doesn't edit
+				func(ctx context.Context, rec *Record) {
+					if err := s.Edited(ctx, rec); err != nil {
+						t.Errorf("Edited: %v", err)
+					}
+					handed <- rec
+				})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			if err := recv(t, "RunSweeper to return", done); err != nil {
+				t.Errorf("RunSweeper = %v", err)
+			}
+		})
+
+		if got := recv(t, "the expired request", expired); got.ID != exp.ID || got.Status != seam.StatusExpired {
+			t.Fatalf("onExpired got %s (%s); want %s expired", got.ID, got.Status, exp.ID)
+		}
+		if got := recv(t, "the unedited request", handed); got.ID != lost.ID || got.Status != seam.StatusAnswered || len(got.Posts) != 1 {
+			t.Fatalf("onUnfinished got %+v; want %s answered, with its message", got, lost.ID)
+		}
+		// The expired one's handler did not edit: it comes back after the grace.
+		b.clock.Advance(FinishGrace)
+		if got := recv(t, "the expired request, unedited", handed); got.ID != exp.ID || got.Status != seam.StatusExpired {
+			t.Fatalf("onUnfinished got %s (%s); want %s expired", got.ID, got.Status, exp.ID)
+		}
+		poll(t, "the finish index to empty", func() bool {
+			n, err := s.CountUnedited(ctx)
+			return err == nil && n == 0
+		})
+		select {
+		case rec := <-handed:
+			t.Errorf("onUnfinished got %s again after it was edited", rec.ID)
+		default:
+		}
+	})
+}
+
+func TestRetryWait(t *testing.T) {
+	for _, tc := range []struct{ age, want time.Duration }{
+		{0, finishClaim},
+		{FinishGrace, finishClaim},
+		{time.Minute, finishClaim},
+		{90 * time.Second, 45 * time.Second},
+		{10 * time.Minute, 5 * time.Minute},
+		{time.Hour, finishRetryMax},
+	} {
+		if got := retryWait(tc.age); got != tc.want {
+			t.Errorf("retryWait(%v) = %v; want %v", tc.age, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package slack_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
+)
+
+// clock is the replicas' store clock; tests move it by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// waitEdited waits until the store holds no ended request whose messages
+// are still to be edited: the replicas have edited them and said so.
+func waitEdited(t *testing.T, b bridge) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := b.Store().CountUnedited(context.Background())
+		if err == nil && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ended requests still unedited after 10s (%v)", n, err)
+		}
+		time.Sleep(10 * time.Millisecond) // nothing signals the store's index
+	}
+}
+
+// TestUneditedEndIsEditedBySweeper: Redis ran the resolve script (the
+// request is answered and its agent woken) but the replica that ran it
+// never edited the message: Redis went away before its reply, say. A
+// replica's sweeper edits it once pending.FinishGrace has passed.
+func TestUneditedEndIsEditedBySweeper(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, botToken)
+	url, prefix := apptest.Redis(t)
+	clk := &clock{now: time.Now()}
+	rs := []bridge{
+		startOptions(t, fake, configYAML(fake, defaultTarget), url, prefix, app.Options{Now: clk.Now}),
+		startOptions(t, fake, configYAML(fake, defaultTarget), url, prefix, app.Options{Now: clk.Now}),
+	}
+	id := rs[0].create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+
+	// What the lost reply leaves: the script ran; nobody edits.
+	_, err := rs[0].Store().Resolve(context.Background(), id, pending.Resolution{
+		Status: seam.StatusAnswered,
+		Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "cleanup", Selected: []string{"No, keep them"}}}},
+		By:     &pending.Responder{Surface: "slack", UserID: "UBOB", Name: "bob"},
+		Kind:   seam.KindQuestion,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := rs[1].wait(t, "/v1/questions", id); rec.m["status"] != "answered" {
+		t.Fatalf("the agent got %v; want answered", rec.m)
+	}
+	if n := len(fake.Calls("chat.update")); n != 0 {
+		t.Fatalf("%d edits within the grace; want none (nothing has taken it over)", n)
+	}
+
+	clk.Advance(pending.FinishGrace)
+	upd := fake.WaitCalls(t, "chat.update", 1)[0]
+	if upd.Form.Get("ts") != msg.TS || upd.Form.Get("channel") != channel {
+		t.Errorf("edited %s/%s; want %s/%s", upd.Form.Get("channel"), upd.Form.Get("ts"), channel, msg.TS)
+	}
+	if hasActions(upd) {
+		t.Errorf("the edited message still has controls: %v", upd.Blocks())
+	}
+	if txt := upd.Text(); !strings.Contains(txt, "Answered by bob · No, keep them") {
+		t.Errorf("the edited message does not say who answered what:\n%s", txt)
+	}
+	waitEdited(t, rs[0])
+	if n := len(fake.Calls("chat.update")); n != 1 {
+		t.Errorf("%d edits; want 1 (one sweeper took it over)", n)
+	}
+}
