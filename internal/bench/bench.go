@@ -108,6 +108,7 @@ type Machine struct {
 type Wake struct {
 	Same  Latency `json:"same_replica"`
 	Cross Latency `json:"cross_replica"`
+	Ack   Latency `json:"ack"` // the callback's HTTP answer
 }
 
 // Load is the open-loop phase: clicks sent on a fixed schedule, whatever
@@ -236,7 +237,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // agent's call is parked on its replica, as in production, where a person
 // takes seconds to answer.
 func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
-	var same, cross []time.Duration
+	var same, cross, acks []time.Duration
 	type result struct {
 		a   answered
 		err error
@@ -255,9 +256,11 @@ func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
 		if err := f.parked(ctx, r, 1); err != nil {
 			return Wake{}, err
 		}
-		if _, err := f.answer(ctx, p, cr, true); err != nil {
+		ack, err := f.answer(ctx, p, cr, true)
+		if err != nil {
 			return Wake{}, err
 		}
+		acks = append(acks, ack)
 		var res result
 		select {
 		case res = <-done:
@@ -274,7 +277,7 @@ func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
 			cross = append(cross, res.a.wait)
 		}
 	}
-	return Wake{Same: summarize(same), Cross: summarize(cross)}, nil
+	return Wake{Same: summarize(same), Cross: summarize(cross), Ack: summarize(acks)}, nil
 }
 
 // parked waits until replica r holds n waiting calls.

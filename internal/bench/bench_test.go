@@ -106,7 +106,7 @@ func TestRunReportsEveryPhase(t *testing.T) {
 			t.Errorf("%s = %+v; want 60 ordered samples", name, l)
 		}
 	}
-	if n := rep.Wake.Same.N + rep.Wake.Cross.N; n != 60 || rep.Wake.Same.N == 0 || rep.Wake.Cross.N == 0 {
+	if n := rep.Wake.Same.N + rep.Wake.Cross.N; n != 60 || rep.Wake.Same.N == 0 || rep.Wake.Cross.N == 0 || rep.Wake.Ack.N != 60 {
 		t.Errorf("wake samples: %d same, %d cross; want 60 in all, some of each", rep.Wake.Same.N, rep.Wake.Cross.N)
 	}
 	if l := rep.Load; l.Clicks == 0 || l.Ack.N != l.Clicks || l.Same.N+l.Cross.N != l.Clicks {

@@ -104,6 +104,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	lat("floor: click path (HTTP + 2 Redis round trips + pub/sub)", r.Floors.ClickPath, r.Floors.ClickPath)
 	lat("click-to-waiter, same replica (one at a time; floor pub/sub)", r.Wake.Same, r.Floors.PubSub)
 	lat("click-to-waiter, cross replica (one at a time; floor pub/sub)", r.Wake.Cross, r.Floors.PubSub)
+	lat("interaction ack, one at a time (floor HTTP)", r.Wake.Ack, r.Floors.HTTP)
 	lat(fmt.Sprintf("interaction ack at %.0f clicks/s (floor HTTP)", r.Load.Achieved), r.Load.Ack, r.Floors.HTTP)
 	lat(fmt.Sprintf("click-to-waiter, same replica, at %.0f clicks/s", r.Load.Achieved), r.Load.Same, r.Floors.PubSub)
 	lat(fmt.Sprintf("click-to-waiter, cross replica, at %.0f clicks/s", r.Load.Achieved), r.Load.Cross, r.Floors.PubSub)
