@@ -158,6 +158,11 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"another client's request", "GET", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
 		{"another client's cancel", "DELETE", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
 		{"approval read as question", "GET", "/v1/questions/" + aid, "tok-answer", nil, 404, "NOT_FOUND"},
+		// Waits check as reads do, at once: a pending request of another
+		// kind or client must not hold the call for its wait.
+		{"unknown id, waiting", "GET", "/v1/questions/nosuchid?wait=60s", "tok-ask-a", nil, 404, "NOT_FOUND"},
+		{"another client's request, waiting", "GET", "/v1/questions/" + id + "?wait=60s", "tok-ask-b", nil, 404, "NOT_FOUND"},
+		{"approval waited on as question", "GET", "/v1/questions/" + aid + "?wait=60s", "tok-answer", nil, 404, "NOT_FOUND"},
 		{"label not an option", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["Maybe"]}]}`, 400, "INVALID_REQUEST"},
 		{"two labels for single-select", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["Yes (Recommended)","No"]}]}`, 400, "INVALID_REQUEST"},
 		{"unknown question id", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"other","selected":[]}]}`, 400, "INVALID_REQUEST"},

@@ -329,15 +329,37 @@ func (s *Server) get(kind seam.Kind) func(http.ResponseWriter, *http.Request, Cl
 		if err != nil {
 			return err
 		}
-		rec, err := s.lookup(r, kind, c)
-		if err != nil {
-			return err
+		var rec *pending.Record
+		if wait > 0 {
+			rec, err = s.await(r, kind, c, wait)
+		} else {
+			rec, err = s.lookup(r, kind, c)
 		}
-		if rec, err = s.waitFor(r, rec, wait, owner(c)); err != nil {
+		if err != nil {
 			return err
 		}
 		return writeJSON(w, http.StatusOK, recordOf(rec))
 	}
+}
+
+// await holds a GET ?wait= until the request leaves pending or the wait
+// ends, reading the record once on the way (Wait's read after it
+// registers, which checks the kind and owner) rather than looking it up
+// first. When the client goes away it returns its context's error.
+func (s *Server) await(r *http.Request, kind seam.Kind, c Client, d time.Duration) (*pending.Record, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	defer cancel()
+	got, err := s.store.WaitKind(ctx, r.PathValue("id"), owner(c), kind)
+	switch {
+	case err == nil:
+		return got, nil
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		if got == nil { // the wait ended before its first read did
+			return s.lookup(r, kind, c)
+		}
+		return got, nil // the wait ended: answer with the pending record
+	}
+	return nil, err
 }
 
 // list answers GET /v1/questions: with ?tool_call_id=, the caller's own

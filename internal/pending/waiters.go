@@ -92,6 +92,12 @@ func (s *Store) Waiting() int {
 // registering (an answer that landed in between is seen), after every
 // (re)subscription of the process, and every Options.Recheck.
 func (s *Store) Wait(ctx context.Context, id, owner string) (*Record, error) {
+	return s.WaitKind(ctx, id, owner, "")
+}
+
+// WaitKind is Wait that, when kind is not empty, also hides requests of
+// other kinds: a caller need not read the record before waiting on it.
+func (s *Store) WaitKind(ctx context.Context, id, owner string, kind seam.Kind) (*Record, error) {
 	ch := s.w.add(id)
 	defer s.w.remove(id, ch)
 	recheck := time.NewTicker(s.opt.Recheck)
@@ -104,7 +110,7 @@ func (s *Store) Wait(ctx context.Context, id, owner string) (*Record, error) {
 			return last, ctx.Err()
 		case err != nil:
 			return nil, err
-		case owner != "" && rec.Client != owner:
+		case owner != "" && rec.Client != owner, kind != "" && rec.Kind != kind:
 			return nil, fmt.Errorf("get %s: %w", id, ErrNotFound)
 		case rec.Status != seam.StatusPending:
 			return rec, nil
