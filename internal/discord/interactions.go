@@ -400,7 +400,7 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 			return h.late(r.rec, &res, in)
 		}
 		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
-		return ephemeral(msgTrouble)
+		return ephemeral(surface.MsgUnconfirmed)
 	case <-ctx.Done():
 		if !h.s.inPlace.cancel(sl) {
 			return update(render(<-sl.ch, "", false))

@@ -480,7 +480,7 @@ func (h *Interactions) finish(ctx context.Context, rec *pending.Record, res pend
 		h.late(ctx, got, &res, c)
 	default:
 		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", err)
-		h.tell(ctx, c, msgTrouble)
+		h.tell(ctx, c, surface.MsgUnconfirmed)
 	}
 }
 

@@ -150,3 +150,11 @@ func itemSummary(it seam.AnswerItem) string {
 }
 
 func quote(s string) string { return "“" + strings.Join(strings.Fields(s), " ") + "”" }
+
+// MsgUnconfirmed tells a person whose answer the bridge tried to record
+// that it does not know whether it was: the store did not reply (Redis
+// down, or a reply lost after the answer was written). If it was, the
+// message is edited to show it once the store is back (the finish index);
+// if not, answering again does it, and answering again after all is told
+// apart as the same answer.
+const MsgUnconfirmed = "The bridge could not confirm your answer was recorded. If this message has not updated within a minute, please answer again."
