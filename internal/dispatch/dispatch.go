@@ -200,22 +200,29 @@ func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) in
 		}
 		return 0
 	}
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		posted int
-	)
-	for _, t := range rt.targets {
-		wg.Go(func() {
-			if d.postTo(ctx, rec, t) {
-				mu.Lock()
-				posted++
-				mu.Unlock()
-			}
-		})
+	var posted atomic.Int64
+	each(rt.targets, func(t Target) {
+		if d.postTo(ctx, rec, t) {
+			posted.Add(1)
+		}
+	})
+	return int(posted.Load())
+}
+
+// each calls f with every item at once and waits for them. A single item
+// is handled in the caller's goroutine: the usual route has one target and
+// a request one message, and a goroutine's start and stack growth were a
+// measurable share of a replica's CPU under bridge bench.
+func each[T any](items []T, f func(T)) {
+	if len(items) == 1 {
+		f(items[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, it := range items {
+		wg.Go(func() { f(it) })
 	}
 	wg.Wait()
-	return posted
 }
 
 // postTo posts rec to one target and records the messages. When the request
@@ -280,15 +287,11 @@ func (d *Dispatcher) Expired(ctx context.Context, rec *pending.Record) {
 // unedited pending.FinishGrace after their end.
 func (d *Dispatcher) Finished(ctx context.Context, rec *pending.Record) {
 	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for _, p := range rec.Posts {
-		wg.Go(func() {
-			if !d.finishOne(ctx, rec, p) {
-				failed.Store(true)
-			}
-		})
-	}
-	wg.Wait()
+	each(rec.Posts, func(p pending.Post) {
+		if !d.finishOne(ctx, rec, p) {
+			failed.Store(true)
+		}
+	})
 	if failed.Load() || len(rec.Posts) == 0 { // without posts it is not in the store's finish index
 		return
 	}
