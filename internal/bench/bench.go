@@ -151,7 +151,7 @@ type Throughput struct {
 	// plus Redis CPU) would serve at the measured cost: a projection, not
 	// a measurement.
 	Capacity          float64 `json:"replica_lifecycles_per_2_cores"`
-	CapacityWithRedis float64 `json:"replica_and_redis_lifecycles_per_2_cores"`
+	CapacityWithRedis float64 `json:"replica_and_redis_lifecycles_per_2_cores,omitempty"`
 }
 
 // Checks are what must hold in every run.
@@ -489,7 +489,9 @@ loop:
 	}
 	if t.CPU.Replicas > 0 {
 		t.Capacity = 2000 / t.CPU.Replicas
-		t.CapacityWithRedis = 2000 / (t.CPU.Replicas + t.CPU.Redis)
+		if t.ServerCounted {
+			t.CapacityWithRedis = 2000 / (t.CPU.Replicas + t.CPU.Redis)
+		}
 	}
 	return t
 }

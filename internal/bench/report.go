@@ -120,13 +120,23 @@ func (r *Report) WriteTable(w io.Writer) error {
 		t.RoundTrips, t.Commands)
 	if t.ServerCounted {
 		fmt.Fprintf(w, "; at the server %.2f commands (scripts' calls included), %.0f bytes in, %.0f bytes out", t.ServerCmds, t.BytesIn, t.BytesOut)
+		if m.RedisKind == "given" {
+			fmt.Fprint(w, " (server-wide: other clients of this Redis count too)")
+		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "CPU per lifecycle: replicas %.3f ms, Redis %.3f ms, this process (agents, people, fake Slack) %.3f ms\n",
-		t.CPU.Replicas, t.CPU.Redis, t.CPU.Bench)
-	if t.Capacity > 0 {
+	redisCPU := fmt.Sprintf("Redis %.3f ms", t.CPU.Redis)
+	if !t.ServerCounted {
+		redisCPU = "Redis not known (INFO gave none)"
+	}
+	fmt.Fprintf(w, "CPU per lifecycle: replicas %.3f ms, %s, this process (agents, people, fake Slack) %.3f ms\n",
+		t.CPU.Replicas, redisCPU, t.CPU.Bench)
+	switch {
+	case t.Capacity > 0 && t.ServerCounted:
 		fmt.Fprintf(w, "projection at that cost: 2 cores of replica CPU serve %.0f lifecycles/s; 2 cores shared by replicas and Redis, %.0f/s\n",
 			t.Capacity, t.CapacityWithRedis)
+	case t.Capacity > 0:
+		fmt.Fprintf(w, "projection at that cost: 2 cores of replica CPU serve %.0f lifecycles/s\n", t.Capacity)
 	}
 	if mm := r.Memory; mm != nil {
 		fmt.Fprintf(w, "memory: %d waiters on one replica: %.0f B each (heap %.0f B, stacks %.0f B, %.2f goroutines)\n",
