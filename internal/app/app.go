@@ -208,7 +208,10 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	g.add(a.store.Run)
 	g.add(func(ctx context.Context) error {
-		return a.store.RunSweeper(ctx, a.cfg.Store.SweepInterval.D(), a.dispatch.Expired, a.dispatch.Finished)
+		return a.store.RunSweeper(ctx, a.cfg.Store.SweepInterval.D(), a.dispatch.Expired)
+	})
+	g.add(func(ctx context.Context) error {
+		return a.store.RunFinisher(ctx, a.cfg.Store.SweepInterval.D(), a.dispatch.Finished)
 	})
 	g.add(func(ctx context.Context) error {
 		return a.dispatch.RunReposter(ctx, pending.PostingLease/2)

@@ -249,7 +249,7 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 	}
 	if ended {
 		// Whoever ended it edited the messages it knew of, not these; the
-		// store holds it for a sweeper until all are edited.
+		// store holds it for a finisher until all are edited.
 		if cur, err := d.store.Get(ctx, rec.ID); err == nil {
 			d.Finished(ctx, cur)
 		}
@@ -261,7 +261,7 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 // this call won, edits every message posted for it. A lost race returns
 // the record as it ended and pending.ErrAlreadyResolved. When the edits
 // fail, or Redis ended the request but its reply was lost (an error here),
-// a sweeper edits the messages later (pending.Store.Unfinished).
+// a finisher edits the messages later (pending.Store.Unfinished).
 func (d *Dispatcher) Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error) {
 	rec, err := d.store.Resolve(ctx, id, res)
 	if err != nil {
@@ -280,10 +280,10 @@ func (d *Dispatcher) Expired(ctx context.Context, rec *pending.Record) {
 }
 
 // Finished edits every message posted for rec, which has ended, and once
-// all are edited tells the store, so that no sweeper edits them again.
-// When one fails it is logged and left to a sweeper, which calls Finished
+// all are edited tells the store, so that no finisher edits them again.
+// When one fails it is logged and left to a finisher, which calls Finished
 // again for the request (all its messages: editing one twice does no
-// harm). The sweeper calls it for the requests whose messages are still
+// harm). The finisher calls it for the requests whose messages are still
 // unedited pending.FinishGrace after their end.
 func (d *Dispatcher) Finished(ctx context.Context, rec *pending.Record) {
 	var failed atomic.Bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,23 +16,29 @@ import (
 // finish index (keys.go); the replica that ended it edits the posted
 // messages and calls Edited, which takes it out. Whatever that replica
 // fails to do (it died, its edits failed, or Redis ran the script and the
-// reply was lost, so it saw an error), every replica's sweeper takes over
-// through Unfinished once FinishGrace has passed.
+// reply was lost, so it saw an error), every replica's finisher
+// (RunFinisher) takes over through Unfinished once FinishGrace has passed.
 
 // FinishGrace is how long the replica that ended a request has to edit its
-// posted messages before any replica's sweeper does it. An edit still in
-// flight when it runs out is made twice, to the same effect.
-const FinishGrace = 5 * time.Second
+// posted messages before any replica's finisher does it. It outlasts the
+// usual rate-limit waits of an edit (Slack's Retry-After is seconds to
+// tens of seconds); an edit still in flight when it runs out is made
+// twice, to the same effect.
+const FinishGrace = 30 * time.Second
 
 const (
-	// finishClaim is how long a sweeper that took over a request has to
-	// edit its messages before another sweeper may. It is longer than
-	// FinishGrace because a sweeper edits the requests it took one after
-	// another, at the pace the platforms' rate limits allow.
-	finishClaim = 30 * time.Second
 	// finishBatch bounds how many ended requests of one shard one call
-	// of Unfinished takes over.
-	finishBatch = 100
+	// of Unfinished takes over: at most shards*finishBatch a round.
+	finishBatch = 4
+	// finishWorkers is how many taken-over requests a finisher edits at
+	// once, and finishEditTimeout how long it gives each one.
+	finishWorkers     = 16
+	finishEditTimeout = 20 * time.Second
+	// finishClaim is how long a finisher that took over a request has to
+	// edit its messages before another may: a whole round,
+	// shards*finishBatch requests finishWorkers at a time, each cut off at
+	// finishEditTimeout, fits in it.
+	finishClaim = 3 * time.Minute
 	// finishGiveUp is how long after a request's end its messages are
 	// still tried; an edit that fails that long (the message was deleted,
 	// the bot left the channel) is given up, with a log line.
@@ -57,9 +64,9 @@ return 1
 `)
 
 // Edited says that every message posted for rec, an ended request as read
-// by the caller, is edited: no sweeper edits them again. A message recorded
+// by the caller, is edited: no finisher edits them again. A message recorded
 // for it after rec was read is not among them, so then the request stays
-// for a sweeper (or for whoever recorded that message) to finish.
+// for a finisher (or for whoever recorded that message) to finish.
 func (s *Store) Edited(ctx context.Context, rec *Record) error {
 	sh := shard(rec.ID)
 	err := editedScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID), s.keys.finish(sh)}, rec.ID, len(rec.Posts)).Err()
@@ -71,7 +78,7 @@ func (s *Store) Edited(ctx context.Context, rec *Record) error {
 
 // claimFinishScript takes over the ended requests of one shard whose edits
 // are due: it moves each one's score to the end of the claim, so that no
-// other sweeper takes it meanwhile.
+// other finisher takes it meanwhile.
 //
 // KEYS[1] finish index.
 // ARGV[1] now ms, ARGV[2] end of the claim ms, ARGV[3] batch.
@@ -86,7 +93,7 @@ return ids
 // unedited FinishGrace after their end, and returns them as they are now.
 // Every replica may call it at once: each request goes to one of them,
 // which edits its messages and calls Edited. Until Edited, a request comes
-// back 30 s after it was taken over, then less and less often, and an hour
+// back 3 minutes after it was taken over, then less and less often, and an hour
 // after its end it is given up. Requests whose record is gone are dropped.
 // On an error it may return some requests too.
 func (s *Store) Unfinished(ctx context.Context) ([]*Record, error) {
@@ -156,14 +163,14 @@ func (s *Store) Unfinished(ctx context.Context) ([]*Record, error) {
 
 // retryWait is how long to wait before trying again the edits of a request
 // that ended age ago: half its age, from finishClaim up to finishRetryMax.
-// Tries come about 5 s, 35 s, 65 s, 98 s, 146 s, ... after its end, then
-// every 10 minutes: 14 in all before finishGiveUp.
+// Tries come about 30 s, 3.5 min, 6.5 min, 10 min, 15 min ... after its
+// end, then every 10 minutes: 9 in all before finishGiveUp.
 func retryWait(age time.Duration) time.Duration {
 	return min(max(age/2, finishClaim), finishRetryMax)
 }
 
 // CountUnedited returns the number of ended requests whose posted messages
-// are not yet known to be edited: being edited, or waiting for a sweeper.
+// are not yet known to be edited: being edited, or waiting for a finisher.
 func (s *Store) CountUnedited(ctx context.Context) (int64, error) {
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, shards)
@@ -178,4 +185,39 @@ func (s *Store) CountUnedited(ctx context.Context) (int64, error) {
 		n += c.Val()
 	}
 	return n, nil
+}
+
+// RunFinisher edits, every interval until ctx ends, the messages of ended
+// requests that nobody has edited FinishGrace after their end (see
+// Unfinished): it hands each to edit, finishWorkers at a time, each with
+// finishEditTimeout, and waits for a round to end before the next. It runs
+// apart from the expiry sweeper, so edits held up by a platform's rate
+// limits never hold up expiry. edit calls Edited once all are edited.
+func (s *Store) RunFinisher(ctx context.Context, every time.Duration, edit func(context.Context, *Record)) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	sem := make(chan struct{}, finishWorkers)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		recs, err := s.Unfinished(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("taking over unedited messages failed", "err", err)
+		}
+		var wg sync.WaitGroup
+		for _, rec := range recs {
+			s.log.Info("editing the messages of a request that ended unedited", "request_id", rec.ID, "status", rec.Status)
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				ctx, cancel := context.WithTimeout(ctx, finishEditTimeout)
+				defer cancel()
+				edit(ctx, rec)
+			})
+		}
+		wg.Wait()
+	}
 }

@@ -274,7 +274,7 @@ func TestUnfinished(t *testing.T) {
 			if age := b.clock.Now().Sub(ended); age < finishGiveUp {
 				t.Errorf("given up %v after the end; want an hour", age)
 			}
-			want := []time.Duration{5, 35, 65, 97, 146, 219, 329, 493, 740, 1110, 1665, 2265, 2865, 3465}
+			want := []time.Duration{30, 210, 390, 585, 877, 1316, 1916, 2516, 3116}
 			for i := range want {
 				want[i] *= time.Second
 			}
@@ -328,7 +328,8 @@ func TestUnfinished(t *testing.T) {
 }
 
 // TestSweeperFinishesUnedited: the sweeper hands over the requests it
-// expires, and later any ended request whose messages nobody edited.
+// expires, and the finisher later any ended request whose messages nobody
+// edited.
 func TestSweeperFinishesUnedited(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
@@ -346,9 +347,13 @@ func TestSweeperFinishesUnedited(t *testing.T) {
 		expired, handed := make(chan *Record, 10), make(chan *Record, 10)
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
+		finished := make(chan error, 1)
 		go func() {
 			done <- s.RunSweeper(sctx, time.Millisecond,
-				func(_ context.Context, rec *Record) { expired <- rec }, // counts, doesn't edit
+				func(_ context.Context, rec *Record) { expired <- rec }) // counts, doesn't edit
+		}()
+		go func() {
+			finished <- s.RunFinisher(sctx, time.Millisecond,
 				func(ctx context.Context, rec *Record) {
 					if err := s.Edited(ctx, rec); err != nil {
 						t.Errorf("Edited: %v", err)
@@ -360,6 +365,9 @@ func TestSweeperFinishesUnedited(t *testing.T) {
 			cancel()
 			if err := recv(t, "RunSweeper to return", done); err != nil {
 				t.Errorf("RunSweeper = %v", err)
+			}
+			if err := recv(t, "RunFinisher to return", finished); err != nil {
+				t.Errorf("RunFinisher = %v", err)
 			}
 		})
 
@@ -391,7 +399,8 @@ func TestRetryWait(t *testing.T) {
 		{0, finishClaim},
 		{FinishGrace, finishClaim},
 		{time.Minute, finishClaim},
-		{90 * time.Second, 45 * time.Second},
+		{90 * time.Second, finishClaim},
+		{8 * time.Minute, 4 * time.Minute},
 		{10 * time.Minute, 5 * time.Minute},
 		{time.Hour, finishRetryMax},
 	} {

@@ -53,13 +53,11 @@ func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
 	return expired, nil
 }
 
-// RunSweeper runs every interval until ctx ends. Each round it expires
-// the requests that are due and hands each to onExpired; then it takes over
-// the ended requests whose messages are still unedited (see Unfinished)
-// and hands each to onUnfinished. Both callbacks edit the request's posted
-// messages and call Edited once all are; onExpired also counts the end,
-// which this replica made.
-func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired, onUnfinished func(context.Context, *Record)) error {
+// RunSweeper expires, every interval until ctx ends, the requests that
+// are due and hands each one it expired to onExpired, which edits its
+// posted messages (and counts the end, which this replica made).
+// RunFinisher takes over the edits that fail.
+func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired func(context.Context, *Record)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -76,16 +74,6 @@ func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired, 
 			s.log.Info("request expired", "request_id", rec.ID)
 			if onExpired != nil {
 				onExpired(ctx, rec)
-			}
-		}
-		recs, err = s.Unfinished(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("taking over unedited messages failed", "err", err)
-		}
-		for _, rec := range recs {
-			s.log.Info("editing the messages of a request that ended unedited", "request_id", rec.ID, "status", rec.Status)
-			if onUnfinished != nil {
-				onUnfinished(ctx, rec)
 			}
 		}
 	}
