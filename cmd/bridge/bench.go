@@ -44,7 +44,7 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.IntVar(&o.Waiters, "waiters", 10_000, "long-polls held on one replica in the memory phase; 0 skips it")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	check := fs.Bool("check", false, "exit 1 when a target is missed")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (replicas, agents and people alike) to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (agents, people, the fake Slack and the memory phase's replica; not the replica processes) to this file")
 	waitClient := fs.String("wait-client", "", "internal: run as the memory phase's client process for the bridge at this address")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -58,6 +58,10 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if o.Waiters == 0 {
 		o.Waiters = -1
+	}
+	if o.Rate <= 0 || o.Rate > 100_000 || o.Replicas < 1 || o.Replicas > 64 || o.Samples < 1 || o.Agents < 1 || o.Duration <= 0 {
+		fmt.Fprintln(stderr, "bridge bench: --rate must be in (0, 100000], --replicas in [1, 64], --samples and --agents at least 1, --duration positive")
+		return exitUsage
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -158,7 +158,8 @@ type Throughput struct {
 type Checks struct {
 	Answered   int64    `json:"answered"`    // answers agents received, each checked against its click
 	Posted     int64    `json:"posted"`      // messages posted to Slack
-	Edited     int64    `json:"edited"`      // messages edited to their outcome
+	Edited     int64    `json:"edited"`      // edits of messages to their outcome (a message may be edited twice)
+	Unedited   int      `json:"unedited"`    // posted messages never edited (must be 0)
 	EditedLive int64    `json:"edited_live"` // edits that left controls live (must be 0)
 	Errors     int      `json:"errors"`
 	First      []string `json:"first_errors,omitempty"`
@@ -206,9 +207,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	progress("load: %.0f clicks/s for %v", o.Rate, o.Duration)
 	rep.Load = f.load(ctx, o.Rate, o.Duration, progress)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("stopped during the load phase: %w", err)
+	}
 
 	progress("throughput: %d agents asking back to back for %v", o.Agents, o.Duration)
 	rep.Throughput = f.throughput(ctx, o.Agents, o.Duration, progress)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("stopped during the throughput phase: %w", err)
+	}
 
 	if o.Waiters > 0 && o.WaitClient != nil {
 		progress("memory: %d long-polls on replica 0", o.Waiters)
@@ -222,8 +229,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	progress("checking that every posted message was edited to its outcome")
 	f.errs.add(f.awaitEdits(ctx, 60*time.Second))
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("stopped before the end: %w", err)
+	}
 
-	rep.Checks = Checks{Answered: f.answered.Load(), Posted: f.posted.Load(), Edited: f.edited.Load(),
+	rep.Checks = Checks{Answered: f.answered.Load(), Posted: f.posted.Load(), Edited: f.edited.Load(), Unedited: f.left(),
 		EditedLive: f.editedLive.Load(), Errors: f.errs.count(), First: f.errs.list()}
 	rep.Targets = targets(rep)
 	rep.Seconds = time.Since(rep.Started).Seconds()
@@ -256,7 +266,7 @@ func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
 		if err := f.parked(ctx, r, 1); err != nil {
 			return Wake{}, err
 		}
-		ack, err := f.answer(ctx, p, cr, true)
+		ack, err := f.answer(ctx, p, cr, true, time.Time{})
 		if err != nil {
 			return Wake{}, err
 		}
@@ -340,7 +350,7 @@ func (f *flow) people(ctx context.Context, clickers int, agentsDone <-chan struc
 			for {
 				select {
 				case p := <-f.posts:
-					if _, err := f.answer(ctx, p, rand.IntN(len(f.c.replicas)), measure()); err != nil {
+					if _, err := f.answer(ctx, p, rand.IntN(len(f.c.replicas)), measure(), time.Time{}); err != nil {
 						f.errs.add(err)
 					}
 				case <-agentsDone:
@@ -392,7 +402,7 @@ func (f *flow) load(ctx context.Context, rate float64, d time.Duration, progress
 		case p := <-f.posts:
 			sent++
 			inflight.Go(func() {
-				took, err := f.answer(ctx, p, rand.IntN(len(f.c.replicas)), true)
+				took, err := f.answer(ctx, p, rand.IntN(len(f.c.replicas)), true, at)
 				if err != nil {
 					f.errs.add(err)
 					return

@@ -121,7 +121,7 @@ func TestRunReportsEveryPhase(t *testing.T) {
 	}
 	c := rep.Checks
 	want := int64(60 + rep.Load.Clicks + rep.Throughput.Lifecycles)
-	if c.Errors != 0 || c.Answered < want || c.Posted != c.Answered+300 || c.Edited != c.Posted || c.EditedLive != 0 {
+	if c.Errors != 0 || c.Answered < want || c.Posted != c.Answered+300 || c.Unedited != 0 || c.Edited < c.Posted || c.EditedLive != 0 {
 		t.Errorf("checks = %+v; want at least %d answers, each posted message (300 cancelled ones too) edited", c, want)
 	}
 	if len(rep.Targets) != 5 {
@@ -169,5 +169,38 @@ func TestBlocksSearch(t *testing.T) {
 		if got := bench.HasControls(c.blocks); got != c.live {
 			t.Errorf("HasControls(%s) = %v; want %v", c.blocks, got, c.live)
 		}
+	}
+}
+
+// cancelOn is a progress writer that cancels a run when a line starts with
+// prefix.
+type cancelOn struct {
+	prefix string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.HasPrefix(string(p), c.prefix) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// A run stopped part way (Ctrl-C) is an error, not a short report that
+// passes its checks.
+func TestRunStoppedIsAnError(t *testing.T) {
+	for _, phase := range []string{"load:", "throughput:", "memory:"} {
+		t.Run(phase, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			rep, err := bench.Run(ctx, bench.Options{
+				Redis: os.Getenv("BRIDGE_TEST_REDIS_URL"), Replicas: 1, Samples: 5, Rate: 50,
+				Duration: time.Second, Agents: 2, Waiters: 50, Serve: replica, WaitClient: waitClient,
+				Progress: cancelOn{phase, cancel},
+			})
+			if err == nil || !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run stopped at %q = %+v, %v; want a context.Canceled error", phase, rep, err)
+			}
+		})
 	}
 }

@@ -184,7 +184,7 @@ func startCluster(ctx context.Context, rs *redisServer, n int, serve func(config
 	}
 	defer func() {
 		if err != nil {
-			c.close(ctx)
+			c.close(context.Background()) // ctx may be what ended the start
 		}
 	}()
 	c.yaml = fmt.Sprintf(`
@@ -234,8 +234,9 @@ func (c *cluster) startReplica(ctx context.Context, i int, serve func(config str
 	}
 	go func() { r.exited <- r.cmd.Wait() }()
 	deadline := time.Now().Add(15 * time.Second)
+	probe := &http.Client{Timeout: 2 * time.Second}
 	for {
-		resp, err := http.Get(r.url + "/readyz")
+		resp, err := probe.Get(r.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -369,9 +370,11 @@ func deletePrefix(ctx context.Context, url, prefix string) error {
 }
 
 // httpClient is the agents' and people's HTTP client: keep-alive
-// connections, enough of them for every agent waiting at once.
+// connections, enough of them for every agent waiting at once, and a
+// timeout past the longest wait (60 s), so a wedged replica fails the run
+// rather than hanging it.
 func httpClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{
 		MaxIdleConns:        4096,
 		MaxIdleConnsPerHost: 4096,
 		IdleConnTimeout:     time.Minute,

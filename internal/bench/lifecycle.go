@@ -44,6 +44,7 @@ type flow struct {
 	clicks sync.Map // request id -> *click
 
 	posted, edited, editedLive atomic.Int64
+	unedited                   sync.Map     // ts of each posted message not yet edited
 	answered                   atomic.Int64 // answers agents got, each checked
 	quiet                      atomic.Bool  // posts are counted but not handed to people
 	errs                       errorLog
@@ -69,11 +70,13 @@ func (f *flow) observe(call slacktest.FakeCall) {
 			return
 		}
 		f.posted.Add(1)
+		f.unedited.Store(call.TS, true)
 		if !f.quiet.Load() {
 			f.posts <- post{id: id, msg: call}
 		}
 	case "chat.update":
 		f.edited.Add(1)
+		f.unedited.Delete(call.Form.Get("ts"))
 		if hasControls(call) {
 			f.editedLive.Add(1)
 		}
@@ -182,8 +185,10 @@ func (f *flow) ask(ctx context.Context, r, n int) (answered, error) {
 
 // answer is a person clicking a random option of p's message through a
 // signed callback to replica r. It returns how long the bridge took to
-// acknowledge the callback.
-func (f *flow) answer(ctx context.Context, p post, r int, measure bool) (time.Duration, error) {
+// acknowledge the callback, counted from at: the time the click was due
+// (on an open-loop schedule, so that the bench's own delays count), or,
+// when at is zero, the time it is sent.
+func (f *flow) answer(ctx context.Context, p post, r int, measure bool, at time.Time) (time.Duration, error) {
 	k := rand.IntN(len(benchLabels))
 	payload, err := slacktest.Click(p.msg, slacktest.SlackUser("UBENCH", "bench-person"), fmt.Sprintf("ab:pick:%s:0:%d", p.id, k), nil, nil)
 	if err != nil {
@@ -196,11 +201,14 @@ func (f *flow) answer(ctx context.Context, p post, r int, measure bool) (time.Du
 	}
 	// The click is stored, start time included, before it is sent: the
 	// agent may read it the moment the answer reaches it.
-	cl := &click{label: benchLabels[k], replica: r, measure: measure, start: time.Now()}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	cl := &click{label: benchLabels[k], replica: r, measure: measure, start: at}
 	if _, dup := f.clicks.LoadOrStore(p.id, cl); dup {
 		return 0, fmt.Errorf("request %s was posted twice", p.id)
 	}
-	req.Header = slacktest.Sign(f.c.secret, cl.start, body)
+	req.Header = slacktest.Sign(f.c.secret, time.Now(), body)
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("click: %w", err)
@@ -228,13 +236,21 @@ func (f *flow) next(ctx context.Context, timeout time.Duration) (post, error) {
 	}
 }
 
+// left counts the posted messages not edited yet.
+func (f *flow) left() int {
+	n := 0
+	f.unedited.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // awaitEdits waits until every message posted so far has been edited to
-// its outcome, or timeout passes.
+// its outcome, or timeout passes. It matches edits to messages by ts: an
+// edit made twice does not stand in for one never made.
 func (f *flow) awaitEdits(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for f.edited.Load() < f.posted.Load() {
+	for f.left() > 0 {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d posted messages were not edited within %v", f.posted.Load()-f.edited.Load(), f.posted.Load(), timeout)
+			return fmt.Errorf("%d of %d posted messages were not edited within %v", f.left(), f.posted.Load(), timeout)
 		}
 		select {
 		case <-ctx.Done():

@@ -292,7 +292,7 @@ func raiseFileLimit(need uint64) error {
 		return err
 	}
 	if l.Cur < need {
-		return fmt.Errorf("the open-file limit is %d; %d waiters need about %d (raise ulimit -n, or pass fewer --waiters)", l.Cur, need/2, need)
+		return fmt.Errorf("the open-file limit is %d and this needs about %d (raise ulimit -n, or pass fewer --waiters)", l.Cur, need)
 	}
 	return nil
 }

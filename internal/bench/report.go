@@ -143,8 +143,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			mm.Waiters, mm.BytesPerWaiter, mm.HeapPerWaiter, mm.StacksPerWaiter, mm.Goroutines)
 	}
 	c := r.Checks
-	fmt.Fprintf(w, "checks: %d answers, each the option clicked; %d messages posted, %d edited to their outcome, %d left with live controls; %d errors\n",
-		c.Answered, c.Posted, c.Edited, c.EditedLive, c.Errors)
+	fmt.Fprintf(w, "checks: %d answers, each the option clicked; %d messages posted, %d never edited to their outcome (%d edits), %d edits left live controls; %d errors\n",
+		c.Answered, c.Posted, c.Unedited, c.Edited, c.EditedLive, c.Errors)
 	for _, e := range c.First {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
