@@ -24,6 +24,7 @@ const (
 	DefaultRoute         = "default" // the route of a request that names none
 
 	DefaultRetention     = 168 * time.Hour
+	MinRetention         = time.Hour // the finish index tries edits up to an hour after an end (pending.finishGiveUp)
 	DefaultExpiresIn     = 24 * time.Hour
 	DefaultSweepInterval = time.Second
 	DefaultMaxWait       = 60 * time.Second

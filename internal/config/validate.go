@@ -285,8 +285,8 @@ func (v *validator) tokens(tokens []Token) {
 }
 
 func (v *validator) store(s Store) {
-	if s.Retention <= 0 {
-		v.add("store.retention", "must be more than 0: an agent reads its answer after it lands")
+	if s.Retention.D() < MinRetention {
+		v.add("store.retention", "must be at least 1h: an agent reads its answer after it lands, and an ended request's messages are edited up to an hour after its end")
 	}
 	if s.DefaultExpiresIn < 0 {
 		v.add("store.default_expires_in", "must not be negative (0: never)")
