@@ -307,7 +307,7 @@ func (f *flow) parked(ctx context.Context, r, n int) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Microsecond):
+		case <-time.After(500 * time.Microsecond): // each scrape costs the replica and Redis work
 		}
 	}
 }
