@@ -131,6 +131,12 @@ func (r *Record) decodeEnd(h map[string]string) error {
 	return nil
 }
 
+// storedQuestion is seam.Question without its UnmarshalJSON, which also
+// takes the model-facing multi_select spelling and so reads each question
+// three times: the store writes only what seam.Question marshals to, and
+// decodes it on every read of a record.
+type storedQuestion seam.Question
+
 func (r *Record) decode(h map[string]string) error {
 	if c := h[fCaller]; c != "" {
 		r.Caller = new(seam.Caller)
@@ -140,9 +146,15 @@ func (r *Record) decode(h map[string]string) error {
 	}
 	switch r.Kind {
 	case seam.KindQuestion:
-		r.Questions = new(seam.Questions)
-		if err := json.Unmarshal([]byte(h[fBody]), r.Questions); err != nil {
+		var stored struct {
+			Questions []storedQuestion `json:"questions"`
+		}
+		if err := json.Unmarshal([]byte(h[fBody]), &stored); err != nil {
 			return fmt.Errorf("body: %w", err)
+		}
+		r.Questions = &seam.Questions{Questions: make([]seam.Question, len(stored.Questions))}
+		for i, q := range stored.Questions {
+			r.Questions.Questions[i] = seam.Question(q)
 		}
 	case seam.KindApproval:
 		r.Approval = new(seam.Approval)

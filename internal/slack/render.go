@@ -112,9 +112,9 @@ func textLen(blocks ...slackapi.Block) int {
 	return n
 }
 
-// plainTextLen measures a header, a section without an accessory, or a
-// context of text objects, without encoding it; ok is false for any
-// other block.
+// plainTextLen measures a header, a section without an accessory, a
+// context of text objects or a row of buttons without confirmations,
+// without encoding it; ok is false for any other block.
 func plainTextLen(bl slackapi.Block) (n int, ok bool) {
 	obj := func(t *slackapi.TextBlockObject) int {
 		if t == nil {
@@ -141,6 +141,18 @@ func plainTextLen(bl slackapi.Block) (n int, ok bool) {
 				return 0, false
 			}
 			n += obj(t)
+		}
+		return n, true
+	case *slackapi.ActionBlock: // a row of plain buttons, the usual controls
+		if bl.Elements == nil {
+			return 0, true
+		}
+		for _, e := range bl.Elements.ElementSet {
+			b, ok := e.(*slackapi.ButtonBlockElement)
+			if !ok || b.Confirm != nil {
+				return 0, false
+			}
+			n += obj(b.Text)
 		}
 		return n, true
 	}

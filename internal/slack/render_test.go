@@ -595,6 +595,9 @@ func TestTextLenCountsWhatDecodingCounts(t *testing.T) {
 			slackapi.NewContextBlock("", mrkdwn(s), plain(s+" again")),
 			slackapi.NewHeaderBlock(plain(s)),
 			slackapi.NewSectionBlock(mrkdwn(s), nil, slackapi.NewAccessory(slackapi.NewButtonBlockElement("b", "v", plain(s)))),
+			slackapi.NewActionBlock("", slackapi.NewButtonBlockElement("b1", "1", plain(s)), slackapi.NewButtonBlockElement("b2", "2", plain(s+"2"))),
+			slackapi.NewActionBlock("", slackapi.NewButtonBlockElement("b3", "3", plain(s)).WithConfirm(
+				slackapi.NewConfirmationBlockObject(plain("Sure?"), plain(s), plain("Yes"), plain("No")))),
 			slackapi.NewActionBlock("", slackapi.NewButtonBlockElement("ab:pick:x:0:0", "0", plain(s))),
 		}
 		if got, want := textLen(blocks...), refTextLen(t, blocks); got != want {
