@@ -113,8 +113,8 @@ func textLen(blocks ...slackapi.Block) int {
 }
 
 // plainTextLen measures a header, a section without an accessory, a
-// context of text objects or a row of buttons without confirmations,
-// without encoding it; ok is false for any other block.
+// context of text objects or a row of buttons, without encoding it; ok is
+// false for any other block.
 func plainTextLen(bl slackapi.Block) (n int, ok bool) {
 	obj := func(t *slackapi.TextBlockObject) int {
 		if t == nil {
@@ -149,10 +149,13 @@ func plainTextLen(bl slackapi.Block) (n int, ok bool) {
 		}
 		for _, e := range bl.Elements.ElementSet {
 			b, ok := e.(*slackapi.ButtonBlockElement)
-			if !ok || b.Confirm != nil {
+			if !ok {
 				return 0, false
 			}
 			n += obj(b.Text)
+			if c := b.Confirm; c != nil {
+				n += obj(c.Title) + obj(c.Text) + obj(c.Confirm) + obj(c.Deny)
+			}
 		}
 		return n, true
 	}

@@ -609,4 +609,13 @@ func TestTextLenCountsWhatDecodingCounts(t *testing.T) {
 			}
 		}
 	}
+	// Every message the renderer makes, live and ended.
+	for name, rec := range extremes() {
+		for _, live := range []bool{true, false} {
+			blocks := render(rec, "", live).blocks
+			if got, want := textLen(blocks...), refTextLen(t, blocks); got != want {
+				t.Errorf("%s (live %v): textLen = %d; decoding counts %d", name, live, got, want)
+			}
+		}
+	}
 }
