@@ -46,6 +46,13 @@ func DeletePrefix(t testing.TB, url, prefix string) {
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
+	DeleteKeys(t, rdb, prefix)
+}
+
+// DeleteKeys deletes the keys under prefix through rdb with SCAN, never
+// FLUSHDB.
+func DeleteKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
+	t.Helper()
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) {

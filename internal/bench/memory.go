@@ -103,32 +103,40 @@ func (f *flow) cancel(ctx context.Context, base, id string) error {
 // goroutines at once, and returns their ids.
 func (f *flow) create(ctx context.Context, base string, n int) ([]string, error) {
 	ids := make([]string, n)
+	err := inParallel(n, "creates", func(i int) error {
+		body, _ := json.Marshal(map[string]any{"questions": []any{map[string]any{
+			"id": "q", "question": fmt.Sprintf("Proceed with step %d?", i),
+			"options": []any{map[string]any{"label": "Yes"}, map[string]any{"label": "No"}},
+		}}})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/questions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+f.c.token)
+		resp, err := f.client.Do(req)
+		if err != nil {
+			return err
+		}
+		var rec struct{ ID string }
+		err = json.NewDecoder(resp.Body).Decode(&rec)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("create: %s (%v)", resp.Status, err)
+		}
+		ids[i] = rec.ID
+		return nil
+	})
+	return ids, err
+}
+
+// inParallel calls do(i) for every i below n from 32 goroutines and
+// reports how many of what failed, with the first error.
+func inParallel(n int, what string, do func(i int) error) error {
 	work := make(chan int)
 	var errs errorLog
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Go(func() {
 			for i := range work {
-				body, _ := json.Marshal(map[string]any{"questions": []any{map[string]any{
-					"id": "q", "question": fmt.Sprintf("Proceed with step %d?", i),
-					"options": []any{map[string]any{"label": "Yes"}, map[string]any{"label": "No"}},
-				}}})
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/questions", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+f.c.token)
-				resp, err := f.client.Do(req)
-				if err != nil {
-					errs.add(err)
-					continue
-				}
-				var rec struct{ ID string }
-				err = json.NewDecoder(resp.Body).Decode(&rec)
-				resp.Body.Close()
-				if err != nil || resp.StatusCode != http.StatusCreated {
-					errs.add(fmt.Errorf("create: %s (%v)", resp.Status, err))
-					continue
-				}
-				ids[i] = rec.ID
+				errs.add(do(i))
 			}
 		})
 	}
@@ -138,9 +146,9 @@ func (f *flow) create(ctx context.Context, base string, n int) ([]string, error)
 	close(work)
 	wg.Wait()
 	if errs.count() > 0 {
-		return nil, fmt.Errorf("%d creates failed; the first: %s", errs.count(), errs.list()[0])
+		return fmt.Errorf("%d %s failed; the first: %s", errs.count(), what, errs.list()[0])
 	}
-	return ids, nil
+	return nil
 }
 
 // MeasureWaiters measures what the long-polls of a client process cost the
@@ -197,7 +205,7 @@ func MeasureWaiters(ctx context.Context, s *pending.Store, addr, token string, i
 	}
 	during := memNow()
 
-	if err := cancelAll(ctx, ids, cancel); err != nil {
+	if err := inParallel(len(ids), "cancels", func(i int) error { return cancel(ctx, ids[i]) }); err != nil {
 		return Memory{}, err
 	}
 	if _, err := fmt.Fprintln(stdin, seam.StatusCancelled); err != nil {
@@ -217,29 +225,6 @@ func MeasureWaiters(ctx context.Context, s *pending.Store, addr, token string, i
 		StacksPerWaiter: per(during.stacks, before.stacks),
 		Goroutines:      per(during.goroutines, before.goroutines),
 	}, nil
-}
-
-// cancelAll cancels every id, from a few goroutines at once.
-func cancelAll(ctx context.Context, ids []string, cancel func(ctx context.Context, id string) error) error {
-	work := make(chan string)
-	var errs errorLog
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			for id := range work {
-				errs.add(cancel(ctx, id))
-			}
-		})
-	}
-	for _, id := range ids {
-		work <- id
-	}
-	close(work)
-	wg.Wait()
-	if errs.count() > 0 {
-		return fmt.Errorf("%d cancels failed; the first: %s", errs.count(), errs.list()[0])
-	}
-	return nil
 }
 
 // mem is the process's live memory after a full collection.

@@ -335,14 +335,7 @@ func TestSentinelReplicas(t *testing.T) {
 	_, prefix := apptest.Redis(t)
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: strings.Split(sentinels, ",")})
 	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("cleaning up %s*: %v", prefix, err)
-		}
+		apptest.DeleteKeys(t, rdb, prefix)
 		rdb.Close()
 	})
 	replicasAcross(t, fmt.Sprintf("redis: {addrs: [%s], master_name: %q, prefix: %q}", sentinels, master, prefix))
