@@ -77,6 +77,13 @@ routes:
 
 func startReplicas(t *testing.T, n int, targets string) []bridge {
 	t.Helper()
+	return startReplicasWith(t, n, targets, app.Options{})
+}
+
+// startReplicasWith is startReplicas with the replicas' options (a fake
+// store clock, say).
+func startReplicasWith(t *testing.T, n int, targets string, opt app.Options) []bridge {
+	t.Helper()
 	fake := discord.NewFakeDiscord(t, botToken)
 	url, prefix := apptest.Redis(t)
 	var out []bridge
@@ -93,7 +100,7 @@ func startReplicas(t *testing.T, n int, targets string) []bridge {
 				t.Logf("replica log:\n%s", logs.String())
 			}
 		})
-		a := apptest.StartLogged(t, cfg, app.Options{}, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		a := apptest.StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		out = append(out, bridge{App: a, fake: fake})
 	}
 	return out

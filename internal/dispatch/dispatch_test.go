@@ -297,10 +297,10 @@ func (e *env) unedited(t *testing.T) int64 {
 	return n
 }
 
-// TestFailedEditIsLeftToTheSweeper: when an edit fails, the request stays
-// in the store for a sweeper, which edits every message again; once all
+// TestFailedEditIsLeftToTheFinisher: when an edit fails, the request stays
+// in the store for a finisher, which edits every message again; once all
 // are edited it leaves. The end is counted once, by whoever ended it.
-func TestFailedEditIsLeftToTheSweeper(t *testing.T) {
+func TestFailedEditIsLeftToTheFinisher(t *testing.T) {
 	c := newChat()
 	e, _ := setup(t, c)
 	reg := prometheus.NewRegistry()

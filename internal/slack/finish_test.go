@@ -50,11 +50,11 @@ func waitEdited(t *testing.T, b bridge) {
 	}
 }
 
-// TestUneditedEndIsEditedBySweeper: Redis ran the resolve script (the
+// TestUneditedEndIsEditedByFinisher: Redis ran the resolve script (the
 // request is answered and its agent woken) but the replica that ran it
 // never edited the message: Redis went away before its reply, say. A
-// replica's sweeper edits it once pending.FinishGrace has passed.
-func TestUneditedEndIsEditedBySweeper(t *testing.T) {
+// replica's finisher edits it once pending.FinishGrace has passed.
+func TestUneditedEndIsEditedByFinisher(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, botToken)
 	url, prefix := apptest.Redis(t)
 	clk := &clock{now: time.Now()}
@@ -95,6 +95,6 @@ func TestUneditedEndIsEditedBySweeper(t *testing.T) {
 	}
 	waitEdited(t, rs[0])
 	if n := len(fake.Calls("chat.update")); n != 1 {
-		t.Errorf("%d edits; want 1 (one sweeper took it over)", n)
+		t.Errorf("%d edits; want 1 (one finisher took it over)", n)
 	}
 }
