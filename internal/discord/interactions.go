@@ -22,13 +22,6 @@ import (
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
-// Resolver ends a request, first writer wins, and edits every message
-// posted for it; a lost race returns the record as it ended and
-// pending.ErrAlreadyResolved. *dispatch.Dispatcher is one.
-type Resolver interface {
-	Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error)
-}
-
 const (
 	// maxPayload bounds an interaction's body.
 	maxPayload = 1 << 20
@@ -38,9 +31,6 @@ const (
 
 // What people are told, ephemerally.
 const (
-	msgCantAnswer = "You can't answer this: only the people this request is routed to can."
-	msgGone       = "This request no longer exists."
-	msgTrouble    = "The bridge could not record that just now; please try again."
 	msgNoCommands = "askbridge has no commands; answer its questions with their buttons."
 )
 
@@ -58,7 +48,7 @@ func publicKey(h string) (ed25519.PublicKey, error) {
 // through the store's first-wins resolution, so duplicates change nothing.
 type Interactions struct {
 	s       *Surface
-	resolve Resolver
+	resolve surface.Resolver
 	log     *slog.Logger
 	key     ed25519.PublicKey // nil in gateway-only setups: ServeHTTP refuses all
 
@@ -66,7 +56,7 @@ type Interactions struct {
 }
 
 // Interactions returns the handler of the surface's interactions.
-func (s *Surface) Interactions(r Resolver) *Interactions {
+func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 	key, _ := publicKey(s.cfg.PublicKey) // checked by New
 	return &Interactions{s: s, resolve: r, log: s.log, key: key, work: surface.NewWork()}
 }
@@ -144,7 +134,7 @@ func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
 	case typeComponent:
 		var d componentData
 		if json.Unmarshal(in.Data, &d) != nil {
-			return ephemeral(msgTrouble)
+			return ephemeral(surface.MsgTrouble)
 		}
 		r, err := surface.ParseRef(d.CustomID)
 		if err != nil {
@@ -154,7 +144,7 @@ func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
 	case typeModalSubmit:
 		var d modalData
 		if json.Unmarshal(in.Data, &d) != nil {
-			return ephemeral(msgTrouble)
+			return ephemeral(surface.MsgTrouble)
 		}
 		r, err := surface.ParseRef(d.CustomID)
 		if err != nil {
@@ -171,10 +161,10 @@ func (h *Interactions) load(ctx context.Context, in *interaction, r surface.Ref)
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound):
-		return nil, ephemeral(msgGone)
+		return nil, ephemeral(surface.MsgGone)
 	case err != nil:
 		h.log.Warn("reading a request failed", "request_id", r.ID, "err", err)
-		return nil, ephemeral(msgTrouble)
+		return nil, ephemeral(surface.MsgTrouble)
 	}
 	msgID := ""
 	if in.Message != nil {
@@ -182,7 +172,7 @@ func (h *Interactions) load(ctx context.Context, in *interaction, r surface.Ref)
 	}
 	u, roles := in.who()
 	if !allowed(h.s.target(rec, in.ChannelID, msgID), u.ID, roles) {
-		return nil, ephemeral(msgCantAnswer)
+		return nil, ephemeral(surface.MsgCantAnswer)
 	}
 	return rec, nil
 }
@@ -264,7 +254,7 @@ func (h *Interactions) modalSubmit(ctx context.Context, in *interaction, r surfa
 	case problem != "":
 		return ephemeral(problem)
 	case res == nil:
-		return ephemeral(msgTrouble)
+		return ephemeral(surface.MsgTrouble)
 	}
 	return h.settle(ctx, rec, *res, in)
 }

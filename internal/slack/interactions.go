@@ -20,13 +20,6 @@ import (
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
-// Resolver ends a request, first writer wins, and edits every message
-// posted for it; a lost race returns the record as it ended and
-// pending.ErrAlreadyResolved. *dispatch.Dispatcher is one.
-type Resolver interface {
-	Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error)
-}
-
 const (
 	// maxPayload bounds an interaction's body; Slack's are a few kB, a
 	// view_submission with long answers some tens.
@@ -35,10 +28,7 @@ const (
 
 // What people are told, ephemerally or in a modal.
 const (
-	msgCantAnswer  = "You can't answer this: only the people this request is routed to can."
 	msgCantCheck   = "The bridge could not check whether you may answer this; try again in a moment."
-	msgGone        = "This request no longer exists."
-	msgTrouble     = "The bridge could not record that just now; please try again."
 	msgChooseFirst = "Choose at least one option first, or use Other… to type an answer."
 )
 
@@ -48,14 +38,14 @@ const (
 // retried and duplicated deliveries change nothing.
 type Interactions struct {
 	s       *Surface
-	resolve Resolver
+	resolve surface.Resolver
 	log     *slog.Logger
 
 	work *surface.Work // what runs after the platform has its answer
 }
 
 // Interactions returns the handler of the surface's interactions.
-func (s *Surface) Interactions(r Resolver) *Interactions {
+func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 	return &Interactions{s: s, resolve: r, log: s.log, work: surface.NewWork()}
 }
 
@@ -276,9 +266,9 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 	if err != nil {
 		if !errors.Is(err, pending.ErrNotFound) {
 			log.Warn("reading a request for its modal failed", "err", err)
-			h.tellLater(c, msgTrouble)
+			h.tellLater(c, surface.MsgTrouble)
 		} else {
-			h.tellLater(c, msgGone)
+			h.tellLater(c, surface.MsgGone)
 		}
 		return
 	}
@@ -288,7 +278,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		ok, known = h.s.who.cached(t, c.user.ID)
 	}
 	if known && !ok {
-		h.tellLater(c, msgCantAnswer)
+		h.tellLater(c, surface.MsgCantAnswer)
 		return
 	}
 	if rec.Status != seam.StatusPending {
@@ -325,7 +315,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		if ok {
 			return
 		}
-		text := msgCantAnswer
+		text := surface.MsgCantAnswer
 		if err != nil {
 			log.Warn("checking a responder failed", "err", err)
 			text = msgCantCheck
@@ -346,11 +336,11 @@ func (h *Interactions) act(ctx context.Context, c click) {
 	rec, err := h.s.store.Get(ctx, c.ref.ID)
 	if err != nil {
 		if errors.Is(err, pending.ErrNotFound) {
-			h.tell(ctx, c, msgGone)
+			h.tell(ctx, c, surface.MsgGone)
 			return
 		}
 		h.log.Warn("reading a clicked request failed", "request_id", c.ref.ID, "err", err)
-		h.tell(ctx, c, msgTrouble)
+		h.tell(ctx, c, surface.MsgTrouble)
 		return
 	}
 	if !h.mayAnswer(ctx, rec, c) {
@@ -389,7 +379,7 @@ func (h *Interactions) mayAnswer(ctx context.Context, rec *pending.Record, c cli
 		h.log.Warn("checking a responder failed", "request_id", rec.ID, "err", err)
 		h.tell(ctx, c, msgCantCheck)
 	default:
-		h.tell(ctx, c, msgCantAnswer)
+		h.tell(ctx, c, surface.MsgCantAnswer)
 	}
 	return false
 }
@@ -509,13 +499,13 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound):
-		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", msgGone)))
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", surface.MsgGone)))
 	case err != nil:
 		h.log.Warn("reading a submitted request failed", "request_id", r.ID, "err", err)
-		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", msgTrouble)))
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", surface.MsgTrouble)))
 	}
 	if ok, err := h.s.who.allowed(ctx, h.s.target(rec, o.Channel, o.TS), cb.User.ID); !ok {
-		text := msgCantAnswer
+		text := surface.MsgCantAnswer
 		if err != nil && !errors.Is(err, errNoTarget) {
 			text = msgCantCheck
 		}
