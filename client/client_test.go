@@ -12,6 +12,7 @@ import (
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/config"
 )
 
@@ -215,26 +216,8 @@ func TestApprove(t *testing.T) {
 	}
 }
 
-// fakeClock is the bridge's clock in expiry tests.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestAskExpired(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := apptest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	url := newBridge(t, nil, app.Options{Now: clock.Now}, func(cfg *config.Config) {
 		cfg.Store.SweepInterval = config.Duration(10 * time.Millisecond)
 	})

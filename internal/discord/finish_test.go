@@ -3,40 +3,22 @@ package discord_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/discord"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 )
-
-// fakeClock is the replicas' store clock; the test moves it by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // TestUneditedEndIsEditedByFinisher: Redis ran the resolve script (the
 // request is answered and its agent woken) but the replica that ran it
 // never edited the Discord message: Redis went away before its reply, say.
 // A replica's finisher edits it once pending.FinishGrace has passed.
 func TestUneditedEndIsEditedByFinisher(t *testing.T) {
-	clk := &fakeClock{now: time.Now()}
+	clk := apptest.NewClock(time.Now())
 	rs := startReplicasWith(t, 2, defaultTarget, app.Options{Now: clk.Now})
 	id := rs[0].create(t, "/v1/questions", cleanupQuestion())
 	msg := rs[0].fake.WaitCalls(t, "create", 1)[0]

@@ -3,7 +3,6 @@ package slack_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +13,6 @@ import (
 
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
-
-// clock is the replicas' store clock; tests move it by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // waitEdited waits until the store holds no ended request whose messages
 // are still to be edited: the replicas have edited them and said so.
@@ -57,7 +38,7 @@ func waitEdited(t *testing.T, b bridge) {
 func TestUneditedEndIsEditedByFinisher(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, botToken)
 	url, prefix := apptest.Redis(t)
-	clk := &clock{now: time.Now()}
+	clk := apptest.NewClock(time.Now())
 	rs := []bridge{
 		startOptions(t, fake, configYAML(fake, defaultTarget), url, prefix, app.Options{Now: clk.Now}),
 		startOptions(t, fake, configYAML(fake, defaultTarget), url, prefix, app.Options{Now: clk.Now}),
