@@ -83,8 +83,8 @@ slack:
 	if respType(resp) != 7 {
 		t.Fatalf("the click was answered with %v, want UPDATE_MESSAGE", resp)
 	}
-	if rec := b.wait(t, "/v1/questions", id); rec.m["status"] != "answered" {
-		t.Fatalf("status %v", rec.m["status"])
+	if rec := b.wait(t, "/v1/questions", id); rec.M["status"] != "answered" {
+		t.Fatalf("status %v", rec.M["status"])
 	}
 	slack.waitFor(t, "chat.update", "Answered by ada")
 }

@@ -111,59 +111,27 @@ func start(t *testing.T, targets string) bridge {
 	return startReplicas(t, 1, targets)[0]
 }
 
-type record struct {
-	m      map[string]any
-	fields map[string]json.RawMessage
-}
-
-func (r record) raw(field string) string { return string(r.fields[field]) }
+// record is an API answer (apptest.Record).
+type record = apptest.Record
 
 func (b bridge) do(t *testing.T, method, path string, body any) (int, record) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, b.URL()+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var out record
-	raw, _ := io.ReadAll(resp.Body)
-	if len(raw) > 0 {
-		if json.Unmarshal(raw, &out.m) != nil || json.Unmarshal(raw, &out.fields) != nil {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-		}
-	}
-	return resp.StatusCode, out
+	return apptest.Do(t, b.URL(), method, path, body)
 }
 
 func (b bridge) create(t *testing.T, path string, body any) string {
 	t.Helper()
-	status, rec := b.do(t, http.MethodPost, path, body)
-	if status != http.StatusCreated {
-		t.Fatalf("create: %d %v", status, rec)
-	}
-	return rec.m["id"].(string)
+	return apptest.Create(t, b.URL(), path, body)
 }
 
 func (b bridge) wait(t *testing.T, path, id string) record {
 	t.Helper()
-	status, rec := b.do(t, http.MethodGet, path+"/"+id+"?wait=10s", nil)
-	if status != http.StatusOK {
-		t.Fatalf("wait: %d %v", status, rec)
-	}
-	return rec
+	return apptest.Wait(t, b.URL(), path, id)
 }
 
 func (b bridge) get(t *testing.T, path, id string) record {
 	t.Helper()
-	_, rec := b.do(t, http.MethodGet, path+"/"+id, nil)
-	return rec
+	return apptest.Get(t, b.URL(), path, id)
 }
 
 // send posts an interaction signed by key at at, as Discord does.
@@ -272,10 +240,10 @@ func TestButtonAnswerEndToEnd(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the waiting GET did not return")
 	}
-	if got, want := rec.raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
+	if got, want := rec.Raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
 		t.Errorf("answer %s, want %s", got, want)
 	}
-	by, _ := rec.m["answered_by"].(map[string]any)
+	by, _ := rec.M["answered_by"].(map[string]any)
 	if by["surface"] != "discord" || by["user_id"] != "1500000000000000001" || by["name"] != "ada" {
 		t.Errorf("answered_by %v", by)
 	}
@@ -313,8 +281,8 @@ func TestSignatureAndPing(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("an unsigned request got %d, want 401", resp.StatusCode)
 	}
-	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
-		t.Errorf("a refused interaction changed the request: %v", rec.m["status"])
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("a refused interaction changed the request: %v", rec.M["status"])
 	}
 	if got := b.click(t, discord.Ping()); respType(got) != 1 {
 		t.Errorf("PING answered %v, want PONG", got)
@@ -330,7 +298,7 @@ func TestRespondersAndLateClicks(t *testing.T) {
 	if !isEphemeral(resp) || !strings.Contains(content(resp), "can't answer") {
 		t.Errorf("eve was answered %v, want an ephemeral refusal", resp)
 	}
-	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 		t.Fatalf("eve's click changed the request")
 	}
 	// olga holds the ops role.
@@ -339,14 +307,14 @@ func TestRespondersAndLateClicks(t *testing.T) {
 		t.Fatalf("a role holder's click got %v", resp)
 	}
 	rec := b.wait(t, "/v1/questions", id)
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
 		t.Errorf("answer %s", got)
 	}
 	resp = b.click(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
 	if !isEphemeral(resp) || !strings.HasPrefix(content(resp), "Already answered by olga") {
 		t.Errorf("the late click was answered %v", resp)
 	}
-	if got := b.get(t, "/v1/questions", id).raw("answer"); !strings.Contains(got, "No, keep them") {
+	if got := b.get(t, "/v1/questions", id).Raw("answer"); !strings.Contains(got, "No, keep them") {
 		t.Errorf("a late click changed the answer: %s", got)
 	}
 }
@@ -363,12 +331,12 @@ func TestDoubleClickOnTwoReplicas(t *testing.T) {
 	wg.Wait()
 
 	rec := rs[1].wait(t, "/v1/questions", id)
-	by := rec.m["answered_by"].(map[string]any)
+	by := rec.M["answered_by"].(map[string]any)
 	win, lose, label := 0, 1, "Yes, delete them (Recommended)"
 	if by["name"] == "bob" {
 		win, lose, label = 1, 0, "No, keep them"
 	}
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
 		t.Errorf("answer %s does not match the winner", got)
 	}
 	if respType(resps[win]) != 7 {
@@ -401,14 +369,14 @@ func TestTypedFieldError(t *testing.T) {
 	if !isEphemeral(resp) || !strings.Contains(content(resp), "Replicas must be a whole number") {
 		t.Errorf("a bad number got %v, want an ephemeral naming the field", resp)
 	}
-	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
-		t.Fatalf("a bad value was stored: %v", rec.m)
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Fatalf("a bad value was stored: %v", rec.M)
 	}
 	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow("q0", " 42 ")))
 	if respType(resp) != 7 {
 		t.Fatalf("a good value got %v", resp)
 	}
-	if got := b.wait(t, "/v1/questions", id).raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
 		t.Errorf("answer %s", got)
 	}
 }
@@ -428,7 +396,7 @@ func TestMultiSelect(t *testing.T) {
 	if respType(resp) != 7 {
 		t.Fatalf("got %v", resp)
 	}
-	if got := b.wait(t, "/v1/questions", id).raw("answer"); got != `{"answers":[{"id":"envs","selected":["prod","dev"]}]}` {
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"envs","selected":["prod","dev"]}]}` {
 		t.Errorf("answer %s", got)
 	}
 }
@@ -470,7 +438,7 @@ func TestSeveralQuestionsOneBatch(t *testing.T) {
 		t.Fatalf("the batch got %v", resp)
 	}
 	want := `{"answers":[{"id":"db","selected":["MySQL"]},{"id":"name","selected":[],"custom":"billing"},{"id":"port","selected":[],"custom":"8080"}]}`
-	if got := b.wait(t, "/v1/questions", id).raw("answer"); got != want {
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != want {
 		t.Errorf("answer %s\nwant   %s", got, want)
 	}
 }
@@ -496,7 +464,7 @@ func TestApprovalRejectWithReason(t *testing.T) {
 	if respType(resp) != 7 || !strings.Contains(content(resp), "Rejected") {
 		t.Fatalf("the rejection got %v", resp)
 	}
-	if got := b.wait(t, "/v1/approvals", id).raw("decision"); got != `{"outcome":"rejected","note":"not on a Friday"}` {
+	if got := b.wait(t, "/v1/approvals", id).Raw("decision"); got != `{"outcome":"rejected","note":"not on a Friday"}` {
 		t.Errorf("decision %s", got)
 	}
 }
@@ -512,8 +480,8 @@ func TestRateLimitStormPostsOnce(t *testing.T) {
 	if n := len(b.fake.AllCalls("create")); n != 5 {
 		t.Errorf("%d attempts, want 5", n)
 	}
-	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
-		t.Errorf("status %v", rec.m["status"])
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("status %v", rec.M["status"])
 	}
 }
 
@@ -521,8 +489,8 @@ func TestFailedPostIsNoProvider(t *testing.T) {
 	b := start(t, defaultTarget)
 	b.fake.FailNext("create", discord.FakeFail{Status: 403})
 	status, rec := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
-	if status != http.StatusServiceUnavailable || !strings.Contains(rec.raw("error"), "NO_PROVIDER") {
-		t.Errorf("got %d %v", status, rec.m)
+	if status != http.StatusServiceUnavailable || !strings.Contains(rec.Raw("error"), "NO_PROVIDER") {
+		t.Errorf("got %d %v", status, rec.M)
 	}
 }
 
@@ -544,8 +512,8 @@ func TestDismissAndCancelEditMessages(t *testing.T) {
 	if respType(resp) != 7 || !strings.Contains(content(resp), "Dismissed by ada") {
 		t.Errorf("dismiss got %v", resp)
 	}
-	if rec := b.wait(t, "/v1/questions", id); rec.m["status"] != "dismissed" {
-		t.Errorf("status %v", rec.m["status"])
+	if rec := b.wait(t, "/v1/questions", id); rec.M["status"] != "dismissed" {
+		t.Errorf("status %v", rec.M["status"])
 	}
 }
 

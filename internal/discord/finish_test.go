@@ -33,8 +33,8 @@ func TestUneditedEndIsEditedByFinisher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := rs[1].wait(t, "/v1/questions", id); rec.m["status"] != "answered" {
-		t.Fatalf("the agent got %v; want answered", rec.m)
+	if rec := rs[1].wait(t, "/v1/questions", id); rec.M["status"] != "answered" {
+		t.Fatalf("the agent got %v; want answered", rec.M)
 	}
 	if n := len(rs[0].fake.Calls("edit")); n != 0 {
 		t.Fatalf("%d edits within the grace; want none (nothing has taken it over)", n)

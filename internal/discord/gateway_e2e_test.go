@@ -40,7 +40,7 @@ routes:
 	gw.Dispatch(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
 
 	rec := reps[0].wait(t, "/v1/questions", id)
-	if got, want := rec.raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
+	if got, want := rec.Raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
 		t.Fatalf("answer %s, want %s", got, want)
 	}
 	cb := fake.WaitCalls(t, "callback", 1)[0]

@@ -124,65 +124,27 @@ func start(t *testing.T, targets string) bridge {
 	return startReplicas(t, 1, targets)[0]
 }
 
-// record is an API answer: decoded, and each field's JSON exactly as sent.
-type record struct {
-	m      map[string]any
-	fields map[string]json.RawMessage
-}
+// record is an API answer (apptest.Record).
+type record = apptest.Record
 
-// raw returns field's JSON as the API sent it.
-func (r record) raw(field string) string { return string(r.fields[field]) }
-
-// do calls the bridge's API and decodes its JSON answer.
 func (b bridge) do(t *testing.T, method, path string, body any) (int, record) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, b.URL()+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var out record
-	raw, _ := io.ReadAll(resp.Body)
-	if len(raw) > 0 {
-		if json.Unmarshal(raw, &out.m) != nil || json.Unmarshal(raw, &out.fields) != nil {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-		}
-	}
-	return resp.StatusCode, out
+	return apptest.Do(t, b.URL(), method, path, body)
 }
 
-// create creates a request and returns its id.
 func (b bridge) create(t *testing.T, path string, body any) string {
 	t.Helper()
-	status, rec := b.do(t, http.MethodPost, path, body)
-	if status != http.StatusCreated {
-		t.Fatalf("create: %d %v", status, rec)
-	}
-	return rec.m["id"].(string)
+	return apptest.Create(t, b.URL(), path, body)
 }
 
-// wait holds GET ?wait= until the request ends and returns it.
 func (b bridge) wait(t *testing.T, path, id string) record {
 	t.Helper()
-	status, rec := b.do(t, http.MethodGet, path+"/"+id+"?wait=10s", nil)
-	if status != http.StatusOK {
-		t.Fatalf("wait: %d %v", status, rec)
-	}
-	return rec
+	return apptest.Wait(t, b.URL(), path, id)
 }
 
-// get reads a request.
 func (b bridge) get(t *testing.T, path, id string) record {
 	t.Helper()
-	_, rec := b.do(t, http.MethodGet, path+"/"+id, nil)
-	return rec
+	return apptest.Get(t, b.URL(), path, id)
 }
 
 // send posts an interaction payload signed at at, as Slack does.
@@ -282,13 +244,13 @@ func TestButtonAnswerEndToEnd(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the waiting GET did not return")
 	}
-	if rec.m["status"] != "answered" {
-		t.Fatalf("status %v, want answered: %v", rec.m["status"], rec)
+	if rec.M["status"] != "answered" {
+		t.Fatalf("status %v, want answered: %v", rec.M["status"], rec)
 	}
-	if got, want := rec.raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
+	if got, want := rec.Raw("answer"), `{"answers":[{"id":"cleanup","selected":["Yes, delete them (Recommended)"]}]}`; got != want {
 		t.Errorf("answer %s, want %s", got, want)
 	}
-	by, _ := rec.m["answered_by"].(map[string]any)
+	by, _ := rec.M["answered_by"].(map[string]any)
 	if by["surface"] != "slack" || by["user_id"] != "UADA" || by["name"] != "ada" {
 		t.Errorf("answered_by %v", by)
 	}
@@ -349,8 +311,8 @@ func TestSignatureRefused(t *testing.T) {
 			t.Errorf("status %d, want 401", resp.StatusCode)
 		}
 	})
-	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
-		t.Errorf("a refused interaction changed the request: %v", rec.m["status"])
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("a refused interaction changed the request: %v", rec.M["status"])
 	}
 	if n := len(b.fake.Calls("")); n != 1 {
 		t.Errorf("refused interactions made Slack calls: %d calls in all", n)
@@ -369,7 +331,7 @@ func TestUnauthorizedUserChangesNothing(t *testing.T) {
 	if got := ephemerals(calls, "UEVE")[0]; !strings.Contains(got, "can't answer this") {
 		t.Errorf("refusal %q", got)
 	}
-	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 		t.Fatalf("an unauthorized click changed the request: %v", rec)
 	}
 	if n := len(b.fake.Calls("chat.update")); n != 0 {
@@ -379,7 +341,7 @@ func TestUnauthorizedUserChangesNothing(t *testing.T) {
 	// A member of the responders' user group may answer.
 	b.click(t, slacktest.BlockActions(t, msg, ops, "ab:pick:"+id+":0:1", nil, nil))
 	rec := b.wait(t, "/v1/questions", id)
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
 		t.Errorf("answer %s", got)
 	}
 	if n := len(b.fake.Calls("usergroups.users.list")); n < 1 {
@@ -403,7 +365,7 @@ func TestLateClickIsTold(t *testing.T) {
 		t.Errorf("late click told %q", got)
 	}
 	rec := b.get(t, "/v1/questions", id)
-	if got := rec.raw("answer"); !strings.Contains(got, "Yes, delete them") {
+	if got := rec.Raw("answer"); !strings.Contains(got, "Yes, delete them") {
 		t.Errorf("a late click changed the answer: %s", got)
 	}
 	if n := len(b.fake.Calls("chat.update")); n != 1 {
@@ -449,12 +411,12 @@ func TestDoubleClickOnTwoReplicas(t *testing.T) {
 	wg.Wait()
 
 	rec := rs[1].wait(t, "/v1/questions", id)
-	by := rec.m["answered_by"].(map[string]any)
+	by := rec.M["answered_by"].(map[string]any)
 	winner, loser, label := "UADA", "UBOB", "Yes, delete them (Recommended)"
 	if by["user_id"] == "UBOB" {
 		winner, loser, label = "UBOB", "UADA", "No, keep them"
 	}
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
 		t.Errorf("answer %s does not match the winner %s", got, winner)
 	}
 	calls := rs[0].fake.WaitFor(t, "the loser told", 10*time.Second, func(calls []slacktest.FakeCall) bool {
@@ -503,15 +465,15 @@ func TestTypedInputModal(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || !strings.Contains(resp.Errors["q0"], "whole number") {
 		t.Fatalf("a bad integer got %q, want response_action errors on q0", body)
 	}
-	if rec := b.get(t, "/v1/questions", id); rec.m["status"] != "pending" {
-		t.Fatalf("a refused submission changed the request: %v", rec.m["status"])
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Fatalf("a refused submission changed the request: %v", rec.M["status"])
 	}
 
 	if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue(" 42 ")})); body != "" {
 		t.Fatalf("a good submission got %q, want an empty 200 (closes the modal)", body)
 	}
 	rec := b.wait(t, "/v1/questions", id)
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
 		t.Errorf("answer %s", got)
 	}
 }
@@ -545,7 +507,7 @@ func TestSeveralQuestionsOneModal(t *testing.T) {
 	}))
 	rec := b.wait(t, "/v1/questions", id)
 	want := `{"answers":[{"id":"env","selected":["production"]},{"id":"checks","selected":["e2e","lint"],"custom":"and a smoke test"},{"id":"note","selected":[]}]}`
-	if got := rec.raw("answer"); got != want {
+	if got := rec.Raw("answer"); got != want {
 		t.Errorf("answer\n%s\nwant\n%s", got, want)
 	}
 }
@@ -576,7 +538,7 @@ func TestMultiSelectInMessage(t *testing.T) {
 			map[string]any{"value": "2", "text": map[string]any{"type": "plain_text", "text": "ap"}}}}}}
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:submit:"+id, nil, state))
 	rec := b.wait(t, "/v1/questions", id)
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"regions","selected":["eu","ap"]}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"regions","selected":["eu","ap"]}]}` {
 		t.Errorf("answer %s", got)
 	}
 }
@@ -597,7 +559,7 @@ func TestSelectForManyOptions(t *testing.T) {
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:select:"+id, map[string]any{
 		"selected_option": map[string]any{"value": "6", "text": map[string]any{"type": "plain_text", "text": "option 6"}}}, nil))
 	rec := b.wait(t, "/v1/questions", id)
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"pick","selected":["option 6"]}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"pick","selected":["option 6"]}]}` {
 		t.Errorf("answer %s", got)
 	}
 }
@@ -620,7 +582,7 @@ func TestApprovalAllowAndReject(t *testing.T) {
 		t.Errorf("the arguments are not shown pretty:\n%s", msg.Text())
 	}
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:allow:"+allowID, nil, nil))
-	if got := b.wait(t, "/v1/approvals", allowID).raw("decision"); got != `{"outcome":"allowed-once"}` {
+	if got := b.wait(t, "/v1/approvals", allowID).Raw("decision"); got != `{"outcome":"allowed-once"}` {
 		t.Errorf("decision %s", got)
 	}
 
@@ -629,7 +591,7 @@ func TestApprovalAllowAndReject(t *testing.T) {
 	b.click(t, slacktest.BlockActions(t, msg, bob, "ab:reject:"+rejectID, nil, nil))
 	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
 	b.click(t, slacktest.ViewSubmission(opened, bob, map[string]any{"note": slacktest.TextValue("  too risky on a Friday ")}))
-	if got := b.wait(t, "/v1/approvals", rejectID).raw("decision"); got != `{"outcome":"rejected","note":"too risky on a Friday"}` {
+	if got := b.wait(t, "/v1/approvals", rejectID).Raw("decision"); got != `{"outcome":"rejected","note":"too risky on a Friday"}` {
 		t.Errorf("decision %s", got)
 	}
 	upd := b.fake.WaitFor(t, "the rejection shown", 10*time.Second, func(calls []slacktest.FakeCall) bool {
@@ -652,7 +614,7 @@ func TestDismissAndCancel(t *testing.T) {
 	}
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:dismiss:"+id, nil, nil))
 	rec := b.wait(t, "/v1/questions", id)
-	if rec.m["status"] != "dismissed" || rec.m["error"] == nil || rec.m["error"].(map[string]any)["code"] != "ASK_CANCELLED" {
+	if rec.M["status"] != "dismissed" || rec.M["error"] == nil || rec.M["error"].(map[string]any)["code"] != "ASK_CANCELLED" {
 		t.Errorf("dismissed request: %v", rec)
 	}
 	if upd := b.fake.WaitCalls(t, "chat.update", 1)[0]; !strings.Contains(upd.Text(), "Dismissed by ada") || hasActions(upd) {
@@ -722,7 +684,7 @@ func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
 	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
 	b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0o": slacktest.TextValue("Split step 3 in two.")}))
 	rec := b.wait(t, "/v1/questions", id)
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"plan","selected":[],"custom":"Split step 3 in two."}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"plan","selected":[],"custom":"Split step 3 in two."}]}` {
 		t.Errorf("answer %s", got)
 	}
 }
@@ -797,8 +759,8 @@ func TestRateLimitedPostIsPostedOnce(t *testing.T) {
 		t.Fatalf("posts: %+v", posts)
 	}
 	rec := b.get(t, "/v1/questions", id)
-	if p, _ := rec.m["posts"].([]any); len(p) != 1 {
-		t.Errorf("recorded posts %v, want exactly one", rec.m["posts"])
+	if p, _ := rec.M["posts"].([]any); len(p) != 1 {
+		t.Errorf("recorded posts %v, want exactly one", rec.M["posts"])
 	}
 }
 
@@ -806,7 +768,7 @@ func TestFailedPostIsNoProvider(t *testing.T) {
 	b := start(t, defaultTarget)
 	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "channel_not_found"})
 	status, body := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
-	if status != http.StatusServiceUnavailable || body.m["error"].(map[string]any)["code"] != "NO_PROVIDER" {
+	if status != http.StatusServiceUnavailable || body.M["error"].(map[string]any)["code"] != "NO_PROVIDER" {
 		t.Errorf("create with a failing post: %d %v", status, body)
 	}
 	if n := len(b.fake.Calls("chat.postMessage")); n != 1 {
@@ -844,7 +806,7 @@ routes:
 		t.Fatal("the envelope was not acked")
 	}
 	rec := b.wait(t, "/v1/questions", id)
-	if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+	if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
 		t.Errorf("answer %s", got)
 	}
 	// Without a signing secret the Request URL accepts nothing.
@@ -860,8 +822,8 @@ func TestExpiryEditsTheMessage(t *testing.T) {
 	id := b.create(t, "/v1/questions", q)
 	b.fake.WaitCalls(t, "chat.postMessage", 1)
 	rec := b.wait(t, "/v1/questions", id)
-	if rec.m["status"] != "expired" {
-		t.Fatalf("status %v, want expired", rec.m["status"])
+	if rec.M["status"] != "expired" {
+		t.Fatalf("status %v, want expired", rec.M["status"])
 	}
 	if upd := b.fake.WaitCalls(t, "chat.update", 1)[0]; !strings.Contains(upd.Text(), "Expired unanswered") || hasActions(upd) {
 		t.Errorf("edit after expiry:\n%s", upd.Text())

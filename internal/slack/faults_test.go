@@ -108,13 +108,13 @@ func TestFaultDoubleClicks(t *testing.T) {
 	won := map[string]int{}
 	for i, id := range ids {
 		rec := rs[i%2].get(t, "/v1/questions", id)
-		by, _ := rec.m["answered_by"].(map[string]any)
+		by, _ := rec.M["answered_by"].(map[string]any)
 		winner, _ := by["user_id"].(string)
 		label := map[string]string{"UADA": "Yes, delete them (Recommended)", "UBOB": "No, keep them"}[winner]
-		if rec.m["status"] != "answered" || label == "" {
-			t.Fatalf("question %s: status %v, answered by %v", id, rec.m["status"], by)
+		if rec.M["status"] != "answered" || label == "" {
+			t.Fatalf("question %s: status %v, answered by %v", id, rec.M["status"], by)
 		}
-		if got := rec.raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
+		if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
 			t.Errorf("question %s: answer %s does not match its winner %s", id, got, winner)
 		}
 		if e := edited[msgs[id].TS]; e != 1 {
@@ -182,8 +182,8 @@ func TestFaultRedisRestart(t *testing.T) {
 			for time.Now().Before(deadline) {
 				status, rec := b.do(t, http.MethodGet, "/v1/questions/"+id+"?wait=2s", nil)
 				o.seen = append(o.seen, status)
-				if status == http.StatusOK && rec.m["status"] == "answered" {
-					o.answer = rec.raw("answer")
+				if status == http.StatusOK && rec.M["status"] == "answered" {
+					o.answer = rec.Raw("answer")
 					break
 				}
 				if status == http.StatusServiceUnavailable {
@@ -209,9 +209,9 @@ func TestFaultRedisRestart(t *testing.T) {
 			body = cleanupQuestion()
 		}
 		status, rec := rs[0].do(t, call.method, call.path, body)
-		code, _ := rec.m["error"].(map[string]any)["code"].(string)
+		code, _ := rec.M["error"].(map[string]any)["code"].(string)
 		if status != http.StatusServiceUnavailable || code != "UNAVAILABLE" {
-			t.Errorf("%s %s with Redis down: %d %v; want 503 UNAVAILABLE", call.method, call.path, status, rec.m)
+			t.Errorf("%s %s with Redis down: %d %v; want 503 UNAVAILABLE", call.method, call.path, status, rec.M)
 		}
 	}
 	// ... and a click is acknowledged and the person told to try again.
@@ -254,8 +254,8 @@ func TestFaultRedisRestart(t *testing.T) {
 		if i < 2 {
 			want = "answered"
 		}
-		if rec.m["status"] != want {
-			t.Errorf("after the restart question %d is %v; want %s", i, rec.m["status"], want)
+		if rec.M["status"] != want {
+			t.Errorf("after the restart question %d is %v; want %s", i, rec.M["status"], want)
 		}
 	}
 	if got := len(fake.Calls("chat.update")); got != editsDown || got != 2 {
@@ -291,13 +291,13 @@ func TestFaultRedisRestart(t *testing.T) {
 			t.Errorf("question %d: edited %d times, want 1", i, e)
 		}
 		rec := rs[0].get(t, "/v1/questions", id)
-		by, _ := rec.m["answered_by"].(map[string]any)
+		by, _ := rec.M["answered_by"].(map[string]any)
 		want := "UBOB"
 		if i < 2 {
 			want = "UADA"
 		}
-		if rec.m["status"] != "answered" || by["user_id"] != want {
-			t.Errorf("question %d: %v by %v; want answered by %s", i, rec.m["status"], by["user_id"], want)
+		if rec.M["status"] != "answered" || by["user_id"] != want {
+			t.Errorf("question %d: %v by %v; want answered by %s", i, rec.M["status"], by["user_id"], want)
 		}
 	}
 }
@@ -341,8 +341,8 @@ func TestFaultSlackBursts(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("the waiting create did not return")
 	}
-	if r.status != http.StatusCreated || r.rec.m["status"] != "answered" {
-		t.Fatalf("the agent got %d %v; want 201 answered", r.status, r.rec.m)
+	if r.status != http.StatusCreated || r.rec.M["status"] != "answered" {
+		t.Fatalf("the agent got %d %v; want 201 answered", r.status, r.rec.M)
 	}
 	b.fake.WaitCalls(t, "chat.update", 1)
 	posts, edits := b.fake.Calls("chat.postMessage"), b.fake.Calls("chat.update")
@@ -352,7 +352,7 @@ func TestFaultSlackBursts(t *testing.T) {
 	if ok := okCount(edits); ok != 1 || len(edits) != 3 {
 		t.Errorf("edits: %d tries, %d ok; want 3 tries (2 refused), 1 ok", len(edits), ok)
 	}
-	if p, _ := b.get(t, "/v1/questions", id).m["posts"].([]any); len(p) != 1 {
+	if p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any); len(p) != 1 {
 		t.Errorf("recorded posts %v; want exactly one", p)
 	}
 }

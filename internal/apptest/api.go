@@ -1,0 +1,71 @@
+package apptest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// Record is an answer of the bridge's API: decoded, and each field's JSON
+// exactly as sent.
+type Record struct {
+	M      map[string]any
+	Fields map[string]json.RawMessage
+}
+
+// Raw returns field's JSON as the API sent it.
+func (r Record) Raw(field string) string { return string(r.Fields[field]) }
+
+// Do calls the API at base (no token) and decodes its JSON answer.
+func Do(t testing.TB, base, method, path string, body any) (int, Record) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out Record
+	raw, _ := io.ReadAll(resp.Body)
+	if len(raw) > 0 {
+		if json.Unmarshal(raw, &out.M) != nil || json.Unmarshal(raw, &out.Fields) != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+// Create creates a request through the API at base and returns its id.
+func Create(t testing.TB, base, path string, body any) string {
+	t.Helper()
+	status, rec := Do(t, base, http.MethodPost, path, body)
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, rec.M)
+	}
+	return rec.M["id"].(string)
+}
+
+// Wait holds GET ?wait=10s until the request ends and returns it.
+func Wait(t testing.TB, base, path, id string) Record {
+	t.Helper()
+	status, rec := Do(t, base, http.MethodGet, path+"/"+id+"?wait=10s", nil)
+	if status != http.StatusOK {
+		t.Fatalf("wait: %d %v", status, rec.M)
+	}
+	return rec
+}
+
+// Get reads a request.
+func Get(t testing.TB, base, path, id string) Record {
+	t.Helper()
+	_, rec := Do(t, base, http.MethodGet, path+"/"+id, nil)
+	return rec
+}
