@@ -2,6 +2,8 @@ package slack_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +64,9 @@ func TestUneditedEndIsEditedByFinisher(t *testing.T) {
 	if n := len(fake.Calls("chat.update")); n != 0 {
 		t.Fatalf("%d edits within the grace; want none (nothing has taken it over)", n)
 	}
+	if got := metric(t, rs[1], "askbridge_unedited_requests"); got != "1" {
+		t.Errorf("askbridge_unedited_requests = %q within the grace; want 1", got)
+	}
 
 	clk.Advance(pending.FinishGrace)
 	upd := fake.WaitCalls(t, "chat.update", 1)[0]
@@ -75,7 +80,28 @@ func TestUneditedEndIsEditedByFinisher(t *testing.T) {
 		t.Errorf("the edited message does not say who answered what:\n%s", txt)
 	}
 	waitEdited(t, rs[0])
+	if got := metric(t, rs[1], "askbridge_unedited_requests"); got != "0" {
+		t.Errorf("askbridge_unedited_requests = %q once edited; want 0", got)
+	}
 	if n := len(fake.Calls("chat.update")); n != 1 {
 		t.Errorf("%d edits; want 1 (one finisher took it over)", n)
 	}
+}
+
+// metric returns the value of an unlabelled metric on b's /metrics.
+func metric(t *testing.T, b bridge, name string) string {
+	t.Helper()
+	resp, err := http.Get(b.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return ""
 }
