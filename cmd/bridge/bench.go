@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime/pprof"
 
 	"github.com/askbridge/askbridge/internal/bench"
 )
@@ -45,6 +44,7 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	check := fs.Bool("check", false, "exit 1 when a target is missed")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (agents, people, the fake Slack and the memory phase's replica; not the replica processes) to this file")
+	replicaProfile := fs.String("replica-cpuprofile", "", "write a CPU profile of each replica process to `PREFIX`.N (N from 0)")
 	waitClient := fs.String("wait-client", "", "internal: run as the memory phase's client process for the bridge at this address")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -68,8 +68,14 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "bridge bench:", err)
 		return exitError
 	}
+	replicas := 0
 	o.Serve = func(config string) *exec.Cmd {
-		cmd := exec.Command(self, "serve", "--config", config)
+		args := []string{"serve", "--config", config}
+		if *replicaProfile != "" {
+			args = append(args, "--cpuprofile", fmt.Sprintf("%s.%d", *replicaProfile, replicas))
+			replicas++
+		}
+		cmd := exec.Command(self, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		return cmd
 	}
@@ -82,17 +88,12 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "bridge bench:", err)
 			return exitError
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "bridge bench:", err)
-			return exitError
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	rep, runErr := bench.Run(ctx, o)
 	if rep != nil {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/askbridge/askbridge/internal/app"
@@ -125,6 +126,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (YAML); none: embedded defaults")
 	listen := fs.String("listen", "", "listen address, overrides the config's listen")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` when the bridge stops")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -139,6 +141,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "bridge: invalid config:", err)
 		return exitError
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bridge:", err)
+			return exitError
+		}
+		defer stop()
 	}
 	log := newLogger(cfg, stderr)
 	a, err := app.New(cfg, log, app.Options{})
@@ -174,4 +184,17 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	stdout.Write(out)
 	return exitOK
+}
+
+// startCPUProfile profiles this process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
