@@ -205,13 +205,15 @@ func (s *Server) wait(r *http.Request) (time.Duration, error) {
 
 // waitFor holds the call until rec leaves pending or the wait ends. When the
 // client goes away it returns its context's error and nothing is written.
-func (s *Server) waitFor(r *http.Request, rec *pending.Record, d time.Duration, owner string) (*pending.Record, error) {
+// The wait starts from rec: watch, on rec's id, must have started before
+// rec was created.
+func (s *Server) waitFor(r *http.Request, rec *pending.Record, d time.Duration, watch *pending.Watch) (*pending.Record, error) {
 	if d <= 0 || rec.Status != seam.StatusPending {
 		return rec, nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), d)
 	defer cancel()
-	got, err := s.store.Wait(ctx, rec.ID, owner)
+	got, err := watch.Wait(ctx, rec)
 	switch {
 	case err == nil:
 		return got, nil
@@ -240,11 +242,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, nr pending.NewRe
 		return err
 	}
 	nr.Client = c.Name
+	var watch *pending.Watch
+	if wait > 0 {
+		// Watched from before it exists, the request needs no read to be
+		// waited on: any ending after the create wakes this call.
+		nr.ID = pending.NewID(nr)
+		watch = s.store.Watch(nr.ID)
+		defer watch.Stop()
+	}
 	rec, created, err := s.dispatch.Create(r.Context(), nr)
 	if err != nil {
 		return err
 	}
-	if rec, err = s.waitFor(r, rec, wait, c.Name); err != nil {
+	if rec, err = s.waitFor(r, rec, wait, watch); err != nil {
 		return err
 	}
 	status := http.StatusOK
@@ -450,7 +460,7 @@ func (s *Server) resolvePending(w http.ResponseWriter, r *http.Request, kind sea
 			return err
 		}
 	}
-	res.Kind = kind
+	res.Kind, res.From = kind, rec
 	rec, err = s.dispatch.Resolve(r.Context(), rec.ID, res)
 	if err != nil {
 		return err

@@ -361,7 +361,7 @@ type resolved struct {
 // as a deferred update, and the message is then edited through the API.
 func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pending.Resolution, in *interaction) *response {
 	res.By = responder(in)
-	res.Kind = rec.Kind
+	res.Kind, res.From = rec.Kind, rec
 	var sl *slot
 	if inPlaceable(in) {
 		sl = h.s.inPlace.register(in.Message.ID)

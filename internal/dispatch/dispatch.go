@@ -190,23 +190,34 @@ func noProvider(format string, args ...any) error {
 	return &seam.Error{Code: seam.CodeNoProvider, Message: seam.Messages[seam.CodeNoProvider] + ": " + fmt.Sprintf(format, args...)}
 }
 
-// post posts rec to the route's targets and returns how many took it.
+// post posts rec to the route's targets, adds the messages it recorded to
+// rec.Posts, and returns how many targets took it.
 func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) int {
 	if rt.mode == config.ModeFirst {
 		for _, t := range rt.targets {
-			if d.postTo(ctx, rec, t) {
+			if posts, ok := d.postTo(ctx, rec, t); ok {
+				rec.Posts = append(rec.Posts, posts...)
 				return 1
 			}
 		}
 		return 0
 	}
-	var posted atomic.Int64
+	var (
+		mu     sync.Mutex
+		took   int
+		posted []pending.Post
+	)
 	each(rt.targets, func(t Target) {
-		if d.postTo(ctx, rec, t) {
-			posted.Add(1)
+		posts, ok := d.postTo(ctx, rec, t)
+		mu.Lock()
+		defer mu.Unlock()
+		if ok {
+			took++
 		}
+		posted = append(posted, posts...)
 	})
-	return int(posted.Load())
+	rec.Posts = append(rec.Posts, posted...)
+	return took
 }
 
 // each calls f with every item at once and waits for them. A single item
@@ -225,26 +236,31 @@ func each[T any](items []T, f func(T)) {
 	wg.Wait()
 }
 
-// postTo posts rec to one target and records the messages. When the request
-// ended while they were being posted, its messages are finished at once, so
-// no live buttons are left behind.
-func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) bool {
+// postTo posts rec to one target and records the messages; it returns
+// those recorded and whether the target took rec. When the request ended
+// while they were being posted, its messages are finished at once, so no
+// live buttons are left behind.
+func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) (recorded []pending.Post, ok bool) {
 	log := d.log.With("request_id", rec.ID, "surface", t.Surface(), "target", t.Key)
 	s := d.surfaces[t.Surface()]
 	posts, err := s.Post(ctx, rec, t)
 	if err != nil {
 		log.Warn("posting failed", "err", err)
 		d.metrics.postFailed(t.Surface())
-		return false
+		return nil, false
 	}
 	ended := false
 	for _, p := range posts {
 		p.Target = t.Key
+		if p.PostedAt.IsZero() {
+			p.PostedAt = time.Now().UTC() // as recorded, and as listed in rec
+		}
 		st, err := d.store.AddPost(ctx, rec.ID, p)
 		if err != nil {
 			log.Error("recording a posted message failed", "message_id", p.MessageID, "err", err)
 			continue
 		}
+		recorded = append(recorded, p)
 		ended = ended || st.Final()
 	}
 	if ended {
@@ -254,7 +270,7 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 			d.Finished(ctx, cur)
 		}
 	}
-	return len(posts) > 0
+	return recorded, len(posts) > 0
 }
 
 // Resolve ends a request through the store (first writer wins) and, when

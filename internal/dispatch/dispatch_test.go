@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -164,6 +165,7 @@ func TestModeAllPostsEverywhereAndFinishesEverywhere(t *testing.T) {
 	if len(got.Posts) != 2 || got.Posts[0].Target == "" {
 		t.Fatalf("posts recorded: %+v", got.Posts)
 	}
+	samePosts(t, rec.Posts, got.Posts)
 	ans := seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{"No"}}}}
 	if _, err := d.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusAnswered, Answer: &ans}); err != nil {
 		t.Fatal(err)
@@ -178,14 +180,37 @@ func TestModeAllPostsEverywhereAndFinishesEverywhere(t *testing.T) {
 	}
 }
 
+// samePosts fails unless the posts Create returned, in any order, are
+// those the store recorded: a waiting create answers with them unread.
+func samePosts(t *testing.T, returned, stored []pending.Post) {
+	t.Helper()
+	key := func(p pending.Post) string { return p.Surface + "/" + p.Channel + "/" + p.MessageID }
+	byKey := map[string]pending.Post{}
+	for _, p := range stored {
+		byKey[key(p)] = p
+	}
+	for _, p := range returned {
+		if sp, ok := byKey[key(p)]; !ok || !reflect.DeepEqual(p, sp) {
+			t.Errorf("Create returned post %+v; the store has %+v", p, stored)
+		}
+	}
+	if len(returned) != len(stored) {
+		t.Errorf("Create returned %d posts; the store has %d", len(returned), len(stored))
+	}
+}
+
 func TestModeFirstFallsThrough(t *testing.T) {
 	e, d := setup(t, newChat("DOWN"))
-	if _, _, err := d.Create(context.Background(), question("fallback", "")); err != nil {
+	ctx := context.Background()
+	rec, _, err := d.Create(ctx, question("fallback", ""))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := e.chat.channels(); len(got) != 1 || got[0] != "C3" {
 		t.Fatalf("posted to %v, want [C3]", got)
 	}
+	got, _ := e.store.Get(ctx, rec.ID)
+	samePosts(t, rec.Posts, got.Posts)
 }
 
 func TestNoTargetTookItIsNoProviderAndLeavesNothing(t *testing.T) {

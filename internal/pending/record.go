@@ -76,13 +76,32 @@ const (
 
 // decodeRecord builds a Record from HGETALL's flat field/value list.
 func decodeRecord(flat []any) (*Record, error) {
+	return recordFromHash(hashOf(flat))
+}
+
+// hashOf turns a flat field/value list into a map.
+func hashOf(flat []any) map[string]string {
 	h := make(map[string]string, len(flat)/2)
 	for i := 0; i+1 < len(flat); i += 2 {
 		k, _ := flat[i].(string)
 		v, _ := flat[i+1].(string)
 		h[k] = v
 	}
-	return recordFromHash(h)
+	return h
+}
+
+// resolved returns a copy of the pending record r as res ended it at now,
+// with the posts in postFields, a flat field/value list.
+func (r *Record) resolved(res Resolution, now time.Time, postFields []any) (*Record, error) {
+	posts, err := decodePosts(hashOf(postFields))
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", r.ID, err)
+	}
+	out := *r
+	out.Status, out.ResolvedAt = res.Status, time.UnixMilli(now.UnixMilli()).UTC()
+	out.Answer, out.Decision, out.ResolvedBy = res.Answer, res.Decision, res.By
+	out.Posts = posts
+	return &out, nil
 }
 
 func recordFromHash(h map[string]string) (*Record, error) {
@@ -167,23 +186,31 @@ func (r *Record) decode(h map[string]string) error {
 	if err := r.decodeEnd(h); err != nil {
 		return err
 	}
+	posts, err := decodePosts(h)
+	r.Posts = posts
+	return err
+}
+
+// decodePosts returns the posts among a record's fields, oldest first.
+func decodePosts(h map[string]string) ([]Post, error) {
+	var posts []Post
 	for k, v := range h {
 		if !strings.HasPrefix(k, postPrefix) {
 			continue
 		}
 		var p Post
 		if err := json.Unmarshal([]byte(v), &p); err != nil {
-			return fmt.Errorf("%s: %w", k, err)
+			return nil, fmt.Errorf("%s: %w", k, err)
 		}
-		r.Posts = append(r.Posts, p)
+		posts = append(posts, p)
 	}
-	sort.Slice(r.Posts, func(i, j int) bool {
-		if !r.Posts[i].PostedAt.Equal(r.Posts[j].PostedAt) {
-			return r.Posts[i].PostedAt.Before(r.Posts[j].PostedAt)
+	sort.Slice(posts, func(i, j int) bool {
+		if !posts[i].PostedAt.Equal(posts[j].PostedAt) {
+			return posts[i].PostedAt.Before(posts[j].PostedAt)
 		}
-		return r.Posts[i].field() < r.Posts[j].field()
+		return posts[i].field() < posts[j].field()
 	})
-	return nil
+	return posts, nil
 }
 
 func msTime(s string) time.Time {

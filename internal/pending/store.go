@@ -110,6 +110,7 @@ func transientReply(msg string) bool {
 
 // NewRequest is what Create stores.
 type NewRequest struct {
+	ID         string // optional: NewID's, for a caller that must know the id first
 	Kind       seam.Kind
 	Client     string // API token name; idempotency is per client
 	ToolCallID string // optional; makes Create idempotent
@@ -126,8 +127,8 @@ type NewRequest struct {
 // index (unused), KEYS[5] open index of the request's kind.
 // ARGV[1] id, ARGV[2] body hash, ARGV[3] now ms, ARGV[4] expires ms (0: never),
 // ARGV[5] audit cap, ARGV[6] client, ARGV[7] route, ARGV[8..] field/value pairs.
-// Returns {0, HGETALL} when created, {1, HGETALL} when the same request
-// exists, {2} when the id holds a different request.
+// Returns {0} when created, {1, HGETALL} when the same request exists, {2}
+// when the id holds a different request.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'hash') == ARGV[2] then
@@ -139,7 +140,7 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 8))
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
 if ARGV[4] ~= '0' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'event', 'created', 'id', ARGV[1], 'client', ARGV[6], 'route', ARGV[7])
-return {0, redis.call('HGETALL', KEYS[1])}
+return {0}
 `)
 
 // Create stores a pending request in one round trip. With a ToolCallID,
@@ -151,7 +152,10 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 	if err != nil {
 		return nil, false, err
 	}
-	id := newID(nr)
+	id := nr.ID
+	if id == "" {
+		id = NewID(nr)
+	}
 	now := s.opt.Now()
 	var expires int64
 	if nr.ExpiresIn > 0 {
@@ -170,11 +174,23 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		return nil, false, fmt.Errorf("create %s: %w", id, unavailable(err))
 	}
 	switch code(res) {
-	case 0, 1:
+	case 0:
+		// What the script stored, without reading it back.
+		rec := &Record{
+			ID: id, Kind: nr.Kind, Status: seam.StatusPending, Client: nr.Client,
+			ToolCallID: nr.ToolCallID, Route: nr.Route, Caller: nr.Caller,
+			Questions: nr.Questions, Approval: nr.Approval,
+			CreatedAt: time.UnixMilli(now.UnixMilli()).UTC(),
+		}
+		if expires > 0 {
+			rec.ExpiresAt = time.UnixMilli(expires).UTC()
+		}
+		return rec, true, nil
+	case 1:
 		rec, err := decodeRecord(res[1].([]any))
 		// Without a tool_call_id the id is random to this call: finding it
 		// means go-redis retried our own create after a lost reply.
-		return rec, code(res) == 0 || nr.ToolCallID == "", err
+		return rec, nr.ToolCallID == "", err
 	default:
 		return nil, false, fmt.Errorf("create %s (tool_call_id %q): %w", id, nr.ToolCallID, ErrConflict)
 	}
@@ -211,10 +227,10 @@ func (nr NewRequest) encode() (body []byte, hash string, err error) {
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// newID returns a short, URL-safe id: derived from the client, kind and
-// tool_call_id when there is one, so a retried create finds its record
-// without a second key, random otherwise.
-func newID(nr NewRequest) string {
+// NewID returns the id Create gives nr: short and URL-safe, derived from
+// the client, kind and tool_call_id when there is one, so that a retried
+// create finds its record without a second key; random otherwise.
+func NewID(nr NewRequest) string {
 	if nr.ToolCallID != "" {
 		return IDFor(nr.Client, nr.Kind, nr.ToolCallID)
 	}
@@ -253,6 +269,10 @@ type Resolution struct {
 	Kind     seam.Kind      // when set, a request of another kind is ErrNotFound
 	Owner    string         // when set, a request of another client is ErrNotFound
 	IfDue    bool           // resolve only if its expiry has passed (the sweeper)
+	// From, when set, is the record of the request as the caller last read
+	// it: Resolve then returns it as this resolution ended it, with its
+	// posts as they are now, instead of reading the whole record back.
+	From *Record
 }
 
 // resolveScript ends a pending request: first writer wins. A request with
@@ -267,11 +287,11 @@ type Resolution struct {
 // ARGV[8] required owner or empty, ARGV[9] '1' to resolve only when due,
 // ARGV[10] wake channel, ARGV[11] audit cap, ARGV[12] responder surface,
 // ARGV[13] responder user id, ARGV[14] when a sweeper may take over the
-// edits, ms.
+// edits, ms, ARGV[15] '1' to return only the post fields when resolved now.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON" on the
 // wake channel, so waiters need not read the record again.
-// Returns {0} not found, {1, HGETALL} resolved now, {2, HGETALL} already
-// resolved, {3} not due.
+// Returns {0} not found, {1, HGETALL or the post fields} resolved now,
+// {2, HGETALL} already resolved, {3} not due.
 var resolveScript = redis.NewScript(`
 local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires')
 if not rec[1] then return {0} end
@@ -289,12 +309,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', ARGV[2], 'id', ARGV[1], 'surface', ARGV[12], 'user', ARGV[13])
 redis.call('PUBLISH', ARGV[10], ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3])
 local all = redis.call('HGETALL', KEYS[1])
+local posts = {}
 for i = 1, #all, 2 do
   if string.sub(all[i], 1, 5) == 'post:' then
-    redis.call('ZADD', KEYS[4], ARGV[14], ARGV[1])
-    break
+    posts[#posts + 1] = all[i]
+    posts[#posts + 1] = all[i + 1]
   end
 end
+if #posts > 0 then redis.call('ZADD', KEYS[4], ARGV[14], ARGV[1]) end
+if ARGV[15] == '1' then return {1, posts} end
 return {1, all}
 `)
 
@@ -321,15 +344,18 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 		by, _ = json.Marshal(res.By)
 		surface, user = res.By.Surface, res.By.UserID
 	}
-	due := ""
+	due, postsOnly := "", ""
 	if res.IfDue {
 		due = "1"
+	}
+	if res.From != nil && res.From.ID == id {
+		postsOnly = "1"
 	}
 	now := s.opt.Now()
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli()).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}
@@ -339,7 +365,12 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	case 3:
 		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotDue)
 	}
-	rec, err := decodeRecord(out[1].([]any))
+	var rec *Record
+	if code(out) == 1 && postsOnly != "" {
+		rec, err = res.From.resolved(res, now, out[1].([]any))
+	} else {
+		rec, err = decodeRecord(out[1].([]any))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, err)
 	}

@@ -55,6 +55,9 @@ func TestCreate(t *testing.T) {
 			nr.Caller = nil
 			rec := mustCreate(t, s, nr)
 			got := mustGet(t, s, rec.ID)
+			if !reflect.DeepEqual(rec, got) {
+				t.Errorf("created record:\n got %+v\nread back %+v", rec, got)
+			}
 			if got.Kind != seam.KindApproval || got.Questions != nil || got.Caller != nil || !got.ExpiresAt.IsZero() {
 				t.Errorf("record = %+v; want an approval without caller, questions or expiry", got)
 			}
@@ -219,6 +222,44 @@ func TestResolve(t *testing.T) {
 				}
 				if !reflect.DeepEqual(r.Questions, rec.Questions) || !r.CreatedAt.Equal(rec.CreatedAt) {
 					t.Errorf("%s record lost its request: %+v", name, r)
+				}
+			}
+		})
+
+		// From spares reading the whole record back: what Resolve returns
+		// must still be what a read gives, with posts added after From.
+		t.Run("from the record the caller read", func(t *testing.T) {
+			for _, nr := range []NewRequest{question("alice", ""), approval("alice", "")} {
+				rec := mustCreate(t, s, nr)
+				if _, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C1", MessageID: "1.1"}); err != nil {
+					t.Fatal(err)
+				}
+				from := mustGet(t, s, rec.ID)
+				if _, err := s.AddPost(ctx, rec.ID, Post{Surface: "discord", Channel: "9", MessageID: "77"}); err != nil {
+					t.Fatal(err)
+				}
+				b.clock.Advance(time.Second)
+				res := answered("U1")
+				if nr.Kind == seam.KindApproval {
+					res.Answer, res.Decision = nil, &seam.Decision{Outcome: seam.OutcomeRejected, Note: "not today"}
+				}
+				res.Kind, res.From = nr.Kind, from
+				got, err := s.Resolve(ctx, rec.ID, res)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := mustGet(t, s, rec.ID); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: returned record:\n got %+v\nread back %+v", nr.Kind, got, want)
+				}
+				if len(got.Posts) != 2 {
+					t.Errorf("%s: posts = %+v; want both", nr.Kind, got.Posts)
+				}
+				if from.Status != seam.StatusPending {
+					t.Errorf("%s: Resolve changed From", nr.Kind)
+				}
+				res.By = &Responder{Surface: "slack", UserID: "U2"}
+				if late, err := s.Resolve(ctx, rec.ID, res); !errors.Is(err, ErrAlreadyResolved) || late.ResolvedBy.UserID != "U1" {
+					t.Errorf("%s: second Resolve = %+v, %v; want the first answer and ErrAlreadyResolved", nr.Kind, late, err)
 				}
 			}
 		})
@@ -707,6 +748,69 @@ func TestWait(t *testing.T) {
 // A Redis restart drops the wake-up subscription. The waiters must ride it
 // out and see an answer given after it, not fail because the subscription
 // broke.
+// A Watch started before the request exists needs no read to wait: an
+// ending from this replica or another wakes it, even one that came before
+// Wait was called.
+func TestWatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		cnt := &counter{}
+		a, other := b.storeOn(b.client(cnt), withRecheck(time.Hour)), b.store()
+		b.run(a)
+
+		t.Run("woken across replicas", func(t *testing.T) {
+			nr := question("alice", "")
+			nr.ID = NewID(nr)
+			w := a.Watch(nr.ID)
+			defer w.Stop()
+			rec := mustCreate(t, a, nr)
+			if rec.ID != nr.ID {
+				t.Fatalf("created %s; want the id given, %s", rec.ID, nr.ID)
+			}
+			done := make(chan waited, 1)
+			n, _ := cnt.count(func() {
+				go func() {
+					got, err := w.Wait(ctx, rec)
+					done <- waited{got, err}
+				}()
+				if _, err := other.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+					t.Fatal(err)
+				}
+				wantAnswered(t, recv(t, "the watched wait", done), rec.ID)
+			})
+			if n != 0 {
+				t.Errorf("the watched wait took %d round trips; want 0", n)
+			}
+		})
+
+		t.Run("ended before Wait", func(t *testing.T) {
+			nr := question("alice", "")
+			nr.ID = NewID(nr)
+			w := a.Watch(nr.ID)
+			defer w.Stop()
+			rec := mustCreate(t, a, nr)
+			if _, err := a.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, eventually)
+			defer cancel()
+			got, err := w.Wait(wctx, rec) // rec is the pending record as created
+			wantAnswered(t, waited{got, err}, rec.ID)
+		})
+
+		t.Run("stopped", func(t *testing.T) {
+			w := a.Watch("nothing")
+			if a.Waiting() != 1 {
+				t.Fatalf("Waiting = %d with a watch; want 1", a.Waiting())
+			}
+			w.Stop()
+			if a.Waiting() != 0 {
+				t.Fatalf("Waiting = %d after Stop; want 0", a.Waiting())
+			}
+		})
+	})
+}
+
 func TestWaitSurvivesRedisRestart(t *testing.T) {
 	embeddedOnly(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
@@ -898,7 +1002,7 @@ var toolCallSeq atomic.Int64
 func inShard(nr NewRequest, sh int) NewRequest {
 	for {
 		nr.ToolCallID = fmt.Sprintf("call-%d", toolCallSeq.Add(1))
-		if shard(newID(nr)) == sh {
+		if shard(NewID(nr)) == sh {
 			return nr
 		}
 	}
@@ -1145,6 +1249,13 @@ func TestRoundTrips(t *testing.T) {
 				return err
 			}},
 			{"Resolve", func() (err error) { _, err = s.Resolve(ctx, rec.ID, answered("U1")); return err }},
+			{"Resolve from a record", func() (err error) {
+				r := mustCreate(t, b.store(), question("alice", ""))
+				res := answered("U1")
+				res.From = r
+				_, err = s.Resolve(ctx, r.ID, res)
+				return err
+			}},
 			{"Resolve again", func() (err error) {
 				if _, err = s.Resolve(ctx, rec.ID, answered("U2")); errors.Is(err, ErrAlreadyResolved) {
 					return nil
@@ -1191,7 +1302,7 @@ func TestKeys(t *testing.T) {
 		return key[i+1 : i+1+j]
 	}
 	for _, nr := range []NewRequest{question("alice", ""), question("alice", "c1"), approval("bob", "")} {
-		id := newID(nr)
+		id := NewID(nr)
 		all := k.request(id, kinds...)
 		if all[0] != k.record(id) {
 			t.Errorf("the first key is %q; want the record, which Redis Cluster routes EVAL by", all[0])

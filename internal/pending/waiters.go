@@ -98,26 +98,59 @@ func (s *Store) Wait(ctx context.Context, id, owner string) (*Record, error) {
 // WaitKind is Wait that, when kind is not empty, also hides requests of
 // other kinds: a caller need not read the record before waiting on it.
 func (s *Store) WaitKind(ctx context.Context, id, owner string, kind seam.Kind) (*Record, error) {
-	ch := s.w.add(id)
-	defer s.w.remove(id, ch)
-	recheck := time.NewTicker(s.opt.Recheck)
+	w := s.Watch(id)
+	defer w.Stop()
+	return w.wait(ctx, nil, owner, kind)
+}
+
+// A Watch holds the wake-ups of one request in this process from the moment
+// it starts, so that a wait that starts from a record read or created
+// after it need not read the record again.
+type Watch struct {
+	s  *Store
+	id string
+	ch chan *ending
+}
+
+// Watch starts watching id. Call Stop when done.
+func (s *Store) Watch(id string) *Watch {
+	return &Watch{s: s, id: id, ch: s.w.add(id)}
+}
+
+// Stop stops watching.
+func (w *Watch) Stop() { w.s.w.remove(w.id, w.ch) }
+
+// Wait is Store.Wait starting from from, a record of the watched request
+// that was read or created after the watch started.
+func (w *Watch) Wait(ctx context.Context, from *Record) (*Record, error) {
+	return w.wait(ctx, from, "", "")
+}
+
+// wait waits as Store.WaitKind does; from, when not nil, stands for the
+// first read.
+func (w *Watch) wait(ctx context.Context, from *Record, owner string, kind seam.Kind) (*Record, error) {
+	recheck := time.NewTicker(w.s.opt.Recheck)
 	defer recheck.Stop()
-	var last *Record
+	rec, last := from, from
 	for {
-		rec, err := s.Get(ctx, id)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return last, ctx.Err()
-		case err != nil:
-			return nil, err
-		case owner != "" && rec.Client != owner, kind != "" && rec.Kind != kind:
-			return nil, fmt.Errorf("get %s: %w", id, ErrNotFound)
-		case rec.Status != seam.StatusPending:
+		if rec == nil {
+			var err error
+			rec, err = w.s.Get(ctx, w.id)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return last, ctx.Err()
+			case err != nil:
+				return nil, err
+			case owner != "" && rec.Client != owner, kind != "" && rec.Kind != kind:
+				return nil, fmt.Errorf("get %s: %w", w.id, ErrNotFound)
+			}
+		}
+		if rec.Status != seam.StatusPending {
 			return rec, nil
 		}
-		last = rec
+		last, rec = rec, nil
 		select {
-		case e := <-ch:
+		case e := <-w.ch:
 			// The wake-up carries how the request ended: applied to the
 			// record just read, it spares a second read on the hot path.
 			if e != nil {

@@ -6,6 +6,7 @@ package slack_test
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -352,8 +353,14 @@ func TestFaultSlackBursts(t *testing.T) {
 	if ok := okCount(edits); ok != 1 || len(edits) != 3 {
 		t.Errorf("edits: %d tries, %d ok; want 3 tries (2 refused), 1 ok", len(edits), ok)
 	}
-	if p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any); len(p) != 1 {
+	p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+	if len(p) != 1 {
 		t.Errorf("recorded posts %v; want exactly one", p)
+	}
+	// The waiting create never read the record back: it lists the post
+	// it made itself.
+	if got := r.rec.M["posts"]; !reflect.DeepEqual(got, any(p)) {
+		t.Errorf("the agent's record lists posts %v; the store, %v", got, p)
 	}
 }
 

@@ -461,7 +461,7 @@ func responder(u slackapi.User) *pending.Responder {
 // are told so, unless theirs was that answer, delivered twice.
 func (h *Interactions) finish(ctx context.Context, rec *pending.Record, res pending.Resolution, c click) {
 	res.By = responder(c.user)
-	res.Kind = rec.Kind
+	res.Kind, res.From = rec.Kind, rec
 	got, err := h.resolve.Resolve(ctx, rec.ID, res)
 	switch {
 	case err == nil:

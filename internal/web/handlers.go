@@ -198,7 +198,7 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 		if err != nil {
 			return err
 		}
-		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind}
+		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind, From: rec}
 		switch action {
 		case "answer":
 			if rec.Kind != seam.KindQuestion {
