@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/askbridge/askbridge/internal/seam"
 )
@@ -21,16 +20,31 @@ import (
 const shards = 16
 
 // keys builds the keys under one prefix.
-type keys struct{ prefix string }
+type keys struct {
+	prefix string
+	tags   *[shards]string // prefix{sNN}: of each shard, built once: keys are built on every call
+}
+
+func newKeys(prefix string) keys {
+	k := keys{prefix: prefix, tags: new([shards]string)}
+	for s := range k.tags {
+		k.tags[s] = fmt.Sprintf("%s{s%02d}:", prefix, s)
+	}
+	return k
+}
 
 // shard returns the shard of a request id.
 func shard(id string) int {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return int(h.Sum32() % shards)
+	// FNV-1a, as hash/fnv's New32a, without its allocations.
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return int(h % shards)
 }
 
-func (k keys) tag(s int) string { return fmt.Sprintf("%s{s%02d}:", k.prefix, s) }
+func (k keys) tag(s int) string { return k.tags[s] }
 
 // record is a HASH: one request, its answer and its posted messages.
 func (k keys) record(id string) string { return k.tag(shard(id)) + "req:" + id }

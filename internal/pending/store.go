@@ -74,7 +74,7 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{rdb: rdb, keys: keys{opt.Prefix}, opt: opt, log: opt.Logger, w: newWaiters()}
+	return &Store{rdb: rdb, keys: newKeys(opt.Prefix), opt: opt, log: opt.Logger, w: newWaiters()}
 }
 
 // Ping checks that Redis answers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/url"
 	"reflect"
@@ -1292,7 +1293,16 @@ func TestRoundTrips(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	k := keys{"p:"}
+	k := newKeys("p:")
+	// Records already stored stay where they are only while the shard of
+	// an id stays FNV-1a's.
+	for _, id := range []string{"", "a", "f3u2z42crcwmrmeh", "aaaaaaaaaaaaaaaa", NewID(question("alice", ""))} {
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		if got, want := shard(id), int(h.Sum32()%shards); got != want {
+			t.Errorf("shard(%q) = %d; want %d, FNV-1a's", id, got, want)
+		}
+	}
 	tag := func(key string) string {
 		i := strings.IndexByte(key, '{')
 		j := strings.IndexByte(key[i+1:], '}')
