@@ -367,7 +367,9 @@ func (f *flow) people(ctx context.Context, clickers int, agentsDone <-chan struc
 // load clicks at rate for d, open loop: click i is sent at start + i/rate
 // on a random replica, whether or not the earlier ones have been
 // acknowledged. Agents keep enough questions posted and waiting; when they
-// stop, the questions still open are clicked outside the figures.
+// stop, the questions still open are clicked outside the figures. The
+// clock starts once the agents' first questions are posted: the agents all
+// asking in the same instant is a start-up burst, not the rate.
 func (f *flow) load(ctx context.Context, rate float64, d time.Duration, progress func(string, ...any)) Load {
 	var ack, same, cross samples
 	stop, agentsDone := make(chan struct{}), make(chan struct{})
@@ -385,6 +387,7 @@ func (f *flow) load(ctx context.Context, rate float64, d time.Duration, progress
 		})
 	}()
 
+	f.waitPosted(ctx, nAgents, 5*time.Second)
 	period := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	var sent, starved int
@@ -424,6 +427,24 @@ func (f *flow) load(ctx context.Context, rate float64, d time.Duration, progress
 	f.people(ctx, 8, agentsDone, func() bool { return false }) // answer what is still open
 	return Load{Rate: rate, Achieved: float64(sent) / elapsed.Seconds(), Clicks: sent, Starved: starved,
 		Ack: ack.summary(), Same: same.summary(), Cross: cross.summary()}
+}
+
+// waitPosted waits until n questions are posted and not yet clicked, for
+// d at most. Nothing signals the count, so it looks every millisecond.
+func (f *flow) waitPosted(ctx context.Context, n int, d time.Duration) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for len(f.posts) < n {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // throughput runs n agents back to back for d with people clicking at
