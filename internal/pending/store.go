@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,6 +52,8 @@ type Store struct {
 	opt  Options
 	log  *slog.Logger
 	w    *waiters
+
+	subscribed atomic.Int64 // times Run has (re)subscribed and woken every waiter since
 }
 
 // New returns a Store on rdb. Call Run to receive wake-ups from other

@@ -255,6 +255,9 @@ func (b *backend) run(s *Store) {
 		}
 	})
 	b.waitSubscribed(s.keys.wake(), 1)
+	// Run wakes every waiter once its subscription is confirmed; a test
+	// counting reads must not start before that.
+	poll(b.t, "Run to handle its subscription", func() bool { return s.subscribed.Load() > 0 })
 }
 
 // waitSubscribed waits until channel has at least n subscribers. On a

@@ -199,6 +199,7 @@ func (s *Store) Run(ctx context.Context) error {
 		case *redis.Subscription:
 			backoff = 50 * time.Millisecond
 			s.w.wakeAll()
+			s.subscribed.Add(1)
 		case *redis.Message:
 			id, e := parseWake(m.Payload)
 			s.w.wake(id, e)
