@@ -240,13 +240,20 @@ func (f *FakeSlack) answer(c *FakeCall) map[string]any {
 		}
 		f.next++
 		c.TS = fmt.Sprintf("1700000000.%06d", f.next)
-		return map[string]any{"ok": true, "channel": ch, "ts": c.TS,
-			"message": map[string]any{"type": "message", "ts": c.TS, "text": c.Form.Get("text")}}
+		msg := f.echo(c, c.TS)
+		if th := c.Form.Get("thread_ts"); th != "" {
+			msg["thread_ts"] = th
+		}
+		return map[string]any{"ok": true, "channel": ch, "ts": c.TS, "message": msg}
 	case "chat.update":
-		if c.Form.Get("ts") == "" {
+		ts := c.Form.Get("ts")
+		if ts == "" {
 			return map[string]any{"ok": false, "error": "message_not_found"}
 		}
-		return map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": c.Form.Get("ts"), "text": c.Form.Get("text")}
+		f.next++
+		msg := f.echo(c, ts)
+		msg["edited"] = map[string]any{"user": fakeBotID, "ts": fmt.Sprintf("1700000000.%06d", f.next)}
+		return map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts, "text": c.Form.Get("text"), "message": msg}
 	case "chat.postEphemeral":
 		if c.Form.Get("user") == "" {
 			return map[string]any{"ok": false, "error": "user_not_in_channel"}
@@ -272,6 +279,36 @@ func (f *FakeSlack) answer(c *FakeCall) map[string]any {
 		return map[string]any{"ok": true, "users": users}
 	}
 	return map[string]any{"ok": false, "error": "unknown_method"}
+}
+
+// The bot the fake posts as.
+const (
+	fakeBotID  = "B0FAKEBOT1"
+	fakeBotUID = "U0FAKEBOT1"
+)
+
+// echo is the message as chat.postMessage and chat.update answer with it:
+// Slack sends the whole message back, blocks (each with a block_id) and the
+// bot's profile included. f.mu is held.
+func (f *FakeSlack) echo(c *FakeCall, ts string) map[string]any {
+	blocks := c.Blocks()
+	for i, b := range blocks {
+		if b["block_id"] == nil {
+			b["block_id"] = fmt.Sprintf("b%d%d", f.next, i)
+		}
+	}
+	return map[string]any{
+		"bot_id": fakeBotID, "type": "message", "text": c.Form.Get("text"), "user": fakeBotUID,
+		"ts": ts, "app_id": "A0001", "team": "T0001", "blocks": blocks,
+		"bot_profile": map[string]any{
+			"id": fakeBotID, "app_id": "A0001", "name": "askbridge", "deleted": false, "updated": 1700000000, "team_id": "T0001",
+			"icons": map[string]any{
+				"image_36": "https://a.slack-edge.com/80588/img/plugins/app/bot_36.png",
+				"image_48": "https://a.slack-edge.com/80588/img/plugins/app/bot_48.png",
+				"image_72": "https://a.slack-edge.com/80588/img/plugins/app/service_72.png",
+			},
+		},
+	}
 }
 
 // Blocks returns the blocks a call sent: a message's, or a view's.
