@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,4 +180,50 @@ func TestFinishRemovesControls(t *testing.T) {
 	if !strings.Contains(upd[0].Text(), "Expired unanswered") || !strings.Contains(upd[0].Text(), "Go?") {
 		t.Errorf("the expired message:\n%s", upd[0].Text())
 	}
+}
+
+// chat.postMessage and chat.update go out as slack-go sent them, a form
+// with the blocks as JSON, but with the token in the Authorization header
+// only; Slack's whole-message answer is read for the channel and ts.
+func TestChatCallsOnTheWire(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, store, _ := newSurface(t, fake)
+	rec := createQuestion(t, store)
+	posts, err := s.Post(context.Background(), rec, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := fake.Calls("chat.postMessage")[0]
+	if posts[0].MessageID != call.TS || posts[0].Channel != "C1" {
+		t.Errorf("post %+v; the fake posted ts %s in C1", posts[0], call.TS)
+	}
+	var keys []string
+	for k := range call.Form {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if want := []string{"blocks", "channel", "text", "unfurl_links", "unfurl_media"}; !slices.Equal(keys, want) {
+		t.Errorf("form fields %v; want %v", keys, want)
+	}
+	if call.Form.Get("unfurl_links") != "false" || call.Form.Get("unfurl_media") != "false" || len(call.Blocks()) == 0 {
+		t.Errorf("form %v", call.Form)
+	}
+
+	rec.Status = seam.StatusCancelled
+	if err := s.Finish(context.Background(), rec, posts[0]); err != nil {
+		t.Fatal(err)
+	}
+	edit := fake.Calls("chat.update")[0]
+	if edit.Form.Get("ts") != call.TS || edit.Form.Get("channel") != "C1" || len(edit.Blocks()) == 0 {
+		t.Errorf("chat.update form %v", edit.Form)
+	}
+
+	t.Run("a refused token", func(t *testing.T) {
+		other := slacktest.NewFakeSlack(t, "xoxb-another-token")
+		s, store, _ := newSurface(t, other)
+		_, err := s.Post(context.Background(), createQuestion(t, store), target)
+		if err == nil || !strings.Contains(err.Error(), "invalid_auth") || strings.Contains(err.Error(), testToken) {
+			t.Fatalf("Post with a refused token: %v; want invalid_auth, without the token", err)
+		}
+	})
 }

@@ -40,14 +40,16 @@ type Options struct {
 // Surface posts requests to Slack and edits their messages when they end.
 // It implements dispatch.Surface.
 type Surface struct {
-	cfg   *config.Slack
-	api   *slackapi.Client
-	store *pending.Store
-	retry surface.Retry
-	log   *slog.Logger
-	now   func() time.Time
-	who   *responders
-	links func(*pending.Record) string
+	cfg    *config.Slack
+	api    *slackapi.Client
+	apiURL string       // with a trailing slash, for chatCall
+	http   *http.Client // for chatCall
+	store  *pending.Store
+	retry  surface.Retry
+	log    *slog.Logger
+	now    func() time.Time
+	who    *responders
+	links  func(*pending.Record) string
 
 	targets map[string]*config.SlackTarget   // by target key, "route/index"
 	routes  map[string][]*config.SlackTarget // by route name
@@ -86,9 +88,15 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 	if tok := sc.AppToken.Reveal(); tok != "" {
 		apiOpts = append(apiOpts, slackapi.OptionAppLevelToken(tok))
 	}
+	apiURL := config.DefaultSlackAPIURL
+	if sc.APIURL != "" {
+		apiURL = withSlash(sc.APIURL)
+	}
 	s := &Surface{
 		cfg:     sc,
 		api:     slackapi.New(sc.BotToken.Reveal(), apiOpts...),
+		apiURL:  apiURL,
+		http:    opt.HTTPClient,
 		store:   opt.Store,
 		retry:   opt.Retry,
 		log:     opt.Logger.With("surface", surfaceName),
@@ -144,19 +152,6 @@ func (s *Surface) groupMembers(ctx context.Context, group string) ([]string, err
 	return users, err
 }
 
-func msgOptions(text string, blocks []slackapi.Block, thread string) []slackapi.MsgOption {
-	opts := []slackapi.MsgOption{
-		slackapi.MsgOptionText(text, false),
-		slackapi.MsgOptionBlocks(blocks...),
-		slackapi.MsgOptionDisableLinkUnfurl(),
-		slackapi.MsgOptionDisableMediaUnfurl(),
-	}
-	if thread != "" {
-		opts = append(opts, slackapi.MsgOptionTS(thread))
-	}
-	return opts
-}
-
 // Post posts rec to the target's channel (into its session's thread with
 // thread_by_session) and, when the request is too long for one message,
 // the rest of its text as replies in the thread.
@@ -182,7 +177,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	var channel, ts string
 	err := s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
-		channel, ts, err = s.api.PostMessageContext(ctx, tc.Channel, msgOptions(m.text, m.blocks, thread)...)
+		channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{m.text, m.blocks, thread})
 		return err
 	})
 	if err != nil {
@@ -202,7 +197,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	for i, reply := range m.replies {
 		text := fmt.Sprintf("Continued (%d of %d)", i+1, len(m.replies))
 		err := s.call(ctx, "chat.postMessage", func(ctx context.Context) error {
-			_, _, err := s.api.PostMessageContext(ctx, channel, msgOptions(text, reply, root)...)
+			_, _, err := s.postMessage(ctx, channel, chatMessage{text, reply, root})
 			return err
 		})
 		if err != nil {
@@ -223,8 +218,7 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 	}
 	m := render(rec, "", false)
 	return s.call(ctx, "chat.update", func(ctx context.Context) error {
-		_, _, _, err := s.api.UpdateMessageContext(ctx, p.Channel, p.MessageID, msgOptions(m.text, m.blocks, "")...)
-		return err
+		return s.updateMessage(ctx, p.Channel, p.MessageID, chatMessage{text: m.text, blocks: m.blocks})
 	})
 }
 
