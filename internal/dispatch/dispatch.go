@@ -217,6 +217,7 @@ func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) in
 		posted = append(posted, posts...)
 	})
 	rec.Posts = append(rec.Posts, posted...)
+	pending.SortPosts(rec.Posts) // as a read lists them
 	return took
 }
 

@@ -204,13 +204,18 @@ func decodePosts(h map[string]string) ([]Post, error) {
 		}
 		posts = append(posts, p)
 	}
+	SortPosts(posts)
+	return posts, nil
+}
+
+// SortPosts puts posts in the order a record lists them: oldest first.
+func SortPosts(posts []Post) {
 	sort.Slice(posts, func(i, j int) bool {
 		if !posts[i].PostedAt.Equal(posts[j].PostedAt) {
 			return posts[i].PostedAt.Before(posts[j].PostedAt)
 		}
 		return posts[i].field() < posts[j].field()
 	})
-	return posts, nil
 }
 
 func msTime(s string) time.Time {

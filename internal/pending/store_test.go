@@ -746,9 +746,6 @@ func TestWait(t *testing.T) {
 	})
 }
 
-// A Redis restart drops the wake-up subscription. The waiters must ride it
-// out and see an answer given after it, not fail because the subscription
-// broke.
 // A Watch started before the request exists needs no read to wait: an
 // ending from this replica or another wakes it, even one that came before
 // Wait was called.
@@ -812,6 +809,9 @@ func TestWatch(t *testing.T) {
 	})
 }
 
+// A Redis restart drops the wake-up subscription. The waiters must ride it
+// out and see an answer given after it, not fail because the subscription
+// broke.
 func TestWaitSurvivesRedisRestart(t *testing.T) {
 	embeddedOnly(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
@@ -1254,7 +1254,10 @@ func TestRoundTrips(t *testing.T) {
 				r := mustCreate(t, b.store(), question("alice", ""))
 				res := answered("U1")
 				res.From = r
-				_, err = s.Resolve(ctx, r.ID, res)
+				got, err := s.Resolve(ctx, r.ID, res)
+				if err == nil && got.Questions != r.Questions {
+					t.Errorf("Resolve with From read the record back instead of ending From")
+				}
 				return err
 			}},
 			{"Resolve again", func() (err error) {

@@ -205,6 +205,9 @@ func TestChatCallsOnTheWire(t *testing.T) {
 	if want := []string{"blocks", "channel", "text", "unfurl_links", "unfurl_media"}; !slices.Equal(keys, want) {
 		t.Errorf("form fields %v; want %v", keys, want)
 	}
+	if call.TokenInForm {
+		t.Error("the token went in the form; want the Authorization header only")
+	}
 	if call.Form.Get("unfurl_links") != "false" || call.Form.Get("unfurl_media") != "false" || len(call.Blocks()) == 0 {
 		t.Errorf("form %v", call.Form)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -93,7 +94,11 @@ func (s *Surface) chatCall(ctx context.Context, method string, form url.Values) 
 	if err != nil {
 		return r, err
 	}
-	defer resp.Body.Close()
+	defer func() {
+		// Read to the end, so that the connection goes back to the pool.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
 	if err := surface.CheckResponse(resp); err != nil {
 		return r, err
 	}

@@ -56,6 +56,8 @@ type FakeCall struct {
 	Status int            // the HTTP status it answered
 	OK     bool           // whether it answered ok:true
 	TS     string         // the ts of the message a successful post made
+
+	TokenInForm bool // the token came as a form field, not in the Authorization header
 }
 
 // FakeFail is a failure the fake answers a call with instead of success.
@@ -180,7 +182,7 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	} else {
 		call.Form, _ = url.ParseQuery(string(body))
 		if tok := call.Form.Get("token"); tok != "" {
-			token = tok
+			token, call.TokenInForm = tok, true
 		}
 		call.Form.Del("token") // never keep a token where a failing test would print it
 	}
