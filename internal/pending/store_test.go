@@ -749,6 +749,21 @@ func TestWait(t *testing.T) {
 // A Watch started before the request exists needs no read to wait: an
 // ending from this replica or another wakes it, even one that came before
 // Wait was called.
+// watchNew creates a question on s the way a waiting create does: watched
+// from before it exists. The watch stops with the test.
+func watchNew(t *testing.T, s *Store) (*Watch, *Record) {
+	t.Helper()
+	nr := question("alice", "")
+	nr.ID = NewID(nr)
+	w := s.Watch(nr.ID)
+	t.Cleanup(w.Stop)
+	rec := mustCreate(t, s, nr)
+	if rec.ID != nr.ID {
+		t.Fatalf("created %s; want the id given, %s", rec.ID, nr.ID)
+	}
+	return w, rec
+}
+
 func TestWatch(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
@@ -757,14 +772,7 @@ func TestWatch(t *testing.T) {
 		b.run(a)
 
 		t.Run("woken across replicas", func(t *testing.T) {
-			nr := question("alice", "")
-			nr.ID = NewID(nr)
-			w := a.Watch(nr.ID)
-			defer w.Stop()
-			rec := mustCreate(t, a, nr)
-			if rec.ID != nr.ID {
-				t.Fatalf("created %s; want the id given, %s", rec.ID, nr.ID)
-			}
+			w, rec := watchNew(t, a)
 			done := make(chan waited, 1)
 			n, _ := cnt.count(func() {
 				go func() {
@@ -782,11 +790,7 @@ func TestWatch(t *testing.T) {
 		})
 
 		t.Run("ended before Wait", func(t *testing.T) {
-			nr := question("alice", "")
-			nr.ID = NewID(nr)
-			w := a.Watch(nr.ID)
-			defer w.Stop()
-			rec := mustCreate(t, a, nr)
+			w, rec := watchNew(t, a)
 			if _, err := a.Resolve(ctx, rec.ID, answered("U1")); err != nil {
 				t.Fatal(err)
 			}
