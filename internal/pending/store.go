@@ -85,6 +85,24 @@ func (s *Store) Ping(ctx context.Context) error {
 	return unavailable(s.rdb.Ping(ctx).Err())
 }
 
+// scripts are every Lua script the Store runs.
+var scripts = []*redis.Script{
+	createScript, resolveScript, addPostScript, discardScript, claimPostingScript,
+	editedScript, claimFinishScript, leaseScript, releaseScript,
+}
+
+// LoadScripts loads the Store's scripts into Redis, on every master of a
+// cluster. Without it, the first run of a script on each node (and after each
+// restart or failover) costs a NOSCRIPT reply and a second round trip.
+func (s *Store) LoadScripts(ctx context.Context) error {
+	for _, sc := range scripts {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return unavailable(fmt.Errorf("load scripts: %w", err))
+		}
+	}
+	return nil
+}
+
 // unavailable marks a Redis transport error so the API can answer 503.
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {

@@ -1224,8 +1224,12 @@ func TestRoundTrips(t *testing.T) {
 		ctx := context.Background()
 		cnt := &counter{}
 		s := b.storeOn(b.client(cnt))
-		// Load the scripts: after a Redis restart or SCRIPT FLUSH, the first
-		// run of each script costs a NOSCRIPT reply and an EVAL (see below).
+		// Load the scripts on every node, as Run does: after a Redis restart
+		// or SCRIPT FLUSH, the first run of each script costs a NOSCRIPT
+		// reply and an EVAL (see below). Then dial connections.
+		if err := s.LoadScripts(ctx); err != nil {
+			t.Fatal(err)
+		}
 		warm := mustCreate(t, s, question("alice", ""))
 		if _, err := s.AddPost(ctx, warm.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"}); err != nil {
 			t.Fatal(err)
@@ -1294,6 +1298,18 @@ func TestRoundTrips(t *testing.T) {
 			})
 			if n != 2 || !strings.HasPrefix(names[0], "evalsha") || !strings.HasPrefix(names[1], "eval") {
 				t.Errorf("Resolve after SCRIPT FLUSH sent %v; want EVALSHA, then EVAL", names)
+			}
+
+			if err := b.rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.LoadScripts(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, sc := range scripts {
+				if ok, err := b.rdb.ScriptExists(ctx, sc.Hash()).Result(); err != nil || !ok[0] {
+					t.Errorf("script %s after LoadScripts: exists %v, %v", sc.Hash(), ok, err)
+				}
 			}
 		}
 	})

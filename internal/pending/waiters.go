@@ -199,6 +199,11 @@ func (s *Store) Run(ctx context.Context) error {
 		case *redis.Subscription:
 			backoff = 50 * time.Millisecond
 			s.w.wakeAll()
+			// A new subscription may mean a restarted Redis, which has
+			// forgotten the scripts.
+			if err := s.LoadScripts(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("loading scripts failed; each runs on its first use instead", "err", err)
+			}
 			s.subscribed.Add(1)
 		case *redis.Message:
 			id, e := parseWake(m.Payload)
