@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -367,12 +368,19 @@ func TestPending(t *testing.T) {
 	if r.code != exitOK || len(lines) != 3 {
 		t.Fatalf("pending = %+v, want a header and two rows", r)
 	}
-	for i, want := range [][]string{
+	// Rows are oldest first; these two may share a millisecond, so each is
+	// found by its id.
+	for _, want := range [][]string{
 		{"ID", "AGE", "KIND", "ASKED", "OPTIONS"},
 		{q.ID, "question", "Deploy now? (+1 more)", "web | api (multi)"},
 		{a.ID, "approval", "kubectl_apply", "--allow | --reject"},
 	} {
-		for _, w := range want {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, want[0]) })
+		if i < 0 {
+			t.Errorf("no row starts with %q in %q", want[0], lines)
+			continue
+		}
+		for _, w := range want[1:] {
 			if !strings.Contains(lines[i], w) {
 				t.Errorf("row %d = %q, want %q in it", i, lines[i], w)
 			}
