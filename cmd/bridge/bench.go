@@ -45,6 +45,7 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	check := fs.Bool("check", false, "exit 1 when a target is missed")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (agents, people, the fake Slack and the memory phase's replica; not the replica processes) to this file")
 	replicaProfile := fs.String("replica-cpuprofile", "", "write a CPU profile of each replica process to `PREFIX`.N (N from 0)")
+	replicaBin := fs.String("replica-bin", "", "run the replica processes from this `bridge` binary instead of this one, to compare two builds under one bench (the memory phase's in-process replica stays this build)")
 	waitClient := fs.String("wait-client", "", "internal: run as the memory phase's client process for the bridge at this address")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -68,6 +69,10 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "bridge bench:", err)
 		return exitError
 	}
+	replicaExe := self
+	if *replicaBin != "" {
+		replicaExe = *replicaBin
+	}
 	replicas := 0
 	o.Serve = func(config string) *exec.Cmd {
 		args := []string{"serve", "--config", config}
@@ -75,7 +80,7 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			args = append(args, "--cpuprofile", fmt.Sprintf("%s.%d", *replicaProfile, replicas))
 			replicas++
 		}
-		cmd := exec.Command(self, args...)
+		cmd := exec.Command(replicaExe, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		return cmd
 	}

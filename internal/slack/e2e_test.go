@@ -208,8 +208,8 @@ func hasActions(c slacktest.FakeCall) bool {
 func ephemerals(calls []slacktest.FakeCall, user string) []string {
 	var out []string
 	for _, c := range calls {
-		if c.Method == "chat.postEphemeral" && c.OK && c.Form.Get("user") == user {
-			out = append(out, c.Form.Get("text"))
+		if c.Method == "chat.postEphemeral" && c.OK && c.Field("user") == user {
+			out = append(out, c.Field("text"))
 		}
 	}
 	return out
@@ -220,7 +220,7 @@ func TestButtonAnswerEndToEnd(t *testing.T) {
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	if got := msg.Form.Get("channel"); got != channel {
+	if got := msg.Field("channel"); got != channel {
 		t.Fatalf("posted to %q, want %q", got, channel)
 	}
 	yes, _ := msg.Action("ab:pick:" + id + ":0:0")
@@ -256,8 +256,8 @@ func TestButtonAnswerEndToEnd(t *testing.T) {
 	}
 
 	upd := b.fake.WaitCalls(t, "chat.update", 1)[0]
-	if upd.Form.Get("ts") != msg.TS || upd.Form.Get("channel") != channel {
-		t.Errorf("updated %s/%s, want %s/%s", upd.Form.Get("channel"), upd.Form.Get("ts"), channel, msg.TS)
+	if upd.Field("ts") != msg.TS || upd.Field("channel") != channel {
+		t.Errorf("updated %s/%s, want %s/%s", upd.Field("channel"), upd.Field("ts"), channel, msg.TS)
 	}
 	if hasActions(upd) {
 		t.Errorf("the edited message still has controls: %v", upd.Blocks())
@@ -662,7 +662,7 @@ func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
 	var all strings.Builder
 	replies := 0
 	for _, c := range b.fake.Calls("chat.postMessage") {
-		if c.TS != msg.TS && c.Form.Get("thread_ts") != msg.TS {
+		if c.TS != msg.TS && c.Field("thread_ts") != msg.TS {
 			continue
 		}
 		if c.TS != msg.TS {
@@ -703,13 +703,13 @@ func TestThreadBySession(t *testing.T) {
 	ask("run-1")
 	ask("run-2")
 	posts := b.fake.WaitCalls(t, "chat.postMessage", 3)
-	if th := posts[0].Form.Get("thread_ts"); th != "" {
+	if th := posts[0].Field("thread_ts"); th != "" {
 		t.Errorf("the first request of a session went into thread %q", th)
 	}
-	if th := posts[1].Form.Get("thread_ts"); th != posts[0].TS {
+	if th := posts[1].Field("thread_ts"); th != posts[0].TS {
 		t.Errorf("the second request of run-1 went to thread %q, want %q", th, posts[0].TS)
 	}
-	if th := posts[2].Form.Get("thread_ts"); th != "" {
+	if th := posts[2].Field("thread_ts"); th != "" {
 		t.Errorf("another session's request went into thread %q", th)
 	}
 }
@@ -728,8 +728,8 @@ func TestAgentTextNeverPings(t *testing.T) {
 		"caller": map[string]any{"name": "<!channel>", "session": "<@U0BOSS>"},
 	})
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	if !strings.HasPrefix(msg.Form.Get("text"), "<!subteam^S0ONCALL> ") {
-		t.Errorf("the configured mention does not lead the notification text: %q", msg.Form.Get("text"))
+	if !strings.HasPrefix(msg.Field("text"), "<!subteam^S0ONCALL> ") {
+		t.Errorf("the configured mention does not lead the notification text: %q", msg.Field("text"))
 	}
 	// mrkdwn text must not hold a live token; plain_text is never parsed.
 	for _, bl := range msg.Blocks() {
@@ -741,11 +741,11 @@ func TestAgentTextNeverPings(t *testing.T) {
 		}
 	}
 	for _, tok := range []string{"<!channel>", "<@U0BOSS>", "<!here>"} {
-		if strings.Contains(msg.Form.Get("text"), tok) {
-			t.Errorf("the notification text carries %s: %q", tok, msg.Form.Get("text"))
+		if strings.Contains(msg.Field("text"), tok) {
+			t.Errorf("the notification text carries %s: %q", tok, msg.Field("text"))
 		}
 	}
-	if msg.Form.Get("link_names") == "true" || msg.Form.Get("link_names") == "1" {
+	if msg.Field("link_names") == "true" || msg.Field("link_names") == "1" {
 		t.Errorf("link_names is set")
 	}
 }

@@ -103,7 +103,7 @@ func TestFaultDoubleClicks(t *testing.T) {
 	edited := map[string]int{}
 	for _, c := range calls {
 		if c.Method == "chat.update" && c.OK {
-			edited[c.Form.Get("ts")]++
+			edited[c.Field("ts")]++
 		}
 	}
 	won := map[string]int{}
@@ -285,7 +285,7 @@ func TestFaultRedisRestart(t *testing.T) {
 	fake.WaitCalls(t, "chat.update", n)
 	edited := map[string]int{}
 	for _, c := range fake.Calls("chat.update") {
-		edited[c.Form.Get("ts")]++
+		edited[c.Field("ts")]++
 	}
 	for i, id := range ids {
 		if e := edited[msgs[id].TS]; e != 1 {

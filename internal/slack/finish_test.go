@@ -70,8 +70,8 @@ func TestUneditedEndIsEditedByFinisher(t *testing.T) {
 
 	clk.Advance(pending.FinishGrace)
 	upd := fake.WaitCalls(t, "chat.update", 1)[0]
-	if upd.Form.Get("ts") != msg.TS || upd.Form.Get("channel") != channel {
-		t.Errorf("edited %s/%s; want %s/%s", upd.Form.Get("channel"), upd.Form.Get("ts"), channel, msg.TS)
+	if upd.Field("ts") != msg.TS || upd.Field("channel") != channel {
+		t.Errorf("edited %s/%s; want %s/%s", upd.Field("channel"), upd.Field("ts"), channel, msg.TS)
 	}
 	if hasActions(upd) {
 		t.Errorf("the edited message still has controls: %v", upd.Blocks())

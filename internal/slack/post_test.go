@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -169,7 +170,7 @@ func TestFinishRemovesControls(t *testing.T) {
 		t.Fatal(err)
 	}
 	upd := fake.Calls("chat.update")
-	if len(upd) != 1 || upd[0].Form.Get("ts") != posts[0].MessageID {
+	if len(upd) != 1 || upd[0].Field("ts") != posts[0].MessageID {
 		t.Fatalf("updates %+v", upd)
 	}
 	for _, b := range upd[0].Blocks() {
@@ -197,19 +198,19 @@ func TestChatCallsOnTheWire(t *testing.T) {
 	if posts[0].MessageID != call.TS || posts[0].Channel != "C1" {
 		t.Errorf("post %+v; the fake posted ts %s in C1", posts[0], call.TS)
 	}
-	var keys []string
-	for k := range call.Form {
-		keys = append(keys, k)
+	// JSON, as Slack recommends for methods that take blocks; without the
+	// charset Slack answers with a missing_charset warning.
+	if call.ContentType != "application/json; charset=utf-8" {
+		t.Errorf("chat.postMessage sent Content-Type %q; want JSON with its charset", call.ContentType)
 	}
-	slices.Sort(keys)
-	if want := []string{"blocks", "channel", "text", "unfurl_links", "unfurl_media"}; !slices.Equal(keys, want) {
-		t.Errorf("form fields %v; want %v", keys, want)
+	if keys := slices.Sorted(maps.Keys(call.JSON)); !slices.Equal(keys, []string{"blocks", "channel", "text", "unfurl_links", "unfurl_media"}) {
+		t.Errorf("chat.postMessage arguments %v", keys)
 	}
-	if call.TokenInForm {
-		t.Error("the token went in the form; want the Authorization header only")
+	if call.TokenInForm || strings.Contains(call.Body, testToken) {
+		t.Error("the token went in the body; want the Authorization header only")
 	}
-	if call.Form.Get("unfurl_links") != "false" || call.Form.Get("unfurl_media") != "false" || len(call.Blocks()) == 0 {
-		t.Errorf("form %v", call.Form)
+	if call.Field("unfurl_links") != "false" || call.Field("unfurl_media") != "false" || len(call.Blocks()) == 0 {
+		t.Errorf("chat.postMessage %s", call.Body)
 	}
 
 	rec.Status = seam.StatusCancelled
@@ -217,8 +218,11 @@ func TestChatCallsOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	edit := fake.Calls("chat.update")[0]
-	if edit.Form.Get("ts") != call.TS || edit.Form.Get("channel") != "C1" || len(edit.Blocks()) == 0 {
-		t.Errorf("chat.update form %v", edit.Form)
+	if edit.ContentType != call.ContentType {
+		t.Errorf("chat.update sent Content-Type %q; want %q", edit.ContentType, call.ContentType)
+	}
+	if edit.Field("ts") != call.TS || edit.Field("channel") != "C1" || len(edit.Blocks()) == 0 {
+		t.Errorf("chat.update %s", edit.Body)
 	}
 
 	t.Run("a refused token", func(t *testing.T) {

@@ -50,12 +50,14 @@ type TB interface {
 
 // FakeCall is one call the fake answered.
 type FakeCall struct {
-	Method string
-	Form   url.Values     // a form-encoded call's fields
-	JSON   map[string]any // a JSON call's body
-	Status int            // the HTTP status it answered
-	OK     bool           // whether it answered ok:true
-	TS     string         // the ts of the message a successful post made
+	Method      string
+	ContentType string         // the request's Content-Type
+	Form        url.Values     // a form-encoded call's fields
+	JSON        map[string]any // a JSON call's body
+	Body        string         // a JSON call's body as sent
+	Status      int            // the HTTP status it answered
+	OK          bool           // whether it answered ok:true
+	TS          string         // the ts of the message a successful post made
 
 	TokenInForm bool // the token came as a form field, not in the Authorization header
 }
@@ -174,11 +176,14 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
-	call := FakeCall{Method: method, Status: http.StatusOK}
+	call := FakeCall{Method: method, Status: http.StatusOK, ContentType: r.Header.Get("Content-Type")}
 	body, _ := io.ReadAll(r.Body)
+	// A JSON body can't carry the token: Slack reads it from the
+	// Authorization header only.
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+	if strings.HasPrefix(call.ContentType, "application/json") {
 		_ = json.Unmarshal(body, &call.JSON)
+		call.Body = string(body)
 	} else {
 		call.Form, _ = url.ParseQuery(string(body))
 		if tok := call.Form.Get("token"); tok != "" {
@@ -192,24 +197,24 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	if q := f.fails[method]; len(q) > 0 {
 		fail, f.fails[method] = &q[0], q[1:]
 	}
-	var resp map[string]any
+	var resp any
 	switch {
 	case method == "apps.connections.open":
 		if f.socket == nil || token != f.socket.appToken {
-			resp = map[string]any{"ok": false, "error": "invalid_auth"}
+			resp = failure("invalid_auth")
 		} else {
 			resp = map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/socket"}
+			call.OK = true
 		}
 	case token != f.Token:
-		resp = map[string]any{"ok": false, "error": "invalid_auth"}
+		resp = failure("invalid_auth")
 	case fail != nil && fail.Status != 0:
 		call.Status = fail.Status
 	case fail != nil:
-		resp = map[string]any{"ok": false, "error": fail.Error}
+		resp = failure(fail.Error)
 	default:
-		resp = f.answer(&call)
+		resp, call.OK = f.answer(&call)
 	}
-	call.OK = resp != nil && resp["ok"] == true
 	hook := f.hook
 	if hook == nil {
 		f.calls = append(f.calls, call)
@@ -232,39 +237,52 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-// answer answers a successful call; f.mu is held.
-func (f *FakeSlack) answer(c *FakeCall) map[string]any {
+// chatAnswer is chat.postMessage's and chat.update's answer, its keys in
+// the order Slack sends them.
+type chatAnswer struct {
+	OK      bool           `json:"ok"`
+	Channel string         `json:"channel"`
+	TS      string         `json:"ts"`
+	Text    string         `json:"text,omitempty"` // chat.update's
+	Message map[string]any `json:"message"`
+}
+
+func failure(err string) map[string]any { return map[string]any{"ok": false, "error": err} }
+
+// answer answers a successful call, and says whether it answered ok; f.mu
+// is held.
+func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 	switch c.Method {
 	case "chat.postMessage":
-		ch := c.Form.Get("channel")
-		if ch == "" || c.Form.Get("blocks") == "" && c.Form.Get("text") == "" {
-			return map[string]any{"ok": false, "error": "no_text"}
+		ch := c.Field("channel")
+		if ch == "" || !c.has("blocks") && c.Field("text") == "" {
+			return failure("no_text"), false
 		}
 		f.next++
 		c.TS = fmt.Sprintf("1700000000.%06d", f.next)
 		msg := f.echo(c, c.TS)
-		if th := c.Form.Get("thread_ts"); th != "" {
+		if th := c.Field("thread_ts"); th != "" {
 			msg["thread_ts"] = th
 		}
-		return map[string]any{"ok": true, "channel": ch, "ts": c.TS, "message": msg}
+		return chatAnswer{OK: true, Channel: ch, TS: c.TS, Message: msg}, true
 	case "chat.update":
-		ts := c.Form.Get("ts")
+		ts := c.Field("ts")
 		if ts == "" {
-			return map[string]any{"ok": false, "error": "message_not_found"}
+			return failure("message_not_found"), false
 		}
 		f.next++
 		msg := f.echo(c, ts)
 		msg["edited"] = map[string]any{"user": fakeBotID, "ts": fmt.Sprintf("1700000000.%06d", f.next)}
-		return map[string]any{"ok": true, "channel": c.Form.Get("channel"), "ts": ts, "text": c.Form.Get("text"), "message": msg}
+		return chatAnswer{OK: true, Channel: c.Field("channel"), TS: ts, Text: c.Field("text"), Message: msg}, true
 	case "chat.postEphemeral":
-		if c.Form.Get("user") == "" {
-			return map[string]any{"ok": false, "error": "user_not_in_channel"}
+		if c.Field("user") == "" {
+			return failure("user_not_in_channel"), false
 		}
 		f.next++
-		return map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", f.next)}
+		return map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", f.next)}, true
 	case "views.open", "views.update":
 		if c.Method == "views.open" && c.JSON["trigger_id"] == "" {
-			return map[string]any{"ok": false, "error": "invalid_trigger_id"}
+			return failure("invalid_trigger_id"), false
 		}
 		view, _ := c.JSON["view"].(map[string]any)
 		f.next++
@@ -272,15 +290,40 @@ func (f *FakeSlack) answer(c *FakeCall) map[string]any {
 		for k, v := range view {
 			out[k] = v
 		}
-		return map[string]any{"ok": true, "view": out}
+		return map[string]any{"ok": true, "view": out}, true
 	case "usergroups.users.list":
-		users, ok := f.groups[c.Form.Get("usergroup")]
+		users, ok := f.groups[c.Field("usergroup")]
 		if !ok {
-			return map[string]any{"ok": false, "error": "no_such_subteam"}
+			return failure("no_such_subteam"), false
 		}
-		return map[string]any{"ok": true, "users": users}
+		return map[string]any{"ok": true, "users": users}, true
 	}
-	return map[string]any{"ok": false, "error": "unknown_method"}
+	return failure("unknown_method"), false
+}
+
+// Field is the named argument of a call, from its form or its JSON body: a
+// JSON string as it is, any other JSON value as JSON.
+func (c FakeCall) Field(name string) string {
+	if c.JSON == nil {
+		return c.Form.Get(name)
+	}
+	switch v := c.JSON[name].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}
+
+// has reports whether a call has the named argument.
+func (c FakeCall) has(name string) bool {
+	if c.JSON == nil {
+		return c.Form.Has(name)
+	}
+	return c.JSON[name] != nil
 }
 
 // The bot the fake posts as.
@@ -300,7 +343,7 @@ func (f *FakeSlack) echo(c *FakeCall, ts string) map[string]any {
 		}
 	}
 	return map[string]any{
-		"bot_id": fakeBotID, "type": "message", "text": c.Form.Get("text"), "user": fakeBotUID,
+		"bot_id": fakeBotID, "type": "message", "text": c.Field("text"), "user": fakeBotUID,
 		"ts": ts, "app_id": "A0001", "team": "T0001", "blocks": blocks,
 		"bot_profile": map[string]any{
 			"id": fakeBotID, "app_id": "A0001", "name": "askbridge", "deleted": false, "updated": 1700000000, "team_id": "T0001",
@@ -320,6 +363,7 @@ func (c FakeCall) Blocks() []map[string]any {
 	case c.Form.Get("blocks") != "":
 		_ = json.Unmarshal([]byte(c.Form.Get("blocks")), &raw)
 	case c.JSON != nil:
+		raw = c.JSON["blocks"]
 		if v, ok := c.JSON["view"].(map[string]any); ok {
 			raw = v["blocks"]
 		}
@@ -360,7 +404,7 @@ func (c FakeCall) Action(prefix string) (element map[string]any, blockID string)
 // in its blocks.
 func (c FakeCall) Text() string {
 	var s strings.Builder
-	s.WriteString(c.Form.Get("text"))
+	s.WriteString(c.Field("text"))
 	var walk func(any)
 	walk = func(v any) {
 		switch v := v.(type) {
@@ -446,13 +490,13 @@ func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any
 	for k, v := range with {
 		action[k] = v
 	}
-	ch := msg.Form.Get("channel")
+	ch := msg.Field("channel")
 	if state == nil {
 		state = map[string]any{}
 	}
 	container := map[string]any{"type": "message", "message_ts": msg.TS, "channel_id": ch, "is_ephemeral": false}
-	message := map[string]any{"type": "message", "user": "UBOT", "ts": msg.TS, "text": msg.Form.Get("text"), "blocks": msg.Blocks()}
-	if th := msg.Form.Get("thread_ts"); th != "" {
+	message := map[string]any{"type": "message", "user": "UBOT", "ts": msg.TS, "text": msg.Field("text"), "blocks": msg.Blocks()}
+	if th := msg.Field("thread_ts"); th != "" {
 		container["thread_ts"] = th
 		message["thread_ts"] = th
 	}

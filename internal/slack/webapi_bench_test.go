@@ -1,0 +1,76 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// BenchmarkChatCalls is what one request costs the bridge in Slack Web API
+// calls: posting its message and editing it to its outcome, against a
+// server that answers at once with what Slack answers (the whole message),
+// so that the figure is the bridge's side: encoding, HTTP, reading the
+// answer.
+func BenchmarkChatCalls(b *testing.B) {
+	rec := &pending.Record{ID: "b7kq2x9m4wz3hy6p", Kind: seam.KindQuestion, Status: seam.StatusPending, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{
+			ID: "deploy", Header: "Deploy", Question: "Deploy build 4711 to production?",
+			Options: []seam.Option{
+				{Label: "Deploy now", Description: "Ships to every region."},
+				{Label: "Wait for the canary"},
+				{Label: "Roll back", Description: "Restores the previous release."},
+			},
+		}}}}
+	live := render(rec, "", true)
+	ended := *rec
+	ended.Status = seam.StatusAnswered
+	done := render(&ended, "", false)
+
+	blocks, err := json.Marshal(live.blocks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Slack's answer: ok, channel and ts, then the whole message.
+	answer := []byte(`{"ok":true,"channel":"C0AGENTS","ts":"1700000000.000100","message":{"user":"U0FAKEBOT1","type":"message","ts":"1700000000.000100","bot_id":"B0FAKEBOT1","app_id":"A0001","text":` +
+		string(must(json.Marshal(live.text))) + `,"team":"T0001","bot_profile":{"id":"B0FAKEBOT1","deleted":false,"name":"askbridge","updated":1700000000,"app_id":"A0001","icons":{"image_36":"https://a.slack-edge.com/80588/img/plugins/app/bot_36.png","image_48":"https://a.slack-edge.com/80588/img/plugins/app/bot_48.png","image_72":"https://a.slack-edge.com/80588/img/plugins/app/service_72.png"},"team_id":"T0001"},"blocks":` +
+		string(blocks) + `}}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Write(answer)
+	}))
+	defer srv.Close()
+	cfg := &config.Config{
+		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: srv.URL + "/"},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C0AGENTS"}}}}},
+	}
+	s, err := New(cfg, Options{Store: pending.New(nil, pending.Options{})}) // the calls don't touch the store
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, ts, err := s.postMessage(ctx, "C0AGENTS", chatMessage{live.text, live.blocks, ""})
+		if err != nil || ts != "1700000000.000100" {
+			b.Fatalf("postMessage: %q, %v", ts, err)
+		}
+		if err := s.updateMessage(ctx, "C0AGENTS", ts, chatMessage{done.text, done.blocks, ""}); err != nil {
+			b.Fatalf("updateMessage: %v", err)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -1,0 +1,47 @@
+package slack
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReadChatReply(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     chatReply
+		err      bool
+	}{
+		{
+			name: "Slack's order, the message left unread",
+			in:   `{"ok":true,"channel":"C1","ts":"1.2","message":{"blocks":[` + strings.Repeat(`{"type":"divider"},`, 50) + `not JSON, never read`,
+			want: chatReply{OK: true, Channel: "C1", TS: "1.2"},
+		},
+		{
+			name: "the message first",
+			in:   `{"message":{"text":"x","blocks":[{"type":"section"}]},"ts":"1.2","ok":true,"warning":"missing_charset","channel":"C1"}`,
+			want: chatReply{OK: true, Channel: "C1", TS: "1.2"},
+		},
+		{
+			name: "a failure",
+			in:   `{"ok":false,"error":"invalid_blocks","response_metadata":{"messages":["[ERROR] must be more than 0 characters [json-pointer:/blocks/0/text]"]}}`,
+			want: chatReply{Error: "invalid_blocks", Meta: struct {
+				Messages []string `json:"messages"`
+			}{[]string{"[ERROR] must be more than 0 characters [json-pointer:/blocks/0/text]"}}},
+		},
+		{name: "not an object", in: `["ok"]`, err: true},
+		{name: "HTML", in: `<html>502 Bad Gateway</html>`, err: true},
+		{name: "cut short", in: `{"ok":true,"channel":"C1"`, err: true},
+		{name: "a wrong type", in: `{"ok":"yes"}`, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readChatReply(strings.NewReader(tc.in))
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v; want an error: %v", err, tc.err)
+			}
+			if !tc.err && (got.OK != tc.want.OK || got.Channel != tc.want.Channel || got.TS != tc.want.TS ||
+				got.Error != tc.want.Error || strings.Join(got.Meta.Messages, "|") != strings.Join(tc.want.Meta.Messages, "|")) {
+				t.Errorf("got %+v; want %+v", got, tc.want)
+			}
+		})
+	}
+}
