@@ -19,15 +19,7 @@ import (
 // so that the figure is the bridge's side: encoding, HTTP, reading the
 // answer.
 func BenchmarkChatCalls(b *testing.B) {
-	rec := &pending.Record{ID: "b7kq2x9m4wz3hy6p", Kind: seam.KindQuestion, Status: seam.StatusPending, Route: "default",
-		Questions: &seam.Questions{Questions: []seam.Question{{
-			ID: "deploy", Header: "Deploy", Question: "Deploy build 4711 to production?",
-			Options: []seam.Option{
-				{Label: "Deploy now", Description: "Ships to every region."},
-				{Label: "Wait for the canary"},
-				{Label: "Roll back", Description: "Restores the previous release."},
-			},
-		}}}}
+	rec := benchRecord()
 	live := render(rec, "", true)
 	ended := *rec
 	ended.Status = seam.StatusAnswered
@@ -64,6 +56,37 @@ func BenchmarkChatCalls(b *testing.B) {
 		}
 		if err := s.updateMessage(ctx, "C0AGENTS", ts, chatMessage{done.text, done.blocks, ""}); err != nil {
 			b.Fatalf("updateMessage: %v", err)
+		}
+	}
+}
+
+// benchRecord is the question bridge bench asks.
+func benchRecord() *pending.Record {
+	return &pending.Record{ID: "b7kq2x9m4wz3hy6p", Kind: seam.KindQuestion, Status: seam.StatusPending, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{
+			ID: "deploy", Header: "Deploy", Question: "Deploy build 4711 to production?",
+			Options: []seam.Option{
+				{Label: "Deploy now", Description: "Ships to every region."},
+				{Label: "Wait for the canary"},
+				{Label: "Roll back", Description: "Restores the previous release."},
+			},
+		}}}}
+}
+
+// BenchmarkRender renders a question's message and its edit once it is
+// answered.
+func BenchmarkRender(b *testing.B) {
+	rec := benchRecord()
+	ended := *rec
+	ended.Status = seam.StatusAnswered
+	ended.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "deploy", Selected: []string{"Deploy now"}}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if m := render(rec, "", true); len(m.blocks) == 0 {
+			b.Fatal("no blocks")
+		}
+		if m := render(&ended, "", false); len(m.blocks) == 0 {
+			b.Fatal("no blocks")
 		}
 	}
 }

@@ -79,6 +79,18 @@ func TestCutAndSplit(t *testing.T) {
 			t.Errorf("piece %d breaks inside a word: %q", i, p)
 		}
 	}
+	for _, tc := range []struct {
+		max        int
+		head, rest string
+	}{
+		{7, "a&b", ""}, // escaped, exactly 7 long
+		{6, "a&", "b"},
+		{1, "a", "&b"}, // no room for the escaped &
+	} {
+		if head, rest := Cut("a&b", tc.max, esc); head != tc.head || rest != tc.rest {
+			t.Errorf("Cut(a&b, %d) = %q, %q; want %q, %q", tc.max, head, rest, tc.head, tc.rest)
+		}
+	}
 	if got := Truncate("héllo wörld", 6); got != "héllo…" {
 		t.Errorf("Truncate = %q", got)
 	}

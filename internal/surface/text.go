@@ -46,6 +46,13 @@ func Truncate(s string, max int) string {
 // space, when one lies in the last quarter of the head. Both parts are
 // returned unescaped; head+rest == s.
 func Cut(s string, max int, esc func(string) string) (head, rest string) {
+	whole := s
+	if esc != nil {
+		whole = esc(s)
+	}
+	if Len(whole) <= max { // most text fits: one escape, not one per rune
+		return s, ""
+	}
 	n, end := 0, 0
 	for i, r := range s {
 		w := utf16.RuneLen(r)
