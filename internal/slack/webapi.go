@@ -69,7 +69,7 @@ func (s *Surface) updateMessage(ctx context.Context, channel, ts string, m chatM
 // surface.StatusOf classifies: *surface.HTTPError for an HTTP failure (429
 // with its Retry-After), slackapi.SlackErrorResponse for {"ok": false}.
 func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest) (chatReply, error) {
-	b, err := json.Marshal(body)
+	b, err := body.appendJSON(make([]byte, 0, 4096))
 	if err != nil {
 		return chatReply{}, err
 	}
