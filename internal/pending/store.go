@@ -448,41 +448,14 @@ func (s *Store) AddPost(ctx context.Context, id string, p Post) (seam.Status, er
 // List returns pending requests of one kind, newest first, at most limit
 // (all of them when limit <= 0).
 func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record, error) {
-	type scored struct {
-		id string
-		at float64
-	}
-	if !slices.Contains(kinds, kind) {
-		return nil, fmt.Errorf("list: unknown kind %q", kind)
-	}
-	stop := int64(limit - 1) // the newest limit of each shard hold the newest limit of all
-	if limit <= 0 {
-		limit, stop = 0, -1
+	ids, err := s.PendingIDs(ctx, kind, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
 	}
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.ZSliceCmd, shards)
-	for sh := range shards {
-		cmds[sh] = pipe.ZRevRangeWithScores(ctx, s.keys.open(kind, sh), 0, stop)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("list: %w", unavailable(err))
-	}
-	var all []scored
-	for _, c := range cmds {
-		for _, z := range c.Val() {
-			all = append(all, scored{z.Member.(string), z.Score})
-		}
-	}
-	slices.SortFunc(all, func(a, b scored) int {
-		if c := cmp.Compare(b.at, a.at); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	pipe = s.rdb.Pipeline()
-	gets := make([]*redis.MapStringStringCmd, 0, len(all))
-	for _, sc := range all {
-		gets = append(gets, pipe.HGetAll(ctx, s.keys.record(sc.id)))
+	gets := make([]*redis.MapStringStringCmd, 0, len(ids))
+	for _, id := range ids {
+		gets = append(gets, pipe.HGetAll(ctx, s.keys.record(id)))
 	}
 	if len(gets) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -496,11 +469,53 @@ func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record,
 			continue // resolved or gone since the index was read
 		}
 		out = append(out, rec)
-		if len(out) == limit {
-			break
-		}
 	}
 	return out, nil
+}
+
+// PendingIDs returns the ids of the newest limit pending requests of kind
+// (all of them when limit <= 0), newest first, from the open indexes alone:
+// one pipelined read, none of the records.
+func (s *Store) PendingIDs(ctx context.Context, kind seam.Kind, limit int) ([]string, error) {
+	type scored struct {
+		id string
+		at float64
+	}
+	if !slices.Contains(kinds, kind) {
+		return nil, fmt.Errorf("unknown kind %q", kind)
+	}
+	stop := int64(limit - 1) // the newest limit of each shard hold the newest limit of all
+	if limit <= 0 {
+		stop = -1
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.ZSliceCmd, shards)
+	for sh := range shards {
+		cmds[sh] = pipe.ZRevRangeWithScores(ctx, s.keys.open(kind, sh), 0, stop)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	var all []scored
+	for _, c := range cmds {
+		for _, z := range c.Val() {
+			all = append(all, scored{z.Member.(string), z.Score})
+		}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if c := cmp.Compare(b.at, a.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	ids := make([]string, len(all))
+	for i, sc := range all {
+		ids[i] = sc.id
+	}
+	return ids, nil
 }
 
 // AuditEvent is one entry of the audit stream.

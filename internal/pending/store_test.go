@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -1061,6 +1062,9 @@ func TestList(t *testing.T) {
 					if r.Kind != tc.kind || r.Status != seam.StatusPending {
 						t.Errorf("List returned %s: %s %s", r.ID, r.Kind, r.Status)
 					}
+				}
+				if got, err := s.PendingIDs(ctx, tc.kind, tc.limit); err != nil || !slices.Equal(got, tc.want) {
+					t.Errorf("PendingIDs = %v, %v; want %v", got, err, tc.want)
 				}
 			})
 		}

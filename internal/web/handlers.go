@@ -263,9 +263,17 @@ func (s *Server) outcomeHTML(rec *pending.Record) string {
 // events streams server-sent events to a live page: "change" with a
 // fingerprint of what the page shows (the inbox's pending ids, or one
 // request's status) whenever it changes. The page then fetches what
-// changed. A comment every 15 s keeps proxies from closing the stream.
+// changed. A comment after 15 s of silence keeps proxies from closing the
+// stream.
+//
+// The inbox reads the pending ids every poll interval, from the open
+// indexes alone (no record is read). A request's page waits for the
+// request to end, as a long-poll does: woken by the replica that ends it,
+// it reads the record once per keep-alive period, not once per poll.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	var fingerprint func(context.Context) (string, error)
+	// next returns the fingerprint once it may have changed from last (the
+	// first time, at once).
+	var next func(ctx context.Context, first bool, last string) (string, error)
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
 		_, okLink := s.links.check(id, q.Get("e"), q.Get("s"))
@@ -274,8 +282,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "not allowed", http.StatusForbidden)
 			return
 		}
-		fingerprint = func(ctx context.Context) (string, error) {
-			rec, err := s.store.Get(ctx, id)
+		next = func(ctx context.Context, first bool, last string) (string, error) {
+			var rec *pending.Record
+			var err error
+			switch {
+			case first:
+				rec, err = s.store.Get(ctx, id)
+			case last == string(seam.StatusPending):
+				rec, err = s.store.Wait(ctx, id, "")
+			default: // it ended: nothing more will change
+				<-ctx.Done()
+				return last, ctx.Err()
+			}
 			if err != nil {
 				return "", err
 			}
@@ -286,16 +304,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "sign in first", http.StatusUnauthorized)
 			return
 		}
-		fingerprint = func(ctx context.Context) (string, error) {
-			recs, err := s.pendingAll(ctx)
-			if err != nil {
-				return "", err
+		next = func(ctx context.Context, first bool, last string) (string, error) {
+			if !first {
+				select {
+				case <-ctx.Done():
+					return "", ctx.Err()
+				case <-time.After(s.poll):
+				}
 			}
-			ids := make([]string, len(recs))
-			for i, rec := range recs {
-				ids[i] = rec.ID
-			}
-			return strings.Join(ids, ","), nil
+			return s.pendingFingerprint(ctx)
 		}
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -312,35 +329,52 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "retry: 3000\n\n")
 	rc.Flush()
 
-	tick := time.NewTicker(s.poll)
-	defer tick.Stop()
 	var last string
 	lastWrite := time.Now()
-	for first := true; ; first = false {
-		fp, err := fingerprint(ctx)
+	for first := true; ; {
+		// Each step ends when a keep-alive is due, at the latest.
+		step, cancelStep := context.WithDeadline(ctx, lastWrite.Add(s.keepAlive))
+		fp, err := next(step, first, last)
+		timedOut := step.Err() != nil
+		cancelStep()
+		var out string
 		switch {
-		case err != nil && ctx.Err() != nil:
+		case ctx.Err() != nil:
 			return
-		case err != nil:
+		case err != nil && !timedOut:
 			s.log.Debug("live update failed", "err", err)
-		case first || fp != last:
-			last = fp
-			if _, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", strings.ReplaceAll(fp, "\n", "")); err != nil {
+			select { // not a busy loop while Redis is away
+			case <-ctx.Done():
 				return
+			case <-time.After(s.poll):
 			}
-			rc.Flush()
-			lastWrite = time.Now()
-		case time.Since(lastWrite) > 15*time.Second:
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
-				return
-			}
-			rc.Flush()
-			lastWrite = time.Now()
+			continue
+		case err == nil && (first || fp != last):
+			first, last = false, fp
+			out = "event: change\ndata: " + strings.ReplaceAll(fp, "\n", "") + "\n\n"
+		case timedOut:
+			out = ": ping\n\n"
+		default:
+			continue
 		}
-		select {
-		case <-ctx.Done():
+		if _, err := io.WriteString(w, out); err != nil {
 			return
-		case <-tick.C:
 		}
+		rc.Flush()
+		lastWrite = time.Now()
 	}
+}
+
+// pendingFingerprint is the ids of the pending questions, then of the
+// pending approvals, each newest first.
+func (s *Server) pendingFingerprint(ctx context.Context) (string, error) {
+	var all []string
+	for _, kind := range []seam.Kind{seam.KindQuestion, seam.KindApproval} {
+		ids, err := s.store.PendingIDs(ctx, kind, inboxLimit)
+		if err != nil {
+			return "", err
+		}
+		all = append(all, ids...)
+	}
+	return strings.Join(all, ","), nil
 }

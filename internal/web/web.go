@@ -45,7 +45,8 @@ type Options struct {
 	Links      *Links      // the signed answer links
 	BaseURL    string      // the bridge's public URL; https makes the cookie Secure
 	SessionTTL time.Duration
-	Poll       time.Duration // how often live pages look for changes; default 2 s
+	Poll       time.Duration // how often the live inbox looks for changes; default 2 s
+	KeepAlive  time.Duration // how long a live stream stays silent before a comment; default 15 s
 	Now        func() time.Time
 	Logger     *slog.Logger
 }
@@ -60,6 +61,7 @@ type Server struct {
 	base       string
 	sessionTTL time.Duration
 	poll       time.Duration
+	keepAlive  time.Duration
 	now        func() time.Time
 	log        *slog.Logger
 	once       onceLinks
@@ -83,6 +85,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -110,7 +115,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{
 		store: o.Store, dispatch: o.Dispatcher, tokens: newTokens(o.Tokens),
 		signer: o.Signer, links: o.Links, base: strings.TrimRight(o.BaseURL, "/"),
-		sessionTTL: o.SessionTTL, poll: o.Poll, now: o.Now, log: o.Logger.With("surface", surfaceName),
+		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now, log: o.Logger.With("surface", surfaceName),
 		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
 	}
 	s.stop, s.cancel = context.WithCancel(context.Background())
@@ -282,14 +287,16 @@ func (s *Server) api(h func(http.ResponseWriter, *http.Request) error) http.Hand
 	})
 }
 
+// inboxLimit is how many pending requests of each kind the inbox shows.
+const inboxLimit = 200
+
 // pendingAll returns the pending questions and approvals, newest first.
 func (s *Server) pendingAll(ctx context.Context) ([]*pending.Record, error) {
-	const limit = 200
-	qs, err := s.store.List(ctx, seam.KindQuestion, limit)
+	qs, err := s.store.List(ctx, seam.KindQuestion, inboxLimit)
 	if err != nil {
 		return nil, err
 	}
-	as, err := s.store.List(ctx, seam.KindApproval, limit)
+	as, err := s.store.List(ctx, seam.KindApproval, inboxLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -460,37 +460,35 @@ func TestXSS(t *testing.T) {
 	})
 }
 
-func TestLiveEvents(t *testing.T) {
-	b := newBench(t, defaultTokens)
-	c := b.browser(t)
-	b.signIn(t, c, "ada-token")
-	rec := b.ask(t, time.Hour, deploy)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/web/events", nil)
+// stream opens a live event stream and returns its lines as they come:
+// "data: ..." lines without the prefix, and comments as they are.
+func stream(ctx context.Context, t *testing.T, c *http.Client, url string) (next func() string, events <-chan string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("Content-Type %q", ct)
+	t.Cleanup(func() { res.Body.Close() })
+	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("%s: %d, Content-Type %q", url, res.StatusCode, ct)
 	}
-	events := make(chan string, 10)
+	lines := make(chan string, 10)
 	go func() {
 		sc := bufio.NewScanner(res.Body)
 		for sc.Scan() {
 			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				events <- d
+				lines <- d
+			} else if strings.HasPrefix(sc.Text(), ":") {
+				lines <- sc.Text()
 			}
 		}
-		close(events)
+		close(lines)
 	}()
-	next := func() string {
+	return func() string {
 		t.Helper()
 		select {
-		case e, ok := <-events:
+		case e, ok := <-lines:
 			if !ok {
 				t.Fatal("the stream ended")
 			}
@@ -499,7 +497,18 @@ func TestLiveEvents(t *testing.T) {
 			t.Fatal("no event within the deadline")
 		}
 		return ""
-	}
+	}, lines
+}
+
+func TestLiveEvents(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token")
+	rec := b.ask(t, time.Hour, deploy)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next, events := stream(ctx, t, c, b.srv.URL+"/web/events")
 	if e := next(); e != rec.ID {
 		t.Fatalf("first event %q, want %q", e, rec.ID)
 	}
@@ -519,4 +528,43 @@ func TestLiveEvents(t *testing.T) {
 		for range events {
 		}
 	})
+}
+
+// A request's page is told when it ends, and a silent stream is kept
+// alive with comments.
+func TestLiveRequestEvents(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	b.web.keepAlive = 100 * time.Millisecond
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token")
+	rec := b.ask(t, time.Hour, deploy)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next, _ := stream(ctx, t, c, b.srv.URL+"/web/events?id="+rec.ID)
+	if e := next(); e != "pending" {
+		t.Fatalf("first event %q, want pending", e)
+	}
+	if e := next(); e != ": ping" {
+		t.Fatalf("a silent stream sent %q; want a keep-alive comment", e)
+	}
+	if _, err := b.disp.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	for e := next(); e != "cancelled"; e = next() {
+		if e != ": ping" {
+			t.Fatalf("after the cancel: %q, want cancelled", e)
+		}
+	}
+	if e := next(); e != ": ping" {
+		t.Fatalf("after the end: %q, want only keep-alive comments", e)
+	}
+
+	inbox, _ := stream(ctx, t, c, b.srv.URL+"/web/events")
+	if e := inbox(); e != "" {
+		t.Fatalf("inbox: %q, want no pending ids", e)
+	}
+	if e := inbox(); e != ": ping" {
+		t.Fatalf("a silent inbox stream sent %q; want a keep-alive comment", e)
+	}
 }
