@@ -84,16 +84,7 @@ func appendBlock(b []byte, bl slackapi.Block) ([]byte, bool) {
 		b = appendStart(b, string(bl.Type))
 		b = appendTextField(b, "text", bl.Text, true)
 		b = appendStringField(b, "block_id", bl.BlockID)
-		if len(bl.Fields) > 0 {
-			b = append(b, `,"fields":[`...)
-			for i, f := range bl.Fields {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendText(b, f)
-			}
-			b = append(b, ']')
-		}
+		b = appendArray(b, "fields", bl.Fields, appendText)
 		if bl.Expand {
 			b = append(b, `,"expand":true`...)
 		}
@@ -169,17 +160,26 @@ func appendButton(b []byte, btn *slackapi.ButtonBlockElement) []byte {
 	b = appendStringField(b, "accessibility_label", btn.AccessibilityLabel)
 	b = appendStringField(b, "agent_prompt", btn.AgentPrompt)
 	b = appendStringField(b, "agent_prompt_display", btn.AgentPromptDisplay)
-	if len(btn.VisibleToUserIDs) > 0 {
-		b = append(b, `,"visible_to_user_ids":[`...)
-		for i, id := range btn.VisibleToUserIDs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, id)
-		}
-		b = append(b, ']')
-	}
+	b = appendArray(b, "visible_to_user_ids", btn.VisibleToUserIDs, appendString)
 	return append(b, '}')
+}
+
+// appendArray appends ,"name":[...] with each of items, or nothing when
+// there are none.
+func appendArray[T any](b []byte, name string, items []T, each func([]byte, T) []byte) []byte {
+	if len(items) == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':', '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = each(b, it)
+	}
+	return append(b, ']')
 }
 
 // appendStart opens a block of type typ.
