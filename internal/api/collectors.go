@@ -11,7 +11,7 @@ import (
 
 var (
 	waitingDesc = prometheus.NewDesc("askbridge_waiters",
-		"Calls waiting for an answer in this process.", nil, nil)
+		"Calls (and live web pages) waiting for a request to end in this process.", nil, nil)
 	pendingDesc = prometheus.NewDesc("askbridge_pending_requests",
 		"Pending requests in the store, all replicas together.", nil, nil)
 	uneditedDesc = prometheus.NewDesc("askbridge_unedited_requests",

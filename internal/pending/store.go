@@ -53,7 +53,7 @@ type Store struct {
 	log  *slog.Logger
 	w    *waiters
 
-	subscribed atomic.Int64 // times Run has (re)subscribed and woken every waiter since
+	subscribed atomic.Int64 // times Run has (re)subscribed, woken every waiter and loaded the scripts since
 }
 
 // New returns a Store on rdb. Call Run to receive wake-ups from other
@@ -448,7 +448,9 @@ func (s *Store) AddPost(ctx context.Context, id string, p Post) (seam.Status, er
 // List returns pending requests of one kind, newest first, at most limit
 // (all of them when limit <= 0).
 func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record, error) {
-	ids, err := s.PendingIDs(ctx, kind, limit)
+	// Every shard's newest limit: a record resolved or deleted since the
+	// index was read leaves room for the next one.
+	ids, err := s.pendingIDs(ctx, kind, limit, false)
 	if err != nil {
 		return nil, fmt.Errorf("list: %w", err)
 	}
@@ -469,6 +471,9 @@ func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record,
 			continue // resolved or gone since the index was read
 		}
 		out = append(out, rec)
+		if len(out) == limit {
+			break
+		}
 	}
 	return out, nil
 }
@@ -477,6 +482,12 @@ func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record,
 // (all of them when limit <= 0), newest first, from the open indexes alone:
 // one pipelined read, none of the records.
 func (s *Store) PendingIDs(ctx context.Context, kind seam.Kind, limit int) ([]string, error) {
+	return s.pendingIDs(ctx, kind, limit, true)
+}
+
+// pendingIDs is PendingIDs; unless cut, it returns every shard's newest
+// limit, newest first, not only the newest limit of all.
+func (s *Store) pendingIDs(ctx context.Context, kind seam.Kind, limit int, cut bool) ([]string, error) {
 	type scored struct {
 		id string
 		at float64
@@ -508,7 +519,7 @@ func (s *Store) PendingIDs(ctx context.Context, kind seam.Kind, limit int) ([]st
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	if limit > 0 && len(all) > limit {
+	if cut && limit > 0 && len(all) > limit {
 		all = all[:limit]
 	}
 	ids := make([]string, len(all))

@@ -174,6 +174,8 @@ func (s *Store) Run(ctx context.Context) error {
 	// closing the subscription is what ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
 	defer stop()
+	var loads sync.WaitGroup
+	defer loads.Wait()
 	backoff := 50 * time.Millisecond
 	for {
 		msg, err := ps.Receive(ctx)
@@ -200,11 +202,14 @@ func (s *Store) Run(ctx context.Context) error {
 			backoff = 50 * time.Millisecond
 			s.w.wakeAll()
 			// A new subscription may mean a restarted Redis, which has
-			// forgotten the scripts.
-			if err := s.LoadScripts(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("loading scripts failed; each runs on its first use instead", "err", err)
-			}
-			s.subscribed.Add(1)
+			// forgotten the scripts. Loaded aside: a node still away
+			// must not hold up the wake-ups.
+			loads.Go(func() {
+				if err := s.LoadScripts(ctx); err != nil && ctx.Err() == nil {
+					s.log.Warn("loading scripts failed; each loads on its first use instead", "err", err)
+				}
+				s.subscribed.Add(1)
+			})
 		case *redis.Message:
 			id, e := parseWake(m.Payload)
 			s.w.wake(id, e)

@@ -70,6 +70,9 @@ func appendBlocks(b []byte, blocks []slackapi.Block) ([]byte, bool) {
 func appendBlock(b []byte, bl slackapi.Block) ([]byte, bool) {
 	switch bl := bl.(type) {
 	case *slackapi.HeaderBlock:
+		if bl == nil {
+			return nil, false
+		}
 		b = appendStart(b, string(bl.Type))
 		b = appendTextField(b, "text", bl.Text, true)
 		b = appendStringField(b, "block_id", bl.BlockID)
@@ -78,7 +81,7 @@ func appendBlock(b []byte, bl slackapi.Block) ([]byte, bool) {
 			b = strconv.AppendInt(b, int64(bl.Level), 10)
 		}
 	case *slackapi.SectionBlock:
-		if bl.Accessory != nil {
+		if bl == nil || bl.Accessory != nil {
 			return nil, false
 		}
 		b = appendStart(b, string(bl.Type))
@@ -89,6 +92,9 @@ func appendBlock(b []byte, bl slackapi.Block) ([]byte, bool) {
 			b = append(b, `,"expand":true`...)
 		}
 	case *slackapi.ContextBlock:
+		if bl == nil {
+			return nil, false
+		}
 		b = appendStart(b, string(bl.Type))
 		b = appendStringField(b, "block_id", bl.BlockID)
 		b = append(b, `,"elements":`...)
@@ -110,6 +116,9 @@ func appendBlock(b []byte, bl slackapi.Block) ([]byte, bool) {
 		}
 		b = append(b, ']')
 	case *slackapi.ActionBlock:
+		if bl == nil {
+			return nil, false
+		}
 		b = appendStart(b, string(bl.Type))
 		b = appendStringField(b, "block_id", bl.BlockID)
 		b = append(b, `,"elements":`...)
@@ -120,7 +129,7 @@ func appendBlock(b []byte, bl slackapi.Block) ([]byte, bool) {
 		b = append(b, '[')
 		for i, e := range bl.Elements.ElementSet {
 			btn, ok := e.(*slackapi.ButtonBlockElement)
-			if !ok {
+			if !ok || btn == nil {
 				return nil, false
 			}
 			if i > 0 {

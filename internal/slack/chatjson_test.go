@@ -2,6 +2,7 @@ package slack
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"unicode/utf8"
@@ -64,6 +65,13 @@ func TestChatRequestJSON(t *testing.T) {
 		req := chatRequest{Channel: "C1", TS: s, ThreadTS: s, Text: s, Blocks: blocks}
 		if !sameJSON(t, "tricky "+s, req) {
 			t.Errorf("%q: blocks of the kinds written by hand went through encoding/json", s)
+		}
+	}
+	var nilHeader *slackapi.HeaderBlock
+	for _, bl := range []slackapi.Block{nilHeader, (*slackapi.SectionBlock)(nil), (*slackapi.ContextBlock)(nil), (*slackapi.ActionBlock)(nil),
+		slackapi.NewActionBlock("", (*slackapi.ButtonBlockElement)(nil))} {
+		if sameJSON(t, fmt.Sprintf("a nil in %T", bl), chatRequest{Blocks: []slackapi.Block{bl}}) {
+			t.Errorf("a nil in %T was written by hand", bl)
 		}
 	}
 	if sameJSON(t, "an accessory", chatRequest{Blocks: []slackapi.Block{

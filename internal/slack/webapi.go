@@ -84,8 +84,10 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 		return chatReply{}, err
 	}
 	defer func() {
-		// Read to the end, so that the connection goes back to the pool.
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		// Read to the end, so that the connection goes back to the pool:
+		// readChatReply leaves the echoed message unread, which for a
+		// message at Slack's limits is tens of kB.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 	}()
 	if err := surface.CheckResponse(resp); err != nil {

@@ -304,14 +304,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "sign in first", http.StatusUnauthorized)
 			return
 		}
+		// The reads keep their own schedule: a step cut short for a
+		// keep-alive waits out only what is left of the interval.
+		var due time.Time
 		next = func(ctx context.Context, first bool, last string) (string, error) {
-			if !first {
+			if wait := time.Until(due); !first && wait > 0 {
 				select {
 				case <-ctx.Done():
 					return "", ctx.Err()
-				case <-time.After(s.poll):
+				case <-time.After(wait):
 				}
 			}
+			due = time.Now().Add(s.poll)
 			return s.pendingFingerprint(ctx)
 		}
 	}

@@ -568,3 +568,25 @@ func TestLiveRequestEvents(t *testing.T) {
 		t.Fatalf("a silent inbox stream sent %q; want a keep-alive comment", e)
 	}
 }
+
+// An inbox that polls less often than it keeps alive still sees changes:
+// a keep-alive does not restart the wait for the next read.
+func TestLiveInboxPollsPastKeepAlives(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	b.web.poll, b.web.keepAlive = 300*time.Millisecond, 100*time.Millisecond
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next, _ := stream(ctx, t, c, b.srv.URL+"/web/events")
+	if e := next(); e != "" {
+		t.Fatalf("first event %q, want no pending ids", e)
+	}
+	rec := b.ask(t, time.Hour, deploy)
+	for e := next(); e != rec.ID; e = next() {
+		if e != ": ping" {
+			t.Fatalf("after a new request: %q", e)
+		}
+	}
+}
