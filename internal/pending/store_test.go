@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -1525,5 +1527,32 @@ func TestWakeCarriesTheEnding(t *testing.T) {
 				t.Errorf("parseWake(%q) gave an ending that applies: %+v", bad, e)
 			}
 		}
+	}
+}
+
+// LoadScripts loads every script the package declares: one left out of
+// scripts would cost a NOSCRIPT round trip on every node's first use.
+func TestScriptsListsEveryScript(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		declared += len(regexp.MustCompile(`(?m)^var \w+ = redis\.NewScript\(`).FindAll(src, -1))
+	}
+	hashes := map[string]bool{}
+	for _, sc := range scripts {
+		hashes[sc.Hash()] = true
+	}
+	if declared == 0 || len(hashes) != declared || len(scripts) != declared {
+		t.Errorf("the package declares %d scripts; scripts lists %d (%d distinct)", declared, len(scripts), len(hashes))
 	}
 }

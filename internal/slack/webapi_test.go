@@ -1,8 +1,11 @@
 package slack
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 func TestReadChatReply(t *testing.T) {
@@ -43,5 +46,22 @@ func TestReadChatReply(t *testing.T) {
 				t.Errorf("got %+v; want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The fake refuses a JSON body that does not parse, as Slack does.
+func TestFakeSlackRefusesBadJSON(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	req, _ := http.NewRequest(http.MethodPost, fake.URL+"chat.postMessage", strings.NewReader(`{"channel":"C1","text":`))
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := readChatReply(resp.Body)
+	if err != nil || got.OK || got.Error != "invalid_json" {
+		t.Errorf("a cut-off JSON body was answered %+v, %v; want invalid_json", got, err)
 	}
 }

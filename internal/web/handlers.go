@@ -269,7 +269,7 @@ func (s *Server) outcomeHTML(rec *pending.Record) string {
 // The inbox reads the pending ids every poll interval, from the open
 // indexes alone (no record is read). A request's page waits for the
 // request to end, as a long-poll does: woken by the replica that ends it,
-// it reads the record once per keep-alive period, not once per poll.
+// it reads the record only on the store's periodic recheck.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// next returns the fingerprint once it may have changed from last (the
 	// first time, at once).
@@ -282,14 +282,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "not allowed", http.StatusForbidden)
 			return
 		}
+		// One watch for the stream's life: a wait cut short for a
+		// keep-alive picks up from the record already read.
+		watch := s.store.Watch(id)
+		defer watch.Stop()
+		var read *pending.Record // read after the watch began
 		next = func(ctx context.Context, first bool, last string) (string, error) {
 			var rec *pending.Record
 			var err error
 			switch {
-			case first:
+			case read == nil:
 				rec, err = s.store.Get(ctx, id)
-			case last == string(seam.StatusPending):
-				rec, err = s.store.Wait(ctx, id, "")
+			case read.Status == seam.StatusPending:
+				rec, err = watch.Wait(ctx, read)
 			default: // it ended: nothing more will change
 				<-ctx.Done()
 				return last, ctx.Err()
@@ -297,6 +302,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return "", err
 			}
+			read = rec
 			return string(rec.Status), nil
 		}
 	} else {

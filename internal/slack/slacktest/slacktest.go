@@ -181,8 +181,9 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	// A JSON body can't carry the token: Slack reads it from the
 	// Authorization header only.
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	badJSON := false
 	if strings.HasPrefix(call.ContentType, "application/json") {
-		_ = json.Unmarshal(body, &call.JSON)
+		badJSON = json.Unmarshal(body, &call.JSON) != nil || call.JSON == nil
 		call.Body = string(body)
 	} else {
 		call.Form, _ = url.ParseQuery(string(body))
@@ -206,6 +207,8 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 			resp = map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/socket"}
 			call.OK = true
 		}
+	case badJSON:
+		resp = failure("invalid_json")
 	case token != f.Token:
 		resp = failure("invalid_auth")
 	case fail != nil && fail.Status != 0:
