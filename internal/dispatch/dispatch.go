@@ -250,26 +250,26 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		d.metrics.postFailed(t.Surface())
 		return nil, false
 	}
-	ended := false
+	var ended *pending.Record
 	for _, p := range posts {
 		p.Target = t.Key
 		if p.PostedAt.IsZero() {
 			p.PostedAt = time.Now().UTC() // as recorded, and as listed in rec
 		}
-		st, err := d.store.AddPost(ctx, rec.ID, p)
+		end, err := d.store.AddPost(ctx, rec.ID, p)
 		if err != nil {
 			log.Error("recording a posted message failed", "message_id", p.MessageID, "err", err)
 			continue
 		}
 		recorded = append(recorded, p)
-		ended = ended || st.Final()
+		if end != nil {
+			ended = end // the latest holds every post recorded so far
+		}
 	}
-	if ended {
+	if ended != nil {
 		// Whoever ended it edited the messages it knew of, not these; the
 		// store holds it for a finisher until all are edited.
-		if cur, err := d.store.Get(ctx, rec.ID); err == nil {
-			d.Finished(ctx, cur)
-		}
+		d.Finished(ctx, ended)
 	}
 	return recorded, len(posts) > 0
 }

@@ -197,8 +197,8 @@ func TestUnfinished(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.clock.Advance(time.Second)
-			if st, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C2", MessageID: "4.2"}); err != nil || st != seam.StatusAnswered {
-				t.Fatalf("AddPost after the end = %s, %v; want answered", st, err)
+			if got, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C2", MessageID: "4.2"}); err != nil || got == nil || got.Status != seam.StatusAnswered || len(got.Posts) != 2 {
+				t.Fatalf("AddPost after the end = %+v, %v; want it answered, with both posts", got, err)
 			}
 			if at, ok := b.finishScore(s, rec.ID); !ok || !at.Equal(b.clock.Now().Add(FinishGrace)) {
 				t.Fatalf("finish index score = %v, %v; want %v", at, ok, b.clock.Now().Add(FinishGrace))

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,6 +117,23 @@ func unavailable(err error) error {
 		return err // Redis answered, and the answer is a bug of ours (a script error, a wrong type)
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// NotSent reports whether err, from a call of the store, means that
+// Redis did nothing: it could not be reached (no connection could be
+// made), or it refused the command for now (loading, failing over, out of
+// memory). Other transport errors leave it unknown whether a write was
+// applied: a command may have arrived and only its reply been lost.
+func NotSent(err error) bool {
+	if !errors.Is(err, ErrUnavailable) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" || errors.Is(err, redis.ErrPoolTimeout) {
+		return true
+	}
+	var reply redis.Error
+	return errors.As(err, &reply) && transientReply(reply.Error())
 }
 
 // transientReply reports whether an error reply of Redis means "not now":
@@ -294,6 +312,11 @@ type Resolution struct {
 	// it: Resolve then returns it as this resolution ended it, with its
 	// posts as they are now, instead of reading the whole record back.
 	From *Record
+	// Created, when set, is when the request the caller means was created
+	// (to the ms): a request since ended and created again under its id is
+	// ErrNotFound. It lets a caller that has not read the request, only
+	// what it posted, resolve exactly that request.
+	Created time.Time
 }
 
 // resolveScript ends a pending request: first writer wins. A request with
@@ -308,16 +331,18 @@ type Resolution struct {
 // ARGV[8] required owner or empty, ARGV[9] '1' to resolve only when due,
 // ARGV[10] wake channel, ARGV[11] audit cap, ARGV[12] responder surface,
 // ARGV[13] responder user id, ARGV[14] when a sweeper may take over the
-// edits, ms, ARGV[15] '1' to return only the post fields when resolved now.
+// edits, ms, ARGV[15] '1' to return only the post fields when resolved now,
+// ARGV[16] the required creation time, ms, or empty.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON" on the
 // wake channel, so waiters need not read the record again.
 // Returns {0} not found, {1, HGETALL or the post fields} resolved now,
 // {2, HGETALL} already resolved, {3} not due.
 var resolveScript = redis.NewScript(`
-local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires')
+local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'created')
 if not rec[1] then return {0} end
 if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
 if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
+if ARGV[16] ~= '' and rec[5] ~= ARGV[16] then return {0} end
 if rec[1] ~= 'pending' then return {2, redis.call('HGETALL', KEYS[1])} end
 if ARGV[9] == '1' then
   local exp = tonumber(rec[4])
@@ -365,9 +390,12 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 		by, _ = json.Marshal(res.By)
 		surface, user = res.By.Surface, res.By.UserID
 	}
-	due, postsOnly := "", ""
+	due, postsOnly, created := "", "", ""
 	if res.IfDue {
 		due = "1"
+	}
+	if !res.Created.IsZero() {
+		created = strconv.FormatInt(res.Created.UnixMilli(), 10)
 	}
 	if res.From != nil && res.From.ID == id {
 		postsOnly = "1"
@@ -376,7 +404,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, created).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}
@@ -412,21 +440,24 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 // ARGV[1] id, ARGV[2] field, ARGV[3] post JSON, ARGV[4] audit cap,
 // ARGV[5] surface, ARGV[6] channel, ARGV[7] message id, ARGV[8] when a
 // sweeper may take over the edits, ms.
-// Returns {0} not found, {1, status} recorded.
+// Returns {0} not found, {1} recorded on a pending request, {2, HGETALL}
+// recorded on one that has ended.
 var addPostScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return {0} end
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'posted', 'id', ARGV[1], 'surface', ARGV[5], 'channel', ARGV[6], 'message', ARGV[7])
-if st ~= 'pending' then redis.call('ZADD', KEYS[4], ARGV[8], ARGV[1]) end
-return {1, st}
+if st == 'pending' then return {1} end
+redis.call('ZADD', KEYS[4], ARGV[8], ARGV[1])
+return {2, redis.call('HGETALL', KEYS[1])}
 `)
 
 // AddPost records a message posted for a request so any replica can edit
-// it later. It returns the request's status: when that is already final,
-// the request ended while the message was being posted and the caller must
-// edit the request's messages, then call Edited; else a sweeper does.
-func (s *Store) AddPost(ctx context.Context, id string, p Post) (seam.Status, error) {
+// it later. While the request is pending it returns nil. When the request
+// has ended, which it did while the message was being posted, it returns
+// the request as it ended, this post included: the caller must edit its
+// messages, then call Edited; else a sweeper does.
+func (s *Store) AddPost(ctx context.Context, id string, p Post) (ended *Record, err error) {
 	now := s.opt.Now()
 	if p.PostedAt.IsZero() {
 		p.PostedAt = now.UTC()
@@ -436,13 +467,18 @@ func (s *Store) AddPost(ctx context.Context, id string, p Post) (seam.Status, er
 		id, p.field(), b, s.opt.AuditMaxLen, p.Surface, p.Channel, p.MessageID,
 		now.Add(FinishGrace).UnixMilli()).Slice()
 	if err != nil {
-		return "", fmt.Errorf("add post to %s: %w", id, unavailable(err))
+		return nil, fmt.Errorf("add post to %s: %w", id, unavailable(err))
 	}
-	if code(out) == 0 {
-		return "", fmt.Errorf("add post to %s: %w", id, ErrNotFound)
+	switch code(out) {
+	case 0:
+		return nil, fmt.Errorf("add post to %s: %w", id, ErrNotFound)
+	case 1:
+		return nil, nil
 	}
-	st, _ := out[1].(string)
-	return seam.Status(st), nil
+	if ended, err = decodeRecord(out[1].([]any)); err != nil {
+		return nil, fmt.Errorf("add post to %s: %w", id, err)
+	}
+	return ended, nil
 }
 
 // List returns pending requests of one kind, newest first, at most limit

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -343,6 +345,33 @@ func TestResolve(t *testing.T) {
 			}
 		})
 
+		// Created names one incarnation of an id: a click on a message
+		// posted for a request since discarded must not answer the request
+		// created again under the same tool_call_id.
+		t.Run("created names the request", func(t *testing.T) {
+			old := mustCreate(t, s, question("alice", "call-again"))
+			if ok, err := s.Discard(ctx, old.ID); err != nil || !ok {
+				t.Fatalf("Discard = %v, %v", ok, err)
+			}
+			b.clock.Advance(time.Second)
+			again := mustCreate(t, s, question("alice", "call-again"))
+			if again.ID != old.ID {
+				t.Fatalf("created again as %s; want the id %s", again.ID, old.ID)
+			}
+			res := answered("U1")
+			res.Created = old.CreatedAt
+			if got, err := s.Resolve(ctx, again.ID, res); !errors.Is(err, ErrNotFound) || got != nil {
+				t.Errorf("Resolve of the discarded request = %v, %v; want nil, ErrNotFound", got, err)
+			}
+			if got := mustGet(t, s, again.ID); got.Status != seam.StatusPending {
+				t.Fatalf("status = %s; want the new request still pending", got.Status)
+			}
+			res.Created = again.CreatedAt
+			if got, err := s.Resolve(ctx, again.ID, res); err != nil || got.Status != seam.StatusAnswered || len(got.Questions.Questions) == 0 {
+				t.Errorf("Resolve of the request created again = %+v, %v; want it answered, whole", got, err)
+			}
+		})
+
 		t.Run("first answer wins across replicas", func(t *testing.T) {
 			b := b.sub(t)
 			replicas := []*Store{s, b.store(withRetention(time.Hour))}
@@ -491,9 +520,9 @@ func TestAddPost(t *testing.T) {
 				{Surface: "slack", Target: "ops", Channel: "C1", MessageID: "1700000000.000100"},
 			} {
 				b.clock.Advance(time.Second)
-				st, err := s.AddPost(ctx, rec.ID, p)
-				if err != nil || st != seam.StatusPending {
-					t.Fatalf("AddPost = %s, %v; want pending", st, err)
+				ended, err := s.AddPost(ctx, rec.ID, p)
+				if err != nil || ended != nil {
+					t.Fatalf("AddPost = %+v, %v; want nil: the request is pending", ended, err)
 				}
 				p.PostedAt = b.clock.Now()
 				want = append(want, p)
@@ -513,7 +542,7 @@ func TestAddPost(t *testing.T) {
 			}
 		})
 
-		t.Run("a post on a finished request returns its status", func(t *testing.T) {
+		t.Run("a post on a finished request returns it as it ended", func(t *testing.T) {
 			for _, st := range []seam.Status{seam.StatusAnswered, seam.StatusCancelled, seam.StatusExpired} {
 				rec := mustCreate(t, s, question("alice", ""))
 				res := Resolution{Status: st}
@@ -525,20 +554,21 @@ func TestAddPost(t *testing.T) {
 				}
 				p := Post{Surface: "slack", Channel: "C1", MessageID: "2.3"}
 				got, err := s.AddPost(ctx, rec.ID, p)
-				if err != nil || got != st {
-					t.Errorf("AddPost on a %s request = %q, %v; want %q", st, got, err, st)
-				}
 				// The post is kept, so the caller or any replica can edit it.
-				if posts := mustGet(t, s, rec.ID).Posts; len(posts) != 1 || posts[0].MessageID != "2.3" {
-					t.Errorf("posts = %+v; want the late one", posts)
+				want := mustGet(t, s, rec.ID)
+				if err != nil || !reflect.DeepEqual(got, want) || got.Status != st {
+					t.Errorf("AddPost on a %s request = %+v, %v; want it as read back: %+v", st, got, err, want)
+				}
+				if len(want.Posts) != 1 || want.Posts[0].MessageID != "2.3" {
+					t.Errorf("posts = %+v; want the late one", want.Posts)
 				}
 			}
 		})
 
 		t.Run("unknown id", func(t *testing.T) {
-			st, err := s.AddPost(ctx, "aaaaaaaaaaaaaaaa", Post{Surface: "slack", Channel: "C1", MessageID: "1"})
-			if !errors.Is(err, ErrNotFound) || st != "" {
-				t.Errorf("AddPost = %q, %v; want ErrNotFound", st, err)
+			ended, err := s.AddPost(ctx, "aaaaaaaaaaaaaaaa", Post{Surface: "slack", Channel: "C1", MessageID: "1"})
+			if !errors.Is(err, ErrNotFound) || ended != nil {
+				t.Errorf("AddPost = %+v, %v; want ErrNotFound", ended, err)
 			}
 			// ...and it leaves no half record behind.
 			if _, err := s.Get(ctx, "aaaaaaaaaaaaaaaa"); !errors.Is(err, ErrNotFound) {
@@ -1555,4 +1585,71 @@ func TestScriptsListsEveryScript(t *testing.T) {
 	if declared == 0 || len(hashes) != declared || len(scripts) != declared {
 		t.Errorf("the package declares %d scripts; scripts lists %d (%d distinct)", declared, len(scripts), len(hashes))
 	}
+}
+
+// NotSent tells a failure after which Redis surely did nothing from one
+// that may have applied the command and lost only its reply.
+func TestNotSent(t *testing.T) {
+	ctx := context.Background()
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := refused.Addr().String()
+	refused.Close() // nothing listens there now
+	for _, tc := range []struct {
+		name string
+		addr string
+		want bool
+	}{
+		{"connection refused", nobody, true},
+		{"refused for now", fakeRedis(t, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"), true},
+		{"reply lost", fakeRedis(t, ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb := redis.NewClient(&redis.Options{Addr: tc.addr, Protocol: 2, DisableIdentity: true,
+				MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+			t.Cleanup(func() { rdb.Close() })
+			_, err := New(rdb, Options{}).Resolve(ctx, "aaaaaaaaaaaaaaaa", answered("U1"))
+			if !IsUnavailable(err) || NotSent(err) != tc.want {
+				t.Errorf("Resolve = %v: IsUnavailable %v, NotSent %v; want unavailable, NotSent %v", err, IsUnavailable(err), NotSent(err), tc.want)
+			}
+		})
+	}
+	for _, err := range []error{nil, ErrNotFound, ErrAlreadyResolved, fmt.Errorf("get: %w", ErrNotFound)} {
+		if NotSent(err) {
+			t.Errorf("NotSent(%v) = true; want false", err)
+		}
+	}
+}
+
+// fakeRedis listens on loopback and answers every command with reply, or,
+// when reply is empty, hangs up once a command has arrived.
+func fakeRedis(t *testing.T, reply string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					if _, err := c.Read(buf); err != nil || reply == "" {
+						return
+					}
+					if _, err := io.WriteString(c, reply); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
