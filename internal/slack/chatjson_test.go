@@ -84,6 +84,7 @@ func TestChatRequestJSON(t *testing.T) {
 	for name, rec := range extremes() {
 		for _, live := range []bool{true, false} {
 			m := render(rec, "<!subteam^S0123ABC>", live)
+			m.carry(rec, "default/0")
 			sameJSON(t, name, chatRequest{Channel: "C1", Text: m.text, Blocks: m.blocks})
 		}
 		for st, e := range ended(rec) {
@@ -109,6 +110,7 @@ func FuzzChatRequestJSON(f *testing.F) {
 		rec.Questions.Questions[0].Question = q
 		rec.Questions.Questions[0].Options[0].Label = label
 		m := render(rec, "", true)
+		m.carry(rec, "default/0")
 		sameJSON(t, "fuzzed", chatRequest{Channel: "C1", Text: m.text, Blocks: m.blocks})
 	})
 }

@@ -15,6 +15,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -333,6 +334,9 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 // act handles a click that answers at once: an option, a select, the
 // multi-select's Submit, Allow once, Dismiss.
 func (h *Interactions) act(ctx context.Context, c click) {
+	if h.quick(ctx, c) {
+		return
+	}
 	rec, err := h.s.store.Get(ctx, c.ref.ID)
 	if err != nil {
 		if errors.Is(err, pending.ErrNotFound) {
@@ -343,7 +347,7 @@ func (h *Interactions) act(ctx context.Context, c click) {
 		h.tell(ctx, c, surface.MsgTrouble)
 		return
 	}
-	if !h.mayAnswer(ctx, rec, c) {
+	if !h.mayAnswer(ctx, h.s.target(rec, c.channel, c.ts), c) {
 		return
 	}
 	res, problem := resolutionOf(rec, c)
@@ -353,8 +357,31 @@ func (h *Interactions) act(ctx context.Context, c click) {
 	case problem != "":
 		h.tell(ctx, c, problem)
 	case res != nil: // nil: a control that does not fit its request
-		h.finish(ctx, rec, *res, c)
+		res.Kind, res.From = rec.Kind, rec
+		if !h.finish(ctx, *res, c) {
+			h.tell(ctx, c, surface.MsgGone)
+		}
 	}
+}
+
+// quick resolves a click from what its button carries (see carried),
+// without reading the request first. It reports false, having done
+// nothing, when the button carries nothing of use: no value, a target the
+// configuration no longer has, or a request that is not the one the
+// message was posted for. The caller then reads the request.
+func (h *Interactions) quick(ctx context.Context, c click) bool {
+	cv, ok := parseCarried(c.ref.Verb, c.action.Value)
+	if !ok {
+		return false
+	}
+	t, ok := h.s.targets[cv.target]
+	if !ok {
+		return false
+	}
+	if !h.mayAnswer(ctx, t, c) {
+		return true
+	}
+	return h.finish(ctx, cv.resolution(c.ref.Verb), c)
 }
 
 // late tells the person that rec is over, unless res is how it ended:
@@ -370,13 +397,15 @@ func (h *Interactions) late(ctx context.Context, rec *pending.Record, res *pendi
 	h.tell(ctx, c, surface.LateReply(rec, statusFormat))
 }
 
-func (h *Interactions) mayAnswer(ctx context.Context, rec *pending.Record, c click) bool {
-	ok, err := h.s.who.allowed(ctx, h.s.target(rec, c.channel, c.ts), c.user.ID)
+// mayAnswer reports whether the person who clicked may answer through
+// target t, having told them when they may not.
+func (h *Interactions) mayAnswer(ctx context.Context, t *config.SlackTarget, c click) bool {
+	ok, err := h.s.who.allowed(ctx, t, c.user.ID)
 	switch {
 	case ok:
 		return true
 	case err != nil && !errors.Is(err, errNoTarget):
-		h.log.Warn("checking a responder failed", "request_id", rec.ID, "err", err)
+		h.log.Warn("checking a responder failed", "request_id", c.ref.ID, "err", err)
 		h.tell(ctx, c, msgCantCheck)
 	default:
 		h.tell(ctx, c, surface.MsgCantAnswer)
@@ -457,21 +486,28 @@ func responder(u slackapi.User) *pending.Responder {
 	return &pending.Responder{Surface: surfaceName, UserID: u.ID, Name: surface.Truncate(name, maxNameLen)}
 }
 
-// finish resolves rec as the person said. When another answer won, they
-// are told so, unless theirs was that answer, delivered twice.
-func (h *Interactions) finish(ctx context.Context, rec *pending.Record, res pending.Resolution, c click) {
+// finish resolves the clicked request as the person said. When another
+// answer won, they are told so, unless theirs was that answer, delivered
+// twice. It reports false, having told nobody anything, when the store
+// has no such request.
+func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c click) bool {
 	res.By = responder(c.user)
-	res.Kind, res.From = rec.Kind, rec
-	got, err := h.resolve.Resolve(ctx, rec.ID, res)
+	got, err := h.resolve.Resolve(ctx, c.ref.ID, res)
 	switch {
 	case err == nil:
-		h.log.Info("request resolved", "request_id", rec.ID, "status", res.Status, "user", c.user.ID)
+		h.log.Info("request resolved", "request_id", c.ref.ID, "status", res.Status, "user", c.user.ID)
+	case errors.Is(err, pending.ErrNotFound):
+		return false
 	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
 		h.late(ctx, got, &res, c)
+	case pending.NotSent(err):
+		h.log.Warn("resolving a request failed", "request_id", c.ref.ID, "err", err)
+		h.tell(ctx, c, surface.MsgTrouble)
 	default:
-		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", err)
+		h.log.Warn("resolving a request failed; it may have been recorded", "request_id", c.ref.ID, "err", err)
 		h.tell(ctx, c, surface.MsgUnconfirmed)
 	}
+	return true
 }
 
 // same reports whether rec ended exactly as res would have ended it: a
@@ -529,7 +565,12 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	if res == nil {
 		return refusal
 	}
-	h.work.Go(func(ctx context.Context) { h.finish(ctx, rec, *res, c) })
+	res.Kind, res.From = rec.Kind, rec
+	h.work.Go(func(ctx context.Context) {
+		if !h.finish(ctx, *res, c) {
+			h.tell(ctx, c, surface.MsgGone)
+		}
+	})
 	return nil
 }
 

@@ -23,8 +23,9 @@ import (
 const testToken = "xoxb-test-SECRET"
 
 // newSurface builds a surface on fake and an embedded Redis, with a retry
-// policy that records its waits instead of sleeping.
-func newSurface(t *testing.T, fake *slacktest.FakeSlack) (*Surface, *pending.Store, *[]time.Duration) {
+// policy that records its waits instead of sleeping. hooks see the
+// surface's Redis commands.
+func newSurface(t *testing.T, fake *slacktest.FakeSlack, hooks ...redis.Hook) (*Surface, *pending.Store, *[]time.Duration) {
 	t.Helper()
 	emb, err := pending.StartEmbedded()
 	if err != nil {
@@ -36,6 +37,9 @@ func newSurface(t *testing.T, fake *slacktest.FakeSlack) (*Surface, *pending.Sto
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.(*redis.Client).Close() })
+	for _, h := range hooks {
+		rdb.AddHook(h)
+	}
 	store := pending.New(rdb, pending.Options{})
 	var waits []time.Duration
 	cfg := &config.Config{

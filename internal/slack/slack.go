@@ -162,6 +162,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
 	m := render(rec, tc.Mention, true)
+	m.carry(rec, t.Key)
 	if s.links != nil && linkable(tc) {
 		m.addLink(s.links(rec))
 	}
