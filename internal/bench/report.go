@@ -109,7 +109,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	lat("floor: Redis round trip (PING)", r.Floors.RedisRTT, r.Floors.RedisRTT)
 	lat("floor: pub/sub hop", r.Floors.PubSub, r.Floors.PubSub)
 	lat("floor: loopback HTTP call", r.Floors.HTTP, r.Floors.HTTP)
-	lat("floor: click path (HTTP + 2 Redis round trips + pub/sub)", r.Floors.ClickPath, r.Floors.ClickPath)
+	lat("floor: click path (HTTP + Redis round trip + pub/sub)", r.Floors.ClickPath, r.Floors.ClickPath)
 	lat("click-to-waiter, same replica (one at a time; floor pub/sub)", r.Wake.Same, r.Floors.PubSub)
 	lat("click-to-waiter, cross replica (one at a time; floor pub/sub)", r.Wake.Cross, r.Floors.PubSub)
 	lat("interaction ack, one at a time (floor HTTP)", r.Wake.Ack, r.Floors.HTTP)

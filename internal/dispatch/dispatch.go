@@ -263,7 +263,7 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		}
 		recorded = append(recorded, p)
 		if end != nil {
-			ended = end // the latest holds every post recorded so far
+			ended = end // the latest holds every post recorded as of this call
 		}
 	}
 	if ended != nil {

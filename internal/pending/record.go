@@ -24,6 +24,9 @@ type Record struct {
 	Approval   *seam.Approval  // set when Kind is approval
 	CreatedAt  time.Time
 	ExpiresAt  time.Time // zero: never
+	// Hash tells this request from another under the same tool_call_id:
+	// a hash of what it asks (kind, route, questions or approval, expiry).
+	Hash string
 
 	Answer     *seam.Answer   // set when an answered question
 	Decision   *seam.Decision // set when a decided approval
@@ -115,6 +118,7 @@ func recordFromHash(h map[string]string) (*Record, error) {
 		Client:     h[fClient],
 		ToolCallID: h[fToolCallID],
 		Route:      h[fRoute],
+		Hash:       h[fHash],
 		CreatedAt:  msTime(h[fCreated]),
 		ExpiresAt:  msTime(h[fExpires]),
 		ResolvedAt: msTime(h[fResolved]),

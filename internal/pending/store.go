@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,23 +118,6 @@ func unavailable(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// NotSent reports whether err, from a call of the store, means that
-// Redis did nothing: it could not be reached (no connection could be
-// made), or it refused the command for now (loading, failing over, out of
-// memory). Other transport errors leave it unknown whether a write was
-// applied: a command may have arrived and only its reply been lost.
-func NotSent(err error) bool {
-	if !errors.Is(err, ErrUnavailable) {
-		return false
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" || errors.Is(err, redis.ErrPoolTimeout) {
-		return true
-	}
-	var reply redis.Error
-	return errors.As(err, &reply) && transientReply(reply.Error())
-}
-
 // transientReply reports whether an error reply of Redis means "not now":
 // loading, failing over, busy, or out of memory.
 func transientReply(msg string) bool {
@@ -218,7 +200,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		rec := &Record{
 			ID: id, Kind: nr.Kind, Status: seam.StatusPending, Client: nr.Client,
 			ToolCallID: nr.ToolCallID, Route: nr.Route, Caller: nr.Caller,
-			Questions: nr.Questions, Approval: nr.Approval,
+			Questions: nr.Questions, Approval: nr.Approval, Hash: hash,
 			CreatedAt: time.UnixMilli(now.UnixMilli()).UTC(),
 		}
 		if expires > 0 {
@@ -312,11 +294,12 @@ type Resolution struct {
 	// it: Resolve then returns it as this resolution ended it, with its
 	// posts as they are now, instead of reading the whole record back.
 	From *Record
-	// Created, when set, is when the request the caller means was created
-	// (to the ms): a request since ended and created again under its id is
-	// ErrNotFound. It lets a caller that has not read the request, only
-	// what it posted, resolve exactly that request.
-	Created time.Time
+	// Hash, when set, is Record.Hash of the request the caller means: a
+	// request under the id that asks anything else (the one meant ended,
+	// and another was created under its tool_call_id) is ErrNotFound. It
+	// lets a caller that has not read the request, only what it posted,
+	// resolve it knowing that its answer fits.
+	Hash string
 }
 
 // resolveScript ends a pending request: first writer wins. A request with
@@ -332,13 +315,13 @@ type Resolution struct {
 // ARGV[10] wake channel, ARGV[11] audit cap, ARGV[12] responder surface,
 // ARGV[13] responder user id, ARGV[14] when a sweeper may take over the
 // edits, ms, ARGV[15] '1' to return only the post fields when resolved now,
-// ARGV[16] the required creation time, ms, or empty.
+// ARGV[16] the required hash, or empty.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON" on the
 // wake channel, so waiters need not read the record again.
 // Returns {0} not found, {1, HGETALL or the post fields} resolved now,
 // {2, HGETALL} already resolved, {3} not due.
 var resolveScript = redis.NewScript(`
-local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'created')
+local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'hash')
 if not rec[1] then return {0} end
 if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
 if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
@@ -390,12 +373,9 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 		by, _ = json.Marshal(res.By)
 		surface, user = res.By.Surface, res.By.UserID
 	}
-	due, postsOnly, created := "", "", ""
+	due, postsOnly := "", ""
 	if res.IfDue {
 		due = "1"
-	}
-	if !res.Created.IsZero() {
-		created = strconv.FormatInt(res.Created.UnixMilli(), 10)
 	}
 	if res.From != nil && res.From.ID == id {
 		postsOnly = "1"
@@ -404,7 +384,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly, created).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -39,13 +37,14 @@ func TestCreate(t *testing.T) {
 				t.Fatalf("Create = %v, created %v; want a new record", err, created)
 			}
 			now := b.clock.Now()
+			_, hash, _ := nr.encode()
 			for name, got := range map[string]*Record{"created": rec, "read back": mustGet(t, s, rec.ID)} {
 				want := &Record{
 					ID: rec.ID, Kind: seam.KindQuestion, Status: seam.StatusPending,
 					Client: "alice", ToolCallID: "call-rt", Route: "default",
 					Caller:    &seam.Caller{Agent: "agent-7", Name: "deploy-bot", Session: "run-42"},
 					Questions: questions(),
-					CreatedAt: now, ExpiresAt: now.Add(90 * time.Second),
+					CreatedAt: now, ExpiresAt: now.Add(90 * time.Second), Hash: hash,
 				}
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s record:\n got %+v\nwant %+v", name, got, want)
@@ -345,30 +344,36 @@ func TestResolve(t *testing.T) {
 			}
 		})
 
-		// Created names one incarnation of an id: a click on a message
-		// posted for a request since discarded must not answer the request
-		// created again under the same tool_call_id.
-		t.Run("created names the request", func(t *testing.T) {
+		// Hash names what the request asks: a click on a message posted for
+		// a request since discarded must not answer another created under
+		// the same tool_call_id with an option it does not have.
+		t.Run("hash names what the request asks", func(t *testing.T) {
 			old := mustCreate(t, s, question("alice", "call-again"))
 			if ok, err := s.Discard(ctx, old.ID); err != nil || !ok {
 				t.Fatalf("Discard = %v, %v", ok, err)
 			}
-			b.clock.Advance(time.Second)
-			again := mustCreate(t, s, question("alice", "call-again"))
-			if again.ID != old.ID {
-				t.Fatalf("created again as %s; want the id %s", again.ID, old.ID)
+			other := question("alice", "call-again")
+			other.Questions = &seam.Questions{Questions: []seam.Question{{ID: "region", Question: "Which region?",
+				Options: []seam.Option{{Label: "eu-west-1"}, {Label: "us-east-1"}}}}}
+			again := mustCreate(t, s, other)
+			if again.ID != old.ID || again.Hash == old.Hash || again.Hash == "" {
+				t.Fatalf("created again as %s with hash %q; want the id %s and a hash other than %q", again.ID, again.Hash, old.ID, old.Hash)
+			}
+			if got := mustGet(t, s, again.ID); got.Hash != again.Hash {
+				t.Fatalf("hash read back %q; Create said %q", got.Hash, again.Hash)
 			}
 			res := answered("U1")
-			res.Created = old.CreatedAt
+			res.Hash = old.Hash
 			if got, err := s.Resolve(ctx, again.ID, res); !errors.Is(err, ErrNotFound) || got != nil {
-				t.Errorf("Resolve of the discarded request = %v, %v; want nil, ErrNotFound", got, err)
+				t.Errorf("Resolve of what the discarded request asked = %v, %v; want nil, ErrNotFound", got, err)
 			}
 			if got := mustGet(t, s, again.ID); got.Status != seam.StatusPending {
 				t.Fatalf("status = %s; want the new request still pending", got.Status)
 			}
-			res.Created = again.CreatedAt
+			res.Hash = again.Hash
+			res.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "region", Selected: []string{"us-east-1"}}}}
 			if got, err := s.Resolve(ctx, again.ID, res); err != nil || got.Status != seam.StatusAnswered || len(got.Questions.Questions) == 0 {
-				t.Errorf("Resolve of the request created again = %+v, %v; want it answered, whole", got, err)
+				t.Errorf("Resolve with its own hash = %+v, %v; want it answered, whole", got, err)
 			}
 		})
 
@@ -1585,71 +1590,4 @@ func TestScriptsListsEveryScript(t *testing.T) {
 	if declared == 0 || len(hashes) != declared || len(scripts) != declared {
 		t.Errorf("the package declares %d scripts; scripts lists %d (%d distinct)", declared, len(scripts), len(hashes))
 	}
-}
-
-// NotSent tells a failure after which Redis surely did nothing from one
-// that may have applied the command and lost only its reply.
-func TestNotSent(t *testing.T) {
-	ctx := context.Background()
-	refused, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nobody := refused.Addr().String()
-	refused.Close() // nothing listens there now
-	for _, tc := range []struct {
-		name string
-		addr string
-		want bool
-	}{
-		{"connection refused", nobody, true},
-		{"refused for now", fakeRedis(t, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"), true},
-		{"reply lost", fakeRedis(t, ""), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rdb := redis.NewClient(&redis.Options{Addr: tc.addr, Protocol: 2, DisableIdentity: true,
-				MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
-			t.Cleanup(func() { rdb.Close() })
-			_, err := New(rdb, Options{}).Resolve(ctx, "aaaaaaaaaaaaaaaa", answered("U1"))
-			if !IsUnavailable(err) || NotSent(err) != tc.want {
-				t.Errorf("Resolve = %v: IsUnavailable %v, NotSent %v; want unavailable, NotSent %v", err, IsUnavailable(err), NotSent(err), tc.want)
-			}
-		})
-	}
-	for _, err := range []error{nil, ErrNotFound, ErrAlreadyResolved, fmt.Errorf("get: %w", ErrNotFound)} {
-		if NotSent(err) {
-			t.Errorf("NotSent(%v) = true; want false", err)
-		}
-	}
-}
-
-// fakeRedis listens on loopback and answers every command with reply, or,
-// when reply is empty, hangs up once a command has arrived.
-func fakeRedis(t *testing.T, reply string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					if _, err := c.Read(buf); err != nil || reply == "" {
-						return
-					}
-					if _, err := io.WriteString(c, reply); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }

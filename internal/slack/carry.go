@@ -2,9 +2,7 @@ package slack
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
-	"time"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -19,20 +17,20 @@ const maxButtonValue = 2000
 // carried is what a button that answers at once carries in its value, so
 // that its click can be resolved without reading the request first: one
 // Redis round trip instead of two on the path a person waits on (see
-// Interactions.quick). The value is a JSON array of strings: when the
-// request was created (Unix ms), which route target posted the message,
-// and for an option, the question's id and the option's label, which are
-// the whole answer.
+// Interactions.quick). The value is a JSON array of strings: the request's
+// hash (what it asks), which route target posted the message, and for an
+// option, the question's id and the option's label, which are the whole
+// answer.
 //
-// Slack signs what it sends back, so the value is what the bridge posted;
-// the created time makes the resolve fail, rather than answer the wrong
-// request, when the request has since ended and another been created under
-// its id.
+// Slack signs what it sends back, so the value is what the bridge posted.
+// The hash makes the resolve refuse, rather than answer with an option it
+// does not have, a request that has since ended and been replaced by
+// another under its tool_call_id.
 type carried struct {
-	created time.Time
-	target  string
-	qid     string // an option's: its question
-	label   string // an option's: its label
+	hash   string
+	target string
+	qid    string // an option's: its question
+	label  string // an option's: its label
 }
 
 // carry puts into every button of m that answers at once what its click
@@ -40,6 +38,9 @@ type carried struct {
 // A button whose value would be too long for Slack keeps the one it has,
 // and its click reads the request.
 func (m *message) carry(rec *pending.Record, key string) {
+	if rec.Hash == "" {
+		return
+	}
 	for _, bl := range m.blocks {
 		a, ok := bl.(*slackapi.ActionBlock)
 		if !ok || a.Elements == nil {
@@ -51,18 +52,13 @@ func (m *message) carry(rec *pending.Record, key string) {
 				continue
 			}
 			r, err := surface.ParseRef(b.ActionID)
-			if err != nil || r.ID != rec.ID {
+			if err != nil || r.ID != rec.ID || !answersAtOnce(rec, r) {
 				continue
 			}
-			fields := []string{strconv.FormatInt(rec.CreatedAt.UnixMilli(), 10), key}
-			switch {
-			case r.Verb == surface.VerbDismiss:
-			case r.Verb == surface.VerbAllow && rec.Kind == seam.KindApproval:
-			case r.Verb == surface.VerbPick && oneTap(rec, r.O):
+			fields := []string{rec.Hash, key}
+			if r.Verb == surface.VerbPick {
 				q := rec.Questions.Questions[0]
 				fields = append(fields, q.ID, q.Options[r.O].Label)
-			default:
-				continue
 			}
 			v, err := json.Marshal(fields)
 			if err == nil && surface.Len(string(v)) <= maxButtonValue {
@@ -70,6 +66,21 @@ func (m *message) carry(rec *pending.Record, key string) {
 			}
 		}
 	}
+}
+
+// answersAtOnce reports whether a click on r's button is the whole answer
+// to rec, as it stands: Dismiss; Allow once; an option of a request of
+// one single-choice question with no typed field.
+func answersAtOnce(rec *pending.Record, r surface.Ref) bool {
+	switch r.Verb {
+	case surface.VerbDismiss:
+		return true
+	case surface.VerbAllow:
+		return rec.Kind == seam.KindApproval
+	case surface.VerbPick:
+		return oneTap(rec, r.O)
+	}
+	return false
 }
 
 // oneTap reports whether option o of rec, picked, is the whole answer to
@@ -90,14 +101,10 @@ func parseCarried(verb, value string) (carried, bool) {
 		return carried{}, false
 	}
 	var f []string
-	if err := json.Unmarshal([]byte(value), &f); err != nil || len(f) < 2 || f[1] == "" {
+	if err := json.Unmarshal([]byte(value), &f); err != nil || len(f) < 2 || f[0] == "" || f[1] == "" {
 		return carried{}, false
 	}
-	ms, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil || ms <= 0 {
-		return carried{}, false
-	}
-	c := carried{created: time.UnixMilli(ms), target: f[1]}
+	c := carried{hash: f[0], target: f[1]}
 	switch {
 	case verb == surface.VerbPick && len(f) == 4:
 		c.qid, c.label = f[2], f[3]
@@ -108,9 +115,9 @@ func parseCarried(verb, value string) (carried, bool) {
 	return c, true
 }
 
-// resolution is what the click of a button carrying c means.
+// resolution is what the click of a button of verb carrying c means.
 func (c carried) resolution(verb string) pending.Resolution {
-	res := pending.Resolution{Status: seam.StatusAnswered, Created: c.created}
+	res := pending.Resolution{Status: seam.StatusAnswered, Hash: c.hash}
 	switch verb {
 	case surface.VerbDismiss:
 		res.Status = seam.StatusDismissed

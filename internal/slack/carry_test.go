@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -38,18 +40,17 @@ func values(m message) map[string]string {
 }
 
 func TestCarry(t *testing.T) {
-	created := time.UnixMilli(1700000000123)
 	ref := func(verb, id string, o int) string { return surface.Ref{Verb: verb, ID: id, O: o}.String() }
 
 	rec := benchRecord()
-	rec.CreatedAt = created
+	rec.Hash = "5f0c2a9e"
 	m := render(rec, "", true)
 	m.carry(rec, "default/0")
 	got := values(m)
 	for o, opt := range rec.Questions.Questions[0].Options {
 		c, ok := parseCarried(surface.VerbPick, got[ref(surface.VerbPick, rec.ID, o)])
-		if !ok || !c.created.Equal(created) || c.target != "default/0" || c.qid != "deploy" || c.label != opt.Label {
-			t.Errorf("option %d carries %+v (%v); want its label %q, question deploy, target default/0, created %v", o, c, ok, opt.Label, created)
+		if !ok || c.hash != rec.Hash || c.target != "default/0" || c.qid != "deploy" || c.label != opt.Label {
+			t.Errorf("option %d carries %+v (%v); want its label %q, question deploy, target default/0, hash %s", o, c, ok, opt.Label, rec.Hash)
 		}
 		res := c.resolution(surface.VerbPick)
 		norm, err := rec.Questions.Normalize(*res.Answer)
@@ -66,7 +67,7 @@ func TestCarry(t *testing.T) {
 		t.Errorf("Other… carries %q; its click opens a modal on the request as read", v)
 	}
 
-	appr := &pending.Record{ID: "apprx2x9m4wz3hy6", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: created,
+	appr := &pending.Record{ID: "apprx2x9m4wz3hy6", Kind: seam.KindApproval, Status: seam.StatusPending, Hash: "77aa",
 		Approval: &seam.Approval{ToolName: "deploy", Reason: "ship it"}}
 	m = render(appr, "", true)
 	m.carry(appr, "ops/1")
@@ -79,12 +80,16 @@ func TestCarry(t *testing.T) {
 	}
 
 	// Options whose pick is not the whole answer carry nothing.
-	for name, change := range map[string]func(q *seam.Question){
-		"multi-select": func(q *seam.Question) { q.MultiSelect = true },
-		"typed field":  func(q *seam.Question) { q.Input = &seam.Input{Type: "text"} },
+	for name, change := range map[string]func(r *pending.Record){
+		"multi-select": func(r *pending.Record) { r.Questions.Questions[0].MultiSelect = true },
+		"typed field":  func(r *pending.Record) { r.Questions.Questions[0].Input = &seam.Input{Type: "text"} },
+		"two questions": func(r *pending.Record) {
+			r.Questions.Questions = append(r.Questions.Questions, seam.Question{ID: "why", Question: "Why?", Options: []seam.Option{{Label: "A"}, {Label: "B"}}})
+		},
 	} {
 		rec := benchRecord()
-		change(&rec.Questions.Questions[0])
+		rec.Hash = "5f0c2a9e"
+		change(rec)
 		m := render(rec, "", true)
 		m.carry(rec, "default/0")
 		for id, v := range values(m) {
@@ -94,21 +99,26 @@ func TestCarry(t *testing.T) {
 		}
 	}
 
-	// A value over Slack's limit is not set.
+	// A value over Slack's limit is not set; nor one without a hash.
 	rec = benchRecord()
 	m = render(rec, "", true)
 	before := values(m)
+	m.carry(rec, "default/0")
+	if got := values(m); !maps.Equal(got, before) {
+		t.Errorf("a record without a hash got values: %v", got)
+	}
+	rec.Hash = "5f0c2a9e"
 	m.carry(rec, strings.Repeat("r", maxButtonValue))
 	if got := values(m); !maps.Equal(got, before) {
 		t.Errorf("values too long for Slack were set: %v", got)
 	}
 
-	for _, v := range []string{"", "1", "[", `["1700000000123"]`, `["x","default/0"]`, `["-5","default/0"]`, `["1700000000123",""]`, `["1700000000123","default/0","q"]`, `[1,2]`} {
+	for _, v := range []string{"", "1", "[", `["5f0c"]`, `["","default/0","q","l"]`, `["5f0c",""]`, `["5f0c","default/0","q"]`, `["5f0c","default/0"]`, `[1,2]`} {
 		if c, ok := parseCarried(surface.VerbPick, v); ok {
 			t.Errorf("parseCarried(pick, %q) = %+v; want nothing", v, c)
 		}
 	}
-	if _, ok := parseCarried(surface.VerbAllow, `["1700000000123","default/0","q","label"]`); ok {
+	if _, ok := parseCarried(surface.VerbAllow, `["5f0c","default/0","q","label"]`); ok {
 		t.Error("Allow once took an option's value")
 	}
 }
@@ -150,15 +160,16 @@ func (c *commands) during(f func()) []string {
 }
 
 // TestClickResolvesInOneRoundTrip: a button that carries its answer is
-// resolved by the resolve script alone; one that cannot be trusted to (a
-// target no longer configured, a request since created again under its
-// id) is resolved as before, from the request read first.
+// resolved by the resolve script alone, with what the person is told
+// unchanged; one whose target is no longer configured is resolved as
+// before, from the request read first.
 func TestClickResolvesInOneRoundTrip(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, testToken)
 	cmds := &commands{}
 	s, store, _ := newSurface(t, fake, cmds)
 	ctx := context.Background()
-	nr := func(call string, labels ...string) pending.NewRequest {
+	ops := dispatch.Target{Key: "ops/0", Config: config.Target{Slack: s.targets["ops/0"]}}
+	question := func(call string, labels ...string) pending.NewRequest {
 		q := seam.Question{ID: "q", Question: "Go?"}
 		for _, l := range labels {
 			q.Options = append(q.Options, seam.Option{Label: l})
@@ -166,18 +177,20 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		return pending.NewRequest{Kind: seam.KindQuestion, Route: "default", Client: "agent", ToolCallID: call,
 			Questions: &seam.Questions{Questions: []seam.Question{q}}}
 	}
-	// post creates and posts r, recording the post unless lost.
-	post := func(t *testing.T, r pending.NewRequest, lost bool) (*pending.Record, slacktest.FakeCall) {
+	approval := pending.NewRequest{Kind: seam.KindApproval, Route: "default", Approval: &seam.Approval{ToolName: "deploy", Reason: "ship it"}}
+	// post creates and posts r to t, recording the post unless lost.
+	post := func(t *testing.T, r pending.NewRequest, to dispatch.Target, lost bool) (*pending.Record, slacktest.FakeCall) {
+		t.Helper()
 		rec, _, err := store.Create(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := len(fake.Calls("chat.postMessage"))
-		posts, err := s.Post(ctx, rec, target)
+		posts, err := s.Post(ctx, rec, to)
 		if err != nil {
 			t.Fatal(err)
 		}
-		posts[0].Target = target.Key
+		posts[0].Target = to.Key
 		if !lost {
 			if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
 				t.Fatal(err)
@@ -186,77 +199,124 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		return rec, fake.Calls("chat.postMessage")[n]
 	}
 	// click sends payload as Slack does and returns the Redis commands it
-	// took, once its work is done.
-	click := func(t *testing.T, payload map[string]any) []string {
+	// took and what the person was told, once its work is done.
+	click := func(t *testing.T, payload map[string]any) (sent []string, told []string) {
+		t.Helper()
 		h := s.Interactions(store)
 		body := slacktest.FormBody(payload)
 		req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
 		req.Header = slacktest.Sign("s", time.Now(), body)
 		w := httptest.NewRecorder()
-		return cmds.during(func() {
+		n := len(fake.Calls("chat.postEphemeral"))
+		sent = cmds.during(func() {
 			h.ServeHTTP(w, req)
 			h.work.Drain()
-			if w.Code != http.StatusOK {
-				t.Fatalf("interaction: %d %s", w.Code, w.Body)
-			}
 		})
-	}
-	answer := func(t *testing.T, id string) string {
-		rec, err := store.Get(ctx, id)
-		if err != nil || rec.Answer == nil {
-			t.Fatalf("request %s: %+v, %v; want it answered", id, rec, err)
+		if w.Code != http.StatusOK {
+			t.Fatalf("interaction: %d %s", w.Code, w.Body)
 		}
+		for _, c := range fake.Calls("chat.postEphemeral")[n:] {
+			told = append(told, c.Field("text"))
+		}
+		return sent, told
+	}
+	ended := func(t *testing.T, id string) *pending.Record {
+		t.Helper()
+		rec, err := store.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	answerOf := func(rec *pending.Record) string {
 		b, _ := json.Marshal(rec.Answer)
 		return string(b)
 	}
-	user := slacktest.SlackUser("UADA", "ada")
-
-	t.Run("carried", func(t *testing.T) {
-		rec, msg := post(t, nr("", "Yes", "No"), false)
-		got := click(t, slacktest.BlockActions(t, msg, user, "ab:pick:"+rec.ID+":0:1", nil, nil))
-		if slices.Contains(got, "hgetall") || !slices.Contains(got, "evalsha") {
-			t.Errorf("the click sent %v; want the resolve script and no read", got)
+	oneTrip := func(t *testing.T, sent []string) {
+		t.Helper()
+		if slices.Contains(sent, "hgetall") || !slices.Contains(sent, "evalsha") {
+			t.Errorf("the click sent %v; want the resolve script and no read", sent)
 		}
-		if a := answer(t, rec.ID); a != `{"answers":[{"id":"q","selected":["No"]}]}` {
-			t.Errorf("answer %s", a)
+	}
+	ada, eve := slacktest.SlackUser("UADA", "ada"), slacktest.SlackUser("UEVE", "eve")
+
+	t.Run("an option", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), target, false)
+		sent, told := click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:1", nil, nil))
+		oneTrip(t, sent)
+		if got := ended(t, rec.ID); answerOf(got) != `{"answers":[{"id":"q","selected":["No"]}]}` || got.ResolvedBy.UserID != "UADA" || len(told) != 0 {
+			t.Errorf("answer %s by %+v, told %q", answerOf(got), got.ResolvedBy, told)
+		}
+		// The same click delivered again changes nothing and tells nothing;
+		// another option is told it is over.
+		if sent, told := click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:1", nil, nil)); len(told) != 0 || slices.Contains(sent, "hgetall") {
+			t.Errorf("the click delivered again sent %v and told %q; want one round trip, nothing told", sent, told)
+		}
+		if _, told := click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil)); len(told) != 1 || !strings.Contains(told[0], "Already answered by ada") {
+			t.Errorf("a late click was told %q; want that ada answered", told)
+		}
+	})
+
+	t.Run("allow once", func(t *testing.T) {
+		rec, msg := post(t, approval, target, false)
+		sent, _ := click(t, slacktest.BlockActions(t, msg, ada, "ab:allow:"+rec.ID, nil, nil))
+		oneTrip(t, sent)
+		if got := ended(t, rec.ID); got.Decision == nil || got.Decision.Outcome != seam.OutcomeAllowedOnce {
+			t.Errorf("decision %+v; want allowed once", got.Decision)
+		}
+	})
+
+	t.Run("dismiss", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), target, false)
+		sent, _ := click(t, slacktest.BlockActions(t, msg, ada, "ab:dismiss:"+rec.ID, nil, nil))
+		oneTrip(t, sent)
+		if got := ended(t, rec.ID); got.Status != seam.StatusDismissed {
+			t.Errorf("status %s; want dismissed", got.Status)
+		}
+	})
+
+	t.Run("not a responder", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), ops, false)
+		sent, told := click(t, slacktest.BlockActions(t, msg, eve, "ab:pick:"+rec.ID+":0:0", nil, nil))
+		if len(sent) != 0 || len(told) != 1 || told[0] != surface.MsgCantAnswer {
+			t.Errorf("eve's click sent %v and was told %q; want nothing sent and %q", sent, told, surface.MsgCantAnswer)
+		}
+		if got := ended(t, rec.ID); got.Status != seam.StatusPending {
+			t.Errorf("status %s; want pending", got.Status)
 		}
 	})
 
 	t.Run("a target no longer configured", func(t *testing.T) {
-		rec, msg := post(t, nr("", "Yes", "No"), false)
-		p := slacktest.BlockActions(t, msg, user, "ab:pick:"+rec.ID+":0:0", nil, nil)
+		rec, msg := post(t, question("", "Yes", "No"), target, false)
+		p := slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil)
 		action := p["actions"].([]any)[0].(map[string]any)
 		action["value"] = strings.Replace(action["value"].(string), target.Key, "gone/3", 1)
-		if got := click(t, p); !slices.Contains(got, "hgetall") {
-			t.Errorf("the click sent %v; want the request read first", got)
+		if sent, _ := click(t, p); !slices.Contains(sent, "hgetall") {
+			t.Errorf("the click sent %v; want the request read first", sent)
 		}
-		if a := answer(t, rec.ID); a != `{"answers":[{"id":"q","selected":["Yes"]}]}` {
+		if a := answerOf(ended(t, rec.ID)); a != `{"answers":[{"id":"q","selected":["Yes"]}]}` {
 			t.Errorf("answer %s", a)
 		}
 	})
 
 	// A create whose post's reply was lost is discarded, and the agent's
-	// retry creates the request again under the same id; the first message
-	// is still in the channel, live.
-	t.Run("a request created again under its id", func(t *testing.T) {
-		old, msg := post(t, nr("call-1", "Yes", "No"), true)
-		again := old
-		for again.CreatedAt.Equal(old.CreatedAt) { // until a later millisecond
-			if ok, err := store.Discard(ctx, again.ID); !ok || err != nil {
-				t.Fatalf("Discard: %v, %v", ok, err)
-			}
-			again, _ = post(t, nr("call-1", "Ship", "Hold"), true)
+	// retry creates the request again under the same id, here asking
+	// something else; the first message is still in the channel, live.
+	t.Run("a request replaced under its tool_call_id", func(t *testing.T) {
+		old, msg := post(t, question("call-1", "Yes", "No"), target, true)
+		if ok, err := store.Discard(ctx, old.ID); !ok || err != nil {
+			t.Fatalf("Discard: %v, %v", ok, err)
 		}
+		again, _ := post(t, question("call-1", "Ship", "Hold"), target, false)
 		if again.ID != old.ID {
 			t.Fatalf("created again as %s; want %s", again.ID, old.ID)
 		}
-		got := click(t, slacktest.BlockActions(t, msg, user, "ab:pick:"+old.ID+":0:1", nil, nil))
-		if !slices.Contains(got, "hgetall") {
-			t.Errorf("the click sent %v; want the request read once the resolve found another", got)
+		_, told := click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+old.ID+":0:1", nil, nil))
+		if len(told) != 1 || told[0] != surface.MsgGone {
+			t.Errorf("a click on the first message was told %q; want %q", told, surface.MsgGone)
 		}
-		// As before: the option's place in the request as it is now.
-		if a := answer(t, again.ID); a != `{"answers":[{"id":"q","selected":["Hold"]}]}` {
-			t.Errorf("answer %s", a)
+		if got := ended(t, again.ID); got.Status != seam.StatusPending {
+			t.Errorf("the request asking something else is %s (%s); want it pending", got.Status, answerOf(got))
 		}
 	})
 }

@@ -366,9 +366,9 @@ func (h *Interactions) act(ctx context.Context, c click) {
 
 // quick resolves a click from what its button carries (see carried),
 // without reading the request first. It reports false, having done
-// nothing, when the button carries nothing of use: no value, a target the
-// configuration no longer has, or a request that is not the one the
-// message was posted for. The caller then reads the request.
+// nothing, when the button carries nothing it can use: no value (a
+// message posted by an earlier version), or a target the configuration
+// no longer has. The caller then reads the request.
 func (h *Interactions) quick(ctx context.Context, c click) bool {
 	cv, ok := parseCarried(c.ref.Verb, c.action.Value)
 	if !ok {
@@ -376,12 +376,18 @@ func (h *Interactions) quick(ctx context.Context, c click) bool {
 	}
 	t, ok := h.s.targets[cv.target]
 	if !ok {
+		h.log.Debug("a click names a target no longer configured; reading its request", "request_id", c.ref.ID, "target", cv.target)
 		return false
 	}
 	if !h.mayAnswer(ctx, t, c) {
 		return true
 	}
-	return h.finish(ctx, cv.resolution(c.ref.Verb), c)
+	if !h.finish(ctx, cv.resolution(c.ref.Verb), c) {
+		// Gone, or replaced under its tool_call_id by a request that asks
+		// something else: the message's request is over either way.
+		h.tell(ctx, c, surface.MsgGone)
+	}
+	return true
 }
 
 // late tells the person that rec is over, unless res is how it ended:
@@ -500,11 +506,8 @@ func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c cli
 		return false
 	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
 		h.late(ctx, got, &res, c)
-	case pending.NotSent(err):
-		h.log.Warn("resolving a request failed", "request_id", c.ref.ID, "err", err)
-		h.tell(ctx, c, surface.MsgTrouble)
 	default:
-		h.log.Warn("resolving a request failed; it may have been recorded", "request_id", c.ref.ID, "err", err)
+		h.log.Warn("resolving a request failed", "request_id", c.ref.ID, "err", err)
 		h.tell(ctx, c, surface.MsgUnconfirmed)
 	}
 	return true

@@ -44,7 +44,10 @@ func newSurface(t *testing.T, fake *slacktest.FakeSlack, hooks ...redis.Hook) (*
 	var waits []time.Duration
 	cfg := &config.Config{
 		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
-		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}},
+		Routes: []config.Route{
+			{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
+			{Name: "ops", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C2", Responders: config.SlackResponders{Users: []string{"UOPS"}}}}}},
+		},
 	}
 	s, err := New(cfg, Options{Store: store, Retry: surface.Retry{Sleep: func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)

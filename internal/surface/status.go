@@ -157,4 +157,4 @@ func quote(s string) string { return "“" + strings.Join(strings.Fields(s), " "
 // message is edited to show it once the store is back (the finish index);
 // if not, answering again does it, and answering again after all is told
 // apart as the same answer.
-const MsgUnconfirmed = "The bridge could not confirm your answer was recorded. If this message has not updated within a minute, please answer again."
+const MsgUnconfirmed = "The bridge could not confirm your answer was recorded. If this message has not updated within a minute, please try again."
