@@ -229,10 +229,3 @@ func msTime(s string) time.Time {
 	}
 	return time.UnixMilli(ms).UTC()
 }
-
-func unixMS(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}

@@ -391,6 +391,10 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	switch code(out) {
 	case 0:
 		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotFound)
+	case 1:
+		// Local waiters need not wait for the round trip through pub/sub,
+		// nor for the record to be decoded: the ending is all they read.
+		s.w.wake(id, &ending{string(res.Status), strconv.FormatInt(now.UnixMilli(), 10), string(by), string(result)})
 	case 3:
 		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotDue)
 	}
@@ -406,8 +410,6 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	if code(out) == 2 {
 		return rec, fmt.Errorf("resolve %s: %w", id, ErrAlreadyResolved)
 	}
-	// Local waiters need not wait for the round trip through pub/sub.
-	s.w.wake(id, &ending{string(res.Status), strconv.FormatInt(unixMS(rec.ResolvedAt), 10), string(by), string(result)})
 	return rec, nil
 }
 
