@@ -43,7 +43,7 @@ func newSurface(t *testing.T, fake *slacktest.FakeSlack, hooks ...redis.Hook) (*
 	store := pending.New(rdb, pending.Options{})
 	var waits []time.Duration
 	cfg := &config.Config{
-		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
 		Routes: []config.Route{
 			{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
 			{Name: "ops", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C2", Responders: config.SlackResponders{Users: []string{"UOPS"}}}}}},
