@@ -11,6 +11,7 @@ import (
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 // BenchmarkChatCalls is what one request costs the bridge in Slack Web API
@@ -96,4 +97,32 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// BenchmarkParseCallback decodes a click on the bench's question as Slack
+// posts it: the form, then the payload, which holds the whole message.
+func BenchmarkParseCallback(b *testing.B) {
+	rec := benchRecord()
+	rec.Hash = "11f97202a71009b7c94b7b5867f0abdd"
+	live := render(rec, "", true)
+	live.carry(rec, "default/0")
+	var blocks any
+	if err := json.Unmarshal(must(json.Marshal(live.blocks)), &blocks); err != nil {
+		b.Fatal(err)
+	}
+	msg := slacktest.FakeCall{Method: "chat.postMessage", TS: "1700000000.000100",
+		JSON: map[string]any{"channel": "C0AGENTS", "text": live.text, "blocks": blocks}}
+	payload, err := slacktest.Click(msg, slacktest.SlackUser("UBENCH", "bench-person"), "ab:pick:"+rec.ID+":0:1", nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(slacktest.FormBody(payload))
+	b.ReportAllocs()
+	for b.Loop() {
+		cb, err := parseCallback(body)
+		if err != nil || len(cb.ActionCallback.BlockActions) != 1 {
+			b.Fatalf("parseCallback: %+v, %v", cb.ActionCallback, err)
+		}
+	}
+	b.ReportMetric(float64(len(body)), "body-bytes")
 }
