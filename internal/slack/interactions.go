@@ -359,9 +359,7 @@ func (h *Interactions) act(ctx context.Context, c click) {
 		h.tell(ctx, c, problem)
 	case res != nil: // nil: a control that does not fit its request
 		res.Kind, res.From = rec.Kind, rec
-		if !h.finish(ctx, *res, c) {
-			h.tell(ctx, c, surface.MsgGone)
-		}
+		h.finish(ctx, *res, c)
 	}
 }
 
@@ -383,11 +381,7 @@ func (h *Interactions) quick(ctx context.Context, c click) bool {
 	if !h.mayAnswer(ctx, t, c) {
 		return true
 	}
-	if !h.finish(ctx, cv.resolution(c.ref.Verb), c) {
-		// Gone, or replaced under its tool_call_id by a request that asks
-		// something else: the message's request is over either way.
-		h.tell(ctx, c, surface.MsgGone)
-	}
+	h.finish(ctx, cv.resolution(c.ref.Verb), c)
 	return true
 }
 
@@ -495,23 +489,23 @@ func responder(u slackapi.User) *pending.Responder {
 
 // finish resolves the clicked request as the person said. When another
 // answer won, they are told so, unless theirs was that answer, delivered
-// twice. It reports false, having told nobody anything, when the store
-// has no such request.
-func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c click) bool {
+// twice. A request the store does not have (gone, or, for res.Hash,
+// replaced under its tool_call_id by one that asks something else) is
+// over for the person either way.
+func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c click) {
 	res.By = responder(c.user)
 	got, err := h.resolve.Resolve(ctx, c.ref.ID, res)
 	switch {
 	case err == nil:
 		h.log.Info("request resolved", "request_id", c.ref.ID, "status", res.Status, "user", c.user.ID)
 	case errors.Is(err, pending.ErrNotFound):
-		return false
+		h.tell(ctx, c, surface.MsgGone)
 	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
 		h.late(ctx, got, &res, c)
 	default:
 		h.log.Warn("resolving a request failed", "request_id", c.ref.ID, "err", err)
 		h.tell(ctx, c, surface.MsgUnconfirmed)
 	}
-	return true
 }
 
 // same reports whether rec ended exactly as res would have ended it: a
@@ -570,11 +564,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 		return refusal
 	}
 	res.Kind, res.From = rec.Kind, rec
-	h.work.Go(func(ctx context.Context) {
-		if !h.finish(ctx, *res, c) {
-			h.tell(ctx, c, surface.MsgGone)
-		}
-	})
+	h.work.Go(func(ctx context.Context) { h.finish(ctx, *res, c) })
 	return nil
 }
 
