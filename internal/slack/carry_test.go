@@ -87,15 +87,24 @@ func TestCarry(t *testing.T) {
 			r.Questions.Questions = append(r.Questions.Questions, seam.Question{ID: "why", Question: "Why?", Options: []seam.Option{{Label: "A"}, {Label: "B"}}})
 		},
 	} {
+		// Rendered as a one-tap question, so that the buttons are there,
+		// and carried for the request as changed.
 		rec := benchRecord()
 		rec.Hash = "5f0c2a9e"
-		change(rec)
 		m := render(rec, "", true)
+		change(rec)
 		m.carry(rec, "default/0")
+		picks := 0
 		for id, v := range values(m) {
-			if r, _ := surface.ParseRef(id); r.Verb == surface.VerbPick && strings.HasPrefix(v, "[") {
-				t.Errorf("%s: %s carries %q", name, id, v)
+			if r, _ := surface.ParseRef(id); r.Verb == surface.VerbPick {
+				picks++
+				if strings.HasPrefix(v, "[") {
+					t.Errorf("%s: %s carries %q", name, id, v)
+				}
 			}
+		}
+		if picks == 0 {
+			t.Fatalf("%s: no option buttons to check", name)
 		}
 	}
 
@@ -280,6 +289,35 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		sent, told := click(t, slacktest.BlockActions(t, msg, eve, "ab:pick:"+rec.ID+":0:0", nil, nil))
 		if len(sent) != 0 || len(told) != 1 || told[0] != surface.MsgCantAnswer {
 			t.Errorf("eve's click sent %v and was told %q; want nothing sent and %q", sent, told, surface.MsgCantAnswer)
+		}
+		if got := ended(t, rec.ID); got.Status != seam.StatusPending {
+			t.Errorf("status %s; want pending", got.Status)
+		}
+	})
+
+	t.Run("not a responder, on a message without values", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), ops, false)
+		p := slacktest.BlockActions(t, msg, eve, "ab:pick:"+rec.ID+":0:0", nil, nil)
+		delete(p["actions"].([]any)[0].(map[string]any), "value")
+		sent, told := click(t, p)
+		if !slices.Contains(sent, "hgetall") || len(told) != 1 || told[0] != surface.MsgCantAnswer {
+			t.Errorf("eve's click sent %v and was told %q; want the request read and %q", sent, told, surface.MsgCantAnswer)
+		}
+		if got := ended(t, rec.ID); got.Status != seam.StatusPending {
+			t.Errorf("status %s; want pending", got.Status)
+		}
+	})
+
+	// A value names its target by key ("route/index"); edited routes may
+	// give the key to another target, in another channel.
+	t.Run("a target configured for another channel", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), ops, false)
+		p := slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil)
+		action := p["actions"].([]any)[0].(map[string]any)
+		action["value"] = strings.Replace(action["value"].(string), ops.Key, target.Key, 1) // default/0: C1, anyone
+		sent, told := click(t, p)
+		if !slices.Contains(sent, "hgetall") || len(told) != 1 || told[0] != surface.MsgCantAnswer {
+			t.Errorf("ada's click sent %v and was told %q; want the request read and %q", sent, told, surface.MsgCantAnswer)
 		}
 		if got := ended(t, rec.ID); got.Status != seam.StatusPending {
 			t.Errorf("status %s; want pending", got.Status)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -82,6 +83,7 @@ func TestChatRequestJSON(t *testing.T) {
 
 	// Every message the renderer makes, live and ended.
 	for name, rec := range extremes() {
+		rec.Hash = "11f97202a71009b7c94b7b5867f0abdd"
 		for _, live := range []bool{true, false} {
 			m := render(rec, "<!subteam^S0123ABC>", live)
 			m.carry(rec, "default/0")
@@ -94,8 +96,15 @@ func TestChatRequestJSON(t *testing.T) {
 			}
 		}
 	}
-	// The usual question, as bridge bench asks it, takes the fast path.
-	m := render(benchRecord(), "", true)
+	// The usual question, as bridge bench asks it, takes the fast path,
+	// its buttons' values included.
+	bench := benchRecord()
+	bench.Hash = "11f97202a71009b7c94b7b5867f0abdd"
+	m := render(bench, "", true)
+	m.carry(bench, "default/0")
+	if !strings.Contains(fmt.Sprint(values(m)), bench.Hash) {
+		t.Fatal("the bench's question carries no values")
+	}
 	if !sameJSON(t, "the bench's question", chatRequest{Channel: "C1", Text: m.text, Blocks: m.blocks}) {
 		t.Error("a question with three options went through encoding/json")
 	}
@@ -109,6 +118,7 @@ func FuzzChatRequestJSON(f *testing.F) {
 		rec := benchRecord()
 		rec.Questions.Questions[0].Question = q
 		rec.Questions.Questions[0].Options[0].Label = label
+		rec.Hash = "11f97202a71009b7c94b7b5867f0abdd"
 		m := render(rec, "", true)
 		m.carry(rec, "default/0")
 		sameJSON(t, "fuzzed", chatRequest{Channel: "C1", Text: m.text, Blocks: m.blocks})

@@ -358,7 +358,8 @@ func (h *Interactions) act(ctx context.Context, c click) {
 	case problem != "":
 		h.tell(ctx, c, problem)
 	case res != nil: // nil: a control that does not fit its request
-		res.Kind, res.From = rec.Kind, rec
+		// The request read, and no other created under its id since.
+		res.Kind, res.From, res.Hash = rec.Kind, rec, rec.Hash
 		h.finish(ctx, *res, c)
 	}
 }
@@ -367,15 +368,18 @@ func (h *Interactions) act(ctx context.Context, c click) {
 // without reading the request first. It reports false, having done
 // nothing, when the button carries nothing it can use: no value (a
 // message posted by an earlier version), or a target the configuration
-// no longer has. The caller then reads the request.
+// no longer has for the click's channel. The caller then reads the
+// request.
 func (h *Interactions) quick(ctx context.Context, c click) bool {
 	cv, ok := parseCarried(c.ref.Verb, c.action.Value)
 	if !ok {
 		return false
 	}
 	t, ok := h.s.targets[cv.target]
-	if !ok {
-		h.log.Debug("a click names a target no longer configured; reading its request", "request_id", c.ref.ID, "target", cv.target)
+	if !ok || t.Channel != c.channel {
+		// Routes edited since the message was posted: the target's key
+		// may now name another target, or none.
+		h.log.Debug("a click names a target not configured for its channel; reading its request", "request_id", c.ref.ID, "target", cv.target)
 		return false
 	}
 	if !h.mayAnswer(ctx, t, c) {
@@ -563,7 +567,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	if res == nil {
 		return refusal
 	}
-	res.Kind, res.From = rec.Kind, rec
+	res.Kind, res.From, res.Hash = rec.Kind, rec, rec.Hash
 	h.work.Go(func(ctx context.Context) { h.finish(ctx, *res, c) })
 	return nil
 }
