@@ -248,6 +248,24 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		}
 	}
 	ada, eve := slacktest.SlackUser("UADA", "ada"), slacktest.SlackUser("UEVE", "eve")
+	// retired checks that msg, whose request the store no longer has, was
+	// edited to say so, its text kept and its controls gone.
+	retired := func(t *testing.T, msg slacktest.FakeCall) {
+		t.Helper()
+		for _, u := range fake.Calls("chat.update") {
+			if u.Field("ts") == msg.TS && u.Field("channel") == msg.Field("channel") {
+				live := false
+				for _, b := range u.Blocks() {
+					live = live || b["type"] == "actions" || b["type"] == "input"
+				}
+				if len(u.Blocks()) == 0 || live || !strings.Contains(u.Text(), surface.MsgGone) || !strings.Contains(u.Text(), msg.Field("text")) {
+					t.Errorf("the message was edited to %s", u.Body)
+				}
+				return
+			}
+		}
+		t.Errorf("the message of a request that no longer exists was not edited; it keeps live buttons")
+	}
 
 	t.Run("an option", func(t *testing.T) {
 		rec, msg := post(t, question("", "Yes", "No"), target, false)
@@ -356,5 +374,21 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		if got := ended(t, again.ID); got.Status != seam.StatusPending {
 			t.Errorf("the request asking something else is %s (%s); want it pending", got.Status, answerOf(got))
 		}
+		retired(t, msg)
+	})
+
+	// The same, on a message posted before this version: the click reads
+	// the request first and finds none.
+	t.Run("a discarded request, on a message without values", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), target, true)
+		if ok, err := store.Discard(ctx, rec.ID); !ok || err != nil {
+			t.Fatalf("Discard: %v, %v", ok, err)
+		}
+		p := slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:1", nil, nil)
+		delete(p["actions"].([]any)[0].(map[string]any), "value")
+		if _, told := click(t, p); len(told) != 1 || told[0] != surface.MsgGone {
+			t.Errorf("the click was told %q; want %q", told, surface.MsgGone)
+		}
+		retired(t, msg)
 	})
 }

@@ -92,6 +92,7 @@ type clickPayload struct {
 	} `json:"channel"`
 	Message struct {
 		Timestamp string `json:"ts"`
+		Text      string `json:"text"`
 	} `json:"message"`
 	TriggerID string                      `json:"trigger_id"`
 	Actions   []*slackapi.BlockAction     `json:"actions"`
@@ -124,7 +125,7 @@ func parseCallback(body []byte) (slackapi.InteractionCallback, error) {
 	}
 	cb := slackapi.InteractionCallback{Type: p.Type, User: p.User, Container: p.Container, TriggerID: p.TriggerID, BlockActionState: p.State}
 	cb.Channel.ID = p.Channel.ID
-	cb.Message.Timestamp = p.Message.Timestamp
+	cb.Message.Timestamp, cb.Message.Text = p.Message.Timestamp, p.Message.Text
 	for _, a := range p.Actions {
 		if a != nil && a.BlockID != "" { // as slack-go tells block actions from attachment actions
 			cb.ActionCallback.BlockActions = append(cb.ActionCallback.BlockActions, a)
@@ -205,6 +206,7 @@ type click struct {
 	user    slackapi.User
 	channel string
 	ts      string // the message's
+	text    string // the message's text (its notification fallback), as posted
 	thread  string // the thread it is in, if any
 	trigger string
 	action  *slackapi.BlockAction
@@ -221,7 +223,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 			if err != nil {
 				continue
 			}
-			c := click{ref: r, user: cb.User, channel: cb.Container.ChannelID, ts: cb.Container.MessageTs,
+			c := click{ref: r, user: cb.User, channel: cb.Container.ChannelID, ts: cb.Container.MessageTs, text: cb.Message.Text,
 				thread: cb.Container.ThreadTs, trigger: cb.TriggerID, action: a, state: cb.BlockActionState}
 			if c.channel == "" {
 				c.channel = cb.Channel.ID
@@ -270,7 +272,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 			log.Warn("reading a request for its modal failed", "err", err)
 			h.tellLater(c, surface.MsgTrouble)
 		} else {
-			h.tellLater(c, surface.MsgGone)
+			h.work.Go(func(ctx context.Context) { h.gone(ctx, c) })
 		}
 		return
 	}
@@ -341,7 +343,7 @@ func (h *Interactions) act(ctx context.Context, c click) {
 	rec, err := h.s.store.Get(ctx, c.ref.ID)
 	if err != nil {
 		if errors.Is(err, pending.ErrNotFound) {
-			h.tell(ctx, c, surface.MsgGone)
+			h.gone(ctx, c)
 			return
 		}
 		h.log.Warn("reading a clicked request failed", "request_id", c.ref.ID, "err", err)
@@ -387,6 +389,36 @@ func (h *Interactions) quick(ctx context.Context, c click) bool {
 	}
 	h.finish(ctx, cv.resolution(c.ref.Verb), c)
 	return true
+}
+
+// gone tells the person that the request they clicked no longer exists
+// and retires its message.
+func (h *Interactions) gone(ctx context.Context, c click) {
+	h.tell(ctx, c, surface.MsgGone)
+	h.retire(ctx, c)
+}
+
+// retire takes the controls off the message c came from, whose request
+// the store no longer has: nothing can answer it, and nothing else would
+// edit it. Such a message was posted for a request whose every post
+// seemed to fail (its reply lost) and which was discarded, or replaced
+// since under its tool_call_id. What it asked is gone with the request;
+// its text, as posted, stays.
+func (h *Interactions) retire(ctx context.Context, c click) {
+	if c.channel == "" || c.ts == "" {
+		return
+	}
+	line := "_" + surface.MsgGone + "_"
+	m := chatMessage{text: surface.MsgGone, blocks: []slackapi.Block{slackapi.NewContextBlock("", mrkdwn(line))}}
+	if c.text != "" {
+		m.text = surface.MsgGone + " — " + c.text
+		m.blocks = append([]slackapi.Block{slackapi.NewSectionBlock(mrkdwn(surface.Truncate(c.text, maxSectionText)), nil, nil)}, m.blocks...)
+	}
+	if err := h.s.call(ctx, "chat.update", func(ctx context.Context) error {
+		return h.s.updateMessage(ctx, c.channel, c.ts, m)
+	}); err != nil {
+		h.log.Warn("retiring the message of a request that no longer exists failed", "request_id", c.ref.ID, "err", err)
+	}
 }
 
 // late tells the person that rec is over, unless res is how it ended:
@@ -503,7 +535,7 @@ func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c cli
 	case err == nil:
 		h.log.Info("request resolved", "request_id", c.ref.ID, "status", res.Status, "user", c.user.ID)
 	case errors.Is(err, pending.ErrNotFound):
-		h.tell(ctx, c, surface.MsgGone)
+		h.gone(ctx, c)
 	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
 		h.late(ctx, got, &res, c)
 	default:
@@ -537,6 +569,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound):
+		h.work.Go(func(ctx context.Context) { h.retire(ctx, c) })
 		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", surface.MsgGone)))
 	case err != nil:
 		h.log.Warn("reading a submitted request failed", "request_id", r.ID, "err", err)

@@ -53,6 +53,7 @@ func TestParseCallbackReadsWhatSlackGoReads(t *testing.T) {
 			"container":  {got.Container, want.Container},
 			"channel":    {got.Channel.ID, want.Channel.ID},
 			"message ts": {got.Message.Timestamp, want.Message.Timestamp},
+			"message text": {got.Message.Text, want.Message.Text},
 			"trigger":    {got.TriggerID, want.TriggerID},
 			"actions":    {got.ActionCallback.BlockActions, want.ActionCallback.BlockActions},
 			"state":      {got.BlockActionState, want.BlockActionState},
