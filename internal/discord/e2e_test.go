@@ -537,3 +537,24 @@ func TestThreadBySession(t *testing.T) {
 		t.Errorf("%d threads for one session", n)
 	}
 }
+
+// A click on a message whose request the store no longer has (its post's
+// reply was lost and the request discarded) edits that message in the
+// answer: nothing else would take its buttons off.
+func TestClickOnAGoneRequestRetiresItsMessage(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	gone := "aaaaaaaaaaaaaaaa" // a message posted for a request not in the store
+	resp := b.click(t, discord.Click(msg, ada, "ab:pick:"+gone+":0:1", nil))
+	if respType(resp) != 7 {
+		t.Fatalf("the click was answered %v; want the message updated", resp)
+	}
+	comps, ok := data(resp)["components"].([]any)
+	if !ok || len(comps) != 0 || !strings.HasSuffix(content(resp), "*This request no longer exists.*") {
+		t.Errorf("the message was updated to %v; want no components and a line that the request no longer exists", data(resp))
+	}
+	if body, _ := msg.Body["content"].(string); body != "" && !strings.HasPrefix(content(resp), body) {
+		t.Errorf("the message's content %q was not kept: %q", body, content(resp))
+	}
+}

@@ -161,7 +161,7 @@ func (h *Interactions) load(ctx context.Context, in *interaction, r surface.Ref)
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound):
-		return nil, ephemeral(surface.MsgGone)
+		return nil, gone(in)
 	case err != nil:
 		h.log.Warn("reading a request failed", "request_id", r.ID, "err", err)
 		return nil, ephemeral(surface.MsgTrouble)

@@ -61,6 +61,7 @@ type user struct {
 type sourceMessage struct {
 	ID        string `json:"id"`
 	ChannelID string `json:"channel_id"`
+	Content   string `json:"content"`
 	Flags     int    `json:"flags"`
 }
 
@@ -164,6 +165,25 @@ func update(m message) *response {
 }
 
 func deferredUpdate() *response { return &response{Type: respDeferredUpdate} }
+
+// gone answers an interaction on a message whose request the store no
+// longer has (its post's reply was lost, so the request was discarded):
+// nothing else would edit that message, so the answer does. Its content
+// stays, its controls go, and a line says the request no longer exists.
+// Without the message, the person alone is told.
+func gone(in *interaction) *response {
+	if in.Message == nil {
+		return ephemeral(surface.MsgGone)
+	}
+	line := "*" + surface.MsgGone + "*"
+	content := line
+	if in.Message.Content != "" {
+		content = surface.Truncate(in.Message.Content, maxContent-len(line)-1) + "\n" + line
+	}
+	return &response{Type: respUpdate, Data: &responseData{
+		Content: &content, Components: []any{}, AllowedMentions: mentions(""),
+	}}
+}
 
 // Modal components, written by hand: discordgo's TextInput always sends a
 // label, which a text input inside a Label must not have, and it has no

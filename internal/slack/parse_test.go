@@ -48,16 +48,16 @@ func TestParseCallbackReadsWhatSlackGoReads(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		for field, pair := range map[string][2]any{
-			"type":       {got.Type, want.Type},
-			"user":       {got.User, want.User},
-			"container":  {got.Container, want.Container},
-			"channel":    {got.Channel.ID, want.Channel.ID},
-			"message ts": {got.Message.Timestamp, want.Message.Timestamp},
+			"type":         {got.Type, want.Type},
+			"user":         {got.User, want.User},
+			"container":    {got.Container, want.Container},
+			"channel":      {got.Channel.ID, want.Channel.ID},
+			"message ts":   {got.Message.Timestamp, want.Message.Timestamp},
 			"message text": {got.Message.Text, want.Message.Text},
-			"trigger":    {got.TriggerID, want.TriggerID},
-			"actions":    {got.ActionCallback.BlockActions, want.ActionCallback.BlockActions},
-			"state":      {got.BlockActionState, want.BlockActionState},
-			"view":       {got.View, want.View},
+			"trigger":      {got.TriggerID, want.TriggerID},
+			"actions":      {got.ActionCallback.BlockActions, want.ActionCallback.BlockActions},
+			"state":        {got.BlockActionState, want.BlockActionState},
+			"view":         {got.View, want.View},
 		} {
 			if !reflect.DeepEqual(pair[0], pair[1]) {
 				t.Errorf("%s: %s = %+v; slack-go reads %+v", name, field, pair[0], pair[1])
