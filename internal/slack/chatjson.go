@@ -97,47 +97,24 @@ func appendBlock(b []byte, bl slackapi.Block) ([]byte, bool) {
 		}
 		b = appendStart(b, string(bl.Type))
 		b = appendStringField(b, "block_id", bl.BlockID)
-		b = append(b, `,"elements":`...)
-		els := bl.ContextElements.Elements
-		if els == nil {
-			b = append(b, "null"...)
-			break
+		var ok bool
+		if b, ok = appendElements(b, bl.ContextElements.Elements, appendText); !ok {
+			return nil, false
 		}
-		b = append(b, '[')
-		for i, e := range els {
-			t, ok := e.(*slackapi.TextBlockObject)
-			if !ok {
-				return nil, false
-			}
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendText(b, t)
-		}
-		b = append(b, ']')
 	case *slackapi.ActionBlock:
 		if bl == nil {
 			return nil, false
 		}
 		b = appendStart(b, string(bl.Type))
 		b = appendStringField(b, "block_id", bl.BlockID)
-		b = append(b, `,"elements":`...)
-		if bl.Elements == nil || bl.Elements.ElementSet == nil {
-			b = append(b, "null"...)
-			break
+		var els []slackapi.BlockElement
+		if bl.Elements != nil {
+			els = bl.Elements.ElementSet
 		}
-		b = append(b, '[')
-		for i, e := range bl.Elements.ElementSet {
-			btn, ok := e.(*slackapi.ButtonBlockElement)
-			if !ok || btn == nil {
-				return nil, false
-			}
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendButton(b, btn)
+		var ok bool
+		if b, ok = appendElements(b, els, appendButton); !ok {
+			return nil, false
 		}
-		b = append(b, ']')
 	default:
 		return nil, false
 	}
@@ -171,6 +148,29 @@ func appendButton(b []byte, btn *slackapi.ButtonBlockElement) []byte {
 	b = appendStringField(b, "agent_prompt_display", btn.AgentPromptDisplay)
 	b = appendArray(b, "visible_to_user_ids", btn.VisibleToUserIDs, appendString)
 	return append(b, '}')
+}
+
+// appendElements appends ,"elements":[...], each element written by each,
+// or null for none; it reports false when an element is not a T, or is a
+// nil one.
+func appendElements[E any, T comparable](b []byte, els []E, each func([]byte, T) []byte) ([]byte, bool) {
+	b = append(b, `,"elements":`...)
+	if els == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	var none T
+	for i, e := range els {
+		t, ok := any(e).(T)
+		if !ok || t == none {
+			return nil, false
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = each(b, t)
+	}
+	return append(b, ']'), true
 }
 
 // appendArray appends ,"name":[...] with each of items, or nothing when
