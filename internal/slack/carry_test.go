@@ -302,50 +302,49 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		}
 	})
 
-	t.Run("not a responder", func(t *testing.T) {
-		rec, msg := post(t, question("", "Yes", "No"), ops, false)
-		sent, told := click(t, slacktest.BlockActions(t, msg, eve, "ab:pick:"+rec.ID+":0:0", nil, nil))
-		if len(sent) != 0 || len(told) != 1 || told[0] != surface.MsgCantAnswer {
-			t.Errorf("eve's click sent %v and was told %q; want nothing sent and %q", sent, told, surface.MsgCantAnswer)
-		}
-		if got := ended(t, rec.ID); got.Status != seam.StatusPending {
-			t.Errorf("status %s; want pending", got.Status)
-		}
-	})
-
-	t.Run("not a responder, on a message without values", func(t *testing.T) {
-		rec, msg := post(t, question("", "Yes", "No"), ops, false)
-		p := slacktest.BlockActions(t, msg, eve, "ab:pick:"+rec.ID+":0:0", nil, nil)
-		delete(p["actions"].([]any)[0].(map[string]any), "value")
-		sent, told := click(t, p)
-		if !slices.Contains(sent, "hgetall") || len(told) != 1 || told[0] != surface.MsgCantAnswer {
-			t.Errorf("eve's click sent %v and was told %q; want the request read and %q", sent, told, surface.MsgCantAnswer)
-		}
-		if got := ended(t, rec.ID); got.Status != seam.StatusPending {
-			t.Errorf("status %s; want pending", got.Status)
-		}
-	})
-
+	// Refused: nothing is resolved, the person is told they can't answer.
 	// A value names its target by key ("route/index"); edited routes may
 	// give the key to another target, in another channel.
-	t.Run("a target configured for another channel", func(t *testing.T) {
-		rec, msg := post(t, question("", "Yes", "No"), ops, false)
-		p := slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil)
-		action := p["actions"].([]any)[0].(map[string]any)
-		action["value"] = strings.Replace(action["value"].(string), ops.Key, target.Key, 1) // default/0: C1, anyone
-		sent, told := click(t, p)
-		if !slices.Contains(sent, "hgetall") || len(told) != 1 || told[0] != surface.MsgCantAnswer {
-			t.Errorf("ada's click sent %v and was told %q; want the request read and %q", sent, told, surface.MsgCantAnswer)
-		}
-		if got := ended(t, rec.ID); got.Status != seam.StatusPending {
-			t.Errorf("status %s; want pending", got.Status)
-		}
-	})
+	for _, tc := range []struct {
+		name     string
+		who      map[string]any
+		value    func(string) (string, bool) // the click's value from the posted one; false: none
+		wantRead bool                        // the request read first; else nothing sent to Redis
+	}{
+		{"not a responder", eve, func(v string) (string, bool) { return v, true }, false},
+		{"not a responder, on a message without values", eve, func(string) (string, bool) { return "", false }, true},
+		{"a target configured for another channel", ada, func(v string) (string, bool) {
+			return strings.Replace(v, ops.Key, target.Key, 1), true // default/0: C1, anyone
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, msg := post(t, question("", "Yes", "No"), ops, false)
+			p := slacktest.BlockActions(t, msg, tc.who, "ab:pick:"+rec.ID+":0:0", nil, nil)
+			action := actionOf(p)
+			if v, ok := tc.value(action["value"].(string)); ok {
+				action["value"] = v
+			} else {
+				delete(action, "value")
+			}
+			sent, told := click(t, p)
+			asWanted := len(sent) == 0
+			if tc.wantRead {
+				asWanted = slices.Contains(sent, "hgetall") && !slices.Contains(sent, "evalsha")
+			}
+			if !asWanted || len(told) != 1 || told[0] != surface.MsgCantAnswer {
+				t.Errorf("the click sent %v and was told %q; want %s and %q", sent, told,
+					map[bool]string{true: "the request read, nothing resolved", false: "nothing sent"}[tc.wantRead], surface.MsgCantAnswer)
+			}
+			if got := ended(t, rec.ID); got.Status != seam.StatusPending {
+				t.Errorf("status %s; want pending", got.Status)
+			}
+		})
+	}
 
 	t.Run("a target no longer configured", func(t *testing.T) {
 		rec, msg := post(t, question("", "Yes", "No"), target, false)
 		p := slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil)
-		action := p["actions"].([]any)[0].(map[string]any)
+		action := actionOf(p)
 		action["value"] = strings.Replace(action["value"].(string), target.Key, "gone/3", 1)
 		if sent, _ := click(t, p); !slices.Contains(sent, "hgetall") {
 			t.Errorf("the click sent %v; want the request read first", sent)
@@ -385,10 +384,15 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 			t.Fatalf("Discard: %v, %v", ok, err)
 		}
 		p := slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:1", nil, nil)
-		delete(p["actions"].([]any)[0].(map[string]any), "value")
+		delete(actionOf(p), "value")
 		if _, told := click(t, p); len(told) != 1 || told[0] != surface.MsgGone {
 			t.Errorf("the click was told %q; want %q", told, surface.MsgGone)
 		}
 		retired(t, msg)
 	})
+}
+
+// actionOf is the clicked action of a block_actions payload.
+func actionOf(payload map[string]any) map[string]any {
+	return payload["actions"].([]any)[0].(map[string]any)
 }
