@@ -1,0 +1,103 @@
+package discord_test
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/discord"
+)
+
+// TestFaultDiscordBursts: Discord answers a burst of 429s and 5xx to the
+// post and to an edit. Every message is posted exactly once and edited
+// exactly once, and the waiting agent gets its answer, never an error.
+func TestFaultDiscordBursts(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("create",
+		discord.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: 0.05},
+		discord.FakeFail{Status: http.StatusServiceUnavailable},
+		discord.FakeFail{Status: http.StatusBadGateway},
+	)
+
+	// The agent creates and waits in one call, through the post's burst.
+	type result struct {
+		status int
+		rec    record
+	}
+	done := make(chan result, 1)
+	body := cleanupQuestion()
+	body["tool_call_id"] = "call-burst"
+	go func() {
+		status, rec := b.do(t, http.MethodPost, "/v1/questions?wait=30s", body)
+		done <- result{status, rec}
+	}()
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	pick := discord.Find(msg.Body, "ab:pick:")
+	if pick == nil {
+		t.Fatalf("the message has no option buttons: %v", msg.Body)
+	}
+	customID := pick["custom_id"].(string)
+	id := strings.Split(customID, ":")[2]
+	// A person clicks once the message is there, long after the bridge has
+	// recorded the post. Clicked before that, the request ends first and the
+	// post is edited twice: by the click's answer and by the replica that
+	// posted it, which learns the request ended when it records the post.
+	posted := time.NewTicker(2 * time.Millisecond)
+	defer posted.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-posted.C {
+		if p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any); len(p) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the post was not recorded within 10s")
+		}
+	}
+	if resp := b.click(t, discord.Click(msg, ada, customID, nil)); respType(resp) != 7 || !noControls(data(resp)) {
+		t.Fatalf("the click was answered with %v; want the message updated without controls", resp)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("the waiting create did not return")
+	}
+	if r.status != http.StatusCreated || r.rec.M["status"] != "answered" {
+		t.Fatalf("the agent got %d %v; want 201 answered", r.status, r.rec.M)
+	}
+	p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+	if len(p) != 1 {
+		t.Errorf("recorded posts %v; want exactly one", p)
+	}
+	if got := r.rec.M["posts"]; !reflect.DeepEqual(got, any(p)) {
+		t.Errorf("the agent's record lists posts %v; the store, %v", got, p)
+	}
+
+	// A click's answer edits its message in the interaction's response. An
+	// answer through the API edits through PATCH, here through a burst.
+	b.fake.FailNext("edit",
+		discord.FakeFail{Status: http.StatusInternalServerError},
+		discord.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: 0.05},
+	)
+	id2 := b.create(t, "/v1/questions", cleanupQuestion())
+	msg2 := b.fake.WaitCalls(t, "create", 2)[1]
+	answer := map[string]any{"answers": []any{map[string]any{"id": "cleanup", "selected": []any{"No, keep them"}}}}
+	if status, rec := b.do(t, http.MethodPost, "/v1/questions/"+id2+"/answer", answer); status != http.StatusOK {
+		t.Fatalf("answer through the API: %d %v", status, rec.M)
+	}
+	edit := b.fake.WaitCalls(t, "edit", 1)[0]
+	if edit.MessageID != msg2.MessageID || !noControls(edit.Body) || !strings.Contains(discord.Text(edit.Body), "No, keep them") {
+		t.Errorf("the edit %s %v; want message %s without controls, saying the answer", edit.MessageID, edit.Body, msg2.MessageID)
+	}
+	if all, ok := len(b.fake.AllCalls("create")), len(b.fake.Calls("create")); all != 5 || ok != 2 {
+		t.Errorf("posts: %d tries, %d ok; want 5 tries (3 refused), 2 ok", all, ok)
+	}
+	// The edit is marked done once it lands: nothing edits it again.
+	if rec := b.wait(t, "/v1/questions", id2); rec.M["status"] != "answered" {
+		t.Errorf("status %v", rec.M["status"])
+	}
+	if all, ok := len(b.fake.AllCalls("edit")), len(b.fake.Calls("edit")); all != 3 || ok != 1 {
+		t.Errorf("edits: %d tries, %d ok; want 3 tries (2 refused), 1 ok", all, ok)
+	}
+}
