@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/askbridge/askbridge/internal/seam"
@@ -119,6 +120,45 @@ func TestConnectCluster(t *testing.T) {
 	if ev, err := a.Audit(ctx, 1000); err != nil || len(ev) != 2*len(ids) {
 		t.Errorf("Audit = %d events, %v; want %d", len(ev), err, 2*len(ids))
 	}
+
+	// The wake-ups went through sharded pub/sub: a subscriber to a
+	// request's shard channel, and to nothing else, hears its end.
+	id := mustCreate(t, other, question("alice", "")).ID
+	ps := rdb.SSubscribe(ctx, a.keys.shardWake(shard(id)))
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("SSUBSCRIBE: %v", err)
+	}
+	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
+		t.Fatalf("Resolve %s: %v", id, err)
+	}
+	recvCtx, cancel := context.WithTimeout(ctx, eventually)
+	defer cancel()
+	msg, err := ps.ReceiveMessage(recvCtx)
+	if err != nil {
+		t.Fatalf("nothing on %s: %v", a.keys.shardWake(shard(id)), err)
+	}
+	if got, _ := parseWake(msg.Payload); got != id {
+		t.Errorf("the shard channel carried %q; want the end of %s", msg.Payload, id)
+	}
+
+	// A replica of an earlier version publishes on the plain channel; a
+	// still hears it, during a rolling upgrade.
+	earlier := b.store()
+	earlier.sharded = false
+	id = mustCreate(t, other, question("alice", "")).ID
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Wait(ctx, id, "")
+		done <- err
+	}()
+	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	if _, err := earlier.Resolve(ctx, id, answered("U1")); err != nil {
+		t.Fatalf("Resolve %s: %v", id, err)
+	}
+	if err := recv(t, "the wait for "+id+", resolved by an earlier version", done); err != nil {
+		t.Fatalf("Wait %s: %v", id, err)
+	}
 }
 
 // TestSentinelFailover kills the master that a Sentinel watches and checks
@@ -201,7 +241,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 
 	// a's subscription comes back on the new master, and the request is there.
-	b.waitSubscribed(a.keys.wake(), 1)
+	b.waitSubscribed(a, 1)
 	done := make(chan error, 1)
 	go func() {
 		rec, err := a.Wait(ctx, id, "")
@@ -257,4 +297,34 @@ func startRedisServer(t *testing.T, args ...string) *redisServer {
 	defer c.Close()
 	poll(t, "redis-server on "+s.addr, func() bool { return c.Ping(context.Background()).Err() == nil })
 	return s
+}
+
+// Where SPUBLISH is unknown (Redis before 7.0; miniredis here), a store
+// that would publish sharded publishes on the plain channel instead, which
+// every replica also subscribes to: the resolve neither fails nor goes
+// unheard.
+func TestShardedWakeFallsBackToPublish(t *testing.T) {
+	mr := miniredis.RunT(t)
+	b := newBackend(t, "miniredis", mr, single(&redis.Options{Addr: mr.Addr()}))
+	s := b.store()
+	s.sharded = true // as on a cluster
+	ctx := context.Background()
+	ps := b.rdb.Subscribe(ctx, s.keys.wake())
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("SUBSCRIBE: %v", err)
+	}
+	id := mustCreate(t, s, question("alice", "")).ID
+	if _, err := s.Resolve(ctx, id, answered("U1")); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	recvCtx, cancel := context.WithTimeout(ctx, eventually)
+	defer cancel()
+	msg, err := ps.ReceiveMessage(recvCtx)
+	if err != nil {
+		t.Fatalf("nothing on %s: %v", s.keys.wake(), err)
+	}
+	if got, _ := parseWake(msg.Payload); got != id {
+		t.Errorf("the wake channel carried %q; want the end of %s", msg.Payload, id)
+	}
 }

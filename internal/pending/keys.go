@@ -76,9 +76,18 @@ func (k keys) finish(s int) string { return k.tag(s) + "finish" }
 // dismissed and expired events.
 func (k keys) audit(s int) string { return k.tag(s) + "audit" }
 
-// wake is the pub/sub channel on which a resolved request's id is published.
-// Plain PUBLISH reaches every node of a cluster.
+// wake is the pub/sub channel on which a resolved request's id is
+// published, on one Redis (directly or through Sentinel).
 func (k keys) wake() string { return k.prefix + "wake" }
+
+// shardWake is the channel of shard s on a Redis Cluster: sharded pub/sub,
+// in the shard's slot. The resolve script SPUBLISHes on it on the master
+// that holds the request, and each replica holds a subscription on that
+// master for each shard, so a wake-up goes from the script straight to the
+// subscribers. Plain PUBLISH crosses the cluster bus to every node instead:
+// traffic that grows with the cluster, over links that Redis 7.0 leaves
+// without TCP_NODELAY, where a wake-up can wait 40 ms for a delayed ACK.
+func (k keys) shardWake(s int) string { return k.tag(s) + "wake" }
 
 // request returns the keys the scripts of one request take, in the order
 // the scripts name them: record, due, audit, finish, then the open index

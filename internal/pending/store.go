@@ -52,8 +52,14 @@ type Store struct {
 	opt  Options
 	log  *slog.Logger
 	w    *waiters
+	// sharded: on a Redis Cluster, wake-ups go through sharded pub/sub,
+	// one channel per shard (keys.shardWake).
+	sharded bool
 
-	subscribed atomic.Int64 // times Run has (re)subscribed, woken every waiter and loaded the scripts since
+	// subscribed counts the times Run has subscribed to every wake-up
+	// channel, woken the waiters they serve and loaded the scripts since:
+	// once when all are first up, then once per channel that comes back.
+	subscribed atomic.Int64
 }
 
 // New returns a Store on rdb. Call Run to receive wake-ups from other
@@ -77,7 +83,8 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{rdb: rdb, keys: newKeys(opt.Prefix), opt: opt, log: opt.Logger, w: newWaiters()}
+	_, sharded := rdb.(*redis.ClusterClient)
+	return &Store{rdb: rdb, keys: newKeys(opt.Prefix), opt: opt, log: opt.Logger, w: newWaiters(), sharded: sharded}
 }
 
 // Ping checks that Redis answers.
@@ -95,8 +102,12 @@ var scripts = []*redis.Script{
 // cluster. Without it, the first run of a script on each node (and after each
 // restart or failover) costs a NOSCRIPT reply and a second round trip.
 func (s *Store) LoadScripts(ctx context.Context) error {
+	return loadScripts(ctx, s.rdb)
+}
+
+func loadScripts(ctx context.Context, rdb redis.Scripter) error {
 	for _, sc := range scripts {
-		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+		if err := sc.Load(ctx, rdb).Err(); err != nil {
 			return unavailable(fmt.Errorf("load scripts: %w", err))
 		}
 	}
@@ -315,9 +326,12 @@ type Resolution struct {
 // ARGV[10] wake channel, ARGV[11] audit cap, ARGV[12] responder surface,
 // ARGV[13] responder user id, ARGV[14] when a sweeper may take over the
 // edits, ms, ARGV[15] '1' to return only the post fields when resolved now,
-// ARGV[16] the required hash, or empty.
-// Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON" on the
-// wake channel, so waiters need not read the record again.
+// ARGV[16] the required hash, or empty, ARGV[17] on a cluster the shard's
+// wake channel, or empty.
+// Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON", so
+// waiters need not read the record again: with SPUBLISH on the shard's
+// channel on a cluster, else (or where SPUBLISH is unknown: Redis before
+// 7.0) with PUBLISH on the wake channel.
 // Returns {0} not found, {1, HGETALL or the post fields} resolved now,
 // {2, HGETALL} already resolved, {3} not due.
 var resolveScript = redis.NewScript(`
@@ -336,7 +350,9 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', ARGV[2], 'id', ARGV[1], 'surface', ARGV[12], 'user', ARGV[13])
-redis.call('PUBLISH', ARGV[10], ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3])
+local wake = ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3]
+local sent = ARGV[17] ~= '' and redis.pcall('SPUBLISH', ARGV[17], wake)
+if type(sent) ~= 'number' then redis.call('PUBLISH', ARGV[10], wake) end
 local all = redis.call('HGETALL', KEYS[1])
 local posts = {}
 for i = 1, #all, 2 do
@@ -380,11 +396,15 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	if res.From != nil && res.From.ID == id {
 		postsOnly = "1"
 	}
+	shardWake := ""
+	if s.sharded {
+		shardWake = s.keys.shardWake(shard(id))
+	}
 	now := s.opt.Now()
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -254,23 +255,41 @@ func (b *backend) run(s *Store) {
 			b.t.Errorf("Run did not return after its context ended")
 		}
 	})
-	b.waitSubscribed(s.keys.wake(), 1)
+	b.waitSubscribed(s, 1)
 	// Run wakes every waiter once its subscription is confirmed; a test
 	// counting reads must not start before that.
 	poll(b.t, "Run to handle its subscription", func() bool { return s.subscribed.Load() > 0 })
 }
 
-// waitSubscribed waits until channel has at least n subscribers. On a
-// cluster PUBSUB NUMSUB counts one node's subscribers, so it adds up every
-// master's.
-func (b *backend) waitSubscribed(channel string, n int64) {
+// waitSubscribed waits until each wake-up channel of s has at least n
+// subscribers: the one channel, or on a cluster the channel of each shard
+// (sharded pub/sub). PUBSUB NUMSUB and SHARDNUMSUB count one node's
+// subscribers, so on a cluster it adds up every master's.
+func (b *backend) waitSubscribed(s *Store, n int64) {
 	b.t.Helper()
-	poll(b.t, "a subscription to "+channel, func() bool {
+	var sharded []string
+	if s.sharded {
+		for sh := range shards {
+			sharded = append(sharded, s.keys.shardWake(sh))
+		}
+	}
+	channels := append([]string{s.keys.wake()}, sharded...)
+	poll(b.t, fmt.Sprintf("%d subscriptions to each of %d wake-up channels", n, len(channels)), func() bool {
 		ctx := context.Background()
-		var total atomic.Int64
+		var mu sync.Mutex
+		total := map[string]int64{}
 		count := func(ctx context.Context, c *redis.Client) error {
-			m, err := c.PubSubNumSub(ctx, channel).Result()
-			total.Add(m[channel])
+			m, err := c.PubSubNumSub(ctx, s.keys.wake()).Result()
+			if err == nil && len(sharded) > 0 {
+				var sm map[string]int64
+				sm, err = c.PubSubShardNumSub(ctx, sharded...).Result()
+				maps.Copy(m, sm)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for ch, k := range m {
+				total[ch] += k
+			}
 			return err
 		}
 		var err error
@@ -282,7 +301,12 @@ func (b *backend) waitSubscribed(channel string, n int64) {
 		if err != nil {
 			b.t.Fatalf("PUBSUB NUMSUB: %v", err)
 		}
-		return total.Load() >= n
+		for _, ch := range channels {
+			if total[ch] < n {
+				return false
+			}
+		}
+		return true
 	})
 }
 

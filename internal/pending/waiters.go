@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,11 +62,15 @@ func (w *waiters) wake(id string, e *ending) {
 	w.mu.Unlock()
 }
 
-// wakeAll makes every waiter re-read its record: after (re)subscribing,
-// wake-ups published while the subscription was down are lost.
-func (w *waiters) wakeAll() {
+// wakeShard makes every waiter on a request of shard sh (of every shard
+// when sh is -1) re-read its record: after (re)subscribing, wake-ups
+// published while the subscription was down are lost.
+func (w *waiters) wakeShard(sh int) {
 	w.mu.Lock()
-	for _, set := range w.m {
+	for id, set := range w.m {
+		if sh >= 0 && shard(id) != sh {
+			continue
+		}
 		for ch := range set {
 			notify(ch, nil)
 		}
@@ -168,7 +173,37 @@ func (w *Watch) wait(ctx context.Context, from *Record, owner string, kind seam.
 // Run receives wake-ups published by every replica until ctx ends. Run it
 // once per process, beside the HTTP server.
 func (s *Store) Run(ctx context.Context) error {
-	ps := s.rdb.Subscribe(ctx, s.keys.wake())
+	if !s.sharded {
+		s.listen(ctx, s.rdb.Subscribe(ctx, s.keys.wake()), -1, nil)
+		return nil
+	}
+	// A cluster: a subscription per shard, each on the master that holds
+	// the shard, and the plain channel, on which replicas of earlier
+	// versions (and any replica on a Redis before 7.0) publish.
+	// subscribed counts once every one is up.
+	var down atomic.Int64
+	down.Store(shards + 1)
+	first := func() {
+		if down.Add(-1) == 0 {
+			s.subscribed.Add(1)
+		}
+	}
+	var all sync.WaitGroup
+	all.Go(func() { s.listen(ctx, s.rdb.Subscribe(ctx, s.keys.wake()), -1, first) })
+	for sh := range shards {
+		all.Go(func() { s.listen(ctx, s.rdb.SSubscribe(ctx, s.keys.shardWake(sh)), sh, first) })
+	}
+	all.Wait()
+	return nil
+}
+
+// listen receives the wake-ups of one subscription until ctx ends: of
+// shard sh, or of every shard when sh is -1. Each time the subscription is
+// (re)established it makes the waiters it serves re-read, and loads the
+// scripts where it is (a new subscription may mean a restarted Redis,
+// which has forgotten them); first, when not nil, is called the first
+// time, and subscribed counts each time after that.
+func (s *Store) listen(ctx context.Context, ps *redis.PubSub, sh int, first func()) {
 	defer ps.Close()
 	// A blocked Receive honours only a deadline, not a cancelled ctx:
 	// closing the subscription is what ends it.
@@ -181,10 +216,10 @@ func (s *Store) Run(ctx context.Context) error {
 		msg, err := ps.Receive(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return
 			}
 			// go-redis reconnects and resubscribes on the next Receive. What
-			// is published meanwhile is lost, so every waiter re-reads once
+			// is published meanwhile is lost, so the waiters re-read once
 			// the subscription is back (the *redis.Subscription case), not
 			// now: now Redis is likely unreachable, and a re-read that fails
 			// would end every wait with an error.
@@ -192,7 +227,7 @@ func (s *Store) Run(ctx context.Context) error {
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return nil
+				return
 			}
 			backoff = min(2*backoff, 2*time.Second)
 			continue
@@ -200,21 +235,40 @@ func (s *Store) Run(ctx context.Context) error {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			backoff = 50 * time.Millisecond
-			s.w.wakeAll()
-			// A new subscription may mean a restarted Redis, which has
-			// forgotten the scripts. Loaded aside: a node still away
-			// must not hold up the wake-ups.
+			s.w.wakeShard(sh)
+			// Loaded aside: a node still away must not hold up the
+			// wake-ups.
+			done := first
+			first = nil
 			loads.Go(func() {
-				if err := s.LoadScripts(ctx); err != nil && ctx.Err() == nil {
+				if err := s.loadScriptsFor(ctx, sh); err != nil && ctx.Err() == nil {
 					s.log.Warn("loading scripts failed; each loads on its first use instead", "err", err)
 				}
-				s.subscribed.Add(1)
+				if done != nil {
+					done()
+				} else {
+					s.subscribed.Add(1)
+				}
 			})
 		case *redis.Message:
 			id, e := parseWake(m.Payload)
 			s.w.wake(id, e)
 		}
 	}
+}
+
+// loadScriptsFor loads the scripts on the master that holds shard sh, or
+// everywhere when sh is -1.
+func (s *Store) loadScriptsFor(ctx context.Context, sh int) error {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if sh < 0 || !ok {
+		return s.LoadScripts(ctx)
+	}
+	master, err := cc.MasterForKey(ctx, s.keys.tag(sh))
+	if err != nil {
+		return unavailable(fmt.Errorf("load scripts: %w", err))
+	}
+	return loadScripts(ctx, master)
 }
 
 // IsUnavailable reports whether err means Redis could not be reached.
