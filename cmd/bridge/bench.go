@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/askbridge/askbridge/internal/bench"
 )
@@ -35,6 +36,7 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	var o bench.Options
 	fs.StringVar(&o.Redis, "redis", "", "redis:// URL of a Redis to use (keys under a prefix of the run's own, deleted after); none: start a redis-server on a free port, or an embedded Redis without one")
+	cluster := fs.String("redis-cluster", "", "`host:port,...` seed addresses of a Redis Cluster to use instead (keys under a prefix of the run's own, deleted after, on every master)")
 	fs.IntVar(&o.Replicas, "replicas", 2, "bridge replicas")
 	fs.IntVar(&o.Samples, "samples", 2000, "samples of each floor and of click-to-waiter one at a time")
 	fs.Float64Var(&o.Rate, "rate", 500, "clicks per second of the open-loop load phase")
@@ -59,6 +61,9 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if o.Waiters == 0 {
 		o.Waiters = -1
+	}
+	if *cluster != "" {
+		o.RedisCluster = strings.Split(*cluster, ",")
 	}
 	if o.Rate <= 0 || o.Rate > 100_000 || o.Replicas < 1 || o.Replicas > 64 || o.Samples < 1 || o.Agents < 1 || o.Duration <= 0 {
 		fmt.Fprintln(stderr, "bridge bench: --rate must be in (0, 100000], --replicas in [1, 64], --samples and --agents at least 1, --duration positive")

@@ -28,13 +28,14 @@ const DefaultDuration = 10 * time.Second
 
 // Options configure a run. Zero values take the defaults.
 type Options struct {
-	Redis    string        // redis:// URL of a Redis to use; "" starts a redis-server (or miniredis)
-	Replicas int           // bridge replicas; default 2
-	Samples  int           // floor samples and sequential click-to-waiter samples; default 2000
-	Rate     float64       // clicks per second of the load phase; default 500
-	Duration time.Duration // length of the load and the throughput phases; default 10s
-	Agents   int           // concurrent agents of the throughput phase; default 64
-	Waiters  int           // long-polls held on one replica in the memory phase; default 10000; <0 skips it
+	Redis        string        // redis:// URL of a Redis to use; "" starts a redis-server (or miniredis)
+	RedisCluster []string      // or the seed addresses of a Redis Cluster to use
+	Replicas     int           // bridge replicas; default 2
+	Samples      int           // floor samples and sequential click-to-waiter samples; default 2000
+	Rate         float64       // clicks per second of the load phase; default 500
+	Duration     time.Duration // length of the load and the throughput phases; default 10s
+	Agents       int           // concurrent agents of the throughput phase; default 64
+	Waiters      int           // long-polls held on one replica in the memory phase; default 10000; <0 skips it
 
 	// Serve returns the command that runs one replica on a config file:
 	// `bridge serve --config FILE`. Required.
@@ -172,12 +173,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Started: time.Now().UTC(), Replicas: o.Replicas, Machine: machine()}
 	progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
 
-	rs, err := startRedis(ctx, o.Redis)
+	rs, err := startRedis(ctx, o.Redis, o.RedisCluster)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.stop()
-	info := redisInfo(ctx, rs.url)
+	info := redisInfo(ctx, rs)
 	rep.Machine.Redis, rep.Machine.RedisKind = info, rs.kind
 	progress("redis: %s (%s)", info, rs.kind)
 
@@ -196,7 +197,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}()
 
 	progress("floors: %d samples each of a Redis round trip, a pub/sub hop and a loopback HTTP call", o.Samples)
-	if rep.Floors, err = measureFloors(ctx, rs.url, c.prefix, o.Samples); err != nil {
+	if rep.Floors, err = measureFloors(ctx, rs, c.prefix, o.Samples); err != nil {
 		return nil, err
 	}
 
@@ -469,7 +470,11 @@ func (f *flow) throughput(ctx context.Context, n int, d time.Duration, progress 
 	case <-warm.C:
 	case <-ctx.Done():
 	}
-	rdb := statsClient(f.c.redis.url)
+	rdb, err := f.c.redis.connect(1)
+	if err != nil {
+		f.errs.add(err)
+		return Throughput{Agents: n}
+	}
 	defer rdb.Close()
 	cost0, err := f.costs(ctx)
 	if err != nil {
@@ -527,28 +532,33 @@ loop:
 	return t
 }
 
-// statsClient is a one-connection client for INFO and the like.
-func statsClient(url string) *redis.Client {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		opt = &redis.Options{}
-	}
-	opt.PoolSize = 1
-	return redis.NewClient(opt)
-}
-
-// redisInfo names the server at url: "redis 7.0.15" and the like.
-func redisInfo(ctx context.Context, url string) string {
-	rdb := statsClient(url)
-	defer rdb.Close()
-	info, err := rdb.Info(ctx, "server").Result()
+// redisInfo names the run's Redis: "redis 7.0.15", or "redis 7.0.15, a
+// Redis Cluster of 3 masters".
+func redisInfo(ctx context.Context, rs *redisServer) string {
+	rdb, err := rs.connect(1)
 	if err != nil {
 		return "unknown"
 	}
-	if v := infoField(info, "redis_version"); v != "" {
-		return "redis " + v
+	defer rdb.Close()
+	var mu sync.Mutex
+	version, masters := "", 0
+	err = eachNode(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		version, masters = infoField(info, "redis_version"), masters+1
+		return nil
+	})
+	switch {
+	case err != nil || version == "":
+		return "unknown"
+	case len(rs.addrs) > 0:
+		return fmt.Sprintf("redis %s, a Redis Cluster of %d masters", version, masters)
 	}
-	return "unknown"
+	return "redis " + version
 }
 
 func machine() Machine {

@@ -11,10 +11,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/askbridge/askbridge/internal/app"
@@ -192,6 +194,64 @@ func (c cancelOn) Write(p []byte) (int, error) {
 		c.cancel()
 	}
 	return len(p), nil
+}
+
+// A run on a Redis Cluster (BRIDGE_TEST_REDIS_CLUSTER's seeds) holds every
+// check, measures its floors there, and leaves no key behind on any master.
+func TestRunOnARedisCluster(t *testing.T) {
+	seeds := os.Getenv("BRIDGE_TEST_REDIS_CLUSTER")
+	if seeds == "" {
+		t.Skip("BRIDGE_TEST_REDIS_CLUSTER is not set")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(seeds, ",")})
+	defer rdb.Close()
+	benchKeys := func() int {
+		var n atomic.Int64
+		err := rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			keys, err := c.Keys(ctx, "abbench:*").Result()
+			n.Add(int64(len(keys)))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(n.Load())
+	}
+	before := benchKeys()
+
+	var progress bytes.Buffer
+	rep, err := bench.Run(ctx, bench.Options{
+		RedisCluster: strings.Split(seeds, ","),
+		Replicas:     2,
+		Samples:      40,
+		Rate:         100,
+		Duration:     time.Second,
+		Agents:       8,
+		Waiters:      -1,
+		Serve:        replica,
+		Progress:     &progress,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	if !strings.Contains(rep.Machine.Redis, "Redis Cluster of 3 masters") {
+		t.Errorf("redis = %q; want the cluster named", rep.Machine.Redis)
+	}
+	if l := rep.Floors.PubSub; l.N != 40 || l.P50 <= 0 {
+		t.Errorf("pub/sub floor = %+v; want 40 samples", l)
+	}
+	c := rep.Checks
+	if want := int64(40 + rep.Load.Clicks + rep.Throughput.Lifecycles); c.Errors != 0 || c.Answered < want || c.Unedited != 0 || c.EditedLive != 0 {
+		t.Errorf("checks = %+v; want at least %d answers and every message edited", c, want)
+	}
+	if th := rep.Throughput; !th.ServerCounted || th.ServerCmds <= 0 || th.CPU.Redis <= 0 {
+		t.Errorf("throughput = %+v; want the masters' counters summed", th)
+	}
+	if after := benchKeys(); after != before {
+		t.Errorf("%d abbench: keys on the masters after the run; %d before", after, before)
+	}
 }
 
 // A run stopped part way (Ctrl-C) is an error, not a short report that

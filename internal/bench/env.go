@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,20 +31,41 @@ const (
 	benchTeam    = "T0001"
 )
 
-// redisServer is the Redis a run uses: one it started, or one it was given.
+// redisServer is the Redis a run uses: one it started, or one it was
+// given, or a Redis Cluster it was given.
 type redisServer struct {
-	url     string
-	kind    string // what it is, for the report
-	version string
-	stop    func()
+	url   string   // a Redis's redis:// URL
+	addrs []string // or a Redis Cluster's seed addresses
+	kind  string   // what it is, for the report
+	given bool     // given, not started: the run deletes its keys after
+	stop  func()
 }
 
-// startRedis connects to url, or with url empty starts a redis-server on a
-// free loopback port (an embedded miniredis when there is no redis-server
-// to start). A Redis it starts keeps nothing on disk.
-func startRedis(ctx context.Context, url string) (*redisServer, error) {
-	if url != "" {
-		return &redisServer{url: url, kind: "given", stop: func() {}}, nil
+// startRedis connects to the Redis Cluster whose seeds are addrs, or to
+// url, or with neither starts a redis-server on a free loopback port (an
+// embedded miniredis when there is no redis-server to start). A Redis it
+// starts keeps nothing on disk.
+func startRedis(ctx context.Context, url string, addrs []string) (*redisServer, error) {
+	switch {
+	case len(addrs) > 0 && url != "":
+		return nil, errors.New("bench: give a Redis URL or a Redis Cluster's addresses, not both")
+	case len(addrs) > 0:
+		s := &redisServer{addrs: addrs, kind: "Redis Cluster given", given: true, stop: func() {}}
+		rdb, err := s.connect(1)
+		if err != nil {
+			return nil, err
+		}
+		defer rdb.Close()
+		info, err := rdb.ClusterInfo(ctx).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redis cluster %s: %w", strings.Join(addrs, ","), err)
+		}
+		if state := infoField(info, "cluster_state"); state != "ok" {
+			return nil, fmt.Errorf("redis cluster %s: cluster_state is %q, not ok", strings.Join(addrs, ","), state)
+		}
+		return s, nil
+	case url != "":
+		return &redisServer{url: url, kind: "given", given: true, stop: func() {}}, nil
 	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -90,6 +112,40 @@ func startRedis(ctx context.Context, url string) (*redisServer, error) {
 	return s, nil
 }
 
+// connect returns a client of the run's Redis (a cluster client on a
+// cluster) with pool connections per node.
+func (s *redisServer) connect(pool int) (redis.UniversalClient, error) {
+	if len(s.addrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.addrs, PoolSize: pool}), nil
+	}
+	opt, err := redis.ParseURL(s.url)
+	if err != nil {
+		return nil, errors.New("redis url: not a redis:// URL")
+	}
+	opt.PoolSize = pool
+	return redis.NewClient(opt), nil
+}
+
+// eachNode runs fn on every master of a cluster, or on the one Redis.
+func eachNode(ctx context.Context, rdb redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, fn)
+	}
+	return fn(ctx, rdb.(*redis.Client))
+}
+
+// configYAML is where the replicas' config finds this Redis.
+func (s *redisServer) configYAML() string {
+	if len(s.addrs) > 0 {
+		q := make([]string, len(s.addrs))
+		for i, a := range s.addrs {
+			q[i] = strconv.Quote(a)
+		}
+		return "addrs: [" + strings.Join(q, ", ") + "]"
+	}
+	return "url: " + strconv.Quote(s.url)
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -106,7 +162,26 @@ type serverStats struct {
 	known                   bool    // whether INFO gave them (miniredis does not)
 }
 
-func readServerStats(ctx context.Context, rdb *redis.Client) serverStats {
+// readServerStats sums the counters of every master of a cluster, or
+// reads the one Redis's.
+func readServerStats(ctx context.Context, rdb redis.UniversalClient) serverStats {
+	var mu sync.Mutex
+	total := serverStats{known: true}
+	err := eachNode(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		s := nodeStats(ctx, c)
+		mu.Lock()
+		defer mu.Unlock()
+		total = serverStats{commands: total.commands + s.commands, netIn: total.netIn + s.netIn, netOut: total.netOut + s.netOut,
+			cpu: total.cpu + s.cpu, known: total.known && s.known}
+		return nil
+	})
+	if err != nil {
+		return serverStats{}
+	}
+	return total
+}
+
+func nodeStats(ctx context.Context, rdb *redis.Client) serverStats {
 	info, err := rdb.Info(ctx, "stats").Result()
 	if err != nil {
 		return serverStats{}
@@ -189,7 +264,7 @@ func startCluster(ctx context.Context, rs *redisServer, n int, serve func(config
 	}()
 	c.yaml = fmt.Sprintf(`
 redis:
-  url: %q
+  %s
   prefix: %q
 api:
   tokens:
@@ -205,7 +280,7 @@ routes:
           channel: %s
 log:
   level: error
-`, rs.url, c.prefix, c.token, botToken, c.secret, c.slack.URL, benchChannel)
+`, rs.configYAML(), c.prefix, c.token, botToken, c.secret, c.slack.URL, benchChannel)
 	for i := range n {
 		r, err := c.startReplica(ctx, i, serve)
 		if err != nil {
@@ -345,25 +420,28 @@ func (c *cluster) close(ctx context.Context) error {
 	if c.dir != "" {
 		os.RemoveAll(c.dir)
 	}
-	if c.redis.kind == "given" {
-		errs = append(errs, deletePrefix(ctx, c.redis.url, c.prefix))
+	if c.redis.given {
+		errs = append(errs, deletePrefix(ctx, c.redis, c.prefix))
 	}
 	return errors.Join(errs...)
 }
 
-// deletePrefix deletes the keys under prefix with SCAN, never FLUSHDB.
-func deletePrefix(ctx context.Context, url, prefix string) error {
-	opt, err := redis.ParseURL(url)
+// deletePrefix deletes the keys under prefix with SCAN, on every master of
+// a cluster; never FLUSHDB.
+func deletePrefix(ctx context.Context, rs *redisServer, prefix string) error {
+	rdb, err := rs.connect(1)
 	if err != nil {
-		return errors.New("redis url: not a redis:// URL")
+		return err
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
+	err = eachNode(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+		return iter.Err()
+	})
+	if err != nil {
 		return fmt.Errorf("deleting the bench's keys: %w", err)
 	}
 	return nil

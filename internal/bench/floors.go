@@ -40,13 +40,12 @@ func sumFloors(n int, ls ...Latency) Latency {
 const floorTimeout = 5 * time.Second
 
 // measureFloors takes n samples of each floor.
-func measureFloors(ctx context.Context, url, prefix string, n int) (Floors, error) {
-	opt, err := redis.ParseURL(url)
+func measureFloors(ctx context.Context, rs *redisServer, prefix string, n int) (Floors, error) {
+	channel := prefix + "floor"
+	pub, sub, err := floorClients(ctx, rs, channel)
 	if err != nil {
-		return Floors{}, fmt.Errorf("redis url: not a redis:// URL")
+		return Floors{}, err
 	}
-	opt.PoolSize = 1
-	pub, sub := redis.NewClient(opt), redis.NewClient(opt)
 	defer pub.Close()
 	defer sub.Close()
 
@@ -61,8 +60,12 @@ func measureFloors(ctx context.Context, url, prefix string, n int) (Floors, erro
 	}
 	fl.RedisRTT = summarize(ds)
 
-	channel := prefix + "floor"
-	ps := sub.Subscribe(ctx, channel)
+	// On a cluster, sharded pub/sub, as the bridge's wake-ups there.
+	subscribe, publish := sub.Subscribe, pub.Publish
+	if len(rs.addrs) > 0 {
+		subscribe, publish = sub.SSubscribe, pub.SPublish
+	}
+	ps := subscribe(ctx, channel)
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		return fl, fmt.Errorf("SUBSCRIBE: %w", err)
@@ -83,7 +86,7 @@ func measureFloors(ctx context.Context, url, prefix string, n int) (Floors, erro
 	ds = ds[:0]
 	for range n {
 		start := time.Now()
-		if err := pub.Publish(ctx, channel, payload).Err(); err != nil {
+		if err := publish(ctx, channel, payload).Err(); err != nil {
 			return fl, fmt.Errorf("PUBLISH: %w", err)
 		}
 		select {
@@ -106,7 +109,7 @@ func measureFloors(ctx context.Context, url, prefix string, n int) (Floors, erro
 	go srv.Serve(ln)
 	defer srv.Close()
 	client := httpClient()
-	url = "http://" + ln.Addr().String() + "/"
+	url := "http://" + ln.Addr().String() + "/"
 	ds = ds[:0]
 	for range n {
 		start := time.Now()
@@ -121,4 +124,31 @@ func measureFloors(ctx context.Context, url, prefix string, n int) (Floors, erro
 	fl.HTTP = summarize(ds)
 	fl.ClickPath = sumFloors(n, fl.HTTP, fl.RedisRTT, fl.PubSub)
 	return fl, nil
+}
+
+// floorClients returns the clients the floors are measured with: on one
+// Redis, two connections to it. On a cluster, where the bridge's wake-ups
+// go through sharded pub/sub, a connection to the master that holds the
+// floor channel's slot publishes (SPUBLISH) and a cluster client
+// subscribes (SSUBSCRIBE, on that master), as a resolve script and a
+// replica do; the round trip floor is PING to that master.
+func floorClients(ctx context.Context, rs *redisServer, channel string) (pub *redis.Client, sub redis.UniversalClient, err error) {
+	if len(rs.addrs) == 0 {
+		opt, err := redis.ParseURL(rs.url)
+		if err != nil {
+			return nil, nil, fmt.Errorf("redis url: not a redis:// URL")
+		}
+		opt.PoolSize = 1
+		return redis.NewClient(opt), redis.NewClient(opt), nil
+	}
+	cc, err := rs.connect(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	master, err := cc.(*redis.ClusterClient).MasterForKey(ctx, channel)
+	if err != nil {
+		cc.Close()
+		return nil, nil, fmt.Errorf("redis cluster: the master of %s: %w", channel, err)
+	}
+	return redis.NewClient(&redis.Options{Addr: master.Options().Addr, PoolSize: 1}), cc, nil
 }
