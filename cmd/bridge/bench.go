@@ -62,8 +62,10 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if o.Waiters == 0 {
 		o.Waiters = -1
 	}
-	if *cluster != "" {
-		o.RedisCluster = strings.Split(*cluster, ",")
+	for _, addr := range strings.Split(*cluster, ",") {
+		if addr = strings.TrimSpace(addr); addr != "" {
+			o.RedisCluster = append(o.RedisCluster, addr)
+		}
 	}
 	if o.Rate <= 0 || o.Rate > 100_000 || o.Replicas < 1 || o.Replicas > 64 || o.Samples < 1 || o.Agents < 1 || o.Duration <= 0 {
 		fmt.Fprintln(stderr, "bridge bench: --rate must be in (0, 100000], --replicas in [1, 64], --samples and --agents at least 1, --duration positive")

@@ -93,7 +93,6 @@ func TestFaultDiscordBursts(t *testing.T) {
 	if all, ok := len(b.fake.AllCalls("create")), len(b.fake.Calls("create")); all != 5 || ok != 2 {
 		t.Errorf("posts: %d tries, %d ok; want 5 tries (3 refused), 2 ok", all, ok)
 	}
-	// The edit is marked done once it lands: nothing edits it again.
 	if rec := b.wait(t, "/v1/questions", id2); rec.M["status"] != "answered" {
 		t.Errorf("status %v", rec.M["status"])
 	}

@@ -328,3 +328,128 @@ func TestShardedWakeFallsBackToPublish(t *testing.T) {
 		t.Errorf("the wake channel carried %q; want the end of %s", msg.Payload, id)
 	}
 }
+
+// TestShardSubscriptionFollowsItsSlot moves one shard's slot, keys and
+// all, to the other master of a two-master cluster of its own, as a
+// resharding or a failover does. The old master ends the shard channel's
+// subscriptions (SUNSUBSCRIBE); a replica's Run subscribes again where the
+// slot is now, and a waiter that only pub/sub can wake is woken there.
+func TestShardSubscriptionFollowsItsSlot(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	ctx := context.Background()
+	node := func() (*redisServer, *redis.Client, string) {
+		s := startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--save", "", "--appendonly", "no")
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		t.Cleanup(func() { c.Close() })
+		return s, c, c.ClusterMyID(ctx).Val()
+	}
+	s1, c1, id1 := node()
+	s2, c2, id2 := node()
+	if err := c1.ClusterMeet(ctx, "127.0.0.1", s2.port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.ClusterAddSlotsRange(ctx, 0, 8191).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.ClusterAddSlotsRange(ctx, 8192, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the two-master cluster", func() bool {
+		for _, c := range []*redis.Client{c1, c2} {
+			info, _ := c.ClusterInfo(ctx).Result()
+			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:2") {
+				return false
+			}
+		}
+		return true
+	})
+
+	b := newBackend(t, "cluster", nil, cluster([]string{s1.addr, s2.addr}))
+	a, other := b.store(withRecheck(time.Hour)), b.store()
+	b.run(a)
+	id := mustCreate(t, other, question("alice", "")).ID
+	channel := a.keys.shardWake(shard(id))
+	slot := int(b.rdb.ClusterKeySlot(ctx, channel).Val())
+	src, dst, srcID, dstID := c1, c2, id1, id2
+	if slot > 8191 {
+		src, dst, srcID, dstID = c2, c1, id2, id1
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	keys, err := src.ClusterGetKeysInSlot(ctx, slot, 1000).Result()
+	must(err)
+	if len(keys) == 0 {
+		t.Fatalf("no keys in slot %d, where request %s lives", slot, id)
+	}
+	dstHost, dstPort, _ := net.SplitHostPort(dst.Options().Addr)
+	args := []any{"MIGRATE", dstHost, dstPort, "", 0, 5000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	must(src.Do(ctx, args...).Err())
+	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+
+	poll(t, "a's subscription to "+channel+" on the slot's new master", func() bool {
+		n, err := dst.PubSubShardNumSub(ctx, channel).Result()
+		return err == nil && n[channel] == 1
+	})
+	done := make(chan error, 1)
+	go func() {
+		rec, err := a.Wait(ctx, id, "")
+		if err == nil && rec.Status != seam.StatusAnswered {
+			err = fmt.Errorf("status %s", rec.Status)
+		}
+		done <- err
+	}()
+	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
+		t.Fatalf("Resolve after the slot moved: %v", err)
+	}
+	if err := recv(t, "the wait for "+id+" after its slot moved", done); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+}
+
+// On a Redis without sharded pub/sub (before 7.0; miniredis here), a
+// store that would subscribe per shard finds SSUBSCRIBE refused, gives up
+// on those subscriptions and keeps the plain one, where resolves publish
+// there: Run comes up, and a waiter only pub/sub can wake is woken.
+func TestShardedRunWithoutSPUBLISH(t *testing.T) {
+	mr := miniredis.RunT(t)
+	b := newBackend(t, "miniredis", mr, single(&redis.Options{Addr: mr.Addr()}))
+	a, other := b.store(withRecheck(time.Hour)), b.store()
+	a.sharded, other.sharded = true, true // as on a cluster
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := recv(t, "Run to return", ran); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	poll(t, "Run to subscribe", func() bool { return a.subscribed.Load() > 0 })
+
+	id := mustCreate(t, other, question("alice", "")).ID
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Wait(ctx, id, "")
+		done <- err
+	}()
+	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if err := recv(t, "the wait for "+id, done); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+}

@@ -173,8 +173,9 @@ func (w *Watch) wait(ctx context.Context, from *Record, owner string, kind seam.
 // Run receives wake-ups published by every replica until ctx ends. Run it
 // once per process, beside the HTTP server.
 func (s *Store) Run(ctx context.Context) error {
+	plain := func(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx, s.keys.wake()) }
 	if !s.sharded {
-		s.listen(ctx, s.rdb.Subscribe(ctx, s.keys.wake()), -1, nil)
+		s.listen(ctx, plain, -1, nil)
 		return nil
 	}
 	// A cluster: a subscription per shard, each on the master that holds
@@ -189,35 +190,78 @@ func (s *Store) Run(ctx context.Context) error {
 		}
 	}
 	var all sync.WaitGroup
-	all.Go(func() { s.listen(ctx, s.rdb.Subscribe(ctx, s.keys.wake()), -1, first) })
+	all.Go(func() { s.listen(ctx, plain, -1, first) })
 	for sh := range shards {
-		all.Go(func() { s.listen(ctx, s.rdb.SSubscribe(ctx, s.keys.shardWake(sh)), sh, first) })
+		channel := s.keys.shardWake(sh)
+		sharded := func(ctx context.Context) *redis.PubSub { return s.rdb.SSubscribe(ctx, channel) }
+		all.Go(func() { s.listen(ctx, sharded, sh, first) })
 	}
 	all.Wait()
 	return nil
 }
 
-// listen receives the wake-ups of one subscription until ctx ends: of
-// shard sh, or of every shard when sh is -1. Each time the subscription is
-// (re)established it makes the waiters it serves re-read, and loads the
-// scripts where it is (a new subscription may mean a restarted Redis,
-// which has forgotten them); first, when not nil, is called the first
-// time, and subscribed counts each time after that.
-func (s *Store) listen(ctx context.Context, ps *redis.PubSub, sh int, first func()) {
+// listen holds a subscription made by subscribe and receives its wake-ups
+// until ctx ends: of shard sh, or of every shard when sh is -1. Each time
+// the subscription is (re)established it makes the waiters it serves
+// re-read, and loads the scripts where it is (a new subscription may mean a
+// restarted Redis, which has forgotten them); first, when not nil, is
+// called the first time, and subscribed counts each time after that.
+//
+// go-redis re-makes a subscription whose connection broke. One that the
+// server ends or refuses, listen makes afresh: on a cluster, a shard
+// channel's subscribers are unsubscribed (SUNSUBSCRIBE) when its slot moves
+// to another master, in a failover or a resharding, and a subscription
+// made on stale slots is refused with MOVED.
+func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *redis.PubSub, sh int, first func()) {
+	var loads sync.WaitGroup
+	defer loads.Wait()
+	backoff := 50 * time.Millisecond
+	for {
+		err := s.receive(ctx, subscribe(ctx), sh, &first, &loads)
+		if ctx.Err() != nil {
+			return
+		}
+		if strings.HasPrefix(err.Error(), "ERR unknown command") {
+			// A Redis before 7.0 has no sharded pub/sub: the resolve
+			// script publishes plainly there, which the plain
+			// subscription hears.
+			s.log.Warn("this Redis has no sharded pub/sub (Redis 7.0 adds it); wake-ups use the plain channel", "shard", sh)
+			if first != nil {
+				first()
+			}
+			return
+		}
+		s.log.Warn("wake-up subscription ended; subscribing again", "shard", sh, "err", err)
+		if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// receive receives on ps, and closes it, until ctx ends or the server ends
+// the subscription or answers it with an error, which it returns.
+func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *func(), loads *sync.WaitGroup) error {
 	defer ps.Close()
 	// A blocked Receive honours only a deadline, not a cancelled ctx:
 	// closing the subscription is what ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
 	defer stop()
-	var loads sync.WaitGroup
-	defer loads.Wait()
 	backoff := 50 * time.Millisecond
 	for {
 		msg, err := ps.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		var reply redis.Error
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &reply):
+			return err
+		case err != nil:
 			// go-redis reconnects and resubscribes on the next Receive. What
 			// is published meanwhile is lost, so the waiters re-read once
 			// the subscription is back (the *redis.Subscription case), not
@@ -227,19 +271,22 @@ func (s *Store) listen(ctx context.Context, ps *redis.PubSub, sh int, first func
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return
+				return ctx.Err()
 			}
 			backoff = min(2*backoff, 2*time.Second)
 			continue
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
+			if m.Kind == "unsubscribe" || m.Kind == "sunsubscribe" {
+				return fmt.Errorf("the server ended the subscription to %s", m.Channel)
+			}
 			backoff = 50 * time.Millisecond
 			s.w.wakeShard(sh)
 			// Loaded aside: a node still away must not hold up the
 			// wake-ups.
-			done := first
-			first = nil
+			done := *first
+			*first = nil
 			loads.Go(func() {
 				if err := s.loadScriptsFor(ctx, sh); err != nil && ctx.Err() == nil {
 					s.log.Warn("loading scripts failed; each loads on its first use instead", "err", err)
