@@ -2,6 +2,7 @@ package pending
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -450,6 +451,106 @@ func TestShardedRunWithoutSPUBLISH(t *testing.T) {
 		t.Fatalf("Resolve: %v", err)
 	}
 	if err := recv(t, "the wait for "+id, done); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+}
+
+// TestShardSubscriptionsFollowAFailover kills a master of a cluster of its
+// own (two masters, a replica of the first) and promotes its replica. The
+// subscriptions of the dead master's shards broke with its connections;
+// Run makes them again on the promoted replica at once (go-redis alone
+// would redial the dead address until it next reads the slots, 60 s on),
+// and a waiter that only pub/sub can wake is woken there.
+func TestShardSubscriptionsFollowAFailover(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	ctx := context.Background()
+	node := func() (*redisServer, *redis.Client, string) {
+		s := startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		t.Cleanup(func() { c.Close() })
+		return s, c, c.ClusterMyID(ctx).Val()
+	}
+	s1, c1, id1 := node()
+	s2, c2, _ := node()
+	_, c3, _ := node()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c1.ClusterMeet(ctx, "127.0.0.1", s2.port).Err())
+	must(c3.ClusterMeet(ctx, "127.0.0.1", s1.port).Err())
+	must(c1.ClusterAddSlotsRange(ctx, 0, 8191).Err())
+	must(c2.ClusterAddSlotsRange(ctx, 8192, 16383).Err())
+	// The third node may replicate the first once it knows it as a master.
+	poll(t, "node 3 to replicate node 1", func() bool { return c3.ClusterReplicate(ctx, id1).Err() == nil })
+	poll(t, "the cluster, its replica in sync", func() bool {
+		for _, c := range []*redis.Client{c1, c2, c3} {
+			if info, _ := c.ClusterInfo(ctx).Result(); !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+		}
+		r, _ := c3.Info(ctx, "replication").Result()
+		return strings.Contains(r, "master_link_status:up")
+	})
+
+	// Reached through Connect, as the app does: its client rereads the
+	// slots when a node is down.
+	b := newBackend(t, "cluster", nil, connect(Conn{Addrs: []string{s1.addr, s2.addr}}))
+	a, other := b.store(withRecheck(time.Hour)), b.store()
+	b.run(a)
+	// A request on the first master, there on its replica too.
+	var id string
+	for id == "" || b.rdb.ClusterKeySlot(ctx, a.keys.shardWake(shard(id))).Val() > 8191 {
+		id = mustCreate(t, other, question("alice", "")).ID
+	}
+	if n, err := c1.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT = %d, %v; want the replica to have the request", n, err)
+	}
+	var moved []string
+	for sh := range shards {
+		if ch := a.keys.shardWake(sh); b.rdb.ClusterKeySlot(ctx, ch).Val() <= 8191 {
+			moved = append(moved, ch)
+		}
+	}
+
+	s1.kill()
+	must(c3.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err())
+	poll(t, fmt.Sprintf("a's %d subscriptions of the dead master's shards on the promoted replica", len(moved)), func() bool {
+		n, err := c3.PubSubShardNumSub(ctx, moved...).Result()
+		for _, ch := range moved {
+			if err != nil || n[ch] != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	done := make(chan error, 1)
+	go func() {
+		rec, err := a.Wait(ctx, id, "")
+		if err == nil && rec.Status != seam.StatusAnswered {
+			err = fmt.Errorf("status %s", rec.Status)
+		}
+		done <- err
+	}()
+	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	// other's client learnt of the failover only if a command of its
+	// failed: the first may fail (a person is told to try again), the
+	// next goes to the promoted replica.
+	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
+		if !IsUnavailable(err) {
+			t.Fatalf("Resolve after the failover: %v", err)
+		}
+		poll(t, "other's client to find the promoted replica", func() bool {
+			_, err := other.Resolve(ctx, id, answered("U1"))
+			return err == nil || errors.Is(err, ErrAlreadyResolved)
+		})
+	}
+	if err := recv(t, "the wait for "+id+" after the failover", done); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
 }

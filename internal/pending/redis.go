@@ -73,13 +73,49 @@ func Connect(c Conn) (redis.UniversalClient, error) {
 		if c.DB != 0 {
 			return nil, errors.New("redis: a Redis Cluster has database 0 only")
 		}
-		return redis.NewClusterClient(&redis.ClusterOptions{
+		cc := redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs:     c.Addrs,
 			Username:  c.Username,
 			Password:  c.Password,
 			TLSConfig: tlsConfig,
-		}), nil
+		})
+		cc.AddHook(reloadOnDown{cc})
+		return cc, nil
 	}
+}
+
+// reloadOnDown is a hook of a cluster client: a command or pipeline that
+// could not reach its node makes the client read the cluster's slots
+// again. go-redis rereads them on a MOVED reply, which a dead node never
+// sends, and otherwise every 60 s: after a master fails over, the commands
+// of its slots would go to its dead address for up to a minute.
+// ReloadState is lazy and merges concurrent calls.
+type reloadOnDown struct{ c *redis.ClusterClient }
+
+func (h reloadOnDown) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h reloadOnDown) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.check(ctx, err)
+		return err
+	}
+}
+
+func (h reloadOnDown) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.check(ctx, err)
+		return err
+	}
+}
+
+func (h reloadOnDown) check(ctx context.Context, err error) {
+	var reply redis.Error
+	if err == nil || errors.As(err, &reply) || ctx.Err() != nil {
+		return // answered (redis.Nil included), or given up by the caller
+	}
+	h.c.ReloadState(ctx)
 }
 
 // Embedded is an in-process Redis (miniredis): the working default for one

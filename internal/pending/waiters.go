@@ -216,37 +216,59 @@ func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *red
 	var loads sync.WaitGroup
 	defer loads.Wait()
 	backoff := 50 * time.Millisecond
+	unknown := false
 	for {
-		err := s.receive(ctx, subscribe(ctx), sh, &first, &loads)
+		confirmed, err := s.receive(ctx, subscribe(ctx), sh, &first, &loads)
 		if ctx.Err() != nil {
 			return
 		}
-		if strings.HasPrefix(err.Error(), "ERR unknown command") {
+		if confirmed {
+			backoff = 50 * time.Millisecond
+		}
+		wait := backoff
+		switch {
+		case sh >= 0 && strings.HasPrefix(err.Error(), "ERR unknown command"):
 			// A Redis before 7.0 has no sharded pub/sub: the resolve
 			// script publishes plainly there, which the plain
-			// subscription hears.
-			s.log.Warn("this Redis has no sharded pub/sub (Redis 7.0 adds it); wake-ups use the plain channel", "shard", sh)
+			// subscription hears. Asked again now and then: the
+			// cluster may be upgraded under a running replica, and
+			// then wake-ups go to the shard channels.
+			if !unknown {
+				s.log.Warn("this Redis has no sharded pub/sub (Redis 7.0 adds it); wake-ups use the plain channel", "shard", sh)
+				unknown = true
+			}
 			if first != nil {
 				first()
+				first = nil
 			}
-			return
-		}
-		s.log.Warn("wake-up subscription ended; subscribing again", "shard", sh, "err", err)
-		if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-			cc.ReloadState(ctx)
+			wait = time.Minute
+		default:
+			s.log.Warn("wake-up subscription ended; subscribing again", "shard", sh, "err", err)
+			s.reloadSlots(ctx)
+			backoff = min(2*backoff, 30*time.Second)
 		}
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return
 		}
-		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// reloadSlots makes a cluster client read the cluster's slots again: after
+// a failover the subscriptions and commands of slots whose master is gone
+// go to the new one at once, not when go-redis next reloads by itself (every
+// 60 s).
+func (s *Store) reloadSlots(ctx context.Context) {
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
 	}
 }
 
 // receive receives on ps, and closes it, until ctx ends or the server ends
-// the subscription or answers it with an error, which it returns.
-func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *func(), loads *sync.WaitGroup) error {
+// the subscription or answers it with an error, which it returns, saying
+// whether the subscription was confirmed meanwhile.
+func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *func(), loads *sync.WaitGroup) (confirmed bool, err error) {
 	defer ps.Close()
 	// A blocked Receive honours only a deadline, not a cancelled ctx:
 	// closing the subscription is what ends it.
@@ -258,20 +280,23 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *fu
 		var reply redis.Error
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return ctx.Err()
+			return confirmed, ctx.Err()
 		case errors.As(err, &reply):
-			return err
+			return confirmed, err
 		case err != nil:
-			// go-redis reconnects and resubscribes on the next Receive. What
+			// go-redis reconnects and resubscribes on the next Receive,
+			// to the slot's master as it last read the cluster's slots:
+			// read them again, the master may have failed over. What
 			// is published meanwhile is lost, so the waiters re-read once
 			// the subscription is back (the *redis.Subscription case), not
 			// now: now Redis is likely unreachable, and a re-read that fails
 			// would end every wait with an error.
 			s.log.Warn("wake-up subscription interrupted", "err", err)
+			s.reloadSlots(ctx)
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return ctx.Err()
+				return confirmed, ctx.Err()
 			}
 			backoff = min(2*backoff, 2*time.Second)
 			continue
@@ -279,8 +304,9 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *fu
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "unsubscribe" || m.Kind == "sunsubscribe" {
-				return fmt.Errorf("the server ended the subscription to %s", m.Channel)
+				return confirmed, fmt.Errorf("the server ended the subscription to %s", m.Channel)
 			}
+			confirmed = true
 			backoff = 50 * time.Millisecond
 			s.w.wakeShard(sh)
 			// Loaded aside: a node still away must not hold up the
