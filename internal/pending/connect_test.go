@@ -474,8 +474,8 @@ func TestShardSubscriptionsFollowAFailover(t *testing.T) {
 		return s, c, c.ClusterMyID(ctx).Val()
 	}
 	s1, c1, id1 := node()
-	s2, c2, _ := node()
-	_, c3, _ := node()
+	s2, c2, id2 := node()
+	_, c3, id3 := node()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -488,9 +488,21 @@ func TestShardSubscriptionsFollowAFailover(t *testing.T) {
 	must(c2.ClusterAddSlotsRange(ctx, 8192, 16383).Err())
 	// The third node may replicate the first once it knows it as a master.
 	poll(t, "node 3 to replicate node 1", func() bool { return c3.ClusterReplicate(ctx, id1).Err() == nil })
-	poll(t, "the cluster, its replica in sync", func() bool {
+	// Every node must know every other, handshakes done: a master that
+	// does not know the replica ignores its takeover, and go-redis may
+	// read the slots from it.
+	poll(t, "the cluster, every node known to every node, its replica in sync", func() bool {
 		for _, c := range []*redis.Client{c1, c2, c3} {
 			if info, _ := c.ClusterInfo(ctx).Result(); !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+			nodes, _ := c.ClusterNodes(ctx).Result()
+			for _, id := range []string{id1, id2, id3} {
+				if !strings.Contains(nodes, id) {
+					return false
+				}
+			}
+			if strings.Contains(nodes, "handshake") {
 				return false
 			}
 		}
@@ -505,7 +517,10 @@ func TestShardSubscriptionsFollowAFailover(t *testing.T) {
 	b.run(a)
 	// A request on the first master, there on its replica too.
 	var id string
-	for id == "" || b.rdb.ClusterKeySlot(ctx, a.keys.shardWake(shard(id))).Val() > 8191 {
+	for tries := 0; id == "" || b.rdb.ClusterKeySlot(ctx, a.keys.shardWake(shard(id))).Val() > 8191; tries++ {
+		if tries == 1000 {
+			t.Fatal("no request fell on the first master in 1,000 tries")
+		}
 		id = mustCreate(t, other, question("alice", "")).ID
 	}
 	if n, err := c1.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {

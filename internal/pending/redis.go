@@ -97,25 +97,36 @@ func (h reloadOnDown) DialHook(next redis.DialHook) redis.DialHook { return next
 func (h reloadOnDown) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.check(ctx, err)
+		if unreached(err) {
+			h.c.ReloadState(ctx)
+		}
 		return err
 	}
 }
 
+// ProcessPipelineHook looks at every command's error: a pipeline across
+// nodes returns only the first, which may be a reply (redis.Nil) from a
+// node that is up.
 func (h reloadOnDown) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		h.check(ctx, err)
+		for _, cmd := range cmds {
+			if unreached(cmd.Err()) {
+				h.c.ReloadState(ctx)
+				break
+			}
+		}
 		return err
 	}
 }
 
-func (h reloadOnDown) check(ctx context.Context, err error) {
+// unreached reports whether err means a node could not be reached: not a
+// reply (redis.Nil, MOVED and the like are replies), not a caller that
+// gave up. A deadline that ran out while go-redis retried a dead node
+// counts.
+func unreached(err error) bool {
 	var reply redis.Error
-	if err == nil || errors.As(err, &reply) || ctx.Err() != nil {
-		return // answered (redis.Nil included), or given up by the caller
-	}
-	h.c.ReloadState(ctx)
+	return err != nil && !errors.As(err, &reply) && !errors.Is(err, context.Canceled)
 }
 
 // Embedded is an in-process Redis (miniredis): the working default for one

@@ -245,7 +245,14 @@ func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *red
 		default:
 			s.log.Warn("wake-up subscription ended; subscribing again", "shard", sh, "err", err)
 			s.reloadSlots(ctx)
-			backoff = min(2*backoff, 30*time.Second)
+			// Refusals that pass (a slot moving, a cluster or a node
+			// coming back) are asked again within 2 s; others (NOPERM)
+			// every 30 s at most, not to flood the log.
+			limit := 30 * time.Second
+			if passing(err) {
+				limit = 2 * time.Second
+			}
+			backoff = min(2*backoff, limit)
 		}
 		select {
 		case <-time.After(wait):
@@ -254,6 +261,23 @@ func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *red
 		}
 	}
 }
+
+// passing reports whether a subscription ended by err is worth asking
+// again soon: the server ended it, or refused it for the while.
+func passing(err error) bool {
+	if errors.Is(err, errEnded) {
+		return true
+	}
+	for _, p := range []string{"MOVED", "ASK", "CLUSTERDOWN", "LOADING", "TRYAGAIN", "MASTERDOWN"} {
+		if strings.HasPrefix(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// errEnded is a subscription that the server ended.
+var errEnded = errors.New("the server ended the subscription")
 
 // reloadSlots makes a cluster client read the cluster's slots again: after
 // a failover the subscriptions and commands of slots whose master is gone
@@ -304,7 +328,7 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *fu
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "unsubscribe" || m.Kind == "sunsubscribe" {
-				return confirmed, fmt.Errorf("the server ended the subscription to %s", m.Channel)
+				return confirmed, fmt.Errorf("%w to %s", errEnded, m.Channel)
 			}
 			confirmed = true
 			backoff = 50 * time.Millisecond
