@@ -3,9 +3,11 @@ package apptest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // Record is an answer of the bridge's API: decoded, and each field's JSON
@@ -21,6 +23,49 @@ func (r Record) Raw(field string) string { return string(r.Fields[field]) }
 // Do calls the API at base (no token) and decodes its JSON answer.
 func Do(t testing.TB, base, method, path string, body any) (int, Record) {
 	t.Helper()
+	status, rec, err := do(base, method, path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, rec
+}
+
+// Answer is what a call made in the background got.
+type Answer struct {
+	Status int
+	Rec    Record
+	Err    error
+}
+
+// Go makes the call in the background, as an agent asking with ?wait= does,
+// and sends what it got on the channel. It never fails t itself: a test
+// may not from another goroutine; it checks Err.
+func Go(base, method, path string, body any) <-chan Answer {
+	out := make(chan Answer, 1)
+	go func() {
+		status, rec, err := do(base, method, path, body)
+		out <- Answer{status, rec, err}
+	}()
+	return out
+}
+
+// Await waits up to d for what a call made with Go got, and fails t on a
+// call that failed or did not return.
+func Await(t testing.TB, ch <-chan Answer, d time.Duration) Answer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		if a.Err != nil {
+			t.Fatal(a.Err)
+		}
+		return a
+	case <-time.After(d):
+		t.Fatalf("the call did not return within %v", d)
+		return Answer{}
+	}
+}
+
+func do(base, method, path string, body any) (int, Record, error) {
 	var rd io.Reader
 	if body != nil {
 		raw, _ := json.Marshal(body)
@@ -30,17 +75,17 @@ func Do(t testing.TB, base, method, path string, body any) (int, Record) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return 0, Record{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	var out Record
 	raw, _ := io.ReadAll(resp.Body)
 	if len(raw) > 0 {
 		if json.Unmarshal(raw, &out.M) != nil || json.Unmarshal(raw, &out.Fields) != nil {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+			return 0, Record{}, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
 		}
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, out, nil
 }
 
 // Create creates a request through the API at base and returns its id.

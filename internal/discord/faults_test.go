@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/discord"
 )
 
@@ -22,17 +23,9 @@ func TestFaultDiscordBursts(t *testing.T) {
 	)
 
 	// The agent creates and waits in one call, through the post's burst.
-	type result struct {
-		status int
-		rec    record
-	}
-	done := make(chan result, 1)
 	body := cleanupQuestion()
 	body["tool_call_id"] = "call-burst"
-	go func() {
-		status, rec := b.do(t, http.MethodPost, "/v1/questions?wait=30s", body)
-		done <- result{status, rec}
-	}()
+	done := apptest.Go(b.URL(), http.MethodPost, "/v1/questions?wait=30s", body)
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
 	pick := discord.Find(msg.Body, "ab:pick:")
 	if pick == nil {
@@ -57,20 +50,15 @@ func TestFaultDiscordBursts(t *testing.T) {
 	if resp := b.click(t, discord.Click(msg, ada, customID, nil)); respType(resp) != 7 || !noControls(data(resp)) {
 		t.Fatalf("the click was answered with %v; want the message updated without controls", resp)
 	}
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(40 * time.Second):
-		t.Fatal("the waiting create did not return")
-	}
-	if r.status != http.StatusCreated || r.rec.M["status"] != "answered" {
-		t.Fatalf("the agent got %d %v; want 201 answered", r.status, r.rec.M)
+	r := apptest.Await(t, done, 40*time.Second)
+	if r.Status != http.StatusCreated || r.Rec.M["status"] != "answered" {
+		t.Fatalf("the agent got %d %v; want 201 answered", r.Status, r.Rec.M)
 	}
 	p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
 	if len(p) != 1 {
 		t.Errorf("recorded posts %v; want exactly one", p)
 	}
-	if got := r.rec.M["posts"]; !reflect.DeepEqual(got, any(p)) {
+	if got := r.Rec.M["posts"]; !reflect.DeepEqual(got, any(p)) {
 		t.Errorf("the agent's record lists posts %v; the store, %v", got, p)
 	}
 

@@ -102,12 +102,7 @@ func TestConnectCluster(t *testing.T) {
 		t.Fatalf("List = %d records, %v; want %d", len(list), err, len(ids))
 	}
 	for _, id := range ids {
-		done := make(chan error, 1)
-		go func() {
-			_, err := a.Wait(ctx, id, "")
-			done <- err
-		}()
-		poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+		done := waitAnswered(t, ctx, a, id)
 		if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
 			t.Fatalf("Resolve %s: %v", id, err)
 		}
@@ -148,12 +143,7 @@ func TestConnectCluster(t *testing.T) {
 	earlier := b.store()
 	earlier.sharded = false
 	id = mustCreate(t, other, question("alice", "")).ID
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.Wait(ctx, id, "")
-		done <- err
-	}()
-	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	done := waitAnswered(t, ctx, a, id)
 	if _, err := earlier.Resolve(ctx, id, answered("U1")); err != nil {
 		t.Fatalf("Resolve %s: %v", id, err)
 	}
@@ -243,15 +233,7 @@ func TestSentinelFailover(t *testing.T) {
 
 	// a's subscription comes back on the new master, and the request is there.
 	b.waitSubscribed(a, 1)
-	done := make(chan error, 1)
-	go func() {
-		rec, err := a.Wait(ctx, id, "")
-		if err == nil && rec.Status != seam.StatusAnswered {
-			err = fmt.Errorf("status %s", rec.Status)
-		}
-		done <- err
-	}()
-	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	done := waitAnswered(t, ctx, a, id)
 	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
 		t.Fatalf("Resolve on the new master: %v", err)
 	}
@@ -403,15 +385,7 @@ func TestShardSubscriptionFollowsItsSlot(t *testing.T) {
 		n, err := dst.PubSubShardNumSub(ctx, channel).Result()
 		return err == nil && n[channel] == 1
 	})
-	done := make(chan error, 1)
-	go func() {
-		rec, err := a.Wait(ctx, id, "")
-		if err == nil && rec.Status != seam.StatusAnswered {
-			err = fmt.Errorf("status %s", rec.Status)
-		}
-		done <- err
-	}()
-	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	done := waitAnswered(t, ctx, a, id)
 	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
 		t.Fatalf("Resolve after the slot moved: %v", err)
 	}
@@ -441,12 +415,7 @@ func TestShardedRunWithoutSPUBLISH(t *testing.T) {
 	poll(t, "Run to subscribe", func() bool { return a.subscribed.Load() > 0 })
 
 	id := mustCreate(t, other, question("alice", "")).ID
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.Wait(ctx, id, "")
-		done <- err
-	}()
-	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	done := waitAnswered(t, ctx, a, id)
 	if _, err := other.Resolve(ctx, id, answered("U1")); err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -544,15 +513,7 @@ func TestShardSubscriptionsFollowAFailover(t *testing.T) {
 		}
 		return true
 	})
-	done := make(chan error, 1)
-	go func() {
-		rec, err := a.Wait(ctx, id, "")
-		if err == nil && rec.Status != seam.StatusAnswered {
-			err = fmt.Errorf("status %s", rec.Status)
-		}
-		done <- err
-	}()
-	poll(t, "a waiter on "+id, func() bool { return a.Waiting() == 1 })
+	done := waitAnswered(t, ctx, a, id)
 	// other's client learnt of the failover only if a command of its
 	// failed: the first may fail (a person is told to try again), the
 	// next goes to the promoted replica.
@@ -568,4 +529,21 @@ func TestShardSubscriptionsFollowAFailover(t *testing.T) {
 	if err := recv(t, "the wait for "+id+" after the failover", done); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
+}
+
+// waitAnswered starts s.Wait on id in the background and returns once the
+// waiter is registered; the channel gets nil when the wait ends answered.
+func waitAnswered(t *testing.T, ctx context.Context, s *Store, id string) <-chan error {
+	t.Helper()
+	before := s.Waiting()
+	done := make(chan error, 1)
+	go func() {
+		rec, err := s.Wait(ctx, id, "")
+		if err == nil && rec.Status != seam.StatusAnswered {
+			err = fmt.Errorf("status %s", rec.Status)
+		}
+		done <- err
+	}()
+	poll(t, "a waiter on "+id, func() bool { return s.Waiting() > before })
+	return done
 }

@@ -319,31 +319,18 @@ func TestFaultSlackBursts(t *testing.T) {
 		slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"},
 	)
 	// The agent creates and waits in one call, through the post's burst.
-	type result struct {
-		status int
-		rec    record
-	}
-	done := make(chan result, 1)
 	body := cleanupQuestion()
 	body["tool_call_id"] = "call-burst"
-	go func() {
-		status, rec := b.do(t, http.MethodPost, "/v1/questions?wait=30s", body)
-		done <- result{status, rec}
-	}()
+	done := apptest.Go(b.URL(), http.MethodPost, "/v1/questions?wait=30s", body)
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
 	id := ""
 	for k := range postedIDs([]slacktest.FakeCall{msg}) {
 		id = k
 	}
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(40 * time.Second):
-		t.Fatal("the waiting create did not return")
-	}
-	if r.status != http.StatusCreated || r.rec.M["status"] != "answered" {
-		t.Fatalf("the agent got %d %v; want 201 answered", r.status, r.rec.M)
+	r := apptest.Await(t, done, 40*time.Second)
+	if r.Status != http.StatusCreated || r.Rec.M["status"] != "answered" {
+		t.Fatalf("the agent got %d %v; want 201 answered", r.Status, r.Rec.M)
 	}
 	b.fake.WaitCalls(t, "chat.update", 1)
 	posts, edits := b.fake.Calls("chat.postMessage"), b.fake.Calls("chat.update")
@@ -359,7 +346,7 @@ func TestFaultSlackBursts(t *testing.T) {
 	}
 	// The waiting create never read the record back: it lists the post
 	// it made itself.
-	if got := r.rec.M["posts"]; !reflect.DeepEqual(got, any(p)) {
+	if got := r.Rec.M["posts"]; !reflect.DeepEqual(got, any(p)) {
 		t.Errorf("the agent's record lists posts %v; the store, %v", got, p)
 	}
 }
