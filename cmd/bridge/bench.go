@@ -16,9 +16,10 @@ import (
 
 const benchUsage = `usage: bridge bench [flags]
 
-Runs bridge replicas (bridge serve processes) on one Redis beside a fake Slack API;
-simulated agents ask and wait through the HTTP API, simulated people answer
-through signed /slack/interactions callbacks on random replicas. Reports the
+Runs bridge replicas (bridge serve processes) on one Redis (or, with
+--redis-cluster, a Redis Cluster) beside a fake Slack API; simulated agents
+ask and wait through the HTTP API, simulated people answer through signed
+/slack/interactions callbacks on random replicas. Reports the
 Redis and loopback floors, click-to-waiter latency (same and cross replica),
 interaction ack latency under an open-loop click rate, lifecycles per
 second, Redis round trips and bytes per lifecycle, and memory per waiting

@@ -30,8 +30,8 @@ func Do(t testing.TB, base, method, path string, body any) (int, Record) {
 	return status, rec
 }
 
-// Answer is what a call made in the background got.
-type Answer struct {
+// Result is what a call made in the background got.
+type Result struct {
 	Status int
 	Rec    Record
 	Err    error
@@ -40,18 +40,18 @@ type Answer struct {
 // Go makes the call in the background, as an agent asking with ?wait= does,
 // and sends what it got on the channel. It never fails t itself: a test
 // may not from another goroutine; it checks Err.
-func Go(base, method, path string, body any) <-chan Answer {
-	out := make(chan Answer, 1)
+func Go(base, method, path string, body any) <-chan Result {
+	out := make(chan Result, 1)
 	go func() {
 		status, rec, err := do(base, method, path, body)
-		out <- Answer{status, rec, err}
+		out <- Result{status, rec, err}
 	}()
 	return out
 }
 
 // Await waits up to d for what a call made with Go got, and fails t on a
 // call that failed or did not return.
-func Await(t testing.TB, ch <-chan Answer, d time.Duration) Answer {
+func Await(t testing.TB, ch <-chan Result, d time.Duration) Result {
 	t.Helper()
 	select {
 	case a := <-ch:
@@ -61,7 +61,7 @@ func Await(t testing.TB, ch <-chan Answer, d time.Duration) Answer {
 		return a
 	case <-time.After(d):
 		t.Fatalf("the call did not return within %v", d)
-		return Answer{}
+		return Result{}
 	}
 }
 

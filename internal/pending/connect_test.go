@@ -547,3 +547,48 @@ func waitAnswered(t *testing.T, ctx context.Context, s *Store, id string) <-chan
 	poll(t, "a waiter on "+id, func() bool { return s.Waiting() > before })
 	return done
 }
+
+// Which errors make a cluster client reread its slots (reloadOnDown), and
+// which make a shard subscription be asked again soon (passing).
+func TestErrorClasses(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	for _, c := range []struct {
+		err       error
+		unreached bool
+	}{
+		{nil, false},
+		{redis.Nil, false},
+		{redis.ErrClosed, true},
+		{context.Canceled, false},
+		{fmt.Errorf("resolve x: %w", context.DeadlineExceeded), true},
+		{refused, true},
+	} {
+		if got := unreached(c.err); got != c.unreached {
+			t.Errorf("unreached(%v) = %v; want %v", c.err, got, c.unreached)
+		}
+	}
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	mr.SetError("NOPERM this user has no permissions to access one of the channels")
+	noperm := c.Ping(ctx).Err()
+	mr.SetError("MOVED 1234 127.0.0.1:7002")
+	moved := c.Ping(ctx).Err()
+	mr.SetError("")
+	for _, c := range []struct {
+		err     error
+		passing bool
+	}{
+		{fmt.Errorf("%w to p{s01}:wake", errEnded), true},
+		{moved, true},
+		{noperm, false},
+	} {
+		if c.err == nil {
+			t.Fatal("miniredis answered without the error it was told to")
+		}
+		if got := passing(c.err); got != c.passing {
+			t.Errorf("passing(%v) = %v; want %v", c.err, got, c.passing)
+		}
+	}
+}
