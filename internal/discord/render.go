@@ -119,7 +119,10 @@ func (b *builder) embed(title, prefix, text string, max int, colour int) {
 	desc := prefix
 	head, rest := surface.Cut(text, max-surface.Len(prefix), esc)
 	if rest != "" {
-		note := moreNote(rest)
+		// The note is measured on the whole text: what the second cut
+		// leaves is longer than rest but no longer than text, so its count
+		// has no more digits than this one.
+		note := moreNote(text)
 		head, rest = surface.Cut(text, max-surface.Len(prefix)-surface.Len(note), esc)
 		desc += esc(head) + moreNote(rest)
 		b.spill = append(b.spill, spilled{title, rest})

@@ -244,6 +244,24 @@ func TestLongPlanIsNeverCutSilently(t *testing.T) {
 	}
 }
 
+// A plan's detail with no space to cut at, at lengths where the "N more
+// characters" note gains a digit between measuring and cutting (found at
+// 14,054-14,072 characters): its embed stays within Discord's 4,096.
+func TestPlanNoteStaysWithinTheEmbed(t *testing.T) {
+	for n := 13_950; n <= 14_150; n++ {
+		q := extremeQuestion(0, 2, false)
+		q.Intent = &seam.Intent{Kind: seam.IntentPlanReview}
+		q.Detail = strings.Repeat("x", n)
+		rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+		m := render(rec, "", true)
+		for _, e := range m.embeds {
+			if l := surface.Len(e.Description); l > maxEmbedDesc {
+				t.Fatalf("a detail of %d characters: embed %q is %d long", n, e.Title, l)
+			}
+		}
+	}
+}
+
 func TestMentionsAllowOnlyTheConfiguredPing(t *testing.T) {
 	for in, want := range map[string]string{
 		"":          `{"parse":[],"replied_user":false}`,
