@@ -2,6 +2,7 @@ package slack
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
@@ -37,13 +38,23 @@ type carried struct {
 // needs (see carried). m was rendered for rec, to be posted by target key.
 // A button whose value would be too long for Slack keeps the one it has,
 // and its click reads the request.
+//
+// Every actions block is named for rec's hash too (see hashOfBlock), so a
+// click on any control, a select or Submit as much as a button, can be
+// told from one on a message of a request since replaced.
 func (m *message) carry(rec *pending.Record, key string) {
 	if rec.Hash == "" {
 		return
 	}
+	n := 0
 	for _, bl := range m.blocks {
 		a, ok := bl.(*slackapi.ActionBlock)
-		if !ok || a.Elements == nil {
+		if !ok {
+			continue
+		}
+		a.BlockID = blockPrefix + rec.Hash + ":" + strconv.Itoa(n)
+		n++
+		if a.Elements == nil {
 			continue
 		}
 		for _, el := range a.Elements.ElementSet {
@@ -66,6 +77,24 @@ func (m *message) carry(rec *pending.Record, key string) {
 			}
 		}
 	}
+}
+
+// blockPrefix begins the block_id of an actions block the bridge names:
+// "ab:", the request's hash, ":" and the block's place among the message's
+// actions blocks (a block_id is unique in its message and at most 255
+// characters). Slack sends a click's block_id back, signed.
+const blockPrefix = "ab:"
+
+// hashOfBlock is the request's hash in the block_id of a clicked actions
+// block, or "" for a block the bridge did not name (a message posted by
+// an earlier version, whose blocks Slack named).
+func hashOfBlock(id string) string {
+	rest, ok := strings.CutPrefix(id, blockPrefix)
+	if !ok {
+		return ""
+	}
+	hash, _, _ := strings.Cut(rest, ":")
+	return hash
 }
 
 // answersAtOnce reports whether a click on r's button is the whole answer

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -375,6 +376,54 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		}
 		retired(t, msg)
 	})
+
+	// The same through a control that carries no answer of its own: a
+	// select, the multi-select's Submit, Answer… (which opens a modal).
+	// Their clicks read the request; what their places mean is the first
+	// request's, which the actions block's block_id tells apart.
+	for i, tc := range []struct {
+		name   string
+		first  func(*seam.Question)
+		action string // the clicked control's action_id prefix, after "ab:"
+		with   func(msg slacktest.FakeCall) (with, state map[string]any)
+	}{
+		{"a select", func(q *seam.Question) {}, "select:", func(slacktest.FakeCall) (map[string]any, map[string]any) {
+			return map[string]any{"selected_option": map[string]any{"value": "5", "text": map[string]any{"type": "plain_text", "text": "f"}}}, nil
+		}},
+		{"a multi-select's Submit", func(q *seam.Question) { q.MultiSelect = true }, "submit:", func(msg slacktest.FakeCall) (map[string]any, map[string]any) {
+			boxes, block := msg.Action("ab:multi:")
+			return nil, map[string]any{block: map[string]any{boxes["action_id"].(string): map[string]any{
+				"type": "checkboxes", "selected_options": []any{map[string]any{"value": "1"}}}}}
+		}},
+		{"Answer…", func(q *seam.Question) { q.Options = nil }, "answer:", func(slacktest.FakeCall) (map[string]any, map[string]any) { return nil, nil }},
+	} {
+		t.Run("a request replaced under its tool_call_id, through "+tc.name, func(t *testing.T) {
+			call := fmt.Sprintf("call-r%d", i)
+			first := question(call, "a", "b", "c", "d", "e", "f")
+			tc.first(&first.Questions.Questions[0])
+			old, msg := post(t, first, target, true)
+			if ok, err := store.Discard(ctx, old.ID); !ok || err != nil {
+				t.Fatalf("Discard: %v, %v", ok, err)
+			}
+			again, _ := post(t, question(call, "drop a", "drop b", "drop c", "drop d", "drop e", "DROP PROD"), target, false)
+			if again.ID != old.ID {
+				t.Fatalf("created again as %s; want %s", again.ID, old.ID)
+			}
+			modals := len(fake.Calls("views.open"))
+			with, state := tc.with(msg)
+			_, told := click(t, slacktest.BlockActions(t, msg, ada, "ab:"+tc.action+old.ID, with, state))
+			if len(told) != 1 || told[0] != surface.MsgGone {
+				t.Errorf("a click on the first message was told %q; want %q", told, surface.MsgGone)
+			}
+			if got := ended(t, again.ID); got.Status != seam.StatusPending {
+				t.Errorf("the request asking something else is %s (%s); want it pending", got.Status, answerOf(got))
+			}
+			if n := len(fake.Calls("views.open")) - modals; n != 0 {
+				t.Errorf("%d modals opened for the request asking something else", n)
+			}
+			retired(t, msg)
+		})
+	}
 
 	// The same, on a message posted before this version: the click reads
 	// the request first and finds none.

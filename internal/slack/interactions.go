@@ -276,6 +276,10 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		}
 		return
 	}
+	if replaced(rec, c) {
+		h.work.Go(func(ctx context.Context) { h.gone(ctx, c) })
+		return
+	}
 	t := h.s.target(rec, c.channel, c.ts)
 	ok, known := false, true
 	if t != nil {
@@ -350,6 +354,10 @@ func (h *Interactions) act(ctx context.Context, c click) {
 		h.tell(ctx, c, surface.MsgTrouble)
 		return
 	}
+	if replaced(rec, c) {
+		h.gone(ctx, c)
+		return
+	}
 	if !h.mayAnswer(ctx, h.s.target(rec, c.channel, c.ts), c) {
 		return
 	}
@@ -389,6 +397,15 @@ func (h *Interactions) quick(ctx context.Context, c click) bool {
 	}
 	h.finish(ctx, cv.resolution(c.ref.Verb), c)
 	return true
+}
+
+// replaced reports whether c's message was posted for another request
+// than rec under its id: one discarded (its post's reply lost) and
+// created again under its tool_call_id, asking something else. Its
+// controls' places mean nothing for rec.
+func replaced(rec *pending.Record, c click) bool {
+	h := hashOfBlock(c.action.BlockID)
+	return h != "" && h != rec.Hash
 }
 
 // gone tells the person that the request they clicked no longer exists

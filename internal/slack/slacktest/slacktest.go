@@ -250,6 +250,24 @@ type chatAnswer struct {
 	Message map[string]any `json:"message"`
 }
 
+// blockIDsValid reports whether every block_id given is at most 255
+// characters and unique in its message, as Slack requires (it answers
+// invalid_blocks otherwise).
+func blockIDsValid(blocks []map[string]any) bool {
+	seen := map[string]bool{}
+	for _, b := range blocks {
+		id, _ := b["block_id"].(string)
+		if id == "" {
+			continue
+		}
+		if len(id) > 255 || seen[id] {
+			return false
+		}
+		seen[id] = true
+	}
+	return true
+}
+
 func failure(err string) map[string]any { return map[string]any{"ok": false, "error": err} }
 
 // answer answers a successful call, and says whether it answered ok; f.mu
@@ -260,6 +278,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		ch := c.Field("channel")
 		if ch == "" || !c.has("blocks") && c.Field("text") == "" {
 			return failure("no_text"), false
+		}
+		if !blockIDsValid(c.Blocks()) {
+			return failure("invalid_blocks"), false
 		}
 		f.next++
 		c.TS = fmt.Sprintf("1700000000.%06d", f.next)
@@ -272,6 +293,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		ts := c.Field("ts")
 		if ts == "" {
 			return failure("message_not_found"), false
+		}
+		if !blockIDsValid(c.Blocks()) {
+			return failure("invalid_blocks"), false
 		}
 		f.next++
 		msg := f.echo(c, ts)
