@@ -165,6 +165,11 @@ func (h *Interactions) load(ctx context.Context, in *interaction, r surface.Ref)
 	case err != nil:
 		h.log.Warn("reading a request failed", "request_id", r.ID, "err", err)
 		return nil, ephemeral(surface.MsgTrouble)
+	case !r.Fits(rec.Hash):
+		// The control was made for a request since discarded (its post's
+		// reply lost) and created again under its tool_call_id, asking
+		// something else: the one it was made for no longer exists.
+		return nil, gone(in)
 	}
 	msgID := ""
 	if in.Message != nil {
@@ -361,7 +366,8 @@ type resolved struct {
 // as a deferred update, and the message is then edited through the API.
 func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pending.Resolution, in *interaction) *response {
 	res.By = responder(in)
-	res.Kind, res.From = rec.Kind, rec
+	// Hash: refused if the request was replaced since it was read.
+	res.Kind, res.From, res.Hash = rec.Kind, rec, rec.Hash
 	var sl *slot
 	if inPlaceable(in) {
 		sl = h.s.inPlace.register(in.Message.ID)
@@ -388,6 +394,8 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 				return update(render(<-sl.ch, "", false))
 			}
 			return h.late(r.rec, &res, in)
+		case errors.Is(r.err, pending.ErrNotFound):
+			return gone(in)
 		}
 		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
 		return ephemeral(surface.MsgUnconfirmed)

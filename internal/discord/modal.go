@@ -14,7 +14,10 @@ import (
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
-func modal(r surface.Ref, title string, components any) *response {
+// modal is a modal of rec's: its Ref carries rec's tag, so that its
+// submission is held to the request it showed.
+func modal(rec *pending.Record, r surface.Ref, title string, components any) *response {
+	r.Tag = surface.HashTag(rec.Hash)
 	return &response{Type: respModal, Data: &responseData{
 		CustomID: r.String(), Title: surface.Truncate(title, maxModalTitle), Components: components,
 	}}
@@ -64,7 +67,7 @@ func textModal(rec *pending.Record) *response {
 	}
 	hint := surface.InputHint(typ)
 	row := textRow(textField(0), label, hint, prefill, typ == seam.InputString || typ == "", true, maxTextValue)
-	return modal(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []discordgo.MessageComponent{row})
+	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []discordgo.MessageComponent{row})
 }
 
 // otherModal takes free text for question i: an answer of its own, or
@@ -76,13 +79,13 @@ func otherModal(rec *pending.Record, i int) *response {
 		label, title = "Your feedback on the plan", "Feedback"
 	}
 	row := textRow(otherField(i), label, oneLine(q.Question), "", true, true, maxTextValue)
-	return modal(surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, []discordgo.MessageComponent{row})
+	return modal(rec, surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, []discordgo.MessageComponent{row})
 }
 
 // rejectModal asks for an optional reason before rejecting an approval.
 func rejectModal(rec *pending.Record) *response {
 	row := textRow(noteField, "Reason (optional)", "Told to the agent", "", true, false, min(maxTextValue, seam.MaxNoteLen))
-	return modal(surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject "+rec.Approval.ToolName, []discordgo.MessageComponent{row})
+	return modal(rec, surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject "+rec.Approval.ToolName, []discordgo.MessageComponent{row})
 }
 
 // sheetFits reports whether every question of qs fits one modal: a select
@@ -155,7 +158,7 @@ func sheetModal(rec *pending.Record) *response {
 	if len(qs) > 1 {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
-	return modal(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, comps)
+	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, comps)
 }
 
 // msgTooBig is what someone who wants to answer a request too large for a

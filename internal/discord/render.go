@@ -192,7 +192,7 @@ func render(rec *pending.Record, mention string, live bool) message {
 	m := message{embeds: b.embeds, more: b.more(kind, rec.ID), components: []discordgo.MessageComponent{}}
 	in := intro(rec)
 	if live {
-		m.components = comps
+		m.components = tagged(comps, surface.HashTag(rec.Hash))
 		if mention != "" {
 			in = mention + " " + in
 		}
@@ -273,6 +273,42 @@ func listed(q seam.Question) bool {
 		}
 	}
 	return false
+}
+
+// tagged gives every control of comps the tag of its request's hash (see
+// surface.Ref.Tag), so that its click can be told from one on the
+// message of another request under the same id.
+func tagged(comps []discordgo.MessageComponent, tag string) []discordgo.MessageComponent {
+	if tag == "" {
+		return comps
+	}
+	retag := func(id string) string {
+		r, err := surface.ParseRef(id)
+		if err != nil {
+			return id
+		}
+		r.Tag = tag
+		return r.String()
+	}
+	for _, c := range comps {
+		row, ok := c.(discordgo.ActionsRow)
+		if !ok {
+			continue
+		}
+		for i, el := range row.Components {
+			switch el := el.(type) {
+			case discordgo.Button:
+				if el.CustomID != "" { // a link button has none
+					el.CustomID = retag(el.CustomID)
+				}
+				row.Components[i] = el
+			case discordgo.SelectMenu:
+				el.CustomID = retag(el.CustomID)
+				row.Components[i] = el
+			}
+		}
+	}
+	return comps
 }
 
 func button(r surface.Ref, label string, style discordgo.ButtonStyle) discordgo.Button {
