@@ -117,6 +117,12 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	if err != nil {
 		return nil, false, err
 	}
+	// Once the request exists, its create finishes whether or not the
+	// caller still waits: a post cut off midway may be in the channel
+	// already, and left unrecorded it would keep live buttons while the
+	// caller's retry posted it again. Each platform call has its own
+	// deadline.
+	ctx = context.WithoutCancel(ctx)
 	if created {
 		d.metrics.created(rec)
 	}

@@ -48,6 +48,9 @@ func (c *chat) Post(ctx context.Context, rec *pending.Record, t dispatch.Target)
 	if c.during != nil {
 		c.during()
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // as an HTTP call whose context ended fails
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := pending.Post{Surface: "slack", Channel: ch, MessageID: fmt.Sprintf("%s-%d", ch, len(c.posts))}
@@ -270,6 +273,33 @@ func TestRequestEndingWhilePostingIsFinishedAtOnce(t *testing.T) {
 // TestCrashBetweenStoreAndPost: a replica stored a request and died before
 // posting it. Once its posting lease has passed, exactly one of several
 // replicas posts it; an agent re-attaching meanwhile doesn't post it twice.
+// An agent whose call is cut off mid-create (a client timeout, a dropped
+// connection) does not cut the create short: the messages may be in the
+// channel already, and left unrecorded they would keep live buttons while
+// the agent's retry posted them again. The retry finds the request posted.
+func TestCreateOutlivesItsCaller(t *testing.T) {
+	c := newChat()
+	e, d := setup(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.during = cancel // the caller goes while the posts are in flight
+	rec, created, err := d.Create(ctx, question("default", "call-cut"))
+	if err != nil || !created {
+		t.Fatalf("Create with its caller gone mid-post: created %v, %v", created, err)
+	}
+	got, err := e.store.Get(context.Background(), rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Posts) != 2 || len(c.channels()) != 2 {
+		t.Errorf("%d messages recorded of %d posted; want both of 2", len(got.Posts), len(c.channels()))
+	}
+	c.during = nil
+	again, created, err := d.Create(context.Background(), question("default", "call-cut"))
+	if err != nil || created || again.ID != rec.ID || len(c.channels()) != 2 {
+		t.Errorf("the retry: %v, created %v, id %s (want %s), %d posts (want 2)", err, created, again.ID, rec.ID, len(c.channels()))
+	}
+}
+
 func TestCrashBetweenStoreAndPost(t *testing.T) {
 	e, d1 := setup(t, newChat())
 	d2 := e.replica(t)

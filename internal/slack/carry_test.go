@@ -377,6 +377,48 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		retired(t, msg)
 	})
 
+	// A message its request does not list (its recording failed, or its
+	// post's reply was lost while another target took the request): ending
+	// the request edits only the messages it lists, so a click on this one,
+	// whether it answers or comes late, edits it.
+	edited := func(t *testing.T, msg slacktest.FakeCall, want string) {
+		t.Helper()
+		for _, u := range fake.Calls("chat.update") {
+			if u.Field("ts") != msg.TS || u.Field("channel") != msg.Field("channel") {
+				continue
+			}
+			for _, b := range u.Blocks() {
+				if b["type"] == "actions" {
+					t.Errorf("the message was edited with live controls: %s", u.Body)
+				}
+			}
+			if !strings.Contains(u.Text(), want) {
+				t.Errorf("the message was edited to %s; want it to say %q", u.Body, want)
+			}
+			return
+		}
+		t.Errorf("a message its request does not list was not edited; it keeps live buttons")
+	}
+	t.Run("an unrecorded message, answered", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), target, true)
+		click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil))
+		if got := ended(t, rec.ID); got.Status != seam.StatusAnswered {
+			t.Fatalf("status %s; want answered", got.Status)
+		}
+		edited(t, msg, "Answered by ada")
+	})
+	t.Run("an unrecorded message, clicked late", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), target, true)
+		if _, err := store.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+			t.Fatal(err)
+		}
+		_, told := click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil))
+		if len(told) != 1 {
+			t.Errorf("the late click was told %q; want one notice", told)
+		}
+		edited(t, msg, "Cancelled")
+	})
+
 	// The same through a control that carries no answer of its own: a
 	// select, the multi-select's Submit, Answer… (which opens a modal).
 	// Their clicks read the request; what their places mean is the first

@@ -441,6 +441,7 @@ func (h *Interactions) retire(ctx context.Context, c click) {
 // late tells the person that rec is over, unless res is how it ended:
 // the same action delivered again.
 func (h *Interactions) late(ctx context.Context, rec *pending.Record, res *pending.Resolution, c click) {
+	h.finishUnrecorded(ctx, rec, c)
 	if res != nil {
 		mine := *res
 		mine.By = responder(c.user)
@@ -449,6 +450,25 @@ func (h *Interactions) late(ctx context.Context, rec *pending.Record, res *pendi
 		}
 	}
 	h.tell(ctx, c, surface.LateReply(rec, statusFormat))
+}
+
+// finishUnrecorded edits c's message to how rec ended when rec does not
+// list it among its posts: its recording failed (Redis refused it), or its
+// post's reply was lost while another target took the request. Ending rec
+// edited only the messages it lists; nothing else would take this one's
+// controls off.
+func (h *Interactions) finishUnrecorded(ctx context.Context, rec *pending.Record, c click) {
+	if rec == nil || rec.Status == seam.StatusPending || c.channel == "" || c.ts == "" {
+		return
+	}
+	for _, p := range rec.Posts {
+		if p.Surface == surfaceName && p.Channel == c.channel && p.MessageID == c.ts {
+			return
+		}
+	}
+	if err := h.s.Finish(ctx, rec, pending.Post{Surface: surfaceName, Channel: c.channel, MessageID: c.ts}); err != nil {
+		h.log.Warn("editing a clicked message its request does not list failed", "request_id", rec.ID, "err", err)
+	}
 }
 
 // mayAnswer reports whether the person who clicked may answer through
@@ -551,6 +571,7 @@ func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c cli
 	switch {
 	case err == nil:
 		h.log.Info("request resolved", "request_id", c.ref.ID, "status", res.Status, "user", c.user.ID)
+		h.finishUnrecorded(ctx, got, c)
 	case errors.Is(err, pending.ErrNotFound):
 		h.gone(ctx, c)
 	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
