@@ -114,3 +114,23 @@ func Get(t testing.TB, base, path, id string) Record {
 	_, rec := Do(t, base, http.MethodGet, path+"/"+id, nil)
 	return rec
 }
+
+// Posted waits until the request lists n posted messages, as a person's
+// click comes long after the bridge recorded its post: a click before
+// that ends the request first, and the message is then edited twice (by
+// the click and by the replica that posted it, learning of the end as it
+// records the post). It polls; nothing signals a recording.
+func Posted(t testing.TB, base, path, id string, n int) Record {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+		rec := Get(t, base, path, id)
+		if p, _ := rec.M["posts"].([]any); len(p) >= n {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("request %s did not list %d posts within 10s", id, n)
+		}
+	}
+}

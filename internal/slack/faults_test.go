@@ -327,6 +327,7 @@ func TestFaultSlackBursts(t *testing.T) {
 	for k := range postedIDs([]slacktest.FakeCall{msg}) {
 		id = k
 	}
+	apptest.Posted(t, b.URL(), "/v1/questions", id, 1) // a person clicks long after
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
 	r := apptest.Await(t, done, 40*time.Second)
 	if r.Status != http.StatusCreated || r.Rec.M["status"] != "answered" {
