@@ -335,8 +335,23 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 	if rec.Status == seam.StatusPending {
 		return nil
 	}
-	if s.inPlace.deliver(p.MessageID, rec) {
-		return nil
+	if sent := s.inPlace.deliver(p.MessageID, rec); sent != nil {
+		// The click's response edits the message, if it reaches Discord:
+		// past Discord's 3 s, or a gateway callback refused, it does not,
+		// and the message is edited here instead (twice does no harm).
+		t := time.NewTimer(inPlaceWait)
+		defer t.Stop()
+		select {
+		case err := <-sent:
+			if err == nil {
+				return nil
+			}
+			s.log.Info("a click's response did not reach Discord; editing its message", "request_id", rec.ID, "err", err)
+		case <-t.C:
+			s.log.Info("a click's response was not confirmed; editing its message", "request_id", rec.ID)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	m := render(rec, "", false)
 	edit := &discordgo.MessageEdit{

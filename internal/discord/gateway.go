@@ -101,4 +101,5 @@ func (h *Interactions) fromGateway(ctx context.Context, raw []byte) {
 	if err != nil {
 		h.log.Warn("answering a gateway interaction failed", "err", err)
 	}
+	resp.delivered(err)
 }

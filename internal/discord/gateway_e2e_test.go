@@ -2,6 +2,8 @@ package discord_test
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/askbridge/askbridge/internal/app"
@@ -49,5 +51,42 @@ routes:
 	}
 	if n := gw.Sessions(); n != 1 {
 		t.Errorf("%d gateway sessions; only the lease holder may connect", n)
+	}
+}
+
+// A gateway click whose callback Discord refuses (404 Unknown interaction,
+// as past its 3 s window) does not show the outcome: the message is then
+// edited through the API.
+func TestGatewayCallbackRefusedIsEditedThroughTheAPI(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	gw := fake.StartGateway(t)
+	yaml := fmt.Sprintf(`
+discord:
+  bot_token: %s
+  application_id: "1100000000000000001"
+  api_url: %s
+  gateway: true
+routes:
+  - name: default
+    targets:
+      - discord: {channel: "%s"}
+`, botToken, fake.URL, channel)
+	url, prefix := apptest.Redis(t)
+	b := bridge{App: apptest.Start(t, apptest.Config(t, yaml, url, prefix), app.Options{}), fake: fake}
+	gw.WaitIdentified(t)
+
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "create", 1)[0]
+	fake.FailNext("callback", discord.FakeFail{Status: http.StatusNotFound})
+	gw.Dispatch(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
+	if rec := b.wait(t, "/v1/questions", id); rec.M["status"] != "answered" {
+		t.Fatalf("status %v; want answered", rec.M["status"])
+	}
+	edit := fake.WaitCalls(t, "edit", 1)[0]
+	if edit.MessageID != msg.MessageID || !noControls(edit.Body) || !strings.Contains(discord.Text(edit.Body), "Answered by ada") {
+		t.Errorf("edited %s to %v; want %s without controls, saying who answered", edit.MessageID, edit.Body, msg.MessageID)
+	}
+	if n := len(fake.AllCalls("callback")); n != 1 {
+		t.Errorf("%d callbacks; want the one refused", n)
 	}
 }

@@ -81,7 +81,11 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := h.handle(r.Context(), &in)
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
+	err = json.NewEncoder(w).Encode(resp)
+	if err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	resp.delivered(err)
 }
 
 // verify checks X-Signature-Ed25519 over X-Signature-Timestamp + body
@@ -327,6 +331,13 @@ func responder(in *interaction) *pending.Responder {
 // late answers an action on an ended request: the same action delivered
 // again shows the outcome; anything else tells the person it is over.
 func (h *Interactions) late(rec *pending.Record, res *pending.Resolution, in *interaction) *response {
+	if inPlaceable(in) && !lists(rec, in.Message.ID) {
+		// Ending rec edited the messages it lists, not this one (its
+		// recording failed, or its post's reply was lost while another
+		// target took the request): the outcome in its place says what
+		// the person needs to know and takes its controls off.
+		return update(render(rec, "", false))
+	}
 	if res != nil {
 		mine := *res
 		mine.By = responder(in)
@@ -338,6 +349,16 @@ func (h *Interactions) late(rec *pending.Record, res *pending.Resolution, in *in
 		}
 	}
 	return ephemeral(surface.LateReply(rec, statusFormat))
+}
+
+// lists reports whether msgID is among rec's recorded Discord messages.
+func lists(rec *pending.Record, msgID string) bool {
+	for _, p := range rec.Posts {
+		if p.Surface == surfaceName && p.MessageID == msgID {
+			return true
+		}
+	}
+	return false
 }
 
 // same reports whether rec ended exactly as res would have ended it.
@@ -378,11 +399,13 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 		done <- resolved{got, err}
 	})
 	select {
-	case got := <-sl.delivered():
-		return update(render(got, "", false))
+	case d := <-sl.delivered():
+		return d.update()
 	case r := <-done:
 		consumed := !h.s.inPlace.cancel(sl)
 		switch {
+		case r.err == nil && consumed:
+			return (<-sl.ch).update()
 		case r.err == nil && inPlaceable(in):
 			return update(render(r.rec, "", false))
 		case r.err == nil:
@@ -391,7 +414,7 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 			if consumed {
 				// Another click on this replica won and its edit of this
 				// message came to us: show it here.
-				return update(render(<-sl.ch, "", false))
+				return (<-sl.ch).update()
 			}
 			return h.late(r.rec, &res, in)
 		case errors.Is(r.err, pending.ErrNotFound):
@@ -401,7 +424,7 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 		return ephemeral(surface.MsgUnconfirmed)
 	case <-ctx.Done():
 		if !h.s.inPlace.cancel(sl) {
-			return update(render(<-sl.ch, "", false))
+			return (<-sl.ch).update()
 		}
 		return deferredUpdate() // Finish edits the message through the API
 	}
@@ -415,9 +438,31 @@ type inPlace struct {
 	slots map[string]*slot // by message id
 }
 
+// inPlaceWait bounds how long Finish waits to hear whether a click's
+// response, carrying the outcome, reached Discord: the response goes
+// within surface.AckBudget of the click, a gateway callback within a
+// second after.
+const inPlaceWait = 5 * time.Second
+
 type slot struct {
 	msgID string
-	ch    chan *pending.Record
+	ch    chan delivery
+}
+
+// delivery is an outcome handed to a waiting interaction: the record as
+// it ended, and where to say whether the response carrying it reached
+// Discord.
+type delivery struct {
+	rec  *pending.Record
+	sent chan error // buffered: the sender never waits
+}
+
+// update is the response that shows d's outcome in the clicked message;
+// Finish learns through it whether the response reached Discord.
+func (d delivery) update() *response {
+	r := update(render(d.rec, "", false))
+	r.sent = func(err error) { d.sent <- err }
+	return r
 }
 
 func newInPlace() *inPlace { return &inPlace{slots: map[string]*slot{}} }
@@ -430,13 +475,13 @@ func (p *inPlace) register(msgID string) *slot {
 	if _, taken := p.slots[msgID]; taken {
 		return nil
 	}
-	s := &slot{msgID: msgID, ch: make(chan *pending.Record, 1)}
+	s := &slot{msgID: msgID, ch: make(chan delivery, 1)}
 	p.slots[msgID] = s
 	return s
 }
 
 // delivered is the slot's channel; a nil slot's never delivers.
-func (s *slot) delivered() <-chan *pending.Record {
+func (s *slot) delivered() <-chan delivery {
 	if s == nil {
 		return nil
 	}
@@ -458,15 +503,18 @@ func (p *inPlace) cancel(s *slot) bool {
 	return true
 }
 
-// deliver hands rec to the interaction waiting on msgID, if any.
-func (p *inPlace) deliver(msgID string, rec *pending.Record) bool {
+// deliver hands rec to the interaction waiting on msgID, if any, and
+// returns where that interaction will say whether its response reached
+// Discord; nil when none waits.
+func (p *inPlace) deliver(msgID string, rec *pending.Record) <-chan error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.slots[msgID]
 	if !ok {
-		return false
+		return nil
 	}
 	delete(p.slots, msgID)
-	s.ch <- rec
-	return true
+	sent := make(chan error, 1)
+	s.ch <- delivery{rec: rec, sent: sent}
+	return sent
 }

@@ -135,6 +135,16 @@ func fields(cs []wireComponent) map[string]field {
 type response struct {
 	Type int           `json:"type"`
 	Data *responseData `json:"data,omitempty"`
+	// sent, when set, is told whether the response reached Discord: an
+	// outcome delivered in place (see inPlace) counts as edited only then.
+	sent func(error)
+}
+
+// delivered tells r's sender, if it waits, whether r reached Discord.
+func (r *response) delivered(err error) {
+	if r != nil && r.sent != nil {
+		r.sent(err)
+	}
 }
 
 type responseData struct {
