@@ -95,7 +95,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // scripts are every Lua script the Store runs.
 var scripts = []*redis.Script{
 	createScript, resolveScript, addPostScript, discardScript, claimPostingScript,
-	editedScript, claimFinishScript, leaseScript, releaseScript,
+	editedScript, claimFinishScript, leaseScript, releaseScript, forgetThreadScript,
 }
 
 // LoadScripts loads the Store's scripts into Redis, on every master of a

@@ -1530,6 +1530,47 @@ func TestSessionThread(t *testing.T) {
 	})
 }
 
+// TestForgetThread: a surface that finds a session's thread unusable
+// forgets it, and the next SetThread records a new one. A replica that
+// found the same thread unusable later forgets nothing: the new thread
+// another replica recorded meanwhile stays.
+func TestForgetThread(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s, other := b.store(), b.store()
+		const session = "discord/C1/run-42"
+		if _, err := s.SetThread(ctx, session, "111"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ForgetThread(ctx, session, "999"); err != nil {
+			t.Fatal(err)
+		}
+		if ts, err := s.Thread(ctx, session); err != nil || ts != "111" {
+			t.Fatalf("forgetting another thread changed the session's: %q %v", ts, err)
+		}
+		if err := s.ForgetThread(ctx, session, "111"); err != nil {
+			t.Fatal(err)
+		}
+		if ts, err := s.Thread(ctx, session); err != nil || ts != "" {
+			t.Fatalf("after forgetting it: %q %v; want none", ts, err)
+		}
+		if ts, err := s.SetThread(ctx, session, "222"); err != nil || ts != "222" {
+			t.Fatalf("the new thread: %q %v", ts, err)
+		}
+		// The slower replica, which also found 111 unusable, forgets it too
+		// and then races to record its own new thread.
+		if err := other.ForgetThread(ctx, session, "111"); err != nil {
+			t.Fatal(err)
+		}
+		if ts, err := other.SetThread(ctx, session, "333"); err != nil || ts != "222" {
+			t.Fatalf("the slower replica's thread: %q %v; want the first new one, 222", ts, err)
+		}
+		if err := s.ForgetThread(ctx, "discord/C1/no-such-session", "111"); err != nil {
+			t.Fatalf("forgetting the thread of a session without one: %v", err)
+		}
+	})
+}
+
 // TestWakeCarriesTheEnding: a wake-up hands the waiter how its request
 // ended, so the waiter returns without reading the record again; anything
 // malformed falls back to the read.

@@ -35,3 +35,28 @@ func (s *Store) SetThread(ctx context.Context, session, ts string) (string, erro
 	}
 	return got, nil
 }
+
+// forgetThreadScript deletes a session's thread if it is still the given
+// one.
+//
+// KEYS[1] thread. ARGV[1] the thread to forget.
+// Returns 1 when forgotten, 0 when the key holds another thread or none.
+var forgetThreadScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+`)
+
+// ForgetThread forgets session's thread if it is still ts, so that the
+// session's next post starts a new one (SetThread): the surface found ts
+// unusable (deleted, or locked). Only ts goes: when another replica that
+// found it unusable too has forgotten it and recorded a new thread
+// already, that one stays, and the replicas agree on it.
+func (s *Store) ForgetThread(ctx context.Context, session, ts string) error {
+	if err := forgetThreadScript.Run(ctx, s.rdb, []string{s.keys.thread(session)}, ts).Err(); err != nil {
+		return fmt.Errorf("forget thread: %w", unavailable(err))
+	}
+	return nil
+}
