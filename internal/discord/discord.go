@@ -276,11 +276,18 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		Components:      m.components,
 		AllowedMentions: mentions(tc.Mention),
 	}
-	var msg *discordgo.Message
-	err := s.call(ctx, "create message", func(opts ...discordgo.RequestOption) (err error) {
-		msg, err = s.api.ChannelMessageSendComplex(channel, send, opts...)
-		return err
-	})
+	msg, err := s.create(ctx, channel, send)
+	if err != nil && thread != "" && threadGone(err) {
+		// Kept, a dead thread would fail every request of the session
+		// until its record expires: forget it and start over as a new
+		// session does.
+		log.Warn("the session's thread is gone; posting in the channel and starting a new thread", "thread", thread, "err", err)
+		if err := s.store.ForgetThread(ctx, session, thread); err != nil {
+			log.Warn("forgetting the session's thread failed", "err", err)
+		}
+		thread, channel = "", tc.Channel
+		msg, err = s.create(ctx, channel, send)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
 	}
@@ -312,6 +319,41 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 	}
 	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: msg.ID, Thread: thread, PostedAt: s.now().UTC()}}, nil
+}
+
+// create posts one message to channel.
+func (s *Surface) create(ctx context.Context, channel string, send *discordgo.MessageSend) (*discordgo.Message, error) {
+	var msg *discordgo.Message
+	err := s.call(ctx, "create message", func(opts ...discordgo.RequestOption) (err error) {
+		msg, err = s.api.ChannelMessageSendComplex(channel, send, opts...)
+		return err
+	})
+	return msg, err
+}
+
+// threadGone reports whether a post into a session's thread failed for
+// good because of the thread: it was deleted (404, 10003 Unknown
+// Channel), a moderator locked it (50083 Thread is archived, 160005
+// Thread is locked), or the bot may no longer post in it (50001 Missing
+// Access; 50013 Missing Permissions, as when Send Messages in Threads is
+// taken away while Send Messages, all the channel needs, is not).
+func threadGone(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) {
+		return false
+	}
+	if re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
+		return true // the route's one object is the channel, with or without Discord's code
+	}
+	if re.Message == nil {
+		return false
+	}
+	switch re.Message.Code {
+	case discordgo.ErrCodeUnknownChannel, discordgo.ErrCodePerformedOperationOnArchivedThread,
+		discordgo.ErrCodeThreadIsLocked, discordgo.ErrCodeMissingAccess, discordgo.ErrCodeMissingPermissions:
+		return true
+	}
+	return false
 }
 
 // startThread starts the thread of a session from its first message.

@@ -517,11 +517,13 @@ func TestDismissAndCancelEditMessages(t *testing.T) {
 	}
 }
 
-func TestThreadBySession(t *testing.T) {
-	b := start(t, `
+const threadTarget = `
       - discord:
-          channel: "`+channel+`"
-          thread_by_session: true`)
+          channel: "` + channel + `"
+          thread_by_session: true`
+
+func TestThreadBySession(t *testing.T) {
+	b := start(t, threadTarget)
 	b.create(t, "/v1/questions", cleanupQuestion())
 	first := b.fake.WaitCalls(t, "create", 1)[0]
 	th := b.fake.WaitCalls(t, "thread", 1)[0]
@@ -536,6 +538,73 @@ func TestThreadBySession(t *testing.T) {
 	if n := len(b.fake.Calls("thread")); n != 1 {
 		t.Errorf("%d threads for one session", n)
 	}
+}
+
+// TestDeadSessionThread: a session's thread is deleted, or locked by a
+// moderator, or the bot may no longer post in threads. The session's next
+// request is posted in the channel and starts a new thread, and the
+// requests after it go into that one; the agent never gets NO_PROVIDER.
+// A failure that says nothing about the thread keeps it.
+func TestDeadSessionThread(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kill func(f *discord.FakeDiscord, thread string)
+	}{
+		{"deleted", (*discord.FakeDiscord).DeleteThread},
+		{"not found, without Discord's code", func(f *discord.FakeDiscord, _ string) {
+			f.FailNext("create", discord.FakeFail{Status: http.StatusNotFound, Message: "404: Not Found"})
+		}},
+		{"locked", (*discord.FakeDiscord).LockThread},
+		{"no right to post in threads", func(f *discord.FakeDiscord, _ string) {
+			f.FailNext("create", discord.FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, threadTarget)
+			b.create(t, "/v1/questions", cleanupQuestion())
+			dead := b.fake.WaitCalls(t, "thread", 1)[0].MessageID // a thread shares its first message's id
+			tc.kill(b.fake, dead)
+
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			msg := b.fake.WaitCalls(t, "create", 2)[1]
+			if msg.Channel != channel {
+				t.Fatalf("posted in %s after the thread died; want the channel %s", msg.Channel, channel)
+			}
+			th := b.fake.WaitCalls(t, "thread", 2)[1]
+			if th.MessageID != msg.MessageID || th.Channel != channel {
+				t.Errorf("the new thread starts from %s in %s; want the new message %s in %s", th.MessageID, th.Channel, msg.MessageID, channel)
+			}
+			p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+			if len(p) != 1 || p[0].(map[string]any)["message_id"] != msg.MessageID || p[0].(map[string]any)["channel"] != channel {
+				t.Errorf("recorded posts %v; want message %s in the channel", p, msg.MessageID)
+			}
+
+			b.create(t, "/v1/questions", cleanupQuestion())
+			if next := b.fake.WaitCalls(t, "create", 3)[2]; next.Channel != th.MessageID {
+				t.Errorf("the session's next request went to %s; want its new thread %s", next.Channel, th.MessageID)
+			}
+			if n := len(b.fake.Calls("thread")); n != 2 {
+				t.Errorf("%d threads started; want 2 (the dead one and its successor)", n)
+			}
+		})
+	}
+
+	t.Run("other failure", func(t *testing.T) {
+		b := start(t, threadTarget)
+		b.create(t, "/v1/questions", cleanupQuestion())
+		thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+		b.fake.FailNext("create", discord.FakeFail{Status: http.StatusBadRequest, Code: 50035, Message: "Invalid Form Body"})
+		if status, rec := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion()); status != http.StatusServiceUnavailable {
+			t.Fatalf("a refused post got %d %v; want 503 NO_PROVIDER", status, rec.M)
+		}
+		b.create(t, "/v1/questions", cleanupQuestion())
+		if next := b.fake.WaitCalls(t, "create", 2)[1]; next.Channel != thread {
+			t.Errorf("after a failure that is not the thread's, the session posted in %s; want its thread %s", next.Channel, thread)
+		}
+		if n := len(b.fake.AllCalls("create")); n != 3 {
+			t.Errorf("%d creates; want 3 (the refused one not tried again in the channel)", n)
+		}
+	})
 }
 
 // A click on a message whose request the store no longer has (its post's

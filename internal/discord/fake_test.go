@@ -23,7 +23,8 @@ import (
 // FakeDiscord is a fake Discord REST API (v10 paths): it creates and edits
 // channel messages, starts threads and takes interaction callbacks like
 // Discord does (JSON in, the message out, 429 with Retry-After and a
-// retry_after body on demand) and records every call.
+// retry_after body on demand, Discord's JSON errors for threads that were
+// deleted or locked) and records every call.
 type FakeDiscord struct {
 	URL   string // the API base URL, with its final /
 	Token string // the bot token it accepts
@@ -37,6 +38,15 @@ type FakeDiscord struct {
 	fails map[string][]FakeFail
 	next  int64
 	wake  chan struct{}
+
+	threads map[string]*fakeThread // the threads it started, by id
+}
+
+// fakeThread is a thread as the fake knows it: the channel it is in, and
+// what a moderator did to it.
+type fakeThread struct {
+	parent          string
+	deleted, locked bool
 }
 
 // FakeCall is one call the fake answered. Kind is "create", "edit",
@@ -53,11 +63,14 @@ type FakeCall struct {
 type FakeFail struct {
 	Status     int
 	RetryAfter float64 // seconds, for a 429
+	Code       int     // Discord's JSON error code; 0 when unset
+	Message    string  // its message; default "Internal Server Error"
 }
 
 // NewFakeDiscord starts a fake that accepts token and stops with t.
 func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
-	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{})}
+	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{}),
+		threads: map[string]*fakeThread{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.URL = f.srv.URL + "/api/v10/"
@@ -69,6 +82,23 @@ func (f *FakeDiscord) FailNext(kind string, fails ...FakeFail) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fails[kind] = append(f.fails[kind], fails...)
+}
+
+// DeleteThread deletes a thread the fake started, as a moderator does:
+// posts and edits in it then fail with 404 Unknown Channel (10003).
+func (f *FakeDiscord) DeleteThread(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.threads[id].deleted = true
+}
+
+// LockThread locks and archives a thread the fake started, as a
+// moderator does: a bot without Manage Threads can then neither post in
+// it nor edit its messages (400 Thread is archived, 50083).
+func (f *FakeDiscord) LockThread(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.threads[id].locked = true
 }
 
 // Calls returns the successful calls of kind so far ("" for all).
@@ -154,6 +184,14 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	if q := f.fails[c.Kind]; len(q) > 0 {
 		fail, f.fails[c.Kind] = &q[0], q[1:]
 	}
+	if th := f.threads[c.Channel]; fail == nil && th != nil && (c.Kind == "create" || c.Kind == "edit") {
+		switch {
+		case th.deleted:
+			fail = &FakeFail{Status: http.StatusNotFound, Code: 10003, Message: "Unknown Channel"}
+		case th.locked:
+			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50083, Message: "Thread is archived"}
+		}
+	}
 	f.next++
 	id := strconv.FormatInt(f.next, 10)
 	f.mu.Unlock()
@@ -166,8 +204,12 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": false}`, fail.RetryAfter)
 			return
 		}
+		msg := fail.Message
+		if msg == "" {
+			msg = "Internal Server Error"
+		}
 		w.WriteHeader(c.Status)
-		io.WriteString(w, `{"message": "Internal Server Error", "code": 0}`)
+		_ = json.NewEncoder(w).Encode(map[string]any{"message": msg, "code": fail.Code})
 		return
 	}
 	c.Status = http.StatusOK
@@ -179,7 +221,11 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	case "edit":
 		out = map[string]any{"id": c.MessageID, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
 	case "thread":
-		out = map[string]any{"id": id, "type": 11, "parent_id": c.Channel, "name": body["name"]}
+		// A thread started from a message shares the message's id.
+		f.mu.Lock()
+		f.threads[c.MessageID] = &fakeThread{parent: c.Channel}
+		f.mu.Unlock()
+		out = map[string]any{"id": c.MessageID, "type": 11, "parent_id": c.Channel, "name": body["name"]}
 	case "callback":
 		c.Status = http.StatusNoContent
 		f.record(c)
