@@ -413,8 +413,12 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 // target is the configured target a message of rec was posted to: the
 // post's recorded target, else (a click that beat the recording, or an
 // ephemeral message in the same channel) the route's target in that
-// channel or thread.
-func (s *Surface) target(rec *pending.Record, channel, msgID string) *config.DiscordTarget {
+// channel or thread. parent is the channel holding the thread channel is,
+// if it is one: a request's message in a session's thread can be clicked
+// before its post is recorded (Post is still posting the continuations of
+// a long text), and only Discord's word tells which target's channel that
+// thread is in.
+func (s *Surface) target(rec *pending.Record, channel, parent, msgID string) *config.DiscordTarget {
 	for _, p := range rec.Posts {
 		if p.Surface == surfaceName && p.MessageID == msgID {
 			if t, ok := s.targets[p.Target]; ok {
@@ -430,7 +434,7 @@ func (s *Surface) target(rec *pending.Record, channel, msgID string) *config.Dis
 		}
 	}
 	for _, t := range s.routes[rec.Route] {
-		if t.Channel == channel {
+		if t.Channel == channel || (parent != "" && t.Channel == parent) {
 			return t
 		}
 	}

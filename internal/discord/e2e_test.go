@@ -540,6 +540,56 @@ func TestThreadBySession(t *testing.T) {
 	}
 }
 
+// TestClickInThreadBeforeThePostIsRecorded: in a session's thread, a long
+// request's message is up (and has pinged) while the bridge still posts
+// the rest of its text, a message at a time within Discord's rate limit;
+// its post is recorded only after that. A responder's click meanwhile is
+// taken, and anyone else's refused: Discord says the thread is in the
+// target's channel.
+func TestClickInThreadBeforeThePostIsRecorded(t *testing.T) {
+	b := start(t, defaultTarget+`
+          thread_by_session: true`)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+
+	held, release := b.fake.Hold("create", func(c discord.FakeCall) bool {
+		content, _ := c.Body["content"].(string)
+		return strings.HasPrefix(content, "Continued")
+	})
+	q := cleanupQuestion()
+	q["questions"].([]any)[0].(map[string]any)["detail"] = strings.Repeat("A long plan line.\n", 500)
+	done := apptest.Go(b.URL(), http.MethodPost, "/v1/questions", q)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long request's continuation was not posted within 10s")
+	}
+	msg := b.fake.WaitCalls(t, "create", 2)[1]
+	if msg.Channel != thread {
+		t.Fatalf("the session's second request went to %s; want its thread %s", msg.Channel, thread)
+	}
+	pick := discord.Find(msg.Body, "ab:pick:")["custom_id"].(string)
+	id := strings.Split(pick, ":")[2]
+	if p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any); len(p) != 0 {
+		t.Fatalf("the post is recorded already (%v): the click would not test the unrecorded case", p)
+	}
+
+	if resp := b.click(t, discord.Click(msg, eve, pick, nil)); !isEphemeral(resp) || !strings.Contains(content(resp), "can't answer") {
+		t.Errorf("eve, no responder, was answered %v; want an ephemeral refusal", resp)
+	}
+	if resp := b.click(t, discord.Click(msg, ada, pick, nil)); respType(resp) != 7 || !noControls(data(resp)) {
+		t.Errorf("ada's click was answered %v; want the message updated without controls", resp)
+	}
+	release()
+	if r := apptest.Await(t, done, 30*time.Second); r.Status != http.StatusCreated {
+		t.Fatalf("the agent got %d %v; want 201", r.Status, r.Rec.M)
+	}
+	rec := b.wait(t, "/v1/questions", id)
+	if by, _ := rec.M["answered_by"].(map[string]any); rec.M["status"] != "answered" || by["name"] != "ada" {
+		t.Errorf("the request is %v, answered by %v; want answered by ada", rec.M["status"], rec.M["answered_by"])
+	}
+}
+
 // TestDeadSessionThread: a session's thread is deleted, or locked by a
 // moderator, or the bot may no longer post in threads. The session's next
 // request is posted in the channel and starts a new thread, and the

@@ -40,6 +40,16 @@ type FakeDiscord struct {
 	wake  chan struct{}
 
 	threads map[string]*fakeThread // the threads it started, by id
+	holds   []*fakeHold
+}
+
+// fakeHold holds the first call it matches until released.
+type fakeHold struct {
+	kind    string
+	match   func(FakeCall) bool
+	taken   bool
+	arrived chan struct{}
+	release chan struct{}
 }
 
 // fakeThread is a thread as the fake knows it: the channel it is in, and
@@ -54,6 +64,7 @@ type fakeThread struct {
 type FakeCall struct {
 	Kind      string
 	Channel   string
+	Parent    string         // the channel holding Channel, when Channel is a thread the fake started
 	MessageID string         // the message created or edited
 	Body      map[string]any // the JSON sent
 	Status    int
@@ -99,6 +110,42 @@ func (f *FakeDiscord) LockThread(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.threads[id].locked = true
+}
+
+// Hold holds the first call of kind from now on that match accepts (nil:
+// any) until release is called, as Discord holds a create that waits on
+// its channel's rate limit: Discord has not answered it yet. held is
+// closed when that call arrives.
+func (f *FakeDiscord) Hold(kind string, match func(FakeCall) bool) (held <-chan struct{}, release func()) {
+	h := &fakeHold{kind: kind, match: match, arrived: make(chan struct{}), release: make(chan struct{})}
+	f.mu.Lock()
+	f.holds = append(f.holds, h)
+	f.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(h.release) }) }
+	f.t.Cleanup(release) // before the server closes: it waits for held calls
+	return h.arrived, release
+}
+
+// hold waits while a hold takes c.
+func (f *FakeDiscord) hold(r *http.Request, c FakeCall) {
+	f.mu.Lock()
+	var h *fakeHold
+	for _, x := range f.holds {
+		if !x.taken && x.kind == c.Kind && (x.match == nil || x.match(c)) {
+			h, x.taken = x, true
+			break
+		}
+	}
+	f.mu.Unlock()
+	if h == nil {
+		return
+	}
+	close(h.arrived)
+	select {
+	case <-h.release:
+	case <-r.Context().Done():
+	}
 }
 
 // Calls returns the successful calls of kind so far ("" for all).
@@ -171,6 +218,12 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message": "404: Not Found", "code": 0}`, http.StatusNotFound)
 		return
 	}
+	f.mu.Lock()
+	if th := f.threads[c.Channel]; th != nil {
+		c.Parent = th.parent
+	}
+	f.mu.Unlock()
+	f.hold(r, c)
 	w.Header().Set("Content-Type", "application/json")
 	if r.Header.Get("Authorization") != "Bot "+f.Token {
 		c.Status = http.StatusUnauthorized
@@ -280,7 +333,16 @@ func Member(id, name string, roles ...string) map[string]any {
 
 var interactionSeq atomic.Int64
 
+// fakeCategory is the category the test channels are in.
+const fakeCategory = "1200000000000000000"
+
 func base(typ int, msg FakeCall, member map[string]any, data map[string]any) map[string]any {
+	// The partial channel Discord sends: a thread names the channel it is
+	// in; any other channel, its category.
+	ch := map[string]any{"id": msg.Channel, "type": 0, "parent_id": fakeCategory}
+	if msg.Parent != "" {
+		ch = map[string]any{"id": msg.Channel, "type": 11, "parent_id": msg.Parent}
+	}
 	return map[string]any{
 		"id":             strconv.FormatInt(1400000000000000000+interactionSeq.Add(1), 10),
 		"application_id": "1100000000000000001",
@@ -289,7 +351,7 @@ func base(typ int, msg FakeCall, member map[string]any, data map[string]any) map
 		"version":        1,
 		"guild_id":       "1000000000000000001",
 		"channel_id":     msg.Channel,
-		"channel":        map[string]any{"id": msg.Channel, "type": 0},
+		"channel":        ch,
 		"member":         member,
 		"message": map[string]any{
 			"id": msg.MessageID, "channel_id": msg.Channel, "type": 0, "flags": 0,

@@ -319,3 +319,26 @@ func TestNoLinkWhereRespondersAreLimited(t *testing.T) {
 		t.Error("a target with responders gets a link anyone in the channel could answer with")
 	}
 }
+
+// TestInteractionParent: only a thread's parent_id names the channel that
+// holds it; a text channel's names its category, which no target is.
+func TestInteractionParent(t *testing.T) {
+	for _, tc := range []struct{ name, channel, want string }{
+		{"public thread", `{"id": "T1", "type": 11, "parent_id": "C1"}`, "C1"},
+		{"private thread", `{"id": "T1", "type": 12, "parent_id": "C1"}`, "C1"},
+		{"announcement thread", `{"id": "T1", "type": 10, "parent_id": "C1"}`, "C1"},
+		{"text channel in a category", `{"id": "T1", "type": 0, "parent_id": "K1"}`, ""},
+		{"not the interaction's channel", `{"id": "T2", "type": 11, "parent_id": "C1"}`, ""},
+		{"no channel", `null`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in interaction
+			if err := json.Unmarshal([]byte(`{"type": 3, "channel_id": "T1", "channel": `+tc.channel+`}`), &in); err != nil {
+				t.Fatal(err)
+			}
+			if got := in.parent(); got != tc.want {
+				t.Errorf("parent() = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}

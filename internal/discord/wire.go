@@ -22,6 +22,11 @@ const (
 
 	flagEphemeral = 64
 
+	// Channel types of threads: announcement, public, private.
+	channelAnnouncementThread = 10
+	channelPublicThread       = 11
+	channelPrivateThread      = 12
+
 	componentRow    = 1
 	componentSelect = 3
 	componentText   = 4
@@ -37,6 +42,7 @@ type interaction struct {
 	Type          int             `json:"type"`
 	Token         string          `json:"token"`
 	ChannelID     string          `json:"channel_id"`
+	Channel       *partialChannel `json:"channel"`
 	GuildID       string          `json:"guild_id"`
 	Member        *member         `json:"member"` // in a guild
 	User          *user           `json:"user"`   // in a DM
@@ -63,6 +69,29 @@ type sourceMessage struct {
 	ChannelID string `json:"channel_id"`
 	Content   string `json:"content"`
 	Flags     int    `json:"flags"`
+}
+
+// partialChannel is the channel an interaction was sent from, as the
+// interaction carries it.
+type partialChannel struct {
+	ID       string `json:"id"`
+	Type     int    `json:"type"`
+	ParentID string `json:"parent_id"` // of a thread: the channel it is in
+}
+
+// parent is the channel that holds the thread the interaction was sent
+// from, or "" when it was not sent from a thread. (A channel that is not a
+// thread has a parent_id too: its category.)
+func (in *interaction) parent() string {
+	c := in.Channel
+	if c == nil || c.ID != in.ChannelID {
+		return ""
+	}
+	switch c.Type {
+	case channelAnnouncementThread, channelPublicThread, channelPrivateThread:
+		return c.ParentID
+	}
+	return ""
 }
 
 // who is the person who interacted, and the roles they have here.
