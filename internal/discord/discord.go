@@ -13,12 +13,16 @@ package discord
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -276,7 +280,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		Components:      m.components,
 		AllowedMentions: mentions(tc.Mention),
 	}
-	msg, err := s.create(ctx, channel, send)
+	msg, err := s.create(ctx, channel, send, nonceOf(rec.ID, t.Key, channel, 0))
 	if err != nil && thread != "" && threadGone(err) {
 		// Kept, a dead thread would fail every request of the session
 		// until its record expires: forget it and start over as a new
@@ -286,7 +290,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			log.Warn("forgetting the session's thread failed", "err", err)
 		}
 		thread, channel = "", tc.Channel
-		msg, err = s.create(ctx, channel, send)
+		msg, err = s.create(ctx, channel, send, nonceOf(rec.ID, t.Key, channel, 0))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
@@ -302,15 +306,12 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 	}
 	for i, more := range m.more {
-		err := s.call(ctx, "create message", func(opts ...discordgo.RequestOption) error {
-			_, err := s.api.ChannelMessageSendComplex(replyIn, &discordgo.MessageSend{
-				Content:         fmt.Sprintf("Continued (%d of %d)", i+1, len(m.more)),
-				Embeds:          []*discordgo.MessageEmbed{more},
-				AllowedMentions: mentions(""),
-				Reference:       ref,
-			}, opts...)
-			return err
-		})
+		_, err := s.create(ctx, replyIn, &discordgo.MessageSend{
+			Content:         fmt.Sprintf("Continued (%d of %d)", i+1, len(m.more)),
+			Embeds:          []*discordgo.MessageEmbed{more},
+			AllowedMentions: mentions(""),
+			Reference:       ref,
+		}, nonceOf(rec.ID, t.Key, replyIn, i+1))
 		if err != nil {
 			// The question and its controls are posted; what is missing is
 			// the tail of a long text.
@@ -321,14 +322,45 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: msg.ID, Thread: thread, PostedAt: s.now().UTC()}}, nil
 }
 
-// create posts one message to channel.
-func (s *Surface) create(ctx context.Context, channel string, send *discordgo.MessageSend) (*discordgo.Message, error) {
+// messageCreate is a message create with a nonce, which discordgo's
+// MessageSend has no field for. With enforce_nonce, Discord answers a
+// create whose nonce the bot used within the last few minutes with the
+// message it posted then, instead of posting another.
+type messageCreate struct {
+	*discordgo.MessageSend
+	Nonce        string `json:"nonce"`
+	EnforceNonce bool   `json:"enforce_nonce"`
+}
+
+// create posts one message to channel, with nonce: a create Discord
+// applied but answered with a 5xx is retried, and the retry must not post
+// the message twice (the copy would never be recorded, so never edited,
+// and keep live controls).
+func (s *Surface) create(ctx context.Context, channel string, send *discordgo.MessageSend, nonce string) (*discordgo.Message, error) {
+	body := &messageCreate{MessageSend: send, Nonce: nonce, EnforceNonce: true}
+	endpoint := discordgo.EndpointChannelMessages(channel)
 	var msg *discordgo.Message
-	err := s.call(ctx, "create message", func(opts ...discordgo.RequestOption) (err error) {
-		msg, err = s.api.ChannelMessageSendComplex(channel, send, opts...)
-		return err
+	err := s.call(ctx, "create message", func(opts ...discordgo.RequestOption) error {
+		raw, err := s.api.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, opts...)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &msg)
 	})
+	if err == nil && (msg == nil || msg.ID == "") {
+		err = errors.New("discord create message: the answer names no message")
+	}
 	return msg, err
+}
+
+// nonceOf is the nonce of part of a request's post to one target in one
+// channel (part 0 the question, then its continuations): the same on
+// every try of that message, a replica's repost after a crash included,
+// and different for any other. Discord takes up to 25 characters; the
+// letters keep it from reading as a number.
+func nonceOf(requestID, targetKey, channel string, part int) string {
+	sum := sha256.Sum256([]byte(requestID + "\x00" + targetKey + "\x00" + channel + "\x00" + strconv.Itoa(part)))
+	return "ab" + hex.EncodeToString(sum[:])[:23]
 }
 
 // threadGone reports whether a post into a session's thread failed for

@@ -24,7 +24,8 @@ import (
 // channel messages, starts threads and takes interaction callbacks like
 // Discord does (JSON in, the message out, 429 with Retry-After and a
 // retry_after body on demand, Discord's JSON errors for threads that were
-// deleted or locked) and records every call.
+// deleted or locked, the earlier message for a create that repeats a
+// nonce with enforce_nonce) and records every call.
 type FakeDiscord struct {
 	URL   string // the API base URL, with its final /
 	Token string // the bot token it accepts
@@ -41,6 +42,8 @@ type FakeDiscord struct {
 
 	threads map[string]*fakeThread // the threads it started, by id
 	holds   []*fakeHold
+	posted  []FakeCall                // the creates that posted a message
+	nonces  map[string]map[string]any // the message posted with a nonce, by author and nonce
 }
 
 // fakeHold holds the first call it matches until released.
@@ -76,12 +79,15 @@ type FakeFail struct {
 	RetryAfter float64 // seconds, for a 429
 	Code       int     // Discord's JSON error code; 0 when unset
 	Message    string  // its message; default "Internal Server Error"
+	// Applied: Discord carried the call out before the failure, as when
+	// a proxy in front of it answers 502 for a create that went through.
+	Applied bool
 }
 
 // NewFakeDiscord starts a fake that accepts token and stops with t.
 func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
 	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{}),
-		threads: map[string]*fakeThread{}}
+		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.URL = f.srv.URL + "/api/v10/"
@@ -159,6 +165,14 @@ func (f *FakeDiscord) Calls(kind string) []FakeCall {
 		}
 	}
 	return out
+}
+
+// Posted returns the creates that posted a message, in order: one per
+// message in the fake's channels, whatever the create was answered.
+func (f *FakeDiscord) Posted() []FakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]FakeCall(nil), f.posted...)
 }
 
 // AllCalls returns every call of kind, failed ones included.
@@ -248,6 +262,9 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	f.next++
 	id := strconv.FormatInt(f.next, 10)
 	f.mu.Unlock()
+	if fail != nil && fail.Applied {
+		c.MessageID, _ = f.apply(c, r.Header.Get("Authorization"), id)
+	}
 	if fail != nil {
 		c.Status = fail.Status
 		f.record(c)
@@ -266,27 +283,50 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Status = http.StatusOK
-	var out map[string]any
-	switch c.Kind {
-	case "create":
-		c.MessageID = id
-		out = map[string]any{"id": id, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
-	case "edit":
-		out = map[string]any{"id": c.MessageID, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
-	case "thread":
-		// A thread started from a message shares the message's id.
-		f.mu.Lock()
-		f.threads[c.MessageID] = &fakeThread{parent: c.Channel}
-		f.mu.Unlock()
-		out = map[string]any{"id": c.MessageID, "type": 11, "parent_id": c.Channel, "name": body["name"]}
-	case "callback":
+	if c.Kind == "callback" {
 		c.Status = http.StatusNoContent
 		f.record(c)
 		w.WriteHeader(c.Status)
 		return
 	}
+	var out map[string]any
+	c.MessageID, out = f.apply(c, r.Header.Get("Authorization"), id)
 	f.record(c)
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// apply carries out c for author, id being a new id if it needs one, and
+// returns the message it created or edited (or the thread's first
+// message's id) and what Discord answers.
+func (f *FakeDiscord) apply(c FakeCall, author, id string) (string, map[string]any) {
+	body := c.Body
+	switch c.Kind {
+	case "create":
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		nonce, _ := body["nonce"].(string)
+		key := author + "\x00" + nonce
+		if earlier, ok := f.nonces[key]; ok && nonce != "" && body["enforce_nonce"] == true {
+			return earlier["id"].(string), earlier
+		}
+		out := map[string]any{"id": id, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
+		if nonce != "" {
+			out["nonce"] = nonce
+			f.nonces[key] = out
+		}
+		c.MessageID = id
+		f.posted = append(f.posted, c)
+		return id, out
+	case "edit":
+		return c.MessageID, map[string]any{"id": c.MessageID, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
+	case "thread":
+		// A thread started from a message shares the message's id.
+		f.mu.Lock()
+		f.threads[c.MessageID] = &fakeThread{parent: c.Channel}
+		f.mu.Unlock()
+		return c.MessageID, map[string]any{"id": c.MessageID, "type": 11, "parent_id": c.Channel, "name": body["name"]}
+	}
+	return c.MessageID, nil
 }
 
 func (f *FakeDiscord) record(c FakeCall) {

@@ -342,3 +342,24 @@ func TestInteractionParent(t *testing.T) {
 		})
 	}
 }
+
+// TestNonceOf: every try of one message carries one nonce, and no other
+// message shares it: not another request's, another target's, another
+// channel's (a post moved from a dead thread to its channel), nor the
+// same request's continuations.
+func TestNonceOf(t *testing.T) {
+	n := nonceOf("abcdefghijklmnop", "default/0", "1200000000000000001", 0)
+	if len(n) > 25 || n != nonceOf("abcdefghijklmnop", "default/0", "1200000000000000001", 0) {
+		t.Fatalf("nonce %q: want the same one each time, at most 25 characters", n)
+	}
+	for _, other := range []string{
+		nonceOf("bbcdefghijklmnop", "default/0", "1200000000000000001", 0),
+		nonceOf("abcdefghijklmnop", "default/1", "1200000000000000001", 0),
+		nonceOf("abcdefghijklmnop", "default/0", "1200000000000000002", 0),
+		nonceOf("abcdefghijklmnop", "default/0", "1200000000000000001", 1),
+	} {
+		if other == n {
+			t.Errorf("two messages share the nonce %q", n)
+		}
+	}
+}
