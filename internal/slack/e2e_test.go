@@ -543,6 +543,99 @@ func TestMultiSelectInMessage(t *testing.T) {
 	}
 }
 
+// viewErrors reads a view_submission's answer: the field errors it keeps
+// the modal open with, by block id; nil for any other answer.
+func viewErrors(t *testing.T, body string) map[string]string {
+	t.Helper()
+	var resp struct {
+		Action string            `json:"response_action"`
+		Errors map[string]string `json:"errors"`
+	}
+	if body == "" || json.Unmarshal([]byte(body), &resp) != nil || resp.Action != "errors" {
+		return nil
+	}
+	return resp.Errors
+}
+
+// modalBlock is the block of a view with id id.
+func modalBlock(opened slacktest.FakeCall, id string) map[string]any {
+	for _, bl := range opened.Blocks() {
+		if bl["block_id"] == id {
+			return bl
+		}
+	}
+	return nil
+}
+
+// TestBlankRequiredTextIsRefused: a required text field sent with only
+// spaces is refused beside the field, the modal stays open and the
+// request pending; a real answer then goes through.
+func TestBlankRequiredTextIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		question map[string]any
+		button   string // the control that opens the modal
+		field    string // the block of the required field
+		want     string // the answer once typed
+	}{
+		{"Other… beside options", map[string]any{"id": "go", "question": "Ship it?",
+			"options": []any{map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}},
+			"ab:other:", "q0o", `{"answers":[{"id":"go","selected":[],"custom":"after the freeze"}]}`},
+		{"Send feedback… on a plan", map[string]any{"id": "plan", "question": "Approve this plan?", "detail": "1. drain\n2. deploy",
+			"intent":  map[string]any{"kind": "plan-review", "approve": "Approve"},
+			"options": []any{map[string]any{"label": "Approve"}, map[string]any{"label": "Keep planning"}}},
+			"ab:other:", "q0o", `{"answers":[{"id":"plan","selected":[],"custom":"after the freeze"}]}`},
+		{"a lone question without options", map[string]any{"id": "why", "question": "What is the rollback plan?"},
+			"ab:answer:", "q0", `{"answers":[{"id":"why","selected":[],"custom":"after the freeze"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			id := b.create(t, "/v1/questions", map[string]any{"questions": []any{tc.question}})
+			msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+			b.click(t, slacktest.BlockActions(t, msg, ada, tc.button+id, nil, nil))
+			opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+			if bl := modalBlock(opened, tc.field); bl == nil || bl["optional"] == true {
+				t.Fatalf("the modal's %s is %v; want a required field", tc.field, bl)
+			}
+
+			body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{tc.field: slacktest.TextValue(" \n\t ")}))
+			if errs := viewErrors(t, body); errs[tc.field] == "" {
+				t.Fatalf("blank text got %q; want a field error on %s", body, tc.field)
+			}
+			if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+				t.Fatalf("blank text was recorded: %s %s", rec.M["status"], rec.Raw("answer"))
+			}
+			if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{tc.field: slacktest.TextValue("after the freeze")})); body != "" {
+				t.Fatalf("a real answer got %q, want an empty 200", body)
+			}
+			if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != tc.want {
+				t.Errorf("answer %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOptionalTypedFieldMayBeLeftEmpty: input.required false holds for a
+// request's only question: the field is optional, and left empty the
+// question is skipped.
+func TestOptionalTypedFieldMayBeLeftEmpty(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "retries", "question": "Max retries? Empty keeps the default.", "input": map[string]any{"type": "integer", "required": false}}}})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	if bl := modalBlock(opened, "q0"); bl == nil || bl["optional"] != true {
+		t.Fatalf("the field is %v; want it optional", bl)
+	}
+	if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("  ")})); body != "" {
+		t.Fatalf("an empty optional field got %q, want an empty 200", body)
+	}
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"retries","selected":[]}]}` {
+		t.Errorf("answer %s, want the question skipped", got)
+	}
+}
+
 func TestSelectForManyOptions(t *testing.T) {
 	b := start(t, defaultTarget)
 	var opts []any

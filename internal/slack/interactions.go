@@ -29,8 +29,10 @@ const (
 
 // What people are told, ephemerally or in a modal.
 const (
-	msgCantCheck   = "The bridge could not check whether you may answer this; try again in a moment."
-	msgChooseFirst = "Choose at least one option first, or use Other… to type an answer."
+	msgCantCheck    = "The bridge could not check whether you may answer this; try again in a moment."
+	msgChooseFirst  = "Choose at least one option first, or use Other… to type an answer."
+	msgTypeAnswer   = "Type an answer."
+	msgTypeFeedback = "Type your feedback."
 )
 
 // Interactions takes Slack's interaction payloads (block_actions and

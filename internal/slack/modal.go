@@ -83,8 +83,8 @@ func questionLabel(q seam.Question) string {
 
 // answerModal holds every question of rec: a choice per question with
 // options (radio buttons or checkboxes when few, a select when many) and
-// a free-text field beside it, a text field per question without. Alone,
-// a question must be answered; among several, one left empty is skipped.
+// a free-text field beside it, a text field per question without. A text
+// field is required as surface.TextRequired says.
 func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	qs := rec.Questions.Questions
 	var blocks []slackapi.Block
@@ -97,13 +97,12 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			blocks = append(blocks, slackapi.NewContextBlock("", plain(d)))
 		}
 		if len(q.Options) == 0 {
-			required := len(qs) == 1 || q.Input != nil && q.Input.Required
 			typ, prefill := seam.InputString, ""
 			if q.Input != nil {
 				typ, prefill = q.Input.Type, q.Input.Value
 			}
 			el := textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
-			blocks = append(blocks, input(choiceBlock(i), questionLabel(q), el, !required))
+			blocks = append(blocks, input(choiceBlock(i), questionLabel(q), el, !surface.TextRequired(qs, i)))
 			continue
 		}
 		numbered := shapeOf(q).numbered
@@ -163,8 +162,10 @@ func rejectModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 type viewValues = map[string]map[string]slackapi.BlockAction
 
 // answerFrom reads the answer to the questions the submitted modal held:
-// every question for the answer modal, question only for an other modal.
-// Field errors are keyed by the block id Slack shows them beside.
+// every question for the answer modal, question r.Q for an other modal.
+// Field errors are keyed by the block id Slack shows them beside. Slack refuses
+// an empty required field itself, but not one of spaces: that is refused
+// here, or it would be recorded as an answer that says nothing.
 func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answer, map[string]string) {
 	var a seam.Answer
 	errs := map[string]string{}
@@ -174,7 +175,8 @@ func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answ
 		}
 		it := seam.AnswerItem{ID: q.ID, Selected: []string{}}
 		v, hasChoice := values[choiceBlock(i)][inputAction]
-		if hasChoice && len(q.Options) > 0 {
+		switch {
+		case len(q.Options) > 0 && hasChoice:
 			picked := v.SelectedOptions
 			if v.SelectedOption.Value != "" {
 				picked = append(picked, v.SelectedOption)
@@ -189,16 +191,27 @@ func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answ
 					it.Selected = append(it.Selected, l)
 				}
 			}
-		} else if hasChoice {
+		case len(q.Options) == 0 && r.Verb == surface.VerbAnswer:
 			it.Custom = v.Value
-			if q.Input != nil && strings.TrimSpace(v.Value) != "" {
+			switch {
+			case strings.TrimSpace(v.Value) == "":
+				if surface.TextRequired(qs.Questions, i) {
+					errs[choiceBlock(i)] = msgTypeAnswer
+				}
+			case q.Input != nil:
 				if _, err := seam.ParseInput(q.Input.Type, v.Value); err != nil {
 					errs[choiceBlock(i)] = "This must be " + strings.ToLower(surface.InputHint(q.Input.Type)) + ": " + err.Error()
 				}
 			}
 		}
-		if o, ok := values[otherBlock(i)][inputAction]; ok && strings.TrimSpace(o.Value) != "" {
-			it.Custom = o.Value
+		other := values[otherBlock(i)][inputAction].Value
+		switch {
+		case strings.TrimSpace(other) != "":
+			it.Custom = other
+		case r.Verb == surface.VerbOther && q.IsPlanReview():
+			errs[otherBlock(i)] = msgTypeFeedback
+		case r.Verb == surface.VerbOther:
+			errs[otherBlock(i)] = msgTypeAnswer
 		}
 		a.Answers = append(a.Answers, it)
 	}

@@ -169,6 +169,19 @@ func InputHint(typ string) string {
 	return "Your answer"
 }
 
+// TextRequired reports whether the text field of question i of qs, a
+// question without options, must be filled in a form: as its input says,
+// and with no input to say, when it is the request's only question, which
+// left empty would answer the request with nothing. Every surface's form
+// follows it; an answer through the API may still skip any question that
+// input.required does not hold.
+func TextRequired(qs []seam.Question, i int) bool {
+	if in := qs[i].Input; in != nil {
+		return in.Required
+	}
+	return len(qs) == 1
+}
+
 // SessionKey names the thread of rec's caller session in one channel of a
 // surface, or "" when rec has no session: the key of pending.Store.Thread.
 func SessionKey(surface string, rec *pending.Record, channel string) string {
