@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -565,6 +566,80 @@ func modalBlock(opened slacktest.FakeCall, id string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestOtherOnMultiSelectKeepsTheTicks: Other… on a multi-select opens a
+// modal with the boxes ticked in the message ticked, and the answer
+// carries them with the typed text, checkboxes or a multi-select menu.
+func TestOtherOnMultiSelectKeepsTheTicks(t *testing.T) {
+	for _, tc := range []struct {
+		name, element string
+		labels        []string
+	}{
+		{"checkboxes", "checkboxes", []string{"eu", "us", "ap"}},
+		{"a multi-select menu", "multi_static_select", []string{"eu", "us", "ap", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			var opts []any
+			for _, l := range tc.labels {
+				opts = append(opts, map[string]any{"label": l})
+			}
+			id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+				"id": "regions", "question": "Deploy to which regions?", "multiSelect": true, "options": opts}}})
+			msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+			boxes, block := msg.Action("ab:multi:" + id)
+			if boxes == nil || boxes["type"] != tc.element {
+				t.Fatalf("the message's multi-select is %v, want %s", boxes, tc.element)
+			}
+			if block == "" {
+				block = "Xy7pQ"
+			}
+			picked := func(values ...string) []any {
+				var out []any
+				for _, v := range values {
+					n, _ := strconv.Atoi(v)
+					out = append(out, map[string]any{"value": v, "text": map[string]any{"type": "plain_text", "text": tc.labels[n]}})
+				}
+				return out
+			}
+			state := map[string]any{block: map[string]any{boxes["action_id"].(string): map[string]any{
+				"type": tc.element, "selected_options": picked("0", "2")}}}
+			b.click(t, slacktest.BlockActions(t, msg, ada, "ab:other:"+id, nil, state))
+
+			opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+			choice, _ := modalBlock(opened, "q0")["element"].(map[string]any)
+			var initial []string
+			for _, o := range asList(choice["initial_options"]) {
+				initial = append(initial, fmt.Sprint(o["value"]))
+			}
+			if choice["type"] != tc.element || strings.Join(initial, ",") != "0,2" {
+				t.Fatalf("the modal's choice is %v with %v ticked; want %s with eu and ap ticked", choice["type"], initial, tc.element)
+			}
+			// The person unticks nothing, ticks us too, and types.
+			if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{
+				"q0":  map[string]any{"v": map[string]any{"type": tc.element, "selected_options": picked("0", "1", "2")}},
+				"q0o": slacktest.TextValue(" and sa-east "),
+			})); body != "" {
+				t.Fatalf("the submission got %q, want an empty 200", body)
+			}
+			want := `{"answers":[{"id":"regions","selected":["eu","us","ap"],"custom":"and sa-east"}]}`
+			if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != want {
+				t.Errorf("answer %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	list, _ := v.([]any)
+	for _, x := range list {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // TestBlankRequiredTextIsRefused: a required text field sent with only

@@ -303,7 +303,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 	case c.ref.Verb == surface.VerbAnswer && rec.Kind == seam.KindQuestion:
 		view = answerModal(rec, o)
 	case c.ref.Verb == surface.VerbOther && rec.Kind == seam.KindQuestion && c.ref.Q < len(rec.Questions.Questions):
-		view = otherModal(rec, c.ref.Q, o)
+		view = otherModal(rec, c.ref.Q, o, ticked(rec.ID, c))
 	default:
 		return // a control that does not fit its request: not ours to act on
 	}
@@ -523,18 +523,7 @@ func resolutionOf(rec *pending.Record, c click) (*pending.Resolution, string) {
 		}
 		picked = []int{n}
 	case surface.VerbSubmit:
-		want := surface.Ref{Verb: surface.VerbMulti, ID: rec.ID, Q: c.ref.Q}.String()
-		if c.state != nil {
-			for _, block := range c.state.Values {
-				if v, ok := block[want]; ok {
-					for _, o := range v.SelectedOptions {
-						if n, err := strconv.Atoi(o.Value); err == nil {
-							picked = append(picked, n)
-						}
-					}
-				}
-			}
-		}
+		picked = ticked(rec.ID, c)
 		if len(picked) == 0 {
 			return nil, msgChooseFirst
 		}
@@ -549,6 +538,27 @@ func resolutionOf(rec *pending.Record, c click) (*pending.Resolution, string) {
 		it.Selected = append(it.Selected, q.Options[n].Label)
 	}
 	return answered(seam.Answer{Answers: []seam.AnswerItem{it}})
+}
+
+// ticked returns the options of question c.ref.Q of request id chosen in
+// the message's multi-select when c was clicked, as the click's state
+// says: Slack keeps them in the message, and sends them with every click.
+func ticked(id string, c click) []int {
+	if c.state == nil {
+		return nil
+	}
+	want := surface.Ref{Verb: surface.VerbMulti, ID: id, Q: c.ref.Q}.String()
+	var picked []int
+	for _, block := range c.state.Values {
+		if v, ok := block[want]; ok {
+			for _, o := range v.SelectedOptions {
+				if n, err := strconv.Atoi(o.Value); err == nil {
+					picked = append(picked, n)
+				}
+			}
+		}
+	}
+	return picked
 }
 
 // maxNameLen bounds the name recorded for who answered.

@@ -82,9 +82,8 @@ func questionLabel(q seam.Question) string {
 }
 
 // answerModal holds every question of rec: a choice per question with
-// options (radio buttons or checkboxes when few, a select when many) and
-// a free-text field beside it, a text field per question without. A text
-// field is required as surface.TextRequired says.
+// options and a free-text field beside it, a text field per question
+// without. A text field is required as surface.TextRequired says.
 func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	qs := rec.Questions.Questions
 	var blocks []slackapi.Block
@@ -105,20 +104,8 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			blocks = append(blocks, input(choiceBlock(i), questionLabel(q), el, !surface.TextRequired(qs, i)))
 			continue
 		}
-		numbered := shapeOf(q).numbered
-		var el slackapi.BlockElement
-		switch few := len(q.Options) <= maxChoiceOptions; {
-		case q.MultiSelect && few:
-			el = slackapi.NewCheckboxGroupsBlockElement(inputAction, options(q, numbered, true)...)
-		case q.MultiSelect:
-			el = slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), inputAction, options(q, numbered, false)...)
-		case few:
-			el = slackapi.NewRadioButtonsBlockElement(inputAction, options(q, numbered, true)...)
-		default:
-			el = slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), inputAction, options(q, numbered, false)...)
-		}
 		blocks = append(blocks,
-			input(choiceBlock(i), questionLabel(q), el, true),
+			input(choiceBlock(i), questionLabel(q), choice(q, nil), true),
 			input(otherBlock(i), otherFieldLabel(q), textInput(true, "Optional", "", maxInputLength), true))
 	}
 	title := "Answer"
@@ -126,6 +113,33 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
 	return modal(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, blocks)
+}
+
+// choice is the element that chooses among q's options in a modal: radio
+// buttons or checkboxes when few, a select when many. The options
+// numbered in ticked start chosen.
+func choice(q seam.Question, ticked []int) slackapi.BlockElement {
+	few := len(q.Options) <= maxChoiceOptions
+	opts := options(q, shapeOf(q).numbered, few)
+	var initial []*slackapi.OptionBlockObject // the same objects: Slack wants initial options to equal options
+	for n, opt := range opts {
+		if slices.Contains(ticked, n) {
+			initial = append(initial, opt)
+		}
+	}
+	switch {
+	case q.MultiSelect && few:
+		el := slackapi.NewCheckboxGroupsBlockElement(inputAction, opts...)
+		el.InitialOptions = initial
+		return el
+	case q.MultiSelect:
+		el := slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), inputAction, opts...)
+		el.InitialOptions = initial
+		return el
+	case few:
+		return slackapi.NewRadioButtonsBlockElement(inputAction, opts...)
+	}
+	return slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), inputAction, opts...)
 }
 
 func otherFieldLabel(q seam.Question) string {
@@ -136,17 +150,24 @@ func otherFieldLabel(q seam.Question) string {
 }
 
 // otherModal takes free text for question i: an answer of its own, or
-// feedback on a plan.
-func otherModal(rec *pending.Record, i int, o origin) slackapi.ModalViewRequest {
+// feedback on a plan. On a multi-select the text goes with the options
+// chosen, so the modal holds the options as well, those the message had
+// ticked (ticked) ticked again: on a phone the modal covers the message,
+// and this way the person sees, and may change, all that is sent.
+func otherModal(rec *pending.Record, i int, o origin, ticked []int) slackapi.ModalViewRequest {
 	q := rec.Questions.Questions[i]
 	label, title := "Your answer", "Answer"
 	if q.IsPlanReview() {
 		label, title = "Your feedback on the plan", "Feedback"
 	}
-	blocks := []slackapi.Block{
-		slackapi.NewSectionBlock(plain(surface.Truncate(questionLabel(q), maxSectionText)), nil, nil),
-		input(otherBlock(i), label, textInput(true, "Type here", "", maxInputLength), false),
+	var blocks []slackapi.Block
+	if q.MultiSelect && len(q.Options) > 0 {
+		blocks = append(blocks, input(choiceBlock(i), questionLabel(q), choice(q, ticked), true))
+		label = "Something else"
+	} else {
+		blocks = append(blocks, slackapi.NewSectionBlock(plain(surface.Truncate(questionLabel(q), maxSectionText)), nil, nil))
 	}
+	blocks = append(blocks, input(otherBlock(i), label, textInput(true, "Type here", "", maxInputLength), false))
 	return modal(surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, "Send", o, blocks)
 }
 
@@ -162,8 +183,9 @@ func rejectModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 type viewValues = map[string]map[string]slackapi.BlockAction
 
 // answerFrom reads the answer to the questions the submitted modal held:
-// every question for the answer modal, question r.Q for an other modal.
-// Field errors are keyed by the block id Slack shows them beside. Slack refuses
+// every question for the answer modal, question r.Q for an other modal
+// (its text, and on a multi-select the options chosen beside it). Field
+// errors are keyed by the block id Slack shows them beside. Slack refuses
 // an empty required field itself, but not one of spaces: that is refused
 // here, or it would be recorded as an answer that says nothing.
 func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answer, map[string]string) {

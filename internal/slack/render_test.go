@@ -3,6 +3,8 @@ package slack
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,8 +144,12 @@ func TestEveryMessageWithinBlockKitLimits(t *testing.T) {
 				checkModal(t, "reject modal", rejectModal(rec, o))
 			default:
 				checkModal(t, "answer modal", answerModal(rec, o))
-				for i := range rec.Questions.Questions {
-					checkModal(t, fmt.Sprintf("other modal %d", i), otherModal(rec, i, o))
+				for i, q := range rec.Questions.Questions {
+					var all []int // every option ticked
+					for n := range q.Options {
+						all = append(all, n)
+					}
+					checkModal(t, fmt.Sprintf("other modal %d", i), otherModal(rec, i, o, all))
 				}
 			}
 		})
@@ -408,6 +414,11 @@ func checkElement(t *testing.T, where string, e map[string]any) {
 			t.Errorf("%s: option value %q empty, too long or repeated", where, v)
 		}
 		values[v] = true
+	}
+	for _, in := range list(e, "initial_options") { // Slack refuses one that differs from its option at all
+		if !slices.ContainsFunc(opts, func(o map[string]any) bool { return reflect.DeepEqual(o, in) }) {
+			t.Errorf("%s: initial option %v is not one of its options", where, in)
+		}
 	}
 }
 
