@@ -295,7 +295,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		h.tellLater(c, surface.LateReply(rec, statusFormat))
 		return
 	}
-	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread}
+	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text}
 	var view slackapi.ModalViewRequest
 	switch {
 	case c.ref.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
@@ -615,7 +615,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
 	o := parseOrigin(cb.View.PrivateMetadata)
-	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread}
+	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text}
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound):

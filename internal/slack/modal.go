@@ -15,17 +15,38 @@ import (
 )
 
 // origin is the message a modal was opened from, kept in the modal's
-// private_metadata: the target's responders are found through it, and a
-// late submit is told so in that channel.
+// private_metadata: the target's responders are found through it, a late
+// submit is told so in that channel, and a submit whose request no longer
+// exists retires the message with its text kept.
 type origin struct {
 	Channel string `json:"c"`
 	TS      string `json:"ts"`
 	Thread  string `json:"th,omitempty"`
+	Text    string `json:"t,omitempty"` // the message's text (its notification fallback), as posted
 }
 
+// maxMetadata is Slack's limit on a view's private_metadata.
+const maxMetadata = 3000
+
+// metadata is o as private_metadata. The text, escaped mrkdwn of a few
+// hundred characters, fits; one that does not is cut until it does, so
+// the modal still opens.
 func (o origin) metadata() string {
-	b, _ := json.Marshal(o)
-	return string(b)
+	for {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // "&lt;" as it is: \u0026lt; would take twice the room
+		_ = enc.Encode(o)
+		md := strings.TrimSuffix(b.String(), "\n")
+		if surface.Len(md) <= maxMetadata || o.Text == "" {
+			return md
+		}
+		if n := surface.Len(o.Text) * 3 / 4; n > 1 {
+			o.Text = surface.Truncate(o.Text, n)
+		} else {
+			o.Text = ""
+		}
+	}
 }
 
 func parseOrigin(s string) origin {

@@ -1,15 +1,116 @@
 package slack
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
+
+// serve sends payload to a handler of s as Slack does, waits for the work
+// it started and returns the answer's body.
+func serve(t *testing.T, s *Surface, store *pending.Store, payload map[string]any) string {
+	t.Helper()
+	h := s.Interactions(store)
+	body := slacktest.FormBody(payload)
+	req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
+	req.Header = slacktest.Sign("s", time.Now(), body)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	h.work.Drain()
+	if w.Code != http.StatusOK {
+		t.Fatalf("interaction: %d %s", w.Code, w.Body)
+	}
+	return w.Body.String()
+}
+
+// TestModalOnAGoneRequestKeepsTheQuestion: a modal submitted after its
+// request was discarded (its post's reply was lost) retires the message
+// it was opened from as a click on the message would: its text stays,
+// its controls go, a line says the request no longer exists.
+func TestModalOnAGoneRequestKeepsTheQuestion(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, store, _ := newSurface(t, fake)
+	ctx := context.Background()
+	rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "why", Question: "What is the rollback plan for the payments DB?"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Post(ctx, rec, target); err != nil { // its reply lost: no post recorded
+		t.Fatal(err)
+	}
+	msg := fake.Calls("chat.postMessage")[0]
+	ada := slacktest.SlackUser("UADA", "ada")
+	serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil))
+	opened := fake.WaitCalls(t, "views.open", 1)[0]
+	if ok, err := store.Discard(ctx, rec.ID); !ok || err != nil {
+		t.Fatalf("Discard: %v, %v", ok, err)
+	}
+
+	body := serve(t, s, store, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("restore the snapshot")}))
+	if !strings.Contains(body, surface.MsgGone) {
+		t.Errorf("the modal got %q; want it replaced by a notice that the request no longer exists", body)
+	}
+	ups := fake.Calls("chat.update")
+	if len(ups) != 1 || ups[0].Field("ts") != msg.TS {
+		t.Fatalf("%d edits; want the message %s edited once", len(ups), msg.TS)
+	}
+	for _, b := range ups[0].Blocks() {
+		if b["type"] == "actions" || b["type"] == "input" {
+			t.Errorf("the retired message keeps controls: %v", b)
+		}
+	}
+	txt := ups[0].Text()
+	if !strings.Contains(txt, "What is the rollback plan for the payments DB?") || !strings.Contains(txt, surface.MsgGone) {
+		t.Errorf("the retired message lost its question or does not say why:\n%s", txt)
+	}
+}
+
+// TestOriginFitsPrivateMetadata: the message's text rides in the modal's
+// private_metadata whole when it fits Slack's 3,000 characters, and cut,
+// never over, when it does not.
+func TestOriginFitsPrivateMetadata(t *testing.T) {
+	o := origin{Channel: "C0AGENTS", TS: "1700000000.000001", Thread: "1700000000.000000"}
+	for _, tc := range []struct {
+		name, text string
+		whole      bool
+	}{
+		{"a fallback as posted", "<!subteam^S0123ABC> deploy-bot asks: Ship &lt;v2&gt; &amp; migrate?", true},
+		{"escapes at the fallback's longest", strings.Repeat("&amp;", 300), true},
+		{"control characters, 6 each in JSON", strings.Repeat("\x01", 2000), false},
+		{"much too long", nasty(10000, "t"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o.Text = tc.text
+			md := o.metadata()
+			if n := surface.Len(md); n > 3000 {
+				t.Fatalf("private_metadata is %d long, limit 3000", n)
+			}
+			got := parseOrigin(md)
+			if got.Channel != o.Channel || got.TS != o.TS || got.Thread != o.Thread {
+				t.Errorf("origin %+v, want %+v", got, o)
+			}
+			switch {
+			case tc.whole && got.Text != tc.text:
+				t.Errorf("text %q, want it whole", got.Text)
+			case !tc.whole && (got.Text == "" || !strings.HasPrefix(tc.text, strings.TrimSuffix(got.Text, "…"))):
+				t.Errorf("text %q, want the start of the message's text", got.Text)
+			}
+		})
+	}
+}
 
 // TestModalFieldRequired: a text field is required as input.required says
 // and, with no input to say, when its question is the request's only one;

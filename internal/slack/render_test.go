@@ -138,7 +138,7 @@ func TestEveryMessageWithinBlockKitLimits(t *testing.T) {
 					t.Errorf("the %s message still has controls", st)
 				}
 			}
-			o := origin{Channel: "C0123456789", TS: "1700000000.000100", Thread: "1700000000.000001"}
+			o := origin{Channel: "C0123456789", TS: "1700000000.000100", Thread: "1700000000.000001", Text: m.text}
 			switch rec.Kind {
 			case seam.KindApproval:
 				checkModal(t, "reject modal", rejectModal(rec, o))
