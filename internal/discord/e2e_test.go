@@ -381,6 +381,77 @@ func TestTypedFieldError(t *testing.T) {
 	}
 }
 
+// TestBlankRequiredTextIsRefused: Discord lets a required field through
+// with only spaces in it and can't show a field error, so the person is
+// told in a message only they see, and the request stays pending; a real
+// answer then goes through.
+func TestBlankRequiredTextIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		question map[string]any
+		verb     string // the button that opens the modal
+		field    string // the required field
+		told     string
+		want     string // the answer once typed
+	}{
+		{"Other… beside options", map[string]any{"id": "go", "question": "Ship it?",
+			"options": []any{map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}},
+			"other", "q0o", "Your answer was left blank", `{"answers":[{"id":"go","selected":[],"custom":"after the freeze"}]}`},
+		{"Send feedback… on a plan", map[string]any{"id": "plan", "question": "Approve this plan?", "detail": "1. drain\n2. deploy",
+			"intent":  map[string]any{"kind": "plan-review", "approve": "Approve"},
+			"options": []any{map[string]any{"label": "Approve"}, map[string]any{"label": "Keep planning"}}},
+			"other", "q0o", "Your feedback was left blank", `{"answers":[{"id":"plan","selected":[],"custom":"after the freeze"}]}`},
+		{"a lone question without options", map[string]any{"id": "why", "question": "What is the rollback plan?", "header": "Rollback"},
+			"answer", "q0", "Rollback was left blank", `{"answers":[{"id":"why","selected":[],"custom":"after the freeze"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			id := b.create(t, "/v1/questions", map[string]any{"questions": []any{tc.question}})
+			msg := b.fake.WaitCalls(t, "create", 1)[0]
+			resp := b.click(t, discord.Click(msg, ada, "ab:"+tc.verb+":"+id+":0:0", nil))
+			if in := discord.Find(data(resp), tc.field); respType(resp) != 9 || in == nil || in["required"] != true {
+				t.Fatalf("the button got %v; want a modal with %s required", resp, tc.field)
+			}
+			modalID, _ := data(resp)["custom_id"].(string)
+
+			resp = b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow(tc.field, " \n\t ")))
+			if !isEphemeral(resp) || !strings.Contains(content(resp), tc.told) {
+				t.Errorf("blank text got %v; want an ephemeral saying %q", resp, tc.told)
+			}
+			if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+				t.Fatalf("blank text was recorded: %s %s", rec.M["status"], rec.Raw("answer"))
+			}
+			if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow(tc.field, "after the freeze"))); respType(resp) != 7 {
+				t.Fatalf("a real answer got %v", resp)
+			}
+			if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != tc.want {
+				t.Errorf("answer %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOptionalTypedFieldMayBeLeftEmpty: input.required false holds for a
+// request's only question: the field is optional, and left empty the
+// question is skipped.
+func TestOptionalTypedFieldMayBeLeftEmpty(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "retries", "question": "Max retries? Empty keeps the default.", "input": map[string]any{"type": "integer", "required": false}}}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	if in := discord.Find(data(resp), "q0"); respType(resp) != 9 || in == nil || in["required"] != false {
+		t.Fatalf("Answer… got %v; want a modal with q0 optional", resp)
+	}
+	modalID, _ := data(resp)["custom_id"].(string)
+	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow("q0", ""))); respType(resp) != 7 {
+		t.Fatalf("an empty optional field got %v", resp)
+	}
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"retries","selected":[]}]}` {
+		t.Errorf("answer %s, want the question skipped", got)
+	}
+}
+
 func TestMultiSelect(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{

@@ -54,7 +54,7 @@ func fieldName(i int, q seam.Question) string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // textModal answers a lone question without options: one text field,
-// typed when the question says so.
+// typed when the question says so, required as surface.TextRequired says.
 func textModal(rec *pending.Record) *response {
 	q := rec.Questions.Questions[0]
 	typ, prefill := seam.InputString, ""
@@ -66,7 +66,7 @@ func textModal(rec *pending.Record) *response {
 		label = oneLine(q.Question)
 	}
 	hint := surface.InputHint(typ)
-	row := textRow(textField(0), label, hint, prefill, typ == seam.InputString || typ == "", true, maxTextValue)
+	row := textRow(textField(0), label, hint, prefill, typ == seam.InputString || typ == "", surface.TextRequired(rec.Questions.Questions, 0), maxTextValue)
 	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []discordgo.MessageComponent{row})
 }
 
@@ -117,9 +117,9 @@ func sheetModal(rec *pending.Record) *response {
 		}
 		desc := surface.Truncate(oneLine(q.Question), maxLabelDesc)
 		if len(q.Options) == 0 {
-			typ, prefill, required := seam.InputString, "", false
+			typ, prefill, required := seam.InputString, "", surface.TextRequired(qs, i)
 			if q.Input != nil {
-				typ, prefill, required = q.Input.Type, q.Input.Value, q.Input.Required
+				typ, prefill = q.Input.Type, q.Input.Value
 			}
 			style := 1
 			if typ == seam.InputString || typ == "" {
@@ -170,7 +170,10 @@ func msgTooBig(id string) string {
 
 // answerFrom reads the answer to the questions a submitted modal held:
 // every question for the answer modal, question r.Q for an other modal.
-// A problem names the field and says how to retry.
+// A problem names the field and says how to retry. Discord lets a
+// required field through with only spaces in it, and a modal can't show
+// field errors: such a field is a problem, or it would be recorded as an
+// answer that says nothing.
 func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.Answer, string) {
 	var a seam.Answer
 	for i, q := range qs.Questions {
@@ -189,17 +192,30 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 				}
 			}
 		}
-		if f, ok := fs[textField(i)]; ok && len(q.Options) == 0 {
-			it.Custom = f.value
-			if q.Input != nil && strings.TrimSpace(f.value) != "" {
-				if _, err := seam.ParseInput(q.Input.Type, f.value); err != nil {
+		if len(q.Options) == 0 && r.Verb == surface.VerbAnswer {
+			v := fs[textField(i)].value
+			it.Custom = v
+			switch {
+			case strings.TrimSpace(v) == "":
+				if surface.TextRequired(qs.Questions, i) {
+					return seam.Answer{}, fmt.Sprintf("%s was left blank. Nothing was saved; click Answer… and type an answer.", fieldName(i, q))
+				}
+			case q.Input != nil:
+				if _, err := seam.ParseInput(q.Input.Type, v); err != nil {
 					return seam.Answer{}, fmt.Sprintf("%s must be %s: %v. Nothing was saved; click Answer… to try again.",
 						fieldName(i, q), strings.ToLower(surface.InputHint(q.Input.Type)), err)
 				}
 			}
 		}
-		if f, ok := fs[otherField(i)]; ok && strings.TrimSpace(f.value) != "" {
-			it.Custom = f.value
+		switch other := fs[otherField(i)].value; {
+		case strings.TrimSpace(other) != "":
+			it.Custom = other
+		case r.Verb == surface.VerbOther:
+			what := "Your answer"
+			if q.IsPlanReview() {
+				what = "Your feedback"
+			}
+			return seam.Answer{}, fmt.Sprintf("%s was left blank. Nothing was saved; click %s and type it.", what, otherLabel(q))
 		}
 		a.Answers = append(a.Answers, it)
 	}
