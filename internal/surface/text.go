@@ -169,17 +169,18 @@ func InputHint(typ string) string {
 	return "Your answer"
 }
 
-// TextRequired reports whether the text field of question i of qs, a
-// question without options, must be filled in a form: as its input says,
-// and with no input to say, when it is the request's only question, which
-// left empty would answer the request with nothing. Every surface's form
-// follows it; an answer through the API may still skip any question that
-// input.required does not hold.
+// TextRequired reports whether the text field of question i of qs must be
+// filled in a form: as its input says, and with no input to say, when the
+// question has no options and is the request's only one, which left empty
+// would answer the request with nothing. Free text beside options is
+// optional. Every surface's form follows it; an answer through the API
+// may still skip any question that input.required does not hold.
 func TextRequired(qs []seam.Question, i int) bool {
-	if in := qs[i].Input; in != nil {
-		return in.Required
+	q := qs[i]
+	if q.Input != nil {
+		return q.Input.Required
 	}
-	return len(qs) == 1
+	return len(qs) == 1 && len(q.Options) == 0
 }
 
 // SessionKey names the thread of rec's caller session in one channel of a

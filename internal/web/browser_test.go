@@ -63,7 +63,7 @@ web:
 
 // TestBrowser answers every kind of form in a real headless Chromium: a
 // single-select, a multi-select with free text, a typed field after a
-// validation error, and an approval; it watches a request answered
+// validation error, a required text field sent blank, and an approval; it watches a request answered
 // elsewhere leave the page, and saves screenshots at phone and desktop
 // sizes. Without a Chromium it skips, unless BRIDGE_BROWSER_TESTS=1 (CI).
 func TestBrowser(t *testing.T) {
@@ -204,6 +204,21 @@ func TestBrowser(t *testing.T) {
 		do(t, "fix it", chromedp.SendKeys(c+" input.custom", "42"),
 			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), typed, `[{replicas [] 42}]`)
+	})
+	t.Run("a lone free-text question refuses a blank answer", func(t *testing.T) {
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "why", Question: "What is the rollback plan?"}))
+		c := card(rec)
+		do(t, "send spaces", chromedp.WaitVisible(c+" form.answer"), chromedp.SendKeys(c+" textarea.custom", "   "),
+			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+` textarea.custom[aria-invalid="true"]`))
+		if msg := eval(t, `document.querySelector("`+c+` fieldset .err").textContent`); msg != "Type an answer." {
+			t.Errorf("validation message %q", msg)
+		}
+		if got := get(t, a.Store(), rec); got.Status != seam.StatusPending {
+			t.Fatalf("a blank answer was sent: %s", got.Status)
+		}
+		do(t, "type one", chromedp.SendKeys(c+" textarea.custom", "restore the snapshot"),
+			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, `[{why [] restore the snapshot}]`)
 	})
 	t.Run("approval", func(t *testing.T) {
 		c := card(approval)

@@ -83,8 +83,8 @@ func (s *Server) card(rec *pending.Record) cardView {
 		}
 		c.Approval = &approvalView{Tool: a.ToolName, Reason: Markdown(reason), Args: surface.PrettyJSON(a.Arguments)}
 	case rec.Questions != nil:
-		for i, q := range rec.Questions.Questions {
-			c.Questions = append(c.Questions, questionOf(fmt.Sprintf("%s-%d", rec.ID, i), q))
+		for i := range rec.Questions.Questions {
+			c.Questions = append(c.Questions, questionOf(fmt.Sprintf("%s-%d", rec.ID, i), rec.Questions.Questions, i))
 		}
 		if rec.Answer != nil {
 			for i, it := range rec.Answer.Answers {
@@ -120,10 +120,14 @@ func itemText(it seam.AnswerItem) string {
 	return s
 }
 
-func questionOf(group string, q seam.Question) questionView {
+// questionOf is question i of qs as a form shows it; its text field is
+// required as surface.TextRequired says, as on Slack and Discord.
+func questionOf(group string, qs []seam.Question, i int) questionView {
+	q := qs[i]
 	v := questionView{
 		Group: group, ID: q.ID, Header: q.Header, Question: q.Question, Detail: Markdown(q.Detail),
 		Plan: q.IsPlanReview(), Multi: q.MultiSelect, Other: "Other answer (optional)", Mode: "text",
+		Required: surface.TextRequired(qs, i),
 	}
 	if q.IsPlanReview() {
 		v.Other = "Feedback (optional)"
@@ -136,7 +140,7 @@ func questionOf(group string, q seam.Question) questionView {
 		v.Other = "Your answer"
 	}
 	if in := q.Input; in != nil {
-		v.Type, v.Required, v.Value, v.Hint = in.Type, in.Required, in.Value, surface.InputHint(in.Type)
+		v.Type, v.Value, v.Hint = in.Type, in.Value, surface.InputHint(in.Type)
 		switch in.Type {
 		case seam.InputInteger:
 			v.Mode = "numeric"

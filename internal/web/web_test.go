@@ -303,6 +303,44 @@ func TestAnswerDecideDismiss(t *testing.T) {
 	})
 }
 
+// TestRequiredFields: a form's text field is required as on Slack and
+// Discord: as input.required says, and with no input, for a request's
+// only question when it has no options.
+func TestRequiredFields(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token")
+	typed := func(id string, required bool) seam.Question {
+		return seam.Question{ID: id, Question: id + "?", Input: &seam.Input{Type: seam.InputInteger, Required: required}}
+	}
+	for _, tc := range []struct {
+		name string
+		qs   []seam.Question
+		want []bool
+	}{
+		{"a lone question", []seam.Question{{ID: "lone", Question: "Why?"}}, []bool{true}},
+		{"a lone question with options", []seam.Question{{ID: "opts", Question: "Go?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}, []bool{false}},
+		{"a lone typed question, optional", []seam.Question{typed("optional", false)}, []bool{false}},
+		{"a lone typed question, required", []seam.Question{typed("required", true)}, []bool{true}},
+		{"several", []seam.Question{{ID: "free", Question: "Why?"}, typed("must", true), typed("may", false)}, []bool{false, true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := b.ask(t, time.Hour, tc.qs...)
+			_, page := b.page(t, c, "/")
+			for i, q := range tc.qs {
+				at := strings.Index(page, `data-qid="`+q.ID+`"`)
+				if at < 0 {
+					t.Fatalf("the inbox has no field for %s", q.ID)
+				}
+				tag := page[at : at+strings.IndexByte(page[at:], '>')]
+				if got := strings.Contains(tag, "data-required"); got != tc.want[i] || b.web.card(rec).Questions[i].Required != got {
+					t.Errorf("%s: required %v (%s), want %v", q.ID, got, tag, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
 func fmtAnswers(a *seam.Answer) string {
 	if a == nil {
 		return "<nil>"

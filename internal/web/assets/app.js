@@ -39,14 +39,19 @@
     if (input) input.setAttribute("aria-invalid", msg ? "true" : "false");
   }
 
+  // Checks a question's field: a typed one as the bridge does, a required
+  // one for text that is more than spaces.
   function validate(fs) {
     const type = fs.dataset.type;
-    if (!type) return true;
+    const required = fs.hasAttribute("data-required");
+    if (!type && !required) return true;
     let msg = "";
     if (type === "boolean") {
-      if (fs.hasAttribute("data-required") && !fs.querySelector('input[type=radio]:checked')) msg = "Choose Yes or No.";
-    } else {
-      msg = checkTyped(type, fs.querySelector(".custom").value, fs.hasAttribute("data-required"));
+      if (required && !fs.querySelector('input[type=radio]:checked')) msg = "Choose Yes or No.";
+    } else if (type) {
+      msg = checkTyped(type, fs.querySelector(".custom").value, required);
+    } else if (fs.querySelector(".custom").value.trim() === "") {
+      msg = "Type an answer.";
     }
     fieldError(fs, msg);
     return msg === "";
@@ -165,13 +170,13 @@
     }
   });
 
-  // Inline validation of typed fields as they are typed.
+  // Inline validation of typed and required fields as they are typed.
   document.addEventListener("input", (ev) => {
-    const fs = ev.target.closest("fieldset.q[data-type]");
+    const fs = ev.target.closest("fieldset.q[data-type], fieldset.q[data-required]");
     if (fs && fs.querySelector('[aria-invalid="true"]')) validate(fs);
   });
   document.addEventListener("focusout", (ev) => {
-    const fs = ev.target.closest && ev.target.closest("fieldset.q[data-type]");
+    const fs = ev.target.closest && ev.target.closest("fieldset.q[data-type], fieldset.q[data-required]");
     if (fs && ev.target.classList.contains("custom")) validate(fs);
   });
 
