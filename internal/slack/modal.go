@@ -55,7 +55,11 @@ func parseOrigin(s string) origin {
 	return o
 }
 
-func modal(r surface.Ref, title, submit string, o origin, blocks []slackapi.Block) slackapi.ModalViewRequest {
+// modal is a modal of rec's. Its callback_id carries rec's tag (see
+// surface.Ref.Tag), so that its submission is held to the request it
+// showed, not one created under its id since.
+func modal(rec *pending.Record, r surface.Ref, title, submit string, o origin, blocks []slackapi.Block) slackapi.ModalViewRequest {
+	r.Tag = surface.HashTag(rec.Hash)
 	v := slackapi.ModalViewRequest{
 		Type:            slackapi.VTModal,
 		Title:           plain(surface.Truncate(title, maxViewTitle)),
@@ -133,7 +137,7 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	if len(qs) > 1 {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
-	return modal(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, blocks)
+	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, blocks)
 }
 
 // choice is the element that chooses among q's options in a modal: radio
@@ -189,7 +193,7 @@ func otherModal(rec *pending.Record, i int, o origin, ticked []int) slackapi.Mod
 		blocks = append(blocks, slackapi.NewSectionBlock(plain(surface.Truncate(questionLabel(q), maxSectionText)), nil, nil))
 	}
 	blocks = append(blocks, input(otherBlock(i), label, textInput(true, "Type here", "", maxInputLength), false))
-	return modal(surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, "Send", o, blocks)
+	return modal(rec, surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, "Send", o, blocks)
 }
 
 // rejectModal asks for an optional reason before rejecting an approval.
@@ -198,7 +202,7 @@ func rejectModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 		slackapi.NewSectionBlock(plain(surface.Truncate("Reject "+rec.Approval.ToolName+"?", maxSectionText)), nil, nil),
 		input(noteBlock, "Reason (optional)", textInput(true, "Told to the agent", "", seam.MaxNoteLen), true),
 	}
-	return modal(surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", "Reject", o, blocks)
+	return modal(rec, surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", "Reject", o, blocks)
 }
 
 type viewValues = map[string]map[string]slackapi.BlockAction

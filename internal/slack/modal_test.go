@@ -35,6 +35,46 @@ func serve(t *testing.T, s *Surface, store *pending.Store, payload map[string]an
 	return w.Body.String()
 }
 
+// TestModalOnAReplacedRequest: a modal opened for a request that was then
+// discarded and created again under its tool_call_id, asking something
+// else, does not answer the new request with its fields: the person is
+// told the request they answered no longer exists.
+func TestModalOnAReplacedRequest(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, store, _ := newSurface(t, fake)
+	ctx := context.Background()
+	ask := func(q string) *pending.Record {
+		rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "default", Client: "agent", ToolCallID: "call-1",
+			Questions: &seam.Questions{Questions: []seam.Question{{ID: "why", Question: q}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	rec := ask("Which host may we restart?")
+	if _, err := s.Post(ctx, rec, target); err != nil { // its reply lost: no post recorded
+		t.Fatal(err)
+	}
+	msg := fake.Calls("chat.postMessage")[0]
+	ada := slacktest.SlackUser("UADA", "ada")
+	serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil))
+	opened := fake.WaitCalls(t, "views.open", 1)[0]
+	if ok, err := store.Discard(ctx, rec.ID); !ok || err != nil {
+		t.Fatalf("Discard: %v, %v", ok, err)
+	}
+	if again := ask("Which host may we wipe?"); again.ID != rec.ID {
+		t.Fatalf("created again as %s; want %s", again.ID, rec.ID)
+	}
+
+	body := serve(t, s, store, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("web-3")}))
+	if !strings.Contains(body, surface.MsgGone) {
+		t.Errorf("the modal got %q; want it replaced by a notice that the request no longer exists", body)
+	}
+	if got, err := store.Get(ctx, rec.ID); err != nil || got.Status != seam.StatusPending {
+		t.Errorf("the request asking something else: %v, %v; want it pending", got.Status, err)
+	}
+}
+
 // TestModalOnAGoneRequestKeepsTheQuestion: a modal submitted after its
 // request was discarded (its post's reply was lost) retires the message
 // it was opened from as a click on the message would: its text stays,
