@@ -748,3 +748,75 @@ func TestClickOnAGoneRequestRetiresItsMessage(t *testing.T) {
 		t.Errorf("the message's content %q was not kept: %q", body, content(resp))
 	}
 }
+
+// A request whose post's reply was lost is discarded, and the agent's
+// retry creates it again under the same id, here asking something else.
+// The first message is still in the channel, live: its button must not
+// answer the second request with what is in the same place, and the
+// message is retired.
+func TestClickOnAReplacedRequestRetiresItsMessage(t *testing.T) {
+	b := start(t, defaultTarget)
+	ask := func(labels ...string) map[string]any {
+		q := cleanupQuestion()
+		var opts []any
+		for _, l := range labels {
+			opts = append(opts, map[string]any{"label": l})
+		}
+		q["questions"].([]any)[0].(map[string]any)["options"] = opts
+		q["tool_call_id"] = "call-1"
+		return q
+	}
+	// Posted, but the answer lost: the bridge sees a refusal and discards
+	// the request.
+	b.fake.FailNext("create", discord.FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions", Applied: true})
+	if status, rec := b.do(t, http.MethodPost, "/v1/questions", ask("Keep them", "Archive them")); status != http.StatusServiceUnavailable {
+		t.Fatalf("the first create: %d %v; want 503 NO_PROVIDER", status, rec.M)
+	}
+	first := b.fake.Posted()[0]
+	id := b.create(t, "/v1/questions", ask("Delete them", "Delete the backups too"))
+	b.fake.WaitCalls(t, "create", 1)
+
+	archive := discord.Find(first.Body, "ab:pick:"+id+":0:1")
+	if archive == nil {
+		t.Fatalf("the first message has no button for %s: %v", id, first.Body)
+	}
+	resp := b.click(t, discord.Click(first, ada, archive["custom_id"].(string), nil))
+	if respType(resp) != 7 || !noControls(data(resp)) || !strings.HasSuffix(content(resp), "*This request no longer exists.*") {
+		t.Errorf("a click on the first message was answered %v; want the message retired", resp)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("a click on the first message ended the second request: %s %s", rec.M["status"], rec.Raw("answer"))
+	}
+}
+
+// A message its request does not list (posted, but its answer lost, while
+// the other target took the request) is not edited when the request ends;
+// a click on it, come late, answers with the outcome in its place, which
+// takes its controls off.
+func TestLateClickOnAnUnrecordedMessage(t *testing.T) {
+	b := start(t, defaultTarget+`
+      - discord:
+          channel: "1200000000000000009"`)
+	b.fake.FailNext("create", discord.FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions", Applied: true})
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	listed := map[string]bool{}
+	for _, p := range b.get(t, "/v1/questions", id).M["posts"].([]any) {
+		listed[p.(map[string]any)["message_id"].(string)] = true
+	}
+	var lost discord.FakeCall
+	for _, m := range b.fake.Posted() {
+		if !listed[m.MessageID] {
+			lost = m
+		}
+	}
+	if len(listed) != 1 || lost.MessageID == "" {
+		t.Fatalf("recorded %v of %d posted; want one recorded, one not", listed, len(b.fake.Posted()))
+	}
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	resp := b.click(t, discord.Click(lost, ada, discord.Find(lost.Body, "ab:pick:"+id+":0:0")["custom_id"].(string), nil))
+	if respType(resp) != 7 || !noControls(data(resp)) || !strings.Contains(content(resp), "Cancelled") {
+		t.Errorf("a late click on the unrecorded message was answered %v; want it updated to the outcome, without controls", resp)
+	}
+}
