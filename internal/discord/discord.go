@@ -436,10 +436,40 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		Components:      &m.components,
 		AllowedMentions: mentions(""),
 	}
-	return s.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
+	err := s.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
 		_, err := s.api.ChannelMessageEditComplex(edit, opts...)
 		return err
 	})
+	if err != nil && uneditable(err) {
+		// Retrying would not help: a finisher would try for an hour.
+		s.log.Info("a message of an ended request cannot be edited; leaving it", "request_id", rec.ID, "message_id", p.MessageID, "err", err)
+		return nil
+	}
+	return err
+}
+
+// uneditable reports whether an edit failed because the message can never
+// be edited: it or its channel was deleted (404: 10008 Unknown Message,
+// 10003 Unknown Channel), or its thread was locked or archived (50083,
+// 160005). A deleted message shows nobody a live button; a locked
+// thread's buttons answer with the outcome when clicked.
+func uneditable(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) {
+		return false
+	}
+	if re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
+		return true
+	}
+	if re.Message == nil {
+		return false
+	}
+	switch re.Message.Code {
+	case discordgo.ErrCodeUnknownMessage, discordgo.ErrCodeUnknownChannel,
+		discordgo.ErrCodePerformedOperationOnArchivedThread, discordgo.ErrCodeThreadIsLocked:
+		return true
+	}
+	return false
 }
 
 // target is the configured target a message of rec was posted to: the

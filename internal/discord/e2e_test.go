@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -818,5 +819,41 @@ func TestLateClickOnAnUnrecordedMessage(t *testing.T) {
 	resp := b.click(t, discord.Click(lost, ada, discord.Find(lost.Body, "ab:pick:"+id+":0:0")["custom_id"].(string), nil))
 	if respType(resp) != 7 || !noControls(data(resp)) || !strings.Contains(content(resp), "Cancelled") {
 		t.Errorf("a late click on the unrecorded message was answered %v; want it updated to the outcome, without controls", resp)
+	}
+}
+
+// TestEndOfAnUneditableMessage: a message that can never be edited (a
+// person deleted it, or its thread was deleted or locked) counts as
+// edited when its request ends, rather than being retried by a finisher
+// for an hour.
+func TestEndOfAnUneditableMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kill func(f *discord.FakeDiscord, thread string)
+	}{
+		{"deleted by a person", func(f *discord.FakeDiscord, _ string) {
+			f.FailNext("edit", discord.FakeFail{Status: http.StatusNotFound, Code: 10008, Message: "Unknown Message"})
+		}},
+		{"in a deleted thread", (*discord.FakeDiscord).DeleteThread},
+		{"in a locked thread", (*discord.FakeDiscord).LockThread},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, threadTarget)
+			b.create(t, "/v1/questions", cleanupQuestion())
+			thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+			id := b.create(t, "/v1/questions", cleanupQuestion()) // posted in the session's thread
+			tc.kill(b.fake, thread)
+			if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+				t.Fatalf("cancel: %d", status)
+			}
+			if n := len(b.fake.AllCalls("edit")); n != 1 {
+				t.Errorf("%d edits tried; want 1", n)
+			}
+			// The cancel edits before it answers: the request is out of the
+			// finish index by now, or never will be.
+			if n, err := b.Store().CountUnedited(context.Background()); err != nil || n != 0 {
+				t.Errorf("%d requests left for a finisher (%v); want none", n, err)
+			}
+		})
 	}
 }

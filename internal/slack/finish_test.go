@@ -105,3 +105,26 @@ func metric(t *testing.T, b bridge, name string) string {
 	t.Fatalf("/metrics has no %s", name)
 	return ""
 }
+
+// TestEndOfAnUneditableMessage: a message that can never be edited (a
+// person deleted it, or its channel was archived) counts as edited when
+// its request ends, rather than being retried by a finisher for an hour.
+func TestEndOfAnUneditableMessage(t *testing.T) {
+	for _, slackErr := range []string{"message_not_found", "is_archived"} {
+		t.Run(slackErr, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			b.fake.WaitCalls(t, "chat.postMessage", 1)
+			apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
+			b.fake.FailNext("chat.update", slacktest.FakeFail{Error: slackErr})
+			if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+				t.Fatalf("cancel: %d", status)
+			}
+			// The cancel edits before it answers: the request is out of the
+			// finish index by now, or never will be.
+			if n, err := b.Store().CountUnedited(context.Background()); err != nil || n != 0 {
+				t.Errorf("%d requests left for a finisher (%v); want none", n, err)
+			}
+		})
+	}
+}

@@ -218,9 +218,30 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		return nil
 	}
 	m := render(rec, "", false)
-	return s.call(ctx, "chat.update", func(ctx context.Context) error {
+	err := s.call(ctx, "chat.update", func(ctx context.Context) error {
 		return s.updateMessage(ctx, p.Channel, p.MessageID, chatMessage{text: m.text, blocks: m.blocks})
 	})
+	if err != nil && uneditable(err) {
+		// Retrying would not help: a finisher would try for an hour.
+		s.log.Info("a message of an ended request cannot be edited; leaving it", "request_id", rec.ID, "ts", p.MessageID, "err", err)
+		return nil
+	}
+	return err
+}
+
+// uneditable reports whether chat.update failed because the message can
+// never be edited: a person deleted it (message_not_found), or its channel
+// was deleted or archived (channel_not_found, is_archived).
+func uneditable(err error) bool {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Err {
+	case "message_not_found", "channel_not_found", "is_archived":
+		return true
+	}
+	return false
 }
 
 // ephemeral tells user, and only user, something in channel.
