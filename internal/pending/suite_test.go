@@ -150,8 +150,12 @@ func newBackend(t *testing.T, name string, mr *miniredis.Miniredis, dial dialer)
 	}
 	b.rdb = b.client()
 	ctx := context.Background()
-	if err := b.rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("%s: redis does not answer: %v", name, err)
+	// Bounded, so that a deployment named but not running fails each test
+	// at once rather than after the client's retries.
+	pingCtx, cancel := context.WithTimeout(ctx, eventually)
+	defer cancel()
+	if err := b.rdb.Ping(pingCtx).Err(); err != nil {
+		t.Fatalf("%s: redis does not answer within %v: %v", name, eventually, err)
 	}
 	// Registered after client(), so it runs before the clients close.
 	t.Cleanup(func() {
