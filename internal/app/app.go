@@ -50,8 +50,11 @@ type Options struct {
 
 // New builds an App from a validated config and listens on cfg.Listen, so
 // Addr is known before Run. With no redis.url it starts an embedded Redis.
-func New(cfg *config.Config, log *slog.Logger, opt Options) (a *App, err error) {
-	a = &App{cfg: cfg, log: log}
+//
+// The App is not a named result: an error return would set it to nil
+// before the deferred Close releases what was acquired.
+func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) {
+	a := &App{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
 			a.Close()
