@@ -71,11 +71,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "mcp":
 		return mcpCmd(ctx, rest, stdin, stdout, stderr)
 	case "config":
-		if len(rest) == 0 || rest[0] != "check" {
-			fmt.Fprintln(stderr, "usage: bridge config check FILE")
-			return exitUsage
+		switch {
+		case len(rest) > 0 && rest[0] == "check":
+			return configCheck(rest[1:], stdout, stderr)
+		case len(rest) == 1 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help"):
+			fmt.Fprint(stderr, configCheckUsage)
+			return exitOK
 		}
-		return configCheck(rest[1:], stdout, stderr)
+		fmt.Fprint(stderr, configCheckUsage)
+		return exitUsage
 	case "bench":
 		return benchCmd(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-v":
@@ -163,18 +167,32 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	return exitOK
 }
 
+const configCheckUsage = `usage: bridge config check FILE
+
+Validates the config file FILE, naming the key of every problem, and
+prints the effective configuration: defaults filled in, every secret shown
+as <secret>. Exits 0 when the file is valid, 1 when it is not.
+`
+
+// configCheck validates a config file. It takes no flags, but parses them
+// so that -h prints its usage instead of being read as a file name.
 func configCheck(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: bridge config check FILE")
+	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	if code, ok := parseFlags(fs, args, configCheckUsage, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, configCheckUsage)
 		return exitUsage
 	}
-	cfg, err := config.Load(args[0])
+	path := fs.Arg(0)
+	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge:", err)
 		return exitError
 	}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", args[0], err)
+		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
 		return exitError
 	}
 	out, err := cfg.Effective()
