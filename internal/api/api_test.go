@@ -512,6 +512,42 @@ func TestOpenAPIWithoutTokens(t *testing.T) {
 	}
 }
 
+// TestBearerScheme: the scheme of Authorization is case-insensitive (RFC
+// 7235 §2.1); the token is not.
+func TestBearerScheme(t *testing.T) {
+	a := start(t, tokensYAML)
+	for _, tc := range []struct {
+		header string
+		status int
+	}{
+		{"Bearer tok-ask-a", http.StatusCreated},
+		{"bearer tok-ask-a", http.StatusCreated},
+		{"BEARER tok-ask-a", http.StatusCreated},
+		{"Bearer   tok-ask-a ", http.StatusCreated},
+		{"Bearer TOK-ASK-A", http.StatusUnauthorized},
+		{"Bearer", http.StatusUnauthorized},
+		{"Bearer ", http.StatusUnauthorized},
+		{"Bearertok-ask-a", http.StatusUnauthorized},
+		{"Basic tok-ask-a", http.StatusUnauthorized},
+		{"tok-ask-a", http.StatusUnauthorized},
+	} {
+		req, err := http.NewRequest("POST", a.URL()+"/v1/questions", strings.NewReader(deployQ))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", tc.header)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.status {
+			t.Errorf("Authorization: %q: %d, want %d", tc.header, res.StatusCode, tc.status)
+		}
+	}
+}
+
 func TestRedisDownIs503(t *testing.T) {
 	url, prefix := apptest.Redis(t)
 	cfg := apptest.Config(t, tokensYAML, "redis://127.0.0.1:1", prefix) // nothing listens on port 1

@@ -55,12 +55,11 @@ func (a authenticator) client(r *http.Request) (Client, error) {
 	if len(a.tokens) == 0 {
 		return openClient, nil
 	}
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || tok == "" {
+	tok, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
 		return Client{}, apiErr(http.StatusUnauthorized, CodeUnauthorized, "send Authorization: Bearer <token>")
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	sum := sha256.Sum256([]byte(tok))
 	var found Client
 	match := 0
 	for _, t := range a.tokens {
@@ -74,6 +73,18 @@ func (a authenticator) client(r *http.Request) (Client, error) {
 		return Client{}, apiErr(http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not valid")
 	}
 	return found, nil
+}
+
+// bearer returns the token of an Authorization header value "Bearer
+// <token>". The scheme is case-insensitive (RFC 7235 §2.1: "bearer" and
+// "BEARER" are Bearer too), and one or more spaces may follow it.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
 }
 
 // require authenticates r and checks that the client holds one of scopes.
