@@ -138,6 +138,46 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+// TestParseInput: typed input takes what a person types and JSON or the
+// web inbox would read, not Go's literal forms.
+func TestParseInput(t *testing.T) {
+	for _, tc := range []struct {
+		typ, text, want string // want "" means refused
+	}{
+		{InputNumber, "3.5", "3.5"},
+		{InputNumber, " -12 ", "-12"},
+		{InputNumber, "+1e3", "+1e3"},
+		{InputNumber, "2.5E-3", "2.5E-3"},
+		{InputNumber, ".5", ".5"},
+		{InputNumber, "5.", "5."},
+		{InputNumber, "1_000", ""},
+		{InputNumber, "0x10", ""},
+		{InputNumber, "0x1p4", ""},
+		{InputNumber, "Inf", ""},
+		{InputNumber, "infinity", ""},
+		{InputNumber, "NaN", ""},
+		{InputNumber, "1e400", ""},
+		{InputNumber, "1,5", ""},
+		{InputNumber, "", ""},
+		{InputInteger, "42", "42"},
+		{InputInteger, "-7", "-7"},
+		{InputInteger, "1_000", ""},
+		{InputInteger, "0x10", ""},
+		{InputInteger, "1e3", ""},
+		{InputInteger, "99999999999999999999", ""},
+		{InputBoolean, "Yes", "true"},
+		{InputBoolean, "1", ""},
+	} {
+		got, err := ParseInput(tc.typ, tc.text)
+		if tc.want == "" && err == nil {
+			t.Errorf("ParseInput(%s, %q) = %q; want it refused", tc.typ, tc.text, got)
+		}
+		if tc.want != "" && (err != nil || got != tc.want) {
+			t.Errorf("ParseInput(%s, %q) = %q, %v; want %q", tc.typ, tc.text, got, err, tc.want)
+		}
+	}
+}
+
 func TestDecisionNormalize(t *testing.T) {
 	d, err := Decision{Outcome: OutcomeRejected, Note: "  no  "}.Normalize()
 	if err != nil || d.Note != "no" {

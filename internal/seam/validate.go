@@ -3,6 +3,7 @@ package seam
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -169,6 +170,13 @@ func (q *Question) validateInput(where string) error {
 	return nil
 }
 
+// decimal is a number as a person types one and as the web inbox's check
+// (internal/web/assets/app.js) takes it: digits with an optional sign,
+// point and exponent, a JSON number give or take the sign and the point.
+// strconv.ParseFloat also takes Go's literal forms (1_000, 0x1p4, Inf),
+// which JSON does not, nor the agent that reads the answer as one.
+var decimal = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
+
 // ParseInput checks text against a typed input field and returns it in
 // canonical form: trimmed, booleans as "true" or "false".
 func ParseInput(typ, text string) (string, error) {
@@ -180,7 +188,7 @@ func ParseInput(typ, text string) (string, error) {
 		}
 	case InputNumber:
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !decimal.MatchString(s) {
 			return "", fmt.Errorf("%q is not a number", s)
 		}
 	case InputBoolean:
