@@ -154,6 +154,8 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"bad wait", "GET", "/v1/questions/" + id + "?wait=forever", "tok-ask-a", nil, 400, "INVALID_REQUEST"},
 		{"unknown route", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"route":"nope"}`, 503, "NO_PROVIDER"},
 		{"approval without tool", "POST", "/v1/approvals", "tok-ask-a", `{"reason":"x"}`, 400, "INVALID_REQUEST"},
+		{"approval arguments a list", "POST", "/v1/approvals", "tok-ask-a", `{"tool_name":"rm","arguments":[1,2]}`, 400, "INVALID_REQUEST"},
+		{"approval arguments a string", "POST", "/v1/approvals", "tok-ask-a", `{"tool_name":"rm","arguments":"str"}`, 400, "INVALID_REQUEST"},
 		{"unknown id", "GET", "/v1/questions/nosuchid", "tok-ask-a", nil, 404, "NOT_FOUND"},
 		{"another client's request", "GET", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
 		{"another client's cancel", "DELETE", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
@@ -481,6 +483,10 @@ func TestApprovalLifeCycle(t *testing.T) {
 	}
 	if list := do(t, "GET", a.URL()+"/v1/approvals?status=pending", "tok-answer", nil); !strings.Contains(list.Raw, `"approvals":[]`) {
 		t.Fatalf("pending approvals after decision: %s", list.Raw)
+	}
+	// null arguments are none: an MCP client or a harness may send them.
+	if r := do(t, "POST", a.URL()+"/v1/approvals", "tok-ask-a", `{"tool_name":"rotate_keys","arguments":null}`); r.Status != 201 || r.field(t, "arguments") != "" {
+		t.Fatalf("create approval with null arguments: %d %s", r.Status, r.Raw)
 	}
 }
 

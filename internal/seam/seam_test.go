@@ -178,6 +178,43 @@ func TestParseInput(t *testing.T) {
 	}
 }
 
+// TestApprovalArguments: an approval's arguments are a JSON object, or none.
+func TestApprovalArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args string // "" leaves arguments out
+		ok   bool
+		want string // the arguments after Validate
+	}{
+		{"", true, ""},
+		{`{"file":"prod.yaml","replicas":3}`, true, `{"file":"prod.yaml","replicas":3}`},
+		{`{}`, true, `{}`},
+		{`null`, true, ""},
+		{`[1,2]`, false, ""},
+		{`"str"`, false, ""},
+		{`3`, false, ""},
+		{`true`, false, ""},
+	} {
+		body := `{"tool_name":"kubectl_apply"}`
+		if tc.args != "" {
+			body = `{"tool_name":"kubectl_apply","arguments":` + tc.args + `}`
+		}
+		var a Approval
+		if err := json.Unmarshal([]byte(body), &a); err != nil {
+			t.Fatal(err)
+		}
+		err := a.Validate()
+		var se *Error
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("arguments %s: %v", tc.args, err)
+		case tc.ok && string(a.Arguments) != tc.want:
+			t.Errorf("arguments %s: after Validate %q, want %q", tc.args, a.Arguments, tc.want)
+		case !tc.ok && (!errors.As(err, &se) || se.Code != CodeInvalidRequest || se.Field != "arguments"):
+			t.Errorf("arguments %s: %v; want INVALID_REQUEST naming arguments", tc.args, err)
+		}
+	}
+}
+
 func TestDecisionNormalize(t *testing.T) {
 	d, err := Decision{Outcome: OutcomeRejected, Note: "  no  "}.Normalize()
 	if err != nil || d.Note != "no" {

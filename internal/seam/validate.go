@@ -1,6 +1,7 @@
 package seam
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"regexp"
@@ -203,8 +204,13 @@ func ParseInput(typ, text string) (string, error) {
 	return s, nil
 }
 
-// Validate checks an approval request.
+// Validate checks an approval request. Its arguments, when it has any, are
+// the tool call's: a JSON object, as the seam and the MCP tool's schema
+// say. null is no arguments (an MCP client or a harness may send it).
 func (a *Approval) Validate() error {
+	if bytes.Equal(bytes.TrimSpace(a.Arguments), []byte("null")) {
+		a.Arguments = nil
+	}
 	switch {
 	case strings.TrimSpace(a.ToolName) == "":
 		return invalid("tool_name", "an approval needs tool_name")
@@ -218,8 +224,16 @@ func (a *Approval) Validate() error {
 		return invalid("display_reason", "display_reason is longer than %d characters", MaxReasonLen)
 	case len(a.Arguments) > MaxArgumentsBytes:
 		return invalid("arguments", "arguments are larger than %d KiB", MaxArgumentsBytes>>10)
+	case a.Arguments != nil && !isObject(a.Arguments):
+		return invalid("arguments", `arguments must be a JSON object of the tool call's arguments, such as {"file": "prod.yaml"}`)
 	}
 	return nil
+}
+
+// isObject reports whether raw, which has been read as JSON, is an object.
+func isObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // Normalize checks an answer against the request it answers and returns it

@@ -249,8 +249,10 @@ export class Answerer {
     if (req?.callId !== undefined && req.callId !== null) body.call_id = String(req.callId)
     if (typeof req?.reason === 'string' && req.reason !== '') body.reason = cut(req.reason, MAX_REASON)
     if (typeof req?.displayReason === 'string' && req.displayReason !== '') body.display_reason = cut(req.displayReason, MAX_REASON)
+    // The bridge takes arguments as a JSON object only (as the seam writes
+    // them); anything else is left out rather than refusing the approval.
     const args = req?.arguments ?? req?.args
-    if (args !== undefined && args !== null && typeof args === 'object') body.arguments = args
+    if (args !== undefined && args !== null && typeof args === 'object' && !Array.isArray(args)) body.arguments = args
     let rec
     try {
       rec = await this.#run('approval', body, body.call_id, req?.signal)

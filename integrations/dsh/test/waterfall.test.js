@@ -287,6 +287,18 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
     assert.equal(await within(deciding, 10_000, 'approval'), 'unavailable')
   })
 
+  test('arguments go to the bridge as an object; a list is left out, not refused', async () => {
+    const answerer = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5 }))
+    for (const [args, want] of [[{ file: 'prod.yaml', replicas: 3 }, { file: 'prod.yaml', replicas: 3 }], [['prod.yaml'], undefined]]) {
+      const toolName = tool()
+      const deciding = track(answerer.approve({ agent: fakeAgent('session-args'), toolName, arguments: args }, () => Promise.resolve('next')))
+      const rec = await person.approval(toolName)
+      assert.deepEqual(rec.arguments, want)
+      await person.decide(rec.id, { outcome: 'allowed-once' })
+      assert.equal(await within(deciding, 10_000, 'approval'), 'allowed-once')
+    }
+  })
+
   test('approvals: false leaves approval/request alone', async () => {
     const { ctx, downstream } = await harness({ approvals: false })
     downstream.approval = () => Promise.resolve('allowed-once')
