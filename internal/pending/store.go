@@ -4,6 +4,7 @@
 package pending
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -180,7 +181,7 @@ return {0}
 // and created == false; a different request under that ToolCallID is
 // ErrConflict.
 func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created bool, err error) {
-	body, hash, err := nr.encode()
+	body, hash, orderedHash, err := nr.encode()
 	if err != nil {
 		return nil, false, err
 	}
@@ -223,27 +224,67 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		// Without a tool_call_id the id is random to this call: finding it
 		// means go-redis retried our own create after a lost reply.
 		return rec, nr.ToolCallID == "", err
-	default:
-		return nil, false, fmt.Errorf("create %s (tool_call_id %q): %w", id, nr.ToolCallID, ErrConflict)
 	}
+	if orderedHash != hash {
+		// The request may have been created by a bridge that hashed the
+		// arguments in the order they came (before canonical hashing):
+		// the same request, if that hash matches.
+		rec, err := s.Get(ctx, id)
+		switch {
+		case err == nil && rec.Hash == orderedHash:
+			return rec, false, nil
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return nil, false, fmt.Errorf("create %s: %w", id, err)
+		}
+	}
+	return nil, false, fmt.Errorf("create %s (tool_call_id %q): %w", id, nr.ToolCallID, ErrConflict)
 }
 
 // encode returns the request body and the hash that tells one request from
 // another under the same tool_call_id. The caller is left out of the hash:
 // it only says who asks, and an agent restarted under a new agent id must
 // still re-attach to its question.
-func (nr NewRequest) encode() (body []byte, hash string, err error) {
+//
+// An approval's arguments are hashed in canonical form (keys sorted at
+// every depth, numbers as written), so that a repeated create whose
+// arguments differ only in key order, as a re-serialised map's may, is the
+// same request. orderedHash is the hash bridges made before that, of the
+// arguments in the order they came; it differs from hash only when that
+// order was not already canonical.
+func (nr NewRequest) encode() (body []byte, hash, orderedHash string, err error) {
+	var hashed []byte // body, with an approval's arguments canonical
 	switch nr.Kind {
 	case seam.KindQuestion:
 		body, err = json.Marshal(nr.Questions)
+		hashed = body
 	case seam.KindApproval:
-		body, err = json.Marshal(nr.Approval)
+		if body, err = json.Marshal(nr.Approval); err != nil {
+			break
+		}
+		a := *nr.Approval
+		if a.Arguments, err = canonicalJSON(a.Arguments); err != nil {
+			break
+		}
+		hashed, err = json.Marshal(&a)
 	default:
-		return nil, "", fmt.Errorf("unknown kind %q", nr.Kind)
+		return nil, "", "", fmt.Errorf("unknown kind %q", nr.Kind)
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
+	if hash, err = nr.hash(hashed); err != nil {
+		return nil, "", "", err
+	}
+	orderedHash = hash
+	if !bytes.Equal(hashed, body) {
+		if orderedHash, err = nr.hash(body); err != nil {
+			return nil, "", "", err
+		}
+	}
+	return body, hash, orderedHash, nil
+}
+
+func (nr NewRequest) hash(body []byte) (string, error) {
 	whole, err := json.Marshal(struct {
 		Kind      seam.Kind       `json:"kind"`
 		Route     string          `json:"route"`
@@ -251,10 +292,26 @@ func (nr NewRequest) encode() (body []byte, hash string, err error) {
 		ExpiresIn time.Duration   `json:"expires_in"`
 	}{nr.Kind, nr.Route, body, nr.ExpiresIn})
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	sum := sha256.Sum256(whole)
-	return body, hex.EncodeToString(sum[:16]), nil
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// canonicalJSON returns raw with the keys of every object sorted, as
+// encoding/json writes a map. Numbers keep their text (UseNumber), so that
+// integers past 2^53 that differ still differ.
+func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return raw, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

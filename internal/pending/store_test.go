@@ -37,7 +37,7 @@ func TestCreate(t *testing.T) {
 				t.Fatalf("Create = %v, created %v; want a new record", err, created)
 			}
 			now := b.clock.Now()
-			_, hash, _ := nr.encode()
+			_, hash, _, _ := nr.encode()
 			for name, got := range map[string]*Record{"created": rec, "read back": mustGet(t, s, rec.ID)} {
 				want := &Record{
 					ID: rec.ID, Kind: seam.KindQuestion, Status: seam.StatusPending,
@@ -88,6 +88,13 @@ func TestCreate(t *testing.T) {
 		changedCaller.Caller = &seam.Caller{Agent: "agent-8"}
 		changedExpiry := question("alice", "call-expiry")
 		changedExpiry.ExpiresIn = time.Hour
+		reordered := approval("alice", "call-order")
+		reordered.Approval.Arguments = []byte(`{"replicas":3, "namespace":"prod", "file":"web.yaml"}`)
+		bigNumber := func(n string) NewRequest {
+			nr := approval("alice", "call-big")
+			nr.Approval.Arguments = []byte(`{"id":` + n + `}`)
+			return nr
+		}
 		for _, tc := range []struct {
 			name          string
 			first, second NewRequest
@@ -98,6 +105,8 @@ func TestCreate(t *testing.T) {
 			{"same tool_call_id, other question text", question("alice", "call-text"), changedText, false, ErrConflict},
 			{"same tool_call_id, other caller (a restarted agent)", question("alice", "call-caller"), changedCaller, true, nil},
 			{"same tool_call_id, other expiry", question("alice", "call-expiry"), changedExpiry, false, ErrConflict},
+			{"same approval, arguments in another key order", approval("alice", "call-order"), reordered, true, nil},
+			{"same tool_call_id, arguments that differ past float precision", bigNumber("12345678901234567890"), bigNumber("12345678901234567891"), false, ErrConflict},
 			{"other client, same tool_call_id", question("alice", "call-client"), question("bob", "call-client"), false, nil},
 			{"same tool_call_id, other kind", question("alice", "call-kind"), approval("alice", "call-kind"), false, nil},
 			{"no tool_call_id", question("alice", ""), question("alice", ""), false, nil},
@@ -126,6 +135,25 @@ func TestCreate(t *testing.T) {
 				}
 			})
 		}
+
+		// Bridges before canonical hashing hashed an approval's arguments
+		// in the order they came; a request they created re-attaches.
+		t.Run("a request hashed with its arguments in order re-attaches", func(t *testing.T) {
+			nr := approval("alice", "call-ordered-hash")
+			nr.Approval.Arguments = []byte(`{"replicas":3,"file":"web.yaml"}`)
+			_, hash, orderedHash, err := nr.encode()
+			if err != nil || hash == orderedHash {
+				t.Fatalf("encode: %v; hashes %s and %s, want two", err, hash, orderedHash)
+			}
+			first := mustCreate(t, s, nr)
+			if err := s.rdb.HSet(ctx, s.keys.record(first.ID), fHash, orderedHash).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, created, err := s.Create(ctx, nr)
+			if err != nil || created || got.ID != first.ID {
+				t.Errorf("Create = %+v, created %v, %v; want the first record, created false", got, created, err)
+			}
+		})
 
 		t.Run("a retry re-attaches to a resolved request", func(t *testing.T) {
 			first := mustCreate(t, s, question("alice", "call-done"))
