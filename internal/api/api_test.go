@@ -464,6 +464,22 @@ func TestWaitEndsWithPendingRecord(t *testing.T) {
 	}
 }
 
+// TestMaxWaitZero: with store.max_wait 0 a call is never held; the wait
+// it asks for ends at once, with the pending record.
+func TestMaxWaitZero(t *testing.T) {
+	a := start(t, tokensYAML+"  max_wait: 0\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // well under the 60s asked for
+	defer cancel()
+	created := call(t, ctx, "POST", a.URL()+"/v1/questions?wait=60s", "tok-ask-a", deployQ)
+	if created.Status != 201 || created.str("status") != "pending" {
+		t.Fatalf("create with a wait: %d %s", created.Status, created.Raw)
+	}
+	r := call(t, ctx, "GET", a.URL()+"/v1/questions/"+created.str("id")+"?wait=60s", "tok-ask-a", nil)
+	if r.Status != 200 || r.str("status") != "pending" {
+		t.Fatalf("read with a wait: %d %s", r.Status, r.Raw)
+	}
+}
+
 func TestApprovalLifeCycle(t *testing.T) {
 	a := start(t, tokensYAML)
 	r := do(t, "POST", a.URL()+"/v1/approvals", "tok-ask-a",

@@ -27,7 +27,7 @@ type Options struct {
 	Store      *pending.Store
 	Dispatcher *dispatch.Dispatcher
 	Tokens     []Token       // none: the API is open
-	MaxWait    time.Duration // longest ?wait= honoured; default 60 s
+	MaxWait    time.Duration // longest ?wait= honoured (store.max_wait); 0: calls are never held
 	Registry   *prometheus.Registry
 	Logger     *slog.Logger
 }
@@ -45,9 +45,6 @@ type Server struct {
 
 // New builds the API and registers its metrics on o.Registry.
 func New(o Options) *Server {
-	if o.MaxWait <= 0 {
-		o.MaxWait = 60 * time.Second
-	}
 	s := &Server{
 		store:    o.Store,
 		dispatch: o.Dispatcher,
