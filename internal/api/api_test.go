@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -450,6 +451,46 @@ func TestLongPollEndsWhenClientGoesAway(t *testing.T) {
 	cancel()
 	<-errc
 	waitFor(t, "the waiter to leave", func() bool { return a.Store().Waiting() == 0 })
+}
+
+// TestShutdownAnswersHeldCalls: when a replica stops (SIGTERM cancels
+// Run's context), a create and a read held with ?wait= answer at once with
+// the request still pending, as when a wait ends, so that their agents wait
+// again on another replica; and the replica stops without waiting for them.
+func TestShutdownAnswersHeldCalls(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	a, err := app.New(apptest.Config(t, "", url, prefix), discard(), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(ctx) }()
+
+	id := do(t, "POST", a.URL()+"/v1/questions", "", deployQ).str("id")
+	read := apptest.Go(a.URL(), "GET", "/v1/questions/"+id+"?wait=60s", nil)
+	create := apptest.Go(a.URL(), "POST", "/v1/questions?wait=60s", json.RawMessage(deployQ))
+	waitFor(t, "both calls to be held", func() bool { return a.Store().Waiting() == 2 })
+	stop()
+
+	for name, held := range map[string]struct {
+		ch     <-chan apptest.Result
+		status int
+	}{"read": {read, http.StatusOK}, "create": {create, http.StatusCreated}} {
+		r := apptest.Await(t, held.ch, 10*time.Second)
+		if r.Status != held.status || r.Rec.M["status"] != "pending" {
+			t.Errorf("held %s at shutdown: %d %v; want %d with the pending record", name, r.Status, r.Rec.M, held.status)
+		}
+	}
+	select {
+	case err := <-ran:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replica did not stop")
+	}
 }
 
 func TestWaitEndsWithPendingRecord(t *testing.T) {

@@ -41,6 +41,8 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	latency  *prometheus.HistogramVec
+	stopping context.Context // done once the server shuts down: held calls end
+	stop     context.CancelFunc
 }
 
 // New builds the API and registers its metrics on o.Registry.
@@ -58,6 +60,7 @@ func New(o Options) *Server {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route", "code"}),
 	}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	o.Registry.MustRegister(s.latency, waitingCollector{o.Store}, pendingCollector{o.Store})
 
 	for _, k := range []struct {
@@ -93,6 +96,13 @@ func New(o Options) *Server {
 	})
 	return s
 }
+
+// Shutdown ends every held call (?wait=) at once, as if its wait had
+// ended: it answers with the request still pending, and its agent waits
+// again on another replica, instead of being cut off when the HTTP
+// server's shutdown gives up on it. Register it with
+// http.Server.RegisterOnShutdown.
+func (s *Server) Shutdown() { s.stop() }
 
 // Handler returns the server's handler.
 func (s *Server) Handler() http.Handler { return s.mux }
@@ -208,19 +218,27 @@ func (s *Server) waitFor(r *http.Request, rec *pending.Record, d time.Duration, 
 	if d <= 0 || rec.Status != seam.StatusPending {
 		return rec, nil
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), d)
+	ctx, cancel := s.holdContext(r, d)
 	defer cancel()
 	got, err := watch.Wait(ctx, rec)
 	switch {
 	case err == nil:
 		return got, nil
-	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+	case ctx.Err() != nil && r.Context().Err() == nil:
 		if got == nil {
 			got = rec
 		}
 		return got, nil // the wait ended: answer with the pending record
 	}
 	return nil, err
+}
+
+// holdContext is the context of a call held for d: it ends when the wait
+// does, when the client goes away, or when the server shuts down.
+func (s *Server) holdContext(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	unhook := context.AfterFunc(s.stopping, cancel)
+	return ctx, func() { unhook(); cancel() }
 }
 
 // create stores and posts a request, then waits if asked to.
@@ -354,13 +372,13 @@ func (s *Server) get(kind seam.Kind) func(http.ResponseWriter, *http.Request, Cl
 // registers, which checks the kind and owner) rather than looking it up
 // first. When the client goes away it returns its context's error.
 func (s *Server) await(r *http.Request, kind seam.Kind, c Client, d time.Duration) (*pending.Record, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), d)
+	ctx, cancel := s.holdContext(r, d)
 	defer cancel()
 	got, err := s.store.WaitKind(ctx, r.PathValue("id"), owner(c), kind)
 	switch {
 	case err == nil:
 		return got, nil
-	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+	case ctx.Err() != nil && r.Context().Err() == nil:
 		if got == nil { // the wait ended before its first read did
 			return s.lookup(r, kind, c)
 		}

@@ -132,7 +132,11 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	a.srv.RegisterOnShutdown(a.web.Shutdown) // live pages' streams end, so shutdown need not wait for them
+	// Live pages' streams end and held calls answer at once (the request
+	// still pending, as when a wait ends), so shutdown need not wait for
+	// them and agents wait again on another replica.
+	a.srv.RegisterOnShutdown(a.web.Shutdown)
+	a.srv.RegisterOnShutdown(a.api.Shutdown)
 	return a, nil
 }
 
@@ -194,7 +198,8 @@ func (a *App) Web() *web.Server { return a.web }
 func (a *App) Store() *pending.Store { return a.store }
 
 // Run serves until ctx ends or a part fails, then stops every part and
-// waits for them. Long-polls in flight end when the server shuts down.
+// waits for them. Long-polls in flight answer at once when the server
+// shuts down, with their requests still pending.
 func (a *App) Run(ctx context.Context) error {
 	var g group
 	g.add(func(ctx context.Context) error {
