@@ -115,3 +115,9 @@ func (k keys) thread(session string) string {
 // expiry is judged by the store's clock; a Redis TTL of a few lease
 // lengths only cleans up after holders that vanished.
 func (k keys) lease(name string) string { return k.prefix + "lease:" + name }
+
+// signedOut is a STRING: a web inbox session signed out before it expired,
+// by a digest of its cookie; it expires when the session would have. Web
+// sessions are signed cookies, kept nowhere; this is how every replica
+// learns that one has ended.
+func (k keys) signedOut(session string) string { return k.prefix + "web:signedout:" + session }

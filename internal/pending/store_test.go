@@ -1599,6 +1599,36 @@ func TestForgetThread(t *testing.T) {
 	})
 }
 
+// TestSignOut: a web session signed out on one replica is signed out on
+// every replica, until it would have expired anyway.
+func TestSignOut(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s, other := b.store(), b.store()
+		if out, err := other.SignedOut(ctx, "session-1"); err != nil || out {
+			t.Fatalf("before signing out: %v, %v", out, err)
+		}
+		if err := s.SignOut(ctx, "session-1", 90*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := other.SignedOut(ctx, "session-1"); err != nil || !out {
+			t.Fatalf("after signing out: %v, %v", out, err)
+		}
+		if out, err := other.SignedOut(ctx, "session-2"); err != nil || out {
+			t.Fatalf("another session: %v, %v", out, err)
+		}
+		if ttl := b.rdb.PTTL(ctx, s.keys.signedOut("session-1")).Val(); ttl <= 0 || ttl > 91*time.Minute {
+			t.Fatalf("signed-out key's TTL %v; want the session's 90m left, and a second", ttl)
+		}
+		if err := s.SignOut(ctx, "session-3", 0); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := other.SignedOut(ctx, "session-3"); err != nil || out {
+			t.Fatalf("a session that had expired is recorded: %v, %v", out, err)
+		}
+	})
+}
+
 // TestWakeCarriesTheEnding: a wake-up hands the waiter how its request
 // ended, so the waiter returns without reading the record again; anything
 // malformed falls back to the read.

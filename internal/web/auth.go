@@ -1,12 +1,15 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -108,10 +111,24 @@ func (l *Links) check(id, e, sig string) (linkGrant, bool) {
 }
 
 // session is a signed-in browser: the answer-scoped token it signed in
-// with, by name, and when the session ends.
+// with, by name, and when the session ends. Nonce tells apart two sessions
+// started in the same second with the same token, so that signing one out
+// leaves the other.
 type session struct {
-	Name string `json:"n"`
-	Exp  int64  `json:"e"`
+	Name  string `json:"n"`
+	Exp   int64  `json:"e"`
+	Nonce string `json:"r,omitempty"`
+}
+
+// errSignedOut is sessionOf's error for a request without a current
+// session: no cookie, or a forged, expired or signed-out one.
+var errSignedOut = errors.New("not signed in")
+
+// sessionDigest names a session in the store, for sign-out: a digest of
+// its cookie, which the store never sees.
+func sessionDigest(cookie string) string {
+	sum := sha256.Sum256([]byte(cookie))
+	return hex.EncodeToString(sum[:16])
 }
 
 // The session cookie's names: __Host- when served over https, which the
@@ -194,8 +211,10 @@ func (s *Server) sessionValue(ss session) string {
 	return p + "." + b64.EncodeToString(s.signer.mac("session", p, bind))
 }
 
-// sessionOf returns the session of r's cookie, if it is valid and current.
-func (s *Server) sessionOf(r *http.Request) (session, string, bool) {
+// sessionOf returns the session of r's cookie and the cookie, if it is
+// valid and current; errSignedOut if it is not; another error when the
+// store, which knows the sessions signed out, can't be read.
+func (s *Server) sessionOf(r *http.Request) (session, string, error) {
 	var raw string
 	for _, name := range []string{secureCookieName, cookieName} {
 		if c, err := r.Cookie(name); err == nil {
@@ -205,22 +224,35 @@ func (s *Server) sessionOf(r *http.Request) (session, string, bool) {
 	}
 	p, sig, ok := strings.Cut(raw, ".")
 	if !ok {
-		return session{}, "", false
+		return session{}, "", errSignedOut
 	}
 	payload, err1 := b64.DecodeString(p)
 	mac, err2 := b64.DecodeString(sig)
 	var ss session
 	if err1 != nil || err2 != nil || json.Unmarshal(payload, &ss) != nil {
-		return session{}, "", false
+		return session{}, "", errSignedOut
 	}
 	bind, ok := s.tokens.binding(ss.Name)
 	if !ok || !hmac.Equal(mac, s.signer.mac("session", p, bind)) {
-		return session{}, "", false
+		return session{}, "", errSignedOut
 	}
 	if s.now().Unix() >= ss.Exp {
-		return session{}, "", false
+		return session{}, "", errSignedOut
 	}
-	return ss, raw, true
+	switch out, err := s.store.SignedOut(r.Context(), sessionDigest(raw)); {
+	case err != nil:
+		return session{}, "", err
+	case out:
+		return session{}, "", errSignedOut
+	}
+	return ss, raw, nil
+}
+
+// signOutSession ends the session of cookie on every replica: a copy of the
+// cookie is refused from now on, not only the browser's, which
+// clearSession empties.
+func (s *Server) signOutSession(ctx context.Context, ss session, cookie string) error {
+	return s.store.SignOut(ctx, sessionDigest(cookie), time.Unix(ss.Exp, 0).Sub(s.now()))
 }
 
 // csrfToken is the CSRF token of a session: derived from its cookie value,
@@ -246,7 +278,9 @@ func (s *Server) secure(r *http.Request) bool {
 
 func (s *Server) setSession(w http.ResponseWriter, r *http.Request, name string) {
 	ttl := s.sessionTTL
-	value := s.sessionValue(session{Name: name, Exp: s.now().Add(ttl).Unix()})
+	nonce := make([]byte, 12)
+	rand.Read(nonce)
+	value := s.sessionValue(session{Name: name, Exp: s.now().Add(ttl).Unix(), Nonce: b64.EncodeToString(nonce)})
 	c := &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: int(ttl / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode}
 	if s.secure(r) {

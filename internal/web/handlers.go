@@ -29,9 +29,12 @@ func (s *Server) showSignIn(w http.ResponseWriter, status int, msg string) error
 // inbox is the page at /: every pending request, newest first, or the
 // sign-in page.
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request) error {
-	ss, cookie, ok := s.sessionOf(r)
-	if !ok {
+	ss, cookie, err := s.sessionOf(r)
+	switch {
+	case errors.Is(err, errSignedOut):
 		return s.showSignIn(w, http.StatusOK, "")
+	case err != nil:
+		return err
 	}
 	recs, err := s.pendingAll(r.Context())
 	if err != nil {
@@ -48,8 +51,11 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) error {
 // cards is the inbox's list alone, which the page fetches when the
 // pending requests change.
 func (s *Server) cards(w http.ResponseWriter, r *http.Request) error {
-	if _, _, ok := s.sessionOf(r); !ok {
+	switch _, _, err := s.sessionOf(r); {
+	case errors.Is(err, errSignedOut):
 		return &pageErr{http.StatusUnauthorized, "Signed out", "Your session has ended; reload the page to sign in again."}
+	case err != nil:
+		return err
 	}
 	recs, err := s.pendingAll(r.Context())
 	if err != nil {
@@ -83,9 +89,12 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 	case q.Has("s"):
 		return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge. Copy it again from the message, whole."}
 	default:
-		_, cookie, ok := s.sessionOf(r)
-		if !ok {
+		_, cookie, err := s.sessionOf(r)
+		switch {
+		case errors.Is(err, errSignedOut):
 			return s.showSignIn(w, http.StatusUnauthorized, "Sign in to see this request.")
+		case err != nil:
+			return err
 		}
 		data["CSRF"] = s.csrfToken(cookie)
 		rec, err := s.store.Get(r.Context(), id)
@@ -128,10 +137,20 @@ func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// signOut ends the browser's session: on every replica, so that a copy of
+// its cookie is refused too, and in the browser.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
-	_, cookie, ok := s.sessionOf(r)
-	if ok && !s.checkCSRF(r.PostFormValue("csrf"), cookie) {
+	ss, cookie, err := s.sessionOf(r)
+	switch {
+	case errors.Is(err, errSignedOut): // nothing to end but the cookie
+	case err != nil:
+		return err
+	case !s.checkCSRF(r.PostFormValue("csrf"), cookie):
 		return &pageErr{http.StatusForbidden, "Not signed out", "The form was stale; reload the page and try again."}
+	default:
+		if err := s.signOutSession(r.Context(), ss, cookie); err != nil {
+			return err
+		}
 	}
 	s.clearSession(w, r)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -156,9 +175,12 @@ func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, er
 		}
 		return &pending.Responder{Surface: surfaceName, UserID: "link", Name: "someone with the link"}, nil
 	}
-	ss, cookie, ok := s.sessionOf(r)
-	if !ok {
+	ss, cookie, err := s.sessionOf(r)
+	switch {
+	case errors.Is(err, errSignedOut):
 		return nil, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first: your session has ended", ""}
+	case err != nil:
+		return nil, err
 	}
 	if !s.checkCSRF(r.Header.Get("X-CSRF-Token"), cookie) {
 		return nil, &webError{http.StatusForbidden, api.CodeForbidden, "the CSRF token is missing or wrong; reload the page", ""}
@@ -276,11 +298,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var next func(ctx context.Context, first bool, last string) (string, error)
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
-		_, okLink := s.links.check(id, q.Get("e"), q.Get("s"))
-		_, _, okSession := s.sessionOf(r)
-		if !okLink && !okSession {
-			http.Error(w, "not allowed", http.StatusForbidden)
-			return
+		if _, ok := s.links.check(id, q.Get("e"), q.Get("s")); !ok {
+			switch _, _, err := s.sessionOf(r); {
+			case errors.Is(err, errSignedOut):
+				http.Error(w, "not allowed", http.StatusForbidden)
+				return
+			case err != nil:
+				refuseStream(w, err)
+				return
+			}
 		}
 		// One watch for the stream's life: a wait cut short for a
 		// keep-alive picks up from the record already read.
@@ -306,8 +332,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return string(rec.Status), nil
 		}
 	} else {
-		if _, _, ok := s.sessionOf(r); !ok {
+		switch _, _, err := s.sessionOf(r); {
+		case errors.Is(err, errSignedOut):
 			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		case err != nil:
+			refuseStream(w, err)
 			return
 		}
 		// The reads keep their own schedule: a step cut short for a
@@ -373,6 +403,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		rc.Flush()
 		lastWrite = time.Now()
 	}
+}
+
+// refuseStream refuses a stream whose session could not be checked: the
+// store, which knows the sessions signed out, can't be read.
+func refuseStream(w http.ResponseWriter, err error) {
+	e := toError(err)
+	http.Error(w, e.msg, e.status)
 }
 
 // pendingFingerprint is the ids of the pending questions, then of the

@@ -7,6 +7,7 @@
 // Sign-in is an answer-scoped API token pasted once (the cookie holds an
 // HMAC-signed session bound to that token, never the token), or, on a
 // bridge with no API tokens, a one-time link printed in the log at start.
+// Signing out records the session in the store as ended, for every replica.
 // Every state-changing call checks the session's CSRF token and the
 // request's origin. A signed link grants answering exactly its request
 // until it expires.

@@ -111,6 +111,9 @@ func TestSignIn(t *testing.T) {
 
 	t.Run("sign out", func(t *testing.T) {
 		csrf := b.signIn(t, c, "ada-token")
+		other := b.browser(t) // the same person on another device
+		b.signIn(t, other, "ada-token")
+		copied := sessionCookie(t, b, c)
 		res, err := c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +122,41 @@ func TestSignIn(t *testing.T) {
 		if _, page := b.page(t, c, "/"); !strings.Contains(page, `action="/web/signin"`) {
 			t.Errorf("still signed in after signing out")
 		}
+		// The session ended on the server, not only in the browser: a copy
+		// of its cookie is refused, for pages and for answers.
+		if inboxServed(t, b, copied) {
+			t.Errorf("a copy of the signed-out cookie still opens the inbox")
+		}
+		rec := b.ask(t, time.Hour, seam.Question{ID: "q", Question: "Deploy?"})
+		copyOf := &http.Client{}
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/requests/"+rec.ID+"/dismiss", nil)
+		req.AddCookie(&http.Cookie{Name: cookieName, Value: copied})
+		req.Header.Set("X-CSRF-Token", csrf)
+		res, err = copyOf.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized || b.get(t, rec.ID).Status != seam.StatusPending {
+			t.Errorf("a dismissal with the signed-out cookie: %d, request %s", res.StatusCode, b.get(t, rec.ID).Status)
+		}
+		if _, page := b.page(t, other, "/"); !strings.Contains(page, `data-page="inbox"`) {
+			t.Errorf("signing out one browser signed out another")
+		}
 	})
+}
+
+// sessionCookie is the session cookie c holds for the bench.
+func sessionCookie(t *testing.T, b *bench, c *http.Client) string {
+	t.Helper()
+	u, _ := url.Parse(b.srv.URL)
+	for _, k := range c.Jar.Cookies(u) {
+		if k.Name == cookieName {
+			return k.Value
+		}
+	}
+	t.Fatal("no session cookie")
+	return ""
 }
 
 func inboxServed(t *testing.T, b *bench, cookie string) bool {
