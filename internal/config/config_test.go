@@ -216,31 +216,74 @@ func TestEnvExpansion(t *testing.T) {
 	}
 }
 
-// A token expanded into the wrong key must not show in the decoder's error.
-func TestDecodeErrorsHideExpandedValues(t *testing.T) {
+// TestTypeErrors: a value of the wrong type is reported with its key, not
+// only its line (a line of a flow mapping may hold several keys), and with
+// what to write instead.
+func TestTypeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       []string // whole lines of the error
+	}{
+		{"a duration without a unit", "store: {max_wait: 90}\n", []string{"store.max_wait (line 1): cannot read `90` as a duration (write 90s)"}},
+		{"a duration that is not one", "store:\n  retention: soon\n", []string{"store.retention (line 2): cannot read `soon` as a duration: write a number with a unit, such as 90s, 24h or 0"}},
+		{"one of several on a line", "store: {retention: 1h, max_wait: 1.5, sweep_interval: 1s}\n", []string{"store.max_wait (line 1): cannot read `1.5` as a duration (write 1.5s)"}},
+		{"a string for a list", "api:\n  tokens:\n    - {name: a, token: t, scopes: ask}\n", []string{"api.tokens[0].scopes (line 3): expected a list, got `ask`; write [ask] for a list of one"}},
+		{"a bool", "discord: {bot_token: b, gateway: maybe}\n", []string{"discord.gateway (line 1): cannot read `maybe` as true or false"}},
+		{"a quoted bool", "discord: {bot_token: b, gateway: \"true\"}\n", []string{"discord.gateway (line 1): cannot read `true` as true or false (quoted, it is text: write it without quotes)"}},
+		{"a number", "redis: {db: two}\n", []string{"redis.db (line 1): cannot read `two` as a whole number"}},
+		{"a list for one value", "listen: [a, b]\n", []string{"listen (line 1): expected one value, got a list"}},
+		{"a mapping for a list", "routes: {name: a}\n", []string{"routes (line 1): expected a list, got keys with values"}},
+		{"a value for a section", "slack: on\n", []string{"slack (line 1): expected keys with values (key: value), got `on`"}},
+		{"not a mapping at all", "- listen\n", []string{"the top level (line 1): expected keys with values (key: value), got a list"}},
+		{"a long value is cut", "discord: {gateway: xoxb-123456789-abcdef}\n", []string{"discord.gateway (line 1): cannot read `xoxb-12...` as true or false"}},
+		{"every one, with unknown keys", "store: {max_wait: 90, retention: x}\nlog: {levle: info}\n", []string{
+			"store.max_wait (line 1): cannot read `90` as a duration (write 90s)",
+			"store.retention (line 1): cannot read `x` as a duration: write a number with a unit, such as 90s, 24h or 0",
+			"log.levle: unknown key (line 2); the keys of log are: format, level",
+		}},
+		{"in an anchor", "x-s: &s {max_wait: 90}\nstore: {<<: *s}\n", []string{"x-s: unknown key (line 1); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web", "store.max_wait (line 1): cannot read `90` as a duration (write 90s)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse([]byte(tc.data), noEnv)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("error:\n%s\nwant:\n%s", err, strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// A value expanded into the wrong key is named by the key and shown as
+// written, never expanded: it may be a token. What is wrong with it is
+// said without it.
+func TestTypeErrorsHideExpandedValues(t *testing.T) {
 	const tok = "xoxb-1234567890-leaky"
-	vars := env(map[string]string{"TOK": tok})
+	vars := env(map[string]string{"TOK": tok, "MAYBE": "maybe", "NUM": "90"})
 	for _, tc := range []struct {
 		name, data, want string
 	}{
-		{"into a bool", "discord:\n  gateway: ${TOK}\n", "line 2: cannot unmarshal !!str `${TOK}` into bool"},
-		{"into a duration", "store:\n  retention: ${TOK}\n", "line 2: cannot read `${TOK}` as a duration"},
-		{"into a list", "api:\n  tokens: ${TOK}\n", "line 2: cannot unmarshal !!str `${TOK}`"},
+		{"into a bool", "discord:\n  gateway: ${TOK}\n", "discord.gateway (line 2): cannot read `${TOK}` as true or false: its value (not shown) is neither"},
+		{"a word into a bool", "discord:\n  gateway: ${MAYBE}\n", "discord.gateway (line 2): cannot read `${MAYBE}` as true or false: its value (not shown) is neither"},
+		{"into a duration", "store:\n  retention: ${TOK}\n", "store.retention (line 2): cannot read `${TOK}` as a duration: its value (not shown) is not a number with a unit, such as 90s, 24h or 0"},
+		{"a number into a duration", "store:\n  max_wait: ${NUM}\n", "store.max_wait (line 2): cannot read `${NUM}` as a duration: its value is a number without a unit (write one, such as 90s)"},
+		{"inside text", "store:\n  max_wait: \"1${NUM}\"\n", "store.max_wait (line 2): cannot read `1${NUM}` as a duration: its value is a number without a unit (write one, such as 90s)"},
+		{"into a number", "redis: {db: \"${TOK}\"}\n", "redis.db (line 1): cannot read `${TOK}` as a whole number (quoted, it is text: write it without quotes)"},
+		{"into a list", "api:\n  tokens: ${TOK}\n", "api.tokens (line 2): expected a list, got `${TOK}`; write [\"${TOK}\"] for a list of one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse([]byte(tc.data), vars)
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q does not contain %q", err, tc.want)
+			if err.Error() != tc.want {
+				t.Errorf("error %q\nwant  %q", err, tc.want)
 			}
-			if strings.Contains(err.Error(), tok[:5]) {
-				t.Errorf("error %q shows the value", err)
-			}
-			var te *yaml.TypeError
-			if !errors.As(err, &te) {
-				t.Errorf("error %T is not a *yaml.TypeError", err)
+			for _, v := range []string{tok[:5], "maybe", "190"} {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("error %q shows the value", err)
+				}
 			}
 		})
 	}
@@ -261,7 +304,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"in a merged anchor", "x-common: &c {prefix: p, bogus: 1}\nredis:\n  <<: *c\n", []string{"x-common: unknown key", "redis.bogus: unknown key (line 1)"}},
 		{"a duplicate key", "listen: a:1\nlisten: b:2\n", []string{`mapping key "listen" already defined`}},
 		{"a second document", "listen: a:1\n---\nlisten: b:2\n", []string{"line 2: a second YAML document"}},
-		{"a wrong type", "routes: {name: a}\n", []string{"cannot unmarshal !!map into []config.Route"}},
+		{"a wrong type", "routes: {name: a}\n", []string{"routes (line 1): expected a list"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse([]byte(tc.data), noEnv)

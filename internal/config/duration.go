@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -41,13 +42,28 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
 		// A yaml.TypeError lets the decoder carry on and report every bad
-		// value at once; Parse hides values that came from the environment.
+		// value at once. Parse finds these first, naming the key.
 		return &yaml.TypeError{Errors: []string{fmt.Sprintf(
 			"line %d: cannot read `%s` as a duration: write a number with a unit, such as 90s, 24h or 0",
 			n.Line, n.Value)}}
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// bareNumber is durationProblem's word for a number without a unit.
+const bareNumber = "a number without a unit"
+
+var decimal = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?$`)
+
+// durationProblem says what kind of value s, which time.ParseDuration
+// refused, is: bareNumber (90, 1.5), to which a unit can be added, or ""
+// for anything else.
+func durationProblem(s string) string {
+	if decimal.MatchString(s) {
+		return bareNumber
+	}
+	return ""
 }
 
 // MarshalYAML writes d as String does, and 0 as the number 0.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -94,7 +95,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 	// Expansion works on the parsed values rather than on the raw text, so
 	// that ${VAR} in a comment is left alone and a value such as "a #b" or
 	// "*x" stays one string instead of changing the document's structure.
-	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}}
+	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}, written: map[*yaml.Node]string{}}
 	x.walk(&doc, "")
 	if len(x.errs) > 0 {
 		return nil, errors.Join(x.errs...)
@@ -102,11 +103,15 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 
 	// Node.Decode has no KnownFields option, so unknown keys are found by
 	// walking the document against the struct's yaml tags, which also lets
-	// the error name the key's full path.
-	var errs []error
-	checkKeys(&doc, reflect.TypeFor[Config](), "", map[anchorCheck]bool{}, &errs)
-	if err := doc.Decode(c); err != nil {
-		errs = append(errs, x.hideValues(err))
+	// the error name the key's full path; so are values of the wrong type,
+	// which the decoder reports by line alone.
+	ck := checker{written: x.written, seen: map[anchorCheck]bool{}}
+	ck.check(&doc, reflect.TypeFor[Config](), "")
+	errs := ck.errs
+	if ck.badTypes == 0 {
+		if err := doc.Decode(c); err != nil {
+			errs = append(errs, x.hideValues(err))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -162,7 +167,8 @@ func withSlash(u, def string) string {
 // uses x when VAR is unset or empty; $${ writes a literal ${.
 type expander struct {
 	lookupEnv func(string) (string, bool)
-	fromEnv   map[int][]string // line -> the values there as written, before expansion
+	fromEnv   map[int][]string      // line -> the values there as written, before expansion
+	written   map[*yaml.Node]string // each expanded value's node -> the value as written
 	errs      []error
 }
 
@@ -195,6 +201,7 @@ func (x *expander) walk(n *yaml.Node, path string) {
 			return
 		}
 		x.fromEnv[n.Line] = append(x.fromEnv[n.Line], n.Value)
+		x.written[n] = n.Value
 		n.Value = v
 		if n.Style == 0 {
 			// A plain scalar is typed by what it says once expanded:
@@ -293,49 +300,83 @@ type anchorCheck struct {
 	t reflect.Type
 }
 
-// checkKeys reports every mapping key in n that names no field of t, as
-// "path.key: unknown key (line N); known keys: ...". Type mismatches are
-// left to the decoder.
+// checker walks a document against the Config type before it is decoded:
+// the decoder's own errors name a line, never the key, and one line of a
+// flow mapping ({max_wait: 90, retention: 1h}) may hold several.
+type checker struct {
+	written  map[*yaml.Node]string // values expanded from the environment, as written
+	seen     map[anchorCheck]bool
+	errs     []error
+	badTypes int // errors about values, not keys: the decoder would repeat them
+}
+
+// check reports every mapping key in n that names no field of t, as
+// "path.key: unknown key (line N); ...", and every value that can't be read
+// as its field's type, as "path (line N): cannot read `90` as a duration
+// (write 90s)". A value from the environment is shown as written
+// (`${VAR}`), never expanded: it may be a secret in the wrong key.
 //
 // An anchor's node is checked once per type however often it is aliased
 // (seen): merge keys that alias one another would otherwise cost time
 // exponential in their number, and an anchor merged into itself would
 // recurse until the stack overflowed. The decoder then reports the loop or
 // the excessive aliasing.
-func checkKeys(n *yaml.Node, t reflect.Type, path string, seen map[anchorCheck]bool, errs *[]error) {
+func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
-		if seen[anchorCheck{n, t}] {
+		if c.seen[anchorCheck{n, t}] {
 			return
 		}
-		seen[anchorCheck{n, t}] = true
+		c.seen[anchorCheck{n, t}] = true
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
+	if n.Kind == yaml.DocumentNode {
+		for _, d := range n.Content {
+			c.check(d, t, path)
+		}
 		return
 	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return // not set: the key keeps its default
+	}
 	switch {
-	case n.Kind == yaml.DocumentNode:
-		for _, c := range n.Content {
-			checkKeys(c, t, path, seen, errs)
+	case reflect.PointerTo(t).Implements(unmarshalerType) || t.Kind() != reflect.Slice && t.Kind() != reflect.Struct:
+		if n.Kind != yaml.ScalarNode {
+			c.badValue(n, path, "expected one value, got %s", c.what(n))
+		} else if msg := c.scalarProblem(n, t); msg != "" {
+			c.badValue(n, path, "%s", msg)
 		}
-	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
-		for i, c := range n.Content {
-			checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), seen, errs)
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			msg := "expected a list, got " + c.what(n)
+			if n.Kind == yaml.ScalarNode {
+				one := c.shown(n, false)
+				if _, fromEnv := c.written[n]; fromEnv {
+					one = `"` + one + `"` // YAML takes no { in a plain value inside [...]
+				}
+				msg += fmt.Sprintf("; write [%s] for a list of one", one)
+			}
+			c.badValue(n, path, "%s", msg)
+			return
 		}
-	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		for i, e := range n.Content {
+			c.check(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case n.Kind != yaml.MappingNode:
+		c.badValue(n, path, "expected keys with values (key: value), got %s", c.what(n))
+	default:
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Value == "<<" && k.Style == 0 { // <<: *anchor
 				if v.Kind == yaml.SequenceNode {
 					for _, m := range v.Content {
-						checkKeys(m, t, path, seen, errs)
+						c.check(m, t, path)
 					}
 				} else {
-					checkKeys(v, t, path, seen, errs)
+					c.check(v, t, path)
 				}
 				continue
 			}
@@ -350,13 +391,89 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string, seen map[anchorCheck]b
 				if path != "" {
 					where = path
 				}
-				*errs = append(*errs, fmt.Errorf("%s: unknown key (line %d); the keys of %s are: %s",
+				c.errs = append(c.errs, fmt.Errorf("%s: unknown key (line %d); the keys of %s are: %s",
 					joinKey(path, k.Value), k.Line, where, strings.Join(known, ", ")))
 				continue
 			}
-			checkKeys(v, ft, joinKey(path, k.Value), seen, errs)
+			c.check(v, ft, joinKey(path, k.Value))
 		}
 	}
+}
+
+func (c *checker) badValue(n *yaml.Node, path, format string, args ...any) {
+	if path == "" {
+		path = "the top level"
+	}
+	c.errs = append(c.errs, fmt.Errorf("%s (line %d): %s", path, n.Line, fmt.Sprintf(format, args...)))
+	c.badTypes++
+}
+
+// what names what n holds, for "expected X, got Y".
+func (c *checker) what(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "keys with values"
+	}
+	return c.shown(n, true)
+}
+
+// shown is scalar n as an error may show it: a value from the environment
+// as written (`${VAR}`); any other cut to 7 characters when long, as the
+// decoder cuts it, so a token pasted into the wrong key is not repeated
+// whole. quoted wraps it in backticks.
+func (c *checker) shown(n *yaml.Node, quoted bool) string {
+	v, fromEnv := c.written[n]
+	if !fromEnv {
+		v = n.Value
+		if utf8.RuneCountInString(v) > 10 {
+			v = string([]rune(v)[:7]) + "..."
+		}
+	}
+	if quoted {
+		return "`" + strings.ReplaceAll(v, "`", "") + "`"
+	}
+	return v
+}
+
+// scalarProblem says why scalar n can't be read as a t, or "" when it can.
+// Of a value from the environment it describes the value without showing
+// it.
+func (c *checker) scalarProblem(n *yaml.Node, t reflect.Type) string {
+	if err := n.Decode(reflect.New(t).Interface()); err == nil {
+		return ""
+	}
+	_, fromEnv := c.written[n]
+	v := c.shown(n, true)
+	text := ""
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		text = " (quoted, it is text: write it without quotes)"
+	}
+	switch {
+	case t == reflect.TypeFor[Duration]():
+		p := durationProblem(n.Value)
+		switch {
+		case p == bareNumber && fromEnv:
+			return fmt.Sprintf("cannot read %s as a duration: its value is a number without a unit (write one, such as 90s)", v)
+		case p == bareNumber:
+			return fmt.Sprintf("cannot read %s as a duration (write %ss)", v, n.Value)
+		case fromEnv:
+			return fmt.Sprintf("cannot read %s as a duration: its value (not shown) is not a number with a unit, such as 90s, 24h or 0", v)
+		}
+		return fmt.Sprintf("cannot read %s as a duration: write a number with a unit, such as 90s, 24h or 0", v)
+	case t.Kind() == reflect.Bool:
+		if fromEnv && text == "" {
+			return fmt.Sprintf("cannot read %s as true or false: its value (not shown) is neither", v)
+		}
+		return fmt.Sprintf("cannot read %s as true or false%s", v, text)
+	case t.Kind() == reflect.Int:
+		if fromEnv && text == "" {
+			return fmt.Sprintf("cannot read %s as a whole number: its value (not shown) is not one", v)
+		}
+		return fmt.Sprintf("cannot read %s as a whole number%s", v, text)
+	}
+	return fmt.Sprintf("cannot read %s as %s", v, t)
 }
 
 // yamlFields maps the yaml keys of struct t to their field types, as
