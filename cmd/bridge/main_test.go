@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestServeCannotStart: a bridge that can't start says why and exits 1,
@@ -46,5 +52,60 @@ func TestConfigCheckUsage(t *testing.T) {
 		if r.code != tc.code || strings.Contains(r.stderr, "usage: bridge config check FILE") != tc.usage {
 			t.Errorf("bridge %s: exit %d, stderr %q; want exit %d, usage shown %v", strings.Join(tc.args, " "), r.code, r.stderr, tc.code, tc.usage)
 		}
+	}
+}
+
+// TestServeRefusedByRedis: a setting Redis refuses (a wrong password; on a
+// real Redis, a database past its last) stops the bridge at start with
+// Redis's reason, without the URL's password. A Redis that can't be
+// reached does not: the API answers 503 until it can (api's
+// TestRedisDownIs503).
+func TestServeRefusedByRedis(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.RequireAuth("the-right-one")
+	cases := []struct{ name, url, reason string }{
+		{"wrong password", "redis://:LEAK-pw@" + m.Addr() + "/0", "WRONGPASS"},
+	}
+	if real := os.Getenv("BRIDGE_TEST_REDIS_URL"); real != "" {
+		u, err := url.Parse(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, err := redis.ParseURL(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewClient(opt)
+		defer rdb.Close()
+		dbs, err := rdb.ConfigGet(context.Background(), "databases").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path = "/" + dbs["databases"] // one past the last
+		cases = append(cases, struct{ name, url, reason string }{"database out of range", u.String(), "DB index is out of range"})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "config.yaml")
+			yaml := "listen: 127.0.0.1:0\nredis: {url: \"" + tc.url + "\", prefix: \"abtest:refused:\"}\n"
+			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop() // a bridge that started after all stops with the test
+			done := make(chan cliResult, 1)
+			go func() {
+				var stderr bytes.Buffer
+				code := serve(ctx, []string{"--config", cfg}, &stderr)
+				done <- cliResult{code: code, stderr: stderr.String()}
+			}()
+			r := await(t, "serve", done)
+			if r.code != exitError || !strings.Contains(r.stderr, "cannot start") || !strings.Contains(r.stderr, tc.reason) {
+				t.Errorf("serve: exit %d, stderr %q; want exit %d and Redis's reason", r.code, r.stderr, exitError)
+			}
+			if strings.Contains(r.stderr, "LEAK") {
+				t.Errorf("stderr shows the password: %q", r.stderr)
+			}
+		})
 	}
 }

@@ -83,6 +83,9 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		Recheck:   opt.Recheck,
 		Logger:    log,
 	})
+	if err := checkRedis(a.store, log); err != nil {
+		return nil, err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -138,6 +141,25 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	a.srv.RegisterOnShutdown(a.web.Shutdown)
 	a.srv.RegisterOnShutdown(a.api.Shutdown)
 	return a, nil
+}
+
+// checkRedis asks Redis for one answer before the bridge starts. A setting
+// only Redis can refuse (a database number past its last, a wrong
+// password) stops the start with Redis's reason; otherwise every command
+// would fail with it, and be logged, for as long as the bridge ran. A
+// Redis that can't be reached yet, or says "not now" (loading, failing
+// over), does not stop it: the API answers 503 until Redis is back.
+func checkRedis(store *pending.Store, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	switch err := store.Ping(ctx); {
+	case err == nil:
+	case errors.Is(err, pending.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+		log.Warn("redis can't be reached yet: the API answers 503 UNAVAILABLE until it can", "err", err)
+	default:
+		return fmt.Errorf("redis refused the connection (check the database number and the credentials in redis.url, or redis.db): %w", err)
+	}
+	return nil
 }
 
 // surfaceSet is what buildSurfaces built: the surfaces by name, for the

@@ -59,3 +59,32 @@ func TestRedisPasswordsNeverLeak(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisURLErrorsHidePassword: whatever is wrong with redis.url, the
+// error names the key and never repeats the password, not even the part of
+// a password with unencoded characters that a parser stopped at.
+func TestRedisURLErrorsHidePassword(t *testing.T) {
+	for _, u := range []string{
+		"redis://u:LEAKpw@localhost:6379/abc",
+		"redis://u:LEAKpw@:notaport/0",
+		"redis://:LEAK/pw@localhost:6379/0",
+		"redis://:LEAK#pw@localhost:6379/0",
+		"redis://:LEAK%zzpw@localhost:6379/0",
+		"redis://:LEAK pw@localhost:6379/0",
+		"redis://:pw@localhost:6379/LEAK",
+		"redis://:pw@localhost:6379/0/LEAK",
+		"http://:LEAKpw@localhost:6379/0",
+		"redis://:LEAK@pw@localhost:6379/0/x",
+	} {
+		c := mustParse(t, "", noEnv)
+		c.Redis.URL = Secret(u)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: no error", u)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "redis.url: ") || strings.Contains(err.Error(), "LEAK") {
+			t.Errorf("%s: %v; want an error naming redis.url without the password", u, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -216,11 +217,44 @@ func (v *validator) redisURL(r Redis) {
 		v.secret("redis.url", r.URL, false)
 		return
 	}
-	// url.Parse's error quotes the URL, password included: say what is
-	// wrong without it.
-	u, err := url.Parse(r.URL.Reveal())
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+	// The URL is read as the bridge will read it, by go-redis's ParseURL,
+	// but neither its errors nor url.Parse's are repeated: they quote the
+	// URL, or the part of it they stopped at, which may be a password.
+	const encode = " (a password with : / @ # ? or %% in it must be percent-encoded)"
+	raw := r.URL.Reveal()
+	u, err := url.Parse(raw)
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue) && strings.HasPrefix(ue.Err.Error(), "invalid port"):
+		v.add("redis.url", "the port is not a number"+encode)
+		return
+	case err != nil:
+		v.add("redis.url", "not a URL such as redis://[user:password@]host:port[/db]"+encode)
+		return
+	case u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix":
 		v.add("redis.url", "not a redis://, rediss:// or unix:// URL")
+		return
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			v.add("redis.url", "the port must be a number from 1 to 65535")
+			return
+		}
+	}
+	opt, err := redis.ParseURL(raw)
+	switch {
+	case err == nil && opt.DB < 0:
+		// go-redis would send no SELECT and use database 0.
+		v.add("redis.url", "the database number must not be negative, got %d", opt.DB)
+	case err == nil:
+	case strings.HasPrefix(err.Error(), "redis: invalid database number"):
+		v.add("redis.url", "the database (the path after host:port, or ?db=) is not a number")
+	case strings.HasPrefix(err.Error(), "redis: invalid URL path"):
+		v.add("redis.url", "the path must be the database number alone, such as /0")
+	case strings.HasPrefix(err.Error(), "redis: empty unix socket path"):
+		v.add("redis.url", "unix:// needs the socket's path, such as unix:///run/redis/redis.sock")
+	default: // an option of the query: its name and value, never the password
+		v.add("redis.url", "%s", strings.TrimPrefix(err.Error(), "redis: "))
 	}
 }
 
