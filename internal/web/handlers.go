@@ -296,9 +296,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// next returns the fingerprint once it may have changed from last (the
 	// first time, at once).
 	var next func(ctx context.Context, first bool, last string) (string, error)
+	bySession := true // not by a link: the stream ends with its session
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
-		if _, ok := s.links.check(id, q.Get("e"), q.Get("s")); !ok {
+		if _, ok := s.links.check(id, q.Get("e"), q.Get("s")); ok {
+			bySession = false
+		} else {
 			switch _, _, err := s.sessionOf(r); {
 			case errors.Is(err, errSignedOut):
 				http.Error(w, "not allowed", http.StatusForbidden)
@@ -372,6 +375,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var last string
 	lastWrite := time.Now()
 	for first := true; ; {
+		// A session signed out (or expired) since the stream began ends
+		// it; one that can't be checked now is checked at the next step.
+		if bySession && !first {
+			if _, _, err := s.sessionOf(r); errors.Is(err, errSignedOut) {
+				return
+			}
+		}
 		// Each step ends when a keep-alive is due, at the latest.
 		step, cancelStep := context.WithDeadline(ctx, lastWrite.Add(s.keepAlive))
 		fp, err := next(step, first, last)

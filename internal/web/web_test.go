@@ -598,6 +598,29 @@ func TestLiveEvents(t *testing.T) {
 	if e := next(); e != newer.ID {
 		t.Fatalf("after a new request: %q", e)
 	}
+	t.Run("signing out ends the session's streams", func(t *testing.T) {
+		other := b.browser(t)
+		csrf := b.signIn(t, other, "ada-token")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		next, events := stream(ctx, t, other, b.srv.URL+"/web/events")
+		next() // the pending ids
+		res, err := other.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		for {
+			select {
+			case _, ok := <-events:
+				if !ok {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatal("the stream of a signed-out session is still open")
+			}
+		}
+	})
 	t.Run("shutdown ends streams", func(t *testing.T) {
 		b.web.Shutdown()
 		for range events {
