@@ -18,17 +18,7 @@ import (
 func TestGatewayMode(t *testing.T) {
 	fake := discord.NewFakeDiscord(t, botToken)
 	gw := fake.StartGateway(t)
-	yaml := fmt.Sprintf(`
-discord:
-  bot_token: %s
-  application_id: "1100000000000000001"
-  api_url: %s
-  gateway: true
-routes:
-  - name: default
-    targets:
-      - discord: {channel: "%s"}
-`, botToken, fake.URL, channel)
+	yaml := gatewayYAML(fake)
 	url, prefix := apptest.Redis(t)
 	var reps []bridge
 	for range 2 {
@@ -60,17 +50,7 @@ routes:
 func TestGatewayCallbackRefusedIsEditedThroughTheAPI(t *testing.T) {
 	fake := discord.NewFakeDiscord(t, botToken)
 	gw := fake.StartGateway(t)
-	yaml := fmt.Sprintf(`
-discord:
-  bot_token: %s
-  application_id: "1100000000000000001"
-  api_url: %s
-  gateway: true
-routes:
-  - name: default
-    targets:
-      - discord: {channel: "%s"}
-`, botToken, fake.URL, channel)
+	yaml := gatewayYAML(fake)
 	url, prefix := apptest.Redis(t)
 	b := bridge{App: apptest.Start(t, apptest.Config(t, yaml, url, prefix), app.Options{}), fake: fake}
 	gw.WaitIdentified(t)
@@ -89,4 +69,20 @@ routes:
 	if n := len(fake.AllCalls("callback")); n != 1 {
 		t.Errorf("%d callbacks; want the one refused", n)
 	}
+}
+
+// gatewayYAML is a replica's config with discord.gateway on and one route
+// to the channel.
+func gatewayYAML(fake *discord.FakeDiscord) string {
+	return fmt.Sprintf(`
+discord:
+  bot_token: %s
+  application_id: "1100000000000000001"
+  api_url: %s
+  gateway: true
+routes:
+  - name: default
+    targets:
+      - discord: {channel: "%s"}
+`, botToken, fake.URL, channel)
 }

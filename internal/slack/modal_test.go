@@ -35,6 +35,28 @@ func serve(t *testing.T, s *Surface, store *pending.Store, payload map[string]an
 	return w.Body.String()
 }
 
+// ada is the person who answers in these tests.
+var ada = slacktest.SlackUser("UADA", "ada")
+
+// openThenDiscard posts rec, its post's reply lost (nothing recorded), has
+// ada open its Answer… modal, and then discards rec, as the dispatcher
+// does when no post of a request seemed to go through. It returns the
+// message and the opened modal.
+func openThenDiscard(t *testing.T, s *Surface, store *pending.Store, fake *slacktest.FakeSlack, rec *pending.Record) (msg, opened slacktest.FakeCall) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Post(ctx, rec, target); err != nil {
+		t.Fatal(err)
+	}
+	msg = fake.Calls("chat.postMessage")[0]
+	serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil))
+	opened = fake.WaitCalls(t, "views.open", 1)[0]
+	if ok, err := store.Discard(ctx, rec.ID); !ok || err != nil {
+		t.Fatalf("Discard: %v, %v", ok, err)
+	}
+	return msg, opened
+}
+
 // TestModalOnAReplacedRequest: a modal opened for a request that was then
 // discarded and created again under its tool_call_id, asking something
 // else, does not answer the new request with its fields: the person is
@@ -52,16 +74,7 @@ func TestModalOnAReplacedRequest(t *testing.T) {
 		return rec
 	}
 	rec := ask("Which host may we restart?")
-	if _, err := s.Post(ctx, rec, target); err != nil { // its reply lost: no post recorded
-		t.Fatal(err)
-	}
-	msg := fake.Calls("chat.postMessage")[0]
-	ada := slacktest.SlackUser("UADA", "ada")
-	serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil))
-	opened := fake.WaitCalls(t, "views.open", 1)[0]
-	if ok, err := store.Discard(ctx, rec.ID); !ok || err != nil {
-		t.Fatalf("Discard: %v, %v", ok, err)
-	}
+	_, opened := openThenDiscard(t, s, store, fake, rec)
 	if again := ask("Which host may we wipe?"); again.ID != rec.ID {
 		t.Fatalf("created again as %s; want %s", again.ID, rec.ID)
 	}
@@ -88,16 +101,7 @@ func TestModalOnAGoneRequestKeepsTheQuestion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Post(ctx, rec, target); err != nil { // its reply lost: no post recorded
-		t.Fatal(err)
-	}
-	msg := fake.Calls("chat.postMessage")[0]
-	ada := slacktest.SlackUser("UADA", "ada")
-	serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil))
-	opened := fake.WaitCalls(t, "views.open", 1)[0]
-	if ok, err := store.Discard(ctx, rec.ID); !ok || err != nil {
-		t.Fatalf("Discard: %v, %v", ok, err)
-	}
+	msg, opened := openThenDiscard(t, s, store, fake, rec)
 
 	body := serve(t, s, store, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("restore the snapshot")}))
 	if !strings.Contains(body, surface.MsgGone) {
