@@ -280,7 +280,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		Components:      m.components,
 		AllowedMentions: mentions(tc.Mention),
 	}
-	msg, err := s.create(ctx, channel, send, nonceOf(rec.ID, t.Key, channel, 0))
+	msg, err := s.create(ctx, channel, send, nonceOf(rec, t.Key, channel, 0))
 	if err != nil && thread != "" && threadGone(err) {
 		// Kept, a dead thread would fail every request of the session
 		// until its record expires: forget it and start over as a new
@@ -290,7 +290,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			log.Warn("forgetting the session's thread failed", "err", err)
 		}
 		thread, channel = "", tc.Channel
-		msg, err = s.create(ctx, channel, send, nonceOf(rec.ID, t.Key, channel, 0))
+		msg, err = s.create(ctx, channel, send, nonceOf(rec, t.Key, channel, 0))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
@@ -311,7 +311,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			Embeds:          []*discordgo.MessageEmbed{more},
 			AllowedMentions: mentions(""),
 			Reference:       ref,
-		}, nonceOf(rec.ID, t.Key, replyIn, i+1))
+		}, nonceOf(rec, t.Key, replyIn, i+1))
 		if err != nil {
 			// The question and its controls are posted; what is missing is
 			// the tail of a long text.
@@ -356,10 +356,13 @@ func (s *Surface) create(ctx context.Context, channel string, send *discordgo.Me
 // nonceOf is the nonce of part of a request's post to one target in one
 // channel (part 0 the question, then its continuations): the same on
 // every try of that message, a replica's repost after a crash included,
-// and different for any other. Discord takes up to 25 characters; the
-// letters keep it from reading as a number.
-func nonceOf(requestID, targetKey, channel string, part int) string {
-	sum := sha256.Sum256([]byte(requestID + "\x00" + targetKey + "\x00" + channel + "\x00" + strconv.Itoa(part)))
+// and different for any other. The request's hash is in it: a request
+// discarded and created again under its id, asking something else, is
+// another message, which Discord must not answer with the first one's.
+// Discord takes up to 25 characters; the letters keep it from reading as
+// a number.
+func nonceOf(rec *pending.Record, targetKey, channel string, part int) string {
+	sum := sha256.Sum256([]byte(rec.ID + "\x00" + rec.Hash + "\x00" + targetKey + "\x00" + channel + "\x00" + strconv.Itoa(part)))
 	return "ab" + hex.EncodeToString(sum[:])[:23]
 }
 

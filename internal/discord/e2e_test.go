@@ -775,7 +775,12 @@ func TestClickOnAReplacedRequestRetiresItsMessage(t *testing.T) {
 	}
 	first := b.fake.Posted()[0]
 	id := b.create(t, "/v1/questions", ask("Delete them", "Delete the backups too"))
-	b.fake.WaitCalls(t, "create", 1)
+	if posted := b.fake.Posted(); len(posted) != 2 || posted[1].MessageID == first.MessageID {
+		t.Fatalf("%d messages posted; want the second request's own beside the first", len(posted))
+	}
+	if p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any); len(p) != 1 || p[0].(map[string]any)["message_id"] == first.MessageID {
+		t.Fatalf("the second request records posts %v; want its own message, not the first's %s", p, first.MessageID)
+	}
 
 	archive := discord.Find(first.Body, "ab:pick:"+id+":0:1")
 	if archive == nil {

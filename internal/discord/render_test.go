@@ -344,19 +344,24 @@ func TestInteractionParent(t *testing.T) {
 }
 
 // TestNonceOf: every try of one message carries one nonce, and no other
-// message shares it: not another request's, another target's, another
+// message shares it: not another request's, nor one created again under
+// the request's id asking something else, another target's, another
 // channel's (a post moved from a dead thread to its channel), nor the
 // same request's continuations.
 func TestNonceOf(t *testing.T) {
-	n := nonceOf("abcdefghijklmnop", "default/0", "1200000000000000001", 0)
-	if len(n) > 25 || n != nonceOf("abcdefghijklmnop", "default/0", "1200000000000000001", 0) {
+	rec := &pending.Record{ID: "abcdefghijklmnop", Hash: "0123456789abcdef0123456789abcdef"}
+	n := nonceOf(rec, "default/0", "1200000000000000001", 0)
+	if len(n) > 25 || n != nonceOf(rec, "default/0", "1200000000000000001", 0) {
 		t.Fatalf("nonce %q: want the same one each time, at most 25 characters", n)
 	}
+	another := &pending.Record{ID: "bbcdefghijklmnop", Hash: rec.Hash}
+	replaced := &pending.Record{ID: rec.ID, Hash: "fedcba9876543210fedcba9876543210"}
 	for _, other := range []string{
-		nonceOf("bbcdefghijklmnop", "default/0", "1200000000000000001", 0),
-		nonceOf("abcdefghijklmnop", "default/1", "1200000000000000001", 0),
-		nonceOf("abcdefghijklmnop", "default/0", "1200000000000000002", 0),
-		nonceOf("abcdefghijklmnop", "default/0", "1200000000000000001", 1),
+		nonceOf(another, "default/0", "1200000000000000001", 0),
+		nonceOf(replaced, "default/0", "1200000000000000001", 0),
+		nonceOf(rec, "default/1", "1200000000000000001", 0),
+		nonceOf(rec, "default/0", "1200000000000000002", 0),
+		nonceOf(rec, "default/0", "1200000000000000001", 1),
 	} {
 		if other == n {
 			t.Errorf("two messages share the nonce %q", n)
