@@ -75,6 +75,8 @@ func TestRedisURLErrorsHidePassword(t *testing.T) {
 		"redis://:pw@localhost:6379/0/LEAK",
 		"http://:LEAKpw@localhost:6379/0",
 		"redis://:LEAK@pw@localhost:6379/0/x",
+		"redis://user:1234?LEAKpw@localhost:6379/0", // digits before '?' read as a port
+		"redis://:7?LEAK@redis.internal:6379",
 	} {
 		c := mustParse(t, "", noEnv)
 		c.Redis.URL = Secret(u)

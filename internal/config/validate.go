@@ -253,9 +253,39 @@ func (v *validator) redisURL(r Redis) {
 		v.add("redis.url", "the path must be the database number alone, such as /0")
 	case strings.HasPrefix(err.Error(), "redis: empty unix socket path"):
 		v.add("redis.url", "unix:// needs the socket's path, such as unix:///run/redis/redis.sock")
-	default: // an option of the query: its name and value, never the password
+	case plainQuery(u.Query()): // an option of the query: its name and value, never the password
 		v.add("redis.url", "%s", strings.TrimPrefix(err.Error(), "redis: "))
+	default:
+		// A query that does not read as options is most likely the rest
+		// of a password cut at an unencoded '?': go-redis's message would
+		// repeat it.
+		v.add("redis.url", "the query after '?' holds options go-redis does not know"+encode)
 	}
+}
+
+// plainQuery reports whether every name and value of q reads as a
+// go-redis option (dial_timeout=5s, protocol=3), so that repeating them
+// cannot repeat a password.
+func plainQuery(q url.Values) bool {
+	plain := func(s string, extra string) bool {
+		for _, c := range s {
+			if !(c >= 'a' && c <= 'z' || c == '_' || strings.ContainsRune(extra, c)) {
+				return false
+			}
+		}
+		return true
+	}
+	for name, values := range q {
+		if !plain(name, "") {
+			return false
+		}
+		for _, v := range values {
+			if !plain(strings.ToLower(v), "0123456789.-") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (v *validator) redisAddrs(r Redis) {
