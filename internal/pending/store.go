@@ -181,7 +181,7 @@ return {0}
 // and created == false; a different request under that ToolCallID is
 // ErrConflict.
 func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created bool, err error) {
-	body, hash, orderedHash, err := nr.encode()
+	body, hash, earlier, err := nr.encode()
 	if err != nil {
 		return nil, false, err
 	}
@@ -225,13 +225,13 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		// means go-redis retried our own create after a lost reply.
 		return rec, nr.ToolCallID == "", err
 	}
-	if orderedHash != hash {
-		// The request may have been created by a bridge that hashed the
-		// arguments in the order they came (before canonical hashing):
-		// the same request, if that hash matches.
+	if len(earlier) > 0 {
+		// The request may have been created by a bridge that hashed it
+		// otherwise (before canonical hashing): the same request, if one
+		// of those hashes matches.
 		rec, err := s.Get(ctx, id)
 		switch {
-		case err == nil && rec.Hash == orderedHash:
+		case err == nil && slices.Contains(earlier, rec.Hash):
 			return rec, false, nil
 		case err != nil && !errors.Is(err, ErrNotFound):
 			return nil, false, fmt.Errorf("create %s: %w", id, err)
@@ -248,10 +248,11 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 // An approval's arguments are hashed in canonical form (keys sorted at
 // every depth, numbers as written), so that a repeated create whose
 // arguments differ only in key order, as a re-serialised map's may, is the
-// same request. orderedHash is the hash bridges made before that, of the
-// arguments in the order they came; it differs from hash only when that
-// order was not already canonical.
-func (nr NewRequest) encode() (body []byte, hash, orderedHash string, err error) {
+// same request. earlier are the hashes bridges before that may have given
+// the same request, where they differ from hash: of the arguments in the
+// order they came, and, for arguments absent, of "arguments": null, which
+// they kept as sent and Validate now drops.
+func (nr NewRequest) encode() (body []byte, hash string, earlier []string, err error) {
 	var hashed []byte // body, with an approval's arguments canonical
 	switch nr.Kind {
 	case seam.KindQuestion:
@@ -267,21 +268,35 @@ func (nr NewRequest) encode() (body []byte, hash, orderedHash string, err error)
 		}
 		hashed, err = json.Marshal(&a)
 	default:
-		return nil, "", "", fmt.Errorf("unknown kind %q", nr.Kind)
+		return nil, "", nil, fmt.Errorf("unknown kind %q", nr.Kind)
 	}
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", nil, err
 	}
 	if hash, err = nr.hash(hashed); err != nil {
-		return nil, "", "", err
+		return nil, "", nil, err
 	}
-	orderedHash = hash
 	if !bytes.Equal(hashed, body) {
-		if orderedHash, err = nr.hash(body); err != nil {
-			return nil, "", "", err
+		h, err := nr.hash(body)
+		if err != nil {
+			return nil, "", nil, err
 		}
+		earlier = append(earlier, h)
 	}
-	return body, hash, orderedHash, nil
+	if nr.Kind == seam.KindApproval && nr.Approval.Arguments == nil {
+		a := *nr.Approval
+		a.Arguments = json.RawMessage("null")
+		withNull, err := json.Marshal(&a)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		h, err := nr.hash(withNull)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		earlier = append(earlier, h)
+	}
+	return body, hash, earlier, nil
 }
 
 func (nr NewRequest) hash(body []byte) (string, error) {

@@ -2,6 +2,7 @@ package pending
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -141,12 +142,35 @@ func TestCreate(t *testing.T) {
 		t.Run("a request hashed with its arguments in order re-attaches", func(t *testing.T) {
 			nr := approval("alice", "call-ordered-hash")
 			nr.Approval.Arguments = []byte(`{"replicas":3,"file":"web.yaml"}`)
-			_, hash, orderedHash, err := nr.encode()
-			if err != nil || hash == orderedHash {
-				t.Fatalf("encode: %v; hashes %s and %s, want two", err, hash, orderedHash)
+			_, hash, earlier, err := nr.encode()
+			if err != nil || len(earlier) != 1 || earlier[0] == hash {
+				t.Fatalf("encode: %v; hashes %s and %v, want one earlier besides", err, hash, earlier)
 			}
 			first := mustCreate(t, s, nr)
-			if err := s.rdb.HSet(ctx, s.keys.record(first.ID), fHash, orderedHash).Err(); err != nil {
+			if err := s.rdb.HSet(ctx, s.keys.record(first.ID), fHash, earlier[0]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, created, err := s.Create(ctx, nr)
+			if err != nil || created || got.ID != first.ID {
+				t.Errorf("Create = %+v, created %v, %v; want the first record, created false", got, created, err)
+			}
+		})
+
+		// They kept "arguments": null as sent, which Validate now drops: a
+		// request they created so re-attaches.
+		t.Run("a request hashed with null arguments re-attaches", func(t *testing.T) {
+			nr := approval("alice", "call-null-arguments")
+			nr.Approval.Arguments = nil
+			old := nr
+			a := *nr.Approval
+			a.Arguments = json.RawMessage("null")
+			old.Approval = &a
+			_, oldHash, _, err := old.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := mustCreate(t, s, nr)
+			if err := s.rdb.HSet(ctx, s.keys.record(first.ID), fHash, oldHash).Err(); err != nil {
 				t.Fatal(err)
 			}
 			got, created, err := s.Create(ctx, nr)
