@@ -618,7 +618,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text}
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
-	case errors.Is(err, pending.ErrNotFound) || err == nil && !r.Fits(rec.Hash):
+	case errors.Is(err, pending.ErrNotFound) || err == nil && o.Hash != "" && o.Hash != rec.Hash:
 		// Gone, or replaced since the modal opened (discarded and created
 		// again under its tool_call_id, asking something else).
 		h.work.Go(func(ctx context.Context) { h.retire(ctx, c) })

@@ -23,6 +23,11 @@ type origin struct {
 	TS      string `json:"ts"`
 	Thread  string `json:"th,omitempty"`
 	Text    string `json:"t,omitempty"` // the message's text (its notification fallback), as posted
+	// Hash is the hash of the request the modal shows: its submission is
+	// held to it, not to one created under its id since. Here rather than
+	// as a tag on the callback_id, which replicas of the version before it
+	// could not read, during a rolling upgrade.
+	Hash string `json:"h,omitempty"`
 }
 
 // maxMetadata is Slack's limit on a view's private_metadata.
@@ -55,11 +60,9 @@ func parseOrigin(s string) origin {
 	return o
 }
 
-// modal is a modal of rec's. Its callback_id carries rec's tag (see
-// surface.Ref.Tag), so that its submission is held to the request it
-// showed, not one created under its id since.
+// modal is a modal of rec's; its origin carries rec's hash (see origin).
 func modal(rec *pending.Record, r surface.Ref, title, submit string, o origin, blocks []slackapi.Block) slackapi.ModalViewRequest {
-	r.Tag = surface.HashTag(rec.Hash)
+	o.Hash = rec.Hash
 	v := slackapi.ModalViewRequest{
 		Type:            slackapi.VTModal,
 		Title:           plain(surface.Truncate(title, maxViewTitle)),
