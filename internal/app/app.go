@@ -255,6 +255,11 @@ func (a *App) Run(ctx context.Context) error {
 	a.log.Info("askbridge listening", "addr", a.Addr(), "open_api", a.cfg.OpenAPI())
 	a.logInbox()
 	err := g.run(ctx)
+	// A create whose caller went with the HTTP server still posts and
+	// records its messages; Redis must stay open for it.
+	drain, cancel := context.WithTimeout(context.Background(), pending.PostingLease)
+	a.dispatch.Drain(drain)
+	cancel()
 	a.Close()
 	return err
 }

@@ -63,6 +63,7 @@ type Dispatcher struct {
 	defaultExpires time.Duration
 	metrics        *Metrics
 	log            *slog.Logger
+	creating       sync.WaitGroup // creates past their store step; see Drain
 }
 
 // New builds a dispatcher for the routes of cfg. surfaces maps a surface
@@ -120,9 +121,13 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	// Once the request exists, its create finishes whether or not the
 	// caller still waits: a post cut off midway may be in the channel
 	// already, and left unrecorded it would keep live buttons while the
-	// caller's retry posted it again. Each platform call has its own
-	// deadline.
-	ctx = context.WithoutCancel(ctx)
+	// caller's retry posted it again. It is bounded by the posting lease,
+	// past which another replica's reposter may post it (see RunReposter),
+	// and a replica that stops waits for it (Drain).
+	d.creating.Add(1)
+	defer d.creating.Done()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pending.PostingLease)
+	defer cancel()
 	if created {
 		d.metrics.created(rec)
 	}
@@ -278,6 +283,21 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		d.Finished(ctx, ended)
 	}
 	return recorded, len(posts) > 0
+}
+
+// Drain waits until every create under way has posted and recorded its
+// messages, or ctx ends: a replica that stops calls it before it closes
+// its Redis client, so that no create loses its recording.
+func (d *Dispatcher) Drain(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		d.creating.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // Resolve ends a request through the store (first writer wins) and, when

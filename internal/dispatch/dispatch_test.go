@@ -300,6 +300,37 @@ func TestCreateOutlivesItsCaller(t *testing.T) {
 	}
 }
 
+// TestDrainWaitsForCreates: a replica that stops waits, before it closes
+// Redis, for a create whose caller is gone to post and record its message:
+// when Drain returns, the messages are recorded.
+func TestDrainWaitsForCreates(t *testing.T) {
+	c := newChat()
+	e, d := setup(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	posting, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c.during = func() {
+		once.Do(func() { close(posting) })
+		cancel() // the caller goes
+		<-release
+	}
+	created := make(chan struct{})
+	go func() {
+		defer close(created)
+		if _, _, err := d.Create(ctx, question("default", "call-drain")); err != nil {
+			t.Errorf("Create: %v", err)
+		}
+	}()
+	<-posting
+	go close(release) // the posts go through while Drain waits
+	d.Drain(context.Background())
+	id := pending.NewID(question("default", "call-drain"))
+	if got, err := e.store.Get(context.Background(), id); err != nil || len(got.Posts) != 2 {
+		t.Errorf("when Drain returned: %v, %v; want both messages recorded", got, err)
+	}
+	<-created
+}
+
 func TestCrashBetweenStoreAndPost(t *testing.T) {
 	e, d1 := setup(t, newChat())
 	d2 := e.replica(t)
