@@ -419,6 +419,10 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 			return h.late(r.rec, &res, in)
 		case errors.Is(r.err, pending.ErrNotFound):
 			return gone(in)
+		case consumed:
+			// This click's resolve failed, but another ending on this
+			// replica handed its outcome here: show it, as Finish waits.
+			return (<-sl.ch).update()
 		}
 		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
 		return ephemeral(surface.MsgUnconfirmed)

@@ -149,6 +149,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 		return &pageErr{http.StatusForbidden, "Not signed out", "The form was stale; reload the page and try again."}
 	default:
 		if err := s.signOutSession(r.Context(), ss, cookie); err != nil {
+			s.clearSession(w, r) // this browser at least is signed out
 			return err
 		}
 	}
