@@ -399,7 +399,14 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		}
 		t.Errorf("a message its request does not list was not edited; it keeps live buttons")
 	}
+	// Its create is over: the posting lease has passed since it began.
+	later := func(t *testing.T) {
+		now := s.now
+		s.now = func() time.Time { return time.Now().Add(pending.PostingLease) }
+		t.Cleanup(func() { s.now = now })
+	}
 	t.Run("an unrecorded message, answered", func(t *testing.T) {
+		later(t)
 		rec, msg := post(t, question("", "Yes", "No"), target, true)
 		click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil))
 		if got := ended(t, rec.ID); got.Status != seam.StatusAnswered {
@@ -408,6 +415,7 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		edited(t, msg, "Answered by ada")
 	})
 	t.Run("an unrecorded message, clicked late", func(t *testing.T) {
+		later(t)
 		rec, msg := post(t, question("", "Yes", "No"), target, true)
 		if _, err := store.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
 			t.Fatal(err)
@@ -417,6 +425,15 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 			t.Errorf("the late click was told %q; want one notice", told)
 		}
 		edited(t, msg, "Cancelled")
+	})
+
+	t.Run("an unrecorded message of a request whose create may be under way", func(t *testing.T) {
+		rec, msg := post(t, question("", "Yes", "No"), target, true)
+		n := len(fake.Calls("chat.update"))
+		click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil))
+		if got := len(fake.Calls("chat.update")) - n; got != 0 {
+			t.Errorf("%d edits; want none: the replica recording the post edits it", got)
+		}
 	})
 
 	// The same through a control that carries no answer of its own: a

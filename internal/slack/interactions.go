@@ -459,8 +459,18 @@ func (h *Interactions) late(ctx context.Context, rec *pending.Record, res *pendi
 // post's reply was lost while another target took the request. Ending rec
 // edited only the messages it lists; nothing else would take this one's
 // controls off.
+//
+// Not while rec's create may still be under way (it is bounded by the
+// posting lease): a click that beats the recording of its message is
+// far likelier then, and the replica recording it edits it, learning of
+// the end (under bridge bench's instant clicks, a third of the messages
+// were edited twice, and chat.update is rate-limited per channel). A
+// message whose recording failed that early is edited by a click after.
 func (h *Interactions) finishUnrecorded(ctx context.Context, rec *pending.Record, c click) {
 	if rec == nil || rec.Status == seam.StatusPending || c.channel == "" || c.ts == "" {
+		return
+	}
+	if h.s.now().Sub(rec.CreatedAt) < pending.PostingLease {
 		return
 	}
 	for _, p := range rec.Posts {
