@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -373,22 +374,23 @@ func nonceOf(rec *pending.Record, targetKey, channel string, part int) string {
 // Access; 50013 Missing Permissions, as when Send Messages in Threads is
 // taken away while Send Messages, all the channel needs, is not).
 func threadGone(err error) bool {
+	// A 404 with or without Discord's code: the route's one object is
+	// the channel.
+	return refusedWith(err, discordgo.ErrCodeUnknownChannel, discordgo.ErrCodePerformedOperationOnArchivedThread,
+		discordgo.ErrCodeThreadIsLocked, discordgo.ErrCodeMissingAccess, discordgo.ErrCodeMissingPermissions)
+}
+
+// refusedWith reports whether Discord refused a call with 404 or with one
+// of codes.
+func refusedWith(err error, codes ...int) bool {
 	var re *discordgo.RESTError
 	if !errors.As(err, &re) {
 		return false
 	}
 	if re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
-		return true // the route's one object is the channel, with or without Discord's code
-	}
-	if re.Message == nil {
-		return false
-	}
-	switch re.Message.Code {
-	case discordgo.ErrCodeUnknownChannel, discordgo.ErrCodePerformedOperationOnArchivedThread,
-		discordgo.ErrCodeThreadIsLocked, discordgo.ErrCodeMissingAccess, discordgo.ErrCodeMissingPermissions:
 		return true
 	}
-	return false
+	return re.Message != nil && slices.Contains(codes, re.Message.Code)
 }
 
 // startThread starts the thread of a session from its first message.
@@ -454,25 +456,11 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 // uneditable reports whether an edit failed because the message can never
 // be edited: it or its channel was deleted (404: 10008 Unknown Message,
 // 10003 Unknown Channel), or its thread was locked or archived (50083,
-// 160005). A deleted message shows nobody a live button; a locked
-// thread's buttons answer with the outcome when clicked.
+// 160005). A deleted message shows nobody a live button; retrying the
+// others would fail for as long as the finisher tries.
 func uneditable(err error) bool {
-	var re *discordgo.RESTError
-	if !errors.As(err, &re) {
-		return false
-	}
-	if re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
-		return true
-	}
-	if re.Message == nil {
-		return false
-	}
-	switch re.Message.Code {
-	case discordgo.ErrCodeUnknownMessage, discordgo.ErrCodeUnknownChannel,
-		discordgo.ErrCodePerformedOperationOnArchivedThread, discordgo.ErrCodeThreadIsLocked:
-		return true
-	}
-	return false
+	return refusedWith(err, discordgo.ErrCodeUnknownMessage, discordgo.ErrCodeUnknownChannel,
+		discordgo.ErrCodePerformedOperationOnArchivedThread, discordgo.ErrCodeThreadIsLocked)
 }
 
 // target is the configured target a message of rec was posted to: the
@@ -484,11 +472,9 @@ func uneditable(err error) bool {
 // a long text), and only Discord's word tells which target's channel that
 // thread is in.
 func (s *Surface) target(rec *pending.Record, channel, parent, msgID string) *config.DiscordTarget {
-	for _, p := range rec.Posts {
-		if p.Surface == surfaceName && p.MessageID == msgID {
-			if t, ok := s.targets[p.Target]; ok {
-				return t
-			}
+	if p, ok := rec.PostOf(surfaceName, "", msgID); ok {
+		if t, ok := s.targets[p.Target]; ok {
+			return t
 		}
 	}
 	for _, p := range rec.Posts {

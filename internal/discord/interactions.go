@@ -331,12 +331,14 @@ func responder(in *interaction) *pending.Responder {
 // late answers an action on an ended request: the same action delivered
 // again shows the outcome; anything else tells the person it is over.
 func (h *Interactions) late(rec *pending.Record, res *pending.Resolution, in *interaction) *response {
-	if inPlaceable(in) && !lists(rec, in.Message.ID) {
-		// Ending rec edited the messages it lists, not this one (its
-		// recording failed, or its post's reply was lost while another
-		// target took the request): the outcome in its place says what
-		// the person needs to know and takes its controls off.
-		return update(render(rec, "", false))
+	if inPlaceable(in) {
+		if _, listed := rec.PostOf(surfaceName, "", in.Message.ID); !listed {
+			// Ending rec edited the messages it lists, not this one (its
+			// recording failed, or its post's reply was lost while another
+			// target took the request): the outcome in its place says
+			// what the person needs to know and takes its controls off.
+			return update(render(rec, "", false))
+		}
 	}
 	if res != nil {
 		mine := *res
@@ -349,16 +351,6 @@ func (h *Interactions) late(rec *pending.Record, res *pending.Resolution, in *in
 		}
 	}
 	return ephemeral(surface.LateReply(rec, statusFormat))
-}
-
-// lists reports whether msgID is among rec's recorded Discord messages.
-func lists(rec *pending.Record, msgID string) bool {
-	for _, p := range rec.Posts {
-		if p.Surface == surfaceName && p.MessageID == msgID {
-			return true
-		}
-	}
-	return false
 }
 
 // same reports whether rec ended exactly as res would have ended it.

@@ -82,6 +82,18 @@ func decodeRecord(flat []any) (*Record, error) {
 	return recordFromHash(hashOf(flat))
 }
 
+// PostOf is r's recorded post of message msgID on surface, in channel
+// when channel is not "" (Slack's message ids are unique per channel;
+// Discord's are unique, and its channel may be a thread).
+func (r *Record) PostOf(surface, channel, msgID string) (Post, bool) {
+	for _, p := range r.Posts {
+		if p.Surface == surface && p.MessageID == msgID && (channel == "" || p.Channel == channel) {
+			return p, true
+		}
+	}
+	return Post{}, false
+}
+
 // hashOf turns a flat field/value list into a map.
 func hashOf(flat []any) map[string]string {
 	h := make(map[string]string, len(flat)/2)

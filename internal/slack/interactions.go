@@ -473,10 +473,8 @@ func (h *Interactions) finishUnrecorded(ctx context.Context, rec *pending.Record
 	if h.s.now().Sub(rec.CreatedAt) < pending.PostingLease {
 		return
 	}
-	for _, p := range rec.Posts {
-		if p.Surface == surfaceName && p.Channel == c.channel && p.MessageID == c.ts {
-			return
-		}
+	if _, listed := rec.PostOf(surfaceName, c.channel, c.ts); listed {
+		return
 	}
 	if err := h.s.Finish(ctx, rec, pending.Post{Surface: surfaceName, Channel: c.channel, MessageID: c.ts}); err != nil {
 		h.log.Warn("editing a clicked message its request does not list failed", "request_id", rec.ID, "err", err)

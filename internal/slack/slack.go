@@ -260,11 +260,9 @@ func (s *Surface) ephemeral(ctx context.Context, channel, thread, user, text str
 // post's recorded target, else (a click that beat the recording) the
 // route's Slack target in that channel.
 func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackTarget {
-	for _, p := range rec.Posts {
-		if p.Surface == surfaceName && p.Channel == channel && p.MessageID == ts {
-			if t, ok := s.targets[p.Target]; ok {
-				return t
-			}
+	if p, ok := rec.PostOf(surfaceName, channel, ts); ok {
+		if t, ok := s.targets[p.Target]; ok {
+			return t
 		}
 	}
 	for _, t := range s.routes[rec.Route] {
