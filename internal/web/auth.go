@@ -212,8 +212,9 @@ func (s *Server) sessionValue(ss session) string {
 }
 
 // sessionOf returns the session of r's cookie and the cookie, if it is
-// valid and current; errSignedOut if it is not; another error when the
-// store, which knows the sessions signed out, can't be read.
+// valid and current; errSignedOut if it is not; another error, with the
+// cookie, when the store, which knows the sessions signed out, can't be
+// read (sign-out still ends the session in the browser).
 func (s *Server) sessionOf(r *http.Request) (session, string, error) {
 	var raw string
 	for _, name := range []string{secureCookieName, cookieName} {
@@ -241,7 +242,7 @@ func (s *Server) sessionOf(r *http.Request) (session, string, error) {
 	}
 	switch out, err := s.store.SignedOut(r.Context(), sessionDigest(raw)); {
 	case err != nil:
-		return session{}, "", err
+		return session{}, raw, err
 	case out:
 		return session{}, "", errSignedOut
 	}

@@ -143,15 +143,16 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	ss, cookie, err := s.sessionOf(r)
 	switch {
 	case errors.Is(err, errSignedOut): // nothing to end but the cookie
-	case err != nil:
-		return err
 	case !s.checkCSRF(r.PostFormValue("csrf"), cookie):
 		return &pageErr{http.StatusForbidden, "Not signed out", "The form was stale; reload the page and try again."}
-	default:
-		if err := s.signOutSession(r.Context(), ss, cookie); err != nil {
-			s.clearSession(w, r) // this browser at least is signed out
-			return err
-		}
+	case err == nil:
+		err = s.signOutSession(r.Context(), ss, cookie)
+	}
+	if err != nil && !errors.Is(err, errSignedOut) {
+		// Redis could not be read or written: this browser at least is
+		// signed out.
+		s.clearSession(w, r)
+		return err
 	}
 	s.clearSession(w, r)
 	http.Redirect(w, r, "/", http.StatusSeeOther)

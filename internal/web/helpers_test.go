@@ -56,6 +56,7 @@ type bench struct {
 	disp  *dispatch.Dispatcher
 	srv   *httptest.Server
 	clock *clock
+	mr    *miniredis.Miniredis
 }
 
 var defaultTokens = []api.Token{
@@ -92,7 +93,7 @@ func newBench(t *testing.T, tokens []api.Token) *bench {
 	w.Mount(mx)
 	srv := httptest.NewServer(mx)
 	t.Cleanup(func() { w.Shutdown(); srv.Close() })
-	return &bench{web: w, store: store, disp: disp, srv: srv, clock: clk}
+	return &bench{web: w, store: store, disp: disp, srv: srv, clock: clk, mr: m}
 }
 
 // ask creates a question request.

@@ -109,6 +109,25 @@ func TestSignIn(t *testing.T) {
 		}
 	})
 
+	t.Run("sign out with Redis down", func(t *testing.T) {
+		c := b.browser(t)
+		csrf := b.signIn(t, c, "ada-token")
+		b.mr.SetError("LOADING Redis is loading the dataset in memory")
+		res, err := c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
+		b.mr.SetError("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode < 500 {
+			t.Errorf("sign-out with Redis down answered %d; want an error", res.StatusCode)
+		}
+		// The sign-out was not recorded, but this browser is signed out.
+		if _, page := b.page(t, c, "/"); !strings.Contains(page, `action="/web/signin"`) {
+			t.Errorf("the browser is still signed in after signing out with Redis down")
+		}
+	})
+
 	t.Run("sign out", func(t *testing.T) {
 		csrf := b.signIn(t, c, "ada-token")
 		other := b.browser(t) // the same person on another device
