@@ -217,7 +217,7 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
 		req.Header = slacktest.Sign("s", time.Now(), body)
 		w := httptest.NewRecorder()
-		n := len(fake.Calls("chat.postEphemeral"))
+		n := len(fake.Calls(""))
 		sent = cmds.during(func() {
 			h.ServeHTTP(w, req)
 			h.work.Drain()
@@ -225,8 +225,10 @@ func TestClickResolvesInOneRoundTrip(t *testing.T) {
 		if w.Code != http.StatusOK {
 			t.Fatalf("interaction: %d %s", w.Code, w.Body)
 		}
-		for _, c := range fake.Calls("chat.postEphemeral")[n:] {
-			told = append(told, c.Field("text"))
+		for _, c := range fake.Calls("")[n:] {
+			if _, text, ok := c.Ephemeral(); ok {
+				told = append(told, text)
+			}
 		}
 		return sent, told
 	}

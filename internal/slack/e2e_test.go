@@ -107,7 +107,8 @@ func startOptions(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix str
 	cfg := apptest.Config(t, yaml, url, prefix)
 	logs := &syncBuffer{}
 	t.Cleanup(func() { // runs once the replica has stopped
-		for _, secret := range []string{botToken, signingSecret, appToken} {
+		// A response_url lets whoever holds it post to the channel.
+		for _, secret := range []string{botToken, signingSecret, appToken, "/actions/T0001/"} {
 			if strings.Contains(logs.String(), secret) {
 				t.Errorf("a secret reached the log:\n%s", logs.String())
 			}
@@ -209,8 +210,8 @@ func hasActions(c slacktest.FakeCall) bool {
 func ephemerals(calls []slacktest.FakeCall, user string) []string {
 	var out []string
 	for _, c := range calls {
-		if c.Method == "chat.postEphemeral" && c.OK && c.Field("user") == user {
-			out = append(out, c.Field("text"))
+		if to, text, ok := c.Ephemeral(); ok && to == user {
+			out = append(out, text)
 		}
 	}
 	return out

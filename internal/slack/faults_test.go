@@ -94,7 +94,8 @@ func TestFaultDoubleClicks(t *testing.T) {
 			switch {
 			case c.Method == "chat.update" && c.OK:
 				edits++
-			case c.Method == "chat.postEphemeral" && c.OK:
+			}
+			if _, _, ok := c.Ephemeral(); ok {
 				notes++
 			}
 		}

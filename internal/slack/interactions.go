@@ -96,9 +96,10 @@ type clickPayload struct {
 		Timestamp string `json:"ts"`
 		Text      string `json:"text"`
 	} `json:"message"`
-	TriggerID string                      `json:"trigger_id"`
-	Actions   []*slackapi.BlockAction     `json:"actions"`
-	State     *slackapi.BlockActionStates `json:"state"`
+	TriggerID   string                      `json:"trigger_id"`
+	ResponseURL string                      `json:"response_url"`
+	Actions     []*slackapi.BlockAction     `json:"actions"`
+	State       *slackapi.BlockActionStates `json:"state"`
 }
 
 // parseCallback is slackapi.InteractionCallbackParse, except that a
@@ -125,7 +126,7 @@ func parseCallback(body []byte) (slackapi.InteractionCallback, error) {
 		err := json.Unmarshal(payload, &cb)
 		return cb, err
 	}
-	cb := slackapi.InteractionCallback{Type: p.Type, User: p.User, Container: p.Container, TriggerID: p.TriggerID, BlockActionState: p.State}
+	cb := slackapi.InteractionCallback{Type: p.Type, User: p.User, Container: p.Container, TriggerID: p.TriggerID, ResponseURL: p.ResponseURL, BlockActionState: p.State}
 	cb.Channel.ID = p.Channel.ID
 	cb.Message.Timestamp, cb.Message.Text = p.Message.Timestamp, p.Message.Text
 	for _, a := range p.Actions {
@@ -210,6 +211,7 @@ type click struct {
 	ts      string // the message's
 	text    string // the message's text (its notification fallback), as posted
 	thread  string // the thread it is in, if any
+	respond string // the click's response_url, if any (see Surface.tell)
 	trigger string
 	action  *slackapi.BlockAction
 	state   *slackapi.BlockActionStates
@@ -226,7 +228,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 				continue
 			}
 			c := click{ref: r, user: cb.User, channel: cb.Container.ChannelID, ts: cb.Container.MessageTs, text: cb.Message.Text,
-				thread: cb.Container.ThreadTs, trigger: cb.TriggerID, action: a, state: cb.BlockActionState}
+				thread: cb.Container.ThreadTs, respond: cb.ResponseURL, trigger: cb.TriggerID, action: a, state: cb.BlockActionState}
 			if c.channel == "" {
 				c.channel = cb.Channel.ID
 			}
@@ -252,7 +254,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 }
 
 func (h *Interactions) tell(ctx context.Context, c click, text string) {
-	if err := h.s.ephemeral(ctx, c.channel, c.thread, c.user.ID, text); err != nil {
+	if err := h.s.tell(ctx, c.respond, c.channel, c.thread, c.user.ID, text); err != nil {
 		h.log.Warn("telling a user failed", "request_id", c.ref.ID, "err", err)
 	}
 }
@@ -295,7 +297,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		h.tellLater(c, surface.LateReply(rec, statusFormat))
 		return
 	}
-	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text}
+	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text, Respond: c.respond}
 	var view slackapi.ModalViewRequest
 	switch {
 	case c.ref.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
@@ -623,7 +625,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
 	o := parseOrigin(cb.View.PrivateMetadata)
-	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text}
+	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text, respond: o.Respond}
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound) || err == nil && o.Hash != "" && o.Hash != rec.Hash:

@@ -28,6 +28,9 @@ type origin struct {
 	// as a tag on the callback_id, which replicas of the version before it
 	// could not read, during a rolling upgrade.
 	Hash string `json:"h,omitempty"`
+	// Respond is the response_url of the click that opened the modal, for
+	// what its submission has to tell the person afterwards.
+	Respond string `json:"r,omitempty"`
 }
 
 // maxMetadata is Slack's limit on a view's private_metadata.

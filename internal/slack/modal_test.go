@@ -126,7 +126,8 @@ func TestModalOnAGoneRequestKeepsTheQuestion(t *testing.T) {
 // private_metadata whole when it fits Slack's 3,000 characters, and cut,
 // never over, when it does not.
 func TestOriginFitsPrivateMetadata(t *testing.T) {
-	o := origin{Channel: "C0AGENTS", TS: "1700000000.000001", Thread: "1700000000.000000"}
+	o := origin{Channel: "C0AGENTS", TS: "1700000000.000001", Thread: "1700000000.000000",
+		Respond: "https://hooks.slack.com/actions/T0001/1700000100123/AbCdEfGhIjKlMnOpQrStUvWx", Hash: strings.Repeat("f", 64)}
 	for _, tc := range []struct {
 		name, text string
 		whole      bool
@@ -143,7 +144,7 @@ func TestOriginFitsPrivateMetadata(t *testing.T) {
 				t.Fatalf("private_metadata is %d long, limit 3000", n)
 			}
 			got := parseOrigin(md)
-			if got.Channel != o.Channel || got.TS != o.TS || got.Thread != o.Thread {
+			if got.Channel != o.Channel || got.TS != o.TS || got.Thread != o.Thread || got.Respond != o.Respond || got.Hash != o.Hash {
 				t.Errorf("origin %+v, want %+v", got, o)
 			}
 			switch {

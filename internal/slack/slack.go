@@ -5,9 +5,12 @@
 package slack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -242,6 +245,76 @@ func uneditable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// tell tells user, and only user, something about the message they
+// clicked: through the click's response_url when it has one, else with
+// chat.postEphemeral. A response_url reaches whoever clicked wherever they
+// clicked; chat.postEphemeral refuses anyone not in the channel
+// (user_not_in_channel) and counts against the Web API's rate limits,
+// which the edits of answered messages need.
+func (s *Surface) tell(ctx context.Context, responseURL, channel, thread, user, text string) error {
+	if s.hooked(responseURL) {
+		err := s.respond(ctx, responseURL, text)
+		if err == nil {
+			return nil
+		}
+		s.log.Info("a response_url failed; telling through chat.postEphemeral", "err", err)
+	}
+	return s.ephemeral(ctx, channel, thread, user, text)
+}
+
+// hooked reports whether u is a response_url the bridge posts to: on
+// Slack's hooks host (commercial or GovSlack), or at the configured API
+// URL's origin (a proxy, or a fake in tests). The payload that carried it
+// was signed, but the bridge's HTTP client goes nowhere else on its say.
+func (s *Surface) hooked(u string) bool {
+	if u == "" {
+		return false
+	}
+	ru, err := url.Parse(u)
+	if err != nil || ru.User != nil {
+		return false
+	}
+	if ru.Scheme == "https" && (ru.Host == "hooks.slack.com" || ru.Host == "hooks.slack-gov.com") {
+		return true
+	}
+	api, err := url.Parse(s.apiURL)
+	return err == nil && ru.Scheme == api.Scheme && ru.Host == api.Host
+}
+
+// respond posts text to a response_url as an ephemeral reply, leaving the
+// message clicked as it is. A response_url is good for 30 minutes and five
+// posts, and anyone holding it can post to the channel: it never goes into
+// an error or a log.
+func (s *Surface) respond(ctx context.Context, responseURL, text string) error {
+	body, err := json.Marshal(struct {
+		ResponseType    string `json:"response_type"`
+		ReplaceOriginal bool   `json:"replace_original"`
+		Text            string `json:"text"`
+	}{"ephemeral", false, text})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(body))
+	if err != nil {
+		return errors.New("response_url: not a URL")
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL
+		}
+		return fmt.Errorf("response_url: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("response_url: %s", resp.Status)
+	}
+	return nil
 }
 
 // ephemeral tells user, and only user, something in channel.

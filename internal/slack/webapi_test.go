@@ -65,3 +65,25 @@ func TestFakeSlackRefusesBadJSON(t *testing.T) {
 		t.Errorf("a cut-off JSON body was answered %+v, %v; want invalid_json", got, err)
 	}
 }
+
+// hooked keeps the bridge's HTTP client to Slack's response_urls.
+func TestHooked(t *testing.T) {
+	s := &Surface{apiURL: "http://127.0.0.1:4321/api/"}
+	for u, want := range map[string]bool{
+		"https://hooks.slack.com/actions/T0001/1/abc":     true,
+		"https://hooks.slack-gov.com/actions/T0001/1/abc": true,
+		"http://127.0.0.1:4321/actions/T0001/UEVE/1":      true, // the configured API's origin
+		"": false,
+		"http://hooks.slack.com/actions/T0001/1/abc":    false,
+		"https://hooks.slack.com.example.com/actions":   false,
+		"https://user:pw@hooks.slack.com/actions/T0001": false,
+		"https://slack.com/api/chat.postMessage":        false,
+		"http://127.0.0.1:4322/actions/T0001/UEVE/1":    false,
+		"http://169.254.169.254/latest/meta-data/":      false,
+		"::not a url": false,
+	} {
+		if got := s.hooked(u); got != want {
+			t.Errorf("hooked(%q) = %v, want %v", u, got, want)
+		}
+	}
+}

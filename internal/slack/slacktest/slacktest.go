@@ -4,6 +4,7 @@
 package slacktest
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -25,13 +27,15 @@ import (
 // chat.update, chat.postEphemeral, views.open, views.update and
 // usergroups.users.list like Slack does (form or JSON bodies in,
 // {"ok":...} out, HTTP 429 with Retry-After on demand) and records every
-// call.
+// call. It also takes the posts to the response_url of the clicks Click
+// makes on its messages, recorded as calls of method "response_url".
 type FakeSlack struct {
 	URL   string // the API base URL, with its final /
 	Token string // the bot token it accepts
 
 	srv    *httptest.Server
 	socket *FakeSocket
+	used   map[string]int // posts to each response_url
 	mu     sync.Mutex
 	calls  []FakeCall
 	fails  map[string][]FakeFail
@@ -58,8 +62,11 @@ type FakeCall struct {
 	Status      int            // the HTTP status it answered
 	OK          bool           // whether it answered ok:true
 	TS          string         // the ts of the message a successful post made
+	User        string         // a response_url's: who clicked (Slack tells them, and only them, an ephemeral reply)
 
 	TokenInForm bool // the token came as a form field, not in the Authorization header
+
+	server string // the fake's URL, for the response_url of clicks on a posted message
 }
 
 // FakeFail is a failure the fake answers a call with instead of success.
@@ -78,7 +85,7 @@ func NewFakeSlack(t TB, token string) *FakeSlack {
 
 // NewServer starts a fake that accepts token; Close stops it.
 func NewServer(token string) *FakeSlack {
-	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, wake: make(chan struct{})}
+	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, used: map[string]int{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/api/"
 	return f
@@ -175,8 +182,12 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		f.socket.serve(w, r)
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, actionsPath) {
+		f.respond(w, r)
+		return
+	}
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
-	call := FakeCall{Method: method, Status: http.StatusOK, ContentType: r.Header.Get("Content-Type")}
+	call := FakeCall{Method: method, Status: http.StatusOK, ContentType: r.Header.Get("Content-Type"), server: f.srv.URL}
 	body, _ := io.ReadAll(r.Body)
 	// A JSON body can't carry the token: Slack reads it from the
 	// Authorization header only.
@@ -238,6 +249,75 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// actionsPath is where the fake's response_urls live, as Slack's live at
+// https://hooks.slack.com/actions/: /actions/{team}/{user}/{n}. The user
+// is in the path so that the fake knows whom a reply goes to.
+const actionsPath = "/actions/"
+
+// maxResponses is how many posts Slack takes on one response_url.
+const maxResponses = 5
+
+// respond takes a post to a response_url: a JSON message (text or
+// blocks) that replaces the message clicked, deletes it, or (with
+// response_type ephemeral and replace_original false) goes to the person
+// who clicked only. No token: the URL is the credential.
+func (f *FakeSlack) respond(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, actionsPath), "/")
+	call := FakeCall{Method: "response_url", Status: http.StatusOK, ContentType: r.Header.Get("Content-Type")}
+	body, _ := io.ReadAll(r.Body)
+	call.Body = string(body)
+	status, answer := http.StatusOK, `{"ok":true}`
+	f.mu.Lock()
+	var fail *FakeFail
+	if q := f.fails[call.Method]; len(q) > 0 {
+		fail, f.fails[call.Method] = &q[0], q[1:]
+	}
+	switch {
+	case fail != nil:
+		status, answer = cmp.Or(fail.Status, http.StatusNotFound), cmp.Or(fail.Error, "expired_url")
+	case r.Method != http.MethodPost || len(parts) != 3:
+		status, answer = http.StatusNotFound, "no_such_url"
+	case f.used[r.URL.Path] >= maxResponses:
+		status, answer = http.StatusNotFound, "used_url"
+	case !strings.HasPrefix(call.ContentType, "application/json") || json.Unmarshal(body, &call.JSON) != nil || call.JSON == nil:
+		status, answer = http.StatusBadRequest, "invalid_payload"
+	case call.JSON["text"] == nil && call.JSON["blocks"] == nil && call.JSON["delete_original"] != true:
+		status, answer = http.StatusBadRequest, "no_text"
+	default:
+		f.used[r.URL.Path]++
+		call.User, call.OK = parts[1], true
+	}
+	call.Status = status
+	hook := f.hook
+	if hook == nil {
+		f.calls = append(f.calls, call)
+		close(f.wake)
+		f.wake = make(chan struct{})
+	}
+	f.mu.Unlock()
+	if hook != nil {
+		defer hook(call)
+	}
+	w.WriteHeader(status)
+	io.WriteString(w, answer)
+}
+
+// Ephemeral reports what a call told whom, and only them: a
+// chat.postEphemeral, or an ephemeral reply on a response_url that left the
+// message clicked as it was.
+func (c FakeCall) Ephemeral() (user, text string, ok bool) {
+	switch {
+	case !c.OK:
+		return "", "", false
+	case c.Method == "chat.postEphemeral":
+		return c.Field("user"), c.Field("text"), true
+	case c.Method == "response_url" && c.JSON["response_type"] == "ephemeral" && c.JSON["replace_original"] == false:
+		text, _ := c.JSON["text"].(string)
+		return c.User, text, true
+	}
+	return "", "", false
 }
 
 // chatAnswer is chat.postMessage's and chat.update's answer, its keys in
@@ -494,6 +574,9 @@ func BlockActions(t TB, msg FakeCall, user map[string]any, prefix string, with m
 	return p
 }
 
+// clicks numbers the clicks' response_urls.
+var clicks atomic.Int64
+
 // Click is BlockActions with an error for a message that has no such
 // control.
 func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any, state map[string]any) (map[string]any, error) {
@@ -521,6 +604,11 @@ func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any
 	if state == nil {
 		state = map[string]any{}
 	}
+	respond := "https://hooks.slack.com/actions/T0001/1/abcdef"
+	if msg.server != "" {
+		id, _ := user["id"].(string)
+		respond = fmt.Sprintf("%s%sT0001/%s/%d", msg.server, actionsPath, id, clicks.Add(1))
+	}
 	container := map[string]any{"type": "message", "message_ts": msg.TS, "channel_id": ch, "is_ephemeral": false}
 	message := map[string]any{"type": "message", "user": "UBOT", "ts": msg.TS, "text": msg.Field("text"), "blocks": msg.Blocks()}
 	if th := msg.Field("thread_ts"); th != "" {
@@ -540,7 +628,7 @@ func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any
 		"channel":               map[string]any{"id": ch, "name": "agents"},
 		"message":               message,
 		"state":                 map[string]any{"values": state},
-		"response_url":          "https://hooks.slack.com/actions/T0001/1/abcdef",
+		"response_url":          respond,
 		"actions":               []any{action},
 	}, nil
 }
