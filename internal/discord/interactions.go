@@ -394,36 +394,35 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 	case d := <-sl.delivered():
 		return d.update()
 	case r := <-done:
-		consumed := !h.s.inPlace.cancel(sl)
-		switch {
-		case r.err == nil && consumed:
-			return (<-sl.ch).update()
-		case r.err == nil && inPlaceable(in):
-			return update(render(r.rec, "", false))
-		case r.err == nil:
-			return deferredUpdate()
-		case errors.Is(r.err, pending.ErrAlreadyResolved) && r.rec != nil:
-			if consumed {
-				// Another click on this replica won and its edit of this
-				// message came to us: show it here.
-				return (<-sl.ch).update()
-			}
-			return h.late(r.rec, &res, in)
-		case errors.Is(r.err, pending.ErrNotFound):
-			return gone(in)
-		case consumed:
-			// This click's resolve failed, but another ending on this
-			// replica handed its outcome here: show it, as Finish waits.
-			return (<-sl.ch).update()
-		}
-		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
-		return ephemeral(surface.MsgUnconfirmed)
+		return h.settled(rec, res, in, sl, r)
 	case <-ctx.Done():
 		if !h.s.inPlace.cancel(sl) {
 			return (<-sl.ch).update()
 		}
 		return deferredUpdate() // Finish edits the message through the API
 	}
+}
+
+// settled is settle's answer once the resolve r is back, and no outcome
+// came through sl before it.
+func (h *Interactions) settled(rec *pending.Record, res pending.Resolution, in *interaction, sl *slot, r resolved) *response {
+	switch {
+	case !h.s.inPlace.cancel(sl):
+		// An ending on this replica handed its outcome to this message,
+		// and its Finish waits to hear that it was shown: this click's
+		// own, or, whatever this click's resolve answered, another's.
+		return (<-sl.ch).update()
+	case r.err == nil && inPlaceable(in):
+		return update(render(r.rec, "", false))
+	case r.err == nil:
+		return deferredUpdate()
+	case errors.Is(r.err, pending.ErrAlreadyResolved) && r.rec != nil:
+		return h.late(r.rec, &res, in)
+	case errors.Is(r.err, pending.ErrNotFound):
+		return gone(in)
+	}
+	h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
+	return ephemeral(surface.MsgUnconfirmed)
 }
 
 // inPlace hands the outcome of a request to the interaction whose click
