@@ -883,6 +883,38 @@ func TestThreadBySession(t *testing.T) {
 	}
 }
 
+// A session's thread whose parent was deleted (before anyone replied) is
+// forgotten: the request goes in the channel and starts the session's new
+// thread, where the requests after it go.
+func TestThreadBySessionParentDeleted(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: `+channel+`
+          thread_by_session: true`)
+	ask := func() string {
+		q := cleanupQuestion()
+		q["caller"] = map[string]any{"name": "deploy-bot", "session": "run-1"}
+		return b.create(t, "/v1/questions", q)
+	}
+	ask()
+	first := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	b.fake.DeleteMessage(first.TS)
+
+	id := ask() // fails the test unless created
+	posts := b.fake.Calls("chat.postMessage")[1:]
+	if len(posts) != 2 || posts[0].OK || posts[0].Field("thread_ts") != first.TS || !posts[1].OK || posts[1].Field("thread_ts") != "" {
+		t.Fatalf("after the thread's parent was deleted: posts %+v, want one refused in its thread, then one in the channel", posts)
+	}
+	if p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any); len(p) != 1 {
+		t.Errorf("recorded posts %v, want the one in the channel", p)
+	}
+
+	ask()
+	if th := b.fake.Calls("chat.postMessage")[3].Field("thread_ts"); th != posts[1].TS {
+		t.Errorf("the next request of the session went to thread %q, want the new thread %q", th, posts[1].TS)
+	}
+}
+
 func TestAgentTextNeverPings(t *testing.T) {
 	b := start(t, `
       - slack:

@@ -180,10 +180,24 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 	}
 	var channel, ts string
-	err := s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
-		channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{m.text, m.blocks, thread})
-		return err
-	})
+	post := func() error {
+		return s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
+			channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{m.text, m.blocks, thread})
+			return err
+		})
+	}
+	err := post()
+	if err != nil && thread != "" && threadGone(err) {
+		// Kept, a thread whose parent was deleted would fail every request
+		// of the session until its record expires: forget it and start
+		// over as a new session does.
+		log.Warn("the session's thread is gone; posting in the channel and starting a new thread", "thread", thread, "err", err)
+		if err := s.store.ForgetThread(ctx, session, thread); err != nil {
+			log.Warn("forgetting the session's thread failed", "err", err)
+		}
+		thread = ""
+		err = post()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
 	}
@@ -242,6 +256,24 @@ func uneditable(err error) bool {
 	}
 	switch se.Err {
 	case "message_not_found", "channel_not_found", "is_archived":
+		return true
+	}
+	return false
+}
+
+// threadGone reports whether a post into a session's thread failed
+// because the thread's parent message is gone: deleted before anyone
+// replied (a parent with replies stays, as "This message was deleted").
+// Slack's error for it is reported as thread_not_found, as
+// invalid_thread_ts and as message_not_found; each means the post can't go
+// in that thread.
+func threadGone(err error) bool {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Err {
+	case "thread_not_found", "invalid_thread_ts", "message_not_found":
 		return true
 	}
 	return false

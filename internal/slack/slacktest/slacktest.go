@@ -35,7 +35,8 @@ type FakeSlack struct {
 
 	srv    *httptest.Server
 	socket *FakeSocket
-	used   map[string]int // posts to each response_url
+	used   map[string]int  // posts to each response_url
+	gone   map[string]bool // ts of messages a person deleted
 	mu     sync.Mutex
 	calls  []FakeCall
 	fails  map[string][]FakeFail
@@ -85,7 +86,7 @@ func NewFakeSlack(t TB, token string) *FakeSlack {
 
 // NewServer starts a fake that accepts token; Close stops it.
 func NewServer(token string) *FakeSlack {
-	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, used: map[string]int{}, wake: make(chan struct{})}
+	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, used: map[string]int{}, gone: map[string]bool{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/api/"
 	return f
@@ -108,6 +109,15 @@ func (f *FakeSlack) FailNext(method string, fails ...FakeFail) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fails[method] = append(f.fails[method], fails...)
+}
+
+// DeleteMessage deletes the message ts as a person would: editing it then
+// fails with message_not_found and, as it had no replies, so does posting
+// in its thread (thread_not_found).
+func (f *FakeSlack) DeleteMessage(ts string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gone[ts] = true
 }
 
 // SetGroup sets the members usergroups.users.list returns for group.
@@ -362,6 +372,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if !blockIDsValid(c.Blocks()) {
 			return failure("invalid_blocks"), false
 		}
+		if f.gone[c.Field("thread_ts")] {
+			return failure("thread_not_found"), false
+		}
 		f.next++
 		c.TS = fmt.Sprintf("1700000000.%06d", f.next)
 		msg := f.echo(c, c.TS)
@@ -371,7 +384,7 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		return chatAnswer{OK: true, Channel: ch, TS: c.TS, Message: msg}, true
 	case "chat.update":
 		ts := c.Field("ts")
-		if ts == "" {
+		if ts == "" || f.gone[ts] {
 			return failure("message_not_found"), false
 		}
 		if !blockIDsValid(c.Blocks()) {
