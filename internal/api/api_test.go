@@ -630,3 +630,43 @@ func TestRedisDownIs503(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationsAreGoDurationsOrSeconds: expires_in and wait are a Go
+// duration ("90s") or a number of seconds written as JSON writes numbers.
+// NaN once read as a number of seconds and made a request that never
+// expires, past the route's and the store's default; Go's literal forms
+// (1_0, 0x1p4) were read as numbers too.
+func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	q := func(expires string) string {
+		return `{"questions":[{"id":"a","question":"x"}],"expires_in":` + expires + `}`
+	}
+	for _, bad := range []string{`"NaN"`, `"nan"`, `"-NaN"`, `"1_0"`, `"0x1p4"`, `"Inf"`, `"-5"`, `-5`, `true`, `{}`, `[1]`} {
+		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", q(bad)); r.Status != 400 || r.code() != "INVALID_REQUEST" {
+			t.Errorf("expires_in %s: %d %s, want 400 INVALID_REQUEST", bad, r.Status, r.Raw)
+		}
+	}
+	for expires, want := range map[string]time.Duration{
+		`"90s"`: 90 * time.Second, `90`: 90 * time.Second, `"90"`: 90 * time.Second,
+		`1.5`: 1500 * time.Millisecond, `"1e2"`: 100 * time.Second, `".5"`: 500 * time.Millisecond,
+		`"1h30m"`: 90 * time.Minute,
+	} {
+		r := do(t, "POST", u+"/v1/questions", "tok-ask-a", q(expires))
+		if r.Status != 201 {
+			t.Errorf("expires_in %s: %d %s", expires, r.Status, r.Raw)
+			continue
+		}
+		created, _ := time.Parse(time.RFC3339Nano, r.str("created_at"))
+		expiresAt, _ := time.Parse(time.RFC3339Nano, r.str("expires_at"))
+		if got := expiresAt.Sub(created); got != want {
+			t.Errorf("expires_in %s: expires %s after creation, want %s", expires, got, want)
+		}
+	}
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	for _, bad := range []string{"NaN", "nan", "1_0", "0x1p4"} {
+		if r := do(t, "GET", u+"/v1/questions/"+id+"?wait="+bad, "tok-ask-a", nil); r.Status != 400 || r.code() != "INVALID_REQUEST" {
+			t.Errorf("wait=%s: %d %s, want 400 INVALID_REQUEST", bad, r.Status, r.Raw)
+		}
+	}
+}

@@ -10,8 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,11 +171,17 @@ func invalid(msg string) error {
 }
 
 // Duration is a span in a request: a Go duration string ("90s", "10m") or
-// a number of seconds.
+// a number of seconds, as a JSON number or in a string.
 type Duration time.Duration
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	v, err := parseDuration(strings.Trim(string(b), `"`))
+	s := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return invalid("expires_in: " + err.Error())
+		}
+	}
+	v, err := parseDuration(s)
 	if err != nil {
 		return invalid("expires_in: " + err.Error())
 	}
@@ -183,12 +189,17 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// seconds is a number of seconds as JSON writes a number, without the
+// sign: strconv.ParseFloat alone also takes NaN, Inf, 1_000 and 0x1p4.
+var seconds = regexp.MustCompile(`^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
+
 func parseDuration(s string) (time.Duration, error) {
 	if s == "" || s == "null" {
 		return 0, nil
 	}
-	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		if secs < 0 || secs > 1e9 {
+	if seconds.MatchString(s) {
+		secs, err := strconv.ParseFloat(s, 64)
+		if err != nil || secs > 1e9 {
 			return 0, fmt.Errorf("duration %q is out of range", s)
 		}
 		return time.Duration(secs * float64(time.Second)), nil
