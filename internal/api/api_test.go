@@ -670,3 +670,33 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongTypesAreNamedByField: a value of the wrong type is a 400 whose
+// message names the API's field and the type to send, not the Go structs
+// that read it.
+func TestWrongTypesAreNamedByField(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	for _, tt := range []struct{ path, token, body, want string }{
+		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":1,"question":"x"}]}`, "questions.id must be a string, not a JSON number"},
+		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","options":[{"label":5}]}]}`, "questions.options.label must be a string, not a JSON number"},
+		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","multi_select":"yes"}]}`, "questions.multi_select must be true or false, not a JSON string"},
+		{"/v1/questions", "tok-ask-a", `{"questions":{"id":"a"}}`, "questions must be a list, not a JSON object"},
+		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":"no"}}`, "caller.delegated must be true or false, not a JSON string"},
+		{"/v1/questions", "tok-ask-a", `[]`, "the request body must be an object, not a JSON array"},
+		{"/v1/approvals", "tok-ask-a", `{"tool_name":["rm"]}`, "tool_name must be a string, not a JSON array"},
+		{"/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":"No"}]}`, "answers.selected must be a list, not a JSON string"},
+	} {
+		r := do(t, "POST", u+tt.path, tt.token, tt.body)
+		msg, _ := r.Body["error"].(map[string]any)["message"].(string)
+		if r.Status != 400 || r.code() != "INVALID_REQUEST" || !strings.HasPrefix(msg, tt.want) {
+			t.Errorf("%s: %d %s, want 400 INVALID_REQUEST %q", tt.body, r.Status, r.Raw, tt.want)
+		}
+		for _, goName := range []string{"Go ", "seam.", "plain", "Body", "Questions."} {
+			if strings.Contains(msg, goName) {
+				t.Errorf("%s: the message names Go internals (%q): %s", tt.body, goName, msg)
+			}
+		}
+	}
+}

@@ -10,9 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -155,15 +158,62 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 		if errors.As(err, &mbe) || errors.As(err, &se) {
 			return err
 		}
-		if errors.Is(err, io.EOF) {
+		var (
+			te *json.UnmarshalTypeError
+			sy *json.SyntaxError
+		)
+		switch {
+		case errors.Is(err, io.EOF):
 			return invalid("the request body is empty; send a JSON object")
+		case errors.As(err, &te):
+			return invalid(typeMismatch(te))
+		case errors.As(err, &sy), errors.Is(err, io.ErrUnexpectedEOF):
+			return invalid("the request body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
 		}
-		return invalid("the request body is not valid JSON: " + err.Error())
+		return invalid("the request body is not valid: " + strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if dec.More() {
 		return invalid("the request body holds more than one JSON value")
 	}
 	return nil
+}
+
+// typeMismatch words a JSON value of the wrong type by the API's field
+// names, not the Go types that read it: encoding/json's own message names
+// the handler's structs ("Go struct field createQuestionsBody.Questions.
+// questions.plain.id of type string").
+func typeMismatch(e *json.UnmarshalTypeError) string {
+	var path []string
+	for _, seg := range strings.Split(e.Field, ".") {
+		// Embedded Go types (Questions, seam's plain) name no JSON field.
+		if seg == "" || seg == "plain" || unicode.IsUpper(rune(seg[0])) {
+			continue
+		}
+		path = append(path, seg)
+	}
+	value, _, _ := strings.Cut(e.Value, " ") // "number -5": the kind alone
+	if value == "bool" {
+		value = "boolean"
+	}
+	want := "an object"
+	switch e.Type.Kind() {
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		want = "a number"
+	}
+	if len(path) == 0 {
+		return fmt.Sprintf("the request body must be %s, not a JSON %s", want, value)
+	}
+	// No offset: one read by a field's own UnmarshalJSON (a question's,
+	// an input's) counts from that field, not from the body.
+	return fmt.Sprintf("%s must be %s, not a JSON %s", strings.Join(path, "."), want, value)
 }
 
 func invalid(msg string) error {
