@@ -306,8 +306,12 @@ func (c *Client) cancelKind(ctx context.Context, kind Kind, id string) (*Record,
 
 // Answer answers the question request id and returns the answered record.
 // The bridge checks the answer against the questions and stores it in
-// canonical form; a request that ended already is ErrAlreadyResolved.
+// canonical form; a question a leaves out is skipped (an empty Answer
+// skips them all). A request that ended already is ErrAlreadyResolved.
 func (c *Client) Answer(ctx context.Context, id string, a Answer) (*Record, error) {
+	if a.Answers == nil {
+		a.Answers = []AnswerItem{} // every question skipped; the bridge refuses "answers": null
+	}
 	return c.resolve(ctx, KindQuestion, id, "answer", a)
 }
 

@@ -141,6 +141,13 @@ func TestAsk(t *testing.T) {
 		},
 		want: `{"answers":[{"id":"web","selected":[]},{"id":"api","selected":[],"custom":"only after 6pm"}]}`,
 	}, {
+		name:      "every question skipped",
+		questions: []client.Question{yesNo("web"), yesNo("api")},
+		respond: func(ctx context.Context, id string) (*client.Record, error) {
+			return c.Answer(ctx, id, client.Answer{})
+		},
+		want: `{"answers":[{"id":"web","selected":[]},{"id":"api","selected":[]}]}`,
+	}, {
 		name:      "dismissed",
 		questions: []client.Question{yesNo("web")},
 		respond:   func(ctx context.Context, id string) (*client.Record, error) { return c.Dismiss(ctx, id) },

@@ -700,3 +700,24 @@ func TestWrongTypesAreNamedByField(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerNeedsAnswers: an answer body without "answers" (null, {}, or
+// "answers": null) is refused rather than recorded as every question
+// skipped, which can't be undone; "answers": [] skips them all.
+func TestAnswerNeedsAnswers(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	for _, body := range []string{`null`, `{}`, `{"answers":null}`} {
+		if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", body); r.Status != 400 || r.code() != "INVALID_REQUEST" {
+			t.Errorf("answer %s: %d %s, want 400 INVALID_REQUEST", body, r.Status, r.Raw)
+		}
+	}
+	if r := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a", nil); r.str("status") != "pending" {
+		t.Fatalf("an answer without answers changed the question: %s", r.Raw)
+	}
+	r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[]}`)
+	if r.Status != 200 || r.field(t, "answer") != `{"answers":[{"id":"deploy","selected":[]}]}` {
+		t.Fatalf(`answer {"answers":[]}: %d %s`, r.Status, r.Raw)
+	}
+}

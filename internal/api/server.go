@@ -544,11 +544,22 @@ func (s *Server) resolvePending(w http.ResponseWriter, r *http.Request, kind sea
 	return writeJSON(w, http.StatusOK, recordOf(rec))
 }
 
+// answerBody is the body of POST /v1/questions/{id}/answer. Its answers
+// are required: a body without them (null, {}, a wrong variable sent) would
+// otherwise record every question as skipped, for good. [] skips them all.
+type answerBody struct {
+	Answers *[]seam.AnswerItem `json:"answers"`
+}
+
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c Client) error {
-	var a seam.Answer
-	if err := decode(w, r, &a, true); err != nil {
+	var b answerBody
+	if err := decode(w, r, &b, true); err != nil {
 		return err
 	}
+	if b.Answers == nil {
+		return invalid(`the answer has no "answers": send {"answers":[{"id","selected","custom"}...]}, or "answers":[] to skip every question`)
+	}
+	a := seam.Answer{Answers: *b.Answers}
 	return s.resolvePending(w, r, seam.KindQuestion, pending.Resolution{Status: seam.StatusAnswered, By: responder(c)},
 		func(rec *pending.Record, res *pending.Resolution) error {
 			norm, err := rec.Questions.Normalize(a)
