@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
@@ -325,6 +326,11 @@ func (v *validator) tokens(tokens []Token) {
 			names[t.Name] = i
 		}
 		v.secret(p+".token", t.Token, true)
+		if tok := t.Token.Reveal(); tok != strings.TrimSpace(tok) || strings.ContainsFunc(tok, unicode.IsControl) {
+			// A client sends it in a header, whose value can't hold control
+			// characters and loses its outer spaces: no client could match it.
+			v.add(p+".token", "starts or ends with white space, or holds a control character (a final newline read from a file?): no client can send it in an Authorization header")
+		}
 		if t.Token != "" {
 			if j, dup := values[t.Token]; dup {
 				v.add(p+".token", "the same token as api.tokens[%d]: give each client its own", j)
