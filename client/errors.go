@@ -22,13 +22,14 @@ const (
 	CodeConflict        = "CONFLICT" // the tool_call_id names a different request
 
 	// Any call.
-	CodeUnauthorized    = "UNAUTHORIZED"
-	CodeForbidden       = "FORBIDDEN"
-	CodeNotFound        = "NOT_FOUND"
-	CodeAlreadyResolved = "ALREADY_RESOLVED"
-	CodeTooLarge        = "TOO_LARGE"
-	CodeUnavailable     = "UNAVAILABLE" // the bridge can't reach its Redis; try again
-	CodeInternal        = "INTERNAL"
+	CodeUnauthorized     = "UNAUTHORIZED"
+	CodeForbidden        = "FORBIDDEN"
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED" // the path takes other methods: a bug in the caller
+	CodeAlreadyResolved  = "ALREADY_RESOLVED"
+	CodeTooLarge         = "TOO_LARGE"
+	CodeUnavailable      = "UNAVAILABLE" // the bridge can't reach its Redis; try again
+	CodeInternal         = "INTERNAL"
 )
 
 // Error is an error the bridge reported: an API error

@@ -173,6 +173,8 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"bad outcome", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer", `{"outcome":"maybe"}`, 400, "INVALID_REQUEST"},
 		{"list other status", "GET", "/v1/questions?status=answered", "tok-answer", nil, 400, "INVALID_REQUEST"},
 		{"unknown path", "GET", "/v2/nothing", "", nil, 404, "NOT_FOUND"},
+		{"a method the path does not take", "PUT", "/v1/questions", "tok-ask-a", deployQ, 405, "METHOD_NOT_ALLOWED"},
+		{"reading an answer endpoint", "GET", "/v1/questions/" + id + "/answer", "tok-answer", nil, 405, "METHOD_NOT_ALLOWED"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -719,5 +721,30 @@ func TestAnswerNeedsAnswers(t *testing.T) {
 	r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[]}`)
 	if r.Status != 200 || r.field(t, "answer") != `{"answers":[{"id":"deploy","selected":[]}]}` {
 		t.Fatalf(`answer {"answers":[]}: %d %s`, r.Status, r.Raw)
+	}
+}
+
+// TestMethodNotAllowedSaysWhich: a path the API serves, asked with another
+// method, is 405 with the methods it takes in Allow, not "no such endpoint".
+func TestMethodNotAllowedSaysWhich(t *testing.T) {
+	a := start(t, tokensYAML)
+	for path, want := range map[string]string{
+		"/v1/questions/abc":        "GET, HEAD, DELETE",
+		"/v1/questions/abc/answer": "POST",
+		"/healthz":                 "GET, HEAD",
+	} {
+		req, err := http.NewRequest("PATCH", a.URL()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != want {
+			t.Errorf("PATCH %s: %d, Allow %q; want 405, Allow %q", path, res.StatusCode, res.Header.Get("Allow"), want)
+		}
 	}
 }

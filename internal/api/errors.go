@@ -13,14 +13,15 @@ import (
 
 // Codes of the HTTP API beyond the seam's own.
 const (
-	CodeUnauthorized    = "UNAUTHORIZED"
-	CodeForbidden       = "FORBIDDEN"
-	CodeNotFound        = "NOT_FOUND"
-	CodeConflict        = "CONFLICT"
-	CodeAlreadyResolved = "ALREADY_RESOLVED"
-	CodeTooLarge        = "TOO_LARGE"
-	CodeUnavailable     = "UNAVAILABLE"
-	CodeInternal        = "INTERNAL"
+	CodeUnauthorized     = "UNAUTHORIZED"
+	CodeForbidden        = "FORBIDDEN"
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeConflict         = "CONFLICT"
+	CodeAlreadyResolved  = "ALREADY_RESOLVED"
+	CodeTooLarge         = "TOO_LARGE"
+	CodeUnavailable      = "UNAVAILABLE"
+	CodeInternal         = "INTERNAL"
 )
 
 // Error is an API error with its HTTP status.

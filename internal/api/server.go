@@ -95,9 +95,30 @@ func New(o Options) *Server {
 	})
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}))
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		if allow := s.allowed(r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.URL.Path+" takes "+strings.Join(allow, ", ")+", not "+r.Method)
+		}
 		return apiErr(http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	return s
+}
+
+// allowed returns the methods that r's path is served for, when r's own
+// is not. The catch-all "/" that writes errors as JSON also catches what
+// ServeMux would answer with 405 on its own.
+func (s *Server) allowed(r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // Shutdown ends every held call (?wait=) at once, as if its wait had
