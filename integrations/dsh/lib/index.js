@@ -330,9 +330,12 @@ export class Answerer {
         if (err instanceof BridgeError && err.code === 'NO_PROVIDER') return { noProvider: err }
         if (err instanceof BridgeError && err.code === 'CONFLICT' && callId !== undefined && !conflictRetried) {
           // The call id already names a different request (a second ask in the
-          // same tool call): key this one by the call id and its content.
+          // same tool call): key this one by the call id and its content. The
+          // caller is left out, as the bridge leaves it out of its own
+          // comparison: a restarted harness asks under a new agent id and must
+          // still find this request.
           conflictRetried = true
-          const { tool_call_id: _, ...rest } = body
+          const { tool_call_id: _, caller: __, ...rest } = body
           const digest = createHash('sha256').update(JSON.stringify(rest)).digest('hex').slice(0, 16)
           body.tool_call_id = toolCallID(`${callId}#${digest}`)
           continue

@@ -163,6 +163,35 @@ describe('user-questions/request waterfall (newer harness)', () => {
     assert.equal(await person.created('question'), created)
   })
 
+  test('a second ask in the same call re-attaches too, after a restart under a new agent id', async () => {
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    const first = unique('Which branch?')
+    const second = unique('And which reviewer?')
+    const agentAs = (id) => ({ ...fakeAgent('session-2nd'), id })
+    const request = (agent, text) => ({ agent, wait: { callId }, questions: [{ id: 'q', question: text }] })
+
+    // The first process asks twice in one tool call and is answered once.
+    const before = await harness()
+    const one = track(before.ctx.userQuestions.ask(request(agentAs('agent-before'), first)))
+    await person.answer((await person.question(first)).id, [{ id: 'q', selected: [], custom: 'main' }])
+    assert.deepStrictEqual(await within(one, 10_000, 'ask'), { answers: [{ id: 'q', selected: [], custom: 'main' }] })
+    const lost = track(before.ctx.userQuestions.ask(request(agentAs('agent-before'), second)))
+    const rec = await person.question(second)
+    await dispose(before.ctx)
+    assert.equal((await rejection(lost, 5000)).code, 'ASK_ABORTED')
+
+    // Restarted, the agent has a new id; the caller is not what tells one
+    // request from another, so both asks find the requests already made.
+    const created = await person.created('question')
+    const after = await harness()
+    assert.deepStrictEqual(await within(track(after.ctx.userQuestions.ask(request(agentAs('agent-after'), first))), 5000, 'ask'),
+      { answers: [{ id: 'q', selected: [], custom: 'main' }] })
+    const again = track(after.ctx.userQuestions.ask(request(agentAs('agent-after'), second)))
+    await person.answer(rec.id, [{ id: 'q', selected: [], custom: 'ada' }])
+    assert.deepStrictEqual(await within(again, 10_000, 'ask'), { answers: [{ id: 'q', selected: [], custom: 'ada' }] })
+    assert.equal(await person.created('question'), created, 'the second question was asked once, not twice')
+  })
+
   test('the turn aborted mid-wait: DELETE on the bridge, ASK_ABORTED', async () => {
     const text = unique('Drop the table?')
     const turn = new AbortController()
