@@ -246,7 +246,11 @@ export class Answerer {
       tool_name: req?.toolName,
       ...this.#common(req?.agent),
     }
-    if (req?.callId !== undefined && req.callId !== null) body.call_id = String(req.callId)
+    const callId = req?.callId === undefined || req.callId === null ? undefined : String(req.callId)
+    // call_id shows the person which call is decided; one over the bridge's
+    // limit is left out (the bridge then shows the tool_call_id, hashed to
+    // fit) rather than refusing the approval.
+    if (callId !== undefined && Buffer.byteLength(callId) <= MAX_CALL_ID) body.call_id = callId
     if (typeof req?.reason === 'string' && req.reason !== '') body.reason = cut(req.reason, MAX_REASON)
     if (typeof req?.displayReason === 'string' && req.displayReason !== '') body.display_reason = cut(req.displayReason, MAX_REASON)
     // The bridge takes arguments as a JSON object only (as the seam writes
@@ -255,7 +259,7 @@ export class Answerer {
     if (args !== undefined && args !== null && typeof args === 'object' && !Array.isArray(args)) body.arguments = args
     let rec
     try {
-      rec = await this.#run('approval', body, body.call_id, req?.signal)
+      rec = await this.#run('approval', body, callId, req?.signal)
     } catch (err) {
       throw approvalError(err, this.o.url)
     }

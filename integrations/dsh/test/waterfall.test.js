@@ -273,6 +273,19 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
     assert.equal(h.downstream.approvals.length, 0)
   })
 
+  test('a call id over the bridge limit: still decided, re-attachable by its hash', async () => {
+    const agent = fakeAgent('session-appr-long')
+    const toolName = tool()
+    const callId = `call_${'x'.repeat(250)}`
+    const deciding = track(h.ctx.approval.request({ agent, toolName, callId }))
+    const rec = await person.approval(toolName)
+    assert.match(rec.tool_call_id, /^sha256:[0-9a-f]{64}$/)
+    await person.decide(rec.id, { outcome: 'allowed-once' })
+    assert.equal(await within(deciding, 10_000, 'approval'), 'allowed-once')
+    // Asked again (a restarted harness), the same call finds the decision.
+    assert.equal(await within(track(h.ctx.approval.request({ agent, toolName, callId })), 5000, 'approval'), 'allowed-once')
+  })
+
   test('rejected, and a dismissal counts as a rejection', async () => {
     const agent = fakeAgent('session-appr-2')
     const toolName = tool()
