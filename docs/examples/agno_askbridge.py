@@ -178,7 +178,9 @@ def user_input_request(target, review_filled=False):
 
 def parse_input(text, field_type):
     """The bridge's answer text (canonical: booleans are true/false) as the
-    field's Python type."""
+    field's Python type. Raises ValueError for a list or dict that is not
+    one in JSON: the bridge checks integers, numbers and booleans, but asks
+    for lists and dicts as plain text."""
     t = _type_name(field_type)
     if t == "int":
         return int(text)
@@ -187,24 +189,50 @@ def parse_input(text, field_type):
     if t == "bool":
         return text == "true"
     if t in ("list", "dict"):
-        return json.loads(text)
+        value = json.loads(text)  # json.JSONDecodeError is a ValueError
+        if not isinstance(value, list if t == "list" else dict):
+            raise ValueError(f"not a JSON {'list' if t == 'list' else 'object'}")
+        return value
     return text
 
 
 def apply_answer(target, answer):
     """Write an answer into the user_input_schema values of target (a
     RunRequirement, and its tool's copy, or a ToolExecution). A question left
-    blank (a reviewed field) keeps the agent's value."""
+    blank (a reviewed field) keeps the agent's value. Returns the fields
+    whose text did not parse, {name: (text, why)}; those keep their value."""
     by_id = {a["id"]: a for a in answer["answers"]}
     tool, fields = _tool_and_fields(target)
     lists = [fields]
     if tool is not target and _get(tool, "user_input_schema") not in (None, fields):
         lists.append(_get(tool, "user_input_schema"))
+    bad = {}
     for schema in lists:
         for f in schema:
             item = by_id.get(_get(f, "name"))
             if item and item.get("custom") is not None:
-                _set(f, "value", parse_input(item["custom"], _get(f, "field_type")))
+                try:
+                    _set(f, "value", parse_input(item["custom"], _get(f, "field_type")))
+                except ValueError as e:
+                    bad[_get(f, "name")] = (item["custom"], str(e))
+    return bad
+
+
+def reask_request(body, bad, attempt):
+    """The request that asks again for the fields of body whose answers did
+    not parse (bad, {name: (text, why)}), saying why. Its tool_call_id is
+    body's with the attempt appended: a new request, since under the old id
+    the bridge returns the answered one, and the same one after a restart."""
+    questions = []
+    for q in body["questions"]:
+        if q["id"] in bad:
+            text, why = bad[q["id"]]
+            questions.append({**q, "detail": f"{json.dumps(text)} could not be used ({why}). "
+                              'Write it as JSON: a list as `["a", "b"]`, an object as `{"key": "value"}`.'})
+    out = {"questions": questions}
+    if body.get("tool_call_id"):
+        out["tool_call_id"] = f"{body['tool_call_id']}:{attempt + 1}"
+    return out
 
 
 def approval_request(tool, reason=None):
@@ -248,12 +276,20 @@ def confirm_tool(bridge, target, reason=None):
     return decision
 
 
-def fill_tool(bridge, target, review_filled=False):
+def fill_tool(bridge, target, review_filled=False, attempts=3):
     """Ask for the missing input fields of a tool call (its RunRequirement or
-    ToolExecution) and fill them in."""
+    ToolExecution) and fill them in. A list or dict answered with text that
+    is not JSON is asked again, saying why, up to attempts times in all;
+    then BridgeError INVALID_ANSWER."""
     body = user_input_request(target, review_filled)
-    if body is not None:
-        apply_answer(target, bridge.ask("questions", body)["answer"])
+    for attempt in range(1, attempts + 1):
+        if body is None:
+            return
+        bad = apply_answer(target, bridge.ask("questions", body)["answer"])
+        if not bad:
+            return
+        body = reask_request(body, bad, attempt)
+    raise BridgeError("INVALID_ANSWER", "; ".join(f"{k}: {json.dumps(t)} ({why})" for k, (t, why) in bad.items()))
 
 
 def resolve_paused(bridge, run):
@@ -334,6 +370,34 @@ def demo(agent, person):
     values = {f["name"]: f["value"] for f in send["user_input_schema"]}
     _expect("filled values", values, {"subject": "Q3 report", "to_address": "ada@example.com", "copies": 3, "budget": 12.5, "urgent": True})
     print("user input:", json.dumps(values))
+
+    # A list field answered with text that is not JSON: asked again, saying
+    # why, under a tool_call_id of its own; the JSON answer fills it.
+    tag = {"tool_call_id": "call_tag_1", "tool_name": "tag_report", "user_input_schema": [
+        {"name": "tags", "field_type": "list", "description": "Which tags?", "value": None}]}
+
+    def answer_tags(text):
+        def respond(rec):
+            person.call("POST", f"/v1/questions/{rec['id']}/answer", {"answers": [{"id": "tags", "selected": [], "custom": text}]})
+        return respond
+
+    def answer_tags_again(rec):
+        _expect("asked again", [q["id"] for q in rec["questions"]], ["tags"])
+        if '"q3, urgent" could not be used' not in rec["questions"][0].get("detail", ""):
+            raise AssertionError(f"the question asked again does not say why: {rec['questions'][0]!r}")
+        answer_tags('["q3", "urgent"]')(rec)
+
+    threads = [threading.Thread(target=_person, args=(person, "questions", tc, respond, errors)) for tc, respond in [
+        ("agno:call_tag_1:input", answer_tags("q3, urgent")), ("agno:call_tag_1:input:2", answer_tags_again)]]
+    for t in threads:
+        t.start()
+    fill_tool(agent, tag)
+    for t in threads:
+        t.join()
+    if errors:
+        raise AssertionError("; ".join(errors))
+    _expect("tags", tag["user_input_schema"][0]["value"], ["q3", "urgent"])
+    print("list input:", json.dumps(tag["user_input_schema"][0]["value"]))
 
     # Two tool calls paused for confirmation: one rejected with a note, one allowed.
     for call_id, outcome, note, want_confirmed in [
