@@ -80,6 +80,9 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "ask", "unexpected argument %q", fs.Arg(0))
 	}
+	if *expires < 0 {
+		return usageErr(stderr, "ask", "--expires must not be negative")
+	}
 	set := visited(fs)
 
 	var req client.QuestionRequest

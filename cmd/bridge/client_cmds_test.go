@@ -328,6 +328,7 @@ func TestAnswerUsage(t *testing.T) {
 		{[]string{"ask", "--question", "Q?", "extra"}, exitUsage},
 		{[]string{"ask", "--json-request", "-", "--option", "x"}, exitUsage},
 		{[]string{"ask", "--bogus"}, exitUsage},
+		{[]string{"ask", "--question", "Q?", "--expires", "-1m"}, exitUsage},
 		{[]string{"pending", "extra"}, exitUsage},
 	} {
 		r := cli(append(tc.args, "--server", url)...)

@@ -58,6 +58,11 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *progress <= 0 {
 		return usageErr(stderr, "mcp", "--progress-interval must be positive")
 	}
+	if *expires < 0 {
+		// Else every tool call would fail with the bridge's INVALID_REQUEST,
+		// which tells the model its arguments were wrong.
+		return usageErr(stderr, "mcp", "--expires must not be negative")
+	}
 	bc, err := newClient(*server)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge: mcp:", err)

@@ -182,6 +182,7 @@ func TestMCPUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"mcp", "extra"},
 		{"mcp", "--progress-interval", "0s"},
+		{"mcp", "--expires", "-1m"},
 		{"mcp", "--no-such-flag"},
 	} {
 		if r := cli(args...); r.code != exitUsage {
