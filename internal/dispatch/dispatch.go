@@ -304,9 +304,15 @@ func (d *Dispatcher) Drain(ctx context.Context) {
 // this call won, edits every message posted for it. A lost race returns
 // the record as it ended and pending.ErrAlreadyResolved. When the edits
 // fail, or Redis ended the request but its reply was lost (an error here),
-// a finisher edits the messages later (pending.Store.Unfinished).
+// a finisher edits the messages later (pending.Store.Unfinished). A
+// resolution that came after the request's expiry expired it
+// (pending.ErrExpired, which is an ErrAlreadyResolved): this call then
+// counts the expiry and edits the messages, as the sweeper would have.
 func (d *Dispatcher) Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error) {
 	rec, err := d.store.Resolve(ctx, id, res)
+	if errors.Is(err, pending.ErrExpired) {
+		d.Expired(ctx, rec) // this resolution came late and expired it
+	}
 	if err != nil {
 		return rec, err
 	}

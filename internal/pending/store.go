@@ -32,7 +32,11 @@ var (
 	ErrAlreadyResolved = errors.New("request is already resolved")
 	ErrConflict        = errors.New("tool_call_id is already used by a different request")
 	ErrNotDue          = errors.New("request is not due to expire")
-	ErrUnavailable     = errors.New("redis is unavailable")
+	// ErrExpired is ErrAlreadyResolved for a resolution that came after
+	// the request's expiry, before any sweeper: the request was expired by
+	// it. Whoever gets it does what a sweeper does for an expiry.
+	ErrExpired     = fmt.Errorf("%w: it expired before this resolution", ErrAlreadyResolved)
+	ErrUnavailable = errors.New("redis is unavailable")
 )
 
 // Options tune a Store. The zero value of every field has a default.
@@ -404,8 +408,11 @@ type Resolution struct {
 // waiters need not read the record again: with SPUBLISH on the shard's
 // channel on a cluster, else (or where SPUBLISH is unknown: Redis before
 // 7.0) with PUBLISH on the wake channel.
+// A request past its expiry that no sweeper has expired yet is expired
+// here instead, as the sweeper would have: a resolution that comes after
+// the expiry comes too late, however soon the sweep would have been.
 // Returns {0} not found, {1, HGETALL or the post fields} resolved now,
-// {2, HGETALL} already resolved, {3} not due.
+// {2, HGETALL} already resolved, {3} not due, {4, HGETALL} expired now.
 var resolveScript = redis.NewScript(`
 local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'hash')
 if not rec[1] then return {0} end
@@ -413,16 +420,19 @@ if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
 if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
 if ARGV[16] ~= '' and rec[5] ~= ARGV[16] then return {0} end
 if rec[1] ~= 'pending' then return {2, redis.call('HGETALL', KEYS[1])} end
+local status, result, by, surface, user, done = ARGV[2], ARGV[3], ARGV[4], ARGV[12], ARGV[13], 1
+local exp = tonumber(rec[4])
 if ARGV[9] == '1' then
-  local exp = tonumber(rec[4])
   if exp == 0 or exp > tonumber(ARGV[5]) then return {3} end
+elseif exp ~= 0 and exp <= tonumber(ARGV[5]) then
+  status, result, by, surface, user, done = 'expired', '', '', '', '', 4
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'by', ARGV[4], 'resolved', ARGV[5])
+redis.call('HSET', KEYS[1], 'status', status, 'result', result, 'by', by, 'resolved', ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
 for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', ARGV[2], 'id', ARGV[1], 'surface', ARGV[12], 'user', ARGV[13])
-local wake = ARGV[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. ARGV[3]
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', status, 'id', ARGV[1], 'surface', surface, 'user', user)
+local wake = ARGV[1] .. '\n' .. status .. '\n' .. ARGV[5] .. '\n' .. by .. '\n' .. result
 local sent = ARGV[17] ~= '' and redis.pcall('SPUBLISH', ARGV[17], wake)
 if type(sent) ~= 'number' then redis.call('PUBLISH', ARGV[10], wake) end
 local all = redis.call('HGETALL', KEYS[1])
@@ -434,8 +444,8 @@ for i = 1, #all, 2 do
   end
 end
 if #posts > 0 then redis.call('ZADD', KEYS[4], ARGV[14], ARGV[1]) end
-if ARGV[15] == '1' then return {1, posts} end
-return {1, all}
+if done == 1 and ARGV[15] == '1' then return {1, posts} end
+return {done, all}
 `)
 
 // Resolve ends a pending request in one round trip and wakes its waiters in
@@ -444,7 +454,10 @@ return {1, all}
 // The caller that succeeds edits the request's posted messages and then
 // calls Edited; if that hasn't happened FinishGrace later, a sweeper edits
 // them (see Unfinished). That holds even when the reply is lost on the way
-// and the caller sees an error.
+// and the caller sees an error. A resolution that comes after the
+// request's expiry, before a sweeper expired it, expires it instead and
+// gets the record with ErrExpired; its caller then counts and edits the
+// expiry, as the sweeper would have.
 func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record, error) {
 	if !res.Status.Final() {
 		return nil, fmt.Errorf("resolve %s: %q is not a final status", id, res.Status)
@@ -489,6 +502,8 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 		s.w.wake(id, &ending{string(res.Status), strconv.FormatInt(now.UnixMilli(), 10), string(by), string(result)})
 	case 3:
 		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotDue)
+	case 4:
+		s.w.wake(id, &ending{string(seam.StatusExpired), strconv.FormatInt(now.UnixMilli(), 10), "", ""})
 	}
 	var rec *Record
 	if code(out) == 1 && postsOnly != "" {
@@ -499,8 +514,11 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, err)
 	}
-	if code(out) == 2 {
+	switch code(out) {
+	case 2:
 		return rec, fmt.Errorf("resolve %s: %w", id, ErrAlreadyResolved)
+	case 4:
+		return rec, fmt.Errorf("resolve %s: %w", id, ErrExpired)
 	}
 	return rec, nil
 }

@@ -1060,6 +1060,39 @@ func TestResolveIfDue(t *testing.T) {
 	})
 }
 
+// A resolution that comes after the request's expiry, before a sweeper
+// has expired it, expires it: the answer is refused as too late, waiters
+// hear "expired", and the sweeper finds nothing left to do.
+func TestResolveAfterExpiry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		b.run(s)
+		nr := question("alice", "")
+		nr.ExpiresIn = time.Minute
+		rec := mustCreate(t, s, nr)
+		woke := wait(ctx, s, rec.ID, "")
+		b.clock.Advance(time.Minute)
+
+		got, err := s.Resolve(ctx, rec.ID, answered("bob"))
+		if !errors.Is(err, ErrExpired) || !errors.Is(err, ErrAlreadyResolved) || got == nil || got.Status != seam.StatusExpired {
+			t.Fatalf("Resolve after the expiry = %+v, %v; want the record expired and ErrExpired", got, err)
+		}
+		if got.Answer != nil || got.ResolvedBy != nil {
+			t.Errorf("the late answer was recorded: %+v by %+v", got.Answer, got.ResolvedBy)
+		}
+		if w := recv(t, "the waiter", woke); w.err != nil || w.rec == nil || w.rec.Status != seam.StatusExpired {
+			t.Errorf("the waiter heard %+v, %v; want expired", w.rec, w.err)
+		}
+		if got, err := s.Resolve(ctx, rec.ID, Resolution{Status: seam.StatusExpired, IfDue: true}); !errors.Is(err, ErrAlreadyResolved) || errors.Is(err, ErrExpired) {
+			t.Errorf("the sweeper's expiry after it = %+v, %v; want ErrAlreadyResolved", got, err)
+		}
+		if got, err := s.Resolve(ctx, rec.ID, answered("carol")); !errors.Is(err, ErrAlreadyResolved) || errors.Is(err, ErrExpired) {
+			t.Errorf("another answer after it = %+v, %v; want ErrAlreadyResolved", got, err)
+		}
+	})
+}
+
 func TestSweepDropsDeletedRecords(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
