@@ -572,15 +572,29 @@ type answerBody struct {
 	Answers *[]seam.AnswerItem `json:"answers"`
 }
 
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, c Client) error {
+// DecodeAnswer reads an answer body as POST /v1/questions/{id}/answer
+// takes it, for every handler that takes one (the web inbox's too).
+func DecodeAnswer(w http.ResponseWriter, r *http.Request) (seam.Answer, error) {
 	var b answerBody
 	if err := decode(w, r, &b, true); err != nil {
-		return err
+		return seam.Answer{}, err
 	}
 	if b.Answers == nil {
-		return invalid(`the answer has no "answers": send {"answers":[{"id","selected","custom"}...]}, or "answers":[] to skip every question`)
+		return seam.Answer{}, invalid(`the answer has no "answers": send {"answers":[{"id","selected","custom"}...]}, or "answers":[] to skip every question`)
 	}
-	a := seam.Answer{Answers: *b.Answers}
+	return seam.Answer{Answers: *b.Answers}, nil
+}
+
+// Decode reads a JSON body strictly (unknown fields refused) as the API
+// reads answers and decisions, with its errors: for other handlers that
+// take the API's bodies (the web inbox).
+func Decode(w http.ResponseWriter, r *http.Request, v any) error { return decode(w, r, v, true) }
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, c Client) error {
+	a, err := DecodeAnswer(w, r)
+	if err != nil {
+		return err
+	}
 	return s.resolvePending(w, r, seam.KindQuestion, pending.Resolution{Status: seam.StatusAnswered, By: responder(c)},
 		func(rec *pending.Record, res *pending.Resolution) error {
 			norm, err := rec.Questions.Normalize(a)

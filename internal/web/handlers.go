@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -190,23 +189,6 @@ func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, er
 	return &pending.Responder{Surface: surfaceName, UserID: ss.Name, Name: ss.Name}, nil
 }
 
-// decode reads a JSON body strictly, as the API reads answers.
-func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, seam.MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return &seam.Error{Code: seam.CodeInvalidRequest, Message: "the request body is empty"}
-		}
-		return &seam.Error{Code: seam.CodeInvalidRequest, Message: "the request body is not valid JSON: " + err.Error()}
-	}
-	return nil
-}
-
 // resolve answers, decides or dismisses a request through the dispatcher,
 // so every message posted for it on Slack or Discord is edited. The reply
 // carries the request's outcome as HTML for the page to show, also when
@@ -228,8 +210,8 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 			if rec.Kind != seam.KindQuestion {
 				return pending.ErrNotFound
 			}
-			var a seam.Answer
-			if err := decode(w, r, &a); err != nil {
+			a, err := api.DecodeAnswer(w, r)
+			if err != nil {
 				return err
 			}
 			norm, err := rec.Questions.Normalize(a)
@@ -242,7 +224,7 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 				return pending.ErrNotFound
 			}
 			var d seam.Decision
-			if err := decode(w, r, &d); err != nil {
+			if err := api.Decode(w, r, &d); err != nil {
 				return err
 			}
 			if d, err = d.Normalize(); err != nil {

@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -347,6 +348,24 @@ func TestAnswerDecideDismiss(t *testing.T) {
 		}
 		if got := b.get(t, rec.ID); got.Status != seam.StatusDismissed || got.ResolvedBy.Surface != "web" {
 			t.Errorf("%s %+v", got.Status, got.ResolvedBy)
+		}
+	})
+
+	t.Run("an answer without answers is refused", func(t *testing.T) {
+		// as the API refuses it: recorded, it would skip every question for good
+		rec := b.ask(t, time.Hour, deploy)
+		for _, body := range []any{map[string]any{}, map[string]any{"answers": nil}} {
+			status, got := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, body)
+			if status != 400 {
+				t.Errorf("answer %v: %d %v, want 400", body, status, got)
+			}
+		}
+		status, got := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": 7}}})
+		if msg := fmt.Sprint(got); status != 400 || !strings.Contains(msg, "answers.id must be a string") || strings.Contains(msg, "Go ") {
+			t.Errorf("an id of the wrong type: %d %v", status, got)
+		}
+		if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
+			t.Errorf("refused answers changed the request: %s", got.Status)
 		}
 	})
 
