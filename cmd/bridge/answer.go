@@ -135,6 +135,10 @@ func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonA
 		if err := dec.Decode(&a); err != nil {
 			return a, fmt.Sprintf("--json is not an answer {\"answers\":[{\"id\",\"selected\",\"custom\"}]}: %v", err)
 		}
+		if a.Answers == nil {
+			// As the bridge refuses it: sent, it would skip every question.
+			return a, `--json has no "answers": give them, or "answers":[] to skip every question`
+		}
 		return a, ""
 	}
 	if questionID == "" {

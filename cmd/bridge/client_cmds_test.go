@@ -321,6 +321,8 @@ func TestAnswerUsage(t *testing.T) {
 		{[]string{"answer", rec.ID, "--custom", "x"}, exitUsage},                                      // two questions: which?
 		{[]string{"answer", rec.ID, "--allow"}, exitUsage},                                            // a question, not an approval
 		{[]string{"answer", rec.ID, "--json", `{"answers":[{"id":"a","selcted":["x"]}]}`}, exitUsage}, // misspelt: not a skip
+		{[]string{"answer", rec.ID, "--json", `{}`}, exitUsage},                                       // no answers: not a skip
+		{[]string{"answer", rec.ID, "--json", `null`}, exitUsage},
 		{[]string{"answer", "nosuchid", "--custom", "x"}, exitError},
 		{[]string{"answer", rec.ID, "--question-id", "c", "--custom", "x"}, exitError}, // INVALID_REQUEST
 		{[]string{"answer", "-h"}, exitOK},
