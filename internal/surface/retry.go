@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -121,12 +122,21 @@ func (r Retry) classify(err error, backoff *time.Duration) (time.Duration, bool)
 			wait = r.RateLimitWait
 		}
 		return wait, wait <= r.MaxWait
-	case status >= 500:
+	case status >= 500, notSent(err):
 		wait := *backoff
 		*backoff = min(2**backoff, r.MaxBackoff)
 		return wait, true
 	}
 	return 0, false
+}
+
+// notSent reports whether err is a failure to connect (refused, no route,
+// a name that did not resolve): the call never reached the platform, so
+// trying again can't apply it twice. A failure once connected may have
+// been applied, and is not retried.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // Slack's {"ok":false} errors that mean "try again later" rather than "this

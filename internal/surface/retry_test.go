@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +39,12 @@ func script(errs ...error) (func(context.Context) error, *int) {
 	}, &n
 }
 
+// refused is what an HTTP client returns when nothing listens.
+func refused() error {
+	return &url.Error{Op: "Post", URL: "https://slack.com/api/chat.postMessage",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+}
+
 func TestRetryPolicy(t *testing.T) {
 	status := func(code int) error { return slackapi.StatusCodeError{Code: code, Status: http.StatusText(code)} }
 	for _, tc := range []struct {
@@ -55,7 +65,10 @@ func TestRetryPolicy(t *testing.T) {
 		{"wrapped errors are seen through", []error{fmt.Errorf("chat.postMessage: %w", status(504))}, false, 2, []time.Duration{500 * time.Millisecond}},
 		{"other 4xx fails at once", []error{status(404)}, true, 1, nil},
 		{"ok:false fails at once", []error{slackapi.SlackErrorResponse{Err: "channel_not_found"}}, true, 1, nil},
-		{"network error fails at once", []error{errors.New("dial tcp: connection refused")}, true, 1, nil},
+		{"a refused connection backs off (nothing was sent)", []error{refused(), refused()}, false, 3, []time.Duration{500 * time.Millisecond, time.Second}},
+		{"a name that did not resolve backs off", []error{&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "slack.com", IsTemporary: true}}}, false, 2, []time.Duration{500 * time.Millisecond}},
+		{"a failure once connected fails at once (it may have been applied)", []error{&url.Error{Op: "Post", URL: "https://slack.com/api/chat.postMessage", Err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}}}, true, 1, nil},
+		{"an untyped network error fails at once", []error{errors.New("dial tcp: connection refused")}, true, 1, nil},
 		{"a Retry-After beyond MaxWait fails at once", []error{&slackapi.RateLimitedError{RetryAfter: 2 * time.Minute}}, true, 1, nil},
 		{"attempts are bounded", []error{status(500), status(500), status(500), status(500), status(500), status(500)}, true, 5,
 			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}},
@@ -167,5 +180,19 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := ParseRetryAfter(in, now); got != want {
 			t.Errorf("ParseRetryAfter(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// What an HTTP client returns when nothing listens is a dial failure.
+func TestNotSentIsWhatAClientReturns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = http.Post("http://"+addr+"/api/chat.postMessage", "application/json", strings.NewReader("{}"))
+	if err == nil || !notSent(err) {
+		t.Errorf("notSent(%v) = false, want true", err)
 	}
 }
