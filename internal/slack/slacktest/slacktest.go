@@ -239,12 +239,7 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		resp, call.OK = f.answer(&call)
 	}
-	hook := f.hook
-	if hook == nil {
-		f.calls = append(f.calls, call)
-		close(f.wake)
-		f.wake = make(chan struct{})
-	}
+	hook := f.keep(call)
 	f.mu.Unlock()
 	if hook != nil {
 		defer hook(call)
@@ -259,6 +254,18 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// keep records call, or returns the hook that takes calls instead (see
+// Observe) for the caller to run once f.mu, which it holds, is released.
+func (f *FakeSlack) keep(call FakeCall) func(FakeCall) {
+	if f.hook != nil {
+		return f.hook
+	}
+	f.calls = append(f.calls, call)
+	close(f.wake)
+	f.wake = make(chan struct{})
+	return nil
 }
 
 // actionsPath is where the fake's response_urls live, as Slack's live at
@@ -300,12 +307,7 @@ func (f *FakeSlack) respond(w http.ResponseWriter, r *http.Request) {
 		call.User, call.OK = parts[1], true
 	}
 	call.Status = status
-	hook := f.hook
-	if hook == nil {
-		f.calls = append(f.calls, call)
-		close(f.wake)
-		f.wake = make(chan struct{})
-	}
+	hook := f.keep(call)
 	f.mu.Unlock()
 	if hook != nil {
 		defer hook(call)
