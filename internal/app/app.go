@@ -39,6 +39,7 @@ type App struct {
 	ln       net.Listener
 	srv      *http.Server
 	parts    []func(context.Context) error // surfaces' long-running parts
+	unlog    func()                        // stops go-redis's lines going to log
 	closed   sync.Once
 }
 
@@ -73,6 +74,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		conn.URL = a.embedded.URL()
 		log.Warn("no redis.url or redis.addrs configured: using an EMBEDDED IN-MEMORY Redis; every request is lost when the bridge stops and replicas can't share it. Set redis.url (or redis.addrs) for production.")
 	}
+	a.unlog = logRedisTo(log)
 	if a.rdb, err = pending.Connect(conn); err != nil {
 		return nil, err
 	}
@@ -292,6 +294,9 @@ func (a *App) Close() {
 		}
 		if a.embedded != nil {
 			a.embedded.Close()
+		}
+		if a.unlog != nil {
+			a.unlog()
 		}
 	})
 }

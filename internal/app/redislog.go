@@ -1,0 +1,44 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// go-redis logs what it does on its own (a dial that keeps failing, a
+// Sentinel naming a new master, a cluster node it can't reach) through one
+// logger for the whole process, by default straight to stderr as plain
+// text: lines that a log pipeline reading log.format json can't parse,
+// and that log.level can't silence. redisLogs sends them to the bridge's
+// logger instead, as warnings.
+//
+// The logger is the process's: with several replicas in one process (as
+// in tests) the last one started logs for all, and once it is closed
+// go-redis's lines are dropped rather than written to a logger whose
+// owner is gone.
+var redisLogs struct {
+	install sync.Once
+	current atomic.Pointer[slog.Logger]
+}
+
+// redisLogger is the go-redis logger that writes to redisLogs.current.
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if log := redisLogs.current.Load(); log != nil {
+		log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+	}
+}
+
+// logRedisTo makes log the logger of go-redis's own lines and returns a
+// function that stops it being that, unless another has taken its place.
+func logRedisTo(log *slog.Logger) (stop func()) {
+	redisLogs.install.Do(func() { redis.SetLogger(redisLogger{}) })
+	redisLogs.current.Store(log)
+	return func() { redisLogs.current.CompareAndSwap(log, nil) }
+}
