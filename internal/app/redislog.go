@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,7 +16,7 @@ import (
 // logger for the whole process, by default straight to stderr as plain
 // text: lines that a log pipeline reading log.format json can't parse,
 // and that log.level can't silence. redisLogs sends them to the bridge's
-// logger instead, as warnings.
+// logger instead, as warnings (news of Sentinel's master at info).
 //
 // The logger is the process's: with several replicas in one process (as
 // in tests) the last one started logs for all, and once it is closed
@@ -30,10 +31,23 @@ var redisLogs struct {
 type redisLogger struct{}
 
 func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	if log := redisLogs.current.Load(); log != nil {
-		log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+	log := redisLogs.current.Load()
+	if log == nil {
+		return
 	}
+	level := slog.LevelWarn
+	for _, p := range redisNews {
+		if strings.HasPrefix(format, p) {
+			level = slog.LevelInfo
+		}
+	}
+	log.Log(ctx, level, "redis client", "detail", fmt.Sprintf(format, v...))
 }
+
+// redisNews are the formats of go-redis lines that report what it found,
+// not what went wrong: logged at info. Sentinel names its master at every
+// start, and again after a failover.
+var redisNews = []string{"sentinel: selected addr", "sentinel: new master"}
 
 // logRedisTo makes log the logger of go-redis's own lines and returns a
 // function that stops it being that, unless another has taken its place.
