@@ -85,7 +85,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		Recheck:   opt.Recheck,
 		Logger:    log,
 	})
-	if err := checkRedis(a.store, log); err != nil {
+	if err := checkRedis(a.store, a.rdb, log); err != nil {
 		return nil, err
 	}
 
@@ -150,12 +150,14 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 // password) stops the start with Redis's reason; otherwise every command
 // would fail with it, and be logged, for as long as the bridge ran. A
 // Redis that can't be reached yet, or says "not now" (loading, failing
-// over), does not stop it: the API answers 503 until Redis is back.
-func checkRedis(store *pending.Store, log *slog.Logger) error {
+// over), does not stop it: the API answers 503 until Redis is back. A
+// Redis that answers and may evict keys is warned about.
+func checkRedis(store *pending.Store, rdb redis.UniversalClient, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	switch err := store.Ping(ctx); {
 	case err == nil:
+		warnIfEvicting(rdb, log)
 	case errors.Is(err, pending.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 		log.Warn("redis can't be reached yet: the API answers 503 UNAVAILABLE until it can", "err", err)
 	default:

@@ -1,12 +1,17 @@
 package app_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
@@ -62,5 +67,42 @@ func TestRedisClientLinesGoToTheLogger(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no line of go-redis reached the bridge's logger within 20s of Redis being down")
 		}
+	}
+}
+
+// A Redis that may evict keys when it fills is named at start; one that
+// refuses writes instead (noeviction) or has no memory limit is not.
+func TestWarnsOfARedisThatEvicts(t *testing.T) {
+	srv := apptest.StartRedisServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port)})
+	defer rdb.Close()
+	for _, tc := range []struct {
+		maxmemory, policy string
+		warned            bool
+	}{
+		{"100mb", "allkeys-lru", true},
+		{"100mb", "volatile-ttl", true},
+		{"100mb", "noeviction", false},
+		{"0", "allkeys-lru", false},
+	} {
+		t.Run(tc.maxmemory+"/"+tc.policy, func(t *testing.T) {
+			ctx := context.Background()
+			for k, v := range map[string]string{"maxmemory": tc.maxmemory, "maxmemory-policy": tc.policy} {
+				if err := rdb.ConfigSet(ctx, k, v).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&out, nil))
+			a, err := app.New(apptest.Config(t, "", srv.URL(), "evict:"), log, app.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Close() // New has checked; the log is written
+			warned := strings.Contains(out.String(), `"maxmemory_policy":"`+tc.policy+`"`)
+			if warned != tc.warned {
+				t.Errorf("warned of eviction: %v, want %v; log:\n%s", warned, tc.warned, out.String())
+			}
+		})
 	}
 }
