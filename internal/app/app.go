@@ -253,6 +253,16 @@ func (a *App) Run(ctx context.Context) error {
 	if a.embedded != nil {
 		g.add(a.embedded.Run)
 	}
+	// Told to stop (SIGTERM), or with a part stopped, the replica says so
+	// at once: what follows (held calls answering, posts in flight
+	// finishing) may take a while, and without the line a replica stopped
+	// in order can't be told from one killed. A part that failed returned
+	// first, so its error is the group's.
+	g.add(func(ctx context.Context) error {
+		<-ctx.Done()
+		a.log.Info("stopping: held calls answer now, posts in flight finish first", "addr", a.Addr())
+		return nil
+	})
 	for _, p := range a.parts {
 		g.add(p)
 	}
@@ -265,6 +275,9 @@ func (a *App) Run(ctx context.Context) error {
 	a.dispatch.Drain(drain)
 	cancel()
 	a.Close()
+	if err == nil {
+		a.log.Info("askbridge stopped", "addr", a.Addr())
+	}
 	return err
 }
 

@@ -106,3 +106,44 @@ func TestWarnsOfARedisThatEvicts(t *testing.T) {
 		})
 	}
 }
+
+// A replica told to stop says so when told, and again once it has.
+func TestStopIsLogged(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	out := make(lines, 1000)
+	a, err := app.New(apptest.Config(t, "", url, prefix), slog.New(slog.NewJSONHandler(out, nil)), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	want := []string{"askbridge listening", "stopping: ", "askbridge stopped"}
+	deadline := time.After(20 * time.Second)
+	for len(want) > 0 {
+		select {
+		case line := <-out:
+			var rec struct{ Msg string }
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("a log line is not JSON: %q", line)
+			}
+			if strings.HasPrefix(rec.Msg, want[0]) {
+				if want = want[1:]; len(want) == 2 {
+					cancel() // listening: now stop it
+				}
+			}
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			done = nil // Run has returned; its last line may still be in out
+		case <-deadline:
+			t.Fatalf("still waiting for a log line %q", want[0])
+		}
+	}
+	if done != nil {
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+}
