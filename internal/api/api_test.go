@@ -631,6 +631,17 @@ func TestRedisDownIs503(t *testing.T) {
 			t.Errorf("the error leaks the Redis address: %s", r.Raw)
 		}
 	}
+	// /metrics still answers: an outage is when its counters matter.
+	res, err := http.Get(a.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(raw), "\naskbridge_redis_up 0\n") || !strings.Contains(string(raw), "\naskbridge_waiters 0\n") ||
+		strings.Contains(string(raw), "\naskbridge_pending_requests ") {
+		t.Errorf("/metrics with Redis down: %d\n%s", res.StatusCode, raw)
+	}
 }
 
 // TestDurationsAreGoDurationsOrSeconds: expires_in and wait are a Go

@@ -16,6 +16,8 @@ var (
 		"Pending requests in the store, all replicas together.", nil, nil)
 	uneditedDesc = prometheus.NewDesc("askbridge_unedited_requests",
 		"Ended requests whose posted messages are not yet known to be edited, all replicas together.", nil, nil)
+	redisUpDesc = prometheus.NewDesc("askbridge_redis_up",
+		"1 when this replica read the store's counts from Redis at scrape time, else 0 (and the counts are left out).", nil, nil)
 )
 
 // waitingCollector reports this process's waiters at scrape time.
@@ -34,6 +36,7 @@ type pendingCollector struct{ store *pending.Store }
 func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pendingDesc
 	ch <- uneditedDesc
+	ch <- redisUpDesc
 }
 
 func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
@@ -48,9 +51,13 @@ func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		n, err := g.count(ctx)
 		if err != nil {
-			ch <- prometheus.NewInvalidMetric(g.desc, err)
-			continue
+			// Not an invalid metric: that fails the whole scrape, and with it
+			// the counters that tell what an outage is doing (posts failing,
+			// 503s). askbridge_redis_up says why the count is missing.
+			ch <- prometheus.MustNewConstMetric(redisUpDesc, prometheus.GaugeValue, 0)
+			return
 		}
 		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n))
 	}
+	ch <- prometheus.MustNewConstMetric(redisUpDesc, prometheus.GaugeValue, 1)
 }

@@ -89,7 +89,10 @@ func New(o Options) *Server {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.store.Ping(ctx); err != nil {
-			return fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
+			if !errors.Is(err, pending.ErrUnavailable) {
+				err = fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
+			}
+			return err
 		}
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
