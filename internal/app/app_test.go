@@ -116,6 +116,7 @@ func TestStopIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	want := []string{"askbridge listening", "stopping: ", "askbridge stopped"}
