@@ -198,8 +198,28 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 200 {
 		t.Fatalf("answer: %d %s", r.Status, r.Raw)
 	}
-	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 409 || r.code() != "ALREADY_RESOLVED" {
+	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 409 || r.code() != "ALREADY_RESOLVED" ||
+		!strings.Contains(r.Raw, "already ended: answered") {
 		t.Fatalf("second answer: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestAnswerAfterExpiry: an answer that comes after the request's expiry,
+// before any sweeper (sweeps an hour apart here) expired it, is refused,
+// and says why; the request has expired.
+func TestAnswerAfterExpiry(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	clk := apptest.NewClock(time.Now())
+	a := replica(t, strings.Replace(tokensYAML, "sweep_interval: 10ms", "sweep_interval: 1h", 1), url, prefix, app.Options{Now: clk.Now})
+	u := a.URL()
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", `{"questions":[{"id":"deploy","question":"Deploy?"}],"expires_in":"60s"}`).str("id")
+	clk.Advance(time.Minute)
+	r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[{"id":"deploy","custom":"yes"}]}`)
+	if r.Status != 409 || r.code() != "ALREADY_RESOLVED" || !strings.Contains(r.Raw, "already ended: expired") {
+		t.Errorf("an answer after the expiry: %d %s", r.Status, r.Raw)
+	}
+	if got := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a", nil); got.str("status") != "expired" || got.Body["answer"] != nil {
+		t.Errorf("the request after a late answer: %s", got.Raw)
 	}
 }
 

@@ -553,7 +553,7 @@ func (s *Server) resolvePending(w http.ResponseWriter, r *http.Request, kind sea
 		return err
 	}
 	if rec.Status != seam.StatusPending {
-		return pending.ErrAlreadyResolved
+		return ended(rec)
 	}
 	if check != nil {
 		if err := check(rec, &res); err != nil {
@@ -561,11 +561,19 @@ func (s *Server) resolvePending(w http.ResponseWriter, r *http.Request, kind sea
 		}
 	}
 	res.Kind, res.From = kind, rec
-	rec, err = s.dispatch.Resolve(r.Context(), rec.ID, res)
+	got, err := s.dispatch.Resolve(r.Context(), rec.ID, res)
+	if errors.Is(err, pending.ErrAlreadyResolved) && got != nil {
+		return ended(got) // another was first, or the request expired meanwhile
+	}
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, recordOf(rec))
+	return writeJSON(w, http.StatusOK, recordOf(got))
+}
+
+// ended is ALREADY_RESOLVED for rec, which has ended: it says how.
+func ended(rec *pending.Record) error {
+	return apiErr(http.StatusConflict, CodeAlreadyResolved, "the request already ended: "+string(rec.Status))
 }
 
 // answerBody is the body of POST /v1/questions/{id}/answer. Its answers
