@@ -191,7 +191,7 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 		case err == nil:
 			return &rec, nil
 		case ctx.Err() != nil:
-			return c.abandon(ctx, kind, body, wrote.Load())
+			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load())
 		case !wrote.Load():
 			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.base, err)
 		case !transient(err):
@@ -199,17 +199,18 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 		}
 		if err := r.pause(ctx, err); err != nil {
 			if ctx.Err() != nil {
-				return c.abandon(ctx, kind, body, true)
+				return c.abandon(ctx, kind, req.toolCallID(), body, true)
 			}
 			return nil, fmt.Errorf("create %s: %w", kind, err)
 		}
 	}
 }
 
-// abandon withdraws a request whose create may have landed but whose
-// answer never arrived because ctx ended: creating it again under the same
-// tool_call_id returns the request that exists, which is then cancelled.
-func (c *Client) abandon(ctx context.Context, kind Kind, body []byte, sent bool) (*Record, error) {
+// abandon withdraws a request whose create may have landed, or may still
+// be on its way, but whose answer never arrived because ctx ended: it is
+// cancelled by its tool_call_id, which also keeps a create still on its
+// way from asking anyone (the bridge records it withdrawn).
+func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body []byte, sent bool) (*Record, error) {
 	cause := ctx.Err()
 	if !sent {
 		return nil, fmt.Errorf("create %s: %w", kind, cause)
@@ -217,10 +218,20 @@ func (c *Client) abandon(ctx context.Context, kind Kind, body []byte, sent bool)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
 	defer cancel()
 	var rec Record
-	if err := c.do(wctx, call{method: http.MethodPost, path: collection(kind), body: body}, &rec); err != nil {
+	q := url.Values{"tool_call_id": {toolCallID}}
+	err := c.do(wctx, call{method: http.MethodDelete, path: collection(kind), query: q}, &rec)
+	if errors.Is(err, ErrNotFound) {
+		// A bridge from before 2026-12-03 withdraws only what exists: make
+		// sure it does (the same tool_call_id re-attaches), then cancel it.
+		err = c.do(wctx, call{method: http.MethodPost, path: collection(kind), body: body}, &rec)
+		if err == nil {
+			return c.withdraw(ctx, &rec)
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("create %s: %w; withdrawing it failed: %w", kind, cause, err)
 	}
-	return c.withdraw(ctx, &rec)
+	return withdrawn(cause, &rec)
 }
 
 // Wait long-polls the request of rec until it is no longer pending and
@@ -270,9 +281,16 @@ func (c *Client) withdraw(ctx context.Context, rec *Record) (*Record, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
 	defer cancel()
 	got, err := c.cancelKind(wctx, rec.Kind, rec.ID)
-	switch {
-	case err != nil:
+	if err != nil {
 		return rec, fmt.Errorf("%s %s: %w; withdrawing it failed: %w", rec.Kind, rec.ID, cause, err)
+	}
+	return withdrawn(cause, got)
+}
+
+// withdrawn is the outcome of withdrawing got's request because of cause:
+// got as the cancel left it, with an error that says how it ended.
+func withdrawn(cause error, got *Record) (*Record, error) {
+	switch {
 	case got.Status == StatusCancelled:
 		return got, fmt.Errorf("%s %s withdrawn: %w: %w", got.Kind, got.ID, cause, got.Err())
 	case got.Err() != nil:

@@ -316,9 +316,11 @@ func TestAskCancelled(t *testing.T) {
 				"DELETE /v1/questions/" + p.ID + " 200": 1,
 			}
 			if tc.cancelOn == "POST" {
-				// The create's response never came: creating again under the
-				// same tool_call_id re-attached to learn the id.
-				want["POST /v1/questions 200"] = 1
+				// The create's response never came: the request is cancelled
+				// by its tool_call_id (which, had the create not landed yet,
+				// would have withdrawn it before it could ask anyone).
+				want["DELETE /v1/questions 200"] = 1
+				want["DELETE /v1/questions/"+p.ID+" 200"] = 0
 				want["POST /v1/questions 201"] = 0
 			}
 			for call, n := range want {

@@ -244,3 +244,34 @@ func jsonShape(t reflect.Type, depth int) string {
 	}
 	return t.String()
 }
+
+// A create abandoned on its way (ctx ended before the reply) is withdrawn
+// by its tool_call_id. A bridge from before that withdrawal existed
+// answers 404 for a request it has not created yet: the client then makes
+// sure it exists (the same create re-attaches) and cancels it.
+func TestAbandonOnAnOlderBridge(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelled := `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],` +
+		`"error":{"code":"ASK_ABORTED","message":"withdrawn"}}`
+	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"POST": {
+			func(w http.ResponseWriter, r *http.Request, _ []byte) { cancel(); <-r.Context().Done() }, // the caller gives up mid-create
+			reply(200, pendingRec),
+		},
+		"DELETE": {
+			reply(404, `{"error":{"code":"NOT_FOUND","message":"no such request"}}`),
+			reply(200, cancelled),
+		},
+	})
+	rec, err := c.Create(ctx, question, 0)
+	if !errors.Is(err, context.Canceled) || rec == nil || rec.Status != StatusCancelled {
+		t.Fatalf("Create = %+v, %v; want the request cancelled and context.Canceled", rec, err)
+	}
+	if n := len(s.calls("POST")); n != 2 {
+		t.Errorf("%d creates, want 2 (the second re-attaches to learn the id)", n)
+	}
+	if n := len(s.calls("DELETE")); n != 2 {
+		t.Errorf("%d deletes, want 2 (by tool_call_id, then by id)", n)
+	}
+}

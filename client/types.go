@@ -65,6 +65,7 @@ type Request interface {
 	// withToolCallID returns the request with a tool_call_id, a random one
 	// when it has none, so a retried create re-attaches to it.
 	withToolCallID() Request
+	toolCallID() string
 }
 
 // QuestionRequest asks one or more questions.
@@ -101,6 +102,8 @@ func (r *QuestionRequest) UnmarshalJSON(b []byte) error {
 	*r = QuestionRequest{w.Questions, w.ToolCallID, w.Caller, w.Route, time.Duration(w.ExpiresIn)}
 	return nil
 }
+
+func (r QuestionRequest) toolCallID() string { return r.ToolCallID }
 
 func (r QuestionRequest) withToolCallID() Request {
 	if r.ToolCallID == "" {
@@ -141,6 +144,8 @@ func (r *ApprovalRequest) UnmarshalJSON(b []byte) error {
 	*r = ApprovalRequest{w.Approval, w.ToolCallID, w.Caller, w.Route, time.Duration(w.ExpiresIn)}
 	return nil
 }
+
+func (r ApprovalRequest) toolCallID() string { return r.ToolCallID }
 
 func (r ApprovalRequest) withToolCallID() Request {
 	if r.ToolCallID == "" {

@@ -138,7 +138,7 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"ask token can't list", "GET", "/v1/questions?status=pending", "tok-ask-a", nil, 403, "FORBIDDEN"},
 		{"unknown tool_call_id", "GET", "/v1/questions?tool_call_id=never", "tok-ask-a", nil, 404, "NOT_FOUND"},
 		{"cancel without tool_call_id", "DELETE", "/v1/questions", "tok-ask-a", nil, 400, "INVALID_REQUEST"},
-		{"cancel unknown tool_call_id", "DELETE", "/v1/questions?tool_call_id=never", "tok-ask-a", nil, 404, "NOT_FOUND"},
+		{"cancel a tool_call_id too long to be one", "DELETE", "/v1/questions?tool_call_id=" + strings.Repeat("x", 201), "tok-ask-a", nil, 400, "INVALID_REQUEST"},
 		{"empty body", "POST", "/v1/questions", "tok-ask-a", "", 400, "INVALID_REQUEST"},
 		{"not json", "POST", "/v1/questions", "tok-ask-a", "{", 400, "INVALID_REQUEST"},
 		{"two values", "POST", "/v1/questions", "tok-ask-a", deployQ + deployQ, 400, "INVALID_REQUEST"},
@@ -253,6 +253,37 @@ func TestCreateIsIdempotentPerClientAndToolCall(t *testing.T) {
 	changed := strings.Replace(body, "Deploy to prod?", "Deploy to staging?", 1)
 	if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", changed); r.Status != 409 || r.code() != "CONFLICT" {
 		t.Fatalf("different body, same tool_call_id: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestWithdrawBeforeCreate: an agent whose turn ended before its create's
+// reply cancels by tool_call_id; when the create has not landed yet, it is
+// withdrawn, and the create finds it cancelled when it lands, whatever it
+// asks, instead of asking a person something nobody waits for.
+func TestWithdrawBeforeCreate(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	w := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a", nil)
+	if w.Status != 200 || w.str("status") != "cancelled" || w.str("tool_call_id") != "call-9" {
+		t.Fatalf("withdraw before the create: %d %s", w.Status, w.Raw)
+	}
+	late := do(t, "POST", u+"/v1/questions?wait=5s", "tok-ask-a", `{"tool_call_id":"call-9",`+deployQ[1:])
+	if late.Status != 200 || late.str("id") != w.str("id") || late.str("status") != "cancelled" {
+		t.Fatalf("the create that lands after it: %d %s", late.Status, late.Raw)
+	}
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a", nil); r.str("status") != "cancelled" {
+		t.Errorf("read by tool_call_id: %s", r.Raw)
+	}
+	if r := do(t, "GET", u+"/v1/questions?status=pending", "tok-answer", nil); strings.Contains(r.Raw, w.str("id")) {
+		t.Errorf("the withdrawn request is listed as pending: %s", r.Raw)
+	}
+	// Another client's tool_call_id of the same name is its own.
+	if r := do(t, "POST", u+"/v1/questions", "tok-ask-b", `{"tool_call_id":"call-9",`+deployQ[1:]); r.Status != 201 || r.str("status") != "pending" {
+		t.Errorf("another client's create under the same tool_call_id: %d %s", r.Status, r.Raw)
+	}
+	// Withdrawing twice is the same.
+	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a", nil); r.Status != 200 || r.str("id") != w.str("id") || r.str("status") != "cancelled" {
+		t.Errorf("withdraw again: %d %s", r.Status, r.Raw)
 	}
 }
 

@@ -535,8 +535,32 @@ func (s *Server) cancelByToolCall(kind seam.Kind) func(http.ResponseWriter, *htt
 		if tc == "" {
 			return invalid("DELETE " + r.URL.Path + " needs ?tool_call_id=, or the id in the path")
 		}
-		r.SetPathValue("id", pending.IDFor(c.Name, kind, tc))
-		return s.cancel(kind)(w, r, c)
+		if len(tc) > seam.MaxToolCallIDLen {
+			return invalid(fmt.Sprintf("tool_call_id is longer than %d bytes", seam.MaxToolCallIDLen))
+		}
+		for range 2 {
+			rec, err := s.dispatch.Resolve(r.Context(), pending.IDFor(c.Name, kind, tc), pending.Resolution{
+				Status: seam.StatusCancelled, Kind: kind, Owner: c.Name,
+			})
+			if err == nil || errors.Is(err, pending.ErrAlreadyResolved) {
+				return writeJSON(w, http.StatusOK, recordOf(rec))
+			}
+			if !errors.Is(err, pending.ErrNotFound) {
+				return err
+			}
+			// Nothing under it yet: its create may still be on the way (the
+			// agent's turn ended before the create's reply). Withdrawn now,
+			// the create finds it cancelled when it lands, and posts nothing.
+			rec, err = s.store.Withdraw(r.Context(), c.Name, kind, tc)
+			if err == nil {
+				return writeJSON(w, http.StatusOK, recordOf(rec))
+			}
+			if !errors.Is(err, pending.ErrExists) {
+				return err
+			}
+			// Created in between: cancel it as any other.
+		}
+		return pending.ErrExists // created and deleted in between, twice: not seen in practice
 	}
 }
 

@@ -32,6 +32,7 @@ var (
 	ErrAlreadyResolved = errors.New("request is already resolved")
 	ErrConflict        = errors.New("tool_call_id is already used by a different request")
 	ErrNotDue          = errors.New("request is not due to expire")
+	ErrExists          = errors.New("the request exists")
 	// ErrExpired is ErrAlreadyResolved for a resolution that came after
 	// the request's expiry, before any sweeper: the request was expired by
 	// it. Whoever gets it does what a sweeper does for an expiry.
@@ -100,7 +101,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // scripts are every Lua script the Store runs.
 var scripts = []*redis.Script{
 	createScript, resolveScript, addPostScript, discardScript, claimPostingScript,
-	editedScript, claimFinishScript, leaseScript, releaseScript, forgetThreadScript,
+	editedScript, claimFinishScript, leaseScript, releaseScript, forgetThreadScript, withdrawScript,
 }
 
 // LoadScripts loads the Store's scripts into Redis, on every master of a
@@ -164,11 +165,13 @@ type NewRequest struct {
 // index (unused), KEYS[5] open index of the request's kind.
 // ARGV[1] id, ARGV[2] body hash, ARGV[3] now ms, ARGV[4] expires ms (0: never),
 // ARGV[5] audit cap, ARGV[6] client, ARGV[7] route, ARGV[8..] field/value pairs.
-// Returns {0} when created, {1, HGETALL} when the same request exists, {2}
-// when the id holds a different request.
+// Returns {0} when created, {1, HGETALL} when the same request exists or
+// the id was withdrawn before it was created (see Withdraw), {2} when the
+// id holds a different request.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], 'hash') == ARGV[2] then
+  local held = redis.call('HMGET', KEYS[1], 'hash', 'withdrawn')
+  if held[1] == ARGV[2] or held[2] == '1' then
     return {1, redis.call('HGETALL', KEYS[1])}
   end
   return {2}
@@ -353,6 +356,52 @@ func NewID(nr NewRequest) string {
 func IDFor(client string, kind seam.Kind, toolCallID string) string {
 	sum := sha256.Sum256([]byte(client + "\x00" + string(kind) + "\x00" + toolCallID))
 	return idEncoding.EncodeToString(sum[:10])
+}
+
+// withdrawScript records a request withdrawn before it was created: a
+// record cancelled at once, kept as long as an ended request, which a
+// create of the id finds ended (createScript).
+//
+// KEYS[1] record, KEYS[3] audit stream (as createScript's keys).
+// ARGV[1] id, ARGV[2] kind, ARGV[3] client, ARGV[4] tool_call_id,
+// ARGV[5] now ms, ARGV[6] retention ms, ARGV[7] audit cap.
+// Returns 1 when recorded, 0 when the id holds a request already.
+var withdrawScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'kind', ARGV[2], 'status', 'cancelled', 'client', ARGV[3],
+  'tool_call_id', ARGV[4], 'body', '{}', 'created', ARGV[5], 'resolved', ARGV[5], 'withdrawn', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'event', 'withdrawn', 'id', ARGV[1], 'client', ARGV[3])
+return 1
+`)
+
+// Withdraw records that client withdrew the request of kind under
+// toolCallID before it exists: the agent's turn ended while its create
+// was still on the way, before its reply told the agent the id. A create
+// of it that lands later finds it cancelled, and nothing is posted. It
+// returns the withdrawn record, or ErrExists when the request exists
+// (created in the meantime): the caller cancels it as any other.
+func (s *Store) Withdraw(ctx context.Context, client string, kind seam.Kind, toolCallID string) (*Record, error) {
+	id := IDFor(client, kind, toolCallID)
+	now := s.opt.Now()
+	n, err := withdrawScript.Run(ctx, s.rdb, s.keys.request(id), id, string(kind), client, toolCallID,
+		now.UnixMilli(), s.opt.Retention.Milliseconds(), s.opt.AuditMaxLen).Int()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("withdraw %s: %w", id, unavailable(err))
+	case n == 0:
+		return nil, fmt.Errorf("withdraw %s: %w", id, ErrExists)
+	}
+	at := time.UnixMilli(now.UnixMilli()).UTC()
+	rec := &Record{ID: id, Kind: kind, Status: seam.StatusCancelled, Client: client, ToolCallID: toolCallID,
+		CreatedAt: at, ResolvedAt: at}
+	switch kind {
+	case seam.KindQuestion:
+		rec.Questions = &seam.Questions{Questions: []seam.Question{}}
+	case seam.KindApproval:
+		rec.Approval = &seam.Approval{}
+	}
+	return rec, nil
 }
 
 // Get reads a request.

@@ -1093,6 +1093,44 @@ func TestResolveAfterExpiry(t *testing.T) {
 	})
 }
 
+// A request withdrawn before its create landed (the agent's turn ended
+// with the create on its way) is created cancelled: the create finds it
+// ended, and nothing else changes. Once the request exists, Withdraw
+// leaves it to be cancelled as any other.
+func TestWithdraw(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		for _, nr := range []NewRequest{question("alice", "call-1"), approval("alice", "call-2")} {
+			got, err := s.Withdraw(ctx, nr.Client, nr.Kind, nr.ToolCallID)
+			if err != nil || got.Status != seam.StatusCancelled || got.ID != IDFor(nr.Client, nr.Kind, nr.ToolCallID) {
+				t.Fatalf("Withdraw %s = %+v, %v; want it cancelled", nr.Kind, got, err)
+			}
+			rec, created, err := s.Create(ctx, nr)
+			if err != nil || created || rec.Status != seam.StatusCancelled || rec.ID != got.ID {
+				t.Fatalf("the create after it = %+v, created %v, %v; want the withdrawn request", rec, created, err)
+			}
+			if read := mustGet(t, s, got.ID); read.Status != seam.StatusCancelled || read.ToolCallID != nr.ToolCallID || read.Client != "alice" {
+				t.Errorf("read back: %+v", read)
+			}
+			if ttl := b.pttl(s.keys.record(got.ID)); ttl <= 0 {
+				t.Errorf("the withdrawn record has no TTL (%d)", ttl)
+			}
+			if _, err := s.Withdraw(ctx, nr.Client, nr.Kind, nr.ToolCallID); !errors.Is(err, ErrExists) {
+				t.Errorf("Withdraw again = %v; want ErrExists", err)
+			}
+		}
+		// Created first: Withdraw leaves it, and another client's id is its own.
+		live := mustCreate(t, s, question("bob", "call-1"))
+		if _, err := s.Withdraw(ctx, "bob", seam.KindQuestion, "call-1"); !errors.Is(err, ErrExists) {
+			t.Errorf("Withdraw of a created request = %v; want ErrExists", err)
+		}
+		if got := mustGet(t, s, live.ID); got.Status != seam.StatusPending {
+			t.Errorf("Withdraw changed a created request: %s", got.Status)
+		}
+	})
+}
+
 func TestSweepDropsDeletedRecords(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()

@@ -165,4 +165,13 @@ export class BridgeClient {
   cancel (kind, id, timeoutMs) {
     return this.call('DELETE', `${collection(kind)}/${encodeURIComponent(id)}`, { timeoutMs })
   }
+
+  /**
+   * DELETE by tool_call_id: withdraw the request created under it, or, when
+   * its create has not landed yet, keep that create from asking anyone (the
+   * bridge records it withdrawn, and the create finds it cancelled).
+   */
+  cancelByToolCall (kind, toolCallId, timeoutMs) {
+    return this.call('DELETE', collection(kind), { query: { tool_call_id: toolCallId }, timeoutMs })
+  }
 }

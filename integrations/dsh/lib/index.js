@@ -373,15 +373,27 @@ export class Answerer {
   /** DELETE the request the turn no longer waits for. Never throws. */
   async #withdraw (kind, id, body) {
     try {
-      if (id === undefined) {
-        // Aborted during the create: the request may exist; the same
-        // tool_call_id finds it (or makes it) so it can be withdrawn.
-        id = (await this.client.create(kind, body)).id
-      }
-      const rec = await this.client.cancel(kind, id, 5000)
+      // Aborted during the create, the request may exist or its create may
+      // still be on the way: its tool_call_id withdraws it either way,
+      // without asking anyone.
+      const rec = id === undefined
+        ? await this.#withdrawByToolCall(kind, body)
+        : await this.client.cancel(kind, id, 5000)
+      id = rec.id
       this.#debug('%s %s withdrawn: %s', kind, id, rec.status)
     } catch (err) {
       this.#warn('could not withdraw %s %s from %s: %s', kind, id ?? body?.tool_call_id, this.o.url, err.message)
+    }
+  }
+
+  async #withdrawByToolCall (kind, body) {
+    try {
+      return await this.client.cancelByToolCall(kind, body.tool_call_id, 5000)
+    } catch (err) {
+      if (!(err instanceof BridgeError && err.code === 'NOT_FOUND')) throw err
+      // A bridge from before 2026-12-03 withdraws only what exists: the
+      // same tool_call_id finds the request (or makes it), then it is cancelled.
+      return this.client.cancel(kind, (await this.client.create(kind, body)).id, 5000)
     }
   }
 

@@ -4,6 +4,7 @@
 // on a real cordis Context, answered through a real bridge process.
 
 import assert from 'node:assert/strict'
+import { createServer } from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import { Context } from '@deepseek-ai/cordis'
 import { ApprovalService } from '@deepseek-ai/dsh-user-approval'
@@ -209,6 +210,58 @@ describe('user-questions/request waterfall (newer harness)', () => {
     assert.equal(err.message, SEAM_MESSAGES.ASK_ABORTED)
     assert.equal((await person.get('question', rec.id)).status, 'cancelled')
     assert.equal(h.downstream.questions.length, 0, 'an abort is not a decline')
+  })
+
+  test('the turn aborted while its create is on the way: withdrawn by tool_call_id, never asked', async () => {
+    // A proxy holds the create on its way to the bridge, as a slow network
+    // would, and forwards everything else at once.
+    const held = []
+    let heldOne
+    const arrived = new Promise((resolve) => { heldOne = resolve })
+    const proxy = createServer(async (req, res) => {
+      const chunks = []
+      for await (const c of req) chunks.push(c)
+      const forward = async () => {
+        const r = await fetch(bridge.url + req.url, {
+          method: req.method,
+          headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+          body: chunks.length ? Buffer.concat(chunks) : undefined,
+        })
+        const text = await r.text()
+        res.writeHead(r.status, { 'content-type': 'application/json' }).end(text)
+        return { status: r.status, body: JSON.parse(text) }
+      }
+      if (req.method === 'POST') {
+        held.push(forward)
+        heldOne()
+      } else {
+        await forward()
+      }
+    })
+    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    try {
+      const h = await harness({ url: `http://127.0.0.1:${proxy.address().port}` })
+      const before = await person.created('question')
+      const turn = new AbortController()
+      const asking = track(h.ctx.userQuestions.ask({
+        agent: fakeAgent('session-abort-create'),
+        wait: { callId: `call_${Math.random().toString(36).slice(2)}` },
+        questions: [{ id: 'drop', question: unique('Drop the table?'), options: [{ label: 'Drop' }, { label: 'Keep' }] }],
+        signal: turn.signal,
+      }))
+      await within(arrived, 5000, 'the create at the proxy')
+      turn.abort()
+      const err = await rejection(asking, 5000)
+      assert.equal(err.code, 'ASK_ABORTED')
+      // The create lands after the withdrawal: it finds the request cancelled.
+      const landed = await held[0]()
+      assert.equal(landed.status, 200)
+      assert.equal(landed.body.status, 'cancelled')
+      assert.equal(await person.created('question'), before, 'the late create asked nobody')
+    } finally {
+      proxy.closeAllConnections()
+      proxy.close()
+    }
   })
 
   test('dismissed: ASK_CANCELLED, not handed on', async () => {
