@@ -810,3 +810,88 @@ func TestMethodNotAllowedSaysWhich(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIRefusesWebPages: an API without tokens trusts whoever can
+// connect, and listens on loopback only; a web page the person who runs it
+// visits can connect too. A cross-site form or fetch must not answer, and
+// a page on a name rebound to 127.0.0.1 (DNS rebinding) must not read or
+// answer anything. Programs (curl, the Go client, the harness plugin) send
+// neither Origin nor Sec-Fetch-Site and a loopback Host, and go through.
+func TestOpenAPIRefusesWebPages(t *testing.T) {
+	a := start(t, "")
+	approval := `{"tool_name":"kubectl_delete","reason":"delete the prod namespace","arguments":{"ns":"prod"}}`
+	id := do(t, "POST", a.URL()+"/v1/approvals", "", approval).str("id")
+	port := a.URL()[strings.LastIndexByte(a.URL(), ':')+1:]
+	send := func(method, path, host string, hdr map[string]string, body string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, a.URL()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	decision := `{"outcome":"allowed-once"}`
+	crossSite := map[string]string{"Content-Type": "text/plain;charset=UTF-8", "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}
+	oldBrowser := map[string]string{"Content-Type": "text/plain", "Origin": "https://evil.example"}
+	rebound := map[string]string{"Origin": "http://rebind.evil.example:" + port, "Sec-Fetch-Site": "same-origin"}
+	for _, tc := range []struct {
+		name         string
+		method, path string
+		host         string
+		hdr          map[string]string
+		body         string
+	}{
+		{"cross-site decision", "POST", "/v1/approvals/" + id + "/decision", "", crossSite, decision},
+		{"cross-site decision, Origin only", "POST", "/v1/approvals/" + id + "/decision", "", oldBrowser, decision},
+		{"cross-site dismiss", "POST", "/v1/approvals/" + id + "/dismiss", "", crossSite, ""},
+		{"cross-site cancel", "DELETE", "/v1/approvals/" + id, "", crossSite, ""},
+		{"cross-site create", "POST", "/v1/questions", "", crossSite, deployQ},
+		{"rebound list", "GET", "/v1/approvals?status=pending", "rebind.evil.example:" + port, rebound, ""},
+		{"rebound read", "GET", "/v1/approvals/" + id, "rebind.evil.example:" + port, rebound, ""},
+		{"rebound decision", "POST", "/v1/approvals/" + id + "/decision", "rebind.evil.example:" + port, rebound, decision},
+	} {
+		if got := send(tc.method, tc.path, tc.host, tc.hdr, tc.body); got != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", tc.name, got)
+		}
+	}
+	if r := do(t, "GET", a.URL()+"/v1/approvals/"+id, "", nil); r.str("status") != "pending" {
+		t.Fatalf("a web page changed the approval: %s", r.Raw)
+	}
+	for _, host := range []string{"", "localhost:" + port, "[::1]:" + port, "bridge.localhost:" + port} {
+		if got := send("GET", "/v1/approvals/"+id, host, nil, ""); got != http.StatusOK {
+			t.Errorf("a program's read with Host %q: %d, want 200", host, got)
+		}
+	}
+	if got := send("POST", "/v1/approvals/"+id+"/decision", "", map[string]string{"Content-Type": "application/json"}, decision); got != http.StatusOK {
+		t.Fatalf("a program's decision: %d, want 200", got)
+	}
+}
+
+// TestOpenAPIAnswersBaseURLHost: behind a proxy that keeps the Host it was
+// called by, an open API answers calls addressed to base_url's host.
+func TestOpenAPIAnswersBaseURLHost(t *testing.T) {
+	a := start(t, "base_url: http://bridge.internal.example:9999\n")
+	req, _ := http.NewRequest("GET", a.URL()+"/v1/questions?status=pending", nil)
+	req.Host = "bridge.internal.example:9999"
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("Host of base_url: %d, want 200", res.StatusCode)
+	}
+}

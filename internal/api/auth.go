@@ -3,7 +3,9 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -38,14 +40,52 @@ type tokenDigest struct {
 	client Client
 }
 
-type authenticator struct{ tokens []tokenDigest }
+type authenticator struct {
+	tokens []tokenDigest
+	// An API without tokens trusts whoever can connect to its loopback
+	// address, which a web page its user visits can do too: it answers
+	// only calls addressed to a loopback name or to baseHost (DNS
+	// rebinding), and no cross-origin browser call (CSRF).
+	baseHost string
+	cop      *http.CrossOriginProtection
+}
 
-func newAuthenticator(tokens []Token) authenticator {
-	var a authenticator
+func newAuthenticator(tokens []Token, baseURL string) authenticator {
+	a := authenticator{cop: http.NewCrossOriginProtection()}
 	for _, t := range tokens {
 		a.tokens = append(a.tokens, tokenDigest{sha256.Sum256([]byte(t.Token)), Client{t.Name, t.Scopes}})
 	}
+	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
+		a.baseHost = strings.ToLower(u.Hostname())
+		_ = a.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+	}
 	return a
+}
+
+// local reports whether host (a request's Host) names this machine's
+// loopback, or is base_url's host.
+func (a authenticator) local(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback()
+	}
+	return h == "localhost" || strings.HasSuffix(h, ".localhost") || (h != "" && h == a.baseHost)
+}
+
+// open checks a call to an API without tokens: from a program on this
+// machine, not from a web page.
+func (a authenticator) open(r *http.Request) error {
+	if !a.local(r.Host) {
+		return apiErr(http.StatusForbidden, CodeForbidden, "an API without tokens answers only calls addressed to localhost, a loopback address or base_url's host")
+	}
+	if a.cop.Check(r) != nil {
+		return apiErr(http.StatusForbidden, CodeForbidden, "an API without tokens refuses cross-origin calls from web pages")
+	}
+	return nil
 }
 
 // client returns the caller of r. Tokens are compared as SHA-256 digests in
@@ -53,6 +93,9 @@ func newAuthenticator(tokens []Token) authenticator {
 // which token or how much of it matched.
 func (a authenticator) client(r *http.Request) (Client, error) {
 	if len(a.tokens) == 0 {
+		if err := a.open(r); err != nil {
+			return Client{}, err
+		}
 		return openClient, nil
 	}
 	tok, ok := bearer(r.Header.Get("Authorization"))

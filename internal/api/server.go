@@ -29,7 +29,8 @@ import (
 type Options struct {
 	Store      *pending.Store
 	Dispatcher *dispatch.Dispatcher
-	Tokens     []Token       // none: the API is open
+	Tokens     []Token       // none: the API is open, to programs on this machine
+	BaseURL    string        // the bridge's public URL: an open API also answers calls addressed to its host
 	MaxWait    time.Duration // longest ?wait= honoured (store.max_wait); 0: calls are never held
 	Registry   *prometheus.Registry
 	Logger     *slog.Logger
@@ -53,7 +54,7 @@ func New(o Options) *Server {
 	s := &Server{
 		store:    o.Store,
 		dispatch: o.Dispatcher,
-		auth:     newAuthenticator(o.Tokens),
+		auth:     newAuthenticator(o.Tokens, o.BaseURL),
 		maxWait:  o.MaxWait,
 		log:      o.Logger,
 		mux:      http.NewServeMux(),

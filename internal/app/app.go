@@ -112,7 +112,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		tokens = append(tokens, api.Token{Name: t.Name, Token: t.Token.Reveal(), Scopes: t.Scopes})
 	}
 	a.api = api.New(api.Options{
-		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens,
+		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, BaseURL: cfg.BaseURL,
 		MaxWait: cfg.Store.MaxWait.D(), Registry: reg, Logger: log,
 	})
 	a.web, err = web.New(web.Options{
