@@ -396,6 +396,14 @@ func (h *Interactions) quick(ctx context.Context, c click) bool {
 		h.log.Debug("a click names a target not configured for its channel; reading its request", "request_id", c.ref.ID, "target", cv.target)
 		return false
 	}
+	if h.s.mixed[c.channel] {
+		// Targets with different responders post to this channel: who
+		// may answer is decided by the target the request's record says
+		// posted the message, not by a key the click carries, which
+		// would let a value that names the channel's open target pass
+		// for a click on a restricted one.
+		return false
+	}
 	if !h.mayAnswer(ctx, t, c) {
 		return true
 	}

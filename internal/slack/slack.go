@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -56,6 +57,10 @@ type Surface struct {
 
 	targets map[string]*config.SlackTarget   // by target key, "route/index"
 	routes  map[string][]*config.SlackTarget // by route name
+	// mixed are the channels that targets with different responders
+	// post to: there a click's carried target key is not enough to
+	// decide who may answer (see Interactions.quick).
+	mixed map[string]bool
 }
 
 // New builds the Slack surface of cfg: its slack: section and the Slack
@@ -107,8 +112,10 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		links:   opt.Links,
 		targets: map[string]*config.SlackTarget{},
 		routes:  map[string][]*config.SlackTarget{},
+		mixed:   map[string]bool{},
 	}
 	s.who = newResponders(s.groupMembers, opt.GroupTTL, opt.Now)
+	first := map[string]*config.SlackTarget{} // by channel
 	for _, r := range cfg.Routes {
 		for i, t := range r.Targets {
 			if t.Slack == nil {
@@ -116,6 +123,11 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 			}
 			s.targets[dispatch.TargetKey(r.Name, i)] = t.Slack
 			s.routes[r.Name] = append(s.routes[r.Name], t.Slack)
+			if f, ok := first[t.Slack.Channel]; !ok {
+				first[t.Slack.Channel] = t.Slack
+			} else if !slices.Equal(f.Responders.Users, t.Slack.Responders.Users) || !slices.Equal(f.Responders.Groups, t.Slack.Responders.Groups) {
+				s.mixed[t.Slack.Channel] = true
+			}
 		}
 	}
 	return s, nil

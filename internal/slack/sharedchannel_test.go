@@ -1,0 +1,120 @@
+package slack
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// TestCarriedTargetInASharedChannel: two routes post to one channel, one
+// open to anyone in it, one limited to its responders. A button's value
+// names the target that posted its message, and a click that answers at
+// once is checked against that target alone, without reading the request.
+// Should the value that comes back name the channel's other target (a
+// value not as posted), the click must not pass as the open target's:
+// the request is read and its own target's responders decide.
+func TestCarriedTargetInASharedChannel(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	emb, err := pending.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	rdb, err := pending.Dial(emb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := pending.New(rdb, pending.Options{})
+	prodTarget := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UADA"}}}
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{
+			{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
+			{Name: "prod", Targets: []config.Target{{Slack: prodTarget}}},
+		},
+	}
+	s, err := New(cfg, Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eve := slacktest.SlackUser("UEVE", "eve")
+
+	approval := pending.NewRequest{Kind: seam.KindApproval, Route: "prod",
+		Approval: &seam.Approval{ToolName: "kubectl_delete", Reason: "the prod namespace"}}
+	question := pending.NewRequest{Kind: seam.KindQuestion, Route: "prod", Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "q", Question: "Delete the prod namespace?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}
+	for _, tc := range []struct {
+		name    string
+		nr      pending.NewRequest
+		control string // the clicked control's action_id, after its request's id
+	}{
+		{"allow once", approval, "ab:allow:"},
+		{"dismiss", question, "ab:dismiss:"},
+		{"an option", question, "ab:pick:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, _, err := store.Create(ctx, tc.nr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := dispatch.Target{Key: "prod/0", Config: config.Target{Slack: prodTarget}}
+			n := len(fake.Calls("chat.postMessage"))
+			posts, err := s.Post(ctx, rec, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			posts[0].Target = to.Key
+			if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
+				t.Fatal(err)
+			}
+			msg := fake.Calls("chat.postMessage")[n]
+
+			p := slacktest.BlockActions(t, msg, eve, tc.control+rec.ID, nil, nil)
+			action := actionOf(p)
+			v, _ := action["value"].(string)
+			if !strings.Contains(v, `"prod/0"`) {
+				t.Fatalf("the button carries %q; want it to name prod/0", v)
+			}
+			action["value"] = strings.Replace(v, `"prod/0"`, `"default/0"`, 1)
+
+			h := s.Interactions(store)
+			body := slacktest.FormBody(p)
+			req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
+			req.Header = slacktest.Sign("s", time.Now(), body)
+			w := httptest.NewRecorder()
+			n = len(fake.Calls(""))
+			h.ServeHTTP(w, req)
+			h.work.Drain()
+			if w.Code != http.StatusOK {
+				t.Fatalf("interaction: %d %s", w.Code, w.Body)
+			}
+			got, err := store.Get(ctx, rec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != seam.StatusPending {
+				t.Fatalf("someone not among prod's responders ended its request: %s by %+v", got.Status, got.ResolvedBy)
+			}
+			var told []string
+			for _, c := range fake.Calls("")[n:] {
+				if _, text, ok := c.Ephemeral(); ok {
+					told = append(told, text)
+				}
+			}
+			if len(told) != 1 || told[0] != surface.MsgCantAnswer {
+				t.Errorf("told %q; want %q", told, surface.MsgCantAnswer)
+			}
+		})
+	}
+}
