@@ -76,9 +76,12 @@ func (l *Links) expiry(rec *pending.Record) time.Time {
 }
 
 // Path returns the signed path and query of the single-request page of rec.
+// The signature covers rec's hash (what it asks, on which route) as well as
+// its id: a request discarded and created again under its tool_call_id has
+// the same id, and the first one's link must not open the second.
 func (l *Links) Path(rec *pending.Record) string {
 	exp := strconv.FormatInt(l.expiry(rec).Unix(), 10)
-	sig := b64.EncodeToString(l.signer.mac("link", rec.ID, exp))
+	sig := b64.EncodeToString(l.signer.mac("link", rec.ID, rec.Hash, exp))
 	return "/r/" + url.PathEscape(rec.ID) + "?e=" + exp + "&s=" + sig
 }
 
@@ -92,22 +95,22 @@ type linkGrant struct {
 	exp time.Time
 }
 
-// check verifies a link's e and s for request id, in constant time. An
-// expired link still verifies (a finished request's page shows its
+// check verifies a link's e and s for rec, as read now, in constant time.
+// An expired link still verifies (a finished request's page shows its
 // outcome); whoever acts on it checks exp.
-func (l *Links) check(id, e, sig string) (linkGrant, bool) {
+func (l *Links) check(rec *pending.Record, e, sig string) (linkGrant, bool) {
 	got, err := b64.DecodeString(sig)
-	if err != nil || id == "" || e == "" {
+	if err != nil || rec == nil || rec.ID == "" || e == "" {
 		return linkGrant{}, false
 	}
-	if !hmac.Equal(got, l.signer.mac("link", id, e)) {
+	if !hmac.Equal(got, l.signer.mac("link", rec.ID, rec.Hash, e)) {
 		return linkGrant{}, false
 	}
 	sec, err := strconv.ParseInt(e, 10, 64)
 	if err != nil {
 		return linkGrant{}, false
 	}
-	return linkGrant{id: id, exp: time.Unix(sec, 0)}, true
+	return linkGrant{id: rec.ID, exp: time.Unix(sec, 0)}, true
 }
 
 // session is a signed-in browser: the answer-scoped token it signed in

@@ -74,19 +74,23 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	q := r.URL.Query()
 	data := map[string]any{}
-	switch grant, ok := s.links.check(id, q.Get("e"), q.Get("s")); {
-	case ok:
-		data["Link"] = q.Get("e") + "." + q.Get("s")
+	switch {
+	case q.Has("s"):
+		// The link is checked against the request as it is now (see
+		// Links.Path).
 		rec, err := s.store.Get(r.Context(), id)
 		if err != nil {
 			return err
 		}
+		grant, ok := s.links.check(rec, q.Get("e"), q.Get("s"))
+		if !ok {
+			return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge for this request. Copy it again from the message, whole."}
+		}
+		data["Link"] = q.Get("e") + "." + q.Get("s")
 		if rec.Status == seam.StatusPending && !s.now().Before(grant.exp) {
 			return &pageErr{http.StatusGone, "This link has expired", "The link expired with its request."}
 		}
 		data["Card"] = s.card(rec)
-	case q.Has("s"):
-		return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge. Copy it again from the message, whole."}
 	default:
 		_, cookie, err := s.sessionOf(r)
 		switch {
@@ -162,31 +166,35 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 const linkHeader = "X-Askbridge-Link"
 
 // responderOf authenticates a state-changing call on request id: by a
-// signed link for exactly that request, or by a session with its CSRF
-// token. It returns who answers.
-func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, error) {
+// signed link for exactly that request, as read now, or by a session with
+// its CSRF token. It returns who answers, and the request when it read it.
+func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, *pending.Record, error) {
 	if l := r.Header.Get(linkHeader); l != "" {
+		rec, err := s.store.Get(r.Context(), id)
+		if err != nil {
+			return nil, nil, err
+		}
 		e, sig, _ := strings.Cut(l, ".")
-		grant, ok := s.links.check(id, e, sig)
+		grant, ok := s.links.check(rec, e, sig)
 		if !ok {
-			return nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link does not grant answering this request", ""}
+			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link does not grant answering this request", ""}
 		}
 		if !s.now().Before(grant.exp) {
-			return nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link has expired", ""}
+			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link has expired", ""}
 		}
-		return &pending.Responder{Surface: surfaceName, UserID: "link", Name: "someone with the link"}, nil
+		return &pending.Responder{Surface: surfaceName, UserID: "link", Name: "someone with the link"}, rec, nil
 	}
 	ss, cookie, err := s.sessionOf(r)
 	switch {
 	case errors.Is(err, errSignedOut):
-		return nil, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first: your session has ended", ""}
+		return nil, nil, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first: your session has ended", ""}
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	}
 	if !s.checkCSRF(r.Header.Get("X-CSRF-Token"), cookie) {
-		return nil, &webError{http.StatusForbidden, api.CodeForbidden, "the CSRF token is missing or wrong; reload the page", ""}
+		return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "the CSRF token is missing or wrong; reload the page", ""}
 	}
-	return &pending.Responder{Surface: surfaceName, UserID: ss.Name, Name: ss.Name}, nil
+	return &pending.Responder{Surface: surfaceName, UserID: ss.Name, Name: ss.Name}, nil, nil
 }
 
 // resolve answers, decides or dismisses a request through the dispatcher,
@@ -196,13 +204,14 @@ func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, er
 func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		id := r.PathValue("id")
-		by, err := s.responderOf(r, id)
+		by, rec, err := s.responderOf(r, id)
 		if err != nil {
 			return err
 		}
-		rec, err := s.store.Get(r.Context(), id)
-		if err != nil {
-			return err
+		if rec == nil {
+			if rec, err = s.store.Get(r.Context(), id); err != nil {
+				return err
+			}
 		}
 		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind, From: rec}
 		switch action {
@@ -283,7 +292,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	bySession := true // not by a link: the stream ends with its session
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
-		if _, ok := s.links.check(id, q.Get("e"), q.Get("s")); ok {
+		if s.linked(r.Context(), id, q.Get("e"), q.Get("s")) {
 			bySession = false
 		} else {
 			switch _, _, err := s.sessionOf(r); {
@@ -397,6 +406,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		rc.Flush()
 		lastWrite = time.Now()
 	}
+}
+
+// linked reports whether e and s are a link to request id as it is now.
+func (s *Server) linked(ctx context.Context, id, e, sig string) bool {
+	if sig == "" {
+		return false
+	}
+	rec, err := s.store.Get(ctx, id)
+	if err != nil {
+		return false
+	}
+	_, ok := s.links.check(rec, e, sig)
+	return ok
 }
 
 // refuseStream refuses a stream whose session could not be checked: the

@@ -726,3 +726,50 @@ func TestLiveInboxPollsPastKeepAlives(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkOfAReplacedRequest: a request whose post's reply was lost is
+// discarded, and another may be created under its tool_call_id, with the
+// same id, asking something else (on another route, to other people).
+// The message posted for the first is still in its channel with its "Open
+// in browser" link; that link must not open or answer the second.
+func TestLinkOfAReplacedRequest(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	ctx := context.Background()
+	create := func(q seam.Question) *pending.Record {
+		t.Helper()
+		qs := seam.Questions{Questions: []seam.Question{q}}
+		rec, _, err := b.store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Client: "agent", ToolCallID: "call-1",
+			Questions: &qs, ExpiresIn: 30 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	first := create(deploy)
+	link := strings.TrimPrefix(b.web.Links().For(first), "http://bridge.test")
+	if ok, err := b.store.Discard(ctx, first.ID); !ok || err != nil {
+		t.Fatalf("Discard: %v, %v", ok, err)
+	}
+	second := create(seam.Question{ID: "drop", Question: "Drop the prod database?", Options: []seam.Option{{Label: "Drop it"}, {Label: "Keep it"}}})
+	if second.ID != first.ID {
+		t.Fatalf("created again as %s; want %s", second.ID, first.ID)
+	}
+	anon := b.browser(t)
+	if status, page := b.page(t, anon, link); status != http.StatusForbidden || strings.Contains(page, "Drop the prod database?") {
+		t.Errorf("the first request's link opened the second: %d", status)
+	}
+	u, _ := url.Parse(link)
+	hdr := map[string]string{linkHeader: u.Query().Get("e") + "." + u.Query().Get("s")}
+	ans := map[string]any{"answers": []any{map[string]any{"id": "drop", "selected": []string{"Drop it"}}}}
+	if status, _ := b.post(t, anon, "/web/requests/"+second.ID+"/answer", hdr, ans); status != http.StatusForbidden {
+		t.Errorf("the first request's link answered the second: %d", status)
+	}
+	if got := b.get(t, second.ID); got.Status != seam.StatusPending {
+		t.Fatalf("the second request is %s by %+v", got.Status, got.ResolvedBy)
+	}
+	// Its own link works.
+	own := strings.TrimPrefix(b.web.Links().For(second), "http://bridge.test")
+	if status, page := b.page(t, anon, own); status != http.StatusOK || !strings.Contains(page, "Drop the prod database?") {
+		t.Errorf("the second request's own link: %d", status)
+	}
+}
