@@ -23,10 +23,13 @@ const maxButtonValue = 2000
 // option, the question's id and the option's label, which are the whole
 // answer.
 //
-// Slack signs what it sends back, so the value is what the bridge posted.
-// The hash makes the resolve refuse, rather than answer with an option it
-// does not have, a request that has since ended and been replaced by
-// another under its tool_call_id.
+// Slack's signature proves that Slack sent the click, not that the value is
+// what the bridge posted: whether a person can alter a button's value on
+// its way is not established. So nothing a value says lets anyone answer
+// who could not anyway: the hash makes the resolve refuse a request that
+// asks something else (one replaced under its tool_call_id), and in a
+// channel that targets with different responders share, the click reads
+// the request and checks the target it records (Surface.mixed, Interactions.quick).
 type carried struct {
 	hash   string
 	target string
