@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
 	"github.com/askbridge/askbridge/internal/app"
@@ -234,6 +235,53 @@ func TestBrowser(t *testing.T) {
 		do(t, "arrives", chromedp.WaitVisible(card(later)))
 		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
 		do(t, "leaves", chromedp.WaitNotPresent(card(later)))
+	})
+	t.Run("a stream the bridge refused is opened again", func(t *testing.T) {
+		// The bridge answers the inbox's first stream with 503, as it does
+		// while Redis is away: EventSource gives up for good on an error
+		// status, so the page must open a new stream itself.
+		tab, cancelTab := chromedp.NewContext(bctx)
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		paused := make(chan *fetch.EventRequestPaused, 64)
+		if err := chromedp.Listen(ctx, func(ev any) {
+			if e, ok := ev.(*fetch.EventRequestPaused); ok {
+				paused <- e
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for n := 0; ; n++ {
+				var e *fetch.EventRequestPaused
+				select {
+				case <-ctx.Done():
+					return
+				case e = <-paused:
+				}
+				chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					if n == 0 {
+						_, err := cdp.Call(ctx, tg, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: e.RequestID, ResponseCode: 503,
+							ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/plain"}}, Body: []byte("redis is unavailable")})
+						return err
+					}
+					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+					return err
+				}))
+			}
+		}()
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/web/events*"}}})
+			return err
+		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`)); err != nil {
+			t.Fatalf("open the inbox: %v", err)
+		}
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Still live?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(card(rec)), chromedp.WaitVisible(`#live:not(.off)`)); err != nil {
+			t.Fatalf("a request created after the refused stream never showed: %v", err)
+		}
+		call(t, base, http.MethodDelete, "/v1/questions/"+rec["id"].(string), "agent-token", nil)
 	})
 	t.Run("signed link page", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))

@@ -215,17 +215,34 @@
     }
   }
 
-  function stream(url, onChange) {
+  // stream keeps a live stream open. EventSource reconnects by itself
+  // after a dropped connection, but gives up for good when the bridge
+  // answers a reconnect with an error status (503 while Redis is away, 401
+  // once the session ended): then a new one is opened after a pause that
+  // grows to 30 s. onRefused runs first: the inbox reloads into the
+  // sign-in page when the session has ended.
+  function stream(url, onChange, onRefused) {
     if (!window.EventSource) return;
-    const es = new EventSource(url);
-    es.addEventListener("open", () => live(true));
-    es.addEventListener("error", () => live(false));
-    es.addEventListener("change", (ev) => { live(true); onChange(ev.data); });
+    let pause = 1000;
+    const open = () => {
+      const es = new EventSource(url);
+      es.addEventListener("open", () => { live(true); pause = 1000; });
+      es.addEventListener("change", (ev) => { live(true); onChange(ev.data); });
+      es.addEventListener("error", () => {
+        live(false);
+        if (es.readyState !== EventSource.CLOSED) return; // it reconnects itself
+        setTimeout(() => {
+          Promise.resolve(onRefused && onRefused()).catch(() => {}).then(open);
+        }, pause);
+        pause = Math.min(pause * 2, 30000);
+      });
+    };
+    open();
   }
 
   localTimes(document);
   if (page === "inbox") {
-    stream("/web/events", () => { refreshInbox().catch(() => live(false)); });
+    stream("/web/events", () => { refreshInbox().catch(() => live(false)); }, refreshInbox);
   } else if (page === "request") {
     const id = document.body.dataset.id;
     const q = new URLSearchParams(location.search);
