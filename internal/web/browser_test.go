@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -229,6 +230,28 @@ func TestBrowser(t *testing.T) {
 		if rec.Decision == nil || *rec.Decision != (seam.Decision{Outcome: "allowed-once", Note: "ok after the freeze"}) || rec.ResolvedBy.Surface != "web" {
 			t.Errorf("decision %+v by %+v", rec.Decision, rec.ResolvedBy)
 		}
+	})
+	t.Run("large arguments scroll in their box", func(t *testing.T) {
+		args := map[string]any{}
+		for i := range 300 {
+			args[fmt.Sprintf("key-%03d", i)] = strings.Repeat("v", 40)
+		}
+		rec := create(t, base, "/v1/approvals", map[string]any{"tool_name": "bulk_apply", "arguments": args})
+		c := card(rec)
+		do(t, "arrives", chromedp.WaitVisible(c+" details.args pre"), chromedp.ScrollIntoView(c+" details.args"))
+		shot(t, "approval-large-args-375x812.png", false)
+		// The buttons are at most a screen below the arguments' start, and
+		// every argument can still be scrolled to.
+		got := eval(t, `(() => {
+			const pre = document.querySelector("`+c+` details.args pre");
+			const btn = document.querySelector("`+c+` button[data-outcome]");
+			const gap = btn.getBoundingClientRect().bottom - pre.getBoundingClientRect().top;
+			return gap <= innerHeight && pre.scrollHeight > pre.clientHeight ? "ok" : "gap " + gap + ", box " + pre.clientHeight + " of " + pre.scrollHeight;
+		})()`)
+		if got != "ok" {
+			t.Errorf("with 300 arguments, the decision's buttons are far below: %s (viewport 812)", got)
+		}
+		do(t, "reject", chromedp.Click(c+` button[data-outcome="rejected"]`), chromedp.WaitVisible(c+" .outcome"))
 	})
 	t.Run("answered elsewhere, it leaves the page", func(t *testing.T) {
 		later := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys now?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
