@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
@@ -177,6 +178,45 @@ func TestBrowser(t *testing.T) {
 		return err
 	}))
 
+	t.Run("a screen reader hears each question", func(t *testing.T) {
+		// Each question is a heading, and its group of options (or its
+		// field) is named by it: a radio read alone says what it answers.
+		names := func(role string) string {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+			defer cancel()
+			var out []string
+			err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				res, err := cdp.Call(ctx, tg, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+				if err != nil {
+					return err
+				}
+				for _, n := range res.Nodes {
+					if n.Ignored || n.Role == nil || n.Name == nil || strings.Trim(string(n.Role.Value), `"`) != role {
+						continue
+					}
+					var name string
+					if err := json.Unmarshal(n.Name.Value, &name); err == nil {
+						out = append(out, name)
+					}
+				}
+				return nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(out, " | ")
+		}
+		groups, headings := names("group"), names("heading")
+		for _, q := range []string{"Deploy v2.3 to prod?", "Which regions get the release?", "How many replicas should prod run?"} {
+			if !strings.Contains(groups, q) {
+				t.Errorf("no group of options is named %q; groups: %s", q, groups)
+			}
+			if !strings.Contains(headings, q) {
+				t.Errorf("no heading %q; headings: %s", q, headings)
+			}
+		}
+	})
 	t.Run("single-select", func(t *testing.T) {
 		c := card(single)
 		do(t, "answer", chromedp.Click(c+` input[value="Yes, ship it (Recommended)"]`), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
