@@ -262,6 +262,21 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), rec, `[{why [] restore the snapshot}]`)
 	})
+	t.Run("a required boolean's error clears when it is chosen", func(t *testing.T) {
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "dry", Question: "Dry run first?", Input: &seam.Input{Type: "boolean", Required: true}}))
+		c := card(rec)
+		do(t, "send unchosen", chromedp.WaitVisible(c+" form.answer"), chromedp.Click(c+" button[type=submit]"),
+			chromedp.WaitVisible(c+" fieldset .err"))
+		if msg := eval(t, `document.querySelector("`+c+` fieldset .err").textContent`); msg != "Choose Yes or No." {
+			t.Errorf("validation message %q", msg)
+		}
+		if got := eval(t, `document.activeElement.value`); got != "true" {
+			t.Errorf("focus is on %q, want the first choice", got)
+		}
+		do(t, "choose Yes", chromedp.Click(c+` .opts.two input[value="true"]`), chromedp.WaitNotVisible(c+" fieldset .err"))
+		do(t, "send", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, `[{dry [] true}]`)
+	})
 	t.Run("approval", func(t *testing.T) {
 		c := card(approval)
 		do(t, "allow", chromedp.SendKeys(c+" textarea[name=note]", "ok after the freeze"),

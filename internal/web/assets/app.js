@@ -35,8 +35,8 @@
   function fieldError(fs, msg) {
     const e = fs.querySelector(".err");
     if (e) e.textContent = msg;
-    const input = fs.querySelector(".custom");
-    if (input) input.setAttribute("aria-invalid", msg ? "true" : "false");
+    // A boolean's Yes and No are marked too: choosing one clears its error.
+    for (const input of fs.querySelectorAll(".custom, .opts.two input")) input.setAttribute("aria-invalid", msg ? "true" : "false");
   }
 
   // Checks a question's field: a typed one as the bridge does, a required
