@@ -277,6 +277,20 @@ func TestBrowser(t *testing.T) {
 		do(t, "send", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), rec, `[{dry [] true}]`)
 	})
+	t.Run("right-to-left text reads right to left", func(t *testing.T) {
+		rec := create(t, base, "/v1/questions", map[string]any{"caller": map[string]any{"name": "بوت النشر"}, "questions": []seam.Question{{ID: "q", Header: "نشر",
+			Question: "هل تريد النشر إلى الإنتاج؟", Options: []seam.Option{{Label: "نعم (Recommended)", Description: "ينشر الإصدار 2.3"}, {Label: "No"}}}}})
+		c := card(rec)
+		do(t, "arrives", chromedp.WaitVisible(c+" form.answer"), chromedp.ScrollIntoView(c))
+		shot(t, "rtl-375x812.png", false)
+		got := eval(t, `["legend", "h2.qtext", ".label", ".desc", "textarea.custom"].map((s) => getComputedStyle(document.querySelector("`+c+` " + s)).direction).join(" ") + " / " +
+			getComputedStyle(document.querySelectorAll("`+c+` .label")[1]).direction`)
+		if got != "rtl rtl rtl rtl ltr / ltr" {
+			t.Errorf("directions of header, question, label, description, empty field / an English label: %s, want rtl rtl rtl rtl ltr / ltr", got)
+		}
+		do(t, "answer", chromedp.Click(c+` input[value="نعم (Recommended)"]`), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, `[{q [نعم (Recommended)] }]`)
+	})
 	t.Run("approval", func(t *testing.T) {
 		c := card(approval)
 		do(t, "allow", chromedp.SendKeys(c+" textarea[name=note]", "ok after the freeze"),
