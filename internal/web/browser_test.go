@@ -230,6 +230,16 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), multi, `[{regions [eu-west ap-south] and staging first}]`)
 	})
+	t.Run("an answer's lines stay lines", func(t *testing.T) {
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "steps", Question: "Which steps?"}, seam.Question{ID: "ok", Question: "Go?", Options: []seam.Option{{Label: "Go"}}}))
+		c := card(rec)
+		do(t, "type two lines", chromedp.WaitVisible(c+" form.answer"), chromedp.SendKeys(c+" textarea.custom", "drain first\nthen roll out"),
+			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome dd"))
+		wantAnswer(t, a.Store(), rec, "[{steps [] drain first\nthen roll out} {ok [] }]")
+		if got := eval(t, `document.querySelector("`+c+` .outcome dd").innerText`); got != "“drain first\nthen roll out”" {
+			t.Errorf("the answer shows as %q", got)
+		}
+	})
 	t.Run("typed field with a validation error", func(t *testing.T) {
 		c := card(typed)
 		do(t, "type a bad value", chromedp.SendKeys(c+" input.custom", "three"), chromedp.Click(c+" button[type=submit]"),
