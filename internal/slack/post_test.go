@@ -27,20 +27,7 @@ const testToken = "xoxb-test-SECRET"
 // surface's Redis commands.
 func newSurface(t *testing.T, fake *slacktest.FakeSlack, hooks ...redis.Hook) (*Surface, *pending.Store, *[]time.Duration) {
 	t.Helper()
-	emb, err := pending.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Close)
-	rdb, err := pending.Dial(emb.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.(*redis.Client).Close() })
-	for _, h := range hooks {
-		rdb.AddHook(h)
-	}
-	store := pending.New(rdb, pending.Options{})
+	store := embeddedStore(t, hooks...)
 	var waits []time.Duration
 	cfg := &config.Config{
 		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
@@ -57,6 +44,26 @@ func newSurface(t *testing.T, fake *slacktest.FakeSlack, hooks ...redis.Hook) (*
 		t.Fatal(err)
 	}
 	return s, store, &waits
+}
+
+// embeddedStore is a store on an embedded Redis of its own, whose
+// commands hooks see.
+func embeddedStore(t *testing.T, hooks ...redis.Hook) *pending.Store {
+	t.Helper()
+	emb, err := pending.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	rdb, err := pending.Dial(emb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.(*redis.Client).Close() })
+	for _, h := range hooks {
+		rdb.AddHook(h)
+	}
+	return pending.New(rdb, pending.Options{})
 }
 
 func createQuestion(t *testing.T, store *pending.Store) *pending.Record {

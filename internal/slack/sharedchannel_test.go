@@ -25,16 +25,7 @@ import (
 // the request is read and its own target's responders decide.
 func TestCarriedTargetInASharedChannel(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, testToken)
-	emb, err := pending.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Close)
-	rdb, err := pending.Dial(emb.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := pending.New(rdb, pending.Options{})
+	store := embeddedStore(t)
 	prodTarget := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UADA"}}}
 	cfg := &config.Config{
 		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
