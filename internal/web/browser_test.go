@@ -338,6 +338,17 @@ func TestBrowser(t *testing.T) {
 		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
 		do(t, "leaves", chromedp.WaitNotPresent(card(later)))
 	})
+	t.Run("answered elsewhere while being filled in, it says how", func(t *testing.T) {
+		later := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys tonight?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
+		c := card(later)
+		do(t, "begin to answer", chromedp.WaitVisible(c), chromedp.Click(c+` input[value="Yes"]`))
+		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
+		do(t, "says how it ended", chromedp.WaitVisible(c+" .outcome"))
+		if got := eval(t, `document.querySelector("`+c+` .outcome").innerText`); !strings.Contains(got, "No") {
+			t.Errorf("the card says %q, want the answer given elsewhere", got)
+		}
+		do(t, "then leaves", chromedp.WaitNotPresent(c))
+	})
 	t.Run("a stream the bridge refused is opened again", func(t *testing.T) {
 		// The bridge answers the inbox's first stream with 503, as it does
 		// while Redis is away: EventSource gives up for good on an error

@@ -68,6 +68,28 @@ func (s *Server) cards(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// outcome is how an ended request ended, as its card shows it once
+// answered: for the inbox, whose card of a request that someone else ended
+// while the person was filling it in says why it goes.
+func (s *Server) outcome(w http.ResponseWriter, r *http.Request) error {
+	switch _, _, err := s.sessionOf(r); {
+	case errors.Is(err, errSignedOut):
+		return &pageErr{http.StatusUnauthorized, "Signed out", "Your session has ended; reload the page to sign in again."}
+	case err != nil:
+		return err
+	}
+	rec, err := s.store.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if rec.Status == seam.StatusPending {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	s.render(w, http.StatusOK, "done", s.card(rec))
+	return nil
+}
+
 // request is the page of one request: opened by a signed link, or by a
 // signed-in answerer.
 func (s *Server) request(w http.ResponseWriter, r *http.Request) error {

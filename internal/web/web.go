@@ -141,6 +141,7 @@ func (s *Server) Mount(m Mounter) {
 	m.Mount("POST /web/signin", s.cop.Handler(s.page(s.signIn)))
 	m.Mount("POST /web/signout", s.cop.Handler(s.page(s.signOut)))
 	m.Mount("GET /web/cards", s.page(s.cards))
+	m.Mount("GET /web/requests/{id}/outcome", s.page(s.outcome))
 	m.Mount("GET /web/events", http.HandlerFunc(s.events))
 	for _, action := range []string{"answer", "decision", "dismiss"} {
 		m.Mount("POST /web/requests/{id}/"+action, s.cop.Handler(s.api(s.resolve(action))))

@@ -773,3 +773,28 @@ func TestLinkOfAReplacedRequest(t *testing.T) {
 		t.Errorf("the second request's own link: %d", status)
 	}
 }
+
+// TestOutcome: the inbox reads how a request that ended elsewhere ended,
+// for its card that someone was filling in; only a signed-in answerer can.
+func TestOutcome(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	rec := b.ask(t, time.Hour, deploy)
+	path := "/web/requests/" + rec.ID + "/outcome"
+	if status, _ := b.page(t, c, path); status != http.StatusUnauthorized {
+		t.Errorf("signed out: %d", status)
+	}
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token")}
+	if status, body := b.page(t, c, path); status != http.StatusNoContent {
+		t.Errorf("pending: %d %s, want 204", status, body)
+	}
+	if status, body := b.post(t, c, "/web/requests/"+rec.ID+"/dismiss", h, nil); status != 200 {
+		t.Fatalf("dismiss: %d %v", status, body)
+	}
+	if status, body := b.page(t, c, path); status != http.StatusOK || !strings.Contains(body, `class="outcome status-dismissed"`) || !strings.Contains(body, "Dismissed by") {
+		t.Errorf("ended: %d %s", status, body)
+	}
+	if status, _ := b.page(t, c, "/web/requests/nosuchrequest0000/outcome"); status != http.StatusNotFound {
+		t.Errorf("unknown: %d, want 404", status)
+	}
+}

@@ -104,6 +104,15 @@
     }
   }
 
+  async function showEnded(card) {
+    try {
+      const res = await fetch("/web/requests/" + encodeURIComponent(card.dataset.id) + "/outcome", { credentials: "same-origin" });
+      if (res.status === 200) { showOutcome(card, await res.text()); return; }
+    } catch (e) { /* gone from the page all the same */ }
+    card.classList.add("leaving");
+    setTimeout(() => card.remove(), 450);
+  }
+
   function busy(form, on) {
     for (const b of form.querySelectorAll("button")) b.disabled = on;
   }
@@ -198,10 +207,16 @@
     const fresh = [...tpl.content.querySelectorAll(".card")];
     const ids = new Set(fresh.map((c) => c.dataset.id));
     for (const c of list.querySelectorAll(".card")) {
-      if (!ids.has(c.dataset.id) && !c.classList.contains("done")) {
-        c.classList.add("leaving");
-        setTimeout(() => c.remove(), 450);
+      if (ids.has(c.dataset.id) || c.classList.contains("done") || c.classList.contains("leaving")) continue;
+      if (c.dataset.touched) {
+        // Ended elsewhere while the person was filling it in: say how,
+        // rather than take it away without a word.
+        c.dataset.touched = "";
+        showEnded(c);
+        continue;
       }
+      c.classList.add("leaving");
+      setTimeout(() => c.remove(), 450);
     }
     // Insert new cards in order; cards already shown keep what was typed.
     let prev = null;
@@ -242,6 +257,14 @@
 
   localTimes(document);
   if (page === "inbox") {
+    // A card the person has begun to fill in is marked: should it end
+    // elsewhere meanwhile, it says how before it goes (refreshInbox).
+    for (const type of ["input", "change"]) {
+      document.addEventListener(type, (ev) => {
+        const c = ev.target.closest && ev.target.closest(".card");
+        if (c) c.dataset.touched = "1";
+      });
+    }
     stream("/web/events", () => { refreshInbox().catch(() => live(false)); }, refreshInbox);
   } else if (page === "request") {
     const id = document.body.dataset.id;
