@@ -349,6 +349,22 @@ func TestBrowser(t *testing.T) {
 		}
 		do(t, "then leaves", chromedp.WaitNotPresent(c))
 	})
+	t.Run("a double tap does not dismiss", func(t *testing.T) {
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Archive the old logs?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
+		c := card(rec)
+		do(t, "arrives", chromedp.WaitVisible(c+" button[data-dismiss]"))
+		// Two taps in one instant, as a double tap sends them: the second
+		// would dismiss if it counted (act disables the buttons at once).
+		if got := eval(t, `(() => { const b = document.querySelector("`+c+` button[data-dismiss]"); b.click(); b.click(); return b.disabled + " " + b.textContent })()`); got != "false Tap again to dismiss" {
+			t.Fatalf("after a double tap the button is %q, want it armed and not dismissing", got)
+		}
+		// A deliberate second tap (its first was long enough ago) dismisses.
+		eval(t, `(() => { const b = document.querySelector("`+c+` button[data-dismiss]"); b.dataset.armedAt = "0"; b.click(); return "" })()`)
+		do(t, "dismissed", chromedp.WaitVisible(c+" .outcome"))
+		if got := call(t, base, http.MethodGet, "/v1/questions/"+rec["id"].(string), "ada-token", nil); got["status"] != "dismissed" {
+			t.Errorf("status %v, want dismissed", got["status"])
+		}
+	})
 	t.Run("a stream the bridge refused is opened again", func(t *testing.T) {
 		// The bridge answers the inbox's first stream with 503, as it does
 		// while Redis is away: EventSource gives up for good on an error

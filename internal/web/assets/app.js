@@ -135,12 +135,15 @@
     }
   }
 
+  // armDismiss asks for a second tap, which dismisses: a deliberate one,
+  // not the second half of a double tap (within 400 ms of the first).
   function armDismiss(btn, card, form) {
     if (btn.classList.contains("confirm")) {
-      act(card, form, "dismiss", {});
+      if (Date.now() - Number(btn.dataset.armedAt) >= 400) act(card, form, "dismiss", {});
       return;
     }
     const label = btn.textContent;
+    btn.dataset.armedAt = String(Date.now());
     btn.classList.add("confirm");
     btn.textContent = "Tap again to dismiss";
     setTimeout(() => { btn.classList.remove("confirm"); btn.textContent = label; }, 4000);
