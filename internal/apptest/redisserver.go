@@ -25,6 +25,7 @@ type RedisServer struct {
 	dir  string
 	t    testing.TB
 	cmd  *exec.Cmd
+	done chan struct{} // closed once cmd has exited
 }
 
 // StartRedisServer starts a RedisServer, stopped when t ends. It skips t
@@ -60,6 +61,11 @@ func (s *RedisServer) Start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redis-server: %v", err)
 	}
+	s.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		_ = cmd.Wait()
+		close(done)
+	}(s.cmd, s.done)
 	rdb := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)), MaxRetries: -1})
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -69,6 +75,16 @@ func (s *RedisServer) Start() {
 		cancel()
 		if err == nil {
 			return
+		}
+		select {
+		case <-s.done:
+			// It could not start: on a restart after Kill, most likely
+			// because another process took its port meanwhile.
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			state := s.cmd.ProcessState
+			s.cmd = nil // Kill has nothing to do
+			s.t.Fatalf("redis-server on port %d exited (%v):\n%s", s.Port, state, log)
+		default:
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
@@ -84,6 +100,6 @@ func (s *RedisServer) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	_ = s.cmd.Wait()
+	<-s.done
 	s.cmd = nil
 }
