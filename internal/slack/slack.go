@@ -262,15 +262,14 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 // never be edited: a person deleted it (message_not_found), or its channel
 // was deleted or archived (channel_not_found, is_archived).
 func uneditable(err error) bool {
+	return refusedWith(err, "message_not_found", "channel_not_found", "is_archived")
+}
+
+// refusedWith reports whether Slack refused a call with one of codes
+// ({"ok":false,"error":code}).
+func refusedWith(err error, codes ...string) bool {
 	var se slackapi.SlackErrorResponse
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Err {
-	case "message_not_found", "channel_not_found", "is_archived":
-		return true
-	}
-	return false
+	return errors.As(err, &se) && slices.Contains(codes, se.Err)
 }
 
 // threadGone reports whether a post into a session's thread failed
@@ -280,15 +279,7 @@ func uneditable(err error) bool {
 // invalid_thread_ts and as message_not_found; each means the post can't go
 // in that thread.
 func threadGone(err error) bool {
-	var se slackapi.SlackErrorResponse
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Err {
-	case "thread_not_found", "invalid_thread_ts", "message_not_found":
-		return true
-	}
-	return false
+	return refusedWith(err, "thread_not_found", "invalid_thread_ts", "message_not_found")
 }
 
 // tell tells user, and only user, something about the message they

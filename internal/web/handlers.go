@@ -47,13 +47,22 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// cards is the inbox's list alone, which the page fetches when the
-// pending requests change.
-func (s *Server) cards(w http.ResponseWriter, r *http.Request) error {
+// signedIn checks that a call the inbox page makes (its list, an outcome)
+// comes from a current session: a page whose session ended gets 401 and
+// reloads into the sign-in page.
+func (s *Server) signedIn(r *http.Request) error {
 	switch _, _, err := s.sessionOf(r); {
 	case errors.Is(err, errSignedOut):
 		return &pageErr{http.StatusUnauthorized, "Signed out", "Your session has ended; reload the page to sign in again."}
-	case err != nil:
+	default:
+		return err
+	}
+}
+
+// cards is the inbox's list alone, which the page fetches when the
+// pending requests change.
+func (s *Server) cards(w http.ResponseWriter, r *http.Request) error {
+	if err := s.signedIn(r); err != nil {
 		return err
 	}
 	recs, err := s.pendingAll(r.Context())
@@ -72,10 +81,7 @@ func (s *Server) cards(w http.ResponseWriter, r *http.Request) error {
 // answered: for the inbox, whose card of a request that someone else ended
 // while the person was filling it in says why it goes.
 func (s *Server) outcome(w http.ResponseWriter, r *http.Request) error {
-	switch _, _, err := s.sessionOf(r); {
-	case errors.Is(err, errSignedOut):
-		return &pageErr{http.StatusUnauthorized, "Signed out", "Your session has ended; reload the page to sign in again."}
-	case err != nil:
+	if err := s.signedIn(r); err != nil {
 		return err
 	}
 	rec, err := s.store.Get(r.Context(), r.PathValue("id"))
