@@ -585,7 +585,9 @@ func (s *Server) resolvePending(w http.ResponseWriter, r *http.Request, kind sea
 			return err
 		}
 	}
-	res.Kind, res.From = kind, rec
+	// Hash: check validated the resolution against rec; it holds only for
+	// rec, not for a request created under its id since it was read.
+	res.Kind, res.From, res.Hash = kind, rec, rec.Hash
 	got, err := s.dispatch.Resolve(r.Context(), rec.ID, res)
 	if errors.Is(err, pending.ErrAlreadyResolved) && got != nil {
 		return ended(got) // another was first, or the request expired meanwhile

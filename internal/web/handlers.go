@@ -241,7 +241,9 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 				return err
 			}
 		}
-		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind, From: rec}
+		// Hash: the answer is checked against rec, and holds only for it,
+		// not for a request created under its id since it was read.
+		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind, From: rec, Hash: rec.Hash}
 		switch action {
 		case "answer":
 			if rec.Kind != seam.KindQuestion {
