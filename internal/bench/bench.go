@@ -83,6 +83,7 @@ type Report struct {
 	Replicas int       `json:"replicas"`
 
 	Floors     Floors     `json:"floors"`
+	Paced      *Paced     `json:"paced_floors,omitempty"`
 	Wake       Wake       `json:"wake"`
 	Load       Load       `json:"load"`
 	Throughput Throughput `json:"throughput"`
@@ -110,6 +111,9 @@ type Wake struct {
 	Same  Latency `json:"same_replica"`
 	Cross Latency `json:"cross_replica"`
 	Ack   Latency `json:"ack"` // the callback's HTTP answer
+	// PostToClick is how long each message waited for its click: from
+	// reaching the fake Slack until the agent's call was seen parked.
+	PostToClick Latency `json:"post_to_click"`
 }
 
 // Load is the open-loop phase: clicks sent on a fixed schedule, whatever
@@ -196,8 +200,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}()
 
+	fl, err := newFloorer(ctx, rs, c.prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
 	progress("floors: %d samples each of a Redis round trip, a pub/sub hop and a loopback HTTP call", o.Samples)
-	if rep.Floors, err = measureFloors(ctx, rs, c.prefix, o.Samples); err != nil {
+	if rep.Floors, err = fl.measure(ctx, o.Samples, 0); err != nil {
 		return nil, err
 	}
 
@@ -205,6 +214,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if rep.Wake, err = f.wake(ctx, o.Samples); err != nil {
 		return nil, err
 	}
+
+	// Paced as the clicks were: each sample after as long a pause as a
+	// click's message waited for it.
+	pace := max(rep.Wake.PostToClick.P50, 100*time.Microsecond)
+	progress("floors again, paced: each sample %v after the one before", pace.Round(time.Microsecond))
+	paced, err := fl.measure(ctx, o.Samples, pace)
+	if err != nil {
+		return nil, err
+	}
+	rep.Paced = &Paced{Every: pace, EveryUS: us(pace), Floors: paced}
 
 	progress("load: %.0f clicks/s for %v", o.Rate, o.Duration)
 	rep.Load = f.load(ctx, o.Rate, o.Duration, progress)
@@ -248,7 +267,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // agent's call is parked on its replica, as in production, where a person
 // takes seconds to answer.
 func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
-	var same, cross, acks []time.Duration
+	var same, cross, acks, gaps []time.Duration
 	type result struct {
 		a   answered
 		err error
@@ -264,9 +283,11 @@ func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
 		if err != nil {
 			return Wake{}, err
 		}
+		posted := time.Now()
 		if err := f.parked(ctx, r, 1); err != nil {
 			return Wake{}, err
 		}
+		gaps = append(gaps, time.Since(posted))
 		ack, err := f.answer(ctx, p, cr, true, time.Time{})
 		if err != nil {
 			return Wake{}, err
@@ -288,7 +309,7 @@ func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
 			cross = append(cross, res.a.wait)
 		}
 	}
-	return Wake{Same: summarize(same), Cross: summarize(cross), Ack: summarize(acks)}, nil
+	return Wake{Same: summarize(same), Cross: summarize(cross), Ack: summarize(acks), PostToClick: summarize(gaps)}, nil
 }
 
 // parked waits until replica r holds n waiting calls.

@@ -108,6 +108,15 @@ func TestRunReportsEveryPhase(t *testing.T) {
 			t.Errorf("%s = %+v; want 60 ordered samples", name, l)
 		}
 	}
+	if p := rep.Paced; p == nil || p.Every != max(rep.Wake.PostToClick.P50, 100*time.Microsecond) || rep.Wake.PostToClick.N != 60 {
+		t.Errorf("paced floors = %+v, post to click = %+v; want them paced at the median time a message waited for its click", rep.Paced, rep.Wake.PostToClick)
+	} else {
+		for name, l := range map[string]bench.Latency{"redis": p.RedisRTT, "pub/sub": p.PubSub, "http": p.HTTP, "click path": p.ClickPath} {
+			if l.N != 60 || l.P50 <= 0 || l.P50 > l.P99 {
+				t.Errorf("paced %s floor = %+v; want 60 samples", name, l)
+			}
+		}
+	}
 	if n := rep.Wake.Same.N + rep.Wake.Cross.N; n != 60 || rep.Wake.Same.N == 0 || rep.Wake.Cross.N == 0 || rep.Wake.Ack.N != 60 {
 		t.Errorf("wake samples: %d same, %d cross; want 60 in all, some of each", rep.Wake.Same.N, rep.Wake.Cross.N)
 	}
@@ -136,13 +145,16 @@ func TestRunReportsEveryPhase(t *testing.T) {
 			(tg.Value != rep.Throughput.Capacity || !strings.Contains(tg.Note, fmt.Sprintf("measured %.0f/s", rep.Throughput.PerSecond))) {
 			t.Errorf("lifecycles target = %+v; want the projection %.0f, the measured %.0f/s noted", tg, rep.Throughput.Capacity, rep.Throughput.PerSecond)
 		}
+		if strings.HasPrefix(tg.Name, "click-to-waiter") && !strings.Contains(tg.Note, "paced as the clicks, ") {
+			t.Errorf("click-to-waiter target = %+v; want its ratio to the paced floors noted", tg)
+		}
 	}
 
 	var table bytes.Buffer
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"floor: pub/sub hop", "click-to-waiter, cross replica", "lifecycles/s", "Redis round trips", "memory: 300 waiters", "targets:"} {
+	for _, s := range []string{"floor: pub/sub hop", "paced floor: pub/sub hop, each ", "click-to-waiter, cross replica", "lifecycles/s", "Redis round trips", "memory: 300 waiters", "targets:"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("the table has no %q:\n%s", s, table.String())
 		}
@@ -155,6 +167,9 @@ func TestRunReportsEveryPhase(t *testing.T) {
 	json.Unmarshal(raw, &back)
 	if fl, _ := back["floors"].(map[string]any); fl == nil || fl["pubsub"].(map[string]any)["p99_us"].(float64) <= 0 {
 		t.Errorf("the JSON has no pub/sub floor in µs: %s", raw)
+	}
+	if fl, _ := back["paced_floors"].(map[string]any); fl == nil || fl["every_us"].(float64) <= 0 || fl["pubsub"].(map[string]any)["p99_us"].(float64) <= 0 {
+		t.Errorf("the JSON has no paced floors in µs: %s", raw)
 	}
 	if !strings.Contains(progress.String(), "throughput") {
 		t.Errorf("no progress was written:\n%s", progress.String())

@@ -26,6 +26,16 @@ type Floors struct {
 	ClickPath Latency `json:"click_path"`
 }
 
+// Paced are the floors again, each sample taken after a pause as long as
+// the one-at-a-time clicks were apart: between clicks every process goes
+// idle, and a hop that wakes an idle process costs more than one of a
+// back-to-back series, where nothing sleeps.
+type Paced struct {
+	Every   time.Duration `json:"-"`
+	EveryUS float64       `json:"every_us"` // Every, in the report's unit
+	Floors
+}
+
 func sumFloors(n int, ls ...Latency) Latency {
 	out := Latency{N: n}
 	for _, l := range ls {
@@ -39,89 +49,151 @@ func sumFloors(n int, ls ...Latency) Latency {
 
 const floorTimeout = 5 * time.Second
 
-// measureFloors takes n samples of each floor.
-func measureFloors(ctx context.Context, rs *redisServer, prefix string, n int) (Floors, error) {
-	channel := prefix + "floor"
-	pub, sub, err := floorClients(ctx, rs, channel)
-	if err != nil {
-		return Floors{}, err
-	}
-	defer pub.Close()
-	defer sub.Close()
+// floorer takes samples of each floor: a Redis round trip, a pub/sub hop
+// and a loopback HTTP call.
+type floorer struct {
+	pub     *redis.Client
+	sub     redis.UniversalClient
+	ps      *redis.PubSub
+	channel string
+	publish func(ctx context.Context, channel string, msg any) *redis.IntCmd
+	got     chan time.Time
+	srv     *http.Server
+	client  *http.Client
+	url     string
+}
 
-	var fl Floors
-	ds := make([]time.Duration, 0, n)
-	for range n {
-		start := time.Now()
-		if err := pub.Ping(ctx).Err(); err != nil {
-			return fl, fmt.Errorf("PING: %w", err)
+func newFloorer(ctx context.Context, rs *redisServer, prefix string) (_ *floorer, err error) {
+	f := &floorer{channel: prefix + "floor", got: make(chan time.Time, 1), client: httpClient()}
+	if f.pub, f.sub, err = floorClients(ctx, rs, f.channel); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.close()
 		}
-		ds = append(ds, time.Since(start))
-	}
-	fl.RedisRTT = summarize(ds)
-
+	}()
 	// On a cluster, sharded pub/sub, as the bridge's wake-ups there.
-	subscribe, publish := sub.Subscribe, pub.Publish
+	subscribe, publish := f.sub.Subscribe, f.pub.Publish
 	if len(rs.addrs) > 0 {
-		subscribe, publish = sub.SSubscribe, pub.SPublish
+		subscribe, publish = f.sub.SSubscribe, f.pub.SPublish
 	}
-	ps := subscribe(ctx, channel)
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		return fl, fmt.Errorf("SUBSCRIBE: %w", err)
+	f.publish = publish
+	f.ps = subscribe(ctx, f.channel)
+	if _, err := f.ps.Receive(ctx); err != nil {
+		return nil, fmt.Errorf("SUBSCRIBE: %w", err)
 	}
-	got := make(chan time.Time, 1)
 	go func() {
 		for {
-			msg, err := ps.Receive(context.Background())
+			msg, err := f.ps.Receive(context.Background())
 			if err != nil {
 				return // closed
 			}
 			if _, ok := msg.(*redis.Message); ok {
-				got <- time.Now()
+				f.got <- time.Now()
 			}
 		}
 	}()
-	payload := strings.Repeat("x", 16) // a request id's length
-	ds = ds[:0]
-	for range n {
-		start := time.Now()
-		if err := publish(ctx, channel, payload).Err(); err != nil {
-			return fl, fmt.Errorf("PUBLISH: %w", err)
-		}
-		select {
-		case at := <-got:
-			ds = append(ds, at.Sub(start))
-		case <-time.After(floorTimeout):
-			return fl, fmt.Errorf("a published message did not arrive within %v", floorTimeout)
-		}
-	}
-	fl.PubSub = summarize(ds)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fl, err
+		return nil, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, "{}")
 	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	client := httpClient()
-	url := "http://" + ln.Addr().String() + "/"
-	ds = ds[:0]
-	for range n {
-		start := time.Now()
-		resp, err := client.Get(url)
-		if err != nil {
-			return fl, fmt.Errorf("HTTP floor: %w", err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		ds = append(ds, time.Since(start))
+	go f.srv.Serve(ln)
+	f.url = "http://" + ln.Addr().String() + "/"
+	return f, nil
+}
+
+func (f *floorer) close() {
+	if f.srv != nil {
+		f.srv.Close()
 	}
-	fl.HTTP = summarize(ds)
+	if f.ps != nil {
+		f.ps.Close()
+	}
+	f.pub.Close()
+	f.sub.Close()
+}
+
+func (f *floorer) ping(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	if err := f.pub.Ping(ctx).Err(); err != nil {
+		return 0, fmt.Errorf("PING: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+var floorPayload = strings.Repeat("x", 16) // a request id's length
+
+func (f *floorer) hop(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	if err := f.publish(ctx, f.channel, floorPayload).Err(); err != nil {
+		return 0, fmt.Errorf("PUBLISH: %w", err)
+	}
+	select {
+	case at := <-f.got:
+		return at.Sub(start), nil
+	case <-time.After(floorTimeout):
+		return 0, fmt.Errorf("a published message did not arrive within %v", floorTimeout)
+	}
+}
+
+func (f *floorer) call(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("HTTP floor: %w", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return time.Since(start), nil
+}
+
+// measure takes n samples of each floor. With every zero they are taken
+// back to back, each kind in a series of its own; otherwise in turns, each
+// after a pause of every.
+func (f *floorer) measure(ctx context.Context, n int, every time.Duration) (Floors, error) {
+	kinds := []func(context.Context) (time.Duration, error){f.ping, f.hop, f.call}
+	ds := make([][]time.Duration, len(kinds))
+	take := func(k int) error {
+		d, err := kinds[k](ctx)
+		ds[k] = append(ds[k], d)
+		return err
+	}
+	if every == 0 {
+		for k := range kinds {
+			for range n {
+				if err := take(k); err != nil {
+					return Floors{}, err
+				}
+			}
+		}
+	} else {
+		pause := time.NewTimer(every)
+		defer pause.Stop()
+		for range n {
+			for k := range kinds {
+				pause.Reset(every)
+				select {
+				case <-ctx.Done():
+					return Floors{}, ctx.Err()
+				case <-pause.C:
+				}
+				if err := take(k); err != nil {
+					return Floors{}, err
+				}
+			}
+		}
+	}
+	fl := Floors{RedisRTT: summarize(ds[0]), PubSub: summarize(ds[1]), HTTP: summarize(ds[2])}
 	fl.ClickPath = sumFloors(n, fl.HTTP, fl.RedisRTT, fl.PubSub)
 	return fl, nil
 }

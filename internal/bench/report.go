@@ -41,9 +41,13 @@ func targets(r *Report) []Target {
 		if w.l.N == 0 || floor == 0 {
 			continue
 		}
+		note := fmt.Sprintf("%.1fx the click path's floor", ratio(w.l.P99, r.Floors.ClickPath.P99))
+		if p := r.Paced; p != nil {
+			note += fmt.Sprintf("; paced as the clicks, %.1fx the pub/sub floor and %.1fx the click path's",
+				ratio(w.l.P99, p.PubSub.P99), ratio(w.l.P99, p.ClickPath.P99))
+		}
 		add(Target{Name: "click-to-waiter p99, " + w.name + " replica, / pub/sub floor p99", Value: ratio(w.l.P99, floor),
-			Limit: 3, Unit: "x", Below: true,
-			Note: fmt.Sprintf("%.1fx the click path's floor", ratio(w.l.P99, r.Floors.ClickPath.P99))})
+			Limit: 3, Unit: "x", Below: true, Note: note})
 	}
 	if r.Load.Ack.N > 0 {
 		t := Target{Name: fmt.Sprintf("interaction ack p99 at %.0f clicks/s", r.Load.Achieved), Value: ms(r.Load.Ack.P99),
@@ -110,6 +114,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	lat("floor: pub/sub hop", r.Floors.PubSub, r.Floors.PubSub)
 	lat("floor: loopback HTTP call", r.Floors.HTTP, r.Floors.HTTP)
 	lat("floor: click path (HTTP + Redis round trip + pub/sub)", r.Floors.ClickPath, r.Floors.ClickPath)
+	if pf := r.Paced; pf != nil {
+		every := dur(pf.Every)
+		lat("paced floor: Redis round trip, each "+every+" apart", pf.RedisRTT, r.Floors.RedisRTT)
+		lat("paced floor: pub/sub hop, each "+every+" apart", pf.PubSub, r.Floors.PubSub)
+		lat("paced floor: loopback HTTP call, each "+every+" apart", pf.HTTP, r.Floors.HTTP)
+		lat("paced floor: click path", pf.ClickPath, r.Floors.ClickPath)
+	}
 	lat("click-to-waiter, same replica (one at a time; floor pub/sub)", r.Wake.Same, r.Floors.PubSub)
 	lat("click-to-waiter, cross replica (one at a time; floor pub/sub)", r.Wake.Cross, r.Floors.PubSub)
 	lat("interaction ack, one at a time (floor HTTP)", r.Wake.Ack, r.Floors.HTTP)
