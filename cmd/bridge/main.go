@@ -22,9 +22,11 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
@@ -44,7 +46,7 @@ commands:
   answer ID      answer a pending question (answer-scoped token)
   pending        list pending questions and approvals (answer-scoped token)
   mcp            serve ask_user_question and request_approval to an MCP client on stdio
-  config check   validate a config file and print the effective config
+  config check   validate a config file (--connect: and the connections it names)
   bench          measure latency, throughput and memory on replicas beside a fake Slack
   version        print the version
 
@@ -73,7 +75,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "config":
 		switch {
 		case len(rest) > 0 && rest[0] == "check":
-			return configCheck(rest[1:], stdout, stderr)
+			return configCheck(ctx, rest[1:], stdout, stderr)
 		case len(rest) == 1 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help"):
 			fmt.Fprint(stderr, configCheckUsage)
 			return exitOK
@@ -167,25 +169,42 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	return exitOK
 }
 
-const configCheckUsage = `usage: bridge config check FILE
+const configCheckUsage = `usage: bridge config check [--connect] FILE
 
 Validates the config file FILE, naming the key of every problem, and
 prints the effective configuration: defaults filled in, every secret shown
 as <secret>. Exits 0 when the file is valid, 1 when it is not.
+
+With --connect it then connects with the file's credentials instead of
+printing the configuration: Redis answers; the Slack bot token signs in,
+the bot is in each target's channel, each responders group can be read;
+the Discord bot token signs in, application_id and public_key are the
+bot's application's, Discord sends interactions where the bridge takes
+them, the bot can see each target's channel. It changes nothing and
+exits 1 when it finds a problem.
+
 `
 
-// configCheck validates a config file. It takes no flags, but parses them
-// so that -h prints its usage instead of being read as a file name.
-func configCheck(args []string, stdout, stderr io.Writer) int {
+// configCheck validates a config file and, with --connect, checks the
+// connections it names. Flags may come after the file too.
+func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	connect := fs.Bool("connect", false, "connect with the file's credentials and check what the bridge needs (changes nothing)")
 	if code, ok := parseFlags(fs, args, configCheckUsage, stderr); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() < 1 {
 		fmt.Fprint(stderr, configCheckUsage)
 		return exitUsage
 	}
 	path := fs.Arg(0)
+	if code, ok := parseFlags(fs, fs.Args()[1:], configCheckUsage, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprint(stderr, configCheckUsage)
+		return exitUsage
+	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge:", err)
@@ -194,6 +213,18 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
 		return exitError
+	}
+	if *connect {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		code := exitOK
+		for _, f := range app.Check(ctx, cfg, surface.HTTPClient()) {
+			fmt.Fprintln(stdout, f)
+			if f.Level == surface.Problem {
+				code = exitError
+			}
+		}
+		return code
 	}
 	out, err := cfg.Effective()
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 // TestServeCannotStart: a bridge that can't start says why and exits 1,
@@ -49,9 +51,67 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "check", filepath.Join(t.TempDir(), "missing.yaml")}, exitError, false},
 	} {
 		r := cli(tc.args...)
-		if r.code != tc.code || strings.Contains(r.stderr, "usage: bridge config check FILE") != tc.usage {
+		if r.code != tc.code || strings.Contains(r.stderr, "usage: bridge config check [--connect] FILE") != tc.usage {
 			t.Errorf("bridge %s: exit %d, stderr %q; want exit %d, usage shown %v", strings.Join(tc.args, " "), r.code, r.stderr, tc.code, tc.usage)
 		}
+	}
+}
+
+// TestConfigCheckConnect: --connect (before or after the file) reports
+// what it found of each connection the file names, one line each, and
+// exits 1 on a problem, with no secret in its output.
+func TestConfigCheckConnect(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, "xoxb-LEAK-bot")
+	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+	m := miniredis.RunT(t)
+	m.RequireAuth("LEAK-pw")
+	write := func(redisURL, channel string) string {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		yaml := "listen: 127.0.0.1:0\n" +
+			"redis: {url: \"" + redisURL + "\"}\n" +
+			"slack: {bot_token: xoxb-LEAK-bot, signing_secret: LEAK-signing, api_url: \"" + fake.URL + "\"}\n" +
+			"routes: [{name: default, targets: [{slack: {channel: " + channel + "}}]}]\n"
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := write("redis://:LEAK-pw@"+m.Addr()+"/0", "C1")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{{
+		name: "all set",
+		args: []string{"config", "check", "--connect", good},
+		code: exitOK,
+		want: []string{"ok      redis: answers PING\n", "ok      slack: signed in to Fake Workspace", "ok      slack channel C1: #deploys, and @askbridge is in it\n"},
+	}, {
+		name: "the flag after the file",
+		args: []string{"config", "check", good, "--connect"},
+		code: exitOK,
+		want: []string{"ok      slack channel C1: #deploys"},
+	}, {
+		name: "a wrong password, a channel the bot is not in",
+		args: []string{"config", "check", "--connect", write("redis://:LEAK-wrong@"+m.Addr()+"/0", "C9")},
+		code: exitError,
+		want: []string{"PROBLEM redis: PING failed: WRONGPASS", "ok      slack: signed in", "PROBLEM slack channel C9: Slack knows no such channel"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cli(tc.args...)
+			if r.code != tc.code {
+				t.Errorf("exit %d; want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout has no %q:\n%s", w, r.stdout)
+				}
+			}
+			if strings.Contains(r.stdout+r.stderr, "LEAK") {
+				t.Errorf("a secret is in the output:\n%s%s", r.stdout, r.stderr)
+			}
+		})
 	}
 }
 

@@ -61,12 +61,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 			a.Close()
 		}
 	}()
-	r := cfg.Redis
-	conn := pending.Conn{
-		URL: r.URL.Reveal(), Addrs: r.Addrs, MasterName: r.MasterName,
-		Username: r.Username, Password: r.Password.Reveal(), SentinelPassword: r.SentinelPassword.Reveal(),
-		DB: r.DB, TLS: r.TLS,
-	}
+	conn := connOf(cfg.Redis)
 	if conn.URL == "" && len(conn.Addrs) == 0 {
 		if a.embedded, err = pending.StartEmbedded(); err != nil {
 			return nil, fmt.Errorf("start the embedded redis: %w", err)
@@ -143,6 +138,15 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	a.srv.RegisterOnShutdown(a.web.Shutdown)
 	a.srv.RegisterOnShutdown(a.api.Shutdown)
 	return a, nil
+}
+
+// connOf is how to reach the Redis of r.
+func connOf(r config.Redis) pending.Conn {
+	return pending.Conn{
+		URL: r.URL.Reveal(), Addrs: r.Addrs, MasterName: r.MasterName,
+		Username: r.Username, Password: r.Password.Reveal(), SentinelPassword: r.SentinelPassword.Reveal(),
+		DB: r.DB, TLS: r.TLS,
+	}
 }
 
 // checkRedis asks Redis for one answer before the bridge starts. A setting

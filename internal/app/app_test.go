@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +104,17 @@ func TestWarnsOfARedisThatEvicts(t *testing.T) {
 			warned := strings.Contains(out.String(), `"maxmemory_policy":"`+tc.policy+`"`)
 			if warned != tc.warned {
 				t.Errorf("warned of eviction: %v, want %v; log:\n%s", warned, tc.warned, out.String())
+			}
+			// bridge config check --connect says the same.
+			var found []string
+			for _, f := range app.Check(ctx, apptest.Config(t, "", srv.URL(), "evict:"), http.DefaultClient) {
+				found = append(found, f.String())
+			}
+			noted := slices.ContainsFunc(found, func(f string) bool {
+				return strings.HasPrefix(f, "note    redis 127.0.0.1:") && strings.Contains(f, "maxmemory-policy is "+tc.policy+" with a memory limit")
+			})
+			if noted != tc.warned || !slices.Contains(found, "ok      redis: answers PING") {
+				t.Errorf("config check --connect found %q; want PING answered, eviction noted: %v", found, tc.warned)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,22 @@ import (
 func warnIfEvicting(rdb redis.UniversalClient, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
+	for _, n := range evicting(ctx, rdb) {
+		log.Warn("redis may evict the bridge's keys when it fills: set maxmemory-policy noeviction",
+			"node", n.addr, "maxmemory", n.limit, "maxmemory_policy", n.policy)
+	}
+}
+
+// evictingNode is a Redis node that may evict keys.
+type evictingNode struct{ addr, limit, policy string }
+
+// evicting returns the nodes of rdb (the masters of a cluster) that have
+// a memory limit and a maxmemory-policy other than noeviction.
+func evicting(ctx context.Context, rdb redis.UniversalClient) []evictingNode {
+	var (
+		mu    sync.Mutex
+		nodes []evictingNode
+	)
 	check := func(ctx context.Context, c *redis.Client) error {
 		info, err := c.Info(ctx, "memory").Result()
 		if err != nil {
@@ -31,17 +48,19 @@ func warnIfEvicting(rdb redis.UniversalClient, log *slog.Logger) {
 		}
 		limit, policy := memoryPolicy(info)
 		if limit != "" && limit != "0" && policy != "" && policy != "noeviction" {
-			log.Warn("redis may evict the bridge's keys when it fills: set maxmemory-policy noeviction",
-				"node", c.Options().Addr, "maxmemory", limit, "maxmemory_policy", policy)
+			mu.Lock()
+			nodes = append(nodes, evictingNode{c.Options().Addr, limit, policy})
+			mu.Unlock()
 		}
 		return nil
 	}
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
-		_ = c.ForEachMaster(ctx, check)
+		_ = c.ForEachMaster(ctx, check) // concurrently
 	case *redis.Client:
 		_ = check(ctx, c)
 	}
+	return nodes
 }
 
 // memoryPolicy reads maxmemory and maxmemory_policy from INFO memory.

@@ -32,6 +32,11 @@ type FakeDiscord struct {
 
 	GatewayURL string // what GET /gateway answers; set by StartGateway
 
+	// App is what GET /applications/@me answers: by default an
+	// application with FakeAppID, PublicKeyHex and no Interactions
+	// Endpoint URL.
+	App FakeApp
+
 	t     testing.TB
 	srv   *httptest.Server
 	mu    sync.Mutex
@@ -44,6 +49,32 @@ type FakeDiscord struct {
 	holds   []*fakeHold
 	posted  []FakeCall                // the creates that posted a message
 	nonces  map[string]map[string]any // the message posted with a nonce, by author and nonce
+	chans   map[string]fakeChannel    // what GET /channels/{id} answers, by id
+}
+
+// FakeAppID is the fake's application id.
+const FakeAppID = "1200000000000000001"
+
+// FakeApp is the application the fake's bot belongs to.
+type FakeApp struct {
+	ID              string
+	VerifyKey       string // hex Ed25519 public key
+	InteractionsURL string // its Interactions Endpoint URL; "" for none
+}
+
+// fakeChannel is a channel as GET /channels/{id} answers for the bot.
+type fakeChannel struct {
+	name   string
+	hidden bool // in a server the bot is not in, or not allowed to view
+}
+
+// SetChannel makes GET /channels/{id} answer with a text channel named
+// name, or with 403 Missing Access when the bot may not view it. Any
+// other id is 404 Unknown Channel.
+func (f *FakeDiscord) SetChannel(id, name string, visible bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chans[id] = fakeChannel{name: name, hidden: !visible}
 }
 
 // fakeHold holds the first call it matches until released.
@@ -87,7 +118,8 @@ type FakeFail struct {
 // NewFakeDiscord starts a fake that accepts token and stops with t.
 func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
 	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{}),
-		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}}
+		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{},
+		App: FakeApp{ID: FakeAppID, VerifyKey: PublicKeyHex()}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.URL = f.srv.URL + "/api/v10/"
@@ -224,6 +256,12 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		c.Kind, c.Channel, c.MessageID = "thread", path[1], path[3]
 	case r.Method == http.MethodPost && len(path) == 4 && path[0] == "interactions" && path[3] == "callback":
 		c.Kind = "callback"
+	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "users" && path[1] == "@me":
+		c.Kind = "me"
+	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "applications" && path[1] == "@me":
+		c.Kind = "app"
+	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "channels":
+		c.Kind, c.Channel = "channel", path[1]
 	case r.Method == http.MethodGet && path[0] == "gateway" && f.GatewayURL != "":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"url": %q, "shards": 1}`, f.GatewayURL)
@@ -283,6 +321,13 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Status = http.StatusOK
+	if out, status := f.read(c); status != 0 {
+		c.Status = status
+		f.record(c)
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(out)
+		return
+	}
 	if c.Kind == "callback" {
 		c.Status = http.StatusNoContent
 		f.record(c)
@@ -293,6 +338,37 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	c.MessageID, out = f.apply(c, r.Header.Get("Authorization"), id)
 	f.record(c)
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// read answers the GET calls c of kinds me, app and channel as Discord
+// does, with the HTTP status; status 0 for any other kind.
+func (f *FakeDiscord) read(c FakeCall) (out map[string]any, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch c.Kind {
+	case "me":
+		return map[string]any{"id": "1200000000000000002", "username": "askbridge", "discriminator": "0", "global_name": nil,
+			"avatar": nil, "bot": true, "flags": 0, "mfa_enabled": true, "verified": true}, http.StatusOK
+	case "app":
+		app := map[string]any{"id": f.App.ID, "name": "askbridge", "icon": nil, "description": "", "bot_public": false,
+			"bot_require_code_grant": false, "verify_key": f.App.VerifyKey, "flags": 0,
+			"bot": map[string]any{"id": "1200000000000000002", "username": "askbridge", "bot": true}}
+		if f.App.InteractionsURL != "" {
+			app["interactions_endpoint_url"] = f.App.InteractionsURL
+		}
+		return app, http.StatusOK
+	case "channel":
+		ch, ok := f.chans[c.Channel]
+		switch {
+		case !ok:
+			return map[string]any{"message": "Unknown Channel", "code": 10003}, http.StatusNotFound
+		case ch.hidden:
+			return map[string]any{"message": "Missing Access", "code": 50001}, http.StatusForbidden
+		}
+		return map[string]any{"id": c.Channel, "type": 0, "guild_id": "1200000000000000003", "name": ch.name,
+			"position": 0, "permission_overwrites": []any{}, "nsfw": false, "parent_id": nil}, http.StatusOK
+	}
+	return nil, 0
 }
 
 // apply carries out c for author, id being a new id if it needs one, and

@@ -41,6 +41,7 @@ type FakeSlack struct {
 	calls  []FakeCall
 	fails  map[string][]FakeFail
 	groups map[string][]string
+	chans  map[string]FakeChannel
 	next   int
 	wake   chan struct{}  // closed and replaced on every call
 	hook   func(FakeCall) // set by Observe; then calls are not kept
@@ -86,7 +87,7 @@ func NewFakeSlack(t TB, token string) *FakeSlack {
 
 // NewServer starts a fake that accepts token; Close stops it.
 func NewServer(token string) *FakeSlack {
-	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, used: map[string]int{}, gone: map[string]bool{}, wake: make(chan struct{})}
+	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/api/"
 	return f
@@ -125,6 +126,22 @@ func (f *FakeSlack) SetGroup(group string, users ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.groups[group] = users
+}
+
+// FakeChannel is a channel as conversations.info describes it.
+type FakeChannel struct {
+	Name     string
+	Member   bool // the bot is in it
+	Private  bool
+	Archived bool
+}
+
+// SetChannel makes conversations.info describe channel id as c; it
+// answers channel_not_found for any other.
+func (f *FakeSlack) SetChannel(id string, c FakeChannel) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chans[id] = c
 }
 
 // Calls returns the calls of method so far ("" for all).
@@ -413,6 +430,20 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 			out[k] = v
 		}
 		return map[string]any{"ok": true, "view": out}, true
+	case "auth.test":
+		return map[string]any{"ok": true, "url": "https://fake-workspace.slack.com/", "team": "Fake Workspace",
+			"user": "askbridge", "team_id": "T0FAKETEAM", "user_id": fakeBotUID, "bot_id": fakeBotID, "is_enterprise_install": false}, true
+	case "conversations.info":
+		id := c.Field("channel")
+		ch, ok := f.chans[id]
+		if !ok {
+			return failure("channel_not_found"), false
+		}
+		return map[string]any{"ok": true, "channel": map[string]any{
+			"id": id, "name": ch.Name, "is_channel": !ch.Private, "is_group": false, "is_im": false, "is_mpim": false,
+			"is_private": ch.Private, "is_archived": ch.Archived, "is_general": false, "is_member": ch.Member,
+			"created": 1700000000, "creator": "U0CREATOR1", "name_normalized": ch.Name,
+		}}, true
 	case "usergroups.users.list":
 		users, ok := f.groups[c.Field("usergroup")]
 		if !ok {

@@ -1,0 +1,46 @@
+package app
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/discord"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/slack"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Check connects to what cfg names, with its credentials, and reports
+// what the bridge would trip on: Redis, then Slack, then Discord. It
+// writes nothing anywhere; it is `bridge config check --connect`.
+func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface.Findings {
+	fs := checkRedisConn(ctx, cfg.Redis)
+	fs = append(fs, slack.Check(ctx, cfg, client)...)
+	fs = append(fs, discord.Check(ctx, cfg, client)...)
+	return fs
+}
+
+func checkRedisConn(ctx context.Context, r config.Redis) surface.Findings {
+	var fs surface.Findings
+	conn := connOf(r)
+	if conn.URL == "" && len(conn.Addrs) == 0 {
+		fs.Add(surface.Note, "redis", "no redis.url or redis.addrs: the bridge runs an embedded in-memory Redis (one replica; every request is lost when it stops)")
+		return fs
+	}
+	rdb, err := pending.Connect(conn)
+	if err != nil {
+		fs.Add(surface.Problem, "redis", "%v", err)
+		return fs
+	}
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		fs.Add(surface.Problem, "redis", "PING failed: %v", err)
+		return fs
+	}
+	fs.Add(surface.Fine, "redis", "answers PING")
+	for _, n := range evicting(ctx, rdb) {
+		fs.Add(surface.Note, "redis "+n.addr, "maxmemory-policy is %s with a memory limit: a full Redis may evict pending requests; set noeviction (docs/config.md, Running several replicas)", n.policy)
+	}
+	return fs
+}

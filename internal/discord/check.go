@@ -1,0 +1,148 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Check signs in to Discord with cfg's bot token and looks at what the
+// bridge needs of the application (its id, its public key, where it sends
+// interactions) and of each Discord target's channel. It changes nothing
+// in Discord.
+func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface.Findings {
+	dc := cfg.Discord
+	if dc == nil {
+		return nil
+	}
+	var fs surface.Findings
+	api, err := newSession(dc, client)
+	if err != nil {
+		fs.Add(surface.Problem, "discord", "%v", err)
+		return fs
+	}
+	get := func(endpoint string, v any) error {
+		raw, err := api.RequestWithBucketID(http.MethodGet, endpoint, nil, endpoint, discordgo.WithContext(ctx))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, v)
+	}
+
+	var me struct {
+		ID       string `json:"id"`
+		Username string `json:"username"`
+	}
+	if err := get(discordgo.EndpointUser("@me"), &me); err != nil {
+		fs.Add(surface.Problem, "discord", "signing in with discord.bot_token failed: %s", checkReason(err, dc.APIURL))
+		return fs // every other call would fail the same way
+	}
+	fs.Add(surface.Fine, "discord", "signed in as %s (%s)", me.Username, me.ID)
+
+	var app struct {
+		ID           string `json:"id"`
+		Name         string `json:"name"`
+		VerifyKey    string `json:"verify_key"`
+		Interactions string `json:"interactions_endpoint_url"`
+	}
+	if err := get(discordgo.EndpointApplication("@me"), &app); err != nil {
+		fs.Add(surface.Problem, "discord application", "reading the bot's application failed: %s", checkReason(err, dc.APIURL))
+	} else {
+		checkApp(cfg, app.ID, app.Name, app.VerifyKey, app.Interactions, &fs)
+	}
+
+	seen := map[string]bool{}
+	for _, r := range cfg.Routes {
+		for _, t := range r.Targets {
+			if t.Discord == nil || seen[t.Discord.Channel] {
+				continue
+			}
+			seen[t.Discord.Channel] = true
+			what := "discord channel " + t.Discord.Channel
+			var ch struct {
+				Name string `json:"name"`
+			}
+			err := get(discordgo.EndpointChannel(t.Discord.Channel), &ch)
+			var re *discordgo.RESTError
+			errors.As(err, &re)
+			switch {
+			case err == nil:
+				fs.Add(surface.Fine, what, "#%s: the bot can see it (whether it may post there shows on the first request)", ch.Name)
+			case re != nil && re.Message != nil && re.Message.Code == discordgo.ErrCodeMissingAccess:
+				fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server and let it View Channel and Send Messages there (and Create Public Threads, for thread_by_session)")
+			case re != nil && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
+				fs.Add(surface.Problem, what, "Discord knows no such channel: check the ID (Developer Mode on, right-click the channel, Copy Channel ID)")
+			default:
+				fs.Add(surface.Problem, what, "reading it failed: %s", checkReason(err, dc.APIURL))
+			}
+		}
+	}
+	if len(seen) == 0 {
+		fs.Add(surface.Note, "discord", "no route has a Discord target: nothing is posted to Discord")
+	}
+	return fs
+}
+
+// checkApp compares the bot's application with the config: the id, the
+// key that verifies interactions, and where Discord sends them.
+func checkApp(cfg *config.Config, id, name, key, endpoint string, fs *surface.Findings) {
+	const what = "discord application"
+	dc := cfg.Discord
+	if id != dc.ApplicationID {
+		fs.Add(surface.Problem, what, "discord.application_id is %s, but the bot belongs to %s (%s)", dc.ApplicationID, name, id)
+	} else {
+		fs.Add(surface.Fine, what, "%s (%s)", name, id)
+	}
+	if dc.PublicKey != "" {
+		if strings.EqualFold(dc.PublicKey, key) {
+			fs.Add(surface.Fine, what, "discord.public_key is its public key")
+		} else {
+			fs.Add(surface.Problem, what, "discord.public_key is not its public key (%s): every interaction Discord sends would be refused as unsigned; copy it from the Developer Portal, General Information", key)
+		}
+	}
+	want := cfg.PublicURL() + "/discord/interactions"
+	switch {
+	case dc.Gateway && endpoint != "":
+		fs.Add(surface.Problem, what, "gateway is on, but the application has an Interactions Endpoint URL (%s): while it has one, Discord sends interactions there and not over the gateway; clear it in the Developer Portal, General Information", endpoint)
+	case dc.Gateway:
+		fs.Add(surface.Fine, what, "no Interactions Endpoint URL: interactions come over the gateway")
+	case endpoint == "":
+		fs.Add(surface.Problem, what, "no Interactions Endpoint URL, and gateway is off: no click reaches the bridge; set it to %s in the Developer Portal, General Information", want)
+	case endpoint == want:
+		fs.Add(surface.Fine, what, "interactions are sent to %s", endpoint)
+	default:
+		fs.Add(surface.Note, what, "interactions are sent to %s; base_url makes it %s: fine if one reaches the other", endpoint, want)
+	}
+}
+
+// checkReason says why a Discord call failed: Discord's message and code,
+// an HTTP status, or what stopped the connection to apiURL (discordgo's
+// errors name discord.com whatever discord.api_url says), with no token
+// or path.
+func checkReason(err error, apiURL string) string {
+	var re *discordgo.RESTError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &re) && re.Message != nil && re.Message.Message != "":
+		return fmt.Sprintf("%s (HTTP %d, code %d)", re.Message.Message, re.Response.StatusCode, re.Message.Code)
+	case errors.As(err, &re) && re.Response != nil:
+		return fmt.Sprintf("HTTP %d", re.Response.StatusCode)
+	case errors.As(err, &ue):
+		host := ""
+		if u, perr := url.Parse(apiURL); perr == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		return fmt.Sprintf("can't reach %s: %v", host, ue.Err)
+	default:
+		return err.Error()
+	}
+}

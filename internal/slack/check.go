@@ -1,0 +1,130 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// Check signs in to Slack with cfg's tokens and looks at what the Slack
+// targets of its routes need: each channel (the bot must be in it to post
+// there) and each responders group (the bot must be allowed to read its
+// members). It changes nothing in Slack. A check Slack does not let the
+// token make (a scope the bridge itself does not need) is a note, not a
+// problem.
+func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface.Findings {
+	var fs surface.Findings
+	sc := cfg.Slack
+	if sc == nil {
+		return nil
+	}
+	opts := []slackapi.Option{slackapi.OptionHTTPClient(client)}
+	if sc.APIURL != "" {
+		opts = append(opts, slackapi.OptionAPIURL(withSlash(sc.APIURL)))
+	}
+	if tok := sc.AppToken.Reveal(); tok != "" {
+		opts = append(opts, slackapi.OptionAppLevelToken(tok))
+	}
+	api := slackapi.New(sc.BotToken.Reveal(), opts...)
+
+	who, err := api.AuthTestContext(ctx)
+	if err != nil {
+		fs.Add(surface.Problem, "slack", "auth.test with slack.bot_token failed: %s", checkReason(err))
+		return fs // every other call would fail the same way
+	}
+	fs.Add(surface.Fine, "slack", "signed in to %s (%s) as %s (%s)", who.Team, who.TeamID, who.User, who.UserID)
+	if sc.AppToken.Reveal() != "" {
+		if _, _, err := api.StartSocketModeContext(ctx); err != nil {
+			fs.Add(surface.Problem, "slack", "apps.connections.open with slack.app_token failed: %s", checkReason(err))
+		} else {
+			fs.Add(surface.Fine, "slack", "slack.app_token opens a Socket Mode connection")
+		}
+	}
+
+	channels, groups := map[string]bool{}, map[string]bool{}
+	for _, r := range cfg.Routes {
+		for _, t := range r.Targets {
+			if t.Slack == nil {
+				continue
+			}
+			if ch := t.Slack.Channel; !channels[ch] {
+				channels[ch] = true
+				checkChannel(ctx, api, ch, who.User, &fs)
+			}
+			for _, g := range t.Slack.Responders.Groups {
+				if !groups[g] {
+					groups[g] = true
+					checkGroup(ctx, api, g, &fs)
+				}
+			}
+		}
+	}
+	if len(channels) == 0 {
+		fs.Add(surface.Note, "slack", "no route has a Slack target: nothing is posted to Slack")
+	}
+	return fs
+}
+
+func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) {
+	what := "slack channel " + id
+	ch, err := api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id})
+	switch {
+	case refusedWith(err, "missing_scope"):
+		fs.Add(surface.Note, what, "not checked: reading a channel needs the channels:read scope (groups:read for a private one), which the bridge does not; make sure @%s is in it", bot)
+	case refusedWith(err, "channel_not_found"):
+		fs.Add(surface.Problem, what, "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot", bot)
+	case err != nil:
+		fs.Add(surface.Problem, what, "conversations.info failed: %s", checkReason(err))
+	case ch.IsArchived:
+		fs.Add(surface.Problem, what, "#%s is archived: nothing can be posted there", ch.Name)
+	case !ch.IsMember:
+		fs.Add(surface.Problem, what, "@%s is not in #%s, so its posts there fail (not_in_channel): type /invite @%s in the channel", bot, ch.Name, bot)
+	default:
+		fs.Add(surface.Fine, what, "#%s, and @%s is in it", ch.Name, bot)
+	}
+}
+
+func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surface.Findings) {
+	what := "slack group " + id
+	users, err := api.GetUserGroupMembersContext(ctx, id)
+	switch {
+	case refusedWith(err, "missing_scope"):
+		fs.Add(surface.Problem, what, "reading its members needs the usergroups:read scope: add it to the app and reinstall it, or nobody in the group can answer")
+	case refusedWith(err, "no_such_subteam"):
+		fs.Add(surface.Problem, what, "Slack knows no such user group: nobody in it can answer")
+	case err != nil:
+		fs.Add(surface.Problem, what, "usergroups.users.list failed: %s", checkReason(err))
+	default:
+		fs.Add(surface.Fine, what, "%d members may answer", len(users))
+	}
+}
+
+// checkReason says why a call failed, without the call's URL's query or
+// anything a token could be in: Slack's error code, an HTTP status, or
+// what stopped the connection.
+func checkReason(err error) string {
+	var se slackapi.SlackErrorResponse
+	var sc slackapi.StatusCodeError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &se):
+		return se.Err
+	case errors.As(err, &sc):
+		return fmt.Sprintf("HTTP %d", sc.Code)
+	case errors.As(err, &ue):
+		host := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		return fmt.Sprintf("can't reach %s: %v", host, ue.Err)
+	default:
+		return err.Error()
+	}
+}

@@ -1,0 +1,129 @@
+package slack
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// checkConfig has a route per channel: C1 open, C2 restricted to a group.
+func checkConfig(fake *slacktest.FakeSlack, token config.Secret) *config.Config {
+	return &config.Config{
+		Slack: &config.Slack{BotToken: token, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{
+			{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
+			{Name: "ops", Targets: []config.Target{
+				{Slack: &config.SlackTarget{Channel: "C2", Responders: config.SlackResponders{Groups: []string{"S1"}}}},
+				{Slack: &config.SlackTarget{Channel: "C1"}}, // checked once
+			}},
+		},
+	}
+}
+
+// findings prints fs one per line, for failure messages and matching.
+func findings(fs surface.Findings) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(f.String() + "\n")
+	}
+	return b.String()
+}
+
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		setup func(*slacktest.FakeSlack)
+		token config.Secret
+		want  []string // lines, in order, each a substring of its finding
+	}{{
+		name: "all set",
+		setup: func(f *slacktest.FakeSlack) {
+			f.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+			f.SetChannel("C2", slacktest.FakeChannel{Name: "ops", Member: true, Private: true})
+			f.SetGroup("S1", "U1", "U2")
+		},
+		want: []string{
+			"ok      slack: signed in to Fake Workspace (T0FAKETEAM) as askbridge (U0FAKEBOT1)",
+			"ok      slack channel C1: #deploys, and @askbridge is in it",
+			"ok      slack channel C2: #ops, and @askbridge is in it",
+			"ok      slack group S1: 2 members may answer",
+		},
+	}, {
+		name: "bot missing, channel archived or unknown, group unknown",
+		setup: func(f *slacktest.FakeSlack) {
+			f.SetChannel("C1", slacktest.FakeChannel{Name: "deploys"})
+		},
+		want: []string{
+			"ok      slack: signed in",
+			"PROBLEM slack channel C1: @askbridge is not in #deploys, so its posts there fail (not_in_channel): type /invite @askbridge",
+			"PROBLEM slack channel C2: Slack knows no such channel, or it is private and @askbridge is not in it",
+			"PROBLEM slack group S1: Slack knows no such user group",
+		},
+	}, {
+		name: "scopes the bridge does not ask for",
+		setup: func(f *slacktest.FakeSlack) {
+			f.SetChannel("C2", slacktest.FakeChannel{Name: "ops", Archived: true, Member: true})
+			f.FailNext("conversations.info", slacktest.FakeFail{Error: "missing_scope"})
+			f.FailNext("usergroups.users.list", slacktest.FakeFail{Error: "missing_scope"})
+		},
+		want: []string{
+			"ok      slack: signed in",
+			"note    slack channel C1: not checked: reading a channel needs the channels:read scope",
+			"PROBLEM slack channel C2: #ops is archived",
+			"PROBLEM slack group S1: reading its members needs the usergroups:read scope",
+		},
+	}, {
+		name:  "a wrong token",
+		token: "xoxb-wrong",
+		want:  []string{"PROBLEM slack: auth.test with slack.bot_token failed: invalid_auth"},
+	}, {
+		name: "Slack failing",
+		setup: func(f *slacktest.FakeSlack) {
+			f.FailNext("auth.test", slacktest.FakeFail{Status: http.StatusServiceUnavailable})
+		},
+		want: []string{"PROBLEM slack: auth.test with slack.bot_token failed: HTTP 503"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			if tc.setup != nil {
+				tc.setup(fake)
+			}
+			token := testToken
+			if tc.token != "" {
+				token = string(tc.token)
+			}
+			got := findings(Check(ctx, checkConfig(fake, config.Secret(token)), http.DefaultClient))
+			lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+			if len(lines) != len(tc.want) {
+				t.Fatalf("findings:\n%s\nwant %d lines", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(lines[i], w) && !strings.Contains(lines[i], w) {
+					t.Errorf("finding %d = %q; want %q", i, lines[i], w)
+				}
+			}
+			if strings.Contains(got, testToken) || strings.Contains(got, "xoxb-wrong") {
+				t.Errorf("a token is in the findings:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestCheckSocketMode(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+	cfg := &config.Config{
+		Slack:  &config.Slack{BotToken: testToken, AppToken: "xapp-not-this-one", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}},
+	}
+	got := findings(Check(context.Background(), cfg, http.DefaultClient))
+	if !strings.Contains(got, "PROBLEM slack: apps.connections.open with slack.app_token failed: invalid_auth") {
+		t.Errorf("findings:\n%s\nwant the refused app token named", got)
+	}
+}
