@@ -169,7 +169,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	return exitOK
 }
 
-const configCheckUsage = `usage: bridge config check [--connect] FILE
+const configCheckUsage = `usage: bridge config check [--connect [--post]] FILE
 
 Validates the config file FILE, naming the key of every problem, and
 prints the effective configuration: defaults filled in, every secret shown
@@ -181,7 +181,10 @@ the bot is in each target's channel, each responders group can be read;
 the Discord bot token signs in, application_id and public_key are the
 bot's application's, Discord sends interactions where the bridge takes
 them, the bot can see each target's channel. It changes nothing and
-exits 1 when it finds a problem.
+exits 1 when it finds a problem. With --post it checks each channel by
+posting a message there and deleting it at once: the only way to know the
+Slack bot is in a channel without the channels:read scope, or that the
+Discord bot may post where it can see.
 
 `
 
@@ -190,6 +193,7 @@ exits 1 when it finds a problem.
 func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	connect := fs.Bool("connect", false, "connect with the file's credentials and check what the bridge needs (changes nothing)")
+	post := fs.Bool("post", false, "with --connect: post a message to each target's channel and delete it")
 	if code, ok := parseFlags(fs, args, configCheckUsage, stderr); !ok {
 		return code
 	}
@@ -214,11 +218,14 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
 		return exitError
 	}
+	if *post && !*connect {
+		return usageErr(stderr, "config check", "--post goes with --connect")
+	}
 	if *connect {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		code := exitOK
-		for _, f := range app.Check(ctx, cfg, surface.HTTPClient()) {
+		for _, f := range app.Check(ctx, cfg, surface.HTTPClient(), *post) {
 			fmt.Fprintln(stdout, f)
 			if f.Level == surface.Problem {
 				code = exitError

@@ -46,12 +46,13 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "check"}, exitUsage, true},
 		{[]string{"config", "check", valid, "extra"}, exitUsage, true},
 		{[]string{"config", "check", "--bogus", valid}, exitUsage, true},
+		{[]string{"config", "check", "--post", valid}, exitUsage, false},
 		{[]string{"config"}, exitUsage, true},
 		{[]string{"config", "check", valid}, exitOK, false},
 		{[]string{"config", "check", filepath.Join(t.TempDir(), "missing.yaml")}, exitError, false},
 	} {
 		r := cli(tc.args...)
-		if r.code != tc.code || strings.Contains(r.stderr, "usage: bridge config check [--connect] FILE") != tc.usage {
+		if r.code != tc.code || strings.Contains(r.stderr, "usage: bridge config check [--connect [--post]] FILE") != tc.usage {
 			t.Errorf("bridge %s: exit %d, stderr %q; want exit %d, usage shown %v", strings.Join(tc.args, " "), r.code, r.stderr, tc.code, tc.usage)
 		}
 	}
@@ -92,6 +93,11 @@ func TestConfigCheckConnect(t *testing.T) {
 		args: []string{"config", "check", good, "--connect"},
 		code: exitOK,
 		want: []string{"ok      slack channel C1: #deploys"},
+	}, {
+		name: "posting",
+		args: []string{"config", "check", "--connect", "--post", good},
+		code: exitOK,
+		want: []string{"ok      slack channel C1: posted a test message and deleted it\n"},
 	}, {
 		name: "a wrong password, a channel the bot is not in",
 		args: []string{"config", "check", "--connect", write("redis://:LEAK-wrong@"+m.Addr()+"/0", "C9")},

@@ -107,7 +107,7 @@ func TestWarnsOfARedisThatEvicts(t *testing.T) {
 			}
 			// bridge config check --connect says the same.
 			var found []string
-			for _, f := range app.Check(ctx, apptest.Config(t, "", srv.URL(), "evict:"), http.DefaultClient) {
+			for _, f := range app.Check(ctx, apptest.Config(t, "", srv.URL(), "evict:"), http.DefaultClient, false) {
 				found = append(found, f.String())
 			}
 			noted := slices.ContainsFunc(found, func(f string) bool {

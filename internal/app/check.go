@@ -13,11 +13,12 @@ import (
 
 // Check connects to what cfg names, with its credentials, and reports
 // what the bridge would trip on: Redis, then Slack, then Discord. It
-// writes nothing anywhere; it is `bridge config check --connect`.
-func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface.Findings {
+// writes nothing to Redis; with post, it posts a message to each target's
+// channel and deletes it. It is `bridge config check --connect`.
+func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bool) surface.Findings {
 	fs := checkRedisConn(ctx, cfg.Redis)
-	fs = append(fs, slack.Check(ctx, cfg, client)...)
-	fs = append(fs, discord.Check(ctx, cfg, client)...)
+	fs = append(fs, slack.Check(ctx, cfg, client, post)...)
+	fs = append(fs, discord.Check(ctx, cfg, client, post)...)
 	return fs
 }
 

@@ -17,9 +17,10 @@ import (
 
 // Check signs in to Discord with cfg's bot token and looks at what the
 // bridge needs of the application (its id, its public key, where it sends
-// interactions) and of each Discord target's channel. It changes nothing
-// in Discord.
-func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface.Findings {
+// interactions) and of each Discord target's channel. With post, each
+// channel the bot can see is also posted a message that is deleted at
+// once; without, nothing in Discord changes.
+func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bool) surface.Findings {
 	dc := cfg.Discord
 	if dc == nil {
 		return nil
@@ -75,8 +76,10 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface
 			var re *discordgo.RESTError
 			errors.As(err, &re)
 			switch {
+			case err == nil && post:
+				postTo(ctx, api, t.Discord.Channel, ch.Name, dc.APIURL, &fs)
 			case err == nil:
-				fs.Add(surface.Fine, what, "#%s: the bot can see it (whether it may post there shows on the first request)", ch.Name)
+				fs.Add(surface.Fine, what, "#%s: the bot can see it (whether it may post there: --post)", ch.Name)
 			case re != nil && re.Message != nil && re.Message.Code == discordgo.ErrCodeMissingAccess:
 				fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server and let it View Channel and Send Messages there (and Create Public Threads, for thread_by_session)")
 			case re != nil && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
@@ -90,6 +93,26 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface
 		fs.Add(surface.Note, "discord", "no route has a Discord target: nothing is posted to Discord")
 	}
 	return fs
+}
+
+// postTo posts surface.CheckText to channel id, named name, and deletes it.
+func postTo(ctx context.Context, api *discordgo.Session, id, name, apiURL string, fs *surface.Findings) {
+	what := "discord channel " + id
+	m, err := api.ChannelMessageSendComplex(id, &discordgo.MessageSend{Content: surface.CheckText, AllowedMentions: mentions("")}, discordgo.WithContext(ctx))
+	var re *discordgo.RESTError
+	switch {
+	case errors.As(err, &re) && re.Message != nil && (re.Message.Code == discordgo.ErrCodeMissingPermissions || re.Message.Code == discordgo.ErrCodeMissingAccess):
+		fs.Add(surface.Problem, what, "#%s: the bot may not post there (%s): let it Send Messages in the channel", name, re.Message.Message)
+		return
+	case err != nil:
+		fs.Add(surface.Problem, what, "#%s: posting failed: %s", name, checkReason(err, apiURL))
+		return
+	}
+	if err := api.ChannelMessageDelete(id, m.ID, discordgo.WithContext(ctx)); err != nil {
+		fs.Add(surface.Note, what, "#%s: posted a test message, but deleting it failed (%s): delete it by hand", name, checkReason(err, apiURL))
+		return
+	}
+	fs.Add(surface.Fine, what, "#%s: posted a test message and deleted it", name)
 }
 
 // checkApp compares the bot's application with the config: the id, the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/discord"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 func TestCheck(t *testing.T) {
@@ -94,7 +95,7 @@ func TestCheck(t *testing.T) {
 			}
 			tc.setup(fake, cfg)
 			var lines []string
-			for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient) {
+			for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient, false) {
 				lines = append(lines, f.String())
 			}
 			got := strings.Join(lines, "\n")
@@ -110,5 +111,59 @@ func TestCheck(t *testing.T) {
 				t.Errorf("a token is in the findings:\n%s", got)
 			}
 		})
+	}
+}
+
+// With post, each channel the bot can see is posted a message, deleted at
+// once: seeing a channel does not mean being allowed to post there.
+func TestCheckPost(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	fake.App.InteractionsURL = "https://bridge.example.com/discord/interactions"
+	for _, id := range []string{"111", "222", "333"} {
+		fake.SetChannel(id, "c"+id, true)
+	}
+	fake.SetChannel("444", "hidden", false)
+	cfg := &config.Config{
+		BaseURL: "https://bridge.example.com",
+		Discord: &config.Discord{BotToken: botToken, PublicKey: discord.PublicKeyHex(), ApplicationID: discord.FakeAppID, APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{
+			{Discord: &config.DiscordTarget{Channel: "111"}}, {Discord: &config.DiscordTarget{Channel: "222"}},
+			{Discord: &config.DiscordTarget{Channel: "333"}}, {Discord: &config.DiscordTarget{Channel: "444"}},
+		}}},
+	}
+	fake.FailNext("create", discord.FakeFail{Status: http.StatusInternalServerError}, discord.FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions"})
+	fake.FailNext("delete", discord.FakeFail{Status: http.StatusInternalServerError})
+	var lines []string
+	for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient, true) {
+		lines = append(lines, f.String())
+	}
+	got := strings.Join(lines, "\n")
+	for _, w := range []string{
+		"PROBLEM discord channel 111: #c111: posting failed: Internal Server Error (HTTP 500, code 0)",
+		"PROBLEM discord channel 222: #c222: the bot may not post there (Missing Permissions): let it Send Messages in the channel",
+		"note    discord channel 333: #c333: posted a test message, but deleting it failed (Internal Server Error (HTTP 500, code 0)): delete it by hand",
+		"PROBLEM discord channel 444: the bot can't see it (Missing Access)",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("findings:\n%s\nwant %q", got, w)
+		}
+	}
+	lines = lines[:0] // again, with nothing failing
+	for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient, true) {
+		lines = append(lines, f.String())
+	}
+	got = strings.Join(lines, "\n")
+	for _, id := range []string{"111", "222", "333"} {
+		if w := "ok      discord channel " + id + ": #c" + id + ": posted a test message and deleted it"; !strings.Contains(got, w) {
+			t.Errorf("findings:\n%s\nwant %q", got, w)
+		}
+	}
+	creates, deletes := fake.AllCalls("create"), fake.AllCalls("delete")
+	if len(creates) != 6 || len(deletes) != 4 || deletes[0].MessageID != creates[2].MessageID || deletes[1].MessageID != creates[3].MessageID ||
+		creates[3].Body["content"] != surface.CheckText {
+		t.Errorf("creates %+v\ndeletes %+v; want 3 posts a run (never to the hidden channel), each one that went deleted", creates, deletes)
+	}
+	if am, _ := creates[0].Body["allowed_mentions"].(map[string]any); am == nil {
+		t.Errorf("a test message allows mentions: %v", creates[0].Body)
 	}
 }

@@ -69,8 +69,8 @@ type fakeChannel struct {
 }
 
 // SetChannel makes GET /channels/{id} answer with a text channel named
-// name, or with 403 Missing Access when the bot may not view it. Any
-// other id is 404 Unknown Channel.
+// name, or, when the bot may not view it, GET and posting answer 403
+// Missing Access. GET of any other id is 404 Unknown Channel.
 func (f *FakeDiscord) SetChannel(id, name string, visible bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -93,7 +93,7 @@ type fakeThread struct {
 	deleted, locked bool
 }
 
-// FakeCall is one call the fake answered. Kind is "create", "edit",
+// FakeCall is one call the fake answered. Kind is "create", "edit", "delete",
 // "thread" or "callback".
 type FakeCall struct {
 	Kind      string
@@ -256,6 +256,8 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		c.Kind, c.Channel, c.MessageID = "thread", path[1], path[3]
 	case r.Method == http.MethodPost && len(path) == 4 && path[0] == "interactions" && path[3] == "callback":
 		c.Kind = "callback"
+	case r.Method == http.MethodDelete && len(path) == 4 && path[0] == "channels" && path[2] == "messages":
+		c.Kind, c.Channel, c.MessageID = "delete", path[1], path[3]
 	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "users" && path[1] == "@me":
 		c.Kind = "me"
 	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "applications" && path[1] == "@me":
@@ -288,6 +290,9 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	var fail *FakeFail
 	if q := f.fails[c.Kind]; len(q) > 0 {
 		fail, f.fails[c.Kind] = &q[0], q[1:]
+	}
+	if ch, ok := f.chans[c.Channel]; fail == nil && ok && ch.hidden && c.Kind == "create" {
+		fail = &FakeFail{Status: http.StatusForbidden, Code: 50001, Message: "Missing Access"}
 	}
 	if th := f.threads[c.Channel]; fail == nil && th != nil && (c.Kind == "create" || c.Kind == "edit") {
 		switch {
@@ -328,7 +333,7 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(out)
 		return
 	}
-	if c.Kind == "callback" {
+	if c.Kind == "callback" || c.Kind == "delete" {
 		c.Status = http.StatusNoContent
 		f.record(c)
 		w.WriteHeader(c.Status)

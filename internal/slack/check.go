@@ -16,10 +16,11 @@ import (
 // Check signs in to Slack with cfg's tokens and looks at what the Slack
 // targets of its routes need: each channel (the bot must be in it to post
 // there) and each responders group (the bot must be allowed to read its
-// members). It changes nothing in Slack. A check Slack does not let the
-// token make (a scope the bridge itself does not need) is a note, not a
-// problem.
-func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface.Findings {
+// members). With post, each channel is checked by posting a message to it
+// and deleting it; without, by reading the channel, and nothing in Slack
+// changes. A check Slack does not let the token make (a scope the bridge
+// itself does not need) is a note, not a problem.
+func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bool) surface.Findings {
 	var fs surface.Findings
 	sc := cfg.Slack
 	if sc == nil {
@@ -56,7 +57,11 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client) surface
 			}
 			if ch := t.Slack.Channel; !channels[ch] {
 				channels[ch] = true
-				checkChannel(ctx, api, ch, who.User, &fs)
+				if post {
+					postTo(ctx, api, ch, who.User, &fs)
+				} else {
+					checkChannel(ctx, api, ch, who.User, &fs)
+				}
 			}
 			for _, g := range t.Slack.Responders.Groups {
 				if !groups[g] {
@@ -89,6 +94,28 @@ func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs 
 	default:
 		fs.Add(surface.Fine, what, "#%s, and @%s is in it", ch.Name, bot)
 	}
+}
+
+// postTo posts surface.CheckText to channel id and deletes it.
+func postTo(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) {
+	what := "slack channel " + id
+	_, ts, err := api.PostMessageContext(ctx, id, slackapi.MsgOptionText(surface.CheckText, true))
+	switch {
+	case refusedWith(err, "not_in_channel"):
+		fs.Add(surface.Problem, what, "@%s is not in it: type /invite @%s in the channel", bot, bot)
+		return
+	case refusedWith(err, "channel_not_found"):
+		fs.Add(surface.Problem, what, "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot", bot)
+		return
+	case err != nil:
+		fs.Add(surface.Problem, what, "posting failed: %s", checkReason(err))
+		return
+	}
+	if _, _, err := api.DeleteMessageContext(ctx, id, ts); err != nil {
+		fs.Add(surface.Note, what, "posted a test message, but deleting it failed (%s): delete it by hand", checkReason(err))
+		return
+	}
+	fs.Add(surface.Fine, what, "posted a test message and deleted it")
 }
 
 func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surface.Findings) {

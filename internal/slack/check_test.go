@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 			if tc.token != "" {
 				token = string(tc.token)
 			}
-			got := findings(Check(ctx, checkConfig(fake, config.Secret(token)), http.DefaultClient))
+			got := findings(Check(ctx, checkConfig(fake, config.Secret(token)), http.DefaultClient, false))
 			lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 			if len(lines) != len(tc.want) {
 				t.Fatalf("findings:\n%s\nwant %d lines", got, len(tc.want))
@@ -122,8 +122,38 @@ func TestCheckSocketMode(t *testing.T) {
 		Slack:  &config.Slack{BotToken: testToken, AppToken: "xapp-not-this-one", APIURL: fake.URL},
 		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}},
 	}
-	got := findings(Check(context.Background(), cfg, http.DefaultClient))
+	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
 	if !strings.Contains(got, "PROBLEM slack: apps.connections.open with slack.app_token failed: invalid_auth") {
 		t.Errorf("findings:\n%s\nwant the refused app token named", got)
+	}
+}
+
+// With post, each channel is checked by posting to it: the only way to
+// know without the channels:read scope. The message is deleted at once.
+func TestCheckPost(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	fake.SetChannel("C2", slacktest.FakeChannel{Name: "ops"}) // the bot is not in it
+	fake.SetGroup("S1", "U1")
+	got := findings(Check(context.Background(), checkConfig(fake, testToken), http.DefaultClient, true))
+	for _, w := range []string{
+		"ok      slack channel C1: posted a test message and deleted it\n",
+		"PROBLEM slack channel C2: @askbridge is not in it: type /invite @askbridge in the channel\n",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("findings:\n%s\nwant %q", got, w)
+		}
+	}
+	posts, deletes := fake.Calls("chat.postMessage"), fake.Calls("chat.delete")
+	if len(posts) != 2 || len(deletes) != 1 || !deletes[0].OK || deletes[0].Field("ts") != posts[0].TS || posts[0].Field("text") != surface.CheckText {
+		t.Errorf("posts %+v, deletes %+v; want the test message posted to both, deleted where it was posted", posts, deletes)
+	}
+	if n := len(fake.Calls("conversations.info")); n != 0 {
+		t.Errorf("%d conversations.info calls; with post the post is the check", n)
+	}
+
+	fake.FailNext("chat.delete", slacktest.FakeFail{Error: "cant_delete_message"})
+	got = findings(Check(context.Background(), checkConfig(fake, testToken), http.DefaultClient, true))
+	if !strings.Contains(got, "note    slack channel C1: posted a test message, but deleting it failed (cant_delete_message): delete it by hand") {
+		t.Errorf("findings:\n%s\nwant the message left behind named", got)
 	}
 }

@@ -40,3 +40,7 @@ type Findings []Finding
 func (fs *Findings) Add(l Level, what, format string, args ...any) {
 	*fs = append(*fs, Finding{Level: l, What: what, Text: fmt.Sprintf(format, args...)})
 }
+
+// CheckText is what a check with --post posts to each channel, and
+// deletes at once.
+const CheckText = "askbridge: checking that this bridge can post here (bridge config check --connect --post). This message is deleted at once."

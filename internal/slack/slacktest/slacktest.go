@@ -136,8 +136,10 @@ type FakeChannel struct {
 	Archived bool
 }
 
-// SetChannel makes conversations.info describe channel id as c; it
-// answers channel_not_found for any other.
+// SetChannel makes conversations.info describe channel id as c (it
+// answers channel_not_found for any other), and chat.postMessage refuse to
+// post there unless the bot is in it (not_in_channel) and it is not
+// archived (is_archived).
 func (f *FakeSlack) SetChannel(id string, c FakeChannel) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -388,6 +390,11 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if ch == "" || !c.has("blocks") && c.Field("text") == "" {
 			return failure("no_text"), false
 		}
+		if known, ok := f.chans[ch]; ok && known.Archived {
+			return failure("is_archived"), false
+		} else if ok && !known.Member {
+			return failure("not_in_channel"), false
+		}
 		if !blockIDsValid(c.Blocks()) {
 			return failure("invalid_blocks"), false
 		}
@@ -413,6 +420,13 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		msg := f.echo(c, ts)
 		msg["edited"] = map[string]any{"user": fakeBotID, "ts": fmt.Sprintf("1700000000.%06d", f.next)}
 		return chatAnswer{OK: true, Channel: c.Field("channel"), TS: ts, Text: c.Field("text"), Message: msg}, true
+	case "chat.delete":
+		ts := c.Field("ts")
+		if ts == "" || f.gone[ts] || ts > fmt.Sprintf("1700000000.%06d", f.next) {
+			return failure("message_not_found"), false
+		}
+		f.gone[ts] = true
+		return map[string]any{"ok": true, "channel": c.Field("channel"), "ts": ts}, true
 	case "chat.postEphemeral":
 		if c.Field("user") == "" {
 			return failure("user_not_in_channel"), false
