@@ -91,6 +91,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return // the client went away; nobody reads the answer
 	}
 	e := toError(err)
+	if s.inMemory && errors.Is(err, pending.ErrNotFound) {
+		// An agent still waiting on a request this bridge made before it
+		// last started would otherwise not know why it vanished.
+		e = apiErr(e.Status, e.Code, e.Message+": this bridge keeps requests in memory (no redis.url), so those made before it last started are gone")
+	}
 	level := slog.LevelDebug
 	if e.Status >= 500 {
 		level = slog.LevelWarn

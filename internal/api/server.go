@@ -32,8 +32,11 @@ type Options struct {
 	Tokens     []Token       // none: the API is open, to programs on this machine
 	BaseURL    string        // the bridge's public URL: an open API also answers calls addressed to its host
 	MaxWait    time.Duration // longest ?wait= honoured (store.max_wait); 0: calls are never held
-	Registry   *prometheus.Registry
-	Logger     *slog.Logger
+	// InMemory says the store is the embedded in-memory Redis: a request
+	// made before this process started is gone, and NOT_FOUND says so.
+	InMemory bool
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
 }
 
 // Server is the HTTP API.
@@ -42,6 +45,7 @@ type Server struct {
 	dispatch *dispatch.Dispatcher
 	auth     authenticator
 	maxWait  time.Duration
+	inMemory bool // see Options.InMemory
 	log      *slog.Logger
 	mux      *http.ServeMux
 	latency  *prometheus.HistogramVec
@@ -56,6 +60,7 @@ func New(o Options) *Server {
 		dispatch: o.Dispatcher,
 		auth:     newAuthenticator(o.Tokens, o.BaseURL),
 		maxWait:  o.MaxWait,
+		inMemory: o.InMemory,
 		log:      o.Logger,
 		mux:      http.NewServeMux(),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{

@@ -108,7 +108,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	}
 	a.api = api.New(api.Options{
 		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, BaseURL: cfg.BaseURL,
-		MaxWait: cfg.Store.MaxWait.D(), Registry: reg, Logger: log,
+		MaxWait: cfg.Store.MaxWait.D(), InMemory: a.embedded != nil, Registry: reg, Logger: log,
 	})
 	a.web, err = web.New(web.Options{
 		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, Signer: signer, Links: links,

@@ -161,3 +161,26 @@ func TestStopIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// An agent asking after a request an embedded-Redis bridge made before it
+// restarted is told why it is gone; with a Redis of its own, the bridge
+// does not say so.
+func TestNotFoundSaysInMemory(t *testing.T) {
+	embedded := apptest.Start(t, apptest.Config(t, "", "", "abtest:mem:"), app.Options{})
+	url, prefix := apptest.Redis(t)
+	shared := apptest.Start(t, apptest.Config(t, "", url, prefix), app.Options{})
+	for _, tc := range []struct {
+		a    *app.App
+		want string
+	}{
+		{embedded, "no such request: this bridge keeps requests in memory (no redis.url), so those made before it last started are gone"},
+		{shared, "no such request"},
+	} {
+		code, rec := apptest.Do(t, tc.a.URL(), "GET", "/v1/questions/q_gone?wait=1s", nil)
+		var e struct{ Code, Message string }
+		json.Unmarshal(rec.Fields["error"], &e)
+		if code != 404 || e.Code != "NOT_FOUND" || e.Message != tc.want {
+			t.Errorf("GET %s: %d %+v; want 404 NOT_FOUND %q", tc.a.URL(), code, e, tc.want)
+		}
+	}
+}
