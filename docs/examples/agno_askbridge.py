@@ -29,9 +29,11 @@ neither is needed for an open bridge).
 """
 
 import argparse
+import http.server
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -83,28 +85,40 @@ class Bridge:
         """Create a request (kind "questions" or "approvals") and wait until it
         ends. Returns the record when answered; raises BridgeError with the
         seam's code otherwise. The same tool_call_id and body re-attach to the
-        request already made, so a restarted agent does not ask twice."""
-        rec = self.call("POST", f"/v1/{kind}", body)
-        failing_since = None
+        request already made, so a restarted agent does not ask twice, and a
+        create with one is retried like the waits."""
+        path = f"/v1/{kind}"
+        if body.get("tool_call_id"):
+            rec = self._riding_out(lambda: self.call("POST", path, body))
+        else:  # a create sent again might ask twice
+            rec = self._riding_out(lambda: self.call("POST", path, body), retry=False)
         while rec["status"] == "pending":
-            try:
-                rec = self.call("GET", f"/v1/{kind}/{urllib.parse.quote(rec['id'])}?wait={self.poll_wait}s", wait=self.poll_wait)
-                failing_since = None
-                continue
-            except BridgeError as e:
-                if e.status != 503:
-                    raise
-            except (urllib.error.URLError, OSError):
-                pass
-            # Ride out a restarting bridge (network errors, 503 UNAVAILABLE).
-            failing_since = failing_since or time.monotonic()
-            if time.monotonic() - failing_since > self.retry_for:
-                raise BridgeError("ASKBRIDGE_UNREACHABLE", f"askbridge at {self.server} failed for {self.retry_for}s")
-            time.sleep(1)
+            wait = f"{path}/{urllib.parse.quote(rec['id'])}?wait={self.poll_wait}s"
+            rec = self._riding_out(lambda: self.call("GET", wait, wait=self.poll_wait))
         if rec["status"] != "answered":
             err = rec.get("error") or {"code": rec["status"].upper(), "message": rec["status"]}
             raise BridgeError(err["code"], err["message"])
         return rec
+
+    def _riding_out(self, call, retry=True):
+        """Make call, riding out a restarting bridge (no connection, 503
+        UNAVAILABLE) for up to retry_for seconds; then, or at once without
+        retry, BridgeError ASKBRIDGE_UNREACHABLE. Other errors (NO_PROVIDER
+        among them, though also a 503) are raised at once."""
+        failing_since = None
+        while True:
+            try:
+                return call()
+            except BridgeError as e:
+                if e.status != 503 or e.code == "NO_PROVIDER":
+                    raise
+                why = f"{e.code}: {e.message}"
+            except (urllib.error.URLError, OSError) as e:
+                why = str(getattr(e, "reason", e))
+            failing_since = failing_since or time.monotonic()
+            if not retry or time.monotonic() - failing_since > self.retry_for:
+                raise BridgeError("ASKBRIDGE_UNREACHABLE", f"askbridge at {self.server}: {why}") from None
+            time.sleep(1)
 
 
 # --- Agno's shapes -----------------------------------------------------------
@@ -329,6 +343,50 @@ def _person(bridge, kind, tool_call_id, respond, errors):
         errors.append(f"the person failed: {e!r}")
 
 
+class _Flaky:
+    """Stands in front of the bridge at server as a bridge whose Redis is
+    restarting does: it answers the first `fail` calls 503 UNAVAILABLE and
+    forwards the rest; it counts each method's calls."""
+
+    def __init__(self, server, fail):
+        self.server, self.fail, self.calls = server, fail, {}
+        flaky = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _any(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
+                flaky.calls[self.command] = flaky.calls.get(self.command, 0) + 1
+                if flaky.fail > 0:
+                    flaky.fail -= 1
+                    status, out = 503, b'{"error":{"code":"UNAVAILABLE","message":"the bridge can\'t reach its Redis; try again shortly"}}'
+                else:
+                    req = urllib.request.Request(flaky.server + self.path, data=body, method=self.command,
+                                                 headers={k: v for k, v in self.headers.items() if k in ("Content-Type", "Authorization")})
+                    try:
+                        with urllib.request.urlopen(req, timeout=60) as resp:
+                            status, out = resp.status, resp.read()
+                    except urllib.error.HTTPError as e:
+                        status, out = e.code, e.read()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            do_GET = do_POST = _any
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 def _expect(what, got, want):
     if got != want:
         raise AssertionError(f"{what}: got {got!r}, want {want!r}")
@@ -420,6 +478,43 @@ def demo(agent, person):
         _expect(f"{call_id} confirmed", tool["confirmed"], want_confirmed)
         _expect(f"{call_id} note", tool["confirmation_note"], note)
         print("confirmation:", call_id, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
+
+    # A bridge whose Redis is restarting answers 503 UNAVAILABLE: the create
+    # (safe to send again: its tool_call_id) and the wait are retried.
+    flaky = _Flaky(agent.server, fail=3)
+    try:
+        patient = Bridge(flaky.url, agent.token, poll_wait=5)
+        tool = {"tool_call_id": "call_del_3", "tool_name": "delete_rows", "tool_args": {"table": "events"}, "requires_confirmation": True}
+        t = threading.Thread(target=_person, args=(person, "approvals", "agno:call_del_3:confirm",
+                                                    lambda rec: person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": "allowed-once"}), errors))
+        t.start()
+        confirm_tool(patient, tool)
+        t.join()
+        if errors:
+            raise AssertionError("; ".join(errors))
+        _expect("confirmed through a flaky bridge", tool["confirmed"], True)
+        _expect("creates sent", flaky.calls.get("POST"), 4)
+
+        # NO_PROVIDER is a 503 too, but waiting does not help: not retried.
+        flaky.calls = {}
+        try:
+            patient.ask("questions", {**user_input_request(send, review_filled=True), "route": "no-such-route"})
+            raise AssertionError("a request to an unknown route was accepted")
+        except BridgeError as e:
+            _expect("unknown route through ask", (e.code, flaky.calls), ("NO_PROVIDER", {"POST": 1}))
+    finally:
+        flaky.close()
+    print("rode out 503 UNAVAILABLE; NO_PROVIDER not retried")
+
+    # Nothing listening: after retry_for, the bridge's error, not urllib's.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{s.getsockname()[1]}"
+    try:
+        Bridge(nobody, retry_for=1).ask("approvals", approval_request({"tool_call_id": "call_x", "tool_name": "x"}))
+        raise AssertionError("an ask with no bridge returned")
+    except BridgeError as e:
+        _expect("no bridge", e.code, "ASKBRIDGE_UNREACHABLE")
 
     # No answerer for the route: the bridge's NO_PROVIDER reaches the caller.
     try:
