@@ -264,6 +264,68 @@ describe('user-questions/request waterfall (newer harness)', () => {
     }
   })
 
+  test('the turn aborted while its create is on the way, on a bridge without withdrawal by tool_call_id: created again and cancelled', async () => {
+    // A bridge from before 2026-12-03 answers DELETE ?tool_call_id= with
+    // NOT_FOUND for a request that does not exist yet. The proxy plays it:
+    // it holds the first create, refuses that DELETE as such a bridge
+    // would, and forwards everything else.
+    const seen = []
+    let held
+    let createdAgain
+    let heldOne
+    const arrived = new Promise((resolve) => { heldOne = resolve })
+    const proxy = createServer(async (req, res) => {
+      const chunks = []
+      for await (const c of req) chunks.push(c)
+      const url = new URL(req.url, bridge.url)
+      seen.push(`${req.method} ${url.pathname}${url.searchParams.has('tool_call_id') ? '?tool_call_id' : ''}`)
+      const forward = async () => {
+        const r = await fetch(bridge.url + req.url, {
+          method: req.method,
+          headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+          body: chunks.length ? Buffer.concat(chunks) : undefined,
+        })
+        const text = await r.text()
+        res.writeHead(r.status, { 'content-type': 'application/json' }).end(text)
+        return { status: r.status, body: JSON.parse(text) }
+      }
+      if (req.method === 'POST' && held === undefined) {
+        held = forward
+        heldOne()
+      } else if (req.method === 'DELETE' && url.searchParams.has('tool_call_id')) {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"NOT_FOUND","message":"no such request"}}')
+      } else {
+        const r = await forward()
+        if (req.method === 'POST') createdAgain = r.body.id
+      }
+    })
+    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    try {
+      const h = await harness({ url: `http://127.0.0.1:${proxy.address().port}` })
+      const turn = new AbortController()
+      const text = unique('Truncate the table?')
+      const asking = track(h.ctx.userQuestions.ask({
+        agent: fakeAgent('session-abort-old-bridge'),
+        wait: { callId: `call_${Math.random().toString(36).slice(2)}` },
+        questions: [{ id: 'drop', question: text, options: [{ label: 'Truncate' }, { label: 'Keep' }] }],
+        signal: turn.signal,
+      }))
+      await within(arrived, 5000, 'the create at the proxy')
+      turn.abort()
+      const err = await rejection(asking, 5000)
+      assert.equal(err.code, 'ASK_ABORTED')
+      assert.deepEqual(seen, ['POST /v1/questions', 'DELETE /v1/questions?tool_call_id', 'POST /v1/questions', `DELETE /v1/questions/${createdAgain}`])
+      assert.equal((await person.get('question', createdAgain)).status, 'cancelled')
+      // The first create lands last: it finds the same request, cancelled.
+      const landed = await held()
+      assert.equal(landed.status, 200)
+      assert.equal(landed.body.status, 'cancelled')
+    } finally {
+      proxy.closeAllConnections()
+      proxy.close()
+    }
+  })
+
   test('dismissed: ASK_CANCELLED, not handed on', async () => {
     const text = unique('Page the on-call?')
     const asking = track(h.ctx.userQuestions.ask({ questions: [{ id: 'page', question: text }] }))
