@@ -108,6 +108,7 @@ type FakeCall struct {
 type FakeFail struct {
 	Status     int
 	RetryAfter float64 // seconds, for a 429
+	Global     bool    // a 429 of the global rate limit: X-RateLimit-Global, and no bucket headers
 	Code       int     // Discord's JSON error code; 0 when unset
 	Message    string  // its message; default "Internal Server Error"
 	// Applied: Discord carried the call out before the failure, as when
@@ -313,8 +314,12 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		f.record(c)
 		if fail.Status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", strconv.FormatFloat(fail.RetryAfter, 'f', -1, 64))
+			if fail.Global {
+				w.Header().Set("X-RateLimit-Global", "true")
+				w.Header().Set("X-RateLimit-Scope", "global")
+			}
 			w.WriteHeader(c.Status)
-			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": false}`, fail.RetryAfter)
+			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": %t}`, fail.RetryAfter, fail.Global)
 			return
 		}
 		msg := fail.Message

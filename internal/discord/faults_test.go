@@ -77,6 +77,32 @@ func TestFaultDiscordBursts(t *testing.T) {
 	}
 }
 
+// TestFaultDiscordGlobalRateLimit: Discord's global rate limit answers 429
+// with X-RateLimit-Global and Retry-After but none of a bucket's headers
+// (no X-RateLimit-Reset-After, which discordgo's own global lock reads).
+// The retry policy waits Retry-After itself: the message is posted once,
+// on the next try, and the agent gets its answer.
+func TestFaultDiscordGlobalRateLimit(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("create", discord.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: 0.05, Global: true})
+	body := cleanupQuestion()
+	done := apptest.Go(b.URL(), http.MethodPost, "/v1/questions?wait=30s", body)
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	pick := discord.Find(msg.Body, "ab:pick:")
+	if pick == nil {
+		t.Fatalf("the message has no option buttons: %v", msg.Body)
+	}
+	customID := pick["custom_id"].(string)
+	apptest.Posted(t, b.URL(), "/v1/questions", strings.Split(customID, ":")[2], 1)
+	b.click(t, discord.Click(msg, ada, customID, nil))
+	if r := apptest.Await(t, done, 40*time.Second); r.Status != http.StatusCreated || r.Rec.M["status"] != "answered" {
+		t.Fatalf("the agent got %d %v; want 201 answered", r.Status, r.Rec.M)
+	}
+	if all, ok := b.fake.AllCalls("create"), b.fake.Calls("create"); len(all) != 2 || all[0].Status != http.StatusTooManyRequests || len(ok) != 1 {
+		t.Errorf("creates: %d tries, %d ok; want a global 429, then one post", len(all), len(ok))
+	}
+}
+
 // TestFaultDiscordCreateAppliedThen502: Discord posts the message but the
 // answer is lost to a 502 (from a proxy in front of it, say), and the
 // bridge tries again. The retry carries the first try's nonce with
