@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/askbridge/askbridge/internal/bench"
 )
@@ -40,6 +41,7 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cluster := fs.String("redis-cluster", "", "`host:port,...` seed addresses of a Redis Cluster to use instead (keys under a prefix of the run's own, deleted after, on every master)")
 	fs.IntVar(&o.Replicas, "replicas", 2, "bridge replicas")
 	fs.IntVar(&o.Samples, "samples", 2000, "samples of each floor and of click-to-waiter one at a time")
+	fs.DurationVar(&o.Think, "think", 2*time.Millisecond, "how long a person takes to click, one at a time, once the agent is waiting; the paced floors pause as long")
 	fs.Float64Var(&o.Rate, "rate", 500, "clicks per second of the open-loop load phase")
 	fs.DurationVar(&o.Duration, "duration", bench.DefaultDuration, "length of the load phase and of the throughput phase")
 	fs.IntVar(&o.Agents, "agents", 64, "agents asking back to back in the throughput phase")
@@ -68,8 +70,8 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			o.RedisCluster = append(o.RedisCluster, addr)
 		}
 	}
-	if o.Rate <= 0 || o.Rate > 100_000 || o.Replicas < 1 || o.Replicas > 64 || o.Samples < 1 || o.Agents < 1 || o.Duration <= 0 {
-		fmt.Fprintln(stderr, "bridge bench: --rate must be in (0, 100000], --replicas in [1, 64], --samples and --agents at least 1, --duration positive")
+	if o.Rate <= 0 || o.Rate > 100_000 || o.Replicas < 1 || o.Replicas > 64 || o.Samples < 1 || o.Agents < 1 || o.Duration <= 0 || o.Think <= 0 {
+		fmt.Fprintln(stderr, "bridge bench: --rate must be in (0, 100000], --replicas in [1, 64], --samples and --agents at least 1, --duration and --think positive")
 		return exitUsage
 	}
 	self, err := os.Executable()

@@ -36,6 +36,11 @@ type Options struct {
 	Duration     time.Duration // length of the load and the throughput phases; default 10s
 	Agents       int           // concurrent agents of the throughput phase; default 64
 	Waiters      int           // long-polls held on one replica in the memory phase; default 10000; <0 skips it
+	// Think is how long a person of the wake phase takes to click once the
+	// agent's call is parked: the processes go idle meanwhile, as between a
+	// message and a person's answer in production. The floors are taken a
+	// second time with the same pause before each sample. Default 2ms.
+	Think time.Duration
 
 	// Serve returns the command that runs one replica on a config file:
 	// `bridge serve --config FILE`. Required.
@@ -63,6 +68,9 @@ func (o *Options) defaults() {
 	}
 	if o.Agents <= 0 {
 		o.Agents = 64
+	}
+	if o.Think <= 0 {
+		o.Think = 2 * time.Millisecond
 	}
 	if o.Waiters == 0 {
 		o.Waiters = 10_000
@@ -111,9 +119,6 @@ type Wake struct {
 	Same  Latency `json:"same_replica"`
 	Cross Latency `json:"cross_replica"`
 	Ack   Latency `json:"ack"` // the callback's HTTP answer
-	// PostToClick is how long each message waited for its click: from
-	// reaching the fake Slack until the agent's call was seen parked.
-	PostToClick Latency `json:"post_to_click"`
 }
 
 // Load is the open-loop phase: clicks sent on a fixed schedule, whatever
@@ -211,19 +216,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	progress("wake: %d questions one at a time, each clicked on a random replica", o.Samples)
-	if rep.Wake, err = f.wake(ctx, o.Samples); err != nil {
+	if rep.Wake, err = f.wake(ctx, o.Samples, o.Think); err != nil {
 		return nil, err
 	}
 
-	// Paced as the clicks were: each sample after as long a pause as a
-	// click's message waited for it.
-	pace := max(rep.Wake.PostToClick.P50, 100*time.Microsecond)
-	progress("floors again, paced: each sample %v after the one before", pace.Round(time.Microsecond))
-	paced, err := fl.measure(ctx, o.Samples, pace)
+	progress("floors again, paced as the clicks: each sample %v after the one before", o.Think)
+	paced, err := fl.measure(ctx, o.Samples, o.Think)
 	if err != nil {
 		return nil, err
 	}
-	rep.Paced = &Paced{Every: pace, EveryUS: us(pace), Floors: paced}
+	rep.Paced = &Paced{Every: o.Think, EveryUS: us(o.Think), Floors: paced}
 
 	progress("load: %.0f clicks/s for %v", o.Rate, o.Duration)
 	rep.Load = f.load(ctx, o.Rate, o.Duration, progress)
@@ -263,11 +265,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// wake answers n questions one at a time. Each click is sent once the
-// agent's call is parked on its replica, as in production, where a person
-// takes seconds to answer.
-func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
-	var same, cross, acks, gaps []time.Duration
+// wake answers n questions one at a time. Each click is sent think after
+// the agent's call is seen parked on its replica: in production a person
+// takes seconds to answer, and meanwhile every process is idle. (The
+// scrape that sees the call parked is work for the replica and Redis; the
+// pause also keeps it from overlapping the click.)
+func (f *flow) wake(ctx context.Context, n int, think time.Duration) (Wake, error) {
+	var same, cross, acks []time.Duration
+	pause := time.NewTimer(think)
+	defer pause.Stop()
 	type result struct {
 		a   answered
 		err error
@@ -283,11 +289,15 @@ func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
 		if err != nil {
 			return Wake{}, err
 		}
-		posted := time.Now()
 		if err := f.parked(ctx, r, 1); err != nil {
 			return Wake{}, err
 		}
-		gaps = append(gaps, time.Since(posted))
+		pause.Reset(think)
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			return Wake{}, ctx.Err()
+		}
 		ack, err := f.answer(ctx, p, cr, true, time.Time{})
 		if err != nil {
 			return Wake{}, err
@@ -309,7 +319,7 @@ func (f *flow) wake(ctx context.Context, n int) (Wake, error) {
 			cross = append(cross, res.a.wait)
 		}
 	}
-	return Wake{Same: summarize(same), Cross: summarize(cross), Ack: summarize(acks), PostToClick: summarize(gaps)}, nil
+	return Wake{Same: summarize(same), Cross: summarize(cross), Ack: summarize(acks)}, nil
 }
 
 // parked waits until replica r holds n waiting calls.

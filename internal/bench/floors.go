@@ -26,10 +26,10 @@ type Floors struct {
 	ClickPath Latency `json:"click_path"`
 }
 
-// Paced are the floors again, each sample taken after a pause as long as
-// the one-at-a-time clicks were apart: between clicks every process goes
-// idle, and a hop that wakes an idle process costs more than one of a
-// back-to-back series, where nothing sleeps.
+// Paced are the floors again, each sample taken after the pause the wake
+// phase's person takes before each click (Options.Think): meanwhile every
+// process goes idle, and a hop that wakes an idle process costs more than
+// one of a back-to-back series, where nothing sleeps.
 type Paced struct {
 	Every   time.Duration `json:"-"`
 	EveryUS float64       `json:"every_us"` // Every, in the report's unit
