@@ -125,12 +125,15 @@ func checkApp(cfg *config.Config, id, name, key, endpoint string, fs *surface.Fi
 	} else {
 		fs.Add(surface.Fine, what, "%s (%s)", name, id)
 	}
-	if dc.PublicKey != "" {
-		if strings.EqualFold(dc.PublicKey, key) {
-			fs.Add(surface.Fine, what, "discord.public_key is its public key")
-		} else {
-			fs.Add(surface.Problem, what, "discord.public_key is not its public key (%s): every interaction Discord sends would be refused as unsigned; copy it from the Developer Portal, General Information", key)
-		}
+	switch {
+	case dc.PublicKey == "":
+	case strings.EqualFold(dc.PublicKey, key):
+		fs.Add(surface.Fine, what, "discord.public_key is its public key")
+	case dc.Gateway && endpoint == "":
+		// Interactions come over the gateway, unsigned: the key verifies nothing.
+		fs.Add(surface.Note, what, "discord.public_key is not its public key (%s); with gateway on and no Interactions Endpoint URL it is not used: correct it from the Developer Portal, General Information, or leave it out", key)
+	default:
+		fs.Add(surface.Problem, what, "discord.public_key is not its public key (%s): every interaction Discord sends would be refused as unsigned; copy it from the Developer Portal, General Information", key)
 	}
 	want := cfg.PublicURL() + "/discord/interactions"
 	switch {

@@ -62,6 +62,24 @@ func TestCheck(t *testing.T) {
 			"ok      discord channel 222",
 		},
 	}, {
+		// Over the gateway interactions come unsigned: a stale public_key
+		// verifies nothing, and is no reason to exit 1.
+		name: "gateway with another public key",
+		setup: func(f *discord.FakeDiscord, cfg *config.Config) {
+			cfg.Discord.Gateway = true
+			f.App.VerifyKey = strings.Repeat("ab", 32)
+			f.SetChannel("111", "deploys", true)
+			f.SetChannel("222", "ops", true)
+		},
+		want: []string{
+			"ok      discord: signed in",
+			"ok      discord application: askbridge",
+			"note    discord application: discord.public_key is not its public key (" + strings.Repeat("ab", 32) + "); with gateway on and no Interactions Endpoint URL it is not used",
+			"ok      discord application: no Interactions Endpoint URL: interactions come over the gateway",
+			"ok      discord channel 111",
+			"ok      discord channel 222",
+		},
+	}, {
 		name: "endpoint behind another address",
 		setup: func(f *discord.FakeDiscord, cfg *config.Config) {
 			f.App.InteractionsURL = "https://proxy.example.com/askbridge/discord/interactions"
