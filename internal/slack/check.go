@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -50,11 +51,14 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 	}
 
 	channels, groups := map[string]bool{}, map[string]bool{}
+	empty := map[string]int{} // the finding of each group with no members, by group
+	var targets []*config.SlackTarget
 	for _, r := range cfg.Routes {
 		for _, t := range r.Targets {
 			if t.Slack == nil {
 				continue
 			}
+			targets = append(targets, t.Slack)
 			if ch := t.Slack.Channel; !channels[ch] {
 				channels[ch] = true
 				if post {
@@ -66,9 +70,24 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 			for _, g := range t.Slack.Responders.Groups {
 				if !groups[g] {
 					groups[g] = true
-					checkGroup(ctx, api, g, &fs)
+					if n, ok := checkGroup(ctx, api, g, &fs); ok && n == 0 {
+						empty[g] = len(fs) - 1
+					}
 				}
 			}
+		}
+	}
+	// An empty group is a problem where nobody else may answer: a target
+	// with no responders.users and no other group with members.
+	for _, t := range targets {
+		notEmpty := func(g string) bool { _, ok := empty[g]; return !ok }
+		if len(t.Responders.Users) > 0 || len(t.Responders.Groups) == 0 || slices.ContainsFunc(t.Responders.Groups, notEmpty) {
+			continue
+		}
+		for _, g := range t.Responders.Groups {
+			f := &fs[empty[g]]
+			f.Level = surface.Problem
+			f.Text = fmt.Sprintf("it has no members, and nobody else may answer in channel %s: add people to the group, or name responders.users", t.Channel)
 		}
 	}
 	if len(channels) == 0 {
@@ -118,7 +137,9 @@ func postTo(ctx context.Context, api *slackapi.Client, id, bot string, fs *surfa
 	fs.Add(surface.Fine, what, "posted a test message and deleted it")
 }
 
-func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surface.Findings) {
+// checkGroup reports how many members group id has, ok false when Slack
+// did not say.
+func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surface.Findings) (n int, ok bool) {
 	what := "slack group " + id
 	users, err := api.GetUserGroupMembersContext(ctx, id)
 	switch {
@@ -128,9 +149,12 @@ func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surfac
 		fs.Add(surface.Problem, what, "Slack knows no such user group: nobody in it can answer")
 	case err != nil:
 		fs.Add(surface.Problem, what, "usergroups.users.list failed: %s", checkReason(err))
+	case len(users) == 0:
+		fs.Add(surface.Note, what, "it has no members: nobody in it can answer")
 	default:
 		fs.Add(surface.Fine, what, "%d members may answer", len(users))
 	}
+	return len(users), err == nil
 }
 
 // checkReason says why a call failed, without the call's URL's query or

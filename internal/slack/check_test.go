@@ -157,3 +157,31 @@ func TestCheckPost(t *testing.T) {
 		t.Errorf("findings:\n%s\nwant the message left behind named", got)
 	}
 }
+
+// A responders group with no members leaves nobody to answer where it is
+// the only responder; beside responders.users it is worth a note only.
+func TestCheckEmptyGroup(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+	fake.SetChannel("C2", slacktest.FakeChannel{Name: "ops", Member: true})
+	fake.SetGroup("S1")
+	fake.SetGroup("S2")
+	fake.SetGroup("S3", "U1")
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{
+			{Slack: &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Groups: []string{"S1"}}}},
+			{Slack: &config.SlackTarget{Channel: "C2", Responders: config.SlackResponders{Users: []string{"U2"}, Groups: []string{"S2", "S3"}}}},
+		}}},
+	}
+	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
+	for _, w := range []string{
+		"PROBLEM slack group S1: it has no members, and nobody else may answer in channel C1",
+		"note    slack group S2: it has no members: nobody in it can answer\n",
+		"ok      slack group S3: 1 members may answer\n",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("findings:\n%s\nwant %q", got, w)
+		}
+	}
+}

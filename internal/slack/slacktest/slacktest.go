@@ -463,6 +463,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if !ok {
 			return failure("no_such_subteam"), false
 		}
+		if users == nil {
+			users = []string{} // Slack sends an empty group's members as [], not null
+		}
 		return map[string]any{"ok": true, "users": users}, true
 	}
 	return failure("unknown_method"), false
