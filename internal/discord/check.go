@@ -141,6 +141,9 @@ func checkApp(cfg *config.Config, id, name, key, endpoint string, fs *surface.Fi
 		fs.Add(surface.Problem, what, "gateway is on, but the application has an Interactions Endpoint URL (%s): while it has one, Discord sends interactions there and not over the gateway; clear it in the Developer Portal, General Information", endpoint)
 	case dc.Gateway:
 		fs.Add(surface.Fine, what, "no Interactions Endpoint URL: interactions come over the gateway")
+	case endpoint == "" && cfg.BaseURL == "":
+		// want is then http://<listen>, which Discord can't reach.
+		fs.Add(surface.Problem, what, "no Interactions Endpoint URL, and gateway is off: no click reaches the bridge; set it to the bridge's public HTTPS address followed by /discord/interactions in the Developer Portal, General Information (and base_url to that address), or set gateway: true")
 	case endpoint == "":
 		fs.Add(surface.Problem, what, "no Interactions Endpoint URL, and gateway is off: no click reaches the bridge; set it to %s in the Developer Portal, General Information", want)
 	case endpoint == want:

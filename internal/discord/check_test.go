@@ -95,6 +95,23 @@ func TestCheck(t *testing.T) {
 			"PROBLEM discord channel 222: Discord knows no such channel",
 		},
 	}, {
+		// Without base_url the bridge's address is http://<listen>, which
+		// Discord can't reach: not an endpoint URL to advise.
+		name: "no base_url",
+		setup: func(f *discord.FakeDiscord, cfg *config.Config) {
+			cfg.BaseURL, cfg.Listen = "", ":8080"
+			f.SetChannel("111", "deploys", true)
+			f.SetChannel("222", "ops", true)
+		},
+		want: []string{
+			"ok      discord: signed in",
+			"ok      discord application: askbridge",
+			"ok      discord application: discord.public_key",
+			"PROBLEM discord application: no Interactions Endpoint URL, and gateway is off: no click reaches the bridge; set it to the bridge's public HTTPS address followed by /discord/interactions",
+			"ok      discord channel 111",
+			"ok      discord channel 222",
+		},
+	}, {
 		name: "a wrong token",
 		setup: func(f *discord.FakeDiscord, cfg *config.Config) {
 			cfg.Discord.BotToken = "not-the-bot-token"
