@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"net/http"
+	"slices"
+	"sync"
 
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/discord"
@@ -15,11 +17,23 @@ import (
 // what the bridge would trip on: Redis, then Slack, then Discord. It
 // writes nothing to Redis; with post, it posts a message to each target's
 // channel and deletes it. It is `bridge config check --connect`.
+//
+// The three are checked at once, each with all of ctx's time: one that
+// hangs must not use up the others' and have them blamed for it. The
+// findings are in that order all the same.
 func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bool) surface.Findings {
-	fs := checkRedisConn(ctx, cfg.Redis)
-	fs = append(fs, slack.Check(ctx, cfg, client, post)...)
-	fs = append(fs, discord.Check(ctx, cfg, client, post)...)
-	return fs
+	checks := []func() surface.Findings{
+		func() surface.Findings { return checkRedisConn(ctx, cfg.Redis) },
+		func() surface.Findings { return slack.Check(ctx, cfg, client, post) },
+		func() surface.Findings { return discord.Check(ctx, cfg, client, post) },
+	}
+	found := make([]surface.Findings, len(checks))
+	var wg sync.WaitGroup
+	for i, check := range checks {
+		wg.Go(func() { found[i] = check() })
+	}
+	wg.Wait()
+	return slices.Concat(found...)
 }
 
 func checkRedisConn(ctx context.Context, r config.Redis) surface.Findings {
