@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
+	"sync"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -27,7 +29,15 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 	if sc == nil {
 		return nil
 	}
-	opts := []slackapi.Option{slackapi.OptionHTTPClient(client)}
+	// Slack lists a token's scopes in the X-OAuth-Scopes header of its
+	// answers; auth.test's is kept.
+	scopes := &scopesHeader{next: client.Transport}
+	if scopes.next == nil {
+		scopes.next = http.DefaultTransport
+	}
+	c := *client
+	c.Transport = scopes
+	opts := []slackapi.Option{slackapi.OptionHTTPClient(&c)}
 	if sc.APIURL != "" {
 		opts = append(opts, slackapi.OptionAPIURL(withSlash(sc.APIURL)))
 	}
@@ -42,6 +52,9 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 		return fs // every other call would fail the same way
 	}
 	fs.Add(surface.Fine, "slack", "signed in to %s (%s) as %s (%s)", who.Team, who.TeamID, who.User, who.UserID)
+	if granted, ok := scopes.get(); ok && !slices.Contains(granted, "chat:write") {
+		fs.Add(surface.Problem, "slack", "the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app")
+	}
 	if sc.AppToken.Reveal() != "" {
 		if _, _, err := api.StartSocketModeContext(ctx); err != nil {
 			fs.Add(surface.Problem, "slack", "apps.connections.open with slack.app_token failed: %s", checkReason(err))
@@ -178,4 +191,40 @@ func checkReason(err error) string {
 	default:
 		return err.Error()
 	}
+}
+
+// scopesHeader keeps the X-OAuth-Scopes header of the first answer that
+// has one: the scopes of the token of the call.
+type scopesHeader struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	scopes []string
+	seen   bool
+}
+
+func (h *scopesHeader) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	if v, ok := resp.Header["X-Oauth-Scopes"]; ok && len(v) > 0 {
+		h.mu.Lock()
+		if !h.seen {
+			h.seen = true
+			for sc := range strings.SplitSeq(v[0], ",") {
+				if sc = strings.TrimSpace(sc); sc != "" {
+					h.scopes = append(h.scopes, sc)
+				}
+			}
+		}
+		h.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// get returns the scopes, ok false when no answer listed them.
+func (h *scopesHeader) get() ([]string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.scopes, h.seen
 }

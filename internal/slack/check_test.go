@@ -79,6 +79,21 @@ func TestCheck(t *testing.T) {
 			"PROBLEM slack group S1: reading its members needs the usergroups:read scope",
 		},
 	}, {
+		name: "a token without chat:write",
+		setup: func(f *slacktest.FakeSlack) {
+			f.Scopes = "usergroups:read,channels:read"
+			f.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+			f.SetChannel("C2", slacktest.FakeChannel{Name: "ops", Member: true})
+			f.SetGroup("S1", "U1")
+		},
+		want: []string{
+			"ok      slack: signed in",
+			"PROBLEM slack: the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app",
+			"ok      slack channel C1",
+			"ok      slack channel C2",
+			"ok      slack group S1",
+		},
+	}, {
 		name:  "a wrong token",
 		token: "xoxb-wrong",
 		want:  []string{"PROBLEM slack: auth.test with slack.bot_token failed: invalid_auth"},

@@ -32,6 +32,9 @@ import (
 type FakeSlack struct {
 	URL   string // the API base URL, with its final /
 	Token string // the bot token it accepts
+	// Scopes are the token's, as every answer to it lists them in
+	// X-OAuth-Scopes; by default those of deploy/slack-app-manifest.yaml.
+	Scopes string
 
 	srv    *httptest.Server
 	socket *FakeSocket
@@ -87,7 +90,7 @@ func NewFakeSlack(t TB, token string) *FakeSlack {
 
 // NewServer starts a fake that accepts token; Close stops it.
 func NewServer(token string) *FakeSlack {
-	f := &FakeSlack{Token: token, fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, wake: make(chan struct{})}
+	f := &FakeSlack{Token: token, Scopes: "chat:write,usergroups:read", fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/api/"
 	return f
@@ -270,6 +273,9 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		http.Error(w, http.StatusText(call.Status), call.Status)
 		return
+	}
+	if token == f.Token {
+		w.Header().Set("X-OAuth-Scopes", f.Scopes)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
