@@ -805,6 +805,8 @@ func TestDocs(t *testing.T) {
 			"DISCORD_PUBLIC_KEY":     strings.Repeat("ab", 32),
 			"ASKBRIDGE_ANSWER_TOKEN": "x",
 		})
+		// Every ```yaml block is a bridge config; YAML of other tools
+		// (a Kubernetes pod spec) is fenced ```yml.
 		blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(data, -1)
 		if len(blocks) < 3 {
 			t.Fatalf("found %d yaml examples, want 3", len(blocks))
