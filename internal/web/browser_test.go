@@ -416,7 +416,7 @@ func TestBrowser(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
 		r := get(t, a.Store(), rec)
 		link := a.Web().Links().Path(r)
-		do(t, "open and answer", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"),
+		do(t, "open and answer", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
 			chromedp.Click(card(rec)+` input[value="Open"]`), chromedp.Click(card(rec)+" button[type=submit]"), chromedp.WaitVisible(card(rec)+" .outcome"))
 		shot(t, "link-answered-375x812.png", false)
 		if got := get(t, a.Store(), rec); got.ResolvedBy == nil || got.ResolvedBy.UserID != "link" {
