@@ -131,7 +131,9 @@ func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs 
 // postTo posts surface.CheckText to channel id and deletes it.
 func postTo(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) {
 	what := "slack channel " + id
-	_, ts, err := api.PostMessageContext(ctx, id, slackapi.MsgOptionText(surface.CheckText, true))
+	// Deleted where Slack says it went: a user's id posts in a DM with
+	// its own id, as the bridge's own posts do.
+	posted, ts, err := api.PostMessageContext(ctx, id, slackapi.MsgOptionText(surface.CheckText, true))
 	switch {
 	case refusedWith(err, "not_in_channel"):
 		fs.Add(surface.Problem, what, "@%s is not in it: type /invite @%s in the channel", bot, bot)
@@ -143,7 +145,7 @@ func postTo(ctx context.Context, api *slackapi.Client, id, bot string, fs *surfa
 		fs.Add(surface.Problem, what, "posting failed: %s", checkReason(err))
 		return
 	}
-	if _, _, err := api.DeleteMessageContext(ctx, id, ts); err != nil {
+	if _, _, err := api.DeleteMessageContext(ctx, posted, ts); err != nil {
 		fs.Add(surface.Note, what, "posted a test message, but deleting it failed (%s): delete it by hand", checkReason(err))
 		return
 	}

@@ -173,6 +173,24 @@ func TestCheckPost(t *testing.T) {
 	}
 }
 
+// A message posted to a user's id lands in a DM whose id Slack answers
+// with; it is deleted there, as the bridge edits its messages where
+// chat.postMessage says they went.
+func TestCheckPostToAUser(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	cfg := &config.Config{
+		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "U0ADA"}}}}},
+	}
+	got := findings(Check(context.Background(), cfg, http.DefaultClient, true))
+	if !strings.Contains(got, "ok      slack channel U0ADA: posted a test message and deleted it\n") {
+		t.Errorf("findings:\n%s\nwant the test message deleted", got)
+	}
+	if deletes := fake.Calls("chat.delete"); len(deletes) != 1 || !deletes[0].OK || deletes[0].Field("channel") != "D0ADA" {
+		t.Errorf("deletes %+v; want one, in the DM the message went to", deletes)
+	}
+}
+
 // A responders group with no members leaves nobody to answer where it is
 // the only responder; beside responders.users it is worth a note only.
 func TestCheckEmptyGroup(t *testing.T) {

@@ -385,6 +385,12 @@ func blockIDsValid(blocks []map[string]any) bool {
 	return true
 }
 
+// isUser says whether channel is a user's id, which chat.postMessage
+// takes as the channel of a DM.
+func isUser(channel string) bool {
+	return strings.HasPrefix(channel, "U") || strings.HasPrefix(channel, "W")
+}
+
 func failure(err string) map[string]any { return map[string]any{"ok": false, "error": err} }
 
 // answer answers a successful call, and says whether it answered ok; f.mu
@@ -413,6 +419,11 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if th := c.Field("thread_ts"); th != "" {
 			msg["thread_ts"] = th
 		}
+		if isUser(ch) {
+			// Slack posts in the app's DM with the person, and answers
+			// with that conversation's id.
+			ch = "D" + ch[1:]
+		}
 		return chatAnswer{OK: true, Channel: ch, TS: c.TS, Message: msg}, true
 	case "chat.update":
 		ts := c.Field("ts")
@@ -430,6 +441,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		ts := c.Field("ts")
 		if ts == "" || f.gone[ts] || ts > fmt.Sprintf("1700000000.%06d", f.next) {
 			return failure("message_not_found"), false
+		}
+		if isUser(c.Field("channel")) { // chat.delete takes a conversation's id, not a person's
+			return failure("channel_not_found"), false
 		}
 		f.gone[ts] = true
 		return map[string]any{"ok": true, "channel": c.Field("channel"), "ts": ts}, true
