@@ -92,15 +92,23 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 	}
 	// An empty group is a problem where nobody else may answer: a target
 	// with no responders.users and no other group with members.
+	stranded := map[string][]string{} // the channels each empty group leaves with nobody to answer
 	for _, t := range targets {
 		notEmpty := func(g string) bool { _, ok := empty[g]; return !ok }
 		if len(t.Responders.Users) > 0 || len(t.Responders.Groups) == 0 || slices.ContainsFunc(t.Responders.Groups, notEmpty) {
 			continue
 		}
 		for _, g := range t.Responders.Groups {
+			if !slices.Contains(stranded[g], t.Channel) {
+				stranded[g] = append(stranded[g], t.Channel)
+			}
+			where := "channel "
+			if len(stranded[g]) > 1 {
+				where = "channels "
+			}
 			f := &fs[empty[g]]
 			f.Level = surface.Problem
-			f.Text = fmt.Sprintf("it has no members, and nobody else may answer in channel %s: add people to the group, or name responders.users", t.Channel)
+			f.Text = fmt.Sprintf("it has no members, and nobody else may answer in %s%s: add people to the group, or name responders.users", where, strings.Join(stranded[g], ", "))
 		}
 	}
 	if len(channels) == 0 {

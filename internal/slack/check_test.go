@@ -205,11 +205,13 @@ func TestCheckEmptyGroup(t *testing.T) {
 		Routes: []config.Route{{Name: "default", Targets: []config.Target{
 			{Slack: &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Groups: []string{"S1"}}}},
 			{Slack: &config.SlackTarget{Channel: "C2", Responders: config.SlackResponders{Users: []string{"U2"}, Groups: []string{"S2", "S3"}}}},
+		}}, {Name: "ops", Targets: []config.Target{
+			{Slack: &config.SlackTarget{Channel: "C3", Responders: config.SlackResponders{Groups: []string{"S1"}}}},
 		}}},
 	}
 	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
 	for _, w := range []string{
-		"PROBLEM slack group S1: it has no members, and nobody else may answer in channel C1",
+		"PROBLEM slack group S1: it has no members, and nobody else may answer in channels C1, C3:",
 		"note    slack group S2: it has no members: nobody in it can answer\n",
 		"ok      slack group S3: 1 members may answer\n",
 	} {
