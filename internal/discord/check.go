@@ -81,7 +81,7 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 			case err == nil:
 				fs.Add(surface.Fine, what, "#%s: the bot can see it (whether it may post there: --post)", ch.Name)
 			case re != nil && re.Message != nil && re.Message.Code == discordgo.ErrCodeMissingAccess:
-				fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server and let it View Channel and Send Messages there (and Create Public Threads, for thread_by_session)")
+				fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server (%s) and let it View Channel and Send Messages there (and Create Public Threads, for thread_by_session)", inviteURL(dc.ApplicationID))
 			case re != nil && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
 				fs.Add(surface.Problem, what, "Discord knows no such channel: check the ID (Developer Mode on, right-click the channel, Copy Channel ID)")
 			default:
@@ -113,6 +113,14 @@ func postTo(ctx context.Context, api *discordgo.Session, id, name, apiURL string
 		return
 	}
 	fs.Add(surface.Fine, what, "#%s: posted a test message and deleted it", name)
+}
+
+// inviteURL is the link that adds application id's bot to a server with
+// the permissions docs/discord.md lists: View Channel, Send Messages, Send
+// Messages in Threads, Create Public Threads, Embed Links, Read Message
+// History.
+func inviteURL(id string) string {
+	return "https://discord.com/oauth2/authorize?client_id=" + url.QueryEscape(id) + "&scope=bot&permissions=309237730304"
 }
 
 // checkApp compares the bot's application with the config: the id, the
