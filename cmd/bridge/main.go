@@ -210,6 +210,9 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprint(stderr, configCheckUsage)
 		return exitUsage
 	}
+	if *post && !*connect {
+		return usageErr(stderr, "config check", "--post goes with --connect")
+	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge:", err)
@@ -218,9 +221,6 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
 		return exitError
-	}
-	if *post && !*connect {
-		return usageErr(stderr, "config check", "--post goes with --connect")
 	}
 	if *connect {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -47,6 +47,7 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "check", valid, "extra"}, exitUsage, true},
 		{[]string{"config", "check", "--bogus", valid}, exitUsage, true},
 		{[]string{"config", "check", "--post", valid}, exitUsage, false},
+		{[]string{"config", "check", "--post", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, false},
 		{[]string{"config"}, exitUsage, true},
 		{[]string{"config", "check", valid}, exitOK, false},
 		{[]string{"config", "check", filepath.Join(t.TempDir(), "missing.yaml")}, exitError, false},
