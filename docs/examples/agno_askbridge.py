@@ -29,6 +29,7 @@ neither is needed for an open bridge).
 """
 
 import argparse
+import http.client
 import http.server
 import json
 import os
@@ -73,13 +74,19 @@ class Bridge:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
             with urllib.request.urlopen(req, timeout=wait + 30) as resp:
-                return json.load(resp)
+                raw = resp.read()
+        except http.client.IncompleteRead as e:  # the connection broke mid-answer
+            raise ConnectionError(f"the answer was cut off: {e!r}") from None
         except urllib.error.HTTPError as e:
             try:
                 err = json.load(e)["error"]
             except (ValueError, KeyError, TypeError):
                 err = {"code": "HTTP_%d" % e.code, "message": e.reason}
             raise BridgeError(err["code"], err["message"], e.code) from None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise BridgeError("BAD_RESPONSE", f"{self.server} answered {method} {path} with something other than JSON: is it the bridge?") from None
 
     def ask(self, kind, body):
         """Create a request (kind "questions" or "approvals") and wait until it
@@ -101,16 +108,17 @@ class Bridge:
         return rec
 
     def _riding_out(self, call, retry=True):
-        """Make call, riding out a restarting bridge (no connection, 503
-        UNAVAILABLE) for up to retry_for seconds; then, or at once without
-        retry, BridgeError ASKBRIDGE_UNREACHABLE. Other errors (NO_PROVIDER
-        among them, though also a 503) are raised at once."""
+        """Make call, riding out a restarting bridge (no connection, an answer
+        cut off, 503 UNAVAILABLE, or a proxy's 502 or 504 in front of it) for
+        up to retry_for seconds; then, or at once without retry, BridgeError
+        ASKBRIDGE_UNREACHABLE. Other errors (NO_PROVIDER among them, though
+        also a 503) are raised at once."""
         failing_since = None
         while True:
             try:
                 return call()
             except BridgeError as e:
-                if e.status != 503 or e.code == "NO_PROVIDER":
+                if e.status not in (502, 503, 504) or e.code == "NO_PROVIDER":
                     raise
                 why = f"{e.code}: {e.message}"
             except (urllib.error.URLError, OSError) as e:
@@ -344,21 +352,34 @@ def _person(bridge, kind, tool_call_id, respond, errors):
 
 
 class _Flaky:
-    """Stands in front of the bridge at server as a bridge whose Redis is
-    restarting does: it answers the first `fail` calls 503 UNAVAILABLE and
-    forwards the rest; it counts each method's calls."""
+    """Stands in front of the bridge at server as a restarting bridge and its
+    proxy do: it answers the first calls with fails, in order ("503": 503
+    UNAVAILABLE; "502": a proxy's HTML 502; "cut": an answer cut off;
+    "html": a 200 that is a web page), forwards the rest, and counts each
+    method's calls."""
 
-    def __init__(self, server, fail):
-        self.server, self.fail, self.calls = server, fail, {}
+    def __init__(self, server, fails):
+        self.server, self.fails, self.calls = server, list(fails), {}
         flaky = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def _any(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
                 flaky.calls[self.command] = flaky.calls.get(self.command, 0) + 1
-                if flaky.fail > 0:
-                    flaky.fail -= 1
+                fail = flaky.fails.pop(0) if flaky.fails else None
+                if fail == "cut":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100")
+                    self.end_headers()
+                    self.wfile.write(b'{"id": "q_')
+                    self.close_connection = True
+                    return
+                kind = "application/json"
+                if fail == "503":
                     status, out = 503, b'{"error":{"code":"UNAVAILABLE","message":"the bridge can\'t reach its Redis; try again shortly"}}'
+                elif fail in ("502", "html"):
+                    status, out, kind = (502 if fail == "502" else 200), b"<html><body>Bad Gateway</body></html>", "text/html"
                 else:
                     req = urllib.request.Request(flaky.server + self.path, data=body, method=self.command,
                                                  headers={k: v for k, v in self.headers.items() if k in ("Content-Type", "Authorization")})
@@ -368,7 +389,7 @@ class _Flaky:
                     except urllib.error.HTTPError as e:
                         status, out = e.code, e.read()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
@@ -479,9 +500,10 @@ def demo(agent, person):
         _expect(f"{call_id} note", tool["confirmation_note"], note)
         print("confirmation:", call_id, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
 
-    # A bridge whose Redis is restarting answers 503 UNAVAILABLE: the create
-    # (safe to send again: its tool_call_id) and the wait are retried.
-    flaky = _Flaky(agent.server, fail=3)
+    # A restarting bridge answers 503 UNAVAILABLE, its proxy 502, or the
+    # connection breaks mid-answer: the create (safe to send again: its
+    # tool_call_id) and the wait are retried.
+    flaky = _Flaky(agent.server, ["503", "502", "cut"])
     try:
         patient = Bridge(flaky.url, agent.token, poll_wait=5)
         tool = {"tool_call_id": "call_del_3", "tool_name": "delete_rows", "tool_args": {"table": "events"}, "requires_confirmation": True}
@@ -504,7 +526,17 @@ def demo(agent, person):
             _expect("unknown route through ask", (e.code, flaky.calls), ("NO_PROVIDER", {"POST": 1}))
     finally:
         flaky.close()
-    print("rode out 503 UNAVAILABLE; NO_PROVIDER not retried")
+    print("rode out 503, 502 and a cut-off answer; NO_PROVIDER not retried")
+
+    # Something else at the bridge's address answers 200 with a web page.
+    flaky = _Flaky(agent.server, ["html"])
+    try:
+        Bridge(flaky.url, agent.token).ask("approvals", approval_request({"tool_call_id": "call_y", "tool_name": "y"}))
+        raise AssertionError("a web page was taken for the bridge's answer")
+    except BridgeError as e:
+        _expect("not the bridge", (e.code, flaky.calls), ("BAD_RESPONSE", {"POST": 1}))
+    finally:
+        flaky.close()
 
     # Nothing listening: after retry_for, the bridge's error, not urllib's.
     with socket.socket() as s:
