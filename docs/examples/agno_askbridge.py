@@ -109,7 +109,7 @@ class Bridge:
 
     def _riding_out(self, call, retry=True):
         """Make call, riding out a restarting bridge (no connection, an answer
-        cut off, 503 UNAVAILABLE, or a proxy's 502 or 504 in front of it) for
+        cut off, 503 UNAVAILABLE, 429, or a proxy's 502 or 504 in front of it) for
         up to retry_for seconds; then, or at once without retry, BridgeError
         ASKBRIDGE_UNREACHABLE. Other errors (NO_PROVIDER among them, though
         also a 503) are raised at once."""
@@ -118,7 +118,7 @@ class Bridge:
             try:
                 return call()
             except BridgeError as e:
-                if e.status not in (502, 503, 504) or e.code == "NO_PROVIDER":
+                if e.status not in (429, 502, 503, 504) or e.code == "NO_PROVIDER":
                     raise
                 why = f"{e.code}: {e.message}"
             except (urllib.error.URLError, OSError) as e:
