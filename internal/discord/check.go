@@ -70,12 +70,15 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 			seen[t.Discord.Channel] = true
 			what := "discord channel " + t.Discord.Channel
 			var ch struct {
-				Name string `json:"name"`
+				Name string                `json:"name"`
+				Type discordgo.ChannelType `json:"type"`
 			}
 			err := get(discordgo.EndpointChannel(t.Discord.Channel), &ch)
 			var re *discordgo.RESTError
 			errors.As(err, &re)
 			switch {
+			case err == nil && !takesMessages(ch.Type):
+				fs.Add(surface.Problem, what, "#%s is a %s, where messages can't be posted: name a text channel", ch.Name, kindName(ch.Type))
 			case err == nil && post:
 				postTo(ctx, api, t.Discord.Channel, ch.Name, dc.APIURL, &fs)
 			case err == nil:
@@ -113,6 +116,31 @@ func postTo(ctx context.Context, api *discordgo.Session, id, name, apiURL string
 		return
 	}
 	fs.Add(surface.Fine, what, "#%s: posted a test message and deleted it", name)
+}
+
+// takesMessages reports whether a channel of type t takes messages: not
+// a category, a forum or media channel (only posts, which are threads), or
+// a directory.
+func takesMessages(t discordgo.ChannelType) bool {
+	switch t {
+	case discordgo.ChannelTypeGuildCategory, discordgo.ChannelTypeGuildForum, discordgo.ChannelTypeGuildMedia, discordgo.ChannelTypeGuildDirectory:
+		return false
+	}
+	return true
+}
+
+// kindName names the channel types takesMessages refuses.
+func kindName(t discordgo.ChannelType) string {
+	switch t {
+	case discordgo.ChannelTypeGuildCategory:
+		return "category"
+	case discordgo.ChannelTypeGuildForum:
+		return "forum channel"
+	case discordgo.ChannelTypeGuildMedia:
+		return "media channel"
+	default:
+		return "directory"
+	}
 }
 
 // inviteURL is the link that adds application id's bot to a server with

@@ -112,6 +112,21 @@ func TestCheck(t *testing.T) {
 			"ok      discord channel 222",
 		},
 	}, {
+		name: "a category and a forum",
+		setup: func(f *discord.FakeDiscord, _ *config.Config) {
+			f.App.InteractionsURL = endpoint
+			f.SetChannelType("111", "Operations", 4)
+			f.SetChannelType("222", "deploy-requests", 15)
+		},
+		want: []string{
+			"ok      discord: signed in",
+			"ok      discord application: askbridge",
+			"ok      discord application: discord.public_key",
+			"ok      discord application: interactions are sent to",
+			"PROBLEM discord channel 111: #Operations is a category, where messages can't be posted: name a text channel",
+			"PROBLEM discord channel 222: #deploy-requests is a forum channel, where messages can't be posted: name a text channel",
+		},
+	}, {
 		name: "a wrong token",
 		setup: func(f *discord.FakeDiscord, cfg *config.Config) {
 			cfg.Discord.BotToken = "not-the-bot-token"

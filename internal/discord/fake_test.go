@@ -66,6 +66,7 @@ type FakeApp struct {
 type fakeChannel struct {
 	name   string
 	hidden bool // in a server the bot is not in, or not allowed to view
+	typ    int  // Discord's channel type: 0 a text channel
 }
 
 // SetChannel makes GET /channels/{id} answer with a text channel named
@@ -75,6 +76,14 @@ func (f *FakeDiscord) SetChannel(id, name string, visible bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chans[id] = fakeChannel{name: name, hidden: !visible}
+}
+
+// SetChannelType makes the channel id a visible one of Discord's channel
+// type typ (4 a category, 15 a forum, ...).
+func (f *FakeDiscord) SetChannelType(id, name string, typ int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chans[id] = fakeChannel{name: name, typ: typ}
 }
 
 // fakeHold holds the first call it matches until released.
@@ -375,7 +384,7 @@ func (f *FakeDiscord) read(c FakeCall) (out map[string]any, status int) {
 		case ch.hidden:
 			return map[string]any{"message": "Missing Access", "code": 50001}, http.StatusForbidden
 		}
-		return map[string]any{"id": c.Channel, "type": 0, "guild_id": "1200000000000000003", "name": ch.name,
+		return map[string]any{"id": c.Channel, "type": ch.typ, "guild_id": "1200000000000000003", "name": ch.name,
 			"position": 0, "permission_overwrites": []any{}, "nsfw": false, "parent_id": nil}, http.StatusOK
 	}
 	return nil, 0
