@@ -81,6 +81,32 @@ after(async () => {
   await cleanup(build?.dir)
 })
 
+/**
+ * A proxy in front of the bridge, listening on a free port: each call is
+ * handed to route(req, url, forward, res), which answers it through res or
+ * sends it on with forward(), which answers with the bridge's answer and
+ * returns it as {status, body}.
+ */
+async function proxyBridge (route) {
+  const proxy = createServer(async (req, res) => {
+    const chunks = []
+    for await (const c of req) chunks.push(c)
+    const forward = async () => {
+      const r = await fetch(bridge.url + req.url, {
+        method: req.method,
+        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+      })
+      const text = await r.text()
+      res.writeHead(r.status, { 'content-type': 'application/json' }).end(text)
+      return { status: r.status, body: JSON.parse(text) }
+    }
+    await route(req, new URL(req.url, bridge.url), forward, res)
+  })
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  return proxy
+}
+
 describe('user-questions/request waterfall (newer harness)', () => {
   let h
   before(async () => { h = await harness() })
@@ -218,19 +244,7 @@ describe('user-questions/request waterfall (newer harness)', () => {
     const held = []
     let heldOne
     const arrived = new Promise((resolve) => { heldOne = resolve })
-    const proxy = createServer(async (req, res) => {
-      const chunks = []
-      for await (const c of req) chunks.push(c)
-      const forward = async () => {
-        const r = await fetch(bridge.url + req.url, {
-          method: req.method,
-          headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
-          body: chunks.length ? Buffer.concat(chunks) : undefined,
-        })
-        const text = await r.text()
-        res.writeHead(r.status, { 'content-type': 'application/json' }).end(text)
-        return { status: r.status, body: JSON.parse(text) }
-      }
+    const proxy = await proxyBridge(async (req, url, forward) => {
       if (req.method === 'POST') {
         held.push(forward)
         heldOne()
@@ -238,7 +252,6 @@ describe('user-questions/request waterfall (newer harness)', () => {
         await forward()
       }
     })
-    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
     try {
       const h = await harness({ url: `http://127.0.0.1:${proxy.address().port}` })
       const before = await person.created('question')
@@ -274,21 +287,8 @@ describe('user-questions/request waterfall (newer harness)', () => {
     let createdAgain
     let heldOne
     const arrived = new Promise((resolve) => { heldOne = resolve })
-    const proxy = createServer(async (req, res) => {
-      const chunks = []
-      for await (const c of req) chunks.push(c)
-      const url = new URL(req.url, bridge.url)
+    const proxy = await proxyBridge(async (req, url, forward, res) => {
       seen.push(`${req.method} ${url.pathname}${url.searchParams.has('tool_call_id') ? '?tool_call_id' : ''}`)
-      const forward = async () => {
-        const r = await fetch(bridge.url + req.url, {
-          method: req.method,
-          headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
-          body: chunks.length ? Buffer.concat(chunks) : undefined,
-        })
-        const text = await r.text()
-        res.writeHead(r.status, { 'content-type': 'application/json' }).end(text)
-        return { status: r.status, body: JSON.parse(text) }
-      }
       if (req.method === 'POST' && held === undefined) {
         held = forward
         heldOne()
@@ -299,7 +299,6 @@ describe('user-questions/request waterfall (newer harness)', () => {
         if (req.method === 'POST') createdAgain = r.body.id
       }
     })
-    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
     try {
       const h = await harness({ url: `http://127.0.0.1:${proxy.address().port}` })
       const turn = new AbortController()
