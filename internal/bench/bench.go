@@ -225,7 +225,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Paced = &Paced{Every: o.Think, EveryUS: us(o.Think), Floors: paced}
+	rep.Paced = &Paced{Every: o.Think, Floors: paced}
 
 	progress("load: %.0f clicks/s for %v", o.Rate, o.Duration)
 	rep.Load = f.load(ctx, o.Rate, o.Duration, progress)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -31,9 +32,17 @@ type Floors struct {
 // process goes idle, and a hop that wakes an idle process costs more than
 // one of a back-to-back series, where nothing sleeps.
 type Paced struct {
-	Every   time.Duration `json:"-"`
-	EveryUS float64       `json:"every_us"` // Every, in the report's unit
+	Every time.Duration
 	Floors
+}
+
+// MarshalJSON writes Every in microseconds, the report's unit, beside the
+// floors.
+func (p Paced) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		EveryUS float64 `json:"every_us"`
+		Floors
+	}{us(p.Every), p.Floors})
 }
 
 func sumFloors(n int, ls ...Latency) Latency {

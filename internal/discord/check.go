@@ -202,11 +202,7 @@ func checkReason(err error, apiURL string) string {
 	case errors.As(err, &re) && re.Response != nil:
 		return fmt.Sprintf("HTTP %d", re.Response.StatusCode)
 	case errors.As(err, &ue):
-		host := ""
-		if u, perr := url.Parse(apiURL); perr == nil {
-			host = u.Scheme + "://" + u.Host
-		}
-		return fmt.Sprintf("can't reach %s: %v", host, ue.Err)
+		return surface.Unreachable(apiURL, ue.Err)
 	default:
 		return err.Error()
 	}

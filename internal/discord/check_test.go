@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,32 @@ import (
 	"github.com/askbridge/askbridge/internal/discord"
 	"github.com/askbridge/askbridge/internal/surface"
 )
+
+// checkConfig is a config for fake with a route per list of channel ids,
+// routed "r0", "r1", ...
+func checkConfig(fake *discord.FakeDiscord, routes ...[]string) *config.Config {
+	cfg := &config.Config{
+		BaseURL: "https://bridge.example.com",
+		Discord: &config.Discord{BotToken: botToken, PublicKey: discord.PublicKeyHex(), ApplicationID: discord.FakeAppID, APIURL: fake.URL},
+	}
+	for i, channels := range routes {
+		r := config.Route{Name: fmt.Sprintf("r%d", i)}
+		for _, ch := range channels {
+			r.Targets = append(r.Targets, config.Target{Discord: &config.DiscordTarget{Channel: ch}})
+		}
+		cfg.Routes = append(cfg.Routes, r)
+	}
+	return cfg
+}
+
+// checkLines runs the check of cfg and returns its findings, a line each.
+func checkLines(cfg *config.Config, post bool) []string {
+	var lines []string
+	for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient, post) {
+		lines = append(lines, f.String())
+	}
+	return lines
+}
 
 func TestCheck(t *testing.T) {
 	const endpoint = "https://bridge.example.com/discord/interactions"
@@ -135,19 +162,9 @@ func TestCheck(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := discord.NewFakeDiscord(t, botToken)
-			cfg := &config.Config{
-				BaseURL: "https://bridge.example.com",
-				Discord: &config.Discord{BotToken: botToken, PublicKey: discord.PublicKeyHex(), ApplicationID: discord.FakeAppID, APIURL: fake.URL},
-				Routes: []config.Route{
-					{Name: "default", Targets: []config.Target{{Discord: &config.DiscordTarget{Channel: "111"}}}},
-					{Name: "ops", Targets: []config.Target{{Discord: &config.DiscordTarget{Channel: "222"}}, {Discord: &config.DiscordTarget{Channel: "111"}}}},
-				},
-			}
+			cfg := checkConfig(fake, []string{"111"}, []string{"222", "111"}) // 111 is checked once
 			tc.setup(fake, cfg)
-			var lines []string
-			for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient, false) {
-				lines = append(lines, f.String())
-			}
+			lines := checkLines(cfg, false)
 			got := strings.Join(lines, "\n")
 			if len(lines) != len(tc.want) {
 				t.Fatalf("findings:\n%s\nwant %d lines", got, len(tc.want))
@@ -173,21 +190,10 @@ func TestCheckPost(t *testing.T) {
 		fake.SetChannel(id, "c"+id, true)
 	}
 	fake.SetChannel("444", "hidden", false)
-	cfg := &config.Config{
-		BaseURL: "https://bridge.example.com",
-		Discord: &config.Discord{BotToken: botToken, PublicKey: discord.PublicKeyHex(), ApplicationID: discord.FakeAppID, APIURL: fake.URL},
-		Routes: []config.Route{{Name: "default", Targets: []config.Target{
-			{Discord: &config.DiscordTarget{Channel: "111"}}, {Discord: &config.DiscordTarget{Channel: "222"}},
-			{Discord: &config.DiscordTarget{Channel: "333"}}, {Discord: &config.DiscordTarget{Channel: "444"}},
-		}}},
-	}
+	cfg := checkConfig(fake, []string{"111", "222", "333", "444"})
 	fake.FailNext("create", discord.FakeFail{Status: http.StatusInternalServerError}, discord.FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions"})
 	fake.FailNext("delete", discord.FakeFail{Status: http.StatusInternalServerError})
-	var lines []string
-	for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient, true) {
-		lines = append(lines, f.String())
-	}
-	got := strings.Join(lines, "\n")
+	got := strings.Join(checkLines(cfg, true), "\n")
 	for _, w := range []string{
 		"PROBLEM discord channel 111: #c111: posting failed: Internal Server Error (HTTP 500, code 0)",
 		"PROBLEM discord channel 222: #c222: the bot may not post there (Missing Permissions): let it Send Messages in the channel",
@@ -198,11 +204,7 @@ func TestCheckPost(t *testing.T) {
 			t.Errorf("findings:\n%s\nwant %q", got, w)
 		}
 	}
-	lines = lines[:0] // again, with nothing failing
-	for _, f := range discord.Check(context.Background(), cfg, http.DefaultClient, true) {
-		lines = append(lines, f.String())
-	}
-	got = strings.Join(lines, "\n")
+	got = strings.Join(checkLines(cfg, true), "\n") // again, with nothing failing
 	for _, id := range []string{"111", "222", "333"} {
 		if w := "ok      discord channel " + id + ": #c" + id + ": posted a test message and deleted it"; !strings.Contains(got, w) {
 			t.Errorf("findings:\n%s\nwant %q", got, w)

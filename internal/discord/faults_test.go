@@ -28,12 +28,7 @@ func TestFaultDiscordBursts(t *testing.T) {
 	body["tool_call_id"] = "call-burst"
 	done := apptest.Go(b.URL(), http.MethodPost, "/v1/questions?wait=30s", body)
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
-	pick := discord.Find(msg.Body, "ab:pick:")
-	if pick == nil {
-		t.Fatalf("the message has no option buttons: %v", msg.Body)
-	}
-	customID := pick["custom_id"].(string)
-	id := strings.Split(customID, ":")[2]
+	customID, id := firstPick(t, msg)
 	apptest.Posted(t, b.URL(), "/v1/questions", id, 1) // a person clicks long after
 	if resp := b.click(t, discord.Click(msg, ada, customID, nil)); respType(resp) != 7 || !noControls(data(resp)) {
 		t.Fatalf("the click was answered with %v; want the message updated without controls", resp)
@@ -77,6 +72,18 @@ func TestFaultDiscordBursts(t *testing.T) {
 	}
 }
 
+// firstPick is the custom_id of msg's first option button and the id of
+// the request it answers.
+func firstPick(t *testing.T, msg discord.FakeCall) (customID, id string) {
+	t.Helper()
+	pick := discord.Find(msg.Body, "ab:pick:")
+	if pick == nil {
+		t.Fatalf("the message has no option buttons: %v", msg.Body)
+	}
+	customID = pick["custom_id"].(string)
+	return customID, strings.Split(customID, ":")[2]
+}
+
 // TestFaultDiscordGlobalRateLimit: Discord's global rate limit answers 429
 // with X-RateLimit-Global and Retry-After but none of a bucket's headers
 // (no X-RateLimit-Reset-After, which discordgo's own global lock reads).
@@ -88,12 +95,8 @@ func TestFaultDiscordGlobalRateLimit(t *testing.T) {
 	body := cleanupQuestion()
 	done := apptest.Go(b.URL(), http.MethodPost, "/v1/questions?wait=30s", body)
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
-	pick := discord.Find(msg.Body, "ab:pick:")
-	if pick == nil {
-		t.Fatalf("the message has no option buttons: %v", msg.Body)
-	}
-	customID := pick["custom_id"].(string)
-	apptest.Posted(t, b.URL(), "/v1/questions", strings.Split(customID, ":")[2], 1)
+	customID, id := firstPick(t, msg)
+	apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
 	b.click(t, discord.Click(msg, ada, customID, nil))
 	if r := apptest.Await(t, done, 40*time.Second); r.Status != http.StatusCreated || r.Rec.M["status"] != "answered" {
 		t.Fatalf("the agent got %d %v; want 201 answered", r.Status, r.Rec.M)

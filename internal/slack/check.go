@@ -102,20 +102,25 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 			if !slices.Contains(stranded[g], t.Channel) {
 				stranded[g] = append(stranded[g], t.Channel)
 			}
-			where := "channel "
-			if len(stranded[g]) > 1 {
-				where = "channels "
-			}
-			f := &fs[empty[g]]
-			f.Level = surface.Problem
-			f.Text = fmt.Sprintf("it has no members, and nobody else may answer in %s%s: add people to the group, or name responders.users", where, strings.Join(stranded[g], ", "))
 		}
+	}
+	for g, chans := range stranded {
+		where := "channel "
+		if len(chans) > 1 {
+			where = "channels "
+		}
+		f := &fs[empty[g]]
+		f.Level = surface.Problem
+		f.Text = fmt.Sprintf("it has no members, and nobody else may answer in %s%s: add people to the group, or name responders.users", where, strings.Join(chans, ", "))
 	}
 	if len(channels) == 0 {
 		fs.Add(surface.Note, "slack", "no route has a Slack target: nothing is posted to Slack")
 	}
 	return fs
 }
+
+// channelNotFound is the finding for channel_not_found, with the bot's name.
+const channelNotFound = "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot"
 
 func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) {
 	what := "slack channel " + id
@@ -124,7 +129,7 @@ func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs 
 	case refusedWith(err, "missing_scope"):
 		fs.Add(surface.Note, what, "not checked: reading a channel needs the channels:read scope (groups:read for a private one), which the bridge does not; make sure @%s is in it", bot)
 	case refusedWith(err, "channel_not_found"):
-		fs.Add(surface.Problem, what, "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot", bot)
+		fs.Add(surface.Problem, what, channelNotFound, bot)
 	case err != nil:
 		fs.Add(surface.Problem, what, "conversations.info failed: %s", checkReason(err))
 	case ch.IsArchived:
@@ -147,7 +152,7 @@ func postTo(ctx context.Context, api *slackapi.Client, id, bot string, fs *surfa
 		fs.Add(surface.Problem, what, "@%s is not in it: type /invite @%s in the channel", bot, bot)
 		return
 	case refusedWith(err, "channel_not_found"):
-		fs.Add(surface.Problem, what, "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot", bot)
+		fs.Add(surface.Problem, what, channelNotFound, bot)
 		return
 	case err != nil:
 		fs.Add(surface.Problem, what, "posting failed: %s", checkReason(err))
@@ -193,11 +198,7 @@ func checkReason(err error) string {
 	case errors.As(err, &sc):
 		return fmt.Sprintf("HTTP %d", sc.Code)
 	case errors.As(err, &ue):
-		host := ue.URL
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			host = u.Scheme + "://" + u.Host
-		}
-		return fmt.Sprintf("can't reach %s: %v", host, ue.Err)
+		return surface.Unreachable(ue.URL, ue.Err)
 	default:
 		return err.Error()
 	}

@@ -1,6 +1,9 @@
 package surface
 
-import "fmt"
+import (
+	"fmt"
+	"net/url"
+)
 
 // Level says how much a Finding matters.
 type Level int
@@ -44,3 +47,14 @@ func (fs *Findings) Add(l Level, what, format string, args ...any) {
 // CheckText is what a check with --post posts to each channel, and
 // deletes at once.
 const CheckText = "askbridge: checking that this bridge can post here (bridge config check --connect --post). This message is deleted at once."
+
+// Unreachable says a connection to the API at apiURL failed with err,
+// naming only the API's scheme and host: a path may hold an interaction
+// token, a query a bot token.
+func Unreachable(apiURL string, err error) string {
+	host := ""
+	if u, perr := url.Parse(apiURL); perr == nil {
+		host = u.Scheme + "://" + u.Host
+	}
+	return fmt.Sprintf("can't reach %s: %v", host, err)
+}
