@@ -89,28 +89,64 @@ func (l *Links) Path(rec *pending.Record) string {
 // buttons of Slack and Discord carry.
 func (l *Links) For(rec *pending.Record) string { return l.base + l.Path(rec) }
 
-// linkGrant is what a checked link grants: answering request id until exp.
+// PersonalTTL is how long a personal link lasts at most: one person asked
+// for it with a tap, and asks again as easily.
+const PersonalTTL = time.Hour
+
+// ForPerson returns the absolute signed link of rec for one person, whom
+// a chat surface has checked may answer it: an answer sent through it is
+// theirs. It is what a target that limits its responders hands the person
+// who taps "Open in browser", privately; a link in the message itself
+// would let anyone who sees it answer. It expires PersonalTTL after now,
+// or with rec.
+func (l *Links) ForPerson(rec *pending.Record, who pending.Responder, now time.Time) string {
+	exp := now.Add(PersonalTTL)
+	if l.expiry(rec).Before(exp) {
+		exp = l.expiry(rec)
+	}
+	e := strconv.FormatInt(exp.Unix(), 10)
+	p, _ := json.Marshal(who)
+	person := b64.EncodeToString(p)
+	sig := b64.EncodeToString(l.signer.mac("person-link", rec.ID, rec.Hash, e, person))
+	return l.base + "/r/" + url.PathEscape(rec.ID) + "?e=" + e + "&p=" + person + "&s=" + sig
+}
+
+// linkGrant is what a checked link grants: answering request id until exp,
+// as who when the link is personal.
 type linkGrant struct {
 	id  string
 	exp time.Time
+	who *pending.Responder
 }
 
-// check verifies a link's e and s for rec, as read now, in constant time.
-// An expired link still verifies (a finished request's page shows its
-// outcome); whoever acts on it checks exp.
-func (l *Links) check(rec *pending.Record, e, sig string) (linkGrant, bool) {
+// check verifies a link's e, p (the person of a personal link, or empty)
+// and s for rec, as read now, in constant time. An expired link still
+// verifies (a finished request's page shows its outcome); whoever acts on
+// it checks exp.
+func (l *Links) check(rec *pending.Record, e, person, sig string) (linkGrant, bool) {
 	got, err := b64.DecodeString(sig)
 	if err != nil || rec == nil || rec.ID == "" || e == "" {
 		return linkGrant{}, false
 	}
-	if !hmac.Equal(got, l.signer.mac("link", rec.ID, rec.Hash, e)) {
+	want := l.signer.mac("link", rec.ID, rec.Hash, e)
+	if person != "" {
+		want = l.signer.mac("person-link", rec.ID, rec.Hash, e, person)
+	}
+	if !hmac.Equal(got, want) {
 		return linkGrant{}, false
 	}
 	sec, err := strconv.ParseInt(e, 10, 64)
 	if err != nil {
 		return linkGrant{}, false
 	}
-	return linkGrant{id: rec.ID, exp: time.Unix(sec, 0)}, true
+	g := linkGrant{id: rec.ID, exp: time.Unix(sec, 0)}
+	if person != "" {
+		raw, err := b64.DecodeString(person)
+		if err != nil || json.Unmarshal(raw, &g.who) != nil || g.who == nil || g.who.Surface == "" || g.who.UserID == "" {
+			return linkGrant{}, false // signed by us, so never: unless the key leaked
+		}
+	}
+	return g, true
 }
 
 // session is a signed-in browser: the answer-scoped token it signed in

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,13 +111,22 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		grant, ok := s.links.check(rec, q.Get("e"), q.Get("s"))
+		grant, ok := s.links.check(rec, q.Get("e"), q.Get("p"), q.Get("s"))
 		if !ok {
 			return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge for this request. Copy it again from the message, whole."}
 		}
 		data["Link"] = q.Get("e") + "." + q.Get("s")
+		if q.Has("p") {
+			data["Link"] = data["Link"].(string) + "." + q.Get("p")
+		}
 		if rec.Status == seam.StatusPending && !s.now().Before(grant.exp) {
+			if grant.who != nil {
+				return &pageErr{http.StatusGone, "This link has expired", "Tap Open in browser on the message again for a new one."}
+			}
 			return &pageErr{http.StatusGone, "This link has expired", "The link expired with its request."}
+		}
+		if grant.who != nil {
+			data["Person"] = cmp.Or(grant.who.Name, grant.who.UserID)
 		}
 		data["Card"] = s.card(rec)
 	default:
@@ -190,7 +200,8 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// linkHeader carries a signed link's "e.s" on the calls of its page.
+// linkHeader carries a signed link's "e.s" on the calls of its page, and
+// a personal link's "e.s.p".
 const linkHeader = "X-Askbridge-Link"
 
 // responderOf authenticates a state-changing call on request id: by a
@@ -202,13 +213,17 @@ func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, *p
 		if err != nil {
 			return nil, nil, err
 		}
-		e, sig, _ := strings.Cut(l, ".")
-		grant, ok := s.links.check(rec, e, sig)
+		e, rest, _ := strings.Cut(l, ".")
+		sig, person, _ := strings.Cut(rest, ".")
+		grant, ok := s.links.check(rec, e, person, sig)
 		if !ok {
 			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link does not grant answering this request", ""}
 		}
 		if !s.now().Before(grant.exp) {
 			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link has expired", ""}
+		}
+		if grant.who != nil {
+			return grant.who, rec, nil
 		}
 		return &pending.Responder{Surface: surfaceName, UserID: "link", Name: "someone with the link"}, rec, nil
 	}
@@ -322,7 +337,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	bySession := true // not by a link: the stream ends with its session
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
-		if s.linked(r.Context(), id, q.Get("e"), q.Get("s")) {
+		if s.linked(r.Context(), id, q.Get("e"), q.Get("p"), q.Get("s")) {
 			bySession = false
 		} else {
 			switch _, _, err := s.sessionOf(r); {
@@ -438,8 +453,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// linked reports whether e and s are a link to request id as it is now.
-func (s *Server) linked(ctx context.Context, id, e, sig string) bool {
+// linked reports whether e, p and s are a link to request id as it is now.
+func (s *Server) linked(ctx context.Context, id, e, person, sig string) bool {
 	if sig == "" {
 		return false
 	}
@@ -447,7 +462,7 @@ func (s *Server) linked(ctx context.Context, id, e, sig string) bool {
 	if err != nil {
 		return false
 	}
-	_, ok := s.links.check(rec, e, sig)
+	_, ok := s.links.check(rec, e, person, sig)
 	return ok
 }
 

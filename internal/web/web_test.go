@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -508,6 +509,75 @@ func TestSignedLinks(t *testing.T) {
 		u, _ := url.Parse(b.web.Links().For(forever))
 		if want := itoa(forever.CreatedAt.Add(time.Hour).Unix()); u.Query().Get("e") != want {
 			t.Errorf("e = %s, want %s", u.Query().Get("e"), want)
+		}
+	})
+}
+
+// A personal link, which a target that limits its responders hands the
+// one person who tapped "Open in browser", answers as that person, for an
+// hour at most, and can't be made to name another.
+func TestPersonalLinks(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	rec := b.ask(t, 2*time.Hour, deploy)
+	ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
+	link := b.web.Links().ForPerson(rec, ada, b.clock.now())
+	u, err := url.Parse(link)
+	if err != nil || !strings.HasPrefix(link, "http://bridge.test/r/"+rec.ID+"?") {
+		t.Fatalf("link %s", link)
+	}
+	q := u.Query()
+	e, p, s := q.Get("e"), q.Get("p"), q.Get("s")
+	if want := itoa(b.clock.now().Add(PersonalTTL).Unix()); e != want {
+		t.Errorf("e = %s, want an hour from now (%s), before the request's expiry", e, want)
+	}
+	path := strings.TrimPrefix(link, "http://bridge.test")
+	anon := b.browser(t)
+	status, page := b.page(t, anon, path)
+	if status != 200 || !strings.Contains(page, `title="answering as">ada<`) || !strings.Contains(page, `content="`+e+"."+s+"."+p+`"`) {
+		t.Fatalf("%d\n%s", status, page)
+	}
+
+	ans := map[string]any{"answers": []any{map[string]any{"id": "deploy", "selected": []string{"No"}}}}
+	eve, _ := json.Marshal(pending.Responder{Surface: "slack", UserID: "UEVE", Name: "eve"})
+	for name, hdr := range map[string]string{
+		"another person":   e + "." + s + "." + b64.EncodeToString(eve),
+		"as a public link": e + "." + s,
+		"a later expiry":   itoa(b.clock.now().Add(2*time.Hour).Unix()) + "." + s + "." + p,
+	} {
+		if status, _ := b.post(t, anon, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: hdr}, ans); status != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, status)
+		}
+	}
+	if status, _ := b.page(t, anon, "/r/"+rec.ID+"?e="+e+"&p="+b64.EncodeToString(eve)+"&s="+s); status != http.StatusForbidden {
+		t.Errorf("a page for another person: %d, want 403", status)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next, _ := stream(ctx, t, anon, b.srv.URL+"/web/events?"+url.Values{"id": {rec.ID}, "e": {e}, "p": {p}, "s": {s}}.Encode())
+	if ev := next(); ev != "pending" {
+		t.Fatalf("the page's live stream: %q, want pending", ev)
+	}
+
+	if status, body := b.post(t, anon, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: e + "." + s + "." + p}, ans); status != 200 {
+		t.Fatalf("%d %v", status, body)
+	}
+	if by := b.get(t, rec.ID).ResolvedBy; by == nil || *by != ada {
+		t.Errorf("resolved by %+v, want %+v", by, ada)
+	}
+
+	t.Run("expires with a request that expires sooner", func(t *testing.T) {
+		soon := b.ask(t, 10*time.Minute, deploy)
+		u, _ := url.Parse(b.web.Links().ForPerson(soon, ada, b.clock.now()))
+		if got, want := u.Query().Get("e"), itoa(soon.ExpiresAt.Unix()); got != want {
+			t.Errorf("e = %s, want the request's expiry %s", got, want)
+		}
+	})
+	t.Run("expires an hour after it was handed out", func(t *testing.T) {
+		other := b.ask(t, 2*time.Hour, deploy)
+		p := strings.TrimPrefix(b.web.Links().ForPerson(other, ada, b.clock.now().Add(-61*time.Minute)), "http://bridge.test")
+		if status, page := b.page(t, anon, p); status != http.StatusGone || !strings.Contains(page, "again") {
+			t.Errorf("a personal link handed out 61 minutes ago: %d\n%s", status, page)
 		}
 	})
 }

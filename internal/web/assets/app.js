@@ -273,7 +273,7 @@
     const id = document.body.dataset.id;
     const q = new URLSearchParams(location.search);
     const p = new URLSearchParams({ id });
-    if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); }
+    if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); if (q.get("p")) p.set("p", q.get("p")); }
     stream("/web/events?" + p.toString(), (status) => {
       const card = document.getElementById("req-" + id);
       if (status !== "pending" && card && !card.classList.contains("done")) location.reload();
