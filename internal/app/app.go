@@ -23,6 +23,7 @@ import (
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/slack"
+	"github.com/askbridge/askbridge/internal/surface"
 	"github.com/askbridge/askbridge/internal/web"
 )
 
@@ -91,9 +92,9 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	// its signed "Open in browser" links when the bridge has a public URL.
 	signer := web.NewSigner(cfg.Web.Secret.Reveal())
 	links := web.NewLinks(signer, cfg.PublicURL(), cfg.Web.LinkTTL.D())
-	var linkFor func(*pending.Record) string
+	var linkFor surface.Links
 	if cfg.BaseURL != "" {
-		linkFor = links.For
+		linkFor = links
 	}
 	surfaces, err := buildSurfaces(cfg, a.store, linkFor, log)
 	if err != nil {
@@ -183,7 +184,7 @@ type surfaceSet struct {
 // buildSurfaces builds the surfaces the config turns on, joining their
 // config errors. links, when not nil, gives each posted message its
 // "Open in browser" link.
-func buildSurfaces(cfg *config.Config, store *pending.Store, links func(*pending.Record) string, log *slog.Logger) (surfaceSet, error) {
+func buildSurfaces(cfg *config.Config, store *pending.Store, links surface.Links, log *slog.Logger) (surfaceSet, error) {
 	set := surfaceSet{byName: map[string]dispatch.Surface{}}
 	var errs []error
 	if cfg.Slack != nil {

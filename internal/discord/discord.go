@@ -47,9 +47,9 @@ type Options struct {
 	Retry      surface.Retry
 	HTTPClient *http.Client     // default: surface.HTTPClient(); its Transport is wrapped
 	Now        func() time.Time // default time.Now
-	// Links gives the signed web link of a request, for an "Open in
+	// Links gives the signed web links of requests, for an "Open in
 	// browser" button; nil: no button.
-	Links func(*pending.Record) string
+	Links surface.Links
 	// LeaseTTL is how long the gateway lease lasts without renewal; the
 	// holder renews it every third of that. Default 30 s.
 	LeaseTTL time.Duration
@@ -258,8 +258,11 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
 	m := render(rec, tc.Mention, true)
-	if s.opt.Links != nil && linkable(tc) {
-		m.addLink(s.opt.Links(rec))
+	switch {
+	case s.opt.Links != nil && linkable(tc):
+		m.addLink(s.opt.Links.For(rec))
+	case s.opt.Links != nil:
+		m.addLinkRequest(rec)
 	}
 	var thread, session string
 	if tc.ThreadBySession {
@@ -494,7 +497,8 @@ func (s *Surface) target(rec *pending.Record, channel, parent, msgID string) *co
 
 // linkable reports whether a target's messages may carry the signed
 // "Open in browser" link. The link lets whoever holds it answer, and the
-// whole channel sees it: a target that limits its responders gets none.
+// whole channel sees it: a target that limits its responders gets a
+// button that hands each of them a personal link instead.
 func linkable(tc *config.DiscordTarget) bool {
 	return len(tc.Responders.Users) == 0 && len(tc.Responders.Roles) == 0
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
@@ -228,6 +230,8 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 			return textModal(rec)
 		case sheetFits(qs):
 			return sheetModal(rec)
+		case h.s.opt.Links != nil:
+			return h.personalLink(rec, in, msgTooBigForLink)
 		}
 		return ephemeral(msgTooBig(rec.ID))
 	case surface.VerbOther:
@@ -240,6 +244,11 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 			return deferredUpdate()
 		}
 		return rejectModal(rec)
+	case surface.VerbLink:
+		if h.s.opt.Links == nil { // the bridge lost its public URL since it posted
+			return ephemeral("This bridge has no public URL (base_url) to open requests in a browser.")
+		}
+		return h.personalLink(rec, in, "")
 	}
 	switch {
 	case problem != "":
@@ -248,6 +257,22 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 		return deferredUpdate() // a control that does not fit its request
 	}
 	return h.settle(ctx, rec, *res, in)
+}
+
+// personalLink answers with a link of rec's for the person who clicked,
+// whom load has checked may answer it, seen by them alone; why, when not
+// empty, says first why they get it.
+func (h *Interactions) personalLink(rec *pending.Record, in *interaction, why string) *response {
+	text := surface.MsgPersonalLink
+	if why != "" {
+		text = why + " " + text
+	}
+	r := ephemeral(text)
+	url := h.s.opt.Links.ForPerson(rec, *responder(in), h.s.now())
+	if len(url) <= maxButtonURL {
+		r.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{linkButton(url)}}}
+	}
+	return r
 }
 
 // modalSubmit answers a submitted modal.

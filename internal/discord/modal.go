@@ -168,6 +168,11 @@ func msgTooBig(id string) string {
 		"Answer it through the bridge instead: POST /v1/questions/" + id + "/answer, or your answer inbox. Nothing was saved."
 }
 
+// msgTooBigForLink is what someone who wants to answer a request too large
+// for a Discord modal is told, with a personal link, on a bridge that has
+// a public URL.
+const msgTooBigForLink = "This request has more questions or options than one Discord form holds (5 fields): answer it in your browser."
+
 // answerFrom reads the answer to the questions a submitted modal held:
 // every question for the answer modal, question r.Q for an other modal.
 // A problem names the field and says how to retry. Discord lets a

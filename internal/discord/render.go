@@ -501,7 +501,21 @@ func (m *message) addLink(url string) {
 	if url == "" || len(url) > maxButtonURL {
 		return
 	}
-	b := discordgo.Button{Label: "Open in browser", Style: discordgo.LinkButton, URL: url}
+	m.addButton(linkButton(url))
+}
+
+func linkButton(url string) discordgo.Button {
+	return discordgo.Button{Label: "Open in browser", Style: discordgo.LinkButton, URL: url}
+}
+
+// addLinkRequest adds, as addLink places its button, an "Open in browser"
+// button that asks for a personal link: for a target that limits its
+// responders, whose message can't carry a link anyone may answer through.
+func (m *message) addLinkRequest(rec *pending.Record) {
+	m.addButton(button(surface.Ref{Verb: surface.VerbLink, ID: rec.ID, Tag: surface.HashTag(rec.Hash)}, "Open in browser", discordgo.SecondaryButton))
+}
+
+func (m *message) addButton(b discordgo.Button) {
 	if n := len(m.components); n > 0 {
 		if row, ok := m.components[n-1].(discordgo.ActionsRow); ok && len(row.Components) > 0 && len(row.Components) < maxRowButtons {
 			if _, isButton := row.Components[0].(discordgo.Button); isButton {

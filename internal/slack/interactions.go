@@ -365,6 +365,10 @@ func (h *Interactions) act(ctx context.Context, c click) {
 	if !h.mayAnswer(ctx, h.s.target(rec, c.channel, c.ts), c) {
 		return
 	}
+	if c.ref.Verb == surface.VerbLink {
+		h.handLink(ctx, rec, c)
+		return
+	}
 	res, problem := resolutionOf(rec, c)
 	switch {
 	case rec.Status != seam.StatusPending:
@@ -375,6 +379,20 @@ func (h *Interactions) act(ctx context.Context, c click) {
 		// The request read, and no other created under its id since.
 		res.Kind, res.From, res.Hash = rec.Kind, rec, rec.Hash
 		h.finish(ctx, *res, c)
+	}
+}
+
+// handLink tells the person who tapped "Open in browser" on a target that
+// limits its responders, and may answer, a link of their own to rec.
+func (h *Interactions) handLink(ctx context.Context, rec *pending.Record, c click) {
+	switch {
+	case rec.Status != seam.StatusPending:
+		h.late(ctx, rec, nil, c)
+	case h.s.links == nil: // the bridge lost its public URL since it posted
+		h.tell(ctx, c, "This bridge has no public URL (base_url) to open requests in a browser.")
+	default:
+		url := h.s.links.ForPerson(rec, *responder(c.user), h.s.now())
+		h.tell(ctx, c, surface.MsgPersonalLink+" <"+url+"|Open in browser>")
 	}
 }
 

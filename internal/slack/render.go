@@ -596,6 +596,17 @@ func (m *message) addLink(url string) {
 	}
 	b := slackapi.NewButtonBlockElement(openAction, "", plain("Open in browser"))
 	b.URL = url
+	m.addButton(b)
+}
+
+// addLinkRequest adds, as addLink places its button, an "Open in browser"
+// button that asks for a personal link: for a target that limits its
+// responders, whose message can't carry a link anyone may answer through.
+func (m *message) addLinkRequest(rec *pending.Record) {
+	m.addButton(button(surface.Ref{Verb: surface.VerbLink, ID: rec.ID}, "Open in browser", ""))
+}
+
+func (m *message) addButton(b *slackapi.ButtonBlockElement) {
 	for i := len(m.blocks) - 1; i >= 0; i-- {
 		if a, ok := m.blocks[i].(*slackapi.ActionBlock); ok {
 			if a.Elements != nil && len(a.Elements.ElementSet) < maxActions {

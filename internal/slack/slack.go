@@ -35,10 +35,10 @@ type Options struct {
 	Store      *pending.Store // reads requests on callbacks; required
 	Logger     *slog.Logger
 	Retry      surface.Retry
-	HTTPClient *http.Client                 // default: surface.HTTPClient()
-	GroupTTL   time.Duration                // how long user group members are cached; default 5 min
-	Now        func() time.Time             // default time.Now
-	Links      func(*pending.Record) string // the signed web link of a request; nil: no "Open in browser" button
+	HTTPClient *http.Client     // default: surface.HTTPClient()
+	GroupTTL   time.Duration    // how long user group members are cached; default 5 min
+	Now        func() time.Time // default time.Now
+	Links      surface.Links    // the signed web links of requests; nil: no "Open in browser" button
 }
 
 // Surface posts requests to Slack and edits their messages when they end.
@@ -53,7 +53,7 @@ type Surface struct {
 	log    *slog.Logger
 	now    func() time.Time
 	who    *responders
-	links  func(*pending.Record) string
+	links  surface.Links
 
 	targets map[string]*config.SlackTarget   // by target key, "route/index"
 	routes  map[string][]*config.SlackTarget // by route name
@@ -178,8 +178,11 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
 	m := render(rec, tc.Mention, true)
 	m.carry(rec, t.Key)
-	if s.links != nil && linkable(tc) {
-		m.addLink(s.links(rec))
+	switch {
+	case s.links != nil && linkable(tc):
+		m.addLink(s.links.For(rec))
+	case s.links != nil:
+		m.addLinkRequest(rec)
 	}
 	var thread, session string
 	if tc.ThreadBySession {
@@ -383,7 +386,8 @@ func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackT
 
 // linkable reports whether a target's messages may carry the signed
 // "Open in browser" link. The link lets whoever holds it answer, and the
-// whole channel sees it: a target that limits its responders gets none.
+// whole channel sees it: a target that limits its responders gets a
+// button that hands each of them a personal link instead.
 func linkable(tc *config.SlackTarget) bool {
 	return len(tc.Responders.Users) == 0 && len(tc.Responders.Groups) == 0
 }

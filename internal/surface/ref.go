@@ -22,6 +22,7 @@ const (
 	VerbDismiss = "dismiss" // dismisses the request
 	VerbAllow   = "allow"   // allows an approval once
 	VerbReject  = "reject"  // opens the reject form of an approval
+	VerbLink    = "link"    // asks for a personal web link (see Links.ForPerson)
 )
 
 const refPrefix = "ab"

@@ -1,0 +1,125 @@
+package discord_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/discord"
+	"github.com/askbridge/askbridge/internal/surface"
+)
+
+// startLinked starts a replica with a public URL, so that its messages
+// have an "Open in browser" button.
+func startLinked(t *testing.T, targets string) bridge {
+	t.Helper()
+	fake := discord.NewFakeDiscord(t, botToken)
+	redisURL, prefix := apptest.Redis(t)
+	cfg := apptest.Config(t, "base_url: https://bridge.example.com/\n"+configYAML(fake, targets), redisURL, prefix)
+	return bridge{App: apptest.Start(t, cfg, app.Options{}), fake: fake}
+}
+
+// personalLink is the link of an ephemeral response that hands one, as
+// the path on the bridge and the header its page sends.
+func personalLink(t *testing.T, resp map[string]any) (path, header string) {
+	t.Helper()
+	if !isEphemeral(resp) || !strings.Contains(content(resp), surface.MsgPersonalLink) {
+		t.Fatalf("no personal link was handed out privately: %v", resp)
+	}
+	for _, c := range discord.Components(data(resp)) {
+		if c["style"] == float64(5) && c["label"] == "Open in browser" {
+			u, err := url.Parse(c["url"].(string))
+			if err != nil || u.Host != "bridge.example.com" {
+				t.Fatalf("link %v", c["url"])
+			}
+			q := u.Query()
+			return u.RequestURI(), q.Get("e") + "." + q.Get("s") + "." + q.Get("p")
+		}
+	}
+	t.Fatalf("the response has no link button: %v", resp)
+	return "", ""
+}
+
+// answerByLink answers id through the web with a link's header.
+func answerByLink(t *testing.T, b bridge, id, header, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/web/requests/"+id+"/answer", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Askbridge-Link", header)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("answering through the link: %d", res.StatusCode)
+	}
+}
+
+// A target that limits its responders can't put a link anyone may answer
+// through in its channel. Its "Open in browser" hands each person who
+// may answer a link of their own, privately; an answer sent through it
+// is theirs.
+func TestPersonalLinkWhereRespondersAreLimited(t *testing.T) {
+	b := startLinked(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	var open map[string]any
+	for _, c := range discord.Components(msg.Body) {
+		if c["style"] == float64(5) {
+			t.Fatalf("the message carries a link anyone in the channel could answer with: %v", c)
+		}
+		if id, _ := c["custom_id"].(string); strings.HasPrefix(id, "ab:link:") {
+			open = c
+		}
+	}
+	if open == nil || open["label"] != "Open in browser" {
+		t.Fatalf("no Open in browser button asking for a personal link: %v", msg.Body)
+	}
+
+	resp := b.click(t, discord.Click(msg, eve, open["custom_id"].(string), nil))
+	if !isEphemeral(resp) || content(resp) != surface.MsgCantAnswer || len(discord.Components(data(resp))) != 0 {
+		t.Fatalf("eve, who may not answer, got %v", resp)
+	}
+	_, header := personalLink(t, b.click(t, discord.Click(msg, ada, open["custom_id"].(string), nil)))
+	body := `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`
+	answerByLink(t, b, id, header, body)
+	rec := b.get(t, "/v1/questions", id)
+	if got := rec.Raw("answer"); got != body {
+		t.Errorf("answer %s", got)
+	}
+	if by := rec.Raw("answered_by"); by != `{"surface":"discord","user_id":"1500000000000000001","name":"ada"}` {
+		t.Errorf("answered_by %s, want ada on Discord", by)
+	}
+}
+
+// A request larger than one Discord form holds can't be answered in
+// Discord; on a bridge with a public URL, Answer… hands the person who
+// may answer it a link of their own instead of pointing at the API.
+func TestTooBigForAFormGetsAPersonalLink(t *testing.T) {
+	b := startLinked(t, defaultTarget)
+	var qs []any
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		qs = append(qs, map[string]any{"id": id, "question": "Name " + id + "?"})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": qs})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+
+	path, header := personalLink(t, b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil)))
+	res, err := http.Get(b.URL() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the link's page: %d", res.StatusCode)
+	}
+	body := `{"answers":[{"id":"a","selected":[],"custom":"1"},{"id":"b","selected":[],"custom":"2"},{"id":"c","selected":[],"custom":"3"},{"id":"d","selected":[],"custom":"4"},{"id":"e","selected":[],"custom":"5"},{"id":"f","selected":[],"custom":"6"}]}`
+	answerByLink(t, b, id, header, body)
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != body {
+		t.Errorf("answer %s", got)
+	}
+}

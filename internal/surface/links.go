@@ -1,0 +1,23 @@
+package surface
+
+import (
+	"time"
+
+	"github.com/askbridge/askbridge/internal/pending"
+)
+
+// Links makes the web links of requests that chat messages carry on a
+// bridge with a public URL. *web.Links is one.
+type Links interface {
+	// For is the link of rec that anyone holding it may answer through:
+	// the "Open in browser" button of a target that lets anyone in its
+	// channel answer.
+	For(rec *pending.Record) string
+	// ForPerson is a link of rec that answers as who, whom the surface
+	// has checked may answer: what a target that limits its responders
+	// hands the one person who taps "Open in browser", privately.
+	ForPerson(rec *pending.Record, who pending.Responder, now time.Time) string
+}
+
+// MsgPersonalLink is what comes with a personal link.
+const MsgPersonalLink = "Your own link to this request, for the next hour: an answer sent through it is recorded as yours, so keep it to yourself."
