@@ -444,10 +444,11 @@ func TestTypedInputModal(t *testing.T) {
 	}}})
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
 
-	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+	click := slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil)
+	b.click(t, click)
 	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
-	if opened.JSON["trigger_id"] != "1700000100.123456.abcdef0123456789" {
-		t.Errorf("views.open used trigger %v", opened.JSON["trigger_id"])
+	if opened.JSON["trigger_id"] != click["trigger_id"] {
+		t.Errorf("views.open used trigger %v; the click's is %v", opened.JSON["trigger_id"], click["trigger_id"])
 	}
 	var field map[string]any
 	for _, bl := range opened.Blocks() {

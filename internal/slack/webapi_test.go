@@ -1,7 +1,10 @@
 package slack
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,4 +89,123 @@ func TestHooked(t *testing.T) {
 			t.Errorf("hooked(%q) = %v, want %v", u, got, want)
 		}
 	}
+}
+
+// fakeCall makes one JSON call of method on fake and returns the answer's
+// ok and error, and its response_metadata messages.
+func fakeCall(t *testing.T, fake *slacktest.FakeSlack, method string, body map[string]any) (ok bool, code string, msgs []string) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, fake.URL+method, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+		Meta  struct {
+			Messages []string `json:"messages"`
+		} `json:"response_metadata"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.OK, out.Error, out.Meta.Messages
+}
+
+// The fake refuses blocks and views over Block Kit's limits, as Slack does
+// (invalid_blocks for a message, invalid_arguments for a view), and takes
+// the same at the limit: a test whose message or modal would not get
+// through Slack fails against the fake too.
+func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
+	txt := func(typ string, n int) map[string]any { return map[string]any{"type": typ, "text": strings.Repeat("x", n)} }
+	section := func(n int) map[string]any { return map[string]any{"type": "section", "text": txt("mrkdwn", n)} }
+	button := func(text, value int) map[string]any {
+		return map[string]any{"type": "button", "action_id": "a", "text": txt("plain_text", text), "value": strings.Repeat("v", value)}
+	}
+	actions := func(els ...any) map[string]any { return map[string]any{"type": "actions", "elements": els} }
+	option := func(i, text int) map[string]any {
+		return map[string]any{"text": txt("plain_text", text), "value": strconv.Itoa(i)}
+	}
+	sel := func(n, text int) map[string]any {
+		var opts []any
+		for i := range n {
+			opts = append(opts, option(i, text))
+		}
+		return map[string]any{"type": "static_select", "action_id": "s", "placeholder": txt("plain_text", 5), "options": opts}
+	}
+	blocks := func(n int) []any {
+		var out []any
+		for range n {
+			out = append(out, section(10))
+		}
+		return out
+	}
+	view := func(title int, bl []any) map[string]any {
+		return map[string]any{"type": "modal", "title": txt("plain_text", title), "submit": txt("plain_text", 4), "blocks": bl}
+	}
+	input := func(maxLen int) map[string]any {
+		return map[string]any{"type": "input", "block_id": "q0", "label": txt("plain_text", 5), "element": map[string]any{
+			"type": "plain_text_input", "action_id": "v", "max_length": maxLen}}
+	}
+	for _, tc := range []struct {
+		name       string
+		fits, over []any
+	}{
+		{"blocks in a message", blocks(50), blocks(51)},
+		{"section text", []any{section(3000)}, []any{section(3001)}},
+		{"header text", []any{map[string]any{"type": "header", "text": txt("plain_text", 150)}},
+			[]any{map[string]any{"type": "header", "text": txt("plain_text", 151)}}},
+		{"button text", []any{actions(button(75, 1))}, []any{actions(button(76, 1))}},
+		{"button value", []any{actions(button(5, 2000))}, []any{actions(button(5, 2001))}},
+		{"select options", []any{actions(sel(100, 5))}, []any{actions(sel(101, 5))}},
+		{"option text", []any{actions(sel(2, 75))}, []any{actions(sel(2, 76))}},
+		{"empty text", []any{section(1)}, []any{section(0)}},
+		{"block_id", []any{map[string]any{"type": "divider", "block_id": strings.Repeat("b", 255)}},
+			[]any{map[string]any{"type": "divider", "block_id": strings.Repeat("b", 256)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			if ok, code, msgs := fakeCall(t, fake, "chat.postMessage", map[string]any{"channel": "C1", "text": "t", "blocks": tc.fits}); !ok {
+				t.Errorf("at the limit: %s %v", code, msgs)
+			}
+			if ok, code, msgs := fakeCall(t, fake, "chat.update", map[string]any{"channel": "C1", "ts": "1700000000.000001", "text": "t", "blocks": tc.over}); ok || code != "invalid_blocks" || len(msgs) == 0 {
+				t.Errorf("over the limit, chat.update answered ok=%v %s %v; want invalid_blocks with a message", ok, code, msgs)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name       string
+		fits, over map[string]any
+	}{
+		{"view title", view(24, nil), view(25, nil)},
+		{"blocks in a modal", view(5, blocks(100)), view(5, blocks(101))},
+		{"input max_length", view(5, []any{input(3000)}), view(5, []any{input(3001)})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			if ok, code, msgs := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.fits", "view": tc.fits}); !ok {
+				t.Errorf("at the limit: %s %v", code, msgs)
+			}
+			if ok, code, msgs := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.over", "view": tc.over}); ok || code != "invalid_arguments" || len(msgs) == 0 {
+				t.Errorf("over the limit, views.open answered ok=%v %s %v; want invalid_arguments with a message", ok, code, msgs)
+			}
+		})
+	}
+	t.Run("a trigger_id opens one view", func(t *testing.T) {
+		fake := slacktest.NewFakeSlack(t, testToken)
+		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.3", "view": view(5, nil)}); !ok {
+			t.Fatalf("first views.open: %s", code)
+		}
+		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.3", "view": view(5, nil)}); ok || code != "exchanged_trigger_id" {
+			t.Errorf("the same trigger again: ok=%v %s; want exchanged_trigger_id", ok, code)
+		}
+		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"view": view(5, nil)}); ok || code != "invalid_trigger_id" {
+			t.Errorf("no trigger: ok=%v %s; want invalid_trigger_id", ok, code)
+		}
+	})
 }

@@ -40,14 +40,16 @@ type FakeSlack struct {
 	socket *FakeSocket
 	used   map[string]int  // posts to each response_url
 	gone   map[string]bool // ts of messages a person deleted
-	mu     sync.Mutex
-	calls  []FakeCall
-	fails  map[string][]FakeFail
-	groups map[string][]string
-	chans  map[string]FakeChannel
-	next   int
-	wake   chan struct{}  // closed and replaced on every call
-	hook   func(FakeCall) // set by Observe; then calls are not kept
+	// triggers are the trigger_ids views.open has exchanged for a view
+	triggers map[string]bool
+	mu       sync.Mutex
+	calls    []FakeCall
+	fails    map[string][]FakeFail
+	groups   map[string][]string
+	chans    map[string]FakeChannel
+	next     int
+	wake     chan struct{}  // closed and replaced on every call
+	hook     func(FakeCall) // set by Observe; then calls are not kept
 }
 
 // TB is the part of testing.TB the kit uses.
@@ -90,7 +92,7 @@ func NewFakeSlack(t TB, token string) *FakeSlack {
 
 // NewServer starts a fake that accepts token; Close stops it.
 func NewServer(token string) *FakeSlack {
-	f := &FakeSlack{Token: token, Scopes: "chat:write,usergroups:read", fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, wake: make(chan struct{})}
+	f := &FakeSlack{Token: token, Scopes: "chat:write,usergroups:read", fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, triggers: map[string]bool{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/api/"
 	return f
@@ -367,24 +369,6 @@ type chatAnswer struct {
 	Message map[string]any `json:"message"`
 }
 
-// blockIDsValid reports whether every block_id given is at most 255
-// characters and unique in its message, as Slack requires (it answers
-// invalid_blocks otherwise).
-func blockIDsValid(blocks []map[string]any) bool {
-	seen := map[string]bool{}
-	for _, b := range blocks {
-		id, _ := b["block_id"].(string)
-		if id == "" {
-			continue
-		}
-		if len(id) > 255 || seen[id] {
-			return false
-		}
-		seen[id] = true
-	}
-	return true
-}
-
 // isUser says whether channel is a user's id, which chat.postMessage
 // takes as the channel of a DM.
 func isUser(channel string) bool {
@@ -407,8 +391,8 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		} else if ok && !known.Member {
 			return failure("not_in_channel"), false
 		}
-		if !blockIDsValid(c.Blocks()) {
-			return failure("invalid_blocks"), false
+		if errs := messageErrors(c.rawBlocks()); len(errs) > 0 {
+			return refusal("invalid_blocks", errs), false
 		}
 		if f.gone[c.Field("thread_ts")] {
 			return failure("thread_not_found"), false
@@ -430,8 +414,8 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if ts == "" || f.gone[ts] {
 			return failure("message_not_found"), false
 		}
-		if !blockIDsValid(c.Blocks()) {
-			return failure("invalid_blocks"), false
+		if errs := messageErrors(c.rawBlocks()); len(errs) > 0 {
+			return refusal("invalid_blocks", errs), false
 		}
 		f.next++
 		msg := f.echo(c, ts)
@@ -454,8 +438,21 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		f.next++
 		return map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", f.next)}, true
 	case "views.open", "views.update":
-		if c.Method == "views.open" && c.JSON["trigger_id"] == "" {
-			return failure("invalid_trigger_id"), false
+		if c.Method == "views.open" {
+			// A trigger_id opens one view: Slack refuses it again with
+			// exchanged_trigger_id ("The trigger_id was already exchanged
+			// in a previous call").
+			switch trigger := c.Field("trigger_id"); {
+			case trigger == "":
+				return failure("invalid_trigger_id"), false
+			case f.triggers[trigger]:
+				return failure("exchanged_trigger_id"), false
+			default:
+				f.triggers[trigger] = true
+			}
+		}
+		if errs := viewErrors(c.JSON["view"]); len(errs) > 0 {
+			return refusal("invalid_arguments", errs), false
 		}
 		view, _ := c.JSON["view"].(map[string]any)
 		f.next++
@@ -568,6 +565,22 @@ func (c FakeCall) Blocks() []map[string]any {
 	return out
 }
 
+// rawBlocks is the blocks argument of a chat.* call as sent, nil when it
+// has none.
+func (c FakeCall) rawBlocks() any {
+	if c.JSON != nil {
+		return c.JSON["blocks"]
+	}
+	if !c.Form.Has("blocks") {
+		return nil
+	}
+	var raw any
+	if json.Unmarshal([]byte(c.Form.Get("blocks")), &raw) != nil {
+		return "not JSON"
+	}
+	return raw
+}
+
 // View returns the view a views.open or views.update call sent.
 func (c FakeCall) View() map[string]any {
 	v, _ := c.JSON["view"].(map[string]any)
@@ -657,7 +670,7 @@ func BlockActions(t TB, msg FakeCall, user map[string]any, prefix string, with m
 	return p
 }
 
-// clicks numbers the clicks' response_urls.
+// clicks numbers the clicks' response_urls and trigger_ids.
 var clicks atomic.Int64
 
 // Click is BlockActions with an error for a message that has no such
@@ -687,10 +700,11 @@ func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any
 	if state == nil {
 		state = map[string]any{}
 	}
+	n := clicks.Add(1)
 	respond := "https://hooks.slack.com/actions/T0001/1/abcdef"
 	if msg.server != "" {
 		id, _ := user["id"].(string)
-		respond = fmt.Sprintf("%s%sT0001/%s/%d", msg.server, actionsPath, id, clicks.Add(1))
+		respond = fmt.Sprintf("%s%sT0001/%s/%d", msg.server, actionsPath, id, n)
 	}
 	container := map[string]any{"type": "message", "message_ts": msg.TS, "channel_id": ch, "is_ephemeral": false}
 	message := map[string]any{"type": "message", "user": "UBOT", "ts": msg.TS, "text": msg.Field("text"), "blocks": msg.Blocks()}
@@ -704,7 +718,7 @@ func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any
 		"api_app_id":            "A0001",
 		"token":                 "legacy-verification-token",
 		"container":             container,
-		"trigger_id":            "1700000100.123456.abcdef0123456789",
+		"trigger_id":            fmt.Sprintf("1700000100.%06d.abcdef0123456789", n), // each click's own, good for one view
 		"team":                  map[string]any{"id": "T0001", "domain": "acme"},
 		"enterprise":            nil,
 		"is_enterprise_install": false,
