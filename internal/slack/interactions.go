@@ -314,7 +314,14 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		opened, err = h.s.api.OpenViewContext(ctx, c.trigger, view)
 		return err
 	})
-	if err != nil {
+	switch {
+	case refusedWith(err, "exchanged_trigger_id"):
+		// The click delivered again (Slack's retry, a Socket Mode
+		// redelivery): its first delivery opened the modal with this
+		// trigger_id, which opens one view. The modal is open.
+		log.Info("a click's trigger_id already opened its modal; a repeated delivery", "err", err)
+		return
+	case err != nil:
 		log.Warn("opening a modal failed", "err", err)
 		h.tellLater(c, "Slack did not open the form in time; please click again.")
 		return

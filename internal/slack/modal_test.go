@@ -209,3 +209,35 @@ func TestModalFieldRequired(t *testing.T) {
 		})
 	}
 }
+
+// TestModalClickDeliveredTwice: Slack's retry of an Answer… click (or a
+// Socket Mode redelivery) carries the trigger_id the first delivery
+// already opened the modal with, and Slack refuses it
+// (exchanged_trigger_id). The modal is open: the person must not be told
+// that it did not open and to click again.
+func TestModalClickDeliveredTwice(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, store, _ := newSurface(t, fake)
+	rec, _, err := store.Create(context.Background(), pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "why", Question: "Why did the deploy fail?"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Post(context.Background(), rec, target); err != nil {
+		t.Fatal(err)
+	}
+	msg := fake.Calls("chat.postMessage")[0]
+	click := slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil)
+	serve(t, s, store, click)
+	serve(t, s, store, click) // the same delivery again; serve waits for its work
+
+	opens := fake.Calls("views.open")
+	if len(opens) != 2 || !opens[0].OK || opens[1].OK {
+		t.Fatalf("views.open calls %v; want the first to open the modal and the second to be refused", opens)
+	}
+	for _, c := range fake.Calls("") {
+		if user, text, ok := c.Ephemeral(); ok {
+			t.Errorf("%s was told %q; the modal is open", user, text)
+		}
+	}
+}
