@@ -122,7 +122,9 @@ func fakeCall(t *testing.T, fake *slacktest.FakeSlack, method string, body map[s
 // the same at the limit: a test whose message or modal would not get
 // through Slack fails against the fake too.
 func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
-	txt := func(typ string, n int) map[string]any { return map[string]any{"type": typ, "text": strings.Repeat("x", n)} }
+	txt := func(typ string, n int) map[string]any {
+		return map[string]any{"type": typ, "text": strings.Repeat("x", n)}
+	}
 	section := func(n int) map[string]any { return map[string]any{"type": "section", "text": txt("mrkdwn", n)} }
 	button := func(text, value int) map[string]any {
 		return map[string]any{"type": "button", "action_id": "a", "text": txt("plain_text", text), "value": strings.Repeat("v", value)}
@@ -206,6 +208,13 @@ func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
 		}
 		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"view": view(5, nil)}); ok || code != "invalid_trigger_id" {
 			t.Errorf("no trigger: ok=%v %s; want invalid_trigger_id", ok, code)
+		}
+	})
+	t.Run("an ephemeral where the bot is not", func(t *testing.T) {
+		fake := slacktest.NewFakeSlack(t, testToken)
+		fake.SetChannel("C1", slacktest.FakeChannel{Name: "ops"})
+		if ok, code, _ := fakeCall(t, fake, "chat.postEphemeral", map[string]any{"channel": "C1", "user": "UADA", "text": "t"}); ok || code != "not_in_channel" {
+			t.Errorf("chat.postEphemeral answered ok=%v %s; want not_in_channel", ok, code)
 		}
 	})
 }

@@ -142,9 +142,9 @@ type FakeChannel struct {
 }
 
 // SetChannel makes conversations.info describe channel id as c (it
-// answers channel_not_found for any other), and chat.postMessage refuse to
-// post there unless the bot is in it (not_in_channel) and it is not
-// archived (is_archived).
+// answers channel_not_found for any other), and chat.postMessage and
+// chat.postEphemeral refuse to post there unless the bot is in it
+// (not_in_channel) and it is not archived (is_archived).
 func (f *FakeSlack) SetChannel(id string, c FakeChannel) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -434,6 +434,19 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 	case "chat.postEphemeral":
 		if c.Field("user") == "" {
 			return failure("user_not_in_channel"), false
+		}
+		if !c.has("blocks") && c.Field("text") == "" {
+			return failure("no_text"), false
+		}
+		// Slack refuses an ephemeral where the bot may not post, as it
+		// refuses a post there.
+		if known, ok := f.chans[c.Field("channel")]; ok && known.Archived {
+			return failure("is_archived"), false
+		} else if ok && !known.Member {
+			return failure("not_in_channel"), false
+		}
+		if errs := messageErrors(c.rawBlocks()); len(errs) > 0 {
+			return refusal("invalid_blocks", errs), false
 		}
 		f.next++
 		return map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", f.next)}, true
