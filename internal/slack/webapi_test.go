@@ -218,3 +218,21 @@ func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
 		}
 	})
 }
+
+// A view_submission's answer is held to what Slack takes, as a views.*
+// call is.
+func TestViewResponseErrors(t *testing.T) {
+	for body, refused := range map[string]bool{
+		``: false,
+		`{"response_action":"errors","errors":{"q0":"Type an answer."}}`:                                                                        false,
+		`{"response_action":"update","view":{"type":"modal","title":{"type":"plain_text","text":"Too late"},"blocks":[]}}`:                      false,
+		`{"response_action":"update","view":{"type":"modal","title":{"type":"plain_text","text":"Twenty-five characters ok"},"blocks":[]}}`:     true,
+		`{"response_action":"update","view":{"type":"modal","title":{"type":"plain_text","text":"A"},"blocks":[{"type":"section","text":{}}]}}`: true,
+		`{"response_action":"errors","errors":{}}`: true,
+		`{"response_action":"close"}`:              true,
+	} {
+		if got := len(slacktest.ViewResponseErrors(body)) > 0; got != refused {
+			t.Errorf("%s: refused %v, want %v", body, got, refused)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package slacktest
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -334,4 +336,37 @@ func refusal(code string, errs []string) map[string]any {
 	f := failure(code)
 	f["response_metadata"] = map[string]any{"messages": errs}
 	return f
+}
+
+// ViewResponseErrors is what Slack would refuse in body, the answer to an
+// interaction: nothing for an empty one; for a view_submission's
+// response_action, an update or push whose view breaks a limit, errors
+// that are not messages by block_id, or an action Slack does not know.
+// A view_submission's answer is not a Web API call, so the fake does not
+// see it; tests check the answers they get with this.
+func ViewResponseErrors(body string) []string {
+	if strings.TrimSpace(body) == "" {
+		return nil
+	}
+	var resp map[string]any
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		return []string{"the answer is not JSON: " + err.Error()}
+	}
+	var k kit
+	switch resp["response_action"] {
+	case "update", "push":
+		k.errs = viewErrors(resp["view"])
+	case "errors":
+		errs, ok := resp["errors"].(map[string]any)
+		if !ok || len(errs) == 0 {
+			k.fail("/errors", "must be an object of messages by block_id")
+		}
+		for id, msg := range errs {
+			k.str("/errors/"+id, msg, 1, limitInputLabel)
+		}
+	case "clear":
+	default:
+		k.fail("/response_action", "unknown response_action %v", resp["response_action"])
+	}
+	return k.errs
 }
