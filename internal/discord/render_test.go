@@ -368,3 +368,30 @@ func TestNonceOf(t *testing.T) {
 		}
 	}
 }
+
+// A plan full of markdown links: the escape that breaks "](" adds a
+// character a rune-by-rune count can't see, and every embed must still be
+// within Discord's 4,096 (else Discord refuses the post with 400 Invalid
+// Form Body and the request fails to post).
+func TestLinkHeavyPlanStaysWithinTheEmbed(t *testing.T) {
+	for _, detail := range []string{
+		strings.Repeat("[a](b) ", 3000),
+		strings.Repeat("](", 9000),
+		strings.Repeat("see [the file](src/x.go) and ", 600),
+	} {
+		q := extremeQuestion(0, 2, false)
+		q.Intent = &seam.Intent{Kind: seam.IntentPlanReview}
+		q.Detail = detail
+		rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+		m := render(rec, "", true)
+		checkMessage(t, toMap(t, map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components}))
+		for _, e := range m.more {
+			checkMessage(t, toMap(t, map[string]any{"embeds": []any{e}}))
+		}
+		for _, e := range append(m.embeds, m.more...) {
+			if strings.Contains(e.Description, "](") {
+				t.Errorf("a masked link survived in %q", e.Title)
+			}
+		}
+	}
+}

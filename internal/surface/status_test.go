@@ -119,3 +119,24 @@ func TestPrimary(t *testing.T) {
 		t.Errorf("Primary without a recommendation = %d", got)
 	}
 }
+
+// An escape that depends on what follows a rune (Discord's "](") is
+// measured on the head as a whole: the head never exceeds max escaped.
+func TestCutWithAContextualEscape(t *testing.T) {
+	esc := func(s string) string { return strings.ReplaceAll(s, "](", "]\u200b(") }
+	s := strings.Repeat("[a](b) ", 100)
+	for max := 1; max < 80; max++ {
+		head, rest := Cut(s, max, esc)
+		if head+rest != s {
+			t.Fatalf("Cut(%d): the parts do not add up", max)
+		}
+		if n := Len(esc(head)); n > max {
+			t.Errorf("Cut(%d): head is %d long escaped", max, n)
+		}
+	}
+	for i, p := range Split(strings.Repeat("](", 500), 99, esc) {
+		if n := Len(esc(p)); n > 99 {
+			t.Errorf("piece %d is %d long escaped", i, n)
+		}
+	}
+}

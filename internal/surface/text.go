@@ -65,6 +65,20 @@ func Cut(s string, max int, esc func(string) string) (head, rest string) {
 		n += w
 		end = i + utf8.RuneLen(r)
 	}
+	// Rune by rune misses an escape that depends on what follows a rune
+	// (Discord's "](" becomes "]\u200b(" but neither rune alone changes):
+	// measure the head as a whole and give back runes until it fits.
+	// Escaping a shorter prefix never gives a longer text.
+	for esc != nil && end > 0 {
+		over := Len(esc(s[:end])) - max
+		if over <= 0 {
+			break
+		}
+		for ; over > 0 && end > 0; over-- { // each rune gives back at least 1
+			_, size := utf8.DecodeLastRuneInString(s[:end])
+			end -= size
+		}
+	}
 	if end == len(s) {
 		return s, ""
 	}
