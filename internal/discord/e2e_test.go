@@ -152,6 +152,12 @@ func (b bridge) send(t *testing.T, payload any, at time.Time) (int, map[string]a
 	if resp.StatusCode == http.StatusOK && out == nil {
 		t.Fatalf("interaction answered 200 without JSON: %s", raw)
 	}
+	if resp.StatusCode == http.StatusOK {
+		// Discord refuses such a response and shows "This interaction failed".
+		for _, bad := range discord.InvalidResponse(out) {
+			t.Errorf("Discord would refuse the response %s: %s", raw, bad)
+		}
+	}
 	return resp.StatusCode, out
 }
 
@@ -860,5 +866,28 @@ func TestEndOfAnUneditableMessage(t *testing.T) {
 				t.Errorf("%d requests left for a finisher (%v); want none", n, err)
 			}
 		})
+	}
+}
+
+// TestPlanOfLinksIsPosted: a long plan full of markdown links (file
+// references, as agents write them) is posted, its first part with the
+// question and the rest below, every message within Discord's limits
+// (the fake refuses what Discord refuses).
+func TestPlanOfLinksIsPosted(t *testing.T) {
+	b := start(t, defaultTarget)
+	plan := strings.Repeat("1. edit [handler.go](internal/api/handler.go) and [the test](internal/api/handler_test.go)\n", 120)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "plan", "question": "Approve this plan?", "detail": plan,
+		"intent":  map[string]any{"kind": "plan-review", "approve": "Approve"},
+		"options": []any{map[string]any{"label": "Approve"}, map[string]any{"label": "Keep planning"}},
+	}}})
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Fatalf("status %v", rec.M["status"])
+	}
+	if n := len(b.fake.Posted()); n < 2 {
+		t.Errorf("%d messages posted; want the question and the rest of its plan", n)
+	}
+	if n := len(b.fake.AllCalls("create")) - len(b.fake.Calls("create")); n != 0 {
+		t.Errorf("Discord refused %d of the creates", n)
 	}
 }

@@ -22,7 +22,8 @@ import (
 
 // FakeDiscord is a fake Discord REST API (v10 paths): it creates and edits
 // channel messages, starts threads and takes interaction callbacks like
-// Discord does (JSON in, the message out, 429 with Retry-After and a
+// Discord does (JSON in, the message out, 400 Invalid Form Body for a
+// message or response beyond Discord's limits (see InvalidMessage), 429 with Retry-After and a
 // retry_after body on demand, Discord's JSON errors for threads that were
 // deleted or locked, the earlier message for a create that repeats a
 // nonce with enforce_nonce) and records every call.
@@ -340,6 +341,21 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Status = http.StatusOK
+	var invalid []string
+	switch c.Kind {
+	case "create", "edit":
+		invalid = InvalidMessage(body, c.Kind == "create")
+	case "callback":
+		invalid = InvalidResponse(body)
+	}
+	if len(invalid) > 0 {
+		// Discord names every bad field in "errors"; the list is enough here.
+		c.Status = http.StatusBadRequest
+		f.record(c)
+		w.WriteHeader(c.Status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"message": "Invalid Form Body", "code": 50035, "errors": invalid})
+		return
+	}
 	if out, status := f.read(c); status != 0 {
 		c.Status = status
 		f.record(c)

@@ -1,0 +1,367 @@
+package discord
+
+// What Discord refuses with 400 Invalid Form Body (code 50035), as the
+// fake checks it: the limits of a message (content, embeds, legacy action
+// rows and their buttons and selects) and of a modal (Label or action row
+// around a text input or a string select). Lengths are counted in code
+// points, as Discord counts them.
+// (docs: developers/components/reference.mdx, developers/resources/message.mdx,
+// developers/interactions/receiving-and-responding.mdx)
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"unicode/utf8"
+)
+
+// InvalidMessage lists what Discord would refuse in a message body: a
+// create, an edit, or the data of a CHANNEL_MESSAGE_WITH_SOURCE or
+// UPDATE_MESSAGE response. create: a new message, which must show
+// something.
+func InvalidMessage(body map[string]any, create bool) []string {
+	var bad []string
+	add := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
+	content, _ := body["content"].(string)
+	if n := runes(content); n > 2000 {
+		add("content: %d characters, more than 2000", n)
+	}
+	if n, _ := body["nonce"].(string); runes(n) > 25 {
+		add("nonce: longer than 25")
+	}
+	embeds, _ := body["embeds"].([]any)
+	rows, _ := body["components"].([]any)
+	if create && content == "" && len(embeds) == 0 && len(rows) == 0 {
+		add("Cannot send an empty message")
+	}
+	if len(embeds) > 10 {
+		add("embeds: %d, more than 10", len(embeds))
+	}
+	total := 0
+	for i, e := range embeds {
+		m, _ := e.(map[string]any)
+		for k, max := range map[string]int{"title": 256, "description": 4096} {
+			n := runes(str(m, k))
+			total += n
+			if n > max {
+				add("embeds.%d.%s: %d characters, more than %d", i, k, n, max)
+			}
+		}
+		fields, _ := m["fields"].([]any)
+		if len(fields) > 25 {
+			add("embeds.%d.fields: more than 25", i)
+		}
+		for j, f := range fields {
+			fm, _ := f.(map[string]any)
+			name, value := runes(str(fm, "name")), runes(str(fm, "value"))
+			total += name + value
+			if name == 0 || name > 256 || value == 0 || value > 1024 {
+				add("embeds.%d.fields.%d: name %d, value %d characters", i, j, name, value)
+			}
+		}
+		if ft, ok := m["footer"].(map[string]any); ok {
+			n := runes(str(ft, "text"))
+			total += n
+			if n > 2048 {
+				add("embeds.%d.footer.text: more than 2048", i)
+			}
+		}
+		if au, ok := m["author"].(map[string]any); ok {
+			n := runes(str(au, "name"))
+			total += n
+			if n > 256 {
+				add("embeds.%d.author.name: more than 256", i)
+			}
+		}
+	}
+	if total > 6000 {
+		add("embeds: %d characters in all, more than 6000", total)
+	}
+	if len(rows) > 5 {
+		add("components: %d action rows, more than 5", len(rows))
+	}
+	ids := map[string]bool{}
+	for i, r := range rows {
+		row, _ := r.(map[string]any)
+		if row["type"] != float64(componentRow) {
+			add("components.%d: type %v where a legacy message takes action rows", i, row["type"])
+			continue
+		}
+		cs, _ := row["components"].([]any)
+		selects := 0
+		for _, c := range cs {
+			if m, _ := c.(map[string]any); m["type"] == float64(componentSelect) {
+				selects++
+			}
+		}
+		switch {
+		case len(cs) == 0:
+			add("components.%d: an empty action row", i)
+		case selects > 0 && len(cs) != 1:
+			add("components.%d: a select shares its row", i)
+		case len(cs) > 5:
+			add("components.%d: %d buttons, more than 5", i, len(cs))
+		}
+		for j, c := range cs {
+			m, _ := c.(map[string]any)
+			where := fmt.Sprintf("components.%d.components.%d", i, j)
+			switch m["type"] {
+			case float64(2):
+				bad = append(bad, invalidButton(where, m, ids)...)
+			case float64(componentSelect):
+				bad = append(bad, invalidSelect(where, m, false)...)
+				bad = append(bad, invalidCustomID(where, m, ids)...)
+			default:
+				add("%s: type %v can't be in a message's action row", where, m["type"])
+			}
+		}
+	}
+	return bad
+}
+
+func invalidCustomID(where string, m map[string]any, seen map[string]bool) []string {
+	id, _ := m["custom_id"].(string)
+	switch n := runes(id); {
+	case n == 0 || n > 100:
+		return []string{fmt.Sprintf("%s.custom_id: %d characters, not 1-100", where, n)}
+	case seen[id]:
+		return []string{fmt.Sprintf("%s.custom_id: %q is used twice", where, id)}
+	}
+	seen[id] = true
+	return nil
+}
+
+func invalidButton(where string, m map[string]any, ids map[string]bool) []string {
+	var bad []string
+	if n := runes(str(m, "label")); n > 80 || n == 0 && m["emoji"] == nil {
+		bad = append(bad, fmt.Sprintf("%s.label: %d characters, not 1-80 (and no emoji)", where, n))
+	}
+	style, _ := m["style"].(float64)
+	switch {
+	case style < 1 || style > 5:
+		bad = append(bad, fmt.Sprintf("%s.style: %v", where, m["style"]))
+	case style == 5:
+		if u := str(m, "url"); u == "" || runes(u) > 512 || str(m, "custom_id") != "" {
+			bad = append(bad, fmt.Sprintf("%s: a link button takes a url of 1-512 characters and no custom_id", where))
+		}
+	default:
+		if str(m, "url") != "" {
+			bad = append(bad, fmt.Sprintf("%s: only a link button takes a url", where))
+		}
+		bad = append(bad, invalidCustomID(where, m, ids)...)
+	}
+	return bad
+}
+
+// invalidSelect checks a string select; inModal: in a modal's Label,
+// where required applies.
+func invalidSelect(where string, m map[string]any, inModal bool) []string {
+	var bad []string
+	add := func(format string, a ...any) { bad = append(bad, where+": "+fmt.Sprintf(format, a...)) }
+	opts, _ := m["options"].([]any)
+	if len(opts) == 0 || len(opts) > 25 {
+		add("%d options, not 1-25", len(opts))
+	}
+	values := map[string]bool{}
+	for k, o := range opts {
+		om, _ := o.(map[string]any)
+		l, v, d := runes(str(om, "label")), runes(str(om, "value")), runes(str(om, "description"))
+		if l == 0 || l > 100 || v == 0 || v > 100 || d > 100 {
+			add("options.%d: label %d, value %d, description %d characters", k, l, v, d)
+		}
+		if values[str(om, "value")] {
+			add("options.%d: value %q is used twice", k, str(om, "value"))
+		}
+		values[str(om, "value")] = true
+	}
+	if n := runes(str(m, "placeholder")); n > 150 {
+		add("placeholder: %d characters, more than 150", n)
+	}
+	minV, maxV := 1, 1
+	if v, ok := m["min_values"].(float64); ok {
+		minV = int(v)
+	}
+	if v, ok := m["max_values"].(float64); ok {
+		maxV = int(v)
+	}
+	if minV < 0 || minV > 25 || maxV < 1 || maxV > 25 || minV > maxV || maxV > len(opts) {
+		add("min_values %d, max_values %d for %d options", minV, maxV, len(opts))
+	}
+	required := true
+	if r, ok := m["required"].(bool); ok {
+		required = r
+	}
+	if inModal && required && minV < 1 {
+		add("min_values must be at least 1 where required is true")
+	}
+	if inModal && m["disabled"] == true {
+		add("a modal can't hold a disabled component")
+	}
+	return bad
+}
+
+// InvalidModal lists what Discord would refuse in the data of a MODAL
+// response.
+func InvalidModal(data map[string]any) []string {
+	var bad []string
+	add := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
+	if n := runes(str(data, "custom_id")); n == 0 || n > 100 {
+		add("custom_id: %d characters, not 1-100", n)
+	}
+	if n := runes(str(data, "title")); n == 0 || n > 45 {
+		add("title: %d characters, not 1-45", n)
+	}
+	cs, _ := data["components"].([]any)
+	if len(cs) == 0 || len(cs) > 5 {
+		add("components: %d, not 1-5", len(cs))
+	}
+	ids := map[string]bool{}
+	for i, c := range cs {
+		m, _ := c.(map[string]any)
+		where := fmt.Sprintf("components.%d", i)
+		switch m["type"] {
+		case float64(componentLabel):
+			if n := runes(str(m, "label")); n == 0 || n > 45 {
+				add("%s.label: %d characters, not 1-45", where, n)
+			}
+			if n := runes(str(m, "description")); n > 100 {
+				add("%s.description: %d characters, more than 100", where, n)
+			}
+			inner, _ := m["component"].(map[string]any)
+			where += ".component"
+			switch inner["type"] {
+			case float64(componentText):
+				if _, has := inner["label"]; has {
+					add("%s.label: a text input in a Label takes no label", where)
+				}
+				bad = append(bad, invalidTextInput(where, inner)...)
+			case float64(componentSelect):
+				bad = append(bad, invalidSelect(where, inner, true)...)
+			default:
+				add("%s: type %v in a Label", where, inner["type"])
+			}
+			bad = append(bad, invalidCustomID(where, inner, ids)...)
+		case float64(componentRow):
+			row, _ := m["components"].([]any)
+			if len(row) != 1 {
+				add("%s: an action row in a modal holds one text input, not %d components", where, len(row))
+				continue
+			}
+			inner, _ := row[0].(map[string]any)
+			where += ".components.0"
+			if inner["type"] != float64(componentText) {
+				add("%s: type %v in a modal's action row", where, inner["type"])
+				continue
+			}
+			if n := runes(str(inner, "label")); n == 0 || n > 45 {
+				add("%s.label: %d characters, not 1-45", where, n)
+			}
+			bad = append(bad, invalidTextInput(where, inner)...)
+			bad = append(bad, invalidCustomID(where, inner, ids)...)
+		default:
+			add("%s: type %v at the top of a modal", where, m["type"])
+		}
+	}
+	return bad
+}
+
+func invalidTextInput(where string, m map[string]any) []string {
+	var bad []string
+	add := func(format string, a ...any) { bad = append(bad, where+": "+fmt.Sprintf(format, a...)) }
+	if s := m["style"]; s != float64(1) && s != float64(2) {
+		add("style %v", s)
+	}
+	minL, maxL := 0, 4000
+	if v, ok := m["min_length"].(float64); ok {
+		minL = int(v)
+	}
+	if v, ok := m["max_length"].(float64); ok {
+		maxL = int(v)
+	}
+	if minL < 0 || minL > 4000 || maxL < 1 || maxL > 4000 || minL > maxL {
+		add("min_length %d, max_length %d", minL, maxL)
+	}
+	if n := runes(str(m, "value")); n > maxL {
+		add("value: %d characters, more than max_length %d", n, maxL)
+	}
+	if n := runes(str(m, "placeholder")); n > 100 {
+		add("placeholder: %d characters, more than 100", n)
+	}
+	return bad
+}
+
+// InvalidResponse lists what Discord would refuse in an interaction
+// response.
+func InvalidResponse(resp map[string]any) []string {
+	data, _ := resp["data"].(map[string]any)
+	switch resp["type"] {
+	case float64(respPong), float64(respDeferredUpdate):
+		return nil
+	case float64(respMessage):
+		return InvalidMessage(data, true)
+	case float64(respUpdate):
+		return InvalidMessage(data, false)
+	case float64(respModal):
+		return InvalidModal(data)
+	}
+	return []string{fmt.Sprintf("type %v is not a response askbridge sends", resp["type"])}
+}
+
+func runes(s string) int { return utf8.RuneCountInString(s) }
+
+// The checks refuse what Discord refuses and pass what it takes.
+func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
+	row := func(cs ...any) any { return map[string]any{"type": 1, "components": cs} }
+	btn := func(id string) any { return map[string]any{"type": 2, "style": 1, "label": "Go", "custom_id": id} }
+	opts := func(n int) []any {
+		var out []any
+		for i := range n {
+			out = append(out, map[string]any{"label": "o", "value": fmt.Sprint(i)})
+		}
+		return out
+	}
+	long := func(n int) string { return string(make([]rune, n)) }
+	for name, tc := range map[string]struct {
+		body map[string]any
+		ok   bool
+	}{
+		"fine":                  {map[string]any{"content": "hi", "components": []any{row(btn("a"), btn("b"))}}, true},
+		"empty":                 {map[string]any{"content": ""}, false},
+		"content 2001":          {map[string]any{"content": long(2001)}, false},
+		"description 4097":      {map[string]any{"embeds": []any{map[string]any{"description": long(4097)}}}, false},
+		"6001 in all":           {map[string]any{"embeds": []any{map[string]any{"description": long(4000)}, map[string]any{"description": long(2001)}}}, false},
+		"six rows":              {map[string]any{"content": "x", "components": []any{row(btn("a")), row(btn("b")), row(btn("c")), row(btn("d")), row(btn("e")), row(btn("f"))}}, false},
+		"six buttons":           {map[string]any{"content": "x", "components": []any{row(btn("a"), btn("b"), btn("c"), btn("d"), btn("e"), btn("f"))}}, false},
+		"repeated custom_id":    {map[string]any{"content": "x", "components": []any{row(btn("a"), btn("a"))}}, false},
+		"select of 26":          {map[string]any{"content": "x", "components": []any{row(map[string]any{"type": 3, "custom_id": "s", "options": opts(26)})}}, false},
+		"max_values over count": {map[string]any{"content": "x", "components": []any{row(map[string]any{"type": 3, "custom_id": "s", "max_values": 3, "options": opts(2)})}}, false},
+	} {
+		var v map[string]any
+		raw, _ := json.Marshal(tc.body)
+		_ = json.Unmarshal(raw, &v)
+		if bad := InvalidMessage(v, true); (len(bad) == 0) != tc.ok {
+			t.Errorf("%s: %v; want ok %v", name, bad, tc.ok)
+		}
+	}
+	modal := func(c any) map[string]any {
+		var v map[string]any
+		raw, _ := json.Marshal(map[string]any{"custom_id": "m", "title": "T", "components": []any{c}})
+		_ = json.Unmarshal(raw, &v)
+		return v
+	}
+	label := func(c any) any { return map[string]any{"type": 18, "label": "L", "component": c} }
+	for name, tc := range map[string]struct {
+		data map[string]any
+		ok   bool
+	}{
+		"text in a label":             {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 1})), true},
+		"labelled text in a label":    {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 1, "label": "x"})), false},
+		"optional select, min 0":      {modal(label(map[string]any{"type": 3, "custom_id": "s", "required": false, "min_values": 0, "options": opts(2)})), true},
+		"required select, min 0":      {modal(label(map[string]any{"type": 3, "custom_id": "s", "min_values": 0, "options": opts(2)})), false},
+		"text in a row without label": {modal(row(map[string]any{"type": 4, "custom_id": "t", "style": 1})), false},
+	} {
+		if bad := InvalidModal(tc.data); (len(bad) == 0) != tc.ok {
+			t.Errorf("%s: %v; want ok %v", name, bad, tc.ok)
+		}
+	}
+}
