@@ -201,8 +201,8 @@ func (e *apiError) Unwrap() []error { return []error{e.http, e.cause} }
 
 // call runs one REST call under the retry policy. f must pass the
 // options it gets to discordgo. Its error names the call and never holds
-// a token: interaction tokens travel in URL paths, so a transport error's
-// URL is cut to its host.
+// a token: interaction tokens travel in URL paths, so the URL a transport
+// error or a rate-limit error quotes is cut to its host.
 func (s *Surface) call(ctx context.Context, name string, f func(opts ...discordgo.RequestOption) error) error {
 	err := s.retry.Do(ctx, func(ctx context.Context) error {
 		rec := &statusRecord{}
@@ -212,8 +212,11 @@ func (s *Surface) call(ctx context.Context, name string, f func(opts ...discordg
 			return nil
 		}
 		var rl *discordgo.RateLimitError
-		if errors.As(err, &rl) && rl.TooManyRequests != nil && rl.RetryAfter > rec.retryAfter {
-			rec.status, rec.retryAfter = http.StatusTooManyRequests, rl.RetryAfter
+		if errors.As(err, &rl) && rl.RateLimit != nil {
+			rl.URL = hostOnly(rl.URL) // its Error() quotes the URL
+			if rl.TooManyRequests != nil && rl.RetryAfter > rec.retryAfter {
+				rec.status, rec.retryAfter = http.StatusTooManyRequests, rl.RetryAfter
+			}
 		}
 		if rec.status != 0 && (rec.status < 200 || rec.status > 299) {
 			return &apiError{http: &surface.HTTPError{Method: name, Status: rec.status, RetryAfter: rec.retryAfter}, cause: err}
@@ -225,11 +228,19 @@ func (s *Surface) call(ctx context.Context, name string, f func(opts ...discordg
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			ue.URL = u.Scheme + "://" + u.Host + "/…"
-		}
+		ue.URL = hostOnly(ue.URL)
 	}
 	return fmt.Errorf("discord %s: %w", name, err)
+}
+
+// hostOnly cuts a URL to its scheme and host: the path of an interaction
+// callback or webhook holds a token.
+func hostOnly(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "…"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }
 
 // mentions are the pings a message may make: none but the target's

@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,4 +86,33 @@ routes:
     targets:
       - discord: {channel: "%s"}
 `, botToken, fake.URL, channel)
+}
+
+// A gateway click whose callback Discord answers 429 is logged without
+// its interaction token: discordgo's rate-limit error quotes the URL, and
+// the callback's URL holds the token, which answers for the person for
+// 15 minutes. The message is then edited through the API.
+func TestGatewayCallbackRateLimitedLogsNoToken(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	gw := fake.StartGateway(t)
+	url, prefix := apptest.Redis(t)
+	logs := &syncBuffer{}
+	b := bridge{App: apptest.StartLogged(t, apptest.Config(t, gatewayYAML(fake), url, prefix), app.Options{},
+		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))), fake: fake}
+	gw.WaitIdentified(t)
+
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "create", 1)[0]
+	fake.FailNext("callback", discord.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: 30})
+	gw.Dispatch(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
+	if rec := b.wait(t, "/v1/questions", id); rec.M["status"] != "answered" {
+		t.Fatalf("status %v; want answered", rec.M["status"])
+	}
+	fake.WaitCalls(t, "edit", 1) // after the failure is logged
+	if !strings.Contains(logs.String(), "answering a gateway interaction failed") {
+		t.Fatalf("the refused callback was not logged:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "SECRET-INTERACTION-TOKEN") {
+		t.Errorf("the interaction token reached the log:\n%s", logs.String())
+	}
 }
