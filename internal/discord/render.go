@@ -71,10 +71,23 @@ func esc(s string) string {
 
 var escaper = strings.NewReplacer("@", "@\u200b", "<", "<\u200b", "](", "]\u200b(")
 
+// plain makes agent and person text that belongs on one line of a
+// message's content (who asks, the session, how a request ended) show as
+// written: on one line, so that no newline in it starts a heading, a list,
+// a quote or a subtext line of its own (Discord's markdown renders "# ",
+// "- ", "> " and "-# " at the start of a line), with Discord's inline
+// markdown (bold, italics, strikethrough, spoilers, code) backslashed,
+// and made inert as esc does.
+func plain(s string) string {
+	return esc(inlineMarkdown.Replace(strings.Join(strings.Fields(s), " ")))
+}
+
+var inlineMarkdown = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`)
+
 // discordTime shows t in each reader's own time zone.
 func discordTime(t time.Time) string { return fmt.Sprintf("<t:%d:f>", t.Unix()) }
 
-var statusFormat = surface.Format{Escape: esc, Time: discordTime, Surface: surfaceName}
+var statusFormat = surface.Format{Escape: plain, Time: discordTime, Surface: surfaceName}
 
 // message is a rendered request: what the request's message holds and
 // the embeds of the messages that carry the text it had no room for.
@@ -207,14 +220,14 @@ func render(rec *pending.Record, mention string, live bool) message {
 // and until when.
 func intro(rec *pending.Record) string {
 	var s strings.Builder
-	s.WriteString("**" + esc(surface.Truncate(surface.Asker(rec.Caller), 100)) + "**")
+	s.WriteString("**" + plain(surface.Truncate(surface.Asker(rec.Caller), 100)) + "**")
 	if rec.Kind == seam.KindApproval {
 		s.WriteString(" asks to run a tool")
 	} else {
 		s.WriteString(" asks")
 	}
 	if c := rec.Caller; c != nil && c.Session != "" {
-		s.WriteString(" · session " + esc(surface.Truncate(c.Session, 100)))
+		s.WriteString(" · session " + plain(surface.Truncate(c.Session, 100)))
 	}
 	if !rec.CreatedAt.IsZero() {
 		s.WriteString(" · " + discordTime(rec.CreatedAt))

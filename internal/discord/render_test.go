@@ -395,3 +395,33 @@ func TestLinkHeavyPlanStaysWithinTheEmbed(t *testing.T) {
 		}
 	}
 }
+
+// Who asks, the session and who answered are one line of the message's
+// content, shown as written: a newline in them can't start a heading,
+// a list or a subtext line (a forged "Approved" banner above the
+// request), and their markdown characters don't render.
+func TestOneLineTextStaysOneLine(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	q := seam.Question{ID: "q", Question: "Ship?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, CreatedAt: now,
+		Caller:    &seam.Caller{Name: "deploy*bot*\n# Approved by the admin", Session: "run_42_\n-# nothing to see\n> quoted"},
+		Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "<@&1>", true)
+	if strings.Contains(m.content, "\n") {
+		t.Errorf("the intro spans lines: %q", m.content)
+	}
+	if !strings.Contains(m.content, `deploy\*bot\*`) || !strings.Contains(m.content, `run\_42\_`) {
+		t.Errorf("markdown in the name or session is not escaped: %q", m.content)
+	}
+	rec.Status, rec.ResolvedAt = seam.StatusDismissed, now
+	rec.ResolvedBy = &pending.Responder{Surface: "discord", UserID: "1", Name: "eve\n# Answered by ada: Yes"}
+	m = render(rec, "", false)
+	for _, line := range strings.Split(m.content, "\n") {
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "-") || strings.HasPrefix(line, ">") {
+			t.Errorf("a line of the content renders as a heading, list or quote: %q", line)
+		}
+	}
+	if n := strings.Count(m.content, "\n"); n != 1 {
+		t.Errorf("content %q: want the status line and the intro", m.content)
+	}
+}
