@@ -22,11 +22,14 @@ import (
 
 // FakeDiscord is a fake Discord REST API (v10 paths): it creates and edits
 // channel messages, starts threads and takes interaction callbacks like
-// Discord does (JSON in, the message out, 400 Invalid Form Body for a
-// message or response beyond Discord's limits (see InvalidMessage), 429 with Retry-After and a
-// retry_after body on demand, Discord's JSON errors for threads that were
-// deleted or locked, the earlier message for a create that repeats a
-// nonce with enforce_nonce) and records every call.
+// Discord does (JSON in, the message out; 400 Invalid Form Body for a
+// message or response beyond Discord's limits, see InvalidMessage; 404
+// Unknown Message for an edit or delete of a message it did not post in
+// that channel; 400 already acknowledged for an interaction's second
+// callback; 429 with Retry-After and a retry_after body on demand;
+// Discord's JSON errors for threads that were deleted or locked; the
+// earlier message for a create that repeats a nonce with enforce_nonce)
+// and records every call.
 type FakeDiscord struct {
 	URL   string // the API base URL, with its final /
 	Token string // the bot token it accepts
@@ -51,6 +54,7 @@ type FakeDiscord struct {
 	posted  []FakeCall                // the creates that posted a message
 	nonces  map[string]map[string]any // the message posted with a nonce, by author and nonce
 	chans   map[string]fakeChannel    // what GET /channels/{id} answers, by id
+	acked   map[string]bool           // the interactions a callback answered, by id
 }
 
 // FakeAppID is the fake's application id.
@@ -129,7 +133,7 @@ type FakeFail struct {
 // NewFakeDiscord starts a fake that accepts token and stops with t.
 func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
 	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{}),
-		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{},
+		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{}, acked: map[string]bool{},
 		App: FakeApp{ID: FakeAppID, VerifyKey: PublicKeyHex()}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -266,7 +270,7 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && len(path) == 5 && path[0] == "channels" && path[4] == "threads":
 		c.Kind, c.Channel, c.MessageID = "thread", path[1], path[3]
 	case r.Method == http.MethodPost && len(path) == 4 && path[0] == "interactions" && path[3] == "callback":
-		c.Kind = "callback"
+		c.Kind, c.MessageID = "callback", path[1] // MessageID: the interaction's id
 	case r.Method == http.MethodDelete && len(path) == 4 && path[0] == "channels" && path[2] == "messages":
 		c.Kind, c.Channel, c.MessageID = "delete", path[1], path[3]
 	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "users" && path[1] == "@me":
@@ -304,6 +308,10 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if ch, ok := f.chans[c.Channel]; fail == nil && ok && ch.hidden && c.Kind == "create" {
 		fail = &FakeFail{Status: http.StatusForbidden, Code: 50001, Message: "Missing Access"}
+	}
+	if fail == nil && (c.Kind == "edit" || c.Kind == "delete") && !f.postedIn(c.Channel, c.MessageID) {
+		// Discord knows a message only in the channel (or thread) it is in.
+		fail = &FakeFail{Status: http.StatusNotFound, Code: 10008, Message: "Unknown Message"}
 	}
 	if th := f.threads[c.Channel]; fail == nil && th != nil && (c.Kind == "create" || c.Kind == "edit") {
 		switch {
@@ -363,6 +371,20 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(out)
 		return
 	}
+	if c.Kind == "callback" {
+		// An interaction takes one response; later ones are refused.
+		f.mu.Lock()
+		again := f.acked[c.MessageID]
+		f.acked[c.MessageID] = true
+		f.mu.Unlock()
+		if again {
+			c.Status = http.StatusBadRequest
+			f.record(c)
+			w.WriteHeader(c.Status)
+			_ = json.NewEncoder(w).Encode(map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060})
+			return
+		}
+	}
 	if c.Kind == "callback" || c.Kind == "delete" {
 		c.Status = http.StatusNoContent
 		f.record(c)
@@ -373,6 +395,17 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	c.MessageID, out = f.apply(c, r.Header.Get("Authorization"), id)
 	f.record(c)
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// postedIn reports whether the fake posted message id in channel. Call
+// with f.mu held.
+func (f *FakeDiscord) postedIn(channel, id string) bool {
+	for _, p := range f.posted {
+		if p.Channel == channel && p.MessageID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // read answers the GET calls c of kinds me, app and channel as Discord
