@@ -16,13 +16,17 @@ import (
 // Discord's limits rendering keeps to (PLATFORM.md, "Discord"), counted
 // in UTF-16 units by surface.Len, which is never less than Discord's count.
 const (
-	maxContent       = 2000
-	maxEmbedTitle    = 256
-	maxEmbedDesc     = 4096
-	maxEmbedTotal    = 6000 // all embeds of one message together
-	maxRows          = 5
-	maxRowButtons    = 5
-	maxButtonLabel   = 80
+	maxContent     = 2000
+	maxEmbedTitle  = 256
+	maxEmbedDesc   = 4096
+	maxEmbedTotal  = 6000 // all embeds of one message together
+	maxRows        = 5
+	maxRowButtons  = 5
+	maxButtonLabel = 80
+	// maxButtonShown is the longest button label Discord's design
+	// guidelines have its clients show whole (38 characters without an
+	// emoji); a phone cuts a longer one short.
+	maxButtonShown   = 38
 	maxSelectOptions = 25
 	maxOptionText    = 100 // select option label, value and description
 	maxSelectHolder  = 150 // select placeholder
@@ -247,7 +251,7 @@ func renderQuestion(b *builder, q seam.Question, colour int) {
 	}
 	text := q.Question
 	if listed(q) {
-		text += "\n\n" + surface.OptionListing(q, longLabels(q))
+		text += "\n\n" + surface.OptionListing(q, numbered(q))
 	}
 	b.embed(title, "", text, maxEmbedDesc, colour)
 	if q.Detail != "" {
@@ -278,14 +282,36 @@ func longLabels(q seam.Question) bool {
 
 // listed reports whether q's options are listed in full in the embed:
 // when a control can't show them whole (descriptions beside buttons,
-// labels cut in a select).
+// button labels a phone cuts short, labels cut in a select).
 func listed(q seam.Question) bool {
+	if buttons(q) && wideLabels(q) {
+		return true
+	}
 	for _, o := range q.Options {
 		if o.Description != "" && buttons(q) || surface.Len(o.Label) > maxOptionText || surface.Len(o.Description) > maxOptionText {
 			return true
 		}
 	}
 	return false
+}
+
+// wideLabels reports whether a label of q is longer than a button shows
+// whole on a phone: two options that differ only past that point would
+// look alike there.
+func wideLabels(q seam.Question) bool {
+	for _, o := range q.Options {
+		if surface.Len(o.Label) > maxButtonShown {
+			return true
+		}
+	}
+	return false
+}
+
+// numbered reports whether q's controls and the listing of its options
+// carry their numbers, so that a control showing part of a label can be
+// matched with the label in full.
+func numbered(q seam.Question) bool {
+	return longLabels(q) || buttons(q) && wideLabels(q)
 }
 
 // tagged gives every control of comps the tag of its request's hash (see
@@ -390,7 +416,11 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 			if i == primary {
 				style = discordgo.PrimaryButton
 			}
-			row = append(row, button(surface.Ref{Verb: surface.VerbPick, ID: id, O: i}, o.Label, style))
+			label := o.Label
+			if numbered(q) {
+				label = strconv.Itoa(i+1) + ". " + label
+			}
+			row = append(row, button(surface.Ref{Verb: surface.VerbPick, ID: id, O: i}, label, style))
 			if len(row) == maxRowButtons {
 				rows = append(rows, discordgo.ActionsRow{Components: row})
 				row = nil

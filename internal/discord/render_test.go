@@ -425,3 +425,37 @@ func TestOneLineTextStaysOneLine(t *testing.T) {
 		t.Errorf("content %q: want the status line and the intro", m.content)
 	}
 }
+
+// Options whose labels differ only past what a phone shows of a button
+// (Discord's guidelines: 38 characters) are listed in full and numbered,
+// and their buttons carry the numbers, so they can be told apart.
+func TestWideButtonLabelsAreListed(t *testing.T) {
+	q := seam.Question{ID: "q", Question: "Which files go?", Options: []seam.Option{
+		{Label: "Delete the stale files in the build cache directory"},
+		{Label: "Delete the stale files in the build cache and the logs"},
+		{Label: "Keep"},
+	}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true)
+	desc := m.embeds[0].Description
+	for i, o := range q.Options {
+		if !strings.Contains(desc, fmt.Sprintf("%d. %s", i+1, o.Label)) {
+			t.Errorf("option %d is not listed in full: %q", i+1, desc)
+		}
+	}
+	body := toMap(t, map[string]any{"components": m.components})
+	for i := range q.Options {
+		b := Components(body)[1+i] // the first row, then its buttons
+		if !strings.HasPrefix(str(b, "label"), fmt.Sprintf("%d. ", i+1)) {
+			t.Errorf("button %d is labelled %q; want its number first", i+1, str(b, "label"))
+		}
+	}
+
+	// Short labels stay as they are.
+	q.Options = []seam.Option{{Label: "Yes"}, {Label: "No"}}
+	rec.Questions.Questions[0] = q
+	m = render(rec, "", true)
+	if strings.Contains(m.embeds[0].Description, "Yes") || str(Components(toMap(t, map[string]any{"components": m.components}))[1], "label") != "Yes" {
+		t.Errorf("short labels were listed or numbered")
+	}
+}
