@@ -72,7 +72,8 @@ type Option struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Intent is a presentation hint. The only kind today is plan-review.
+// Intent is a presentation hint. The bridge knows one kind, plan-review;
+// any other is shown as the plain options it comes with.
 type Intent struct {
 	Kind    string `json:"kind"`
 	Approve string `json:"approve,omitempty"`

@@ -62,7 +62,11 @@ func TestValidate(t *testing.T) {
 		{"duplicate label", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"A"}]}]}`, CodeInvalidRequest},
 		{"label too long", `{"questions":[{"id":"a","question":"x","options":[{"label":"` + long + `"}]}]}`, CodeInvalidRequest},
 		{"control in label", `{"questions":[{"id":"a","question":"x","options":[{"label":"A\u0000"}]}]}`, CodeInvalidRequest},
-		{"unknown intent", `{"questions":[{"id":"a","question":"x","detail":"d","intent":{"kind":"vote"}}]}`, CodeBadIntent},
+		// Intent tags are open (dsh-user-questions): a kind the bridge does
+		// not know is shown as its plain options, not refused.
+		{"unknown intent kind", `{"questions":[{"id":"a","question":"x","detail":"d","intent":{"kind":"vote","approve":"Yes"},"options":[{"label":"Yes"},{"label":"No"}]}]}`, ""},
+		{"unknown intent without approve", `{"questions":[{"id":"a","question":"x","detail":"d","intent":{"kind":"vote"}}]}`, CodeBadIntent},
+		{"plan without approve", `{"questions":[{"id":"a","question":"x","detail":"# Plan","intent":{"kind":"plan-review"},"options":[{"label":"Approve"}]}]}`, CodeBadIntent},
 		{"plan without detail", `{"questions":[{"id":"a","question":"x","intent":{"kind":"plan-review"}}]}`, CodeBadIntent},
 		{"approve not an option", `{"questions":[{"id":"a","question":"x","detail":"d","intent":{"kind":"plan-review","approve":"Go"},"options":[{"label":"Approve"}]}]}`, CodeBadIntent},
 		{"unknown input type", `{"questions":[{"id":"a","question":"x","input":{"type":"date"}}]}`, CodeInvalidRequest},

@@ -135,14 +135,17 @@ func (q *Question) validate(i int) error {
 	return nil
 }
 
+// validateIntent checks the two things the seam asserts of any intent
+// (dsh-user-questions' ask()): approve names an option of the question,
+// and detail holds what the intent declares the question a review of.
+// Intent kinds are open: one the bridge does not know is shown as the
+// plain options it comes with, as the seam asks of a UI that does not
+// know the tag, never refused.
 func (q *Question) validateIntent(where string) error {
-	if q.Intent.Kind != IntentPlanReview {
-		return badIntent(q.ID, "%s: unknown intent kind %q; the only kind is %q", where, q.Intent.Kind, IntentPlanReview)
-	}
 	if strings.TrimSpace(q.Detail) == "" {
-		return badIntent(q.ID, "%s: a plan-review intent needs the plan in detail", where)
+		return badIntent(q.ID, "%s: a %s intent needs detail (for plan-review, the plan)", where, q.Intent.Kind)
 	}
-	if q.Intent.Approve != "" && !q.HasOption(q.Intent.Approve) {
+	if !q.HasOption(q.Intent.Approve) {
 		return badIntent(q.ID, "%s: intent.approve %q names no option of the question", where, q.Intent.Approve)
 	}
 	return nil
