@@ -157,7 +157,10 @@ function questionOf (q) {
     out.options = q.options.map((o) => (o?.description === undefined ? { label: o?.label } : { label: o.label, description: o.description }))
   }
   if (q.multiSelect === true || q.multi_select === true) out.multiSelect = true
-  if (q.intent !== undefined && q.intent !== null) out.intent = { kind: q.intent.kind, approve: q.intent.approve }
+  // An intent changes presentation only, and the seam's tags are open: one
+  // the bridge does not know (a newer harness's) is left out, so the person
+  // gets the generic option list instead of the bridge refusing it.
+  if (q.intent?.kind === 'plan-review') out.intent = { kind: q.intent.kind, approve: q.intent.approve }
   if (q.input !== undefined && q.input !== null) out.input = q.input
   return out
 }

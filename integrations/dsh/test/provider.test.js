@@ -193,6 +193,26 @@ describe('provider API (dsh-user-questions 0.1.0-rc.8)', () => {
     assert.deepStrictEqual(await within(asking2, 10_000, 'ask'), { answers: [{ id: 'plan', selected: ['Approve'] }] })
   })
 
+  test('an intent kind the bridge does not know is presented as the generic question, not refused', async () => {
+    // The seam's intent tags are open ("a UI that does not know a tag renders
+    // the generic flow"); rc.8's ask() checks approve and detail, not the kind.
+    const text = unique('Drop the old table?')
+    const asking = track(ctx.userQuestions.ask({
+      questions: [{
+        id: 'drop',
+        question: text,
+        detail: 'DROP TABLE events_2019',
+        options: [{ label: 'Drop it' }, { label: 'Keep it' }],
+        intent: { kind: 'destructive-review', approve: 'Drop it' },
+      }],
+    }))
+    const rec = await person.question(text)
+    assert.equal(rec.questions[0].intent, undefined)
+    assert.equal(rec.questions[0].detail, 'DROP TABLE events_2019')
+    await person.answer(rec.id, [{ id: 'drop', selected: ['Keep it'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'drop', selected: ['Keep it'] }] })
+  })
+
   test('the turn aborted mid-wait: the bridge request is cancelled, ASK_ABORTED', async () => {
     const text = unique('Proceed with the cleanup?')
     const turn = new AbortController()
