@@ -1,0 +1,50 @@
+// The install command of README.md, run as a new user would: into a fresh
+// profile that has the harness's own cordis and dsh-user-questions. The
+// plugin must load there and share the profile's dsh-user-questions, so the
+// errors it rejects with are the harness's UserQuestionError.
+
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { test } from 'node:test'
+
+const run = promisify(execFile)
+const pkgDir = dirname(dirname(fileURLToPath(import.meta.url)))
+
+/** The npm install command of the README's Install section, for this checkout. */
+async function readmeInstall () {
+  const readme = await readFile(join(pkgDir, 'README.md'), 'utf8')
+  const section = readme.split(/^## /m).find((s) => s.startsWith('Install'))
+  assert.ok(section, 'README.md has no Install section')
+  const line = section.split('\n').find((l) => /^npm install .*integrations\/dsh\s*$/.test(l))
+  assert.ok(line, 'the Install section has no `npm install .../integrations/dsh` line')
+  return line.trim().replace('/path/to/askbridge/integrations/dsh', pkgDir).split(/\s+/).slice(1)
+}
+
+test('the README install command gives the profile a plugin that uses its dsh-user-questions', async () => {
+  const args = await readmeInstall()
+  const lock = JSON.parse(await readFile(join(pkgDir, 'package-lock.json'), 'utf8'))
+  const pinned = (name) => `${name}@${lock.packages[`node_modules/${name}`].version}`
+  const profile = await mkdtemp(join(tmpdir(), 'askbridge-dsh-profile-'))
+  try {
+    await writeFile(join(profile, 'package.json'), JSON.stringify({ name: 'profile', private: true, type: 'module' }))
+    const quiet = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']
+    await run('npm', ['install', ...quiet, pinned('@deepseek-ai/cordis'), pinned('@deepseek-ai/dsh-user-questions')], { cwd: profile })
+    await run('npm', [...args, ...quiet], { cwd: profile })
+
+    const probe = join(profile, 'probe.js')
+    await writeFile(probe, [
+      "import { UserQuestionError } from '@deepseek-ai/dsh-user-questions'",
+      "import plugin, { UserQuestionError as Theirs } from '@askbridge/dsh'",
+      "console.log(JSON.stringify({ name: plugin.name, same: Theirs === UserQuestionError }))",
+    ].join('\n'))
+    const { stdout } = await run(process.execPath, [probe], { cwd: profile })
+    assert.deepEqual(JSON.parse(stdout), { name: 'askbridge', same: true })
+  } finally {
+    await rm(profile, { recursive: true, force: true })
+  }
+})
