@@ -83,6 +83,10 @@ class Bridge:
             except (ValueError, KeyError, TypeError):
                 err = {"code": "HTTP_%d" % e.code, "message": e.reason}
             raise BridgeError(err["code"], err["message"], e.code) from None
+        except http.client.RemoteDisconnected:  # closed before answering: an OSError, ridden out
+            raise
+        except http.client.HTTPException as e:  # something that does not speak HTTP (ssh, a typo'd port)
+            raise BridgeError("BAD_RESPONSE", f"{self.server} answered {method} {path} with something other than HTTP ({e!r}): is it the bridge?") from None
         try:
             return json.loads(raw)
         except ValueError:
@@ -537,6 +541,27 @@ def demo(agent, person):
         _expect("not the bridge", (e.code, flaky.calls), ("BAD_RESPONSE", {"POST": 1}))
     finally:
         flaky.close()
+
+    # Something that does not speak HTTP at all (an ssh server on a typo'd
+    # port): BAD_RESPONSE at once, not http.client's BadStatusLine.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+
+        def greet():
+            conn, _ = s.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+        t = threading.Thread(target=greet, daemon=True)
+        t.start()
+        try:
+            Bridge(f"http://127.0.0.1:{s.getsockname()[1]}").ask("approvals", approval_request({"tool_call_id": "call_z", "tool_name": "z"}))
+            raise AssertionError("an ssh server was taken for the bridge")
+        except BridgeError as e:
+            _expect("not HTTP", e.code, "BAD_RESPONSE")
+        t.join(timeout=10)
 
     # Nothing listening: after retry_for, the bridge's error, not urllib's.
     with socket.socket() as s:
