@@ -38,6 +38,15 @@ const APPROVAL_MESSAGES = Object.freeze({
 /** Bridge error codes that are the seam's own and pass through unchanged. */
 const SEAM_CODES = new Set(['EMPTY_QUESTIONS', 'BAD_INTENT', 'INVALID_REQUEST', 'DELEGATED_CALLER', 'NO_PROVIDER'])
 
+/**
+ * The seam's code of a bridge error code: the bridge's own, or, for a body
+ * over its 1 MiB limit (413 TOO_LARGE), INVALID_REQUEST, as the seam calls
+ * every request over the documented sizes.
+ */
+function seamCode (code) {
+  return code === 'TOO_LARGE' ? 'INVALID_REQUEST' : code
+}
+
 /** The seam code of a request that ended without an answer, by status. */
 const END_CODES = Object.freeze({ cancelled: 'ASK_ABORTED', dismissed: 'ASK_CANCELLED', expired: 'ASK_TIMED_OUT' })
 const END_CODE_SET = new Set(Object.values(END_CODES))
@@ -454,7 +463,8 @@ function questionError (err, url) {
   if (err instanceof UserQuestionError) return err
   if (err instanceof Unreachable) return new UserQuestionError(err.message, 'ASKBRIDGE_UNREACHABLE', { cause: err.cause })
   if (err instanceof BridgeError) {
-    if (SEAM_CODES.has(err.code)) return new UserQuestionError(SEAM_MESSAGES[err.code] ?? err.message, err.code, { cause: err })
+    const code = seamCode(err.code)
+    if (SEAM_CODES.has(code)) return new UserQuestionError(SEAM_MESSAGES[code] ?? err.message, code, { cause: err })
     return withBridge(new UserQuestionError(`askbridge at ${url}: ${err.message}`, 'ASKBRIDGE_ERROR', { cause: err }), err)
   }
   if (err instanceof NetworkError) return new UserQuestionError(`askbridge at ${url} can't be reached: ${err.detail}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })
@@ -465,7 +475,7 @@ function approvalError (err, url) {
   if (err instanceof AskbridgeError) return err
   if (err instanceof Unreachable) return new AskbridgeError(err.message, 'ASKBRIDGE_UNREACHABLE', { cause: err.cause })
   if (err instanceof BridgeError) {
-    const code = SEAM_CODES.has(err.code) ? err.code : 'ASKBRIDGE_ERROR'
+    const code = SEAM_CODES.has(seamCode(err.code)) ? seamCode(err.code) : 'ASKBRIDGE_ERROR'
     return withBridge(new AskbridgeError(`askbridge at ${url}: ${err.message}`, code, { cause: err }), err)
   }
   if (err instanceof NetworkError) return new AskbridgeError(`askbridge at ${url} can't be reached: ${err.detail}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })

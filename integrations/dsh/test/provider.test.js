@@ -193,6 +193,13 @@ describe('provider API (dsh-user-questions 0.1.0-rc.8)', () => {
     assert.deepStrictEqual(await within(asking2, 10_000, 'ask'), { answers: [{ id: 'plan', selected: ['Approve'] }] })
   })
 
+  test('a request over the 1 MiB body limit is INVALID_REQUEST, as the seam names sizes over the limits', async () => {
+    const err = await rejectsWith(track(ctx.userQuestions.ask({
+      questions: [{ id: 'big', question: unique('Review this?'), detail: 'x'.repeat(1_100_000) }],
+    })), 'INVALID_REQUEST')
+    assert.match(err.message, /1 MiB/)
+  })
+
   test('an intent kind the bridge does not know is presented as the generic question, not refused', async () => {
     // The seam's intent tags are open ("a UI that does not know a tag renders
     // the generic flow"); rc.8's ask() checks approve and detail, not the kind.
