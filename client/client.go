@@ -457,6 +457,12 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if strings.Contains(err.Error(), "malformed HTTP") {
+			// Something that does not speak HTTP answers at the bridge's
+			// address (a mistyped port): asking again changes nothing.
+			// net/http's error for it has no type to test for.
+			return fmt.Errorf("%s %s: %w: %w", cl.method, cl.path, errBadResponse, err)
+		}
 		return err
 	}
 	defer resp.Body.Close()

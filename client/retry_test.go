@@ -1,16 +1,19 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +190,44 @@ func TestCreateDoesNotRetryRefusals(t *testing.T) {
 		if n := len(s.calls("POST")); n != 1 {
 			t.Errorf("%s: %d creates, want 1", e.Code, n)
 		}
+	}
+}
+
+// Something that does not speak HTTP at the bridge's address (a Redis on
+// a mistyped port) is not a bridge that will come back: the create fails
+// at once, where retrying would take the client's two minutes. (A server
+// that speaks first, as ssh does, fails the call before it is sent:
+// ErrUnreachable, also at once.)
+func TestCreateGivesUpOnWhatIsNotHTTP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			// Redis reads the request's lines as commands, and answers.
+			line, _ := bufio.NewReader(conn).ReadString('\n')
+			fmt.Fprintf(conn, "-ERR unknown command '%s'\r\n", strings.Fields(line)[0])
+			conn.Close()
+		}
+	}()
+	c, err := New("http://" + ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Ask(context.Background(), question)
+	if !errors.Is(err, errBadResponse) {
+		t.Errorf("Ask error = %v, want a bad response", err)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1: it retried", n)
 	}
 }
 
