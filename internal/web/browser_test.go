@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,13 +73,7 @@ web:
 // elsewhere leave the page, and saves screenshots at phone and desktop
 // sizes. Without a Chromium it skips, unless BRIDGE_BROWSER_TESTS=1 (CI).
 func TestBrowser(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		if os.Getenv("BRIDGE_BROWSER_TESTS") == "1" {
-			t.Fatal("BRIDGE_BROWSER_TESTS=1 but no chromium binary was found: install it (apt-get install -y chromium) or set BRIDGE_CHROMIUM")
-		}
-		t.Skip("no chromium binary found (looked for $BRIDGE_CHROMIUM, chromium, chromium-browser, google-chrome); install chromium to run the browser test, BRIDGE_BROWSER_TESTS=1 makes its absence a failure")
-	}
+	bin := needChromium(t)
 	url, prefix := apptest.Redis(t)
 	a := apptest.Start(t, apptest.Config(t, browserConfig, url, prefix), app.Options{})
 	base := a.URL()
@@ -96,31 +93,10 @@ func TestBrowser(t *testing.T) {
 		Detail:  "## Plan\n\n1. Drain **eu-west**\n2. Roll out `v2.3`\n3. Watch the [dashboard](https://grafana.example.com/d/prod)\n\n<script>window.pwned = 1</script>",
 		Options: []seam.Option{{Label: "Yes, ship it (Recommended)", Description: "Rolls out in 10 minutes."}, {Label: "No, wait"}}}))
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 812)); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
+	bctx := startBrowser(t, bin)
 	do := func(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(bctx, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		browse(t, bctx, what, steps...)
 	}
 	eval := func(t *testing.T, expr string) string {
 		t.Helper()
@@ -437,6 +413,103 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 	t.Logf("screenshots in %s", shots)
+}
+
+// needChromium returns the Chromium to run, or skips t without one (fails
+// it with BRIDGE_BROWSER_TESTS=1, as in CI).
+func needChromium(t *testing.T) string {
+	t.Helper()
+	bin := chromium()
+	if bin == "" {
+		if os.Getenv("BRIDGE_BROWSER_TESTS") == "1" {
+			t.Fatal("BRIDGE_BROWSER_TESTS=1 but no chromium binary was found: install it (apt-get install -y chromium) or set BRIDGE_CHROMIUM")
+		}
+		t.Skip("no chromium binary found (looked for $BRIDGE_CHROMIUM, chromium, chromium-browser, google-chrome); install chromium to run the browser test, BRIDGE_BROWSER_TESTS=1 makes its absence a failure")
+	}
+	return bin
+}
+
+// startBrowser starts a headless bin with a phone's viewport until t ends.
+func startBrowser(t *testing.T, bin string) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(375, 812)); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	return bctx
+}
+
+// browse runs steps in the browser, failing t after 20 s.
+func browse(t *testing.T, bctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// TestBrowserUnderAPath: behind a proxy that serves the bridge under a
+// path (base_url https://tools.example.com/askbridge), the inbox and a
+// request's page load their script and styles, sign in, stay live and
+// answer, all under that path.
+func TestBrowserUnderAPath(t *testing.T) {
+	bin := needChromium(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := "http://" + ln.Addr().String() + "/askbridge"
+	redisURL, prefix := apptest.Redis(t)
+	a := apptest.Start(t, apptest.Config(t, "base_url: "+front+"/\n"+browserConfig, redisURL, prefix), app.Options{})
+	target, _ := neturl.Parse(a.URL())
+	proxy := &http.Server{Handler: http.StripPrefix("/askbridge", httputil.NewSingleHostReverseProxy(target))}
+	go proxy.Serve(ln)
+	t.Cleanup(func() { proxy.Close() })
+
+	first := create(t, a.URL(), "/v1/questions", questions(seam.Question{ID: "q", Question: "Ship it?", Options: []seam.Option{{Label: "Ship"}, {Label: "Hold"}}}))
+	second := create(t, a.URL(), "/v1/questions", questions(seam.Question{ID: "q", Question: "Tag it?", Options: []seam.Option{{Label: "Tag"}, {Label: "Skip"}}}))
+	bctx := startBrowser(t, bin)
+	card := func(rec map[string]any) string { return "#req-" + rec["id"].(string) }
+	browse(t, bctx, "sign in and answer under the path",
+		chromedp.Navigate(front+"/"),
+		chromedp.WaitVisible("#token"),
+		chromedp.SendKeys("#token", "ada-token"),
+		chromedp.Click("form.signin button"),
+		chromedp.WaitVisible(card(first)+" form.answer"),
+		chromedp.WaitReady(`html[data-ready="1"]`),
+		chromedp.WaitVisible(`#live:not(.off)`),
+		chromedp.Click(card(first)+` input[value="Ship"]`),
+		chromedp.Click(card(first)+" button[type=submit]"),
+		chromedp.WaitVisible(card(first)+" .outcome"),
+	)
+	wantAnswer(t, a.Store(), first, "[{q [Ship] }]")
+
+	link := a.Web().Links().For(get(t, a.Store(), second))
+	if !strings.HasPrefix(link, front+"/r/") {
+		t.Fatalf("the link %s is not under %s", link, front)
+	}
+	browse(t, bctx, "a signed link under the path",
+		chromedp.Navigate(link), chromedp.WaitVisible(card(second)+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
+		chromedp.Click(card(second)+` input[value="Skip"]`), chromedp.Click(card(second)+" button[type=submit]"),
+		chromedp.WaitVisible(card(second)+" .outcome"))
+	if got := get(t, a.Store(), second); got.Answer == nil || got.Answer.Answers[0].Selected[0] != "Skip" || got.ResolvedBy.UserID != "link" {
+		t.Errorf("answered through the link: %+v by %+v", got.Answer, got.ResolvedBy)
+	}
 }
 
 func questions(qs ...seam.Question) map[string]any {

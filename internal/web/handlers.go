@@ -164,7 +164,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 		return s.showSignIn(w, http.StatusForbidden, fmt.Sprintf("The token %q lacks the answer scope.", tok.name))
 	}
 	s.setSession(w, r, tok.name)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
 	return nil
 }
 
@@ -174,7 +174,7 @@ func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 		return s.showSignIn(w, http.StatusForbidden, "That sign-in link was already used or has expired. Restart the bridge for a new one.")
 	}
 	s.setSession(w, r, anonymous)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
 	return nil
 }
 
@@ -196,7 +196,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.clearSession(w, r)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
 	return nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -59,6 +60,7 @@ type Server struct {
 	tokens     tokens
 	signer     *Signer
 	links      *Links
+	root       string // the path base_url puts the app under, without a trailing slash: "" at the root
 	base       string
 	sessionTTL time.Duration
 	poll       time.Duration
@@ -96,9 +98,17 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	// A base_url with a path (https://tools.example.com/askbridge) is a
+	// proxy that hands the bridge what is under it, the path cut off: the
+	// pages' own paths start with it, and only its origin is trusted.
+	origin, root, err := splitBase(o.BaseURL)
+	if err != nil {
+		return nil, err
+	}
 	tmpl, err := template.New("").Funcs(template.FuncMap{
 		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"utc":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"root":    func() string { return root },
 	}).ParseFS(embedded, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web templates: %w", err)
@@ -108,14 +118,14 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	cop := http.NewCrossOriginProtection()
-	if o.BaseURL != "" {
-		if err := cop.AddTrustedOrigin(strings.TrimRight(o.BaseURL, "/")); err != nil {
+	if origin != "" {
+		if err := cop.AddTrustedOrigin(origin); err != nil {
 			return nil, fmt.Errorf("web: base_url as an origin: %w", err)
 		}
 	}
 	s := &Server{
 		store: o.Store, dispatch: o.Dispatcher, tokens: newTokens(o.Tokens),
-		signer: o.Signer, links: o.Links, base: strings.TrimRight(o.BaseURL, "/"),
+		signer: o.Signer, links: o.Links, base: strings.TrimRight(o.BaseURL, "/"), root: root,
 		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now, log: o.Logger.With("surface", surfaceName),
 		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
 	}
@@ -310,4 +320,17 @@ func (s *Server) pendingAll(ctx context.Context) ([]*pending.Record, error) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return all, nil
+}
+
+// splitBase splits a public base URL into its origin and its path, without
+// a trailing slash; both are empty for an empty base.
+func splitBase(base string) (origin, root string, err error) {
+	if base == "" {
+		return "", "", nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", "", fmt.Errorf("web: base_url %q is not an absolute URL", base)
+	}
+	return u.Scheme + "://" + u.Host, strings.TrimRight(u.EscapedPath(), "/"), nil
 }

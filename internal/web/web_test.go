@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -580,6 +583,45 @@ func TestPersonalLinks(t *testing.T) {
 			t.Errorf("a personal link handed out 61 minutes ago: %d\n%s", status, page)
 		}
 	})
+}
+
+// A base_url with a path is a proxy that serves the bridge under it: the
+// app starts (it refused to, taking the URL for an origin), its pages ask
+// for their script, styles and calls under the path, and signing in goes
+// back to the inbox there. (TestBrowserUnderAPath runs it in Chromium.)
+func TestUnderAPath(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	w, err := New(Options{Store: b.store, Dispatcher: b.disp, Tokens: defaultTokens, Signer: NewSigner(testSecret),
+		BaseURL: "https://tools.example.com/askbridge/", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("a base_url with a path: %v", err)
+	}
+	t.Cleanup(w.Shutdown)
+	mx := mux{http.NewServeMux()}
+	w.Mount(mx)
+	srv := httptest.NewServer(mx)
+	t.Cleanup(srv.Close)
+	c := b.browser(t)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, err := c.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`href="/askbridge/assets/app.css"`, `src="/askbridge/assets/app.js"`, `action="/askbridge/web/signin"`, `<meta name="root" content="/askbridge">`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the sign-in page has no %s:\n%s", want, page)
+		}
+	}
+	res, err = c.PostForm(srv.URL+"/web/signin", url.Values{"token": {"ada-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/askbridge/" {
+		t.Errorf("signed in: %d to %q, want 303 to /askbridge/", res.StatusCode, res.Header.Get("Location"))
+	}
 }
 
 var (

@@ -11,6 +11,7 @@
   };
   const csrf = meta("csrf-token");
   const link = meta("answer-link");
+  const root = meta("root"); // the path base_url puts the app under: "" at the root
   const page = document.body.dataset.page;
 
   function localTimes(root) {
@@ -82,7 +83,7 @@
     const headers = { "Content-Type": "application/json" };
     if (csrf) headers["X-CSRF-Token"] = csrf;
     if (link) headers["X-Askbridge-Link"] = link;
-    const res = await fetch("/web/requests/" + encodeURIComponent(card.dataset.id) + "/" + action, {
+    const res = await fetch(root + "/web/requests/" + encodeURIComponent(card.dataset.id) + "/" + action, {
       method: "POST", headers, body: JSON.stringify(body || {}), credentials: "same-origin",
     });
     let data = {};
@@ -106,7 +107,7 @@
 
   async function showEnded(card) {
     try {
-      const res = await fetch("/web/requests/" + encodeURIComponent(card.dataset.id) + "/outcome", { credentials: "same-origin" });
+      const res = await fetch(root + "/web/requests/" + encodeURIComponent(card.dataset.id) + "/outcome", { credentials: "same-origin" });
       if (res.status === 200) { showOutcome(card, await res.text()); return; }
     } catch (e) { /* gone from the page all the same */ }
     card.classList.add("leaving");
@@ -201,7 +202,7 @@
   }
 
   async function refreshInbox() {
-    const res = await fetch("/web/cards", { credentials: "same-origin" });
+    const res = await fetch(root + "/web/cards", { credentials: "same-origin" });
     if (res.status === 401) { location.reload(); return; }
     if (!res.ok) return;
     const tpl = document.createElement("template");
@@ -268,13 +269,13 @@
         if (c) c.dataset.touched = "1";
       });
     }
-    stream("/web/events", () => { refreshInbox().catch(() => live(false)); }, refreshInbox);
+    stream(root + "/web/events", () => { refreshInbox().catch(() => live(false)); }, refreshInbox);
   } else if (page === "request") {
     const id = document.body.dataset.id;
     const q = new URLSearchParams(location.search);
     const p = new URLSearchParams({ id });
     if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); if (q.get("p")) p.set("p", q.get("p")); }
-    stream("/web/events?" + p.toString(), (status) => {
+    stream(root + "/web/events?" + p.toString(), (status) => {
       const card = document.getElementById("req-" + id);
       if (status !== "pending" && card && !card.classList.contains("done")) location.reload();
     });
