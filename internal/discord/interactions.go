@@ -267,11 +267,14 @@ func (h *Interactions) personalLink(rec *pending.Record, in *interaction, why st
 	if why != "" {
 		text = why + " " + text
 	}
-	r := ephemeral(text)
 	url := h.s.opt.Links.ForPerson(rec, *responder(in), h.s.now())
-	if len(url) <= maxButtonURL {
-		r.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{linkButton(url)}}}
+	if len(url) > maxButtonURL {
+		// Too long for a link button (a long base_url): the link goes in
+		// the text, which Discord makes clickable.
+		return ephemeral(text + "\n" + url)
 	}
+	r := ephemeral(text)
+	r.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{linkButton(url)}}}
 	return r
 }
 

@@ -16,9 +16,14 @@ import (
 // have an "Open in browser" button.
 func startLinked(t *testing.T, targets string) bridge {
 	t.Helper()
+	return startLinkedAt(t, "https://bridge.example.com/", targets)
+}
+
+func startLinkedAt(t *testing.T, base, targets string) bridge {
+	t.Helper()
 	fake := discord.NewFakeDiscord(t, botToken)
 	redisURL, prefix := apptest.Redis(t)
-	cfg := apptest.Config(t, "base_url: https://bridge.example.com/\n"+configYAML(fake, targets), redisURL, prefix)
+	cfg := apptest.Config(t, "base_url: "+base+"\n"+configYAML(fake, targets), redisURL, prefix)
 	return bridge{App: apptest.Start(t, cfg, app.Options{}), fake: fake}
 }
 
@@ -122,4 +127,25 @@ func TestTooBigForAFormGetsAPersonalLink(t *testing.T) {
 	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != body {
 		t.Errorf("answer %s", got)
 	}
+}
+
+// A personal link too long for a link button (Discord takes 512
+// characters; a long base_url) goes in the response's text instead.
+func TestPersonalLinkTooLongForAButton(t *testing.T) {
+	base := "https://bridge.example.com/" + strings.Repeat("long-path/", 40)
+	b := startLinkedAt(t, base, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	resp := b.click(t, discord.Click(msg, ada, "ab:link:"+id+":0:0", nil))
+	text := content(resp)
+	at := strings.Index(text, base)
+	if !isEphemeral(resp) || !strings.HasPrefix(text, surface.MsgPersonalLink) || at < 0 {
+		t.Fatalf("no personal link in the text: %v", resp)
+	}
+	u, err := url.Parse(text[at:])
+	if err != nil || !strings.HasSuffix(u.Path, "/r/"+id) {
+		t.Fatalf("link %q", text[at:])
+	}
+	q := u.Query()
+	answerByLink(t, b, id, q.Get("e")+"."+q.Get("s")+"."+q.Get("p"), `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`)
 }
