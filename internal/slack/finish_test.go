@@ -110,7 +110,7 @@ func metric(t *testing.T, b bridge, name string) string {
 // person deleted it, or its channel was archived) counts as edited when
 // its request ends, rather than being retried by a finisher for an hour.
 func TestEndOfAnUneditableMessage(t *testing.T) {
-	for _, slackErr := range []string{"message_not_found", "is_archived"} {
+	for _, slackErr := range []string{"message_not_found", "is_archived", "cant_update_message", "edit_window_closed"} {
 		t.Run(slackErr, func(t *testing.T) {
 			b := start(t, defaultTarget)
 			id := b.create(t, "/v1/questions", cleanupQuestion())

@@ -262,10 +262,12 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 }
 
 // uneditable reports whether chat.update failed because the message can
-// never be edited: a person deleted it (message_not_found), or its channel
-// was deleted or archived (channel_not_found, is_archived).
+// never be edited: a person deleted it (message_not_found), its channel
+// was deleted or archived (channel_not_found, is_archived), the bot may
+// not edit it (cant_update_message: another token posted it, say), or the
+// workspace allows no edits that late (edit_window_closed).
 func uneditable(err error) bool {
-	return refusedWith(err, "message_not_found", "channel_not_found", "is_archived")
+	return refusedWith(err, "message_not_found", "channel_not_found", "is_archived", "cant_update_message", "edit_window_closed")
 }
 
 // refusedWith reports whether Slack refused a call with one of codes
