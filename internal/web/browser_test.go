@@ -128,14 +128,7 @@ func TestBrowser(t *testing.T) {
 	}
 	card := func(rec map[string]any) string { return "#req-" + rec["id"].(string) }
 
-	do(t, "sign in",
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible("#token"),
-		chromedp.SendKeys("#token", "ada-token"),
-		chromedp.Click("form.signin button"),
-		chromedp.WaitVisible(card(single)+" form.answer"),
-		chromedp.WaitReady(`html[data-ready="1"]`),
-	)
+	do(t, "sign in", signIn(base, card(single))...)
 	if got := eval(t, `String(window.pwned)`); got != "undefined" {
 		t.Errorf("a script in a question's detail ran: window.pwned = %s", got)
 	}
@@ -453,6 +446,19 @@ func startBrowser(t *testing.T, bin string) context.Context {
 	return bctx
 }
 
+// signIn opens the inbox at base, signs in as ada and waits for the
+// card (a selector) with its form and the script ready.
+func signIn(base, card string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(base + "/"),
+		chromedp.WaitVisible("#token"),
+		chromedp.SendKeys("#token", "ada-token"),
+		chromedp.Click("form.signin button"),
+		chromedp.WaitVisible(card + " form.answer"),
+		chromedp.WaitReady(`html[data-ready="1"]`),
+	}
+}
+
 // browse runs steps in the browser, failing t after 20 s.
 func browse(t *testing.T, bctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
@@ -485,18 +491,12 @@ func TestBrowserUnderAPath(t *testing.T) {
 	second := create(t, a.URL(), "/v1/questions", questions(seam.Question{ID: "q", Question: "Tag it?", Options: []seam.Option{{Label: "Tag"}, {Label: "Skip"}}}))
 	bctx := startBrowser(t, bin)
 	card := func(rec map[string]any) string { return "#req-" + rec["id"].(string) }
-	browse(t, bctx, "sign in and answer under the path",
-		chromedp.Navigate(front+"/"),
-		chromedp.WaitVisible("#token"),
-		chromedp.SendKeys("#token", "ada-token"),
-		chromedp.Click("form.signin button"),
-		chromedp.WaitVisible(card(first)+" form.answer"),
-		chromedp.WaitReady(`html[data-ready="1"]`),
+	browse(t, bctx, "sign in and answer under the path", append(signIn(front, card(first)),
 		chromedp.WaitVisible(`#live:not(.off)`),
 		chromedp.Click(card(first)+` input[value="Ship"]`),
 		chromedp.Click(card(first)+" button[type=submit]"),
 		chromedp.WaitVisible(card(first)+" .outcome"),
-	)
+	)...)
 	wantAnswer(t, a.Store(), first, "[{q [Ship] }]")
 
 	link := a.Web().Links().For(get(t, a.Store(), second))
