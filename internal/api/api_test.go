@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -893,5 +894,43 @@ func TestOpenAPIAnswersBaseURLHost(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("Host of base_url: %d, want 200", res.StatusCode)
+	}
+}
+
+// A create's Location names the new request relative to the create's own
+// URL, so that it holds both at the bridge's address and behind a proxy
+// that serves the bridge under base_url's path and strips it.
+func TestCreatedLocationIsRelative(t *testing.T) {
+	a := start(t, tokensYAML)
+	for _, kind := range []struct{ path, body string }{
+		{"/v1/questions", deployQ},
+		{"/v1/approvals", `{"tool_name":"kubectl_apply","arguments":{"f":"x.yaml"}}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, a.URL()+kind.path, strings.NewReader(kind.body))
+		req.Header.Set("Authorization", "Bearer tok-ask-a")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct{ ID string }
+		json.NewDecoder(res.Body).Decode(&rec)
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated || rec.ID == "" {
+			t.Fatalf("%s: %d", kind.path, res.StatusCode)
+		}
+		loc, err := url.Parse(res.Header.Get("Location"))
+		if err != nil {
+			t.Fatalf("%s: Location %q", kind.path, res.Header.Get("Location"))
+		}
+		for _, base := range []string{a.URL() + kind.path, "https://tools.example.com/askbridge" + kind.path} {
+			b, _ := url.Parse(base)
+			got := b.ResolveReference(loc).String()
+			if want := base + "/" + rec.ID; got != want {
+				t.Errorf("Location %q from %s is %s, want %s", loc, base, got, want)
+			}
+		}
+		if got := do(t, "GET", a.URL()+kind.path+"/"+rec.ID, "tok-ask-a", nil); got.Status != http.StatusOK {
+			t.Errorf("GET of the new request: %d", got.Status)
+		}
 	}
 }

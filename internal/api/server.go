@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"path"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -366,7 +368,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, nr pending.NewRe
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		w.Header().Set("Location", r.URL.Path+"/"+rec.ID)
+		// Relative to the create's own URL ("questions/ID" from
+		// /v1/questions): behind a proxy that serves the bridge under
+		// base_url's path and strips it, an absolute path would leave
+		// that path out.
+		w.Header().Set("Location", path.Base(r.URL.Path)+"/"+url.PathEscape(rec.ID))
 	}
 	return writeJSON(w, status, recordOf(rec))
 }
