@@ -95,8 +95,12 @@ func dropNulls(n *yaml.Node) {
 func (c *Config) Validate() error {
 	var v validator
 	v.listen(c)
-	if c.BaseURL != "" {
-		v.httpURL("base_url", c.BaseURL)
+	if c.BaseURL != "" && v.httpURL("base_url", c.BaseURL) {
+		// Links and the web pages' paths are built under base_url: a
+		// query or fragment would end up in the middle of them.
+		if u, _ := url.Parse(c.BaseURL); u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			v.add("base_url", "must be a scheme, a host and optionally a path, with no user info, query or fragment")
+		}
 	}
 	v.redis(c.Redis)
 	v.tokens(c.API.Tokens)
