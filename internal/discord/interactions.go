@@ -263,15 +263,17 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 // whom load has checked may answer it, seen by them alone; why, when not
 // empty, says first why they get it.
 func (h *Interactions) personalLink(rec *pending.Record, in *interaction, why string) *response {
-	text := surface.MsgPersonalLink
+	url, until := h.s.opt.Links.ForPerson(rec, *responder(in), h.s.now())
+	text := surface.PersonalLinkText(discordTime(until))
 	if why != "" {
 		text = why + " " + text
 	}
-	url := h.s.opt.Links.ForPerson(rec, *responder(in), h.s.now())
 	if len(url) > maxButtonURL {
 		// Too long for a link button (a long base_url): the link goes in
-		// the text, which Discord makes clickable.
-		return ephemeral(text + "\n" + url)
+		// the text, which Discord makes clickable, with no preview fetched.
+		r := ephemeral(text + "\n" + url)
+		r.Data.Flags |= flagSuppressEmbeds
+		return r
 	}
 	r := ephemeral(text)
 	r.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{linkButton(url)}}}

@@ -31,7 +31,7 @@ func startLinkedAt(t *testing.T, base, targets string) bridge {
 // the path on the bridge and the header its page sends.
 func personalLink(t *testing.T, resp map[string]any) (path, header string) {
 	t.Helper()
-	if !isEphemeral(resp) || !strings.Contains(content(resp), surface.MsgPersonalLink) {
+	if !isEphemeral(resp) || !strings.Contains(content(resp), "Your own link to this request, good until <t:") {
 		t.Fatalf("no personal link was handed out privately: %v", resp)
 	}
 	for _, c := range discord.Components(data(resp)) {
@@ -139,7 +139,7 @@ func TestPersonalLinkTooLongForAButton(t *testing.T) {
 	resp := b.click(t, discord.Click(msg, ada, "ab:link:"+id+":0:0", nil))
 	text := content(resp)
 	at := strings.Index(text, base)
-	if !isEphemeral(resp) || !strings.HasPrefix(text, surface.MsgPersonalLink) || at < 0 {
+	if !isEphemeral(resp) || !strings.HasPrefix(text, "Your own link to this request, good until <t:") || at < 0 || int(data(resp)["flags"].(float64))&4 == 0 {
 		t.Fatalf("no personal link in the text: %v", resp)
 	}
 	u, err := url.Parse(text[at:])

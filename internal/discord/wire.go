@@ -20,7 +20,8 @@ const (
 	respUpdate         = 7 // UPDATE_MESSAGE
 	respModal          = 9
 
-	flagEphemeral = 64
+	flagEphemeral      = 64
+	flagSuppressEmbeds = 4 // no link previews
 
 	// Channel types of threads: announcement, public, private.
 	channelAnnouncementThread = 10

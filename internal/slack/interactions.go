@@ -398,8 +398,8 @@ func (h *Interactions) handLink(ctx context.Context, rec *pending.Record, c clic
 	case h.s.links == nil: // the bridge lost its public URL since it posted
 		h.tell(ctx, c, "This bridge has no public URL (base_url) to open requests in a browser.")
 	default:
-		url := h.s.links.ForPerson(rec, *responder(c.user), h.s.now())
-		h.tell(ctx, c, surface.MsgPersonalLink+" <"+url+"|Open in browser>")
+		url, until := h.s.links.ForPerson(rec, *responder(c.user), h.s.now())
+		h.tell(ctx, c, surface.PersonalLinkText(slackTime(until))+" <"+url+"|Open in browser>")
 	}
 }
 

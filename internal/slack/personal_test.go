@@ -15,7 +15,7 @@ import (
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
-var personalLinkRE = regexp.MustCompile(`<(https://bridge\.example\.com(/r/[^|>]+))\|Open in browser>`)
+var personalLinkRE = regexp.MustCompile(`^Your own link to this request, good until <!date\^\d+\^[^>]+>: .* <(https://bridge\.example\.com(/r/[^|>]+))\|Open in browser>$`)
 
 // A target that limits its responders can't put a link anyone may answer
 // through in its channel. Its "Open in browser" hands each person who

@@ -14,10 +14,14 @@ type Links interface {
 	// channel answer.
 	For(rec *pending.Record) string
 	// ForPerson is a link of rec that answers as who, whom the surface
-	// has checked may answer: what a target that limits its responders
-	// hands the one person who taps "Open in browser", privately.
-	ForPerson(rec *pending.Record, who pending.Responder, now time.Time) string
+	// has checked may answer, and when it stops doing so: what a target
+	// that limits its responders hands the one person who taps "Open in
+	// browser", privately.
+	ForPerson(rec *pending.Record, who pending.Responder, now time.Time) (link string, until time.Time)
 }
 
-// MsgPersonalLink is what comes with a personal link.
-const MsgPersonalLink = "Your own link to this request, for the next hour: an answer sent through it is recorded as yours, so keep it to yourself."
+// PersonalLinkText is what comes with a personal link good until until,
+// as the surface writes a time.
+func PersonalLinkText(until string) string {
+	return "Your own link to this request, good until " + until + ": an answer sent through it is recorded as yours, so keep it to yourself."
+}

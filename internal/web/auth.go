@@ -99,7 +99,7 @@ const PersonalTTL = time.Hour
 // who taps "Open in browser", privately; a link in the message itself
 // would let anyone who sees it answer. It expires PersonalTTL after now,
 // or with rec.
-func (l *Links) ForPerson(rec *pending.Record, who pending.Responder, now time.Time) string {
+func (l *Links) ForPerson(rec *pending.Record, who pending.Responder, now time.Time) (link string, until time.Time) {
 	exp := now.Add(PersonalTTL)
 	if l.expiry(rec).Before(exp) {
 		exp = l.expiry(rec)
@@ -108,7 +108,7 @@ func (l *Links) ForPerson(rec *pending.Record, who pending.Responder, now time.T
 	p, _ := json.Marshal(who)
 	person := b64.EncodeToString(p)
 	sig := b64.EncodeToString(l.signer.mac("person-link", rec.ID, rec.Hash, e, person))
-	return l.base + "/r/" + url.PathEscape(rec.ID) + "?e=" + e + "&p=" + person + "&s=" + sig
+	return l.base + "/r/" + url.PathEscape(rec.ID) + "?e=" + e + "&p=" + person + "&s=" + sig, time.Unix(exp.Unix(), 0)
 }
 
 // linkGrant is what a checked link grants: answering request id until exp,

@@ -396,7 +396,7 @@ func TestBrowser(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys?", Options: []seam.Option{{Label: "Rotate"}, {Label: "Wait"}}}))
 		r := get(t, a.Store(), rec)
 		ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
-		link := a.Web().Links().ForPerson(r, ada, time.Now())
+		link, _ := a.Web().Links().ForPerson(r, ada, time.Now())
 		link = link[strings.Index(link, "/r/"):]
 		// Live: the page's stream is let in by the personal link too.
 		do(t, "open and answer", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),

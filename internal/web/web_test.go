@@ -523,15 +523,15 @@ func TestPersonalLinks(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	rec := b.ask(t, 2*time.Hour, deploy)
 	ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
-	link := b.web.Links().ForPerson(rec, ada, b.clock.now())
+	link, until := b.web.Links().ForPerson(rec, ada, b.clock.now())
 	u, err := url.Parse(link)
 	if err != nil || !strings.HasPrefix(link, "http://bridge.test/r/"+rec.ID+"?") {
 		t.Fatalf("link %s", link)
 	}
 	q := u.Query()
 	e, p, s := q.Get("e"), q.Get("p"), q.Get("s")
-	if want := itoa(b.clock.now().Add(PersonalTTL).Unix()); e != want {
-		t.Errorf("e = %s, want an hour from now (%s), before the request's expiry", e, want)
+	if want := itoa(b.clock.now().Add(PersonalTTL).Unix()); e != want || itoa(until.Unix()) != want {
+		t.Errorf("e = %s, until %v, want an hour from now (%s), before the request's expiry", e, until, want)
 	}
 	path := strings.TrimPrefix(link, "http://bridge.test")
 	anon := b.browser(t)
@@ -571,14 +571,16 @@ func TestPersonalLinks(t *testing.T) {
 
 	t.Run("expires with a request that expires sooner", func(t *testing.T) {
 		soon := b.ask(t, 10*time.Minute, deploy)
-		u, _ := url.Parse(b.web.Links().ForPerson(soon, ada, b.clock.now()))
-		if got, want := u.Query().Get("e"), itoa(soon.ExpiresAt.Unix()); got != want {
-			t.Errorf("e = %s, want the request's expiry %s", got, want)
+		link, until := b.web.Links().ForPerson(soon, ada, b.clock.now())
+		u, _ := url.Parse(link)
+		if got, want := u.Query().Get("e"), itoa(soon.ExpiresAt.Unix()); got != want || !until.Equal(soon.ExpiresAt.Truncate(time.Second)) {
+			t.Errorf("e = %s, until %v, want the request's expiry %s", got, until, want)
 		}
 	})
 	t.Run("expires an hour after it was handed out", func(t *testing.T) {
 		other := b.ask(t, 2*time.Hour, deploy)
-		p := strings.TrimPrefix(b.web.Links().ForPerson(other, ada, b.clock.now().Add(-61*time.Minute)), "http://bridge.test")
+		link, _ := b.web.Links().ForPerson(other, ada, b.clock.now().Add(-61*time.Minute))
+		p := strings.TrimPrefix(link, "http://bridge.test")
 		if status, page := b.page(t, anon, p); status != http.StatusGone || !strings.Contains(page, "again") {
 			t.Errorf("a personal link handed out 61 minutes ago: %d\n%s", status, page)
 		}
