@@ -124,6 +124,12 @@ const channelNotFound = "Slack knows no such channel, or it is private and @%s i
 
 func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) {
 	what := "slack channel " + id
+	if strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") {
+		// A person's id: chat.postMessage posts in the app's DM with
+		// them, which conversations.info does not know by that id.
+		fs.Add(surface.Note, what, "a person: messages go to @%s's DM with them, which only --post can check", bot)
+		return
+	}
 	ch, err := api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id})
 	switch {
 	case refusedWith(err, "missing_scope"):

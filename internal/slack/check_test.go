@@ -176,6 +176,21 @@ func TestCheckPost(t *testing.T) {
 // A message posted to a user's id lands in a DM whose id Slack answers
 // with; it is deleted there, as the bridge edits its messages where
 // chat.postMessage says they went.
+// Without --post, a target that names a person is a note: conversations.info
+// knows the DM by its D… id, not the person's, and would say no such
+// channel.
+func TestCheckAUser(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	cfg := &config.Config{
+		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "U0ADA"}}}}},
+	}
+	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
+	if !strings.Contains(got, "note    slack channel U0ADA: a person: messages go to @askbridge's DM with them, which only --post can check\n") || strings.Contains(got, "PROBLEM") {
+		t.Errorf("findings:\n%s", got)
+	}
+}
+
 func TestCheckPostToAUser(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, testToken)
 	cfg := &config.Config{
