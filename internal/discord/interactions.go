@@ -263,7 +263,10 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 // whom load has checked may answer it, seen by them alone; why, when not
 // empty, says first why they get it.
 func (h *Interactions) personalLink(rec *pending.Record, in *interaction, why string) *response {
-	url, until := h.s.opt.Links.ForPerson(rec, *responder(in), h.s.now())
+	if surface.Overdue(rec, h.s.store.Now()) {
+		return ephemeral(surface.MsgOverdue)
+	}
+	url, until := h.s.opt.Links.ForPerson(rec, *responder(in), h.s.store.Now())
 	text := surface.PersonalLinkText(discordTime(until))
 	if why != "" {
 		text = why + " " + text

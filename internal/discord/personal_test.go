@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
@@ -21,10 +22,20 @@ func startLinked(t *testing.T, targets string) bridge {
 
 func startLinkedAt(t *testing.T, base, targets string) bridge {
 	t.Helper()
+	return startLinkedWith(t, base, targets, "", app.Options{})
+}
+
+// startLinkedWith is startLinkedAt with the sweeps sweep apart and opt.
+func startLinkedWith(t *testing.T, base, targets, sweep string, opt app.Options) bridge {
+	t.Helper()
 	fake := discord.NewFakeDiscord(t, botToken)
 	redisURL, prefix := apptest.Redis(t)
-	cfg := apptest.Config(t, "base_url: "+base+"\n"+configYAML(fake, targets), redisURL, prefix)
-	return bridge{App: apptest.Start(t, cfg, app.Options{}), fake: fake}
+	yaml := configYAML(fake, targets)
+	if sweep != "" {
+		yaml = strings.Replace(yaml, "sweep_interval: 50ms", "sweep_interval: "+sweep, 1)
+	}
+	cfg := apptest.Config(t, "base_url: "+base+"\n"+yaml, redisURL, prefix)
+	return bridge{App: apptest.Start(t, cfg, opt), fake: fake}
 }
 
 // personalLink is the link of an ephemeral response that hands one, as
@@ -148,4 +159,20 @@ func TestPersonalLinkTooLongForAButton(t *testing.T) {
 	}
 	q := u.Query()
 	answerByLink(t, b, id, q.Get("e")+"."+q.Get("s")+"."+q.Get("p"), `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`)
+}
+
+// A request past its expiry that no sweeper has expired yet (sweeps an
+// hour apart here) gets no link, which would already have stopped working.
+func TestNoPersonalLinkForAnOverdueRequest(t *testing.T) {
+	clk := apptest.NewClock(time.Now())
+	b := startLinkedWith(t, "https://bridge.example.com/", defaultTarget, "1h", app.Options{Now: clk.Now})
+	q := cleanupQuestion()
+	q["expires_in"] = "60s"
+	id := b.create(t, "/v1/questions", q)
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	clk.Advance(61 * time.Second)
+	resp := b.click(t, discord.Click(msg, ada, "ab:link:"+id+":0:0", nil))
+	if !isEphemeral(resp) || content(resp) != surface.MsgOverdue || len(discord.Components(data(resp))) != 0 {
+		t.Errorf("ada got %v", resp)
+	}
 }

@@ -404,6 +404,10 @@ func (s *Store) Withdraw(ctx context.Context, client string, kind seam.Kind, too
 	return rec, nil
 }
 
+// Now is the store's clock: what a record's times (created, expires) are
+// read against.
+func (s *Store) Now() time.Time { return s.opt.Now() }
+
 // Get reads a request.
 func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 	h, err := s.rdb.HGetAll(ctx, s.keys.record(id)).Result()

@@ -395,10 +395,12 @@ func (h *Interactions) handLink(ctx context.Context, rec *pending.Record, c clic
 	switch {
 	case rec.Status != seam.StatusPending:
 		h.late(ctx, rec, nil, c)
+	case surface.Overdue(rec, h.s.store.Now()):
+		h.tell(ctx, c, surface.MsgOverdue)
 	case h.s.links == nil: // the bridge lost its public URL since it posted
 		h.tell(ctx, c, "This bridge has no public URL (base_url) to open requests in a browser.")
 	default:
-		url, until := h.s.links.ForPerson(rec, *responder(c.user), h.s.now())
+		url, until := h.s.links.ForPerson(rec, *responder(c.user), h.s.store.Now())
 		h.tell(ctx, c, surface.PersonalLinkText(slackTime(until))+" <"+url+"|Open in browser>")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -93,5 +94,31 @@ func TestPersonalLinkWhereRespondersAreLimited(t *testing.T) {
 	upd := fake.WaitCalls(t, "chat.update", 1)[0]
 	if hasActions(upd) || !strings.Contains(upd.Text(), "ada") {
 		t.Errorf("the message was not edited to ada's answer:\n%s", upd.Text())
+	}
+}
+
+// A request past its expiry that no sweeper has expired yet (sweeps an
+// hour apart here) gets no link, which would already have stopped working:
+// the person is told it expired, as a sweep would have told them.
+func TestNoPersonalLinkForAnOverdueRequest(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, botToken)
+	redisURL, prefix := apptest.Redis(t)
+	clk := apptest.NewClock(time.Now())
+	yaml := "base_url: https://bridge.example.com/\n" + strings.Replace(configYAML(fake, `
+      - slack:
+          channel: `+channel+`
+          responders: {users: [UADA]}`), "sweep_interval: 50ms", "sweep_interval: 1h", 1)
+	b := startOptions(t, fake, yaml, redisURL, prefix, app.Options{Now: clk.Now})
+	q := cleanupQuestion()
+	q["expires_in"] = "60s"
+	id := b.create(t, "/v1/questions", q)
+	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
+
+	clk.Advance(61 * time.Second)
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:link:"+id, nil, nil))
+	fake.WaitFor(t, "a note to ada", 10*time.Second, func(calls []slacktest.FakeCall) bool { return len(ephemerals(calls, "UADA")) == 1 })
+	if got := ephemerals(fake.Calls(""), "UADA")[0]; got != surface.MsgOverdue {
+		t.Errorf("ada was told %q", got)
 	}
 }

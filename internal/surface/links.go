@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 // Links makes the web links of requests that chat messages carry on a
@@ -19,6 +20,18 @@ type Links interface {
 	// browser", privately.
 	ForPerson(rec *pending.Record, who pending.Responder, now time.Time) (link string, until time.Time)
 }
+
+// Overdue reports whether rec, still pending, is past its expiry at now
+// (the store's clock, which its times are read against):
+// no sweeper has expired it yet, and a link handed out for it would
+// already have stopped working.
+func Overdue(rec *pending.Record, now time.Time) bool {
+	return rec.Status == seam.StatusPending && !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt)
+}
+
+// MsgOverdue is what someone asking for a link to an overdue request is
+// told, as they would be once a sweeper has expired it.
+const MsgOverdue = "Already expired unanswered"
 
 // PersonalLinkText is what comes with a personal link good until until,
 // as the surface writes a time.
