@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // gatewayLease names the lease of the one replica that holds the gateway:
@@ -83,6 +85,19 @@ func (h *Interactions) openGateway() (*discordgo.Session, error) {
 	return sess, nil
 }
 
+// gatewayCallback is the least of the ack budget a gateway interaction's
+// callback keeps for itself.
+const gatewayCallback = 750 * time.Millisecond
+
+// gatewayDeadlines splits the ack budget of a gateway interaction received
+// at received: Discord's 3 s run from when it sent the event, and the
+// response must reach it through a second call, so the handler stops by
+// handleBy and the callback by answerBy, together within the budget.
+func gatewayDeadlines(received time.Time) (handleBy, answerBy time.Time) {
+	answerBy = received.Add(surface.AckBudget)
+	return answerBy.Add(-gatewayCallback), answerBy
+}
+
 // fromGateway handles an interaction from the gateway and sends its
 // response through the callback endpoint.
 func (h *Interactions) fromGateway(ctx context.Context, raw []byte) {
@@ -90,8 +105,11 @@ func (h *Interactions) fromGateway(ctx context.Context, raw []byte) {
 	if err := json.Unmarshal(raw, &in); err != nil || in.ID == "" || in.Token == "" {
 		return
 	}
-	resp := h.handle(ctx, &in)
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	handleBy, answerBy := gatewayDeadlines(time.Now())
+	hctx, cancel := context.WithDeadline(ctx, handleBy)
+	resp := h.handle(hctx, &in)
+	cancel()
+	ctx, cancel = context.WithDeadline(ctx, answerBy)
 	defer cancel()
 	err := h.s.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
 		endpoint := discordgo.EndpointInteractionResponse(in.ID, in.Token)

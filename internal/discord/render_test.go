@@ -459,3 +459,22 @@ func TestWideButtonLabelsAreListed(t *testing.T) {
 		t.Errorf("short labels were listed or numbered")
 	}
 }
+
+// A gateway interaction's response reaches Discord through a second call,
+// and both must fit Discord's 3 s from when it sent the event: the handler
+// and the callback share the ack budget, the callback keeping part of it
+// whatever the handler takes (it took up to the whole budget, and the
+// callback a second more).
+func TestGatewayDeadlines(t *testing.T) {
+	received := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
+	handleBy, answerBy := gatewayDeadlines(received)
+	if got := answerBy.Sub(received); got > surface.AckBudget {
+		t.Errorf("the callback may end %v after the event, past the ack budget %v", got, surface.AckBudget)
+	}
+	if got := answerBy.Sub(handleBy); got < 500*time.Millisecond {
+		t.Errorf("the callback keeps %v after the handler's deadline; a call to Discord needs more", got)
+	}
+	if !handleBy.After(received) {
+		t.Errorf("the handler gets no time: %v", handleBy.Sub(received))
+	}
+}
