@@ -369,7 +369,8 @@ func TestErrors(t *testing.T) {
 		{"no provider", url, Options{Route: "nope"}, questions(yesNo("web")), "NO_PROVIDER: no user-questions answerer accepted the request"},
 		{"no questions", url, Options{}, map[string]any{}, "EMPTY_QUESTIONS: ask_user_question requires at least one question"},
 		{"duplicate ids", url, Options{}, questions(yesNo("web"), yesNo("web")), "INVALID_REQUEST: "},
-		{"arguments of the wrong type", url, Options{}, map[string]any{"questions": "deploy?"}, "INVALID_REQUEST: arguments: "},
+		{"arguments of the wrong type", url, Options{}, map[string]any{"questions": "deploy?"}, "INVALID_REQUEST: arguments: questions must be an array, not a JSON string"},
+		{"an option of the wrong type", url, Options{}, map[string]any{"questions": []any{map[string]any{"id": "a", "question": "Go?", "options": []any{"yes"}}}}, "INVALID_REQUEST: arguments: options must be an object, not a JSON string"},
 		{"no token", locked, Options{}, questions(yesNo("web")), "UNAUTHORIZED: "},
 		{"bridge down", down, Options{}, questions(yesNo("web")), "ASKBRIDGE_UNREACHABLE: create question: can't reach the bridge at " + down},
 	} {
