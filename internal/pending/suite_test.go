@@ -318,6 +318,12 @@ func (b *backend) waitSubscribed(s *Store, n int64) {
 // conditions nothing signals (a server-side subscription, a counter).
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	pollWithin(t, eventually, what, cond)
+}
+
+// pollWithin is poll with a deadline of its own.
+func pollWithin(t *testing.T, eventually time.Duration, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.NewTimer(eventually)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Millisecond)

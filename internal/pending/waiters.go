@@ -217,13 +217,15 @@ func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *red
 	defer loads.Wait()
 	backoff := 50 * time.Millisecond
 	unknown := false
+	var said string // the failure last logged, and when
+	var saidAt time.Time
 	for {
 		confirmed, err := s.receive(ctx, subscribe(ctx), sh, &first, &loads)
 		if ctx.Err() != nil {
 			return
 		}
 		if confirmed {
-			backoff = 50 * time.Millisecond
+			backoff, said = 50*time.Millisecond, ""
 		}
 		wait := backoff
 		switch {
@@ -243,11 +245,16 @@ func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *red
 			}
 			wait = time.Minute
 		default:
-			s.log.Warn("wake-up subscription ended; subscribing again", "shard", sh, "err", err)
+			// Once per failure, and every 30 s while it lasts: a Redis
+			// that is down is asked every 2 s.
+			if err.Error() != said || time.Since(saidAt) >= 30*time.Second {
+				s.log.Warn("wake-up subscription ended; subscribing again", "shard", sh, "err", err)
+				said, saidAt = err.Error(), time.Now()
+			}
 			s.reloadSlots(ctx)
 			// Refusals that pass (a slot moving, a cluster or a node
-			// coming back) are asked again within 2 s; others (NOPERM)
-			// every 30 s at most, not to flood the log.
+			// coming back, a node down) are asked again within 2 s;
+			// others (NOPERM) every 30 s at most, not to flood the log.
 			limit := 30 * time.Second
 			if passing(err) {
 				limit = 2 * time.Second
@@ -263,9 +270,12 @@ func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *red
 }
 
 // passing reports whether a subscription ended by err is worth asking
-// again soon: the server ended it, or refused it for the while.
+// again soon: the server ended it, refused it for the while, or could not
+// be reached (a node down, restarting, or being failed over: its shards'
+// subscriptions must find the promoted replica within seconds, not at a
+// backoff that has doubled past them).
 func passing(err error) bool {
-	if errors.Is(err, errEnded) {
+	if errors.Is(err, errEnded) || unreached(err) {
 		return true
 	}
 	for _, p := range []string{"MOVED", "ASK", "CLUSTERDOWN", "LOADING", "TRYAGAIN", "MASTERDOWN"} {
