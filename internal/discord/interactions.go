@@ -246,7 +246,7 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 		return rejectModal(rec)
 	case surface.VerbLink:
 		if h.s.opt.Links == nil { // the bridge lost its public URL since it posted
-			return ephemeral("This bridge has no public URL (base_url) to open requests in a browser.")
+			return ephemeral(surface.MsgNoPublicURL)
 		}
 		return h.personalLink(rec, in, "")
 	}

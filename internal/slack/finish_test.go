@@ -129,23 +129,31 @@ func TestEndOfAnUneditableMessage(t *testing.T) {
 	}
 }
 
+// startOverdue starts a replica of yaml whose sweeps are an hour apart,
+// on a clock of its own, and posts a question that it then leaves a
+// second past its expiry: overdue, and not yet expired by any sweeper.
+func startOverdue(t *testing.T, fake *slacktest.FakeSlack, yaml string) (b bridge, id string, msg slacktest.FakeCall) {
+	t.Helper()
+	url, prefix := apptest.Redis(t)
+	clk := apptest.NewClock(time.Now())
+	yaml = strings.Replace(yaml, "sweep_interval: 50ms", "sweep_interval: 1h", 1)
+	b = startOptions(t, fake, yaml, url, prefix, app.Options{Now: clk.Now})
+	q := cleanupQuestion()
+	q["expires_in"] = "60s"
+	id = b.create(t, "/v1/questions", q)
+	msg = fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
+	clk.Advance(61 * time.Second)
+	return b, id, msg
+}
+
 // TestClickAfterExpiry: a click that comes after the request's expiry,
 // before any sweeper has expired it (sweeps an hour apart here), is too
 // late: the request expires then, the person is told so, the agent hears
 // "expired", and the message is edited to say it.
 func TestClickAfterExpiry(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, botToken)
-	url, prefix := apptest.Redis(t)
-	clk := apptest.NewClock(time.Now())
-	yaml := strings.Replace(configYAML(fake, defaultTarget), "sweep_interval: 50ms", "sweep_interval: 1h", 1)
-	b := startOptions(t, fake, yaml, url, prefix, app.Options{Now: clk.Now})
-	q := cleanupQuestion()
-	q["expires_in"] = "60s"
-	id := b.create(t, "/v1/questions", q)
-	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
-
-	clk.Advance(61 * time.Second)
+	b, id, msg := startOverdue(t, fake, configYAML(fake, defaultTarget))
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
 	calls := fake.WaitFor(t, "a note to ada and the edit", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		return len(ephemerals(calls, "UADA")) == 1 && len(fake.Calls("chat.update")) == 1

@@ -398,7 +398,7 @@ func (h *Interactions) handLink(ctx context.Context, rec *pending.Record, c clic
 	case surface.Overdue(rec, h.s.store.Now()):
 		h.tell(ctx, c, surface.MsgOverdue)
 	case h.s.links == nil: // the bridge lost its public URL since it posted
-		h.tell(ctx, c, "This bridge has no public URL (base_url) to open requests in a browser.")
+		h.tell(ctx, c, surface.MsgNoPublicURL)
 	default:
 		url, until := h.s.links.ForPerson(rec, *responder(c.user), h.s.store.Now())
 		h.tell(ctx, c, surface.PersonalLinkText(slackTime(until))+" <"+url+"|Open in browser>")

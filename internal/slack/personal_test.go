@@ -10,11 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 	"github.com/askbridge/askbridge/internal/surface"
 )
+
+// limitedTarget is a target only ada may answer on.
+const limitedTarget = `
+      - slack:
+          channel: ` + channel + `
+          responders: {users: [UADA]}`
 
 var personalLinkRE = regexp.MustCompile(`^Your own link to this request, good until <!date\^\d+\^[^>]+>: .* <(https://bridge\.example\.com(/r/[^|>]+))\|Open in browser>$`)
 
@@ -25,10 +30,7 @@ var personalLinkRE = regexp.MustCompile(`^Your own link to this request, good un
 func TestPersonalLinkWhereRespondersAreLimited(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, botToken)
 	redisURL, prefix := apptest.Redis(t)
-	b := startConfig(t, fake, "base_url: https://bridge.example.com/\n"+configYAML(fake, `
-      - slack:
-          channel: `+channel+`
-          responders: {users: [UADA]}`), redisURL, prefix)
+	b := startConfig(t, fake, "base_url: https://bridge.example.com/\n"+configYAML(fake, limitedTarget), redisURL, prefix)
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
 	if raw, _ := json.Marshal(msg.Blocks()); bytes.Contains(raw, []byte("bridge.example.com")) {
@@ -102,23 +104,27 @@ func TestPersonalLinkWhereRespondersAreLimited(t *testing.T) {
 // the person is told it expired, as a sweep would have told them.
 func TestNoPersonalLinkForAnOverdueRequest(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, botToken)
-	redisURL, prefix := apptest.Redis(t)
-	clk := apptest.NewClock(time.Now())
-	yaml := "base_url: https://bridge.example.com/\n" + strings.Replace(configYAML(fake, `
-      - slack:
-          channel: `+channel+`
-          responders: {users: [UADA]}`), "sweep_interval: 50ms", "sweep_interval: 1h", 1)
-	b := startOptions(t, fake, yaml, redisURL, prefix, app.Options{Now: clk.Now})
-	q := cleanupQuestion()
-	q["expires_in"] = "60s"
-	id := b.create(t, "/v1/questions", q)
-	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
-
-	clk.Advance(61 * time.Second)
+	b, id, msg := startOverdue(t, fake, "base_url: https://bridge.example.com/\n"+configYAML(fake, limitedTarget))
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:link:"+id, nil, nil))
 	fake.WaitFor(t, "a note to ada", 10*time.Second, func(calls []slacktest.FakeCall) bool { return len(ephemerals(calls, "UADA")) == 1 })
 	if got := ephemerals(fake.Calls(""), "UADA")[0]; got != surface.MsgOverdue {
+		t.Errorf("ada was told %q", got)
+	}
+}
+
+// A replica that has lost its base_url since another posted the button
+// (a rolling change of config) says so, and hands out no link.
+func TestNoPersonalLinkWithoutAPublicURL(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, botToken)
+	redisURL, prefix := apptest.Redis(t)
+	posting := startConfig(t, fake, "base_url: https://bridge.example.com/\n"+configYAML(fake, limitedTarget), redisURL, prefix)
+	bare := startConfig(t, fake, configYAML(fake, limitedTarget), redisURL, prefix)
+	id := posting.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	apptest.Posted(t, posting.URL(), "/v1/questions", id, 1)
+	bare.click(t, slacktest.BlockActions(t, msg, ada, "ab:link:"+id, nil, nil))
+	fake.WaitFor(t, "a note to ada", 10*time.Second, func(calls []slacktest.FakeCall) bool { return len(ephemerals(calls, "UADA")) == 1 })
+	if got := ephemerals(fake.Calls(""), "UADA")[0]; got != surface.MsgNoPublicURL {
 		t.Errorf("ada was told %q", got)
 	}
 }

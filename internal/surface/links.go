@@ -30,8 +30,12 @@ func Overdue(rec *pending.Record, now time.Time) bool {
 }
 
 // MsgOverdue is what someone asking for a link to an overdue request is
-// told, as they would be once a sweeper has expired it.
-const MsgOverdue = "Already expired unanswered"
+// told: what they would be told once a sweeper has expired it.
+var MsgOverdue = LateReply(&pending.Record{Status: seam.StatusExpired}, Format{})
+
+// MsgNoPublicURL is what someone asking for a personal link is told by a
+// bridge that has lost its base_url since it posted the button.
+const MsgNoPublicURL = "This bridge has no public URL (base_url) to open requests in a browser."
 
 // PersonalLinkText is what comes with a personal link good until until,
 // as the surface writes a time.

@@ -115,10 +115,11 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 		if !ok {
 			return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge for this request. Copy it again from the message, whole."}
 		}
-		data["Link"] = q.Get("e") + "." + q.Get("s")
+		link := q.Get("e") + "." + q.Get("s")
 		if q.Has("p") {
-			data["Link"] = data["Link"].(string) + "." + q.Get("p")
+			link += "." + q.Get("p")
 		}
+		data["Link"] = link
 		if rec.Status == seam.StatusPending && !s.now().Before(grant.exp) {
 			if grant.who != nil {
 				return &pageErr{http.StatusGone, "This link has expired", "Tap Open in browser on the message again for a new one."}
