@@ -504,9 +504,10 @@ func TestShardSubscriptionsFollowAFailover(t *testing.T) {
 
 	s1.kill()
 	must(c3.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err())
-	// About 3 s here: the subscriptions are asked again at a doubling
-	// backoff (capped at 2 s) until the slots read name the promoted
-	// replica. A loaded CI machine took over 5 s once.
+	// Under a second here (-v prints it): the subscriptions are asked
+	// again at a doubling backoff, at most 2 s apart, until the slots
+	// read name the promoted replica. A loaded CI run took over 5 s once.
+	failedOver := time.Now()
 	pollWithin(t, 15*time.Second, fmt.Sprintf("a's %d subscriptions of the dead master's shards on the promoted replica", len(moved)), func() bool {
 		n, err := c3.PubSubShardNumSub(ctx, moved...).Result()
 		for _, ch := range moved {
@@ -516,6 +517,7 @@ func TestShardSubscriptionsFollowAFailover(t *testing.T) {
 		}
 		return true
 	})
+	t.Logf("resubscribed on the promoted replica %v after the takeover", time.Since(failedOver).Round(time.Millisecond))
 	done := waitAnswered(t, ctx, a, id)
 	// other's client learnt of the failover only if a command of its
 	// failed: the first may fail (a person is told to try again), the
