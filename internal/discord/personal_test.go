@@ -176,3 +176,20 @@ func TestNoPersonalLinkForAnOverdueRequest(t *testing.T) {
 		t.Errorf("ada got %v", resp)
 	}
 }
+
+// A replica that has lost its base_url since another posted the button
+// (a rolling change of config) says so, and hands out no link.
+func TestNoPersonalLinkWithoutAPublicURL(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	redisURL, prefix := apptest.Redis(t)
+	yaml := configYAML(fake, defaultTarget)
+	posting := bridge{App: apptest.Start(t, apptest.Config(t, "base_url: https://bridge.example.com/\n"+yaml, redisURL, prefix), app.Options{}), fake: fake}
+	bare := bridge{App: apptest.Start(t, apptest.Config(t, yaml, redisURL, prefix), app.Options{}), fake: fake}
+	id := posting.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "create", 1)[0]
+	apptest.Posted(t, posting.URL(), "/v1/questions", id, 1)
+	resp := bare.click(t, discord.Click(msg, ada, "ab:link:"+id+":0:0", nil))
+	if !isEphemeral(resp) || content(resp) != surface.MsgNoPublicURL || len(discord.Components(data(resp))) != 0 {
+		t.Errorf("ada got %v", resp)
+	}
+}
