@@ -598,3 +598,80 @@ func TestErrorClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedWritesAreUnavailable: a Redis that refuses writes for now
+// (out of memory, a replica, too few replicas, a snapshot it cannot save)
+// makes every write of the store ErrUnavailable, so that the API answers
+// 503 and a surface asks the person to try again, never a 500. Each refusal
+// is made on a redis-server of the test's own, as Redis words it from
+// inside a script.
+func TestRefusedWritesAreUnavailable(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		args   []string
+		refuse func(t *testing.T, admin *redis.Client) // makes the server refuse writes
+	}{
+		{"OOM", nil, func(t *testing.T, admin *redis.Client) {
+			if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"NOREPLICAS", nil, func(t *testing.T, admin *redis.Client) {
+			if err := admin.ConfigSet(ctx, "min-replicas-to-write", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"MISCONF", []string{"--save", "3600 1", "--stop-writes-on-bgsave-error", "yes"}, func(t *testing.T, admin *redis.Client) {
+			// A snapshot that cannot be written: its directory is gone.
+			dir, err := admin.ConfigGet(ctx, "dir").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(dir["dir"]); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.BgSave(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			poll(t, "the snapshot to fail", func() bool {
+				info, err := admin.Info(ctx, "persistence").Result()
+				return err == nil && strings.Contains(info, "rdb_bgsave_in_progress:0") &&
+					strings.Contains(info, "rdb_last_bgsave_status:err")
+			})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := startRedisServer(t, append([]string{"--appendonly", "no"}, c.args...)...)
+			admin := redis.NewClient(&redis.Options{Addr: srv.addr})
+			t.Cleanup(func() { admin.Close() })
+			b := newBackend(t, "redis", nil, single(&redis.Options{Addr: srv.addr}))
+			s := b.store()
+			rec := mustCreate(t, s, question("alice", ""))
+			c.refuse(t, admin)
+			t.Cleanup(func() {
+				// So that the test's keys can be deleted.
+				admin.ConfigSet(ctx, "maxmemory", "0")
+				admin.ConfigSet(ctx, "min-replicas-to-write", "0")
+				admin.ConfigSet(ctx, "stop-writes-on-bgsave-error", "no")
+			})
+			_, _, err := s.Create(ctx, question("alice", ""))
+			if !IsUnavailable(err) {
+				t.Errorf("Create = %v; want an error IsUnavailable reports", err)
+			}
+			_, err = s.Resolve(ctx, rec.ID, answered("U1"))
+			if !IsUnavailable(err) {
+				t.Errorf("Resolve = %v; want an error IsUnavailable reports", err)
+			}
+			if _, err := s.AddPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"}); !IsUnavailable(err) {
+				t.Errorf("AddPost = %v; want an error IsUnavailable reports", err)
+			}
+			if got := mustGet(t, s, rec.ID); got.Status != seam.StatusPending {
+				t.Errorf("status = %s after refused writes; want pending", got.Status)
+			}
+		})
+	}
+}

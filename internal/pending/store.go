@@ -136,9 +136,10 @@ func unavailable(err error) error {
 }
 
 // transientReply reports whether an error reply of Redis means "not now":
-// loading, failing over, busy, or out of memory.
+// loading, failing over, busy, out of memory, or refusing writes until it
+// can save a snapshot again (MISCONF, stop-writes-on-bgsave-error).
 func transientReply(msg string) bool {
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM", "NOREPLICAS", "MOVED", "ASK"} {
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM", "NOREPLICAS", "MISCONF", "MOVED", "ASK"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
