@@ -267,9 +267,10 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		if p.PostedAt.IsZero() {
 			p.PostedAt = time.Now().UTC() // as recorded, and as listed in rec
 		}
-		end, err := d.store.AddPost(ctx, rec.ID, p)
+		end, err := d.record(ctx, rec.ID, p)
 		if err != nil {
-			log.Error("recording a posted message failed", "message_id", p.MessageID, "err", err)
+			log.Error("recording a posted message failed; it keeps its controls when the request ends",
+				"message_id", p.MessageID, "err", err)
 			continue
 		}
 		recorded = append(recorded, p)
@@ -283,6 +284,30 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		d.Finished(ctx, ended)
 	}
 	return recorded, len(posts) > 0
+}
+
+// record records p, posted for request id, and returns what AddPost does.
+// While Redis cannot be reached it tries again, for at most the posting
+// lease: a message posted and not recorded is edited by nobody when its
+// request ends, so it keeps its controls, and the reposter posts the
+// request again. A try whose reply was lost recorded p already; recording
+// it again changes nothing but the audit stream.
+func (d *Dispatcher) record(ctx context.Context, id string, p pending.Post) (*pending.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, pending.PostingLease)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		end, err := d.store.AddPost(ctx, id, p)
+		if err == nil || !pending.IsUnavailable(err) {
+			return end, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 // Drain waits until every create under way has posted and recorded its

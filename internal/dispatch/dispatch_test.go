@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/config"
@@ -127,8 +131,9 @@ func (e *env) replica(t *testing.T) *dispatch.Dispatcher {
 	return e.replicaWith(t, nil)
 }
 
-// replicaWith is replica counting into m.
-func (e *env) replicaWith(t *testing.T, m *dispatch.Metrics) *dispatch.Dispatcher {
+// replicaWith is replica counting into m, its Redis client passed through
+// hooks.
+func (e *env) replicaWith(t *testing.T, m *dispatch.Metrics, hooks ...redis.Hook) *dispatch.Dispatcher {
 	t.Helper()
 	cfg, err := config.Parse([]byte(routesYAML))
 	if err != nil {
@@ -139,6 +144,9 @@ func (e *env) replicaWith(t *testing.T, m *dispatch.Metrics) *dispatch.Dispatche
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Close() })
+	for _, h := range hooks {
+		rdb.AddHook(h)
+	}
 	store := pending.New(rdb, pending.Options{Prefix: e.pfx, Now: e.clk.Now})
 	if e.store == nil {
 		e.store = store
@@ -461,4 +469,69 @@ func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestPostIsRecordedThroughARedisBlip: Redis cannot be reached for a moment
+// just after the messages are posted, longer than go-redis's own retries.
+// A message posted and not recorded would keep its buttons when the request
+// ends (nothing knows to edit it), and the reposter would post the request
+// again once its posting lease passed. Each message is recorded once Redis
+// answers again, and edited when the request ends.
+func TestPostIsRecordedThroughARedisBlip(t *testing.T) {
+	c := newChat()
+	e, _ := setup(t, c)
+	blip := new(refuseAddPost)
+	blip.left.Store(4)
+	d := e.replicaWith(t, nil, blip)
+	ctx := context.Background()
+	rec, created, err := d.Create(ctx, question("", ""))
+	if err != nil || !created {
+		t.Fatalf("Create: created %v, %v", created, err)
+	}
+	if blip.left.Load() == 4 {
+		t.Fatal("no recording was refused")
+	}
+	got, err := e.store.Get(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Posts) != 2 || len(c.channels()) != 2 {
+		t.Fatalf("%d messages recorded of %d posted; want both of 2", len(got.Posts), len(c.channels()))
+	}
+	if _, err := d.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.posts {
+		if c.finished[p.MessageID] != seam.StatusCancelled {
+			t.Errorf("message %s keeps its buttons: finished %v", p.MessageID, c.finished)
+		}
+	}
+}
+
+// refuseAddPost is a go-redis hook under which the first left recordings of
+// a posted message (the store's AddPost script) fail as a reset connection
+// does, without reaching Redis.
+type refuseAddPost struct{ left atomic.Int32 }
+
+func (h *refuseAddPost) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *refuseAddPost) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			for _, a := range cmd.Args() {
+				if s, ok := a.(string); ok && strings.HasPrefix(s, "post:") && h.left.Add(-1) >= 0 {
+					err := fmt.Errorf("read tcp 127.0.0.1:6379: %w", syscall.ECONNRESET)
+					cmd.SetErr(err)
+					return err
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *refuseAddPost) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
