@@ -457,7 +457,8 @@ type Resolution struct {
 // ARGV[13] responder user id, ARGV[14] when a sweeper may take over the
 // edits, ms, ARGV[15] '1' to return only the post fields when resolved now,
 // ARGV[16] the required hash, or empty, ARGV[17] on a cluster the shard's
-// wake channel, or empty.
+// wake channel, or empty, ARGV[18] a token of this call, kept on the
+// record it ends.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON", so
 // waiters need not read the record again: with SPUBLISH on the shard's
 // channel on a cluster, else (or where SPUBLISH is unknown: Redis before
@@ -465,15 +466,36 @@ type Resolution struct {
 // A request past its expiry that no sweeper has expired yet is expired
 // here instead, as the sweeper would have: a resolution that comes after
 // the expiry comes too late, however soon the sweep would have been.
+// A request this very call ended (its token is on the record) is answered
+// as that run was: the reply was lost and go-redis sent the script again.
 // Returns {0} not found, {1, HGETALL or the post fields} resolved now,
 // {2, HGETALL} already resolved, {3} not due, {4, HGETALL} expired now.
 var resolveScript = redis.NewScript(`
-local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'hash')
+local function ended(done, fresh)
+  local all = redis.call('HGETALL', KEYS[1])
+  local posts = {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 5) == 'post:' then
+      posts[#posts + 1] = all[i]
+      posts[#posts + 1] = all[i + 1]
+    end
+  end
+  if fresh and #posts > 0 then redis.call('ZADD', KEYS[4], ARGV[14], ARGV[1]) end
+  if done == 1 and ARGV[15] == '1' then return {1, posts} end
+  return {done, all}
+end
+local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'hash', 'ended_by_call')
 if not rec[1] then return {0} end
 if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
 if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
 if ARGV[16] ~= '' and rec[5] ~= ARGV[16] then return {0} end
-if rec[1] ~= 'pending' then return {2, redis.call('HGETALL', KEYS[1])} end
+if rec[1] ~= 'pending' then
+  if ARGV[18] ~= '' and rec[6] == ARGV[18] then
+    if rec[1] == ARGV[2] then return ended(1, false) end
+    return ended(4, false)
+  end
+  return {2, redis.call('HGETALL', KEYS[1])}
+end
 local status, result, by, surface, user, done = ARGV[2], ARGV[3], ARGV[4], ARGV[12], ARGV[13], 1
 local exp = tonumber(rec[4])
 if ARGV[9] == '1' then
@@ -481,7 +503,7 @@ if ARGV[9] == '1' then
 elseif exp ~= 0 and exp <= tonumber(ARGV[5]) then
   status, result, by, surface, user, done = 'expired', '', '', '', '', 4
 end
-redis.call('HSET', KEYS[1], 'status', status, 'result', result, 'by', by, 'resolved', ARGV[5])
+redis.call('HSET', KEYS[1], 'status', status, 'result', result, 'by', by, 'resolved', ARGV[5], 'ended_by_call', ARGV[18])
 redis.call('ZREM', KEYS[2], ARGV[1])
 for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
@@ -489,17 +511,7 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], '*', 'event', status, 'id',
 local wake = ARGV[1] .. '\n' .. status .. '\n' .. ARGV[5] .. '\n' .. by .. '\n' .. result
 local sent = ARGV[17] ~= '' and redis.pcall('SPUBLISH', ARGV[17], wake)
 if type(sent) ~= 'number' then redis.call('PUBLISH', ARGV[10], wake) end
-local all = redis.call('HGETALL', KEYS[1])
-local posts = {}
-for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 5) == 'post:' then
-    posts[#posts + 1] = all[i]
-    posts[#posts + 1] = all[i + 1]
-  end
-end
-if #posts > 0 then redis.call('ZADD', KEYS[4], ARGV[14], ARGV[1]) end
-if done == 1 and ARGV[15] == '1' then return {1, posts} end
-return {done, all}
+return ended(done, true)
 `)
 
 // Resolve ends a pending request in one round trip and wakes its waiters in
@@ -511,7 +523,9 @@ return {done, all}
 // and the caller sees an error. A resolution that comes after the
 // request's expiry, before a sweeper expired it, expires it instead and
 // gets the record with ErrExpired; its caller then counts and edits the
-// expiry, as the sweeper would have.
+// expiry, as the sweeper would have. A call whose script go-redis sent
+// again, its first reply lost, gets what the first run ended, not
+// ErrAlreadyResolved for its own resolution.
 func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record, error) {
 	if !res.Status.Final() {
 		return nil, fmt.Errorf("resolve %s: %q is not a final status", id, res.Status)
@@ -539,11 +553,16 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	if s.sharded {
 		shardWake = s.keys.shardWake(shard(id))
 	}
+	// call tells this call's script from another's: go-redis sends the
+	// script again when its reply is lost, and the run that finds the
+	// request ended by call answers as the first run did.
+	var call [8]byte
+	rand.Read(call[:])
 	now := s.opt.Now()
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:])).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}

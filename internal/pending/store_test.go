@@ -1785,3 +1785,96 @@ func TestScriptsListsEveryScript(t *testing.T) {
 		t.Errorf("the package declares %d scripts; scripts lists %d (%d distinct)", declared, len(scripts), len(hashes))
 	}
 }
+
+// TestResolveSentTwice: a resolve whose reply is lost (a reset connection,
+// a read timeout) is sent again by go-redis, after the script ran. The
+// resend must answer as the first run would have: the caller's own answer
+// won, and a caller told ErrAlreadyResolved for it would answer 409 to the
+// winner, leave the messages to a finisher and count nothing. Another
+// call's identical resolution still gets ErrAlreadyResolved.
+func TestResolveSentTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		twice := new(sendTwice)
+		s := b.storeOn(b.client(twice))
+		post := Post{Surface: "slack", Channel: "C1", MessageID: "1.1"}
+
+		for _, c := range []struct {
+			name     string
+			res      func(rec *Record) Resolution
+			expires  time.Duration
+			advance  time.Duration
+			wantErr  error
+			want     seam.Status
+			wantPost bool
+		}{
+			{"answer", func(*Record) Resolution { return answered("U1") }, 0, 0, nil, seam.StatusAnswered, true},
+			{"answer from the record read", func(rec *Record) Resolution {
+				res := answered("U1")
+				res.From = rec
+				return res
+			}, 0, 0, nil, seam.StatusAnswered, true},
+			{"cancel", func(*Record) Resolution { return Resolution{Status: seam.StatusCancelled, Owner: "alice"} }, 0, 0, nil, seam.StatusCancelled, true},
+			{"sweep", func(*Record) Resolution { return Resolution{Status: seam.StatusExpired, IfDue: true} }, time.Minute, time.Minute, nil, seam.StatusExpired, true},
+			{"answer after the expiry", func(*Record) Resolution { return answered("U1") }, time.Minute, time.Minute, ErrExpired, seam.StatusExpired, true},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				nr := question("alice", "")
+				nr.ExpiresIn = c.expires
+				rec := mustCreate(t, s, nr)
+				if _, err := s.AddPost(ctx, rec.ID, post); err != nil {
+					t.Fatal(err)
+				}
+				rec = mustGet(t, s, rec.ID)
+				b.clock.Advance(c.advance)
+				twice.arm()
+				got, err := s.Resolve(ctx, rec.ID, c.res(rec))
+				if !twice.sent() {
+					t.Fatal("the resolve was not sent twice")
+				}
+				if c.wantErr == nil && err != nil || c.wantErr != nil && !errors.Is(err, c.wantErr) {
+					t.Fatalf("Resolve sent twice = %v; want %v, as sent once", err, c.wantErr)
+				}
+				if got == nil || got.Status != c.want || len(got.Posts) != 1 {
+					t.Fatalf("Resolve sent twice returned %+v; want %s with its post", got, c.want)
+				}
+				if c.want == seam.StatusAnswered && (got.ResolvedBy == nil || got.ResolvedBy.UserID != "U1") {
+					t.Errorf("answered by %+v; want U1", got.ResolvedBy)
+				}
+				// Another call, the same resolution: a second delivery, not this one.
+				if again, err := s.Resolve(ctx, rec.ID, c.res(rec)); !errors.Is(err, ErrAlreadyResolved) || again == nil || again.Status != c.want {
+					t.Errorf("a second call = %+v, %v; want %s and ErrAlreadyResolved", again, err, c.want)
+				}
+			})
+		}
+	})
+}
+
+// sendTwice is a go-redis hook that, once armed, sends the next script run
+// twice and returns the second reply: what go-redis does when the first
+// reply is lost after Redis ran it.
+type sendTwice struct {
+	armed, done atomic.Bool
+}
+
+func (h *sendTwice) arm()       { h.done.Store(false); h.armed.Store(true) }
+func (h *sendTwice) sent() bool { return h.done.Load() }
+
+func (h *sendTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sendTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && h.armed.CompareAndSwap(true, false) {
+			if err := next(ctx, cmd); err != nil {
+				h.armed.Store(true) // NOSCRIPT: Script.Run sends it again as EVAL
+				return err
+			}
+			h.done.Store(true)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *sendTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
