@@ -73,7 +73,8 @@ const (
 	fResult     = "result"
 	fResolved   = "resolved"
 	fBy         = "by"
-	fPosting    = "posting" // unix ms until which one replica holds the right to post it
+	fPosting    = "posting"         // unix ms until which one replica holds the right to post it
+	fCreatedBy  = "created_by_call" // a token of the Create call that stored it
 	postPrefix  = "post:"
 )
 

@@ -187,7 +187,8 @@ return {0}
 // Create stores a pending request in one round trip. With a ToolCallID,
 // the same client creating the same request again gets the existing record
 // and created == false; a different request under that ToolCallID is
-// ErrConflict.
+// ErrConflict. A call whose script go-redis sent again, its first reply
+// lost, still gets created == true.
 func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created bool, err error) {
 	body, hash, earlier, err := nr.encode()
 	if err != nil {
@@ -197,6 +198,12 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 	if id == "" {
 		id = NewID(nr)
 	}
+	// call tells this call's create from another's: go-redis sends the
+	// script again when its reply is lost, and the run that finds the
+	// request created by call is still this call's create.
+	var token [8]byte
+	rand.Read(token[:])
+	call := hex.EncodeToString(token[:])
 	now := s.opt.Now()
 	var expires int64
 	if nr.ExpiresIn > 0 {
@@ -209,7 +216,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 	args := []any{id, hash, now.UnixMilli(), expires, s.opt.AuditMaxLen, nr.Client, nr.Route,
 		fID, id, fKind, string(nr.Kind), fStatus, string(seam.StatusPending), fClient, nr.Client,
 		fToolCallID, nr.ToolCallID, fRoute, nr.Route, fCaller, caller, fBody, body, fHash, hash,
-		fCreated, now.UnixMilli(), fExpires, expires, fPosting, now.Add(PostingLease).UnixMilli()}
+		fCreated, now.UnixMilli(), fExpires, expires, fPosting, now.Add(PostingLease).UnixMilli(), fCreatedBy, call}
 	res, err := createScript.Run(ctx, s.rdb, s.keys.request(id, nr.Kind), args...).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("create %s: %w", id, unavailable(err))
@@ -228,10 +235,10 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		}
 		return rec, true, nil
 	case 1:
-		rec, err := decodeRecord(res[1].([]any))
-		// Without a tool_call_id the id is random to this call: finding it
-		// means go-redis retried our own create after a lost reply.
-		return rec, nr.ToolCallID == "", err
+		flat := res[1].([]any)
+		rec, err := decodeRecord(flat)
+		// Created by this call: go-redis sent it again after a lost reply.
+		return rec, hashOf(flat)[fCreatedBy] == call, err
 	}
 	if len(earlier) > 0 {
 		// The request may have been created by a bridge that hashed it

@@ -1878,3 +1878,29 @@ func (h *sendTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *sendTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// TestCreateSentTwice: a create whose reply is lost is sent again by
+// go-redis. The resend is still this call's create: created, so that the
+// dispatcher posts it now. Taken for another call's (a re-attach), it would
+// wait for its own posting lease to pass, a minute, before any replica
+// posted it. Another call's create of the same request re-attaches.
+func TestCreateSentTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		twice := new(sendTwice)
+		s := b.storeOn(b.client(twice))
+		for _, toolCallID := range []string{"call-twice", ""} {
+			twice.arm()
+			rec, created, err := s.Create(ctx, question("alice", toolCallID))
+			if !twice.sent() {
+				t.Fatal("the create was not sent twice")
+			}
+			if err != nil || !created || rec.Status != seam.StatusPending {
+				t.Fatalf("Create (tool_call_id %q) sent twice = %+v, created %v, %v; want it created", toolCallID, rec, created, err)
+			}
+		}
+		if again, created, err := s.Create(ctx, question("alice", "call-twice")); err != nil || created || again == nil {
+			t.Errorf("another call's create = %+v, created %v, %v; want the request, not created", again, created, err)
+		}
+	})
+}
