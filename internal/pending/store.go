@@ -101,7 +101,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // scripts are every Lua script the Store runs.
 var scripts = []*redis.Script{
 	createScript, resolveScript, addPostScript, discardScript, claimPostingScript,
-	editedScript, claimFinishScript, leaseScript, releaseScript, forgetThreadScript, withdrawScript,
+	editedScript, claimFinishScript, leaseScript, releaseScript, setThreadScript, forgetThreadScript, withdrawScript,
 }
 
 // LoadScripts loads the Store's scripts into Redis, on every master of a
@@ -138,7 +138,15 @@ func unavailable(err error) error {
 // transientReply reports whether an error reply of Redis means "not now":
 // loading, failing over, busy, out of memory, or refusing writes until it
 // can save a snapshot again (MISCONF, stop-writes-on-bgsave-error).
+// Redis before 7.0 wraps the error of a command a script ran in one of
+// its own ("ERR Error running script (call to f_…): @user_script:1:
+// @user_script: 1: -OOM command not allowed …"): the command's is read.
 func transientReply(msg string) bool {
+	if strings.HasPrefix(msg, "ERR Error running script") {
+		if i := strings.LastIndex(msg, ": -"); i >= 0 {
+			msg = msg[i+len(": -"):]
+		}
+	}
 	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM", "NOREPLICAS", "MISCONF", "MOVED", "ASK"} {
 		if strings.HasPrefix(msg, p) {
 			return true

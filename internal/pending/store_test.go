@@ -1623,9 +1623,21 @@ func TestErrorReplyIsNotUnavailable(t *testing.T) {
 			t.Fatalf("Resolve on a key of the wrong type = %v; want an error that is not IsUnavailable", err)
 		}
 	})
-	for _, msg := range []string{"LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.", "CLUSTERDOWN The cluster is down"} {
+	for _, msg := range []string{"LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.", "CLUSTERDOWN The cluster is down",
+		// Redis before 7.0 wraps a script's command's error in its own (redis/redis#10165).
+		"ERR Error running script (call to f_71e6319f97b0fe8bdfa1c5df3ce4489946dda479): @user_script:1: @user_script: 1: -OOM command not allowed when used memory > 'maxmemory'.",
+		"ERR Error running script (call to f_71e6319f97b0fe8bdfa1c5df3ce4489946dda479): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica.",
+	} {
 		if !transientReply(msg) {
 			t.Errorf("%q is not taken as transient", msg)
+		}
+	}
+	for _, msg := range []string{"WRONGTYPE Operation against a key holding the wrong kind of value",
+		"ERR Error running script (call to f_4ad5abfc50bbccb484223905f9a16f09cd043ba8): @user_script:1: ERR DB index is out of range",
+		"ERR Error running script (call to f_4ad5abfc50bbccb484223905f9a16f09cd043ba8): @user_script:1: @user_script: 1: -WRONGTYPE Operation against a key holding the wrong kind of value",
+	} {
+		if transientReply(msg) {
+			t.Errorf("%q is taken as transient", msg)
 		}
 	}
 }

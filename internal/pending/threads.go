@@ -22,11 +22,23 @@ func (s *Store) Thread(ctx context.Context, session string) (string, error) {
 	return ts, nil
 }
 
+// setThreadScript records a session's thread unless one is recorded
+// already. It is SET NX GET, which Redis before 7.0 refuses.
+//
+// KEYS[1] thread. ARGV[1] the thread, ARGV[2] its TTL in ms.
+// Returns the thread recorded before, or nil when ARGV[1] was recorded.
+var setThreadScript = redis.NewScript(`
+local got = redis.call('GET', KEYS[1])
+if got then return got end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+`)
+
 // SetThread records ts as session's thread unless one is recorded already,
 // and returns the thread that holds: ts, or the one another replica
 // recorded first. Threads are kept as long as finished records.
 func (s *Store) SetThread(ctx context.Context, session, ts string) (string, error) {
-	got, err := s.rdb.SetArgs(ctx, s.keys.thread(session), ts, redis.SetArgs{Mode: "NX", Get: true, TTL: s.opt.Retention}).Result()
+	got, err := setThreadScript.Run(ctx, s.rdb, []string{s.keys.thread(session)}, ts, s.opt.Retention.Milliseconds()).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return ts, nil // set: there was none
