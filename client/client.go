@@ -37,6 +37,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 )
 
 // DefaultPollWait is how long one long-poll asks the bridge to hold the
@@ -100,6 +101,12 @@ func New(baseURL string, opts ...ClientOption) (*Client, error) {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.token != strings.TrimSpace(c.token) || strings.ContainsFunc(c.token, unicode.IsControl) {
+		// No bridge accepts such a token (its config refuses it), and
+		// net/http would refuse to send it: every call would fail as if the
+		// bridge were unreachable. The token itself is never shown.
+		return nil, errors.New("API token: starts or ends with white space, or holds a control character (a final newline read from a file?)")
 	}
 	return c, nil
 }

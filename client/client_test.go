@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -472,6 +473,25 @@ func TestNewRejectsBadURL(t *testing.T) {
 		if _, err := client.New(u); err == nil {
 			t.Errorf("New(%q) = nil error", u)
 		}
+	}
+}
+
+// A token no header can carry (a final newline from a file) is refused by
+// New, naming the problem but not the token, instead of every call failing
+// as if the bridge were unreachable.
+func TestNewRejectsBadToken(t *testing.T) {
+	for _, tok := range []string{"tok-secret\n", "tok-secret\r\n", " tok-secret", "tok\x00secret"} {
+		_, err := client.New("http://127.0.0.1:8080", client.WithToken(tok))
+		if err == nil {
+			t.Errorf("New with token %q = nil error", tok)
+			continue
+		}
+		if !strings.Contains(err.Error(), "white space") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("New with token %q = %q; want it to name the white space, not the token", tok, err)
+		}
+	}
+	if _, err := client.New("http://127.0.0.1:8080", client.WithToken("tok-secret")); err != nil {
+		t.Errorf("New with a good token = %v", err)
 	}
 }
 

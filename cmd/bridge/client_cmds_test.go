@@ -229,6 +229,24 @@ func TestAskBridgeDown(t *testing.T) {
 	}
 }
 
+// A BRIDGE_TOKEN read from a file with its final newline is named as the
+// problem, not reported as a bridge that can't be reached.
+func TestBadTokenIsNotUnreachable(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	t.Setenv("BRIDGE_TOKEN", "tok-secret\n")
+	for _, args := range [][]string{
+		{"ask", "--server", url, "--question", "Deploy?"},
+		{"pending", "--server", url},
+		{"mcp", "--server", url},
+	} {
+		r := await(t, args[0], cliAsync(args...))
+		if r.code != exitError || !strings.Contains(r.stderr, "API token: starts or ends with white space") ||
+			strings.Contains(r.stderr, "can't reach") || strings.Contains(r.stderr, "tok-secret") {
+			t.Errorf("%s = %+v, want exit 1 naming the token's white space, not the token", args[0], r)
+		}
+	}
+}
+
 func TestAskExpired(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
