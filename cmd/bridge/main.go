@@ -127,14 +127,27 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+const serveUsage = `usage: bridge serve [--config FILE] [--listen ADDR]
+
+Runs the bridge. With no --config: an embedded in-memory Redis and an open
+API on 127.0.0.1:8080 (docs/config.md).
+
+flags:
+`
+
 func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (YAML); none: embedded defaults")
 	listen := fs.String("listen", "", "listen address, overrides the config's listen")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` when the bridge stops")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, serveUsage, stderr); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		// "bridge serve config.yaml" (as "bridge config check config.yaml"
+		// takes it) would otherwise run the embedded defaults, and ignore
+		// every flag after the file.
+		return usageErr(stderr, "serve", "unexpected argument %q; name the config file with --config (bridge serve --config %s)", fs.Arg(0), fs.Arg(0))
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {

@@ -30,6 +30,26 @@ func TestServeCannotStart(t *testing.T) {
 	}
 }
 
+// TestServeUsage: a config file named without --config is refused, not
+// ignored in favour of the embedded defaults (with every flag after it);
+// -h shows the usage and exits 0, as the other commands' -h does.
+func TestServeUsage(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Without the check the bridge would run with its defaults: on a free
+	// port, so that such a failure only times out.
+	r := await(t, "serve", cliAsync("serve", "--listen", "127.0.0.1:0", cfg))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--config") || strings.Contains(r.stderr, "listening") {
+		t.Errorf("serve FILE: exit %d, stderr %q; want exit %d pointing at --config", r.code, r.stderr, exitUsage)
+	}
+	r = cli("serve", "-h")
+	if r.code != exitOK || !strings.Contains(r.stderr, "usage: bridge serve") {
+		t.Errorf("serve -h: exit %d, stderr %q; want exit 0 and the usage", r.code, r.stderr)
+	}
+}
+
 func TestConfigCheckUsage(t *testing.T) {
 	valid := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(valid, []byte("listen: 127.0.0.1:0\n"), 0o600); err != nil {
