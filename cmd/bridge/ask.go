@@ -137,7 +137,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // askOutcome prints how a question ended and returns the exit status.
 func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
-		fmt.Fprintln(stderr, "bridge: ask:", err)
+		fmt.Fprintln(stderr, "bridge: ask:", withTokenHint(err))
 		return exitError
 	}
 	if rec.Status == client.StatusAnswered && rec.Answer != nil {
@@ -212,6 +212,19 @@ func serverFlag(fs *flag.FlagSet) *string {
 // newClient returns a client of server with the token in $BRIDGE_TOKEN.
 func newClient(server string) (*client.Client, error) {
 	return client.New(server, client.WithToken(os.Getenv("BRIDGE_TOKEN")))
+}
+
+// withTokenHint adds what to do about $BRIDGE_TOKEN to an UNAUTHORIZED
+// error: the bridge's own sentence speaks of the Authorization header,
+// which a user of these commands never writes.
+func withTokenHint(err error) error {
+	if !errors.Is(err, client.ErrUnauthorized) {
+		return err
+	}
+	if os.Getenv("BRIDGE_TOKEN") == "" {
+		return fmt.Errorf("%w; set BRIDGE_TOKEN to one of the bridge's API tokens (api.tokens)", err)
+	}
+	return fmt.Errorf("%w; BRIDGE_TOKEN is not one of the bridge's API tokens (api.tokens)", err)
 }
 
 // parseFlags parses args; when it fails it returns the exit status: 0 for

@@ -247,6 +247,31 @@ func TestBadTokenIsNotUnreachable(t *testing.T) {
 	}
 }
 
+// UNAUTHORIZED tells a user of the commands about BRIDGE_TOKEN, not only
+// about the Authorization header they never write.
+func TestUnauthorizedNamesBridgeToken(t *testing.T) {
+	url := startBridge(t, app.Options{}, func(cfg *config.Config) {
+		cfg.API.Tokens = []config.Token{{Name: "inbox", Token: "tok-inbox", Scopes: []string{config.ScopeAnswer}}}
+	})
+	for _, tc := range []struct{ token, want string }{
+		{"", "set BRIDGE_TOKEN"},
+		{"wrong", "BRIDGE_TOKEN is not one of the bridge's API tokens"},
+	} {
+		t.Setenv("BRIDGE_TOKEN", tc.token)
+		for _, args := range [][]string{
+			{"ask", "--server", url, "--question", "Deploy?"},
+			{"pending", "--server", url},
+			{"answer", "--server", url, "abc", "--dismiss"},
+			{"answer", "--server", url, "abc", "--allow"},
+		} {
+			r := await(t, args[0], cliAsync(args...))
+			if r.code != exitError || !strings.Contains(r.stderr, "UNAUTHORIZED") || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("BRIDGE_TOKEN=%q %s = %+v; want exit 1, UNAUTHORIZED and %q", tc.token, args, r, tc.want)
+			}
+		}
+	}
+}
+
 func TestAskExpired(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
