@@ -712,6 +712,14 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 			t.Errorf("expires_in %s: %d %s, want 400 INVALID_REQUEST", bad, r.Status, r.Raw)
 		}
 	}
+	for _, neg := range []string{`-5`, `"-5"`, `"-5m"`} {
+		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", q(neg)); r.Status != 400 || !strings.Contains(r.Raw, "is negative") {
+			t.Errorf("expires_in %s: %d %s, want 400 saying it is negative", neg, r.Status, r.Raw)
+		}
+	}
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=x&wait=-1", "tok-ask-a", ""); r.Status != 400 || !strings.Contains(r.Raw, `wait: \"-1\" is negative`) {
+		t.Errorf("wait=-1: %d %s, want 400 saying it is negative", r.Status, r.Raw)
+	}
 	for expires, want := range map[string]time.Duration{
 		`"90s"`: 90 * time.Second, `90`: 90 * time.Second, `"90"`: 90 * time.Second,
 		`1.5`: 1500 * time.Millisecond, `"1e2"`: 100 * time.Second, `".5"`: 500 * time.Millisecond,

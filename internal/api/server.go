@@ -279,6 +279,10 @@ func parseDuration(s string) (time.Duration, error) {
 	if s == "" || s == "null" {
 		return 0, nil
 	}
+	if strings.HasPrefix(s, "-") {
+		// Else "-5" and "-5m" were "not a duration", which they are.
+		return 0, fmt.Errorf("%q is negative; write 0 or more: 30s, 10m or a number of seconds", s)
+	}
 	if seconds.MatchString(s) {
 		secs, err := strconv.ParseFloat(s, 64)
 		if err != nil || secs > 1e9 {
