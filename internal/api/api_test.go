@@ -942,3 +942,40 @@ func TestCreatedLocationIsRelative(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherKindsIDIsNamed: a question's id sent to /v1/approvals/ (or the
+// reverse) is still 404 NOT_FOUND, but says which kind it is, to a caller
+// that may see it; to another agent it stays a plain unknown id.
+func TestOtherKindsIDIsNamed(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	q := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ)
+	ap := do(t, "POST", u+"/v1/approvals", "tok-ask-a", `{"tool_name":"kubectl_apply"}`)
+	qid, aid := q.str("id"), ap.str("id")
+	if qid == "" || aid == "" {
+		t.Fatalf("create: %s %s", q.Raw, ap.Raw)
+	}
+	for _, tc := range []struct {
+		method, path, token string
+		body                any
+		want                string
+	}{
+		{"GET", "/v1/approvals/" + qid, "tok-ask-a", nil, qid + " is a question, not an approval: use /v1/questions/" + qid},
+		{"GET", "/v1/approvals/" + qid + "?wait=1s", "tok-ask-a", nil, qid + " is a question, not an approval"},
+		{"DELETE", "/v1/approvals/" + qid, "tok-ask-a", nil, qid + " is a question, not an approval"},
+		{"POST", "/v1/approvals/" + qid + "/decision", "tok-answer", `{"outcome":"rejected"}`, qid + " is a question, not an approval"},
+		{"POST", "/v1/approvals/" + qid + "/dismiss", "tok-answer", nil, qid + " is a question, not an approval"},
+		{"POST", "/v1/questions/" + aid + "/answer", "tok-answer", `{"answers":[]}`, aid + " is an approval, not a question: use /v1/approvals/" + aid},
+		{"GET", "/v1/questions/" + aid, "tok-answer", nil, aid + " is an approval, not a question"},
+		{"GET", "/v1/approvals/" + qid, "tok-ask-b", nil, `"no such request"`},
+		{"DELETE", "/v1/approvals/" + qid, "tok-ask-b", nil, `"no such request"`},
+	} {
+		r := do(t, tc.method, u+tc.path, tc.token, tc.body)
+		if r.Status != 404 || r.code() != "NOT_FOUND" || !strings.Contains(r.Raw, tc.want) {
+			t.Errorf("%s %s (%s): %d %s; want 404 NOT_FOUND with %q", tc.method, tc.path, tc.token, r.Status, r.Raw, tc.want)
+		}
+	}
+	if r := do(t, "GET", u+"/v1/questions/"+qid, "tok-ask-a", nil); r.str("status") != "pending" {
+		t.Errorf("the question after the wrong calls: %s; want it pending", r.Raw)
+	}
+}

@@ -443,10 +443,25 @@ func (s *Server) lookup(r *http.Request, kind seam.Kind, c Client) (*pending.Rec
 	if err != nil {
 		return nil, err
 	}
-	if rec.Kind != kind || (owner(c) != "" && rec.Client != owner(c)) {
+	if owner(c) != "" && rec.Client != owner(c) {
 		return nil, pending.ErrNotFound
 	}
+	if rec.Kind != kind {
+		// Still 404, but one the caller can act on: a question's id sent to
+		// /v1/approvals/ (or the reverse) would otherwise read as a request
+		// that is gone, and on the in-memory bridge as one lost in a restart.
+		return nil, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s is %s, not %s: use /v1/%ss/%s",
+			rec.ID, article(rec.Kind), article(kind), rec.Kind, rec.ID))
+	}
 	return rec, nil
+}
+
+// article is kind with its indefinite article: "a question", "an approval".
+func article(kind seam.Kind) string {
+	if kind == seam.KindApproval {
+		return "an approval"
+	}
+	return "a " + string(kind)
 }
 
 func (s *Server) get(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
@@ -484,6 +499,10 @@ func (s *Server) await(r *http.Request, kind seam.Kind, c Client, d time.Duratio
 			return s.lookup(r, kind, c)
 		}
 		return got, nil // the wait ended: answer with the pending record
+	case errors.Is(err, pending.ErrNotFound):
+		if _, lerr := s.lookup(r, kind, c); lerr != nil {
+			return nil, lerr // the other kind's id is named as such
+		}
 	}
 	return nil, err
 }
@@ -535,6 +554,11 @@ func (s *Server) cancel(kind seam.Kind) func(http.ResponseWriter, *http.Request,
 		rec, err := s.dispatch.Resolve(r.Context(), r.PathValue("id"), pending.Resolution{
 			Status: seam.StatusCancelled, Kind: kind, Owner: c.Name,
 		})
+		if errors.Is(err, pending.ErrNotFound) {
+			if _, lerr := s.lookup(r, kind, c); lerr != nil {
+				return lerr // the other kind's id is named as such
+			}
+		}
 		if err != nil && !errors.Is(err, pending.ErrAlreadyResolved) {
 			return err
 		}
