@@ -3,6 +3,7 @@ package seam
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -139,6 +140,25 @@ func TestNormalize(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", out, tt.want)
 			}
 		})
+	}
+}
+
+// An unknown label is refused with the labels there are: a person who
+// typed "A" for "A (Recommended)" sees what to type. Long lists are cut.
+func TestUnknownLabelListsTheOptions(t *testing.T) {
+	q := parseQuestions(t, `{"questions":[{"id":"single","question":"?","options":[{"label":"A (Recommended)"},{"label":"B"}]}]}`)
+	_, err := q.Normalize(Answer{Answers: []AnswerItem{{ID: "single", Selected: []string{"A"}}}})
+	if want := `"A" is not an option of question "single"; its options: "A (Recommended)", "B"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v; want it to say %s", err, want)
+	}
+	var opts []string
+	for i := range 12 {
+		opts = append(opts, fmt.Sprintf(`{"label":"o%d"}`, i))
+	}
+	q = parseQuestions(t, `{"questions":[{"id":"many","question":"?","options":[`+strings.Join(opts, ",")+`]}]}`)
+	_, err = q.Normalize(Answer{Answers: []AnswerItem{{ID: "many", Selected: []string{"x"}}}})
+	if want := `"o8", "o9" and 2 more`; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error %v; want it to end %s", err, want)
 	}
 }
 

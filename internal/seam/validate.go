@@ -275,6 +275,24 @@ func (r Questions) has(id string) bool {
 	return false
 }
 
+// optionList lists q's labels for an error, quoted: the first ten, and
+// how many more.
+func (q Question) optionList() string {
+	const shown = 10
+	var b strings.Builder
+	for i, o := range q.Options {
+		if i == shown {
+			fmt.Fprintf(&b, " and %d more", len(q.Options)-shown)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", o.Label)
+	}
+	return b.String()
+}
+
 func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
 	custom := strings.TrimSpace(it.Custom)
 	if tooLong(custom, MaxCustomLen) {
@@ -284,7 +302,7 @@ func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
 	seen := make(map[string]bool, len(it.Selected))
 	for _, l := range it.Selected {
 		if !q.HasOption(l) {
-			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q", l, q.ID)
+			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q; its options: %s", l, q.ID, q.optionList())
 		}
 		if !seen[l] {
 			seen[l] = true
