@@ -86,7 +86,7 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rec, err = c.Dismiss(ctx, id)
 	} else {
 		if rec, err = c.Get(ctx, id, 0); err != nil {
-			fmt.Fprintln(stderr, "bridge: answer:", withTokenHint(err))
+			fmt.Fprintln(stderr, "bridge: answer:", hint(err))
 			return exitError
 		}
 		switch rec.Kind {
@@ -113,7 +113,7 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "bridge: answer:", withTokenHint(err))
+		fmt.Fprintln(stderr, "bridge: answer:", hint(err))
 		return exitError
 	}
 	if err := writeJSON(stdout, rec, true); err != nil {

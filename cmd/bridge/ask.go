@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 
@@ -137,7 +138,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // askOutcome prints how a question ended and returns the exit status.
 func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
-		fmt.Fprintln(stderr, "bridge: ask:", withTokenHint(err))
+		fmt.Fprintln(stderr, "bridge: ask:", hint(err))
 		return exitError
 	}
 	if rec.Status == client.StatusAnswered && rec.Answer != nil {
@@ -214,17 +215,21 @@ func newClient(server string) (*client.Client, error) {
 	return client.New(server, client.WithToken(os.Getenv("BRIDGE_TOKEN")))
 }
 
-// withTokenHint adds what to do about $BRIDGE_TOKEN to an UNAUTHORIZED
-// error: the bridge's own sentence speaks of the Authorization header,
-// which a user of these commands never writes.
-func withTokenHint(err error) error {
-	if !errors.Is(err, client.ErrUnauthorized) {
-		return err
+// hint adds what to do to the errors a person at a terminal can fix: a
+// token the bridge refuses, or no bridge where --server points (a create
+// says so itself: ErrUnreachable).
+func hint(err error) error {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, client.ErrUnauthorized):
+		if os.Getenv("BRIDGE_TOKEN") == "" {
+			return fmt.Errorf("%w; set BRIDGE_TOKEN to one of the bridge's API tokens (api.tokens)", err)
+		}
+		return fmt.Errorf("%w; BRIDGE_TOKEN is not one of the bridge's API tokens (api.tokens)", err)
+	case !errors.Is(err, client.ErrUnreachable) && errors.As(err, &op) && op.Op == "dial":
+		return fmt.Errorf("can't reach the bridge: %w; is it running there? --server or BRIDGE_SERVER says where it is", err)
 	}
-	if os.Getenv("BRIDGE_TOKEN") == "" {
-		return fmt.Errorf("%w; set BRIDGE_TOKEN to one of the bridge's API tokens (api.tokens)", err)
-	}
-	return fmt.Errorf("%w; BRIDGE_TOKEN is not one of the bridge's API tokens (api.tokens)", err)
+	return err
 }
 
 // parseFlags parses args; when it fails it returns the exit status: 0 for

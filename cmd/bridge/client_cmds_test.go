@@ -229,6 +229,20 @@ func TestAskBridgeDown(t *testing.T) {
 	}
 }
 
+// The commands a person runs by hand say the bridge can't be reached
+// and where to point them, not only net's dial error.
+func TestCommandsBridgeDown(t *testing.T) {
+	for _, args := range [][]string{
+		{"pending", "--server", "http://127.0.0.1:1"},
+		{"answer", "--server", "http://127.0.0.1:1", "0123456789abcdef", "--select", "Yes"},
+	} {
+		r := await(t, args[0], cliAsync(args...))
+		if r.code != exitError || !strings.Contains(r.stderr, "can't reach the bridge") || !strings.Contains(r.stderr, "BRIDGE_SERVER") {
+			t.Errorf("%s = %+v, want exit 1 saying the bridge can't be reached and how to point at it", args[0], r)
+		}
+	}
+}
+
 // A BRIDGE_TOKEN read from a file with its final newline is named as the
 // problem, not reported as a bridge that can't be reached.
 func TestBadTokenIsNotUnreachable(t *testing.T) {

@@ -46,7 +46,7 @@ func pendingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	list, err := c.Pending(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "bridge: pending:", withTokenHint(err))
+		fmt.Fprintln(stderr, "bridge: pending:", hint(err))
 		return exitError
 	}
 	if *asJSON {
