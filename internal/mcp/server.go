@@ -284,6 +284,10 @@ func errorResult(err error) *mcp.CallToolResult {
 		ue *url.Error
 	)
 	switch {
+	case errors.As(err, &e) && e.Code == client.CodeUnauthorized:
+		// The bridge speaks of an Authorization header; whoever reads this
+		// set an environment variable.
+		return toolError(e.Code, e.Message+"; the bridge refused the BRIDGE_TOKEN that bridge mcp runs with (missing, or not one of its api.tokens)")
 	case errors.As(err, &e) && e.Code != "":
 		return toolError(e.Code, e.Message)
 	case errors.As(err, &e):

@@ -371,7 +371,7 @@ func TestErrors(t *testing.T) {
 		{"duplicate ids", url, Options{}, questions(yesNo("web"), yesNo("web")), "INVALID_REQUEST: "},
 		{"arguments of the wrong type", url, Options{}, map[string]any{"questions": "deploy?"}, "INVALID_REQUEST: arguments: questions must be an array, not a JSON string"},
 		{"an option of the wrong type", url, Options{}, map[string]any{"questions": []any{map[string]any{"id": "a", "question": "Go?", "options": []any{"yes"}}}}, "INVALID_REQUEST: arguments: options must be an object, not a JSON string"},
-		{"no token", locked, Options{}, questions(yesNo("web")), "UNAUTHORIZED: "},
+		{"no token", locked, Options{}, questions(yesNo("web")), "UNAUTHORIZED: send Authorization: Bearer <token>; the bridge refused the BRIDGE_TOKEN that bridge mcp runs with"},
 		{"bridge down", down, Options{}, questions(yesNo("web")), "ASKBRIDGE_UNREACHABLE: create question: can't reach the bridge at " + down},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
