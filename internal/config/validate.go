@@ -117,8 +117,11 @@ func (c *Config) Validate() error {
 	}
 	if d := c.Discord; d != nil {
 		v.secret("discord.bot_token", d.BotToken, true)
-		if d.ApplicationID == "" {
+		switch {
+		case d.ApplicationID == "":
 			v.add("discord.application_id", "required")
+		case !isSnowflake(d.ApplicationID):
+			v.add("discord.application_id", "must be the application's id, a number (Developer Portal, General Information, Application ID)")
 		}
 		switch {
 		case d.PublicKey == "" && !d.Gateway:
@@ -422,20 +425,23 @@ func (v *validator) routes(c *Config) {
 					noSection["slack"] = true
 					v.add(tp+".slack", "there is no top-level slack: section (bot_token, and signing_secret or app_token)")
 				}
-				v.ids(tp+".slack.responders.users", t.Slack.Responders.Users)
-				v.ids(tp+".slack.responders.groups", t.Slack.Responders.Groups)
+				v.ids(tp+".slack.responders.users", t.Slack.Responders.Users, slackID("UW"), "a Slack user id (U… or W…: a profile's More menu, Copy member ID), not a name")
+				v.ids(tp+".slack.responders.groups", t.Slack.Responders.Groups, slackID("S"), "a Slack user group id (S…), not its handle")
 			case t.Discord != nil:
 				surface, channel = "discord", t.Discord.Channel
 				if c.Discord == nil && !noSection["discord"] {
 					noSection["discord"] = true
 					v.add(tp+".discord", "there is no top-level discord: section (bot_token, application_id, public_key)")
 				}
-				v.ids(tp+".discord.responders.users", t.Discord.Responders.Users)
-				v.ids(tp+".discord.responders.roles", t.Discord.Responders.Roles)
+				v.ids(tp+".discord.responders.users", t.Discord.Responders.Users, isSnowflake, "a Discord user id, a number (Developer Mode, Copy User ID), not a name")
+				v.ids(tp+".discord.responders.roles", t.Discord.Responders.Roles, isSnowflake, "a Discord role id, a number (Developer Mode, Copy Role ID), not a name")
 			}
 			if channel == "" {
 				v.add(tp+"."+surface+".channel", "required: the channel id to post in")
 				continue
+			}
+			if surface == "discord" && !isSnowflake(channel) {
+				v.add(tp+".discord.channel", "must be the channel's id, a number (Developer Mode, Copy Channel ID), not its name")
 			}
 			key := surface + " " + channel
 			if k, dup := channels[key]; dup {
@@ -447,11 +453,46 @@ func (v *validator) routes(c *Config) {
 	}
 }
 
-func (v *validator) ids(path string, ids []string) {
+// ids checks a list of responders' ids: one that is not an id (a name,
+// a handle) would match nobody, and nobody could answer.
+func (v *validator) ids(path string, ids []string, valid func(string) bool, what string) {
 	for i, id := range ids {
-		if strings.TrimSpace(id) == "" {
+		switch {
+		case strings.TrimSpace(id) == "":
 			v.add(fmt.Sprintf("%s[%d]", path, i), "empty")
+		case !valid(id):
+			v.add(fmt.Sprintf("%s[%d]", path, i), "%q is not %s", id, what)
 		}
+	}
+}
+
+// isSnowflake reports whether s is a Discord id: a number of up to 20
+// digits.
+func isSnowflake(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// slackID returns a check of a Slack id whose first letter is one of
+// first and whose rest is upper-case letters and digits.
+func slackID(first string) func(string) bool {
+	return func(s string) bool {
+		if len(s) < 2 || !strings.ContainsRune(first, rune(s[0])) {
+			return false
+		}
+		for _, r := range s[1:] {
+			if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+				return false
+			}
+		}
+		return true
 	}
 }
 
