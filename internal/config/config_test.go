@@ -834,3 +834,12 @@ func TestDocs(t *testing.T) {
 		}
 	})
 }
+
+// A tab where YAML takes only spaces is named: go-yaml says only that a
+// character "cannot start any token".
+func TestTabIndentIsNamed(t *testing.T) {
+	_, err := Parse([]byte("routes:\n  - name: a\n    targets:\n\t  - slack: {channel: C1}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4 is indented with a tab; YAML indents with spaces only") {
+		t.Errorf("Parse = %v; want it to name the tab on line 4", err)
+	}
+}

@@ -82,7 +82,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 		c.setDefaults()
 		return c, nil
 	case err != nil:
-		return nil, err
+		return nil, tabHint(err, data)
 	}
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
@@ -501,4 +501,18 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		fields[name] = f.Type
 	}
 	return fields
+}
+
+// tabHint adds to go-yaml's error for a tab where YAML takes only spaces
+// ("found character that cannot start any token") what the character is.
+func tabHint(err error, data []byte) error {
+	if !strings.Contains(err.Error(), "found character that cannot start any token") {
+		return err
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; strings.Contains(indent, "\t") {
+			return fmt.Errorf("%w: line %d is indented with a tab; YAML indents with spaces only", err, i+1)
+		}
+	}
+	return err
 }
