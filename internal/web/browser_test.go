@@ -405,6 +405,44 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("resolved by %+v, want %+v", got.ResolvedBy, ada)
 		}
 	})
+	t.Run("nothing is wider than a phone", func(t *testing.T) {
+		// Words longer than the screen is wide, where the seam allows
+		// them: a header (100 characters), a typed field's label, option
+		// labels, a tool's and a caller's name, a URL; the page must not
+		// scroll sideways, before or after the answer.
+		word := strings.Repeat("W", 100)
+		url := "https://grafana.example.com/" + strings.Repeat("d/prod-eu-west", 12)
+		rec := create(t, base, "/v1/questions", map[string]any{"caller": map[string]any{"name": word, "session": word}, "questions": []seam.Question{
+			{ID: "plan", Header: word, Question: word + "?", Detail: "See " + url + " and `" + word + "`.",
+				Options: []seam.Option{{Label: word, Description: url}, {Label: "Revise"}}, Intent: &seam.Intent{Kind: "plan-review", Approve: word}},
+			{ID: "n", Header: word, Question: "How many?", Input: &seam.Input{Type: "integer"}},
+			{ID: "go", Header: word, Question: "Dry run?", Input: &seam.Input{Type: "boolean"}},
+		}})
+		appr := create(t, base, "/v1/approvals", map[string]any{"tool_name": "mcp__" + word, "display_reason": url, "caller": map[string]any{"name": word}})
+		wide := func(t *testing.T, where string) {
+			t.Helper()
+			got := eval(t, `(() => {
+				const w = document.documentElement.scrollWidth;
+				if (w <= innerWidth) return "";
+				const out = [...document.querySelectorAll("body *")].filter((el) => el.scrollWidth > el.clientWidth + 1 &&
+					getComputedStyle(el).overflowX === "visible").map((el) => el.tagName.toLowerCase() + "." + el.className);
+				return w + " px wide in " + innerWidth + ", overflowing: " + out.join(" ");
+			})()`)
+			if got != "" {
+				t.Errorf("%s: the page scrolls sideways: %s", where, got)
+			}
+		}
+		do(t, "a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(card(appr)+" form.decide"))
+		wide(t, "the inbox")
+		link := a.Web().Links().Path(get(t, a.Store(), rec))
+		do(t, "its page", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"))
+		wide(t, "the request's page")
+		do(t, "answer", chromedp.Click(card(rec)+` input[value="`+word+`"]`), chromedp.Click(card(rec)+" button[type=submit]"),
+			chromedp.WaitVisible(card(rec)+" .outcome dl"))
+		shot(t, "long-words-answered-390x844.png", false)
+		wide(t, "its outcome")
+		do(t, "back", chromedp.EmulateViewport(375, 812))
+	})
 	t.Logf("screenshots in %s", shots)
 }
 
