@@ -21,6 +21,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/askbridge/askbridge/internal/app"
@@ -405,6 +407,81 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("resolved by %+v, want %+v", got.ResolvedBy, ada)
 		}
 	})
+	t.Run("a Send tapped before the script arrives keeps the page", func(t *testing.T) {
+		// On a slow network the form shows before app.js has run. A tap on
+		// Send then must not submit the form natively: a GET to the page's
+		// own URL would replace the signed link's e and s with the form's
+		// fields (a sign-in page instead of the question, the choice lost).
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Restart the workers?", Options: []seam.Option{{Label: "Restart"}, {Label: "Leave"}}}))
+		link := base + a.Web().Links().Path(get(t, a.Store(), rec))
+		c := card(rec)
+		tab, cancelTab := chromedp.NewContext(bctx)
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		// The page's script is held back until released; every page the
+		// tab asks for is recorded.
+		paused := make(chan *fetch.EventRequestPaused, 8)
+		if err := chromedp.Listen(ctx, func(ev any) {
+			if e, ok := ev.(*fetch.EventRequestPaused); ok {
+				paused <- e
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		docs := make(chan string, 8)
+		go func() {
+			for held := false; ; {
+				var e *fetch.EventRequestPaused
+				select {
+				case <-ctx.Done():
+					return
+				case e = <-paused:
+				}
+				if e.ResourceType == network.ResourceTypeDocument {
+					docs <- e.Request.URL
+				} else if !held {
+					held = true
+					select {
+					case <-ctx.Done():
+						return
+					case <-release:
+					}
+				}
+				chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+					return err
+				}))
+			}
+		}()
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+				{URLPattern: "*/assets/app.js"}, {URLPattern: "*", ResourceType: network.ResourceTypeDocument}}})
+			if err != nil {
+				return err
+			}
+			// Not chromedp.Navigate: it waits for a load the held script holds up.
+			_, err = cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: link})
+			return err
+		}), chromedp.WaitVisible(c+" form.answer"),
+			chromedp.Click(c+` input[value="Restart"]`), chromedp.Click(c+" button[type=submit]")); err != nil {
+			t.Fatalf("tap Send before the script: %v", err)
+		}
+		close(release)
+		if err := chromedp.Do(ctx, chromedp.WaitReady(`html[data-ready="1"]`), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome")); err != nil {
+			t.Fatalf("send once the script ran: %v", err)
+		}
+		for len(docs) > 0 {
+			// The page itself, and again should it reload once answered.
+			if u := <-docs; u != link {
+				t.Errorf("the early tap went to %s", u)
+			}
+		}
+		if got := get(t, a.Store(), rec); got.Answer == nil || fmtAnswer(got.Answer) != "[{q [Restart] }]" || got.ResolvedBy.UserID != "link" {
+			t.Errorf("answer %+v by %+v, want Restart through the link", got.Answer, got.ResolvedBy)
+		}
+	})
 	t.Run("nothing is wider than a phone", func(t *testing.T) {
 		// Words longer than the screen is wide, where the seam allows
 		// them: a header (100 characters), a typed field's label, option
@@ -581,6 +658,15 @@ func call(t *testing.T, base, method, path, token string, body any) map[string]a
 	return out
 }
 
+// fmtAnswer is an answer as "[{id [selected] custom} ...]".
+func fmtAnswer(a *seam.Answer) string {
+	var parts []string
+	for _, it := range a.Answers {
+		parts = append(parts, "{"+it.ID+" ["+strings.Join(it.Selected, " ")+"] "+it.Custom+"}")
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
 func get(t *testing.T, s *pending.Store, rec map[string]any) *pending.Record {
 	t.Helper()
 	r, err := s.Get(context.Background(), rec["id"].(string))
@@ -596,11 +682,7 @@ func wantAnswer(t *testing.T, s *pending.Store, rec map[string]any, want string)
 	if r.Status != seam.StatusAnswered || r.Answer == nil {
 		t.Fatalf("status %s", r.Status)
 	}
-	var parts []string
-	for _, it := range r.Answer.Answers {
-		parts = append(parts, "{"+it.ID+" ["+strings.Join(it.Selected, " ")+"] "+it.Custom+"}")
-	}
-	if got := "[" + strings.Join(parts, " ") + "]"; got != want {
+	if got := fmtAnswer(r.Answer); got != want {
 		t.Errorf("answer %s, want %s", got, want)
 	}
 	if r.ResolvedBy == nil || *r.ResolvedBy != (pending.Responder{Surface: "web", UserID: "ada", Name: "ada"}) {
