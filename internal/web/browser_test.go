@@ -325,7 +325,7 @@ func TestBrowser(t *testing.T) {
 		c := card(rec)
 		do(t, "arrives", chromedp.WaitVisible(c+" button[data-dismiss]"))
 		// Two taps in one instant, as a double tap sends them: the second
-		// would dismiss if it counted (act disables the buttons at once).
+		// would dismiss if it counted (act marks the form busy at once).
 		if got := eval(t, `(() => { const b = document.querySelector("`+c+` button[data-dismiss]"); b.click(); b.click(); return b.disabled + " " + b.textContent })()`); got != "false Tap again to dismiss" {
 			t.Fatalf("after a double tap the button is %q, want it armed and not dismissing", got)
 		}
@@ -335,6 +335,92 @@ func TestBrowser(t *testing.T) {
 		if got := call(t, base, http.MethodGet, "/v1/questions/"+rec["id"].(string), "ada-token", nil); got["status"] != "dismissed" {
 			t.Errorf("status %v, want dismissed", got["status"])
 		}
+	})
+	t.Run("with a keyboard, focus stays where the person is", func(t *testing.T) {
+		// The answer goes out while the network is down, then again: the
+		// choice and the text stay, and focus stays on Send, so that Enter
+		// tries again. Once sent, focus is on the outcome, and when the
+		// card leaves the inbox, on the card below it: never lost to the
+		// top of the page.
+		older := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Renew the certificate?", Options: []seam.Option{{Label: "Renew"}, {Label: "Later"}}}))
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Which secrets to rotate?", MultiSelect: true, Options: []seam.Option{{Label: "Rotate"}, {Label: "Keep"}}}))
+		c := card(rec)
+		tab, cancelTab := chromedp.NewContext(bctx)
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		// The first answer sent fails as an unreachable network does; the
+		// answers sent are counted.
+		sent := make(chan int, 8)
+		paused := make(chan fetch.RequestID, 4)
+		if err := chromedp.Listen(ctx, func(ev any) {
+			if e, ok := ev.(*fetch.EventRequestPaused); ok {
+				paused <- e.RequestID
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for n := 0; ; n++ {
+				var id fetch.RequestID
+				select {
+				case <-ctx.Done():
+					return
+				case id = <-paused:
+				}
+				sent <- n + 1
+				chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					if n == 0 {
+						_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: network.ErrorReasonInternetDisconnected})
+						return err
+					}
+					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+					return err
+				}))
+			}
+		}()
+		focused := func(t *testing.T) string {
+			t.Helper()
+			v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const e = document.activeElement, c = e.closest(".card");
+				return e.tagName.toLowerCase() + (e.type ? "[" + e.type + "]" : "") + (c ? " in " + c.id : "") })()`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/web/requests/*/answer"}}})
+			return err
+		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c+" form.answer"),
+			chromedp.Click(c+` input[value="Rotate"]`), chromedp.SendKeys(c+" textarea.custom", "after the backup"),
+			chromedp.Focus(c+" button[type=submit]"), chromedp.KeyEvent("\r"), chromedp.WaitVisible(c+" .form-err")); err != nil {
+			t.Fatalf("send while offline: %v", err)
+		}
+		if got, want := focused(t), "button[submit] in "+c[1:]; got != want {
+			t.Errorf("after a failed send, focus is on %s, want %s", got, want)
+		}
+		kept, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("`+c+` input[value=Rotate]").checked + " " + document.querySelector("`+c+` textarea.custom").value`))
+		if err != nil || kept != "true after the backup" {
+			t.Errorf("after a failed send the form holds %q (%v)", kept, err)
+		}
+		// Again, with a double press, as an impatient thumb sends it.
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("\r\r"), chromedp.WaitVisible(c+" .outcome")); err != nil {
+			t.Fatalf("send again: %v", err)
+		}
+		wantAnswer(t, a.Store(), rec, `[{q [Rotate] after the backup}]`)
+		if n := len(sent); n != 2 {
+			t.Errorf("%d answers went out, want 2: the failed one, then one for the double press", n)
+		}
+		if got := focused(t); !strings.HasSuffix(got, " in "+c[1:]) {
+			t.Errorf("once sent, focus is on %s, want the card's outcome", got)
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitNotPresent(c)); err != nil {
+			t.Fatal(err)
+		}
+		if got := focused(t); !strings.Contains(got, " in req-") {
+			t.Errorf("once the card left, focus is on %s, want the next card", got)
+		}
+		call(t, base, http.MethodDelete, "/v1/questions/"+older["id"].(string), "agent-token", nil)
 	})
 	t.Run("a stream the bridge refused is opened again", func(t *testing.T) {
 		// The bridge answers the inbox's first stream with 503, as it does

@@ -91,18 +91,37 @@
     return { res, data };
   }
 
+  // holdsFocus reports whether focus is in card.
+  function holdsFocus(card) {
+    return card.contains(document.activeElement);
+  }
+
+  // leave takes card off the inbox. Focus in it goes to the card below
+  // (or above), or to the list's empty line: not back to the page's top.
+  function leave(card) {
+    card.classList.add("leaving");
+    setTimeout(() => {
+      const focus = holdsFocus(card);
+      const next = [card.nextElementSibling, card.previousElementSibling].find((c) => c && c.matches(".card:not(.leaving)"));
+      card.remove();
+      if (!focus) return;
+      const to = next || document.querySelector("#cards .empty");
+      if (to) { to.tabIndex = -1; to.focus(); }
+    }, 450);
+  }
+
   function showOutcome(card, html) {
+    const focus = holdsFocus(card);
     const tpl = document.createElement("template");
     tpl.innerHTML = html; // server-rendered by html/template: escaped
     card.replaceChildren(tpl.content);
     localTimes(card);
     card.classList.add("done");
-    if (page === "inbox") {
-      setTimeout(() => {
-        card.classList.add("leaving");
-        setTimeout(() => card.remove(), 450);
-      }, 2500);
-    }
+    // The button pressed is gone: focus goes to how it ended, which a
+    // screen reader then reads.
+    const out = card.querySelector(".outcome");
+    if (focus && out) { out.tabIndex = -1; out.focus(); }
+    if (page === "inbox") setTimeout(() => leave(card), 2500);
   }
 
   async function showEnded(card) {
@@ -110,15 +129,20 @@
       const res = await fetch(root + "/web/requests/" + encodeURIComponent(card.dataset.id) + "/outcome", { credentials: "same-origin" });
       if (res.status === 200) { showOutcome(card, await res.text()); return; }
     } catch (e) { /* gone from the page all the same */ }
-    card.classList.add("leaving");
-    setTimeout(() => card.remove(), 450);
+    leave(card);
   }
 
+  // busy marks a form whose answer is on its way: its buttons do nothing
+  // (a second tap sends nothing) but are not disabled, since a disabled
+  // button loses focus to the page's top.
   function busy(form, on) {
-    for (const b of form.querySelectorAll("button")) b.disabled = on;
+    form.toggleAttribute("data-busy", on);
+    form.setAttribute("aria-busy", String(on));
+    for (const b of form.querySelectorAll("button")) b.setAttribute("aria-disabled", String(on));
   }
 
   async function act(card, form, action, body) {
+    if (form.hasAttribute("data-busy")) return;
     const formErr = form.querySelector(".form-err");
     formErr.textContent = "";
     busy(form, true);
@@ -154,6 +178,7 @@
     const form = ev.target.closest("form.answer");
     if (!form) return;
     ev.preventDefault();
+    if (form.hasAttribute("data-busy")) return;
     const card = form.closest(".card");
     const body = collect(form);
     if (!body) {
@@ -171,6 +196,10 @@
     const card = btn.closest(".card");
     const form = btn.closest("form.answer, form.decide");
     if (!card || !form) return;
+    if (form.hasAttribute("data-busy")) {
+      ev.preventDefault();
+      return;
+    }
     if (btn.hasAttribute("data-dismiss")) {
       ev.preventDefault();
       armDismiss(btn, card, form);
@@ -219,8 +248,7 @@
         showEnded(c);
         continue;
       }
-      c.classList.add("leaving");
-      setTimeout(() => c.remove(), 450);
+      leave(c);
     }
     // Insert new cards in order; cards already shown keep what was typed.
     let prev = null;
