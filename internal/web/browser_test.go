@@ -422,6 +422,55 @@ func TestBrowser(t *testing.T) {
 		}
 		call(t, base, http.MethodDelete, "/v1/questions/"+older["id"].(string), "agent-token", nil)
 	})
+	t.Run("on a slow network, a decision's card stays to say it was taken", func(t *testing.T) {
+		// The decision is taken, but its reply is slow to come back; the
+		// live list, meanwhile, no longer has the request. The card must
+		// wait for its reply and say "Allowed once", not vanish unconfirmed.
+		rec := create(t, base, "/v1/approvals", map[string]any{"tool_name": "drain_node", "arguments": map[string]any{"node": "eu-7"}})
+		c := card(rec)
+		tab, cancelTab := chromedp.NewContext(bctx)
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		replies := make(chan fetch.RequestID, 1)
+		if err := chromedp.Listen(ctx, func(ev any) {
+			if e, ok := ev.(*fetch.EventRequestPaused); ok {
+				replies <- e.RequestID
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+				{URLPattern: "*/web/requests/*/decision", RequestStage: fetch.RequestStageResponse}}})
+			return err
+		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c+" form.decide"),
+			chromedp.Click(c+` button[data-outcome="allowed-once"]`)); err != nil {
+			t.Fatalf("allow: %v", err)
+		}
+		var reply fetch.RequestID
+		select {
+		case reply = <-replies:
+		case <-ctx.Done():
+			t.Fatal("the decision never went out")
+		}
+		// A new request makes the list change; once it shows, the page has
+		// read the list without the one decided.
+		next := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Cordon eu-8 too?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(card(next))); err != nil {
+			t.Fatalf("the list never changed: %v", err)
+		}
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(document.querySelector("`+c+`:not(.leaving)") !== null)`)); err != nil || v != "true" {
+			t.Errorf("the card went before its reply came (%v)", err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: reply})
+			return err
+		}), chromedp.WaitVisible(c+" .outcome")); err != nil {
+			t.Errorf("the decided card never said how it ended: %v", err)
+		}
+		call(t, base, http.MethodDelete, "/v1/questions/"+next["id"].(string), "agent-token", nil)
+	})
 	t.Run("a stream the bridge refused is opened again", func(t *testing.T) {
 		// The bridge answers the inbox's first stream with 503, as it does
 		// while Redis is away: EventSource gives up for good on an error

@@ -146,6 +146,7 @@
     const formErr = form.querySelector(".form-err");
     formErr.textContent = "";
     busy(form, true);
+    card.dataset.touched = "1"; // should the send fail, the next list says how it ended
     try {
       const { res, data } = await send(card, action, body);
       if (data.html) return showOutcome(card, data.html);
@@ -241,6 +242,9 @@
     const ids = new Set(fresh.map((c) => c.dataset.id));
     for (const c of list.querySelectorAll(".card")) {
       if (ids.has(c.dataset.id) || c.classList.contains("done") || c.classList.contains("leaving")) continue;
+      // Being sent from here: its reply says how it ended (on a slow
+      // network, after the list has it gone).
+      if (c.querySelector("form[data-busy]")) continue;
       if (c.dataset.touched) {
         // Ended elsewhere while the person was filling it in: say how,
         // rather than take it away without a word.
