@@ -617,7 +617,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("answer %+v by %+v, want Restart through the link", got.Answer, got.ResolvedBy)
 		}
 	})
-	t.Run("nothing is wider than a phone", func(t *testing.T) {
+	t.Run("on a phone, nothing is too wide or too small to tap", func(t *testing.T) {
 		// Words longer than the screen is wide, where the seam allows
 		// them: a header (100 characters), a typed field's label, option
 		// labels, a tool's and a caller's name, a URL; the page must not
@@ -630,7 +630,8 @@ func TestBrowser(t *testing.T) {
 			{ID: "n", Header: word, Question: "How many?", Input: &seam.Input{Type: "integer"}},
 			{ID: "go", Header: word, Question: "Dry run?", Input: &seam.Input{Type: "boolean"}},
 		}})
-		appr := create(t, base, "/v1/approvals", map[string]any{"tool_name": "mcp__" + word, "display_reason": url, "caller": map[string]any{"name": word}})
+		appr := create(t, base, "/v1/approvals", map[string]any{"tool_name": "mcp__" + word, "display_reason": url, "caller": map[string]any{"name": word},
+			"arguments": map[string]any{"url": url}})
 		wide := func(t *testing.T, where string) {
 			t.Helper()
 			got := eval(t, `(() => {
@@ -646,6 +647,13 @@ func TestBrowser(t *testing.T) {
 		}
 		do(t, "a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(card(appr)+" form.decide"))
 		wide(t, "the inbox")
+		// And what a thumb taps is at least 44 px tall (Apple's and
+		// Android's guidance), the arguments' toggle and Sign out included.
+		small := eval(t, `[...document.querySelectorAll("button, summary, .opt, input:not([type=radio]):not([type=checkbox]):not([type=hidden]), textarea")]
+			.filter((e) => e.getBoundingClientRect().height < 44).map((e) => e.tagName.toLowerCase() + " " + JSON.stringify(e.textContent.trim()) + " " + e.getBoundingClientRect().height).join(", ")`)
+		if small != "" {
+			t.Errorf("tap targets under 44 px: %s", small)
+		}
 		link := a.Web().Links().Path(get(t, a.Store(), rec))
 		do(t, "its page", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"))
 		wide(t, "the request's page")
