@@ -151,7 +151,7 @@ func sheetModal(rec *pending.Record) *response {
 			continue
 		}
 		used++
-		comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(fmt.Sprintf("%d. Something else (optional)", i+1), maxFieldLabel),
+		comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(fmt.Sprintf("%d. %s", i+1, surface.OtherLabel(q)), maxFieldLabel),
 			Component: modalText{Type: componentText, CustomID: otherField(i), Style: 2, Required: false, MaxLength: maxTextValue}})
 	}
 	title := "Answer"

@@ -137,7 +137,7 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 		}
 		blocks = append(blocks,
 			input(choiceBlock(i), questionLabel(q), choice(q, nil), true),
-			input(otherBlock(i), otherFieldLabel(q), textInput(true, "Optional", "", maxInputLength), true))
+			input(otherBlock(i), surface.OtherLabel(q), textInput(true, "Optional", "", maxInputLength), true))
 	}
 	title := "Answer"
 	if len(qs) > 1 {
@@ -171,13 +171,6 @@ func choice(q seam.Question, ticked []int) slackapi.BlockElement {
 		return slackapi.NewRadioButtonsBlockElement(inputAction, opts...)
 	}
 	return slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), inputAction, opts...)
-}
-
-func otherFieldLabel(q seam.Question) string {
-	if q.IsPlanReview() {
-		return "Feedback (optional)"
-	}
-	return "Something else (optional)"
 }
 
 // otherModal takes free text for question i: an answer of its own, or

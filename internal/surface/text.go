@@ -183,6 +183,20 @@ func InputHint(typ string) string {
 	return "Your answer"
 }
 
+// OtherLabel labels the free-text field beside q's options in a form. On
+// a single choice the text replaces the option chosen (the contract), so
+// the label says "instead": "Feedback (optional)" beside Approve read as a
+// note to the approval, and the plan came back not approved.
+func OtherLabel(q seam.Question) string {
+	switch {
+	case q.MultiSelect:
+		return "Something else (optional)"
+	case q.IsPlanReview():
+		return "Or ask for changes instead (optional)"
+	}
+	return "Or something else instead (optional)"
+}
+
 // TextRequired reports whether the text field of question i of qs must be
 // filled in a form: as its input says, and with no input to say, when the
 // question has no options and is the request's only one, which left empty

@@ -201,6 +201,34 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), multi, `[{regions [eu-west ap-south] and staging first}]`)
 	})
+	t.Run("on a single choice, something else replaces the option, visibly", func(t *testing.T) {
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "plan", Question: "Approve the plan?", Detail: "1. Drain\n2. Roll out",
+			Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}}, Intent: &seam.Intent{Kind: "plan-review", Approve: "Approve"}}))
+		c := card(rec)
+		approve := c + ` input[value="Approve"]`
+		checked := func() string { return eval(t, `String(document.querySelector('`+approve+`').checked)`) }
+		do(t, "see it", chromedp.WaitVisible(c+" form.answer"))
+		if got := eval(t, `document.querySelector("`+c+` label.field span").textContent`); got != "Or ask for changes instead (optional)" {
+			t.Errorf("the text field is labelled %q", got)
+		}
+		do(t, "approve, then write", chromedp.Click(approve), chromedp.SendKeys(c+" textarea.custom", "drain us-east too"))
+		if checked() != "false" {
+			t.Error("writing changes left Approve chosen; they replace it")
+		}
+		do(t, "approve again and send", chromedp.Click(approve), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" fieldset .err"))
+		if msg := eval(t, `document.querySelector("`+c+` fieldset .err").textContent`); !strings.Contains(msg, "not both") {
+			t.Errorf("validation message %q", msg)
+		}
+		if got := get(t, a.Store(), rec); got.Status != seam.StatusPending {
+			t.Fatalf("an answer whose choice would be dropped was sent: %s", got.Status)
+		}
+		do(t, "tap Approve again to clear it", chromedp.Click(approve))
+		if checked() != "false" {
+			t.Fatal("tapping the chosen option again left it chosen")
+		}
+		do(t, "send", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, `[{plan [] drain us-east too}]`)
+	})
 	t.Run("an answer's lines stay lines", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "steps", Question: "Which steps?"}, seam.Question{ID: "ok", Question: "Go?", Options: []seam.Option{{Label: "Go"}}}))
 		c := card(rec)

@@ -126,11 +126,8 @@ func questionOf(group string, qs []seam.Question, i int) questionView {
 	q := qs[i]
 	v := questionView{
 		Group: group, ID: q.ID, Header: q.Header, Question: q.Question, Detail: Markdown(q.Detail),
-		Plan: q.IsPlanReview(), Multi: q.MultiSelect, Other: "Other answer (optional)", Mode: "text",
+		Plan: q.IsPlanReview(), Multi: q.MultiSelect, Other: surface.OtherLabel(q), Mode: "text",
 		Required: surface.TextRequired(qs, i),
-	}
-	if q.IsPlanReview() {
-		v.Other = "Feedback (optional)"
 	}
 	primary := surface.Primary(q)
 	for i, o := range q.Options {

@@ -58,11 +58,24 @@
     return msg === "";
   }
 
+  // choices are the radios of a single-choice question's options (not a
+  // Yes/No field's), whose free text replaces the option chosen.
+  function choices(fs) {
+    return fs.hasAttribute("data-multi") ? [] : [...fs.querySelectorAll(".opts:not(.two) input[type=radio]")];
+  }
+
   function collect(form) {
     const answers = [];
     let ok = true;
     for (const fs of form.querySelectorAll("fieldset.q")) {
       if (!validate(fs)) ok = false;
+      const text = fs.querySelector(".custom");
+      if (text && text.value.trim() !== "" && choices(fs).some((r) => r.checked)) {
+        // What is written replaces the choice: sent both, the choice would
+        // be dropped without the person knowing.
+        fieldError(fs, "Choose an option or write something else, not both: what you write replaces the choice. Tap the chosen option again to clear it.");
+        ok = false;
+      }
       const item = { id: fs.dataset.qid, selected: [] };
       for (const input of fs.querySelectorAll(".opts:not(.two) input:checked")) item.selected.push(input.value);
       let custom = "";
@@ -211,6 +224,30 @@
       if (note) body.note = note;
       act(card, form, "decision", body);
     }
+  });
+
+  // On a single choice, writing something else clears the option chosen
+  // (what is written replaces it), and tapping the chosen option again
+  // clears it, so that the question can be left unanswered again.
+  document.addEventListener("input", (ev) => {
+    if (!ev.target.classList.contains("custom") || ev.target.value.trim() === "") return;
+    const fs = ev.target.closest("fieldset.q");
+    const rs = fs ? choices(fs) : [];
+    if (!rs.length) return;
+    for (const r of rs) r.checked = false;
+    fieldError(fs, "");
+  });
+  let wasChecked = null;
+  document.addEventListener("pointerdown", (ev) => {
+    const r = ev.target.closest && ev.target.closest("label.opt");
+    const input = r && r.querySelector("input[type=radio]");
+    wasChecked = input && input.checked && choices(input.closest("fieldset.q")).includes(input) ? input : null;
+  });
+  document.addEventListener("click", (ev) => {
+    // A tap on the label clicks its radio in turn: only that click counts.
+    if (!(ev.target instanceof HTMLInputElement) || ev.target.type !== "radio") return;
+    if (ev.target === wasChecked) ev.target.checked = false;
+    wasChecked = null;
   });
 
   // Inline validation of typed and required fields as they are typed.
