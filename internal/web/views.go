@@ -23,9 +23,9 @@ type cardView struct {
 	Approval  *approvalView
 
 	Pending bool
-	Status  string       // pending, answered, ...
-	Outcome string       // "Answered by Ada via slack · Yes · 2026-..."
-	Answers []answerLine // what was answered, per question
+	Status  string        // pending, answered, ...
+	Outcome template.HTML // "Answered by Ada via slack · Yes · <time>", every part from outside escaped
+	Answers []answerLine  // what was answered, per question
 }
 
 type questionView struct {
@@ -62,14 +62,19 @@ type answerLine struct {
 	Answer   string
 }
 
-var statusFormat = surface.Format{Surface: surfaceName, Time: func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }}
+// statusFormat writes a status line as HTML: what people and agents wrote
+// escaped, and its time a <time> that the page shows in the reader's own
+// zone, as it does every other time.
+var statusFormat = surface.Format{Surface: surfaceName, Escape: template.HTMLEscapeString, Time: func(t time.Time) string {
+	return `<time datetime="` + t.UTC().Format(time.RFC3339) + `">` + t.UTC().Format("2006-01-02 15:04 UTC") + `</time>`
+}}
 
 func (s *Server) card(rec *pending.Record) cardView {
 	c := cardView{
 		ID: rec.ID, Kind: string(rec.Kind), Asker: surface.Asker(rec.Caller),
 		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
 		Pending: rec.Status == seam.StatusPending, Status: string(rec.Status),
-		Outcome: surface.StatusLine(rec, statusFormat),
+		Outcome: template.HTML(surface.StatusLine(rec, statusFormat)), // escaped by statusFormat
 	}
 	if rec.Caller != nil {
 		c.Session = rec.Caller.Session

@@ -911,4 +911,19 @@ func TestOutcome(t *testing.T) {
 	if status, _ := b.page(t, c, "/web/requests/nosuchrequest0000/outcome"); status != http.StatusNotFound {
 		t.Errorf("unknown: %d, want 404", status)
 	}
+
+	// What people wrote is escaped; the time is one the page shows in the
+	// reader's zone.
+	rec = b.ask(t, time.Hour, deploy)
+	if status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{
+		map[string]any{"id": "deploy", "selected": []string{}, "custom": `<img src=x onerror="alert(1)">`}}}); status != 200 {
+		t.Fatalf("answer: %d %v", status, body)
+	}
+	_, body := b.page(t, c, "/web/requests/"+rec.ID+"/outcome")
+	if strings.Contains(body, "<img") || !strings.Contains(body, "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;") {
+		t.Errorf("the answer is not escaped in the outcome:\n%s", body)
+	}
+	if !regexp.MustCompile(`· <time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">\d{4}-\d\d-\d\d \d\d:\d\d UTC</time></p>`).MatchString(body) {
+		t.Errorf("the outcome's time is not a <time>:\n%s", body)
+	}
 }
