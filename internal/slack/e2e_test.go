@@ -998,21 +998,14 @@ routes:
 	id := b.create(t, "/v1/questions", cleanupQuestion())
 	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
 	fake.WaitCalls(t, "apps.connections.open", 1)
-	sock.Send(map[string]any{
-		"envelope_id": "57d6a792-4d35-4d0b-b6aa-3361493e1caf", "type": "interactive", "accepts_response_payload": false,
-		"payload": slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil),
-	})
-	select {
-	case ack := <-sock.Acks:
-		if ack["envelope_id"] != "57d6a792-4d35-4d0b-b6aa-3361493e1caf" {
-			t.Errorf("ack %v", ack)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the envelope was not acked")
-	}
+	sock.Send(t, slacktest.Interactive("57d6a792-4d35-4d0b-b6aa-3361493e1caf", slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil)))
+	sock.WaitAck(t, "57d6a792-4d35-4d0b-b6aa-3361493e1caf")
 	rec := b.wait(t, "/v1/questions", id)
 	if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
 		t.Errorf("answer %s", got)
+	}
+	if upd := fake.WaitCalls(t, "chat.update", 1)[0]; !strings.Contains(upd.Text(), "Answered by ada") || hasActions(upd) {
+		t.Errorf("the message after a click over Socket Mode:\n%s", upd.Text())
 	}
 	// Without a signing secret the Request URL accepts nothing.
 	if status, _ := b.send(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil), time.Now(), ""); status != http.StatusUnauthorized {

@@ -50,6 +50,7 @@ type FakeSlack struct {
 	next     int
 	wake     chan struct{}  // closed and replaced on every call
 	hook     func(FakeCall) // set by Observe; then calls are not kept
+	holds    map[string][]*FakeHold
 }
 
 // TB is the part of testing.TB the kit uses.
@@ -115,6 +116,49 @@ func (f *FakeSlack) FailNext(method string, fails ...FakeFail) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fails[method] = append(f.fails[method], fails...)
+}
+
+// FakeHold holds one call unanswered until released (see Hold).
+type FakeHold struct {
+	arrived chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// Hold makes the next call of method wait, unanswered, until Release (or
+// until its caller gives up on it); then it is answered as usual.
+func (f *FakeSlack) Hold(method string) *FakeHold {
+	h := &FakeHold{arrived: make(chan struct{}), release: make(chan struct{})}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.holds == nil {
+		f.holds = map[string][]*FakeHold{}
+	}
+	f.holds[method] = append(f.holds[method], h)
+	return h
+}
+
+// Arrived is closed once the held call has come in.
+func (h *FakeHold) Arrived() <-chan struct{} { return h.arrived }
+
+// Release lets the held call be answered.
+func (h *FakeHold) Release() { h.once.Do(func() { close(h.release) }) }
+
+func (f *FakeSlack) hold(method string, r *http.Request) {
+	f.mu.Lock()
+	var h *FakeHold
+	if q := f.holds[method]; len(q) > 0 {
+		h, f.holds[method] = q[0], q[1:]
+	}
+	f.mu.Unlock()
+	if h == nil {
+		return
+	}
+	close(h.arrived)
+	select {
+	case <-h.release:
+	case <-r.Context().Done():
+	}
 }
 
 // DeleteMessage deletes the message ts as a person would: editing it then
@@ -221,6 +265,7 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	f.hold(method, r)
 	call := FakeCall{Method: method, Status: http.StatusOK, ContentType: r.Header.Get("Content-Type"), server: f.srv.URL}
 	body, _ := io.ReadAll(r.Body)
 	// A JSON body can't carry the token: Slack reads it from the
@@ -248,6 +293,8 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	case method == "apps.connections.open":
 		if f.socket == nil || token != f.socket.appToken {
 			resp = failure("invalid_auth")
+		} else if err := f.socket.refused(); err != "" {
+			resp = failure(err)
 		} else {
 			resp = map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/socket"}
 			call.OK = true
@@ -769,55 +816,172 @@ func TextValue(s string) map[string]any {
 }
 
 // FakeSocket is the fake's Socket Mode endpoint: apps.connections.open
-// with its app token hands out its WebSocket, which greets with hello,
-// delivers what Send is given and passes every message the client writes
-// (the acks) to Acks.
+// with its app token hands out a WebSocket URL of its own, which greets
+// with hello as Slack's does. Send delivers an envelope on the newest
+// connection; every message the client writes (the acks) goes to Acks,
+// with the number of the connection it came on. Refuse makes
+// apps.connections.open answer ok:false, as Slack does for a revoked or
+// wrong token.
 type FakeSocket struct {
 	appToken string
-	send     chan any
-	Acks     chan map[string]any
+	// Acks are the messages the client wrote, in order.
+	Acks chan map[string]any
+
+	mu      sync.Mutex
+	conns   []*fakeConn // every connection, in order; closed ones too
+	wake    chan struct{}
+	refusal string // apps.connections.open's ok:false error, if set
+}
+
+// fakeConn is one WebSocket connection of the fake's Socket Mode.
+type fakeConn struct {
+	n      int // 1 for the first
+	ws     *websocket.Conn
+	wmu    sync.Mutex // one writer at a time
+	closed chan struct{}
 }
 
 // SocketMode turns on the fake's Socket Mode for appToken.
 func (f *FakeSlack) SocketMode(appToken string) *FakeSocket {
-	f.socket = &FakeSocket{appToken: appToken, send: make(chan any, 16), Acks: make(chan map[string]any, 16)}
+	f.socket = &FakeSocket{appToken: appToken, Acks: make(chan map[string]any, 64), wake: make(chan struct{})}
 	return f.socket
 }
 
-// Send delivers an envelope to the connected client.
-func (s *FakeSocket) Send(envelope any) { s.send <- envelope }
+// Refuse makes apps.connections.open answer {"ok":false,"error":err} from
+// then on ("" accepts the app token again).
+func (s *FakeSocket) Refuse(err string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refusal = err
+}
+
+func (s *FakeSocket) refused() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refusal
+}
+
+// WaitConnected waits until the n-th connection has been greeted and is
+// still open; it fails t after 10 s.
+func (s *FakeSocket) WaitConnected(t TB, n int) {
+	t.Helper()
+	s.live(t, n)
+}
+
+// live returns the newest open connection, once there have been at least
+// n; it fails t after 10 s.
+func (s *FakeSocket) live(t TB, n int) *fakeConn {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		var c *fakeConn
+		if len(s.conns) >= n {
+			c = s.conns[len(s.conns)-1]
+		}
+		wake := s.wake
+		s.mu.Unlock()
+		if c != nil {
+			select {
+			case <-c.closed:
+			default:
+				return c
+			}
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for Socket Mode connection %d", n)
+		}
+	}
+}
+
+func (s *FakeSocket) changed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// Send delivers an envelope on the newest open connection, waiting up to
+// 10 s for one.
+func (s *FakeSocket) Send(t TB, envelope any) {
+	t.Helper()
+	c := s.live(t, 1)
+	if err := c.write(envelope); err != nil {
+		t.Fatalf("sending an envelope: %v", err)
+	}
+}
+
+// Disconnect sends Slack's disconnect message on the newest connection,
+// reason "refresh_requested", "warning" or "link_disabled"; Slack closes
+// the connection some seconds later, the client is to reconnect.
+func (s *FakeSocket) Disconnect(t TB, reason string) {
+	t.Helper()
+	c := s.live(t, 1)
+	if err := c.write(map[string]any{"type": "disconnect", "reason": reason,
+		"debug_info": map[string]any{"host": "applink-fake"}}); err != nil {
+		t.Fatalf("sending disconnect: %v", err)
+	}
+}
+
+func (c *fakeConn) write(v any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.ws.WriteJSON(v)
+}
+
+// Interactive is the envelope Slack sends an interaction payload in over
+// Socket Mode.
+func Interactive(envelopeID string, payload any) map[string]any {
+	return map[string]any{"envelope_id": envelopeID, "type": "interactive", "payload": payload, "accepts_response_payload": false}
+}
+
+// WaitAck waits up to 3 s, Slack's limit, for the ack of envelopeID and
+// returns it; acks of other envelopes met meanwhile are dropped.
+func (s *FakeSocket) WaitAck(t TB, envelopeID string) map[string]any {
+	t.Helper()
+	deadline := time.NewTimer(3 * time.Second)
+	defer deadline.Stop()
+	for {
+		select {
+		case ack := <-s.Acks:
+			if ack["envelope_id"] == envelopeID {
+				return ack
+			}
+		case <-deadline.C:
+			t.Fatalf("envelope %s was not acked within 3 s", envelopeID)
+			return nil
+		}
+	}
+}
 
 func (s *FakeSocket) serve(w http.ResponseWriter, r *http.Request) {
-	conn, err := (&websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}).Upgrade(w, r, nil)
+	ws, err := (&websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}).Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
-	defer conn.Close()
-	if conn.WriteJSON(map[string]any{"type": "hello", "num_connections": 1,
-		"debug_info": map[string]any{"host": "fake"}, "connection_info": map[string]any{"app_id": "A0001"}}) != nil {
+	defer ws.Close()
+	c := &fakeConn{ws: ws, closed: make(chan struct{})}
+	if c.write(map[string]any{"type": "hello", "num_connections": 1,
+		"debug_info":      map[string]any{"host": "applink-fake", "approximate_connection_time": 18060},
+		"connection_info": map[string]any{"app_id": "A0001"}}) != nil {
 		return
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			var m map[string]any
-			if conn.ReadJSON(&m) != nil {
-				return
-			}
-			s.Acks <- m
-		}
-	}()
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	c.n = len(s.conns)
+	s.mu.Unlock()
+	s.changed()
+	defer s.changed()
+	defer close(c.closed)
 	for {
-		select {
-		case env := <-s.send:
-			if conn.WriteJSON(env) != nil {
-				return
-			}
-		case <-done:
-			return
-		case <-r.Context().Done():
+		var m map[string]any
+		if ws.ReadJSON(&m) != nil {
 			return
 		}
+		m["connection"] = c.n
+		s.Acks <- m
 	}
 }

@@ -1,0 +1,278 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
+
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
+)
+
+const testAppToken = "xapp-1-A0001-1234-SECRETAPPTOKEN"
+
+// lockedBuffer is a log written from every goroutine of the handler.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// socketSurface is a surface that takes its interactions over fake's
+// Socket Mode (an app token, no signing secret). Its log is checked for
+// the tokens when the test ends.
+func socketSurface(t *testing.T, fake *slacktest.FakeSlack) (*Surface, *pending.Store) {
+	t.Helper()
+	store := embeddedStore(t)
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, AppToken: testAppToken, APIURL: fake.URL},
+		Routes: []config.Route{
+			{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
+			{Name: "ops", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C2", Responders: config.SlackResponders{Users: []string{"UOPS"}}}}}},
+		},
+	}
+	logs := &lockedBuffer{}
+	t.Cleanup(func() {
+		for _, secret := range []string{testToken, testAppToken} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("a token reached the log:\n%s", logs.String())
+			}
+		}
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	})
+	s, err := New(cfg, Options{Store: store, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, store
+}
+
+// socketRun is Interactions.Run under way.
+type socketRun struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func runSocket(t *testing.T, h *Interactions) *socketRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &socketRun{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- h.Run(ctx) }()
+	t.Cleanup(func() { r.cancel(); <-r.done })
+	return r
+}
+
+// result waits for Run to return by itself.
+func (r *socketRun) result(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return within 15 s")
+		return nil
+	}
+}
+
+// stop ends Run, as the bridge's shutdown does, and waits for it and the
+// work it started.
+func (r *socketRun) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := r.result(t); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+// post posts rec to the route target key and returns the message.
+func post(t *testing.T, s *Surface, fake *slacktest.FakeSlack, rec *pending.Record, key string) slacktest.FakeCall {
+	t.Helper()
+	tg := target
+	if key != "default/0" {
+		tg = dispatch.Target{Key: key, Config: config.Target{Slack: s.targets[key]}}
+	}
+	if _, err := s.Post(context.Background(), rec, tg); err != nil {
+		t.Fatal(err)
+	}
+	calls := fake.Calls("chat.postMessage")
+	return calls[len(calls)-1]
+}
+
+// envelope is an interactive envelope as Slack sends it; a redelivery
+// carries the attempt and why.
+func envelope(id string, payload map[string]any, retry int) map[string]any {
+	env := slacktest.Interactive(id, payload)
+	if retry > 0 {
+		env["retry_attempt"], env["retry_reason"] = retry, "timeout"
+	}
+	return env
+}
+
+// TestSocketModeEnvelopes runs the interactions of the Request URL's
+// tests over a fake Socket Mode connection: every envelope is acked by its
+// envelope_id, a view_submission's ack carries what the Request URL would
+// answer, and a redelivered envelope changes nothing.
+func TestSocketModeEnvelopes(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	sock := fake.SocketMode(testAppToken)
+	s, store := socketSurface(t, fake)
+	ctx := context.Background()
+	bob := slacktest.SlackUser("UBOB", "bob")
+
+	pick := createQuestion(t, store)
+	pickMsg := post(t, s, fake, pick, "default/0")
+	typed, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "why", Question: "Why restart it?"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typedMsg := post(t, s, fake, typed, "default/0")
+	ops := createQuestion(t, store)
+	opsMsg := post(t, s, fake, ops, "ops/0")
+
+	run := runSocket(t, s.Interactions(store))
+	sock.WaitConnected(t, 1)
+
+	click := slacktest.BlockActions(t, pickMsg, ada, "ab:pick:"+pick.ID+":0:0", nil, nil)
+	answer := slacktest.BlockActions(t, typedMsg, ada, "ab:answer:"+typed.ID, nil, nil)
+	var opened slacktest.FakeCall
+	steps := []struct {
+		name     string
+		env      func() map[string]any
+		response string // the ack's payload, "" for none
+		after    func(t *testing.T)
+	}{
+		{"a click answers", func() map[string]any { return envelope("e-pick", click, 0) }, "", nil},
+		{"the click redelivered", func() map[string]any { return envelope("e-pick", click, 1) }, "", nil},
+		{"a late click", func() map[string]any {
+			return envelope("e-late", slacktest.BlockActions(t, pickMsg, bob, "ab:pick:"+pick.ID+":0:1", nil, nil), 0)
+		}, "", nil},
+		{"a click by someone who may not answer", func() map[string]any {
+			return envelope("e-refused", slacktest.BlockActions(t, opsMsg, ada, "ab:pick:"+ops.ID+":0:0", nil, nil), 0)
+		}, "", nil},
+		{"Answer… opens the modal with the click's trigger_id", func() map[string]any { return envelope("e-answer", answer, 0) }, "",
+			func(t *testing.T) {
+				opened = fake.WaitCalls(t, "views.open", 1)[0]
+				if got := opened.Field("trigger_id"); got != answer["trigger_id"] {
+					t.Errorf("views.open with trigger_id %q, want the click's %q", got, answer["trigger_id"])
+				}
+			}},
+		{"Answer… redelivered opens nothing more", func() map[string]any { return envelope("e-answer", answer, 1) }, "", nil},
+		{"a blank answer is refused in the modal", func() map[string]any {
+			return envelope("e-blank", slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("  ")}), 0)
+		}, `{"errors":{"q0":"` + msgTypeAnswer + `"},"response_action":"errors"}`, nil},
+		{"an answer closes the modal", func() map[string]any {
+			return envelope("e-submit", slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("disk full")}), 0)
+		}, "", nil},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			env := st.env()
+			sock.Send(t, env)
+			ack := sock.WaitAck(t, env["envelope_id"].(string))
+			got := ""
+			if p, ok := ack["payload"]; ok {
+				raw, _ := json.Marshal(p)
+				got = string(raw)
+			}
+			if got != st.response {
+				t.Errorf("ack payload %s, want %s", got, st.response)
+			}
+			if st.after != nil {
+				st.after(t)
+			}
+		})
+	}
+	// The same submission again closes the modal.
+	sock.Send(t, envelope("e-submit", slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("disk full")}), 1))
+	if ack := sock.WaitAck(t, "e-submit"); ack["payload"] != nil {
+		t.Errorf("the redelivered submission was answered %v, want an empty ack (closes the modal)", ack["payload"])
+	}
+	run.stop(t) // returns once the work the envelopes started is done
+
+	for id, want := range map[string]string{pick.ID: `{"answers":[{"id":"q","selected":["Yes"]}]}`, typed.ID: `{"answers":[{"id":"why","selected":[],"custom":"disk full"}]}`} {
+		rec, err := store.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(rec.Answer)
+		if rec.Status != seam.StatusAnswered || string(raw) != want || rec.ResolvedBy.UserID != "UADA" {
+			t.Errorf("request %s: %s %s by %+v, want answered %s by UADA", id, rec.Status, raw, rec.ResolvedBy, want)
+		}
+	}
+	if rec, _ := store.Get(ctx, ops.ID); rec.Status != seam.StatusPending {
+		t.Errorf("a refused click changed its request: %s", rec.Status)
+	}
+	calls := fake.Calls("")
+	if got := ephemeralsTo(calls, "UADA"); len(got) != 1 || got[0] != surface.MsgCantAnswer {
+		t.Errorf("ada was told %q, want only that she can't answer the ops request", got)
+	}
+	if got := ephemeralsTo(calls, "UBOB"); len(got) != 1 || !strings.HasPrefix(got[0], "Already answered by ada") {
+		t.Errorf("bob was told %q, want that ada answered already", got)
+	}
+	if n := len(fake.Calls("views.open")); n != 2 {
+		t.Errorf("views.open called %d times, want 2 (the second refused as exchanged)", n)
+	}
+}
+
+// ephemeralsTo returns what user was told privately.
+func ephemeralsTo(calls []slacktest.FakeCall, user string) []string {
+	var out []string
+	for _, c := range calls {
+		if to, text, ok := c.Ephemeral(); ok && to == user {
+			out = append(out, text)
+		}
+	}
+	return out
+}
+
+// TestSocketModeReconnects: Slack's disconnect message (a connection's
+// refresh, or one about to close) has the bridge open a new connection,
+// and a click sent on it is answered.
+func TestSocketModeReconnects(t *testing.T) {
+	for _, reason := range []string{"refresh_requested", "warning"} {
+		t.Run(reason, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			sock := fake.SocketMode(testAppToken)
+			s, store := socketSurface(t, fake)
+			rec := createQuestion(t, store)
+			msg := post(t, s, fake, rec, "default/0")
+			run := runSocket(t, s.Interactions(store))
+			sock.WaitConnected(t, 1)
+			sock.Disconnect(t, reason)
+			sock.WaitConnected(t, 2)
+			sock.Send(t, envelope("e-after", slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:1", nil, nil), 0))
+			if ack := sock.WaitAck(t, "e-after"); ack["connection"] != 2 {
+				t.Errorf("acked on connection %v, want 2", ack["connection"])
+			}
+			run.stop(t)
+			if got, _ := store.Get(context.Background(), rec.ID); got.Status != seam.StatusAnswered {
+				t.Errorf("the click after the reconnect left the request %s", got.Status)
+			}
+		})
+	}
+}
