@@ -151,7 +151,8 @@ func (h *Interactions) Run(ctx context.Context) error {
 }
 
 // socketMode receives interactions over Socket Mode until ctx ends or
-// Slack refuses the app token. The client reconnects by itself.
+// Slack refuses the app token for good. The client reconnects by itself,
+// after a disconnect and after a failure that may pass.
 func (h *Interactions) socketMode(ctx context.Context) error {
 	client := socketmode.New(h.s.api)
 	ctx, cancel := context.WithCancel(ctx)
@@ -170,13 +171,29 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if reason, ok := appTokenRefused(err); ok {
+				return errors.New("slack socket mode: " + appTokenProblem(reason))
+			}
 			return fmt.Errorf("slack socket mode: %w", err)
 		case ev := <-client.Events:
 			switch ev.Type {
 			case socketmode.EventTypeConnected:
 				h.log.Info("slack socket mode connected")
 			case socketmode.EventTypeInvalidAuth:
-				return errors.New("slack socket mode: slack.app_token was refused (invalid_auth)")
+				return errors.New("slack socket mode: " + appTokenProblem("invalid_auth"))
+			case socketmode.EventTypeConnectionError:
+				// slack-go tries again, for ever, after any refusal but
+				// invalid_auth, not_authed, account_inactive and
+				// token_revoked: a bot token in app_token, or one without
+				// connections:write, would leave the bridge deaf to clicks.
+				ce, _ := ev.Data.(*slackapi.ConnectionErrorEvent)
+				if ce == nil {
+					continue
+				}
+				if reason, ok := appTokenRefused(ce.ErrorObj); ok {
+					return errors.New("slack socket mode: " + appTokenProblem(reason))
+				}
+				h.log.Warn("slack socket mode could not connect; trying again", "attempt", ce.Attempt, "backoff", ce.Backoff, "err", checkReason(ce.ErrorObj))
 			case socketmode.EventTypeInteractive:
 				cb, ok := ev.Data.(slackapi.InteractionCallback)
 				if !ok || ev.Request == nil {
@@ -201,6 +218,35 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// appTokenRefused reports whether err is apps.connections.open refusing
+// the app token in a way that trying again won't change, and Slack's
+// reason.
+func appTokenRefused(err error) (string, bool) {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return "", false
+	}
+	switch se.Err {
+	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
+		"not_allowed_token_type", "missing_scope", "no_permission", "access_denied":
+		return se.Err, true
+	}
+	return "", false
+}
+
+// appTokenProblem says what Slack refusing slack.app_token with reason
+// means, and what to do.
+func appTokenProblem(reason string) string {
+	what := "generate a new one (Basic Information → App-Level Tokens, scope connections:write)"
+	switch reason {
+	case "not_allowed_token_type":
+		what = "it must be an app-level token (xapp-…), not the bot token (xoxb-…)"
+	case "missing_scope":
+		what = "the app-level token needs the connections:write scope"
+	}
+	return fmt.Sprintf("Slack refused slack.app_token (%s): %s", reason, what)
 }
 
 // click is one block action, with where it came from.

@@ -276,3 +276,44 @@ func TestSocketModeReconnects(t *testing.T) {
 		})
 	}
 }
+
+// TestSocketModeAppTokenRefused: an app token Slack refuses for good
+// stops Socket Mode with an error that names slack.app_token and Slack's
+// reason, never the token; a refusal that may pass (Slack busy) is tried
+// again.
+func TestSocketModeAppTokenRefused(t *testing.T) {
+	for _, reason := range []string{"invalid_auth", "token_revoked", "not_allowed_token_type", "missing_scope"} {
+		t.Run(reason, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			sock := fake.SocketMode(testAppToken)
+			sock.Refuse(reason)
+			s, store := socketSurface(t, fake)
+			err := runSocket(t, s.Interactions(store)).result(t)
+			if err == nil || !strings.Contains(err.Error(), "slack.app_token") || !strings.Contains(err.Error(), reason) {
+				t.Errorf("Run: %v; want an error naming slack.app_token and %s", err, reason)
+			}
+			if err != nil && (strings.Contains(err.Error(), testAppToken) || strings.Contains(err.Error(), testToken)) {
+				t.Errorf("the error carries a token: %v", err)
+			}
+		})
+	}
+	t.Run("service_unavailable is tried again", func(t *testing.T) {
+		fake := slacktest.NewFakeSlack(t, testToken)
+		sock := fake.SocketMode(testAppToken)
+		sock.Refuse("service_unavailable")
+		s, store := socketSurface(t, fake)
+		run := runSocket(t, s.Interactions(store))
+		fake.WaitFor(t, "apps.connections.open tried again", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+			n := 0
+			for _, c := range calls {
+				if c.Method == "apps.connections.open" {
+					n++
+				}
+			}
+			return n >= 2
+		})
+		sock.Refuse("")
+		sock.WaitConnected(t, 1)
+		run.stop(t)
+	})
+}
