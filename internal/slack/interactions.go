@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
+	"sync"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
@@ -155,11 +156,16 @@ func (h *Interactions) Run(ctx context.Context) error {
 // after a disconnect and after a failure that may pass.
 func (h *Interactions) socketMode(ctx context.Context) error {
 	client := socketmode.New(h.s.api)
-	ctx, cancel := context.WithCancel(ctx)
+	// The connection outlives ctx until the envelopes already received
+	// have been answered on it: Slack takes an ack only within 3 s, and
+	// only on the connection it sent the envelope on.
+	conn, closeConn := context.WithCancel(context.WithoutCancel(ctx))
 	errc := make(chan error, 1)
-	go func() { errc <- client.RunContext(ctx) }()
+	go func() { errc <- client.RunContext(conn) }()
+	var inflight sync.WaitGroup
 	defer func() {
-		cancel()
+		inflight.Wait()
+		closeConn()
 		<-errc
 	}()
 	for {
@@ -200,14 +206,16 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 					continue
 				}
 				req := *ev.Request
-				h.work.Go(func(context.Context) {
-					ackCtx, cancel := context.WithTimeout(ctx, surface.AckBudget)
+				inflight.Go(func() {
+					// Not cut short by the bridge stopping: the person
+					// clicked, and is answered (see the deferred wait).
+					ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), surface.AckBudget)
 					defer cancel()
 					var payload any // an empty ack, unless a view_submission answers
 					if resp := h.handle(ackCtx, &cb); resp != nil {
 						payload = resp
 					}
-					if err := client.AckCtx(ctx, req.EnvelopeID, payload); err != nil {
+					if err := client.AckCtx(conn, req.EnvelopeID, payload); err != nil {
 						h.log.Warn("acking a socket mode envelope failed", "err", err)
 					}
 				})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -316,4 +317,42 @@ func TestSocketModeAppTokenRefused(t *testing.T) {
 		sock.WaitConnected(t, 1)
 		run.stop(t)
 	})
+}
+
+// TestSocketModeShutdownFinishesInFlight: an envelope being handled when
+// the bridge stops is handled to the end, not cut short: here the modal a
+// click asked for opens (views.open, once Slack's Retry-After has passed),
+// where the person was told to click again before.
+func TestSocketModeShutdownFinishesInFlight(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	sock := fake.SocketMode(testAppToken)
+	s, store := socketSurface(t, fake)
+	rec, _, err := store.Create(context.Background(), pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "why", Question: "Why restart it?"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := post(t, s, fake, rec, "default/0")
+	run := runSocket(t, s.Interactions(store))
+	sock.WaitConnected(t, 1)
+	fake.FailNext("views.open", slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+	sock.Send(t, envelope("e-answer", slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil), 0))
+	fake.WaitFor(t, "views.open refused", 3*time.Second, func(calls []slacktest.FakeCall) bool {
+		for _, c := range calls {
+			if c.Method == "views.open" {
+				return true
+			}
+		}
+		return false
+	})
+	run.cancel() // the bridge stops while the click is handled
+	if err := run.result(t); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if opened := fake.Calls("views.open"); len(opened) != 2 || !opened[1].OK {
+		t.Errorf("views.open: %d calls, want the second to open the modal", len(opened))
+	}
+	if got := ephemeralsTo(fake.Calls(""), "UADA"); len(got) != 0 {
+		t.Errorf("ada was told %q", got)
+	}
 }
