@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
@@ -168,9 +170,25 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 		closeConn()
 		<-errc
 	}()
+	var busy atomic.Int64             // envelopes being handled
+	settled := make(chan struct{}, 1) // busy fell to 0
+	stopping := ctx.Done()            // nil once stopping
+	var lastCall <-chan time.Time     // while stopping: when to stop taking envelopes
 	for {
 		select {
-		case <-ctx.Done():
+		case <-stopping:
+			if busy.Load() == 0 {
+				return nil
+			}
+			// The connection stays open until the envelopes in flight
+			// are answered, and Slack may hand it more meanwhile: they
+			// are handled too, for an ack budget at most.
+			stopping, lastCall = nil, time.After(surface.AckBudget)
+		case <-settled:
+			if stopping == nil && busy.Load() == 0 {
+				return nil
+			}
+		case <-lastCall:
 			return nil
 		case err := <-errc:
 			errc <- err // for the deferred wait
@@ -206,7 +224,16 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 					continue
 				}
 				req := *ev.Request
+				busy.Add(1)
 				inflight.Go(func() {
+					defer func() {
+						if busy.Add(-1) == 0 {
+							select {
+							case settled <- struct{}{}:
+							default:
+							}
+						}
+					}()
 					// Not cut short by the bridge stopping: the person
 					// clicked, and is answered (see the deferred wait).
 					ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), surface.AckBudget)

@@ -322,7 +322,8 @@ func TestSocketModeAppTokenRefused(t *testing.T) {
 // TestSocketModeShutdownFinishesInFlight: an envelope being handled when
 // the bridge stops is handled to the end, not cut short: here the modal a
 // click asked for opens (views.open, once Slack's Retry-After has passed),
-// where the person was told to click again before.
+// where the person was told to click again before; and a click that
+// arrives meanwhile, while the connection is still open, is handled too.
 func TestSocketModeShutdownFinishesInFlight(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, testToken)
 	sock := fake.SocketMode(testAppToken)
@@ -333,6 +334,8 @@ func TestSocketModeShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := post(t, s, fake, rec, "default/0")
+	pick := createQuestion(t, store)
+	pickMsg := post(t, s, fake, pick, "default/0")
 	run := runSocket(t, s.Interactions(store))
 	sock.WaitConnected(t, 1)
 	fake.FailNext("views.open", slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"})
@@ -346,6 +349,8 @@ func TestSocketModeShutdownFinishesInFlight(t *testing.T) {
 		return false
 	})
 	run.cancel() // the bridge stops while the click is handled
+	// Until the connection closes, Slack may hand it another click.
+	sock.Send(t, envelope("e-pick", slacktest.BlockActions(t, pickMsg, ada, "ab:pick:"+pick.ID+":0:0", nil, nil), 0))
 	if err := run.result(t); err != nil {
 		t.Errorf("Run: %v", err)
 	}
@@ -354,5 +359,8 @@ func TestSocketModeShutdownFinishesInFlight(t *testing.T) {
 	}
 	if got := ephemeralsTo(fake.Calls(""), "UADA"); len(got) != 0 {
 		t.Errorf("ada was told %q", got)
+	}
+	if got, _ := store.Get(context.Background(), pick.ID); got.Status != seam.StatusAnswered {
+		t.Errorf("a click received while stopping left its request %s", got.Status)
 	}
 }
