@@ -213,6 +213,20 @@ func TestSocketModeEnvelopes(t *testing.T) {
 	if ack := sock.WaitAck(t, "e-submit"); ack["payload"] != nil {
 		t.Errorf("the redelivered submission was answered %v, want an empty ack (closes the modal)", ack["payload"])
 	}
+	// Another answer, the request over, replaces the modal with a notice.
+	sock.Send(t, envelope("e-other", slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("out of memory")}), 0))
+	var update struct {
+		Action string `json:"response_action"`
+		View   struct {
+			Title struct {
+				Text string `json:"text"`
+			} `json:"title"`
+		} `json:"view"`
+	}
+	raw, _ := json.Marshal(sock.WaitAck(t, "e-other")["payload"])
+	if err := json.Unmarshal(raw, &update); err != nil || update.Action != "update" || update.View.Title.Text != "Too late" {
+		t.Errorf("a submission after the answer was answered %s, want response_action update with a Too late notice", raw)
+	}
 	run.stop(t) // returns once the work the envelopes started is done
 
 	for id, want := range map[string]string{pick.ID: `{"answers":[{"id":"q","selected":["Yes"]}]}`, typed.ID: `{"answers":[{"id":"why","selected":[],"custom":"disk full"}]}`} {
