@@ -242,7 +242,13 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 					if resp := h.handle(ackCtx, &cb); resp != nil {
 						payload = resp
 					}
-					if err := client.AckCtx(conn, req.EnvelopeID, payload); err != nil {
+					// slack-go queues 20 acks while it has no connection;
+					// past that, waiting longer helps no one (Slack wants
+					// the ack within 3 s) and would keep the bridge from
+					// stopping.
+					queueCtx, cancelQueue := context.WithTimeout(conn, surface.AckBudget)
+					defer cancelQueue()
+					if err := client.AckCtx(queueCtx, req.EnvelopeID, payload); err != nil {
 						h.log.Warn("acking a socket mode envelope failed", "err", err)
 					}
 				})

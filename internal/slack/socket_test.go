@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -82,7 +83,14 @@ func runSocket(t *testing.T, h *Interactions) *socketRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &socketRun{cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- h.Run(ctx) }()
-	t.Cleanup(func() { r.cancel(); <-r.done })
+	t.Cleanup(func() {
+		r.cancel()
+		select {
+		case <-r.done:
+		case <-time.After(15 * time.Second):
+			t.Error("Run did not return within 15 s of its context ending")
+		}
+	})
 	return r
 }
 
@@ -376,5 +384,50 @@ func TestSocketModeShutdownFinishesInFlight(t *testing.T) {
 	}
 	if got, _ := store.Get(context.Background(), pick.ID); got.Status != seam.StatusAnswered {
 		t.Errorf("a click received while stopping left its request %s", got.Status)
+	}
+}
+
+// TestSocketModeStopsWhileDisconnected: acks that can't be written (the
+// connection dropped, Slack refusing a new one, slack-go's queue of 20
+// full) don't keep the bridge from stopping.
+func TestSocketModeStopsWhileDisconnected(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	sock := fake.SocketMode(testAppToken)
+	s, store := socketSurface(t, fake)
+	rec, _, err := store.Create(context.Background(), pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "why", Question: "Why restart it?"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := post(t, s, fake, rec, "default/0")
+	run := runSocket(t, s.Interactions(store))
+	sock.WaitConnected(t, 1)
+	const n = 25 // more than slack-go queues
+	for range n {
+		fake.FailNext("views.open", slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "2"})
+	}
+	for i := range n {
+		sock.Send(t, envelope(fmt.Sprintf("e-%d", i), slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil), 0))
+	}
+	count := func(method string) func([]slacktest.FakeCall) bool {
+		return func(calls []slacktest.FakeCall) bool {
+			k := 0
+			for _, c := range calls {
+				if c.Method == method {
+					k++
+				}
+			}
+			return k >= map[string]int{"views.open": n, "apps.connections.open": 2}[method]
+		}
+	}
+	fake.WaitFor(t, "every click's first views.open", 3*time.Second, count("views.open"))
+	// The connection drops and Slack refuses a new one, before the
+	// clicks' modals open (Retry-After) and their acks are queued.
+	sock.Refuse("service_unavailable")
+	sock.Disconnect(t, "refresh_requested")
+	fake.WaitFor(t, "a refused reconnection", 3*time.Second, count("apps.connections.open"))
+	run.cancel()
+	if err := run.result(t); err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }
