@@ -226,6 +226,10 @@ func TestBrowser(t *testing.T) {
 		if checked() != "false" {
 			t.Fatal("tapping the chosen option again left it chosen")
 		}
+		do(t, "choose it with the keyboard, then clear it with Delete", chromedp.Click(approve), chromedp.Focus(approve), chromedp.KeyEvent("\u007f"))
+		if checked() != "false" {
+			t.Fatal("Delete on the chosen option left it chosen")
+		}
 		do(t, "send", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), rec, `[{plan [] drain us-east too}]`)
 	})

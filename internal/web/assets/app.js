@@ -243,6 +243,14 @@
     const input = r && r.querySelector("input[type=radio]");
     wasChecked = input && input.checked && choices(input.closest("fieldset.q")).includes(input) ? input : null;
   });
+  // With a keyboard, Delete or Backspace on the chosen option clears it.
+  document.addEventListener("keydown", (ev) => {
+    const r = ev.target;
+    if ((ev.key !== "Delete" && ev.key !== "Backspace") || !(r instanceof HTMLInputElement) || r.type !== "radio" || !r.checked) return;
+    if (!choices(r.closest("fieldset.q")).includes(r)) return;
+    ev.preventDefault();
+    r.checked = false;
+  });
   document.addEventListener("click", (ev) => {
     // A tap on the label clicks its radio in turn: only that click counts.
     if (!(ev.target instanceof HTMLInputElement) || ev.target.type !== "radio") return;
