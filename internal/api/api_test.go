@@ -888,20 +888,48 @@ func TestOpenAPIRefusesWebPages(t *testing.T) {
 	}
 }
 
-// TestOpenAPIAnswersBaseURLHost: behind a proxy that keeps the Host it was
-// called by, an open API answers calls addressed to base_url's host.
-func TestOpenAPIAnswersBaseURLHost(t *testing.T) {
-	a := start(t, "base_url: http://bridge.internal.example:9999\n")
-	req, _ := http.NewRequest("GET", a.URL()+"/v1/questions?status=pending", nil)
-	req.Host = "bridge.internal.example:9999"
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("Host of base_url: %d, want 200", res.StatusCode)
+// TestOpenAPIRefusesWhatAProxyForwards: an API without tokens is for the
+// programs on its machine. Behind a proxy (the public base_url a Slack
+// Request URL or a Discord endpoint needs), a call addressed to base_url's
+// host, or one a proxy forwarded with the loopback Host of its upstream,
+// comes from anyone who reaches the proxy: refused, so that nobody on the
+// internet lists, answers or approves.
+func TestOpenAPIRefusesWhatAProxyForwards(t *testing.T) {
+	a := start(t, "base_url: https://bridge.example.com\n")
+	for _, tc := range []struct {
+		name   string
+		host   string
+		header [2]string
+		want   int
+	}{
+		{"a program on this machine", "", [2]string{}, http.StatusOK},
+		{"addressed to base_url's host", "bridge.example.com", [2]string{}, http.StatusForbidden},
+		{"nginx with X-Forwarded-For", "", [2]string{"X-Forwarded-For", "203.0.113.7"}, http.StatusForbidden},
+		{"nginx with X-Real-IP", "", [2]string{"X-Real-IP", "203.0.113.7"}, http.StatusForbidden},
+		{"RFC 7239", "", [2]string{"Forwarded", "for=203.0.113.7"}, http.StatusForbidden},
+		{"a rewritten Host", "", [2]string{"X-Forwarded-Host", "bridge.example.com"}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", a.URL()+"/v1/questions?status=pending", nil)
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if tc.header[0] != "" {
+				req.Header.Set(tc.header[0], tc.header[1])
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.want {
+				t.Fatalf("%d %s, want %d", res.StatusCode, body, tc.want)
+			}
+			if tc.want == http.StatusForbidden && !strings.Contains(string(body), "api.tokens") {
+				t.Errorf("the refusal does not say what to do: %s", body)
+			}
+		})
 	}
 }
 

@@ -43,12 +43,19 @@ type tokenDigest struct {
 type authenticator struct {
 	tokens []tokenDigest
 	// An API without tokens trusts whoever can connect to its loopback
-	// address, which a web page its user visits can do too: it answers
-	// only calls addressed to a loopback name or to baseHost (DNS
-	// rebinding), and no cross-origin browser call (CSRF).
-	baseHost string
-	cop      *http.CrossOriginProtection
+	// address, which a web page its user visits can do too, and so can
+	// anyone a proxy in front of it lets in: it answers only calls
+	// addressed to a loopback name (DNS rebinding), that no proxy
+	// forwarded, and no cross-origin browser call (CSRF).
+	cop *http.CrossOriginProtection
 }
+
+// forwardedHeaders are the headers a proxy adds to what it forwards;
+// nginx, Caddy, Traefik, HAProxy (option forwardfor), Cloudflare's and
+// ngrok's tunnels send at least one. A bare nginx proxy_pass sends none,
+// and a Host of its upstream: what the open API can't tell from a local
+// call, and why a bridge behind a proxy needs tokens (docs/api.md).
+var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
 
 func newAuthenticator(tokens []Token, baseURL string) authenticator {
 	a := authenticator{cop: http.NewCrossOriginProtection()}
@@ -56,15 +63,14 @@ func newAuthenticator(tokens []Token, baseURL string) authenticator {
 		a.tokens = append(a.tokens, tokenDigest{sha256.Sum256([]byte(t.Token)), Client{t.Name, t.Scopes}})
 	}
 	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
-		a.baseHost = strings.ToLower(u.Hostname())
 		_ = a.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 	}
 	return a
 }
 
 // local reports whether host (a request's Host) names this machine's
-// loopback, or is base_url's host.
-func (a authenticator) local(host string) bool {
+// loopback.
+func local(host string) bool {
 	h := host
 	if hh, _, err := net.SplitHostPort(host); err == nil {
 		h = hh
@@ -73,14 +79,19 @@ func (a authenticator) local(host string) bool {
 	if ip := net.ParseIP(h); ip != nil {
 		return ip.IsLoopback()
 	}
-	return h == "localhost" || strings.HasSuffix(h, ".localhost") || (h != "" && h == a.baseHost)
+	return h == "localhost" || strings.HasSuffix(h, ".localhost")
 }
 
 // open checks a call to an API without tokens: from a program on this
 // machine, not from a web page.
 func (a authenticator) open(r *http.Request) error {
-	if !a.local(r.Host) {
-		return apiErr(http.StatusForbidden, CodeForbidden, "an API without tokens answers only calls addressed to localhost, a loopback address or base_url's host")
+	if !local(r.Host) {
+		return apiErr(http.StatusForbidden, CodeForbidden, "an API without tokens answers only calls addressed to localhost or a loopback address; give it tokens (api.tokens) to call it from elsewhere")
+	}
+	for _, h := range forwardedHeaders {
+		if r.Header.Get(h) != "" {
+			return apiErr(http.StatusForbidden, CodeForbidden, "an API without tokens answers only programs on its machine, and this call came through a proxy ("+h+"); give it tokens (api.tokens)")
+		}
 	}
 	if a.cop.Check(r) != nil {
 		return apiErr(http.StatusForbidden, CodeForbidden, "an API without tokens refuses cross-origin calls from web pages")
