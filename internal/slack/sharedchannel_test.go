@@ -109,3 +109,58 @@ func TestCarriedTargetInASharedChannel(t *testing.T) {
 		})
 	}
 }
+
+// TestUnlistedMessageInAChannelTwoTargetsShare: one route posts to one
+// channel twice, through a target open to anyone in it and through one
+// limited to its responders. A click on a message the request does not
+// list among its posts (clicked before its post was recorded, or its
+// recording failed) can't say which of the two posted it; it must not
+// pass as the open one's, which would let anyone answer the restricted
+// one's message.
+func TestUnlistedMessageInAChannelTwoTargetsShare(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	store := embeddedStore(t)
+	restricted := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UADA"}}}
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "prod", Targets: []config.Target{
+			{Slack: &config.SlackTarget{Channel: "C1"}}, {Slack: restricted},
+		}}},
+	}
+	s, err := New(cfg, Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eve := slacktest.SlackUser("UEVE", "eve")
+	rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "prod", Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "q", Question: "Delete the prod namespace?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Posted by the restricted target; its post is not recorded.
+	if _, err := s.Post(ctx, rec, dispatch.Target{Key: "prod/1", Config: config.Target{Slack: restricted}}); err != nil {
+		t.Fatal(err)
+	}
+	msg := fake.Calls("chat.postMessage")[0]
+	for _, control := range []string{"ab:pick:", "ab:dismiss:"} {
+		p := slacktest.BlockActions(t, msg, eve, control+rec.ID, nil, nil)
+		h := s.Interactions(store)
+		body := slacktest.FormBody(p)
+		req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
+		req.Header = slacktest.Sign("s", time.Now(), body)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		h.work.Drain()
+		if w.Code != http.StatusOK {
+			t.Fatalf("interaction: %d %s", w.Code, w.Body)
+		}
+		got, err := store.Get(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != seam.StatusPending {
+			t.Fatalf("%s: someone not among the restricted target's responders ended its request: %s by %+v", control, got.Status, got.ResolvedBy)
+		}
+	}
+}

@@ -370,20 +370,29 @@ func (s *Surface) ephemeral(ctx context.Context, channel, thread, user, text str
 }
 
 // target is the configured target a message of rec was posted to: the
-// post's recorded target, else (a click that beat the recording) the
-// route's Slack target in that channel.
+// post's recorded target, else (a click that beat the recording, or a
+// message whose recording failed) the route's Slack target in that
+// channel. When several of the route's targets post to the channel with
+// different responders, an unrecorded message can't say which posted it,
+// and it is nil: taking the first would let anyone answer a restricted
+// target's message when the first is open.
 func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackTarget {
 	if p, ok := rec.PostOf(surfaceName, channel, ts); ok {
 		if t, ok := s.targets[p.Target]; ok {
 			return t
 		}
 	}
+	var found *config.SlackTarget
 	for _, t := range s.routes[rec.Route] {
-		if t.Channel == channel {
-			return t
+		switch {
+		case t.Channel != channel:
+		case found == nil:
+			found = t
+		case !slices.Equal(found.Responders.Users, t.Responders.Users) || !slices.Equal(found.Responders.Groups, t.Responders.Groups):
+			return nil
 		}
 	}
-	return nil
+	return found
 }
 
 // linkable reports whether a target's messages may carry the signed
