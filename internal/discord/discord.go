@@ -484,26 +484,41 @@ func uneditable(err error) bool {
 // if it is one: a request's message in a session's thread can be clicked
 // before its post is recorded (Post is still posting the continuations of
 // a long text), and only Discord's word tells which target's channel that
-// thread is in.
+// thread is in. Of targets that disagree on who may answer there, it is
+// none (see below).
 func (s *Surface) target(rec *pending.Record, channel, parent, msgID string) *config.DiscordTarget {
 	if p, ok := rec.PostOf(surfaceName, "", msgID); ok {
 		if t, ok := s.targets[p.Target]; ok {
 			return t
 		}
 	}
+	// Not listed: any target that posts where the message is may have
+	// posted it. When those disagree on who may answer, it is nil: taking
+	// the first would let anyone answer a restricted target's message
+	// when the first is open.
+	var found *config.DiscordTarget
+	consider := func(t *config.DiscordTarget) bool {
+		switch {
+		case found == nil:
+			found = t
+		case !slices.Equal(found.Responders.Users, t.Responders.Users) || !slices.Equal(found.Responders.Roles, t.Responders.Roles):
+			return false
+		}
+		return true
+	}
 	for _, p := range rec.Posts {
 		if p.Surface == surfaceName && (p.Channel == channel || p.Thread == channel) {
-			if t, ok := s.targets[p.Target]; ok {
-				return t
+			if t, ok := s.targets[p.Target]; ok && !consider(t) {
+				return nil
 			}
 		}
 	}
 	for _, t := range s.routes[rec.Route] {
-		if t.Channel == channel || (parent != "" && t.Channel == parent) {
-			return t
+		if (t.Channel == channel || (parent != "" && t.Channel == parent)) && !consider(t) {
+			return nil
 		}
 	}
-	return nil
+	return found
 }
 
 // linkable reports whether a target's messages may carry the signed
