@@ -233,7 +233,15 @@ func (a *App) Store() *pending.Store { return a.store }
 // shuts down, with their requests still pending.
 func (a *App) Run(ctx context.Context) error {
 	var g group
+	// The surfaces' parts stop once the HTTP server has finished its
+	// handlers, not with it: a Slack or Discord callback the server is
+	// still reading hands its work (recording the answer, after the ack)
+	// to its surface, and a surface that had already drained would run
+	// it unwaited, against a Redis client about to close: an acked
+	// answer lost.
+	served := make(chan struct{})
 	g.add(func(ctx context.Context) error {
+		defer close(served)
 		errc := make(chan error, 1)
 		go func() { errc <- a.srv.Serve(a.ln) }()
 		select {
@@ -269,7 +277,18 @@ func (a *App) Run(ctx context.Context) error {
 		return nil
 	})
 	for _, p := range a.parts {
-		g.add(p)
+		g.add(func(ctx context.Context) error {
+			pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			defer stop()
+			go func() {
+				select {
+				case <-served:
+				case <-pctx.Done():
+				}
+				stop()
+			}()
+			return p(pctx)
+		})
 	}
 	a.log.Info("askbridge listening", "addr", a.Addr(), "open_api", a.cfg.OpenAPI())
 	a.logInbox()
