@@ -128,10 +128,10 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	defer d.creating.Done()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pending.PostingLease)
 	defer cancel()
-	if created {
-		d.metrics.created(rec)
-	}
 	if len(rt.targets) == 0 {
+		if created {
+			d.metrics.created(rec)
+		}
 		return rec, created, nil // answered through the API
 	}
 	if !created {
@@ -149,6 +149,11 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 			d.log.Warn("discarding an unposted request failed", "request_id", rec.ID, "err", err)
 		}
 		return nil, false, noProvider("no target of route %q took the request", rt.name)
+	}
+	// Counted once a target took it: one that none took is discarded and
+	// its agent told 503 NO_PROVIDER, so it was never created for anyone.
+	if created {
+		d.metrics.created(rec)
 	}
 	return rec, created, nil
 }

@@ -19,7 +19,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		createdTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "askbridge_requests_created_total",
-			Help: "Requests created, by kind and route.",
+			Help: "Requests created and taken by a target (or on a route with none), by kind and route.",
 		}, []string{"kind", "route"}),
 		resolvedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "askbridge_requests_resolved_total",
