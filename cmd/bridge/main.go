@@ -58,7 +58,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignal()
 	defer stop()
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -93,6 +93,26 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "bridge: unknown command %q\n\n%s", cmd, usage)
 	return exitUsage
+}
+
+// stopOnSignal returns a context that ends at the first SIGINT or SIGTERM:
+// serve then stops in order (waiting up to a minute for posts in flight),
+// ask withdraws its question. The signals' default action is back before
+// the context ends, so that a second one stops the process at once.
+// (signal.NotifyContext keeps catching them until stop is called.)
+func stopOnSignal() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+		}
+		signal.Stop(sigs)
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 func version() string {

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSecondSignalStopsAtOnce: the first SIGTERM stops the bridge in
+// order, waiting for posts in flight (up to a minute); a second one stops
+// it at once, as an operator who pressed Ctrl-C twice expects, instead of
+// being swallowed while a hung post is waited for.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	if os.Getenv("BRIDGE_TEST_SIGNAL_CHILD") == "1" {
+		os.Exit(run([]string{"serve", "--config", os.Getenv("BRIDGE_TEST_SIGNAL_CONFIG")}, strings.NewReader(""), os.Stdout, os.Stderr))
+	}
+	// A Slack that takes the post and never answers it.
+	arrived := make(chan struct{}, 1)
+	hung := make(chan struct{})
+	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slack.Close()
+	defer close(hung)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
+slack:
+  bot_token: xoxb-1111-2222-SIGNALBOTTOKEN
+  signing_secret: signal-signing-secret
+  api_url: %s/api/
+routes:
+  - name: default
+    targets:
+      - slack: {channel: C0AGENTS}
+`, slack.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	child := exec.Command(os.Args[0], "-test.run=^TestSecondSignalStopsAtOnce$")
+	child.Env = append(os.Environ(), "BRIDGE_TEST_SIGNAL_CHILD=1", "BRIDGE_TEST_SIGNAL_CONFIG="+cfg)
+	stderr, err := child.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(20 * time.Second)
+	waitLine := func(what string) string {
+		t.Helper()
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("the bridge ended before logging %q", what)
+				}
+				if strings.Contains(line, what) {
+					return line
+				}
+			case <-deadline:
+				t.Fatalf("the bridge did not log %q", what)
+			}
+		}
+	}
+	_, addr, _ := strings.Cut(waitLine("askbridge listening"), "addr=")
+	addr, _, _ = strings.Cut(addr, " ")
+
+	// A create whose post hangs: the stop waits for it.
+	go http.Post("http://"+addr+"/v1/questions", "application/json",
+		strings.NewReader(`{"questions":[{"id":"go","question":"Deploy?"}]}`))
+	select {
+	case <-arrived:
+	case <-deadline:
+		t.Fatal("the post never reached Slack")
+	}
+	child.Process.Signal(syscall.SIGTERM)
+	waitLine("stopping: ")
+	child.Process.Signal(syscall.SIGTERM)
+
+	exited := make(chan error, 1)
+	go func() {
+		for range lines { // drain, so the child never blocks on its log
+		}
+		exited <- child.Wait()
+	}()
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Errorf("after a second SIGTERM the bridge exited 0, as if it had finished stopping")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the bridge still runs 5 s after a second SIGTERM")
+	}
+}
