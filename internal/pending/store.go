@@ -664,34 +664,43 @@ func (s *Store) AddPost(ctx context.Context, id string, p Post) (ended *Record, 
 // List returns pending requests of one kind, newest first, at most limit
 // (all of them when limit <= 0).
 func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record, error) {
-	// Every shard's newest limit: a record resolved or deleted since the
-	// index was read leaves room for the next one.
-	ids, err := s.pendingIDs(ctx, kind, limit, false)
-	if err != nil {
-		return nil, fmt.Errorf("list: %w", err)
-	}
-	pipe := s.rdb.Pipeline()
-	gets := make([]*redis.MapStringStringCmd, 0, len(ids))
-	for _, id := range ids {
-		gets = append(gets, pipe.HGetAll(ctx, s.keys.record(id)))
-	}
-	if len(gets) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("list: %w", unavailable(err))
+	// Every shard's newest window, newest first. A record resolved or gone
+	// since the index was read is skipped; when that leaves fewer than
+	// limit, and a shard may hold more, the window grows and the list is
+	// read again: the skipped may all have been one shard's newest, ahead
+	// of its older ones.
+	for window := limit; ; window *= 2 {
+		ids, err := s.pendingIDs(ctx, kind, window, false)
+		if err != nil {
+			return nil, fmt.Errorf("list: %w", err)
+		}
+		pipe := s.rdb.Pipeline()
+		gets := make([]*redis.MapStringStringCmd, 0, len(ids))
+		for _, id := range ids {
+			gets = append(gets, pipe.HGetAll(ctx, s.keys.record(id)))
+		}
+		if len(gets) > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return nil, fmt.Errorf("list: %w", unavailable(err))
+			}
+		}
+		var out []*Record
+		for _, g := range gets {
+			rec, err := recordFromHash(g.Val())
+			if err != nil || rec.Status != seam.StatusPending || rec.Kind != kind {
+				continue // resolved or gone since the index was read
+			}
+			out = append(out, rec)
+			if len(out) == limit {
+				break
+			}
+		}
+		// Done when full, when every pending request was read (no limit),
+		// or when no shard filled its window (it has no more to give).
+		if limit <= 0 || len(out) == limit || len(ids) < window || window >= 1<<16 {
+			return out, nil
 		}
 	}
-	var out []*Record
-	for _, g := range gets {
-		rec, err := recordFromHash(g.Val())
-		if err != nil || rec.Status != seam.StatusPending || rec.Kind != kind {
-			continue // resolved or gone since the index was read
-		}
-		out = append(out, rec)
-		if len(out) == limit {
-			break
-		}
-	}
-	return out, nil
 }
 
 // PendingIDs returns the ids of the newest limit pending requests of kind
