@@ -251,7 +251,10 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return a.srv.Shutdown(shutdown)
+		if err := a.srv.Shutdown(shutdown); err != nil {
+			return fmt.Errorf("http server: requests still running 10 s after the stop were cut off: %w", err)
+		}
+		return nil
 	})
 	g.add(a.store.Run)
 	g.add(func(ctx context.Context) error {
@@ -356,14 +359,16 @@ func (g *group) run(ctx context.Context) error {
 	)
 	for _, f := range g.fns {
 		wg.Go(func() {
-			err := f(ctx)
-			once.Do(func() { first = err })
+			// The first error is the group's, whichever part returned
+			// first: a part that stops in order returns nil, and must not
+			// hide one that failed while stopping (an HTTP shutdown that
+			// ran out with handlers still going).
+			if err := f(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.Canceled) {
+				once.Do(func() { first = err })
+			}
 			cancel()
 		})
 	}
 	wg.Wait()
-	if errors.Is(first, http.ErrServerClosed) {
-		return nil
-	}
 	return first
 }
