@@ -67,13 +67,114 @@ return 1
 // by the caller, is edited: no finisher edits them again. A message recorded
 // for it after rec was read is not among them, so then the request stays
 // for a finisher (or for whoever recorded that message) to finish.
+//
+// Nobody waits on it but a finisher, FinishGrace later, so it waits up to
+// Options.EditLinger for other calls to share its round trip: under load,
+// one pipeline records the edits of many requests. It returns once its own
+// is recorded, or failed.
 func (s *Store) Edited(ctx context.Context, rec *Record) error {
-	sh := shard(rec.ID)
-	err := editedScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID), s.keys.finish(sh)}, rec.ID, len(rec.Posts)).Err()
-	if err != nil {
-		return fmt.Errorf("edited %s: %w", rec.ID, unavailable(err))
+	b, i, lead := s.edits.join(rec)
+	if lead {
+		t := time.NewTimer(s.opt.EditLinger)
+		select {
+		case <-b.full:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		s.edits.seal(b)
+		// Others' records ride on it: the leader's cancellation must not
+		// fail them. The client's own timeouts bound the round trip.
+		s.edited(context.WithoutCancel(ctx), b)
+		close(b.done)
 	}
-	return nil
+	select {
+	case <-b.done:
+		return b.errs[i]
+	case <-ctx.Done():
+		return fmt.Errorf("edited %s: %w", rec.ID, ctx.Err())
+	}
+}
+
+// editBatchMax bounds how many Edited calls share one pipeline.
+const editBatchMax = 64
+
+// edits gathers concurrent Edited calls into batches. The first call of a
+// batch leads it: it waits for the batch to fill or for the linger, then
+// sends it.
+type edits struct {
+	mu   sync.Mutex
+	open *editBatch // the batch calls join; nil when none is open
+}
+
+type editBatch struct {
+	recs []*Record
+	errs []error       // each record's outcome, set before done closes
+	full chan struct{} // closed when editBatchMax have joined
+	done chan struct{} // closed once the batch is sent
+}
+
+// join adds rec to the open batch, or opens one, which its caller leads.
+// It returns rec's index in the batch.
+func (e *edits) join(rec *Record) (b *editBatch, i int, lead bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.open == nil {
+		e.open = &editBatch{full: make(chan struct{}), done: make(chan struct{})}
+		lead = true
+	}
+	b = e.open
+	b.recs = append(b.recs, rec)
+	b.errs = append(b.errs, nil)
+	if len(b.recs) == editBatchMax {
+		e.open = nil
+		close(b.full)
+	}
+	return b, len(b.recs) - 1, lead
+}
+
+// seal stops b taking more calls.
+func (e *edits) seal(b *editBatch) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.open == b {
+		e.open = nil
+	}
+}
+
+// edited runs editedScript for each record of b, all in one pipeline, and
+// sets each one's outcome. A script Redis doesn't hold (after a restart or
+// a failover) is sent again alone, which loads it.
+func (s *Store) edited(ctx context.Context, b *editBatch) {
+	alone := func(rec *Record) error {
+		return editedScript.Run(ctx, s.rdb, s.editedKeys(rec), rec.ID, len(rec.Posts)).Err()
+	}
+	errs := make([]error, len(b.recs))
+	if len(b.recs) == 1 {
+		errs[0] = alone(b.recs[0])
+	} else {
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(b.recs))
+		for i, rec := range b.recs {
+			cmds[i] = editedScript.EvalSha(ctx, pipe, s.editedKeys(rec), rec.ID, len(rec.Posts))
+		}
+		pipe.Exec(ctx) // each command's error is read below
+		for i, c := range cmds {
+			errs[i] = c.Err()
+			if redis.HasErrorPrefix(errs[i], "NOSCRIPT") {
+				errs[i] = alone(b.recs[i])
+			}
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			b.errs[i] = fmt.Errorf("edited %s: %w", b.recs[i].ID, unavailable(err))
+		}
+	}
+}
+
+func (s *Store) editedKeys(rec *Record) []string {
+	return []string{s.keys.record(rec.ID), s.keys.finish(shard(rec.ID))}
 }
 
 // claimFinishScript takes over the ended requests of one shard whose edits

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -408,4 +409,102 @@ func TestRetryWait(t *testing.T) {
 			t.Errorf("retryWait(%v) = %v; want %v", tc.age, got, tc.want)
 		}
 	}
+}
+
+// endedPosted creates n requests, each with a posted message, and ends
+// them: n requests in the finish index, as their resolves return them.
+func endedPosted(t *testing.T, s *Store, n int) []*Record {
+	t.Helper()
+	var ended []*Record
+	for i := range n {
+		rec := posted(t, s, question("alice", ""), strconv.Itoa(i+1)+".1")
+		got, err := s.Resolve(context.Background(), rec.ID, answered("U1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended = append(ended, got)
+	}
+	return ended
+}
+
+// editAll calls Edited for every record at once and fails t on an error.
+func editAll(t *testing.T, s *Store, recs []*Record) {
+	t.Helper()
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Go(func() { errs[i] = s.Edited(context.Background(), rec) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("Edited: %v", err)
+	}
+}
+
+func wantNoneUnedited(t *testing.T, s *Store) {
+	t.Helper()
+	if n, err := s.CountUnedited(context.Background()); err != nil || n != 0 {
+		t.Fatalf("CountUnedited = %d, %v; want 0", n, err)
+	}
+}
+
+func TestEditedShareARoundTrip(t *testing.T) {
+	// A linger that no test waits out: a batch leaves when it is full.
+	linger := func(o *Options) { o.EditLinger = time.Hour }
+	eachBackend(t, func(t *testing.T, b *backend) {
+		b = b.fresh(t)
+		cnt := &counter{}
+		s := b.storeOn(b.client(cnt), linger)
+		// A first batch loads the script and dials the pipelines'
+		// connections, which the count would take for round trips.
+		editAll(t, s, endedPosted(t, s, editBatchMax))
+		ended := endedPosted(t, s, editBatchMax)
+		trips, names := cnt.count(func() { editAll(t, s, ended) })
+		if trips != 1 {
+			t.Errorf("%d concurrent Edited calls made %d round trips (%v); want 1 pipeline", editBatchMax, trips, names)
+		}
+		wantNoneUnedited(t, s)
+	})
+	// After a restart or a failover Redis holds no script: every command of
+	// the pipeline is refused NOSCRIPT, and each is sent again alone.
+	embeddedOnly(t, func(t *testing.T, b *backend) {
+		s := b.store(linger)
+		ended := endedPosted(t, s, editBatchMax)
+		if err := b.rdb.ScriptFlush(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		editAll(t, s, ended)
+		wantNoneUnedited(t, s)
+	})
+}
+
+func TestEditedLeaderCancelledFailsNoOther(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		b = b.fresh(t)
+		s := b.store(func(o *Options) { o.EditLinger = time.Hour })
+		ended := endedPosted(t, s, 2)
+		// The first call leads the batch; cancelled, it sends the batch at
+		// once, and the other call in it still has its edit recorded.
+		ctx, cancel := context.WithCancel(context.Background())
+		led := make(chan error, 1)
+		go func() { led <- s.Edited(ctx, ended[0]) }()
+		poll(t, "the batch's leader", func() bool {
+			s.edits.mu.Lock()
+			defer s.edits.mu.Unlock()
+			return s.edits.open != nil
+		})
+		other := make(chan error, 1)
+		go func() { other <- s.Edited(context.Background(), ended[1]) }()
+		poll(t, "the second call to join", func() bool {
+			s.edits.mu.Lock()
+			defer s.edits.mu.Unlock()
+			return s.edits.open != nil && len(s.edits.open.recs) == 2
+		})
+		cancel()
+		if err := recv(t, "the other call", other); err != nil {
+			t.Fatalf("Edited beside a cancelled leader: %v", err)
+		}
+		<-led // cancelled: its outcome or its context's error
+		wantNoneUnedited(t, s)
+	})
 }

@@ -46,6 +46,7 @@ type Options struct {
 	Retention   time.Duration    // how long finished records stay; default 7 days
 	AuditMaxLen int64            // approximate cap of each audit stream shard; default 10,000
 	Recheck     time.Duration    // how often a waiter re-reads its record without a wake-up; default 10 s
+	EditLinger  time.Duration    // how long Edited waits for others to share its round trip; default 5 ms
 	Now         func() time.Time // the clock; default time.Now
 	Logger      *slog.Logger
 }
@@ -66,6 +67,8 @@ type Store struct {
 	// channel, woken the waiters they serve and loaded the scripts since:
 	// once when all are first up, then once per channel that comes back.
 	subscribed atomic.Int64
+
+	edits edits
 }
 
 // New returns a Store on rdb. Call Run to receive wake-ups from other
@@ -85,6 +88,9 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.EditLinger <= 0 {
+		opt.EditLinger = 5 * time.Millisecond
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
