@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -66,7 +65,7 @@ func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 // ServeHTTP serves POST /discord/interactions. The signature and the
 // timestamp's age are checked before anything else is read from the body.
 func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPayload))
+	body, err := surface.ReadBody(w, r, maxPayload)
 	if err != nil {
 		http.Error(w, "the body is unreadable or too large", http.StatusRequestEntityTooLarge)
 		return

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"reflect"
 	"strconv"
 	"sync"
@@ -58,7 +56,7 @@ func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 // ServeHTTP serves POST /slack/interactions: the signature is verified
 // before anything else is read from the body.
 func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPayload))
+	body, err := surface.ReadBody(w, r, maxPayload)
 	if err != nil {
 		http.Error(w, "the body is unreadable or too large", http.StatusRequestEntityTooLarge)
 		return
@@ -112,11 +110,10 @@ type clickPayload struct {
 // Other payloads are decoded by slack-go. body is the form Slack posts,
 // payload=<JSON>, as read once for its signature.
 func parseCallback(body []byte) (slackapi.InteractionCallback, error) {
-	form, err := url.ParseQuery(string(body))
+	payload, err := formValue(body, "payload")
 	if err != nil {
 		return slackapi.InteractionCallback{}, err
 	}
-	payload := []byte(form.Get("payload"))
 	if len(payload) == 0 {
 		return slackapi.InteractionCallback{}, errors.New("payload is empty")
 	}

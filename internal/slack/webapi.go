@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -65,11 +66,33 @@ func (s *Surface) updateMessage(ctx context.Context, channel, ts string, m chatM
 	return err
 }
 
+// chatBufs hold the scratch buffers requests are encoded into: a message
+// of blocks is kilobytes, and encoding into a fresh buffer grew it (and
+// copied it) two or three times for each post and edit.
+var chatBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// encodeChat returns body as JSON, in a slice of its own exactly as long:
+// the request keeps it (a retry reads it again), so the scratch buffer it
+// was encoded into can go back to the pool at once.
+func encodeChat(body chatRequest) ([]byte, error) {
+	scratch := chatBufs.Get().(*[]byte)
+	enc, err := body.appendJSON((*scratch)[:0])
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.Clone(enc)
+	if cap(enc) <= 256<<10 { // an outsized one is left to the GC
+		*scratch = enc
+		chatBufs.Put(scratch)
+	}
+	return out, nil
+}
+
 // chatCall makes one attempt at a chat.* method. Its errors are those
 // surface.StatusOf classifies: *surface.HTTPError for an HTTP failure (429
 // with its Retry-After), slackapi.SlackErrorResponse for {"ok": false}.
 func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest) (chatReply, error) {
-	b, err := body.appendJSON(make([]byte, 0, 4096))
+	b, err := encodeChat(body)
 	if err != nil {
 		return chatReply{}, err
 	}
