@@ -157,6 +157,9 @@ type Throughput struct {
 		Redis    float64 `json:"redis"`
 		Bench    float64 `json:"bench"`
 	} `json:"cpu_ms_per_lifecycle"`
+	// Heap the replicas allocated per lifecycle, in KB
+	// (go_memstats_alloc_bytes_total): what their GC has to clear away.
+	AllocKB float64 `json:"replica_alloc_kb_per_lifecycle"`
 	// Lifecycles per second that 2 cores of replica CPU (and of replica
 	// plus Redis CPU) would serve at the measured cost: a projection, not
 	// a measurement.
@@ -549,6 +552,7 @@ loop:
 	t.PerSecond = float64(t.Lifecycles) / t.Seconds
 	t.RoundTrips, t.Commands = per(cost.trips), per(cost.commands)
 	t.CPU.Replicas, t.CPU.Bench = 1000*per(cost.cpu), 1000*per(self.Seconds())
+	t.AllocKB = per(cost.alloc) / 1000
 	if srv.known {
 		t.ServerCounted = true
 		t.ServerCmds, t.BytesIn, t.BytesOut = per(float64(srv.commands)), per(float64(srv.netIn)), per(float64(srv.netOut))

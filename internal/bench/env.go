@@ -377,25 +377,26 @@ func (r *replica) metrics(ctx context.Context, client *http.Client, names ...str
 	return out, sc.Err()
 }
 
-// cost is what the replicas spent: Redis round trips and commands, and
-// CPU seconds.
-type cost struct{ trips, commands, cpu float64 }
+// cost is what the replicas spent: Redis round trips and commands, CPU
+// seconds and bytes of heap allocated.
+type cost struct{ trips, commands, cpu, alloc float64 }
 
 func (c cost) sub(d cost) cost {
-	return cost{c.trips - d.trips, c.commands - d.commands, c.cpu - d.cpu}
+	return cost{c.trips - d.trips, c.commands - d.commands, c.cpu - d.cpu, c.alloc - d.alloc}
 }
 
 // costs sums the replicas' costs so far.
 func (f *flow) costs(ctx context.Context) (cost, error) {
 	var c cost
 	for _, r := range f.c.replicas {
-		m, err := r.metrics(ctx, f.client, "askbridge_redis_round_trips_total", "askbridge_redis_commands_total", "process_cpu_seconds_total")
+		m, err := r.metrics(ctx, f.client, "askbridge_redis_round_trips_total", "askbridge_redis_commands_total", "process_cpu_seconds_total", "go_memstats_alloc_bytes_total")
 		if err != nil {
 			return cost{}, err
 		}
 		c.trips += m["askbridge_redis_round_trips_total"]
 		c.commands += m["askbridge_redis_commands_total"]
 		c.cpu += m["process_cpu_seconds_total"]
+		c.alloc += m["go_memstats_alloc_bytes_total"]
 	}
 	return c, nil
 }

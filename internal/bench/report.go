@@ -148,8 +148,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if !t.ServerCounted {
 		redisCPU = "Redis not known (INFO gave none)"
 	}
-	fmt.Fprintf(w, "CPU per lifecycle: replicas %.3f ms, %s, this process (agents, people, fake Slack) %.3f ms\n",
-		t.CPU.Replicas, redisCPU, t.CPU.Bench)
+	fmt.Fprintf(w, "CPU per lifecycle: replicas %.3f ms, %s, this process (agents, people, fake Slack) %.3f ms; the replicas allocated %.1f KB\n",
+		t.CPU.Replicas, redisCPU, t.CPU.Bench, t.AllocKB)
 	switch {
 	case t.Capacity > 0 && t.ServerCounted:
 		fmt.Fprintf(w, "projection at that cost: 2 cores of replica CPU serve %.0f lifecycles/s; 2 cores shared by replicas and Redis, %.0f/s\n",
