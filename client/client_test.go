@@ -440,8 +440,8 @@ func TestTokens(t *testing.T) {
 	url := newBridge(t, []byte(`
 api:
   tokens:
-    - {name: agent, token: ask-secret, scopes: [ask]}
-    - {name: person, token: answer-secret, scopes: [answer]}
+    - {name: agent, token: ask-secret-7f3c9e21b4, scopes: [ask]}
+    - {name: person, token: answer-secret-7f3c9e21b4, scopes: [answer]}
 `), app.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -453,11 +453,11 @@ api:
 	if _, err := newClient(t, url, client.WithToken("wrong")).Create(ctx, req, 0); !errors.Is(err, client.ErrUnauthorized) {
 		t.Errorf("create with a wrong token = %v, want ErrUnauthorized", err)
 	}
-	agent := newClient(t, url, client.WithToken("ask-secret"))
+	agent := newClient(t, url, client.WithToken("ask-secret-7f3c9e21b4"))
 	if _, err := agent.Pending(ctx); !errors.Is(err, client.ErrForbidden) {
 		t.Errorf("pending with an ask token = %v, want ErrForbidden", err)
 	}
-	person := newClient(t, url, client.WithToken("answer-secret"))
+	person := newClient(t, url, client.WithToken("answer-secret-7f3c9e21b4"))
 	done := askAsync(ctx, agent, req)
 	p := awaitPending(t, person, client.KindQuestion)
 	if _, err := person.Answer(ctx, p.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}}); err != nil {

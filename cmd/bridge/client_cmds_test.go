@@ -265,7 +265,7 @@ func TestBadTokenIsNotUnreachable(t *testing.T) {
 // about the Authorization header they never write.
 func TestUnauthorizedNamesBridgeToken(t *testing.T) {
 	url := startBridge(t, app.Options{}, func(cfg *config.Config) {
-		cfg.API.Tokens = []config.Token{{Name: "inbox", Token: "tok-inbox", Scopes: []string{config.ScopeAnswer}}}
+		cfg.API.Tokens = []config.Token{{Name: "inbox", Token: "tok-inbox-7f3c9e21b4", Scopes: []string{config.ScopeAnswer}}}
 	})
 	for _, tc := range []struct{ token, want string }{
 		{"", "set BRIDGE_TOKEN"},

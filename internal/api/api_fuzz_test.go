@@ -28,11 +28,11 @@ var fuzzEndpoints = []struct {
 	create      string // the request the body answers, created first; "" for a create
 	kind        string
 }{
-	{"/v1/questions", "tok-ask-a", "", "question"},
-	{"/v1/approvals", "tok-ask-a", "", "approval"},
-	{"/v1/questions/{id}/answer", "tok-answer", fuzzQuestions, "question"},
-	{"/v1/approvals/{id}/decision", "tok-answer", fuzzApproval, "approval"},
-	{"/v1/questions/{id}/dismiss", "tok-answer", fuzzQuestions, "question"},
+	{"/v1/questions", "tok-ask-a-7f3c9e21b4", "", "question"},
+	{"/v1/approvals", "tok-ask-a-7f3c9e21b4", "", "approval"},
+	{"/v1/questions/{id}/answer", "tok-answer-7f3c9e21b4", fuzzQuestions, "question"},
+	{"/v1/approvals/{id}/decision", "tok-answer-7f3c9e21b4", fuzzApproval, "approval"},
+	{"/v1/questions/{id}/dismiss", "tok-answer-7f3c9e21b4", fuzzQuestions, "question"},
 }
 
 // fuzzAllowed is every status and code a body may earn. A 5xx other than
@@ -89,7 +89,7 @@ func FuzzBodies(f *testing.F) {
 		e := fuzzEndpoints[int(endpoint)%len(fuzzEndpoints)]
 		path, id := e.path, ""
 		if e.create != "" {
-			created := do(t, "POST", u+"/v1/"+e.kind+"s", "tok-ask-a", e.create)
+			created := do(t, "POST", u+"/v1/"+e.kind+"s", "tok-ask-a-7f3c9e21b4", e.create)
 			if created.Status != http.StatusCreated {
 				t.Fatalf("create: %d %s", created.Status, created.Raw)
 			}
@@ -117,13 +117,13 @@ func FuzzBodies(f *testing.F) {
 			// A create: it reads back as created, under its kind (or
 			// expired since, when its expires_in was next to nothing:
 			// the sweeper runs every 10 ms here).
-			got := do(t, "GET", u+"/v1/"+e.kind+"s/"+r.str("id"), "tok-ask-a", nil)
+			got := do(t, "GET", u+"/v1/"+e.kind+"s/"+r.str("id"), "tok-ask-a-7f3c9e21b4", nil)
 			status := got.str("status")
 			if got.Status != http.StatusOK || status != r.str("status") && status != "expired" || got.str("kind") != e.kind {
 				t.Fatalf("created %.300s, reads back %d %.300s", r.Raw, got.Status, got.Raw)
 			}
 		case id != "":
-			got := do(t, "GET", u+"/v1/"+e.kind+"s/"+id, "tok-ask-a", nil)
+			got := do(t, "GET", u+"/v1/"+e.kind+"s/"+id, "tok-ask-a-7f3c9e21b4", nil)
 			if r.Status >= 300 {
 				if got.str("status") != "pending" {
 					t.Fatalf("refused with %d %s, yet the request is %q", r.Status, r.code(), got.str("status"))

@@ -22,9 +22,9 @@ import (
 const tokensYAML = `
 api:
   tokens:
-    - {name: agent-a, token: tok-ask-a, scopes: [ask]}
-    - {name: agent-b, token: tok-ask-b, scopes: [ask]}
-    - {name: inbox, token: tok-answer, scopes: [answer]}
+    - {name: agent-a, token: tok-ask-a-7f3c9e21b4, scopes: [ask]}
+    - {name: agent-b, token: tok-ask-b-7f3c9e21b4, scopes: [ask]}
+    - {name: inbox, token: tok-answer-7f3c9e21b4, scopes: [answer]}
 store:
   sweep_interval: 10ms
 `
@@ -114,12 +114,12 @@ const deployQ = `{"questions":[{"id":"deploy","question":"Deploy to prod?","opti
 func TestErrorsHaveStatusAndCode(t *testing.T) {
 	a := start(t, tokensYAML)
 	u := a.URL()
-	created := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ)
+	created := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ)
 	if created.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", created.Status, created.Raw)
 	}
 	id := created.str("id")
-	approval := do(t, "POST", u+"/v1/approvals", "tok-ask-a", `{"tool_name":"kubectl_apply","arguments":{"f":"x.yaml"}}`)
+	approval := do(t, "POST", u+"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":"kubectl_apply","arguments":{"f":"x.yaml"}}`)
 	if approval.Status != http.StatusCreated {
 		t.Fatalf("create approval: %d %s", approval.Status, approval.Raw)
 	}
@@ -134,48 +134,48 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 	}{
 		{"no token", "POST", "/v1/questions", "", deployQ, 401, "UNAUTHORIZED"},
 		{"bad token", "POST", "/v1/questions", "tok-wrong", deployQ, 401, "UNAUTHORIZED"},
-		{"answer token can't ask", "POST", "/v1/questions", "tok-answer", deployQ, 403, "FORBIDDEN"},
-		{"ask token can't answer", "POST", "/v1/questions/" + id + "/answer", "tok-ask-a", `{"answers":[]}`, 403, "FORBIDDEN"},
-		{"ask token can't list", "GET", "/v1/questions?status=pending", "tok-ask-a", nil, 403, "FORBIDDEN"},
-		{"unknown tool_call_id", "GET", "/v1/questions?tool_call_id=never", "tok-ask-a", nil, 404, "NOT_FOUND"},
-		{"cancel without tool_call_id", "DELETE", "/v1/questions", "tok-ask-a", nil, 400, "INVALID_REQUEST"},
-		{"cancel a tool_call_id too long to be one", "DELETE", "/v1/questions?tool_call_id=" + strings.Repeat("x", 201), "tok-ask-a", nil, 400, "INVALID_REQUEST"},
-		{"empty body", "POST", "/v1/questions", "tok-ask-a", "", 400, "INVALID_REQUEST"},
-		{"not json", "POST", "/v1/questions", "tok-ask-a", "{", 400, "INVALID_REQUEST"},
-		{"two values", "POST", "/v1/questions", "tok-ask-a", deployQ + deployQ, 400, "INVALID_REQUEST"},
-		{"too large", "POST", "/v1/questions", "tok-ask-a", big, 413, "TOO_LARGE"},
-		{"no questions", "POST", "/v1/questions", "tok-ask-a", `{"questions":[]}`, 400, "EMPTY_QUESTIONS"},
-		{"duplicate ids", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"},{"id":"a","question":"y"}]}`, 400, "INVALID_REQUEST"},
-		{"duplicate labels", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"A"}]}]}`, 400, "INVALID_REQUEST"},
-		{"empty label", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","options":[{"label":" "}]}]}`, 400, "INVALID_REQUEST"},
-		{"unknown input type", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","input":{"type":"date"}}]}`, 400, "INVALID_REQUEST"},
-		{"approve names no option", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"p","question":"ok?","detail":"plan","intent":{"kind":"plan-review","approve":"Go"},"options":[{"label":"Approve"}]}]}`, 400, "BAD_INTENT"},
-		{"plan without detail", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"p","question":"ok?","intent":{"kind":"plan-review"}}]}`, 400, "BAD_INTENT"},
-		{"delegated caller", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":true}}`, 403, "DELEGATED_CALLER"},
-		{"bad expires_in", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"expires_in":"soon"}`, 400, "INVALID_REQUEST"},
-		{"bad wait", "GET", "/v1/questions/" + id + "?wait=forever", "tok-ask-a", nil, 400, "INVALID_REQUEST"},
-		{"unknown route", "POST", "/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"route":"nope"}`, 503, "NO_PROVIDER"},
-		{"approval without tool", "POST", "/v1/approvals", "tok-ask-a", `{"reason":"x"}`, 400, "INVALID_REQUEST"},
-		{"approval arguments a list", "POST", "/v1/approvals", "tok-ask-a", `{"tool_name":"rm","arguments":[1,2]}`, 400, "INVALID_REQUEST"},
-		{"approval arguments a string", "POST", "/v1/approvals", "tok-ask-a", `{"tool_name":"rm","arguments":"str"}`, 400, "INVALID_REQUEST"},
-		{"unknown id", "GET", "/v1/questions/nosuchid", "tok-ask-a", nil, 404, "NOT_FOUND"},
-		{"another client's request", "GET", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
-		{"another client's cancel", "DELETE", "/v1/questions/" + id, "tok-ask-b", nil, 404, "NOT_FOUND"},
-		{"approval read as question", "GET", "/v1/questions/" + aid, "tok-answer", nil, 404, "NOT_FOUND"},
+		{"answer token can't ask", "POST", "/v1/questions", "tok-answer-7f3c9e21b4", deployQ, 403, "FORBIDDEN"},
+		{"ask token can't answer", "POST", "/v1/questions/" + id + "/answer", "tok-ask-a-7f3c9e21b4", `{"answers":[]}`, 403, "FORBIDDEN"},
+		{"ask token can't list", "GET", "/v1/questions?status=pending", "tok-ask-a-7f3c9e21b4", nil, 403, "FORBIDDEN"},
+		{"unknown tool_call_id", "GET", "/v1/questions?tool_call_id=never", "tok-ask-a-7f3c9e21b4", nil, 404, "NOT_FOUND"},
+		{"cancel without tool_call_id", "DELETE", "/v1/questions", "tok-ask-a-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		{"cancel a tool_call_id too long to be one", "DELETE", "/v1/questions?tool_call_id=" + strings.Repeat("x", 201), "tok-ask-a-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		{"empty body", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", "", 400, "INVALID_REQUEST"},
+		{"not json", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", "{", 400, "INVALID_REQUEST"},
+		{"two values", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ + deployQ, 400, "INVALID_REQUEST"},
+		{"too large", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", big, 413, "TOO_LARGE"},
+		{"no questions", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[]}`, 400, "EMPTY_QUESTIONS"},
+		{"duplicate ids", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"},{"id":"a","question":"y"}]}`, 400, "INVALID_REQUEST"},
+		{"duplicate labels", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"A"}]}]}`, 400, "INVALID_REQUEST"},
+		{"empty label", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","options":[{"label":" "}]}]}`, 400, "INVALID_REQUEST"},
+		{"unknown input type", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","input":{"type":"date"}}]}`, 400, "INVALID_REQUEST"},
+		{"approve names no option", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"p","question":"ok?","detail":"plan","intent":{"kind":"plan-review","approve":"Go"},"options":[{"label":"Approve"}]}]}`, 400, "BAD_INTENT"},
+		{"plan without detail", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"p","question":"ok?","intent":{"kind":"plan-review"}}]}`, 400, "BAD_INTENT"},
+		{"delegated caller", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":true}}`, 403, "DELEGATED_CALLER"},
+		{"bad expires_in", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"expires_in":"soon"}`, 400, "INVALID_REQUEST"},
+		{"bad wait", "GET", "/v1/questions/" + id + "?wait=forever", "tok-ask-a-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		{"unknown route", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"route":"nope"}`, 503, "NO_PROVIDER"},
+		{"approval without tool", "POST", "/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"reason":"x"}`, 400, "INVALID_REQUEST"},
+		{"approval arguments a list", "POST", "/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":"rm","arguments":[1,2]}`, 400, "INVALID_REQUEST"},
+		{"approval arguments a string", "POST", "/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":"rm","arguments":"str"}`, 400, "INVALID_REQUEST"},
+		{"unknown id", "GET", "/v1/questions/nosuchid", "tok-ask-a-7f3c9e21b4", nil, 404, "NOT_FOUND"},
+		{"another client's request", "GET", "/v1/questions/" + id, "tok-ask-b-7f3c9e21b4", nil, 404, "NOT_FOUND"},
+		{"another client's cancel", "DELETE", "/v1/questions/" + id, "tok-ask-b-7f3c9e21b4", nil, 404, "NOT_FOUND"},
+		{"approval read as question", "GET", "/v1/questions/" + aid, "tok-answer-7f3c9e21b4", nil, 404, "NOT_FOUND"},
 		// Waits check as reads do, at once: a pending request of another
 		// kind or client must not hold the call for its wait.
-		{"unknown id, waiting", "GET", "/v1/questions/nosuchid?wait=60s", "tok-ask-a", nil, 404, "NOT_FOUND"},
-		{"another client's request, waiting", "GET", "/v1/questions/" + id + "?wait=60s", "tok-ask-b", nil, 404, "NOT_FOUND"},
-		{"approval waited on as question", "GET", "/v1/questions/" + aid + "?wait=60s", "tok-answer", nil, 404, "NOT_FOUND"},
-		{"label not an option", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["Maybe"]}]}`, 400, "INVALID_REQUEST"},
-		{"two labels for single-select", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["Yes (Recommended)","No"]}]}`, 400, "INVALID_REQUEST"},
-		{"unknown question id", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"other","selected":[]}]}`, 400, "INVALID_REQUEST"},
-		{"misspelt answer field", "POST", "/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selcted":["No"]}]}`, 400, "INVALID_REQUEST"},
-		{"bad outcome", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer", `{"outcome":"maybe"}`, 400, "INVALID_REQUEST"},
-		{"list other status", "GET", "/v1/questions?status=answered", "tok-answer", nil, 400, "INVALID_REQUEST"},
+		{"unknown id, waiting", "GET", "/v1/questions/nosuchid?wait=60s", "tok-ask-a-7f3c9e21b4", nil, 404, "NOT_FOUND"},
+		{"another client's request, waiting", "GET", "/v1/questions/" + id + "?wait=60s", "tok-ask-b-7f3c9e21b4", nil, 404, "NOT_FOUND"},
+		{"approval waited on as question", "GET", "/v1/questions/" + aid + "?wait=60s", "tok-answer-7f3c9e21b4", nil, 404, "NOT_FOUND"},
+		{"label not an option", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["Maybe"]}]}`, 400, "INVALID_REQUEST"},
+		{"two labels for single-select", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["Yes (Recommended)","No"]}]}`, 400, "INVALID_REQUEST"},
+		{"unknown question id", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"other","selected":[]}]}`, 400, "INVALID_REQUEST"},
+		{"misspelt answer field", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selcted":["No"]}]}`, 400, "INVALID_REQUEST"},
+		{"bad outcome", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"maybe"}`, 400, "INVALID_REQUEST"},
+		{"list other status", "GET", "/v1/questions?status=answered", "tok-answer-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
 		{"unknown path", "GET", "/v2/nothing", "", nil, 404, "NOT_FOUND"},
-		{"a method the path does not take", "PUT", "/v1/questions", "tok-ask-a", deployQ, 405, "METHOD_NOT_ALLOWED"},
-		{"reading an answer endpoint", "GET", "/v1/questions/" + id + "/answer", "tok-answer", nil, 405, "METHOD_NOT_ALLOWED"},
+		{"a method the path does not take", "PUT", "/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ, 405, "METHOD_NOT_ALLOWED"},
+		{"reading an answer endpoint", "GET", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", nil, 405, "METHOD_NOT_ALLOWED"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,15 +191,15 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 	}
 
 	// Nothing above changed the question.
-	if r := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a", nil); r.str("status") != "pending" {
+	if r := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
 		t.Fatalf("question changed by bad input: %s", r.Raw)
 	}
 	// And answering works, once.
 	ans := `{"answers":[{"id":"deploy","selected":["Yes (Recommended)"]}]}`
-	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 200 {
+	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", ans); r.Status != 200 {
 		t.Fatalf("answer: %d %s", r.Status, r.Raw)
 	}
-	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 409 || r.code() != "ALREADY_RESOLVED" ||
+	if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", ans); r.Status != 409 || r.code() != "ALREADY_RESOLVED" ||
 		!strings.Contains(r.Raw, "already ended: answered") {
 		t.Fatalf("second answer: %d %s", r.Status, r.Raw)
 	}
@@ -213,13 +213,13 @@ func TestAnswerAfterExpiry(t *testing.T) {
 	clk := apptest.NewClock(time.Now())
 	a := replica(t, strings.Replace(tokensYAML, "sweep_interval: 10ms", "sweep_interval: 1h", 1), url, prefix, app.Options{Now: clk.Now})
 	u := a.URL()
-	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", `{"questions":[{"id":"deploy","question":"Deploy?"}],"expires_in":"60s"}`).str("id")
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"deploy","question":"Deploy?"}],"expires_in":"60s"}`).str("id")
 	clk.Advance(time.Minute)
-	r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[{"id":"deploy","custom":"yes"}]}`)
+	r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","custom":"yes"}]}`)
 	if r.Status != 409 || r.code() != "ALREADY_RESOLVED" || !strings.Contains(r.Raw, "already ended: expired") {
 		t.Errorf("an answer after the expiry: %d %s", r.Status, r.Raw)
 	}
-	if got := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a", nil); got.str("status") != "expired" || got.Body["answer"] != nil {
+	if got := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil); got.str("status") != "expired" || got.Body["answer"] != nil {
 		t.Errorf("the request after a late answer: %s", got.Raw)
 	}
 }
@@ -228,31 +228,31 @@ func TestCreateIsIdempotentPerClientAndToolCall(t *testing.T) {
 	a := start(t, tokensYAML)
 	u := a.URL()
 	body := `{"tool_call_id":"call-1",` + deployQ[1:]
-	first := do(t, "POST", u+"/v1/questions", "tok-ask-a", body)
-	again := do(t, "POST", u+"/v1/questions", "tok-ask-a", body)
+	first := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", body)
+	again := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", body)
 	if first.Status != 201 || again.Status != 200 || first.str("id") != again.str("id") {
 		t.Fatalf("create twice: %d %s / %d %s", first.Status, first.str("id"), again.Status, again.str("id"))
 	}
-	other := do(t, "POST", u+"/v1/questions", "tok-ask-b", body)
+	other := do(t, "POST", u+"/v1/questions", "tok-ask-b-7f3c9e21b4", body)
 	if other.Status != 201 || other.str("id") == first.str("id") {
 		t.Fatalf("another client with the same tool_call_id: %d %s", other.Status, other.Raw)
 	}
 	// The agent that lost the reply finds its request by tool_call_id, and
 	// only its own; then it cancels it the same way.
-	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-1", "tok-ask-a", nil); r.Status != 200 || r.str("id") != first.str("id") {
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-1", "tok-ask-a-7f3c9e21b4", nil); r.Status != 200 || r.str("id") != first.str("id") {
 		t.Fatalf("read by tool_call_id: %d %s", r.Status, r.Raw)
 	}
-	if r := do(t, "GET", u+"/v1/approvals?tool_call_id=call-1", "tok-ask-a", nil); r.Status != 404 {
+	if r := do(t, "GET", u+"/v1/approvals?tool_call_id=call-1", "tok-ask-a-7f3c9e21b4", nil); r.Status != 404 {
 		t.Fatalf("a question read as an approval by tool_call_id: %d %s", r.Status, r.Raw)
 	}
-	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-1", "tok-ask-b", nil); r.Status != 200 || r.str("id") != other.str("id") || r.str("status") != "cancelled" {
+	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-1", "tok-ask-b-7f3c9e21b4", nil); r.Status != 200 || r.str("id") != other.str("id") || r.str("status") != "cancelled" {
 		t.Fatalf("cancel by tool_call_id: %d %s", r.Status, r.Raw)
 	}
-	if r := do(t, "GET", u+"/v1/questions/"+first.str("id"), "tok-ask-a", nil); r.str("status") != "pending" {
+	if r := do(t, "GET", u+"/v1/questions/"+first.str("id"), "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
 		t.Fatalf("another client's cancel by the same tool_call_id touched this one: %s", r.Raw)
 	}
 	changed := strings.Replace(body, "Deploy to prod?", "Deploy to staging?", 1)
-	if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", changed); r.Status != 409 || r.code() != "CONFLICT" {
+	if r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", changed); r.Status != 409 || r.code() != "CONFLICT" {
 		t.Fatalf("different body, same tool_call_id: %d %s", r.Status, r.Raw)
 	}
 }
@@ -264,26 +264,26 @@ func TestCreateIsIdempotentPerClientAndToolCall(t *testing.T) {
 func TestWithdrawBeforeCreate(t *testing.T) {
 	a := start(t, tokensYAML)
 	u := a.URL()
-	w := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a", nil)
+	w := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a-7f3c9e21b4", nil)
 	if w.Status != 200 || w.str("status") != "cancelled" || w.str("tool_call_id") != "call-9" {
 		t.Fatalf("withdraw before the create: %d %s", w.Status, w.Raw)
 	}
-	late := do(t, "POST", u+"/v1/questions?wait=5s", "tok-ask-a", `{"tool_call_id":"call-9",`+deployQ[1:])
+	late := do(t, "POST", u+"/v1/questions?wait=5s", "tok-ask-a-7f3c9e21b4", `{"tool_call_id":"call-9",`+deployQ[1:])
 	if late.Status != 200 || late.str("id") != w.str("id") || late.str("status") != "cancelled" {
 		t.Fatalf("the create that lands after it: %d %s", late.Status, late.Raw)
 	}
-	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a", nil); r.str("status") != "cancelled" {
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "cancelled" {
 		t.Errorf("read by tool_call_id: %s", r.Raw)
 	}
-	if r := do(t, "GET", u+"/v1/questions?status=pending", "tok-answer", nil); strings.Contains(r.Raw, w.str("id")) {
+	if r := do(t, "GET", u+"/v1/questions?status=pending", "tok-answer-7f3c9e21b4", nil); strings.Contains(r.Raw, w.str("id")) {
 		t.Errorf("the withdrawn request is listed as pending: %s", r.Raw)
 	}
 	// Another client's tool_call_id of the same name is its own.
-	if r := do(t, "POST", u+"/v1/questions", "tok-ask-b", `{"tool_call_id":"call-9",`+deployQ[1:]); r.Status != 201 || r.str("status") != "pending" {
+	if r := do(t, "POST", u+"/v1/questions", "tok-ask-b-7f3c9e21b4", `{"tool_call_id":"call-9",`+deployQ[1:]); r.Status != 201 || r.str("status") != "pending" {
 		t.Errorf("another client's create under the same tool_call_id: %d %s", r.Status, r.Raw)
 	}
 	// Withdrawing twice is the same.
-	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a", nil); r.Status != 200 || r.str("id") != w.str("id") || r.str("status") != "cancelled" {
+	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a-7f3c9e21b4", nil); r.Status != 200 || r.str("id") != w.str("id") || r.str("status") != "cancelled" {
 		t.Errorf("withdraw again: %d %s", r.Status, r.Raw)
 	}
 }
@@ -300,12 +300,12 @@ func TestAnswerOnOneReplicaWakesWaiterOnAnother(t *testing.T) {
 	  {"id":"extras","question":"Extras?","multi_select":true,"options":[{"label":"logs"},{"label":"metrics"},{"label":"traces"}]},
 	  {"id":"replicas","question":"How many?","input":{"type":"integer","value":3}},
 	  {"id":"note","question":"Anything else?"}]}`
-	created := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", q)
+	created := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", q)
 	id := created.str("id")
 
 	got := make(chan response, 1)
 	go func() {
-		got <- call(t, context.Background(), "GET", a.URL()+"/v1/questions/"+id+"?wait=30s", "tok-ask-a", nil)
+		got <- call(t, context.Background(), "GET", a.URL()+"/v1/questions/"+id+"?wait=30s", "tok-ask-a-7f3c9e21b4", nil)
 	}()
 	waitFor(t, "the waiter to register on replica A", func() bool { return a.Store().Waiting() == 1 })
 
@@ -314,7 +314,7 @@ func TestAnswerOnOneReplicaWakesWaiterOnAnother(t *testing.T) {
 	  {"id":"replicas","selected":[],"custom":" 5 "},
 	  {"id":"extras","selected":["traces","logs"],"custom":"  also profiles "},
 	  {"id":"region","selected":["us-east-1"],"custom":"ap-south-1"}]}`
-	if r := do(t, "POST", b.URL()+"/v1/questions/"+id+"/answer", "tok-answer", ans); r.Status != 200 {
+	if r := do(t, "POST", b.URL()+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", ans); r.Status != 200 {
 		t.Fatalf("answer on B: %d %s", r.Status, r.Raw)
 	}
 	var r response
@@ -343,13 +343,13 @@ func TestConcurrentAnswersExactlyOneWins(t *testing.T) {
 		replica(t, tokensYAML, url, prefix, app.Options{}),
 		replica(t, tokensYAML, url, prefix, app.Options{}),
 	}
-	id := do(t, "POST", reps[0].URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	id := do(t, "POST", reps[0].URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
 	var ok, conflict, other atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Go(func() {
 			label := []string{"Yes (Recommended)", "No"}[i%2]
-			r := call(t, context.Background(), "POST", reps[i%2].URL()+"/v1/questions/"+id+"/answer", "tok-answer",
+			r := call(t, context.Background(), "POST", reps[i%2].URL()+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4",
 				fmt.Sprintf(`{"answers":[{"id":"deploy","selected":[%q]}]}`, label))
 			switch {
 			case r.Status == 200:
@@ -370,15 +370,15 @@ func TestConcurrentAnswersExactlyOneWins(t *testing.T) {
 func TestCancelRacesAnswerOneWins(t *testing.T) {
 	a := start(t, tokensYAML)
 	for range 20 {
-		id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
+		id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
 		var cancel, answer response
 		var wg sync.WaitGroup
-		wg.Go(func() { cancel = do(t, "DELETE", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil) })
+		wg.Go(func() { cancel = do(t, "DELETE", a.URL()+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil) })
 		wg.Go(func() {
-			answer = do(t, "POST", a.URL()+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["No"]}]}`)
+			answer = do(t, "POST", a.URL()+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["No"]}]}`)
 		})
 		wg.Wait()
-		final := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil)
+		final := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil)
 		switch final.str("status") {
 		case "answered":
 			if answer.Status != 200 || cancel.Status != 200 || cancel.str("status") != "answered" {
@@ -409,7 +409,7 @@ func TestRestartBetweenCreateAndAnswer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- first.Run(ctx) }()
 	body := `{"tool_call_id":"call-restart",` + deployQ[1:]
-	id := do(t, "POST", first.URL()+"/v1/questions", "tok-ask-a", body).str("id")
+	id := do(t, "POST", first.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", body).str("id")
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("first replica: %v", err)
@@ -417,12 +417,12 @@ func TestRestartBetweenCreateAndAnswer(t *testing.T) {
 
 	second := replica(t, tokensYAML, url, prefix, app.Options{})
 	// The restarted agent re-attaches by tool_call_id.
-	again := do(t, "POST", second.URL()+"/v1/questions", "tok-ask-a", body)
+	again := do(t, "POST", second.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", body)
 	if again.Status != 200 || again.str("id") != id || again.str("status") != "pending" {
 		t.Fatalf("re-attach after restart: %d %s", again.Status, again.Raw)
 	}
-	do(t, "POST", second.URL()+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":["No"]}]}`)
-	r := do(t, "GET", second.URL()+"/v1/questions/"+id+"?wait=5s", "tok-ask-a", nil)
+	do(t, "POST", second.URL()+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["No"]}]}`)
+	r := do(t, "GET", second.URL()+"/v1/questions/"+id+"?wait=5s", "tok-ask-a-7f3c9e21b4", nil)
 	if r.str("status") != "answered" {
 		t.Fatalf("after restart: %s", r.Raw)
 	}
@@ -442,13 +442,13 @@ func TestExpiryOnTwoReplicasExpiresOnce(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	a := replica(t, tokensYAML, url, prefix, app.Options{Now: clk.Now})
 	b := replica(t, tokensYAML, url, prefix, app.Options{Now: clk.Now})
-	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", `{"expires_in":"10m",`+deployQ[1:]).str("id")
-	if r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil); r.str("expires_at") != "2026-12-02T12:10:00Z" {
+	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"expires_in":"10m",`+deployQ[1:]).str("id")
+	if r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil); r.str("expires_at") != "2026-12-02T12:10:00Z" {
 		t.Fatalf("expires_at = %q", r.str("expires_at"))
 	}
 	got := make(chan response, 1)
 	go func() {
-		got <- call(t, context.Background(), "GET", b.URL()+"/v1/questions/"+id+"?wait=30s", "tok-ask-a", nil)
+		got <- call(t, context.Background(), "GET", b.URL()+"/v1/questions/"+id+"?wait=30s", "tok-ask-a-7f3c9e21b4", nil)
 	}()
 	waitFor(t, "the waiter on B", func() bool { return b.Store().Waiting() == 1 })
 
@@ -456,7 +456,7 @@ func TestExpiryOnTwoReplicasExpiresOnce(t *testing.T) {
 	if _, err := a.Store().Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil); r.str("status") != "pending" {
+	if r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
 		t.Fatalf("expired early: %s", r.Raw)
 	}
 	clk.Add(2 * time.Minute) // both replicas' sweepers race for it now
@@ -492,12 +492,12 @@ func TestExpiryOnTwoReplicasExpiresOnce(t *testing.T) {
 
 func TestLongPollEndsWhenClientGoesAway(t *testing.T) {
 	a := start(t, tokensYAML)
-	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, "GET", a.URL()+"/v1/questions/"+id+"?wait=60s", nil)
-		req.Header.Set("Authorization", "Bearer tok-ask-a")
+		req.Header.Set("Authorization", "Bearer tok-ask-a-7f3c9e21b4")
 		_, err := http.DefaultClient.Do(req)
 		errc <- err
 	}()
@@ -549,11 +549,11 @@ func TestShutdownAnswersHeldCalls(t *testing.T) {
 
 func TestWaitEndsWithPendingRecord(t *testing.T) {
 	a := start(t, tokensYAML)
-	created := do(t, "POST", a.URL()+"/v1/questions?wait=50ms", "tok-ask-a", deployQ)
+	created := do(t, "POST", a.URL()+"/v1/questions?wait=50ms", "tok-ask-a-7f3c9e21b4", deployQ)
 	if created.Status != 201 || created.str("status") != "pending" {
 		t.Fatalf("create with a short wait: %d %s", created.Status, created.Raw)
 	}
-	r := do(t, "GET", a.URL()+"/v1/questions/"+created.str("id")+"?wait=0.05", "tok-ask-a", nil)
+	r := do(t, "GET", a.URL()+"/v1/questions/"+created.str("id")+"?wait=0.05", "tok-ask-a-7f3c9e21b4", nil)
 	if r.Status != 200 || r.str("status") != "pending" {
 		t.Fatalf("wait that ends: %d %s", r.Status, r.Raw)
 	}
@@ -565,11 +565,11 @@ func TestMaxWaitZero(t *testing.T) {
 	a := start(t, tokensYAML+"  max_wait: 0\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // well under the 60s asked for
 	defer cancel()
-	created := call(t, ctx, "POST", a.URL()+"/v1/questions?wait=60s", "tok-ask-a", deployQ)
+	created := call(t, ctx, "POST", a.URL()+"/v1/questions?wait=60s", "tok-ask-a-7f3c9e21b4", deployQ)
 	if created.Status != 201 || created.str("status") != "pending" {
 		t.Fatalf("create with a wait: %d %s", created.Status, created.Raw)
 	}
-	r := call(t, ctx, "GET", a.URL()+"/v1/questions/"+created.str("id")+"?wait=60s", "tok-ask-a", nil)
+	r := call(t, ctx, "GET", a.URL()+"/v1/questions/"+created.str("id")+"?wait=60s", "tok-ask-a-7f3c9e21b4", nil)
 	if r.Status != 200 || r.str("status") != "pending" {
 		t.Fatalf("read with a wait: %d %s", r.Status, r.Raw)
 	}
@@ -577,43 +577,43 @@ func TestMaxWaitZero(t *testing.T) {
 
 func TestApprovalLifeCycle(t *testing.T) {
 	a := start(t, tokensYAML)
-	r := do(t, "POST", a.URL()+"/v1/approvals", "tok-ask-a",
+	r := do(t, "POST", a.URL()+"/v1/approvals", "tok-ask-a-7f3c9e21b4",
 		`{"tool_call_id":"call-9","tool_name":"kubectl_apply","reason":"apply the manifest","arguments":{"file":"prod.yaml"}}`)
 	if r.Status != 201 || r.str("call_id") != "call-9" || r.str("kind") != "approval" {
 		t.Fatalf("create approval: %d %s", r.Status, r.Raw)
 	}
 	id := r.str("id")
-	list := do(t, "GET", a.URL()+"/v1/approvals?status=pending", "tok-answer", nil)
+	list := do(t, "GET", a.URL()+"/v1/approvals?status=pending", "tok-answer-7f3c9e21b4", nil)
 	if items, _ := list.Body["approvals"].([]any); len(items) != 1 {
 		t.Fatalf("pending approvals: %s", list.Raw)
 	}
-	d := do(t, "POST", a.URL()+"/v1/approvals/"+id+"/decision", "tok-answer", `{"outcome":"rejected","note":"  not on a Friday "}`)
+	d := do(t, "POST", a.URL()+"/v1/approvals/"+id+"/decision", "tok-answer-7f3c9e21b4", `{"outcome":"rejected","note":"  not on a Friday "}`)
 	dec := d.field(t, "decision")
 	if d.Status != 200 || string(dec) != `{"outcome":"rejected","note":"not on a Friday"}` {
 		t.Fatalf("decision: %d %s", d.Status, d.Raw)
 	}
-	if list := do(t, "GET", a.URL()+"/v1/approvals?status=pending", "tok-answer", nil); !strings.Contains(list.Raw, `"approvals":[]`) {
+	if list := do(t, "GET", a.URL()+"/v1/approvals?status=pending", "tok-answer-7f3c9e21b4", nil); !strings.Contains(list.Raw, `"approvals":[]`) {
 		t.Fatalf("pending approvals after decision: %s", list.Raw)
 	}
 	// null arguments are none: an MCP client or a harness may send them.
-	if r := do(t, "POST", a.URL()+"/v1/approvals", "tok-ask-a", `{"tool_name":"rotate_keys","arguments":null}`); r.Status != 201 || r.field(t, "arguments") != "" {
+	if r := do(t, "POST", a.URL()+"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":"rotate_keys","arguments":null}`); r.Status != 201 || r.field(t, "arguments") != "" {
 		t.Fatalf("create approval with null arguments: %d %s", r.Status, r.Raw)
 	}
 }
 
 func TestDismissCarriesSeamError(t *testing.T) {
 	a := start(t, tokensYAML)
-	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a", deployQ).str("id")
-	if r := do(t, "POST", a.URL()+"/v1/questions/"+id+"/dismiss", "tok-answer", nil); r.Status != 200 {
+	id := do(t, "POST", a.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
+	if r := do(t, "POST", a.URL()+"/v1/questions/"+id+"/dismiss", "tok-answer-7f3c9e21b4", nil); r.Status != 200 {
 		t.Fatalf("dismiss: %d %s", r.Status, r.Raw)
 	}
-	r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil)
+	r := do(t, "GET", a.URL()+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil)
 	e, _ := r.Body["error"].(map[string]any)
 	if r.str("status") != "dismissed" || e["code"] != "ASK_CANCELLED" || e["message"] != "the user cancelled ask_user_question" {
 		t.Fatalf("dismissed record: %s", r.Raw)
 	}
 	// Cancelling after the person dismissed changes nothing and is not an error.
-	if c := do(t, "DELETE", a.URL()+"/v1/questions/"+id, "tok-ask-a", nil); c.Status != 200 || c.str("status") != "dismissed" {
+	if c := do(t, "DELETE", a.URL()+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil); c.Status != 200 || c.str("status") != "dismissed" {
 		t.Fatalf("cancel after dismiss: %d %s", c.Status, c.Raw)
 	}
 }
@@ -637,16 +637,16 @@ func TestBearerScheme(t *testing.T) {
 		header string
 		status int
 	}{
-		{"Bearer tok-ask-a", http.StatusCreated},
-		{"bearer tok-ask-a", http.StatusCreated},
-		{"BEARER tok-ask-a", http.StatusCreated},
-		{"Bearer   tok-ask-a ", http.StatusCreated},
+		{"Bearer tok-ask-a-7f3c9e21b4", http.StatusCreated},
+		{"bearer tok-ask-a-7f3c9e21b4", http.StatusCreated},
+		{"BEARER tok-ask-a-7f3c9e21b4", http.StatusCreated},
+		{"Bearer   tok-ask-a-7f3c9e21b4 ", http.StatusCreated},
 		{"Bearer TOK-ASK-A", http.StatusUnauthorized},
 		{"Bearer", http.StatusUnauthorized},
 		{"Bearer ", http.StatusUnauthorized},
 		{"Bearertok-ask-a", http.StatusUnauthorized},
-		{"Basic tok-ask-a", http.StatusUnauthorized},
-		{"tok-ask-a", http.StatusUnauthorized},
+		{"Basic tok-ask-a-7f3c9e21b4", http.StatusUnauthorized},
+		{"tok-ask-a-7f3c9e21b4", http.StatusUnauthorized},
 	} {
 		req, err := http.NewRequest("POST", a.URL()+"/v1/questions", strings.NewReader(deployQ))
 		if err != nil {
@@ -675,7 +675,7 @@ func TestRedisDownIs503(t *testing.T) {
 		{"GET", "/v1/questions/abc"},
 		{"GET", "/readyz"},
 	} {
-		r := do(t, tt.method, a.URL()+tt.path, "tok-ask-a", deployQ)
+		r := do(t, tt.method, a.URL()+tt.path, "tok-ask-a-7f3c9e21b4", deployQ)
 		if r.Status != 503 || r.code() != "UNAVAILABLE" {
 			t.Errorf("%s %s with Redis down: %d %s", tt.method, tt.path, r.Status, r.Raw)
 		}
@@ -708,16 +708,16 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 		return `{"questions":[{"id":"a","question":"x"}],"expires_in":` + expires + `}`
 	}
 	for _, bad := range []string{`"NaN"`, `"nan"`, `"-NaN"`, `"1_0"`, `"0x1p4"`, `"Inf"`, `"-5"`, `-5`, `true`, `{}`, `[1]`} {
-		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", q(bad)); r.Status != 400 || r.code() != "INVALID_REQUEST" {
+		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", q(bad)); r.Status != 400 || r.code() != "INVALID_REQUEST" {
 			t.Errorf("expires_in %s: %d %s, want 400 INVALID_REQUEST", bad, r.Status, r.Raw)
 		}
 	}
 	for _, neg := range []string{`-5`, `"-5"`, `"-5m"`} {
-		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a", q(neg)); r.Status != 400 || !strings.Contains(r.Raw, "is negative") {
+		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", q(neg)); r.Status != 400 || !strings.Contains(r.Raw, "is negative") {
 			t.Errorf("expires_in %s: %d %s, want 400 saying it is negative", neg, r.Status, r.Raw)
 		}
 	}
-	if r := do(t, "GET", u+"/v1/questions?tool_call_id=x&wait=-1", "tok-ask-a", ""); r.Status != 400 || !strings.Contains(r.Raw, `wait: \"-1\" is negative`) {
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=x&wait=-1", "tok-ask-a-7f3c9e21b4", ""); r.Status != 400 || !strings.Contains(r.Raw, `wait: \"-1\" is negative`) {
 		t.Errorf("wait=-1: %d %s, want 400 saying it is negative", r.Status, r.Raw)
 	}
 	for expires, want := range map[string]time.Duration{
@@ -725,7 +725,7 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 		`1.5`: 1500 * time.Millisecond, `"1e2"`: 100 * time.Second, `".5"`: 500 * time.Millisecond,
 		`"1h30m"`: 90 * time.Minute,
 	} {
-		r := do(t, "POST", u+"/v1/questions", "tok-ask-a", q(expires))
+		r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", q(expires))
 		if r.Status != 201 {
 			t.Errorf("expires_in %s: %d %s", expires, r.Status, r.Raw)
 			continue
@@ -736,9 +736,9 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 			t.Errorf("expires_in %s: expires %s after creation, want %s", expires, got, want)
 		}
 	}
-	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
 	for _, bad := range []string{"NaN", "nan", "1_0", "0x1p4"} {
-		if r := do(t, "GET", u+"/v1/questions/"+id+"?wait="+bad, "tok-ask-a", nil); r.Status != 400 || r.code() != "INVALID_REQUEST" {
+		if r := do(t, "GET", u+"/v1/questions/"+id+"?wait="+bad, "tok-ask-a-7f3c9e21b4", nil); r.Status != 400 || r.code() != "INVALID_REQUEST" {
 			t.Errorf("wait=%s: %d %s, want 400 INVALID_REQUEST", bad, r.Status, r.Raw)
 		}
 	}
@@ -750,16 +750,16 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 func TestWrongTypesAreNamedByField(t *testing.T) {
 	a := start(t, tokensYAML)
 	u := a.URL()
-	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
 	for _, tt := range []struct{ path, token, body, want string }{
-		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":1,"question":"x"}]}`, "questions.id must be a string, not a JSON number"},
-		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","options":[{"label":5}]}]}`, "questions.options.label must be a string, not a JSON number"},
-		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x","multi_select":"yes"}]}`, "questions.multi_select must be true or false, not a JSON string"},
-		{"/v1/questions", "tok-ask-a", `{"questions":{"id":"a"}}`, "questions must be a list, not a JSON object"},
-		{"/v1/questions", "tok-ask-a", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":"no"}}`, "caller.delegated must be true or false, not a JSON string"},
-		{"/v1/questions", "tok-ask-a", `[]`, "the request body must be an object, not a JSON array"},
-		{"/v1/approvals", "tok-ask-a", `{"tool_name":["rm"]}`, "tool_name must be a string, not a JSON array"},
-		{"/v1/questions/" + id + "/answer", "tok-answer", `{"answers":[{"id":"deploy","selected":"No"}]}`, "answers.selected must be a list, not a JSON string"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":1,"question":"x"}]}`, "questions.id must be a string, not a JSON number"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","options":[{"label":5}]}]}`, "questions.options.label must be a string, not a JSON number"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","multi_select":"yes"}]}`, "questions.multi_select must be true or false, not a JSON string"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":{"id":"a"}}`, "questions must be a list, not a JSON object"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":"no"}}`, "caller.delegated must be true or false, not a JSON string"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `[]`, "the request body must be an object, not a JSON array"},
+		{"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":["rm"]}`, "tool_name must be a string, not a JSON array"},
+		{"/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":"No"}]}`, "answers.selected must be a list, not a JSON string"},
 	} {
 		r := do(t, "POST", u+tt.path, tt.token, tt.body)
 		msg, _ := r.Body["error"].(map[string]any)["message"].(string)
@@ -780,16 +780,16 @@ func TestWrongTypesAreNamedByField(t *testing.T) {
 func TestAnswerNeedsAnswers(t *testing.T) {
 	a := start(t, tokensYAML)
 	u := a.URL()
-	id := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ).str("id")
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
 	for _, body := range []string{`null`, `{}`, `{"answers":null}`} {
-		if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", body); r.Status != 400 || r.code() != "INVALID_REQUEST" {
+		if r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", body); r.Status != 400 || r.code() != "INVALID_REQUEST" {
 			t.Errorf("answer %s: %d %s, want 400 INVALID_REQUEST", body, r.Status, r.Raw)
 		}
 	}
-	if r := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a", nil); r.str("status") != "pending" {
+	if r := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
 		t.Fatalf("an answer without answers changed the question: %s", r.Raw)
 	}
-	r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer", `{"answers":[]}`)
+	r := do(t, "POST", u+"/v1/questions/"+id+"/answer", "tok-answer-7f3c9e21b4", `{"answers":[]}`)
 	if r.Status != 200 || r.field(t, "answer") != `{"answers":[{"id":"deploy","selected":[]}]}` {
 		t.Fatalf(`answer {"answers":[]}: %d %s`, r.Status, r.Raw)
 	}
@@ -943,7 +943,7 @@ func TestCreatedLocationIsRelative(t *testing.T) {
 		{"/v1/approvals", `{"tool_name":"kubectl_apply","arguments":{"f":"x.yaml"}}`},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, a.URL()+kind.path, strings.NewReader(kind.body))
-		req.Header.Set("Authorization", "Bearer tok-ask-a")
+		req.Header.Set("Authorization", "Bearer tok-ask-a-7f3c9e21b4")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -965,7 +965,7 @@ func TestCreatedLocationIsRelative(t *testing.T) {
 				t.Errorf("Location %q from %s is %s, want %s", loc, base, got, want)
 			}
 		}
-		if got := do(t, "GET", a.URL()+kind.path+"/"+rec.ID, "tok-ask-a", nil); got.Status != http.StatusOK {
+		if got := do(t, "GET", a.URL()+kind.path+"/"+rec.ID, "tok-ask-a-7f3c9e21b4", nil); got.Status != http.StatusOK {
 			t.Errorf("GET of the new request: %d", got.Status)
 		}
 	}
@@ -977,8 +977,8 @@ func TestCreatedLocationIsRelative(t *testing.T) {
 func TestOtherKindsIDIsNamed(t *testing.T) {
 	a := start(t, tokensYAML)
 	u := a.URL()
-	q := do(t, "POST", u+"/v1/questions", "tok-ask-a", deployQ)
-	ap := do(t, "POST", u+"/v1/approvals", "tok-ask-a", `{"tool_name":"kubectl_apply"}`)
+	q := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ)
+	ap := do(t, "POST", u+"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":"kubectl_apply"}`)
 	qid, aid := q.str("id"), ap.str("id")
 	if qid == "" || aid == "" {
 		t.Fatalf("create: %s %s", q.Raw, ap.Raw)
@@ -988,22 +988,22 @@ func TestOtherKindsIDIsNamed(t *testing.T) {
 		body                any
 		want                string
 	}{
-		{"GET", "/v1/approvals/" + qid, "tok-ask-a", nil, qid + " is a question, not an approval: use /v1/questions/" + qid},
-		{"GET", "/v1/approvals/" + qid + "?wait=1s", "tok-ask-a", nil, qid + " is a question, not an approval"},
-		{"DELETE", "/v1/approvals/" + qid, "tok-ask-a", nil, qid + " is a question, not an approval"},
-		{"POST", "/v1/approvals/" + qid + "/decision", "tok-answer", `{"outcome":"rejected"}`, qid + " is a question, not an approval"},
-		{"POST", "/v1/approvals/" + qid + "/dismiss", "tok-answer", nil, qid + " is a question, not an approval"},
-		{"POST", "/v1/questions/" + aid + "/answer", "tok-answer", `{"answers":[]}`, aid + " is an approval, not a question: use /v1/approvals/" + aid},
-		{"GET", "/v1/questions/" + aid, "tok-answer", nil, aid + " is an approval, not a question"},
-		{"GET", "/v1/approvals/" + qid, "tok-ask-b", nil, `"no such request"`},
-		{"DELETE", "/v1/approvals/" + qid, "tok-ask-b", nil, `"no such request"`},
+		{"GET", "/v1/approvals/" + qid, "tok-ask-a-7f3c9e21b4", nil, qid + " is a question, not an approval: use /v1/questions/" + qid},
+		{"GET", "/v1/approvals/" + qid + "?wait=1s", "tok-ask-a-7f3c9e21b4", nil, qid + " is a question, not an approval"},
+		{"DELETE", "/v1/approvals/" + qid, "tok-ask-a-7f3c9e21b4", nil, qid + " is a question, not an approval"},
+		{"POST", "/v1/approvals/" + qid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"rejected"}`, qid + " is a question, not an approval"},
+		{"POST", "/v1/approvals/" + qid + "/dismiss", "tok-answer-7f3c9e21b4", nil, qid + " is a question, not an approval"},
+		{"POST", "/v1/questions/" + aid + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[]}`, aid + " is an approval, not a question: use /v1/approvals/" + aid},
+		{"GET", "/v1/questions/" + aid, "tok-answer-7f3c9e21b4", nil, aid + " is an approval, not a question"},
+		{"GET", "/v1/approvals/" + qid, "tok-ask-b-7f3c9e21b4", nil, `"no such request"`},
+		{"DELETE", "/v1/approvals/" + qid, "tok-ask-b-7f3c9e21b4", nil, `"no such request"`},
 	} {
 		r := do(t, tc.method, u+tc.path, tc.token, tc.body)
 		if r.Status != 404 || r.code() != "NOT_FOUND" || !strings.Contains(r.Raw, tc.want) {
 			t.Errorf("%s %s (%s): %d %s; want 404 NOT_FOUND with %q", tc.method, tc.path, tc.token, r.Status, r.Raw, tc.want)
 		}
 	}
-	if r := do(t, "GET", u+"/v1/questions/"+qid, "tok-ask-a", nil); r.str("status") != "pending" {
+	if r := do(t, "GET", u+"/v1/questions/"+qid, "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
 		t.Errorf("the question after the wrong calls: %s; want it pending", r.Raw)
 	}
 }

@@ -27,7 +27,7 @@ func FuzzParse(f *testing.F) {
 	addSections(f, validBase)
 	f.Add("redis: {addrs: [\"r1:7000\", \"r2:7000\"], password: LEAKpw, tls: true}\n")
 	f.Add("redis:\n  addrs: [s1:26379]\n  master_name: m\n  sentinel_password: LEAKspw\n  db: 2\n")
-	f.Add("redis: {url: \"redis://:LEAKpw@localhost:6379/0\"}\napi:\n  tokens:\n    - {name: a, token: LEAKtok, scopes: [ask]}\n")
+	f.Add("redis: {url: \"redis://:LEAKpw@localhost:6379/0\"}\napi:\n  tokens:\n    - {name: a, token: LEAKtok-7f3c9e21b4, scopes: [ask]}\n")
 	f.Add("routes:\n  - name: default\n    targets:\n      - slack: {channel: C1}\n        discord: {channel: \"2\"}\n")
 	f.Add("store: {retention: 1h, default_expires_in: 0, sweep_interval: -1s}\nlog: {level: loud}\n")
 	f.Add("x-anchor: &a {prefix: p}\nredis:\n  <<: *a\n---\nlisten: 1\n")

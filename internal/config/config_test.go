@@ -93,7 +93,7 @@ log: {level: info, format: text}
 func TestDefaultsFillGaps(t *testing.T) {
 	c := mustParse(t, `
 api:
-  tokens: [{name: a, token: t, scopes: [ask]}]
+  tokens: [{name: a, token: t-7f3c9e21b4a0cd, scopes: [ask]}]
 listen: ":9090"
 store:
   default_expires_in: 0
@@ -378,8 +378,8 @@ base_url: https://bridge.example.com/
 redis: {url: "redis://:pw@localhost:6379/0"}
 api:
   tokens:
-    - {name: agents, token: tok-agents, scopes: [ask]}
-    - {name: inbox, token: tok-inbox, scopes: [answer, ask]}
+    - {name: agents, token: tok-agents-7f3c9e21b4, scopes: [ask]}
+    - {name: inbox, token: tok-inbox-7f3c9e21b4, scopes: [answer, ask]}
 store: {retention: 1h, default_expires_in: 0, sweep_interval: 1s, max_wait: 0}
 slack: {bot_token: xoxb-1, signing_secret: sig}
 discord:
@@ -460,12 +460,15 @@ func TestValidate(t *testing.T) {
 		{"token name empty", func(c *Config) { c.API.Tokens[1].Name = "" }, "api.tokens[1].name: required"},
 		{"token name duplicate", func(c *Config) { c.API.Tokens[1].Name = "agents" }, `api.tokens[1].name: "agents" is also the name of api.tokens[0]`},
 		{"token empty", func(c *Config) { c.API.Tokens[0].Token = "" }, "api.tokens[0].token: required"},
-		{"token duplicate", func(c *Config) { c.API.Tokens[1].Token = "tok-agents" }, "api.tokens[1].token: the same token as api.tokens[0]"},
+		{"token duplicate", func(c *Config) { c.API.Tokens[1].Token = "tok-agents-7f3c9e21b4" }, "api.tokens[1].token: the same token as api.tokens[0]"},
 		{"token placeholder", func(c *Config) { c.API.Tokens[1].Token = "<secret>" }, "api.tokens[1].token: is the placeholder <secret>"},
-		{"token with a final newline", func(c *Config) { c.API.Tokens[1].Token = "tok-inbox\n" }, "api.tokens[1].token: starts or ends with white space, or holds a control character"},
-		{"token with a leading space", func(c *Config) { c.API.Tokens[1].Token = " tok-inbox" }, "api.tokens[1].token: starts or ends with white space"},
+		{"token with a final newline", func(c *Config) { c.API.Tokens[1].Token = "tok-inbox-7f3c9e21b4\n" }, "api.tokens[1].token: starts or ends with white space, or holds a control character"},
+		{"token with a leading space", func(c *Config) { c.API.Tokens[1].Token = " tok-inbox-7f3c9e21b4" }, "api.tokens[1].token: starts or ends with white space"},
 		{"token with a control character", func(c *Config) { c.API.Tokens[1].Token = "tok\x00inbox" }, "api.tokens[1].token: starts or ends with white space, or holds a control character"},
-		{"token with a space inside", func(c *Config) { c.API.Tokens[1].Token = "tok inbox" }, ""},
+		{"token with a space inside", func(c *Config) { c.API.Tokens[1].Token = "tok inbox 7f3c9e21b4" }, ""},
+		{"token too short", func(c *Config) { c.API.Tokens[1].Token = "0123456789abcde" }, "api.tokens[1].token: is 15 characters; use at least 16"},
+		{"token of 16", func(c *Config) { c.API.Tokens[1].Token = "0123456789abcdef" }, ""},
+		{"token of 16 characters, not bytes", func(c *Config) { c.API.Tokens[1].Token = "ééééééééééééééé" }, "api.tokens[1].token: is 15 characters"},
 		{"no scopes", func(c *Config) { c.API.Tokens[0].Scopes = nil }, "api.tokens[0].scopes: set at least one of ask, answer"},
 		{"bad scope", func(c *Config) { c.API.Tokens[1].Scopes[1] = "admin" }, `api.tokens[1].scopes[1]: "admin" is not a scope`},
 		{"duplicate scope", func(c *Config) { c.API.Tokens[1].Scopes[1] = "answer" }, `api.tokens[1].scopes[1]: "answer" is listed twice`},
@@ -808,14 +811,14 @@ func TestDocs(t *testing.T) {
 		vars := env(map[string]string{
 			"REDIS_URL":              "redis://redis:6379",
 			"REDIS_PASSWORD":         "pw",
-			"ASKBRIDGE_AGENT_TOKEN":  "a",
-			"ASKBRIDGE_INBOX_TOKEN":  "i",
+			"ASKBRIDGE_AGENT_TOKEN":  "agent-7f3c9e21b4a0",
+			"ASKBRIDGE_INBOX_TOKEN":  "inbox-7f3c9e21b4a0",
 			"SLACK_BOT_TOKEN":        "xoxb-1",
 			"SLACK_SIGNING_SECRET":   "s",
 			"SLACK_APP_TOKEN":        "xapp-1",
 			"DISCORD_BOT_TOKEN":      "d",
 			"DISCORD_PUBLIC_KEY":     strings.Repeat("ab", 32),
-			"ASKBRIDGE_ANSWER_TOKEN": "x",
+			"ASKBRIDGE_ANSWER_TOKEN": "answer-7f3c9e21b4a0",
 		})
 		// Every ```yaml block is a bridge config; YAML of other tools
 		// (a Kubernetes pod spec) is fenced ```yml.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
@@ -320,6 +321,9 @@ func (v *validator) redisAddrs(r Redis) {
 	}
 }
 
+// minTokenLen is the shortest API token config takes.
+const minTokenLen = 16
+
 func (v *validator) tokens(tokens []Token) {
 	names := map[string]int{}
 	values := map[Secret]int{}
@@ -333,10 +337,15 @@ func (v *validator) tokens(tokens []Token) {
 			names[t.Name] = i
 		}
 		v.secret(p+".token", t.Token, true)
-		if tok := t.Token.Reveal(); tok != strings.TrimSpace(tok) || strings.ContainsFunc(tok, unicode.IsControl) {
+		tok := t.Token.Reveal()
+		if tok != strings.TrimSpace(tok) || strings.ContainsFunc(tok, unicode.IsControl) {
 			// A client sends it in a header, whose value can't hold control
 			// characters and loses its outer spaces: no client could match it.
 			v.add(p+".token", "starts or ends with white space, or holds a control character (a final newline read from a file?): no client can send it in an Authorization header")
+		} else if n := utf8.RuneCountInString(tok); n > 0 && n < minTokenLen && tok != redacted {
+			// The web inbox's sign-in form takes tokens, as many tries as
+			// anyone cares to make: a short one can be guessed.
+			v.add(p+".token", "is %d characters; use at least %d random ones, e.g. openssl rand -hex 16", n, minTokenLen)
 		}
 		if t.Token != "" {
 			if j, dup := values[t.Token]; dup {

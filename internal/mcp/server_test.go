@@ -351,7 +351,7 @@ func TestAskUserQuestion(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	url := newBridge(t, "")
-	locked := newBridge(t, "api:\n  tokens:\n    - {name: agent, token: ask-secret, scopes: [ask]}\n")
+	locked := newBridge(t, "api:\n  tokens:\n    - {name: agent, token: ask-secret-7f3c9e21b4, scopes: [ask]}\n")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -63,8 +63,8 @@ func artifacts(t *testing.T) string {
 const browserConfig = `
 api:
   tokens:
-    - {name: agent, token: agent-token, scopes: [ask]}
-    - {name: ada, token: ada-token, scopes: [answer]}
+    - {name: agent, token: agent-token-7f3c9e21b4, scopes: [ask]}
+    - {name: ada, token: ada-token-7f3c9e21b4, scopes: [answer]}
 web:
   secret: 0123456789abcdef0123456789abcdef
 `
@@ -338,14 +338,14 @@ func TestBrowser(t *testing.T) {
 	t.Run("answered elsewhere, it leaves the page", func(t *testing.T) {
 		later := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys now?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
 		do(t, "arrives", chromedp.WaitVisible(card(later)))
-		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
+		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token-7f3c9e21b4", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
 		do(t, "leaves", chromedp.WaitNotPresent(card(later)))
 	})
 	t.Run("answered elsewhere while being filled in, it says how", func(t *testing.T) {
 		later := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys tonight?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
 		c := card(later)
 		do(t, "begin to answer", chromedp.WaitVisible(c), chromedp.Click(c+` input[value="Yes"]`))
-		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
+		call(t, base, http.MethodPost, "/v1/questions/"+later["id"].(string)+"/answer", "ada-token-7f3c9e21b4", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"No"}}}})
 		do(t, "says how it ended", chromedp.WaitVisible(c+" .outcome"))
 		if got := eval(t, `document.querySelector("`+c+` .outcome").innerText`); !strings.Contains(got, "No") {
 			t.Errorf("the card says %q, want the answer given elsewhere", got)
@@ -364,7 +364,7 @@ func TestBrowser(t *testing.T) {
 		// A deliberate second tap (its first was long enough ago) dismisses.
 		eval(t, `(() => { const b = document.querySelector("`+c+` button[data-dismiss]"); b.dataset.armedAt = "0"; b.click(); return "" })()`)
 		do(t, "dismissed", chromedp.WaitVisible(c+" .outcome"))
-		if got := call(t, base, http.MethodGet, "/v1/questions/"+rec["id"].(string), "ada-token", nil); got["status"] != "dismissed" {
+		if got := call(t, base, http.MethodGet, "/v1/questions/"+rec["id"].(string), "ada-token-7f3c9e21b4", nil); got["status"] != "dismissed" {
 			t.Errorf("status %v, want dismissed", got["status"])
 		}
 	})
@@ -452,7 +452,7 @@ func TestBrowser(t *testing.T) {
 		if got := focused(t); !strings.Contains(got, " in req-") {
 			t.Errorf("once the card left, focus is on %s, want the next card", got)
 		}
-		call(t, base, http.MethodDelete, "/v1/questions/"+older["id"].(string), "agent-token", nil)
+		call(t, base, http.MethodDelete, "/v1/questions/"+older["id"].(string), "agent-token-7f3c9e21b4", nil)
 	})
 	t.Run("on a slow network, a decision's card stays to say it was taken", func(t *testing.T) {
 		// The decision is taken, but its reply is slow to come back; the
@@ -501,7 +501,7 @@ func TestBrowser(t *testing.T) {
 		}), chromedp.WaitVisible(c+" .outcome")); err != nil {
 			t.Errorf("the decided card never said how it ended: %v", err)
 		}
-		call(t, base, http.MethodDelete, "/v1/questions/"+next["id"].(string), "agent-token", nil)
+		call(t, base, http.MethodDelete, "/v1/questions/"+next["id"].(string), "agent-token-7f3c9e21b4", nil)
 	})
 	t.Run("a stream the bridge refused is opened again", func(t *testing.T) {
 		// The bridge answers the inbox's first stream with 503, as it does
@@ -548,7 +548,7 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.WaitVisible(card(rec)), chromedp.WaitVisible(`#live:not(.off)`)); err != nil {
 			t.Fatalf("a request created after the refused stream never showed: %v", err)
 		}
-		call(t, base, http.MethodDelete, "/v1/questions/"+rec["id"].(string), "agent-token", nil)
+		call(t, base, http.MethodDelete, "/v1/questions/"+rec["id"].(string), "agent-token-7f3c9e21b4", nil)
 	})
 	t.Run("signed link page", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
@@ -742,7 +742,7 @@ func signIn(base, card string) []chromedp.Action[chromedp.Void] {
 	return []chromedp.Action[chromedp.Void]{
 		chromedp.Navigate(base + "/"),
 		chromedp.WaitVisible("#token"),
-		chromedp.SendKeys("#token", "ada-token"),
+		chromedp.SendKeys("#token", "ada-token-7f3c9e21b4"),
 		chromedp.Click("form.signin button"),
 		chromedp.WaitVisible(card + " form.answer"),
 		chromedp.WaitReady(`html[data-ready="1"]`),
@@ -808,7 +808,7 @@ func questions(qs ...seam.Question) map[string]any {
 
 func create(t *testing.T, base, path string, body any) map[string]any {
 	t.Helper()
-	return call(t, base, http.MethodPost, path, "agent-token", body)
+	return call(t, base, http.MethodPost, path, "agent-token-7f3c9e21b4", body)
 }
 
 func call(t *testing.T, base, method, path, token string, body any) map[string]any {

@@ -60,8 +60,8 @@ type bench struct {
 }
 
 var defaultTokens = []api.Token{
-	{Name: "agent", Token: "agent-token", Scopes: []string{api.ScopeAsk}},
-	{Name: "ada", Token: "ada-token", Scopes: []string{api.ScopeAnswer}},
+	{Name: "agent", Token: "agent-token-7f3c9e21b4", Scopes: []string{api.ScopeAsk}},
+	{Name: "ada", Token: "ada-token-7f3c9e21b4", Scopes: []string{api.ScopeAnswer}},
 }
 
 func newBench(t *testing.T, tokens []api.Token) *bench {

@@ -35,7 +35,7 @@ func TestSignIn(t *testing.T) {
 		says        string
 	}{
 		{"unknown token", "nope", http.StatusUnauthorized, "That token is not valid."},
-		{"ask-only token", "agent-token", http.StatusForbidden, "lacks the answer scope"},
+		{"ask-only token", "agent-token-7f3c9e21b4", http.StatusForbidden, "lacks the answer scope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := c.PostForm(b.srv.URL+"/web/signin", url.Values{"token": {tc.token}})
@@ -53,7 +53,7 @@ func TestSignIn(t *testing.T) {
 	}
 
 	t.Run("answer token", func(t *testing.T) {
-		res, err := c.PostForm(b.srv.URL+"/web/signin", url.Values{"token": {" ada-token\n"}})
+		res, err := c.PostForm(b.srv.URL+"/web/signin", url.Values{"token": {" ada-token-7f3c9e21b4\n"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestSignIn(t *testing.T) {
 		if k.Name != cookieName || !k.HttpOnly || k.SameSite != http.SameSiteStrictMode || k.Secure || k.Path != "/" {
 			t.Errorf("cookie %+v: want %s, HttpOnly, SameSite=Strict, not Secure over http, path /", k, cookieName)
 		}
-		if strings.Contains(k.Value, "ada-token") {
+		if strings.Contains(k.Value, "ada-token-7f3c9e21b4") {
 			t.Errorf("the cookie holds the raw token: %s", k.Value)
 		}
 		status, page := b.page(t, c, "/")
@@ -79,7 +79,7 @@ func TestSignIn(t *testing.T) {
 	})
 
 	t.Run("Secure and __Host- over https", func(t *testing.T) {
-		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/signin", strings.NewReader("token=ada-token"))
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/signin", strings.NewReader("token=ada-token-7f3c9e21b4"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("X-Forwarded-Proto", "https")
 		res, err := b.browser(t).Do(req)
@@ -116,7 +116,7 @@ func TestSignIn(t *testing.T) {
 
 	t.Run("sign out with Redis down", func(t *testing.T) {
 		c := b.browser(t)
-		csrf := b.signIn(t, c, "ada-token")
+		csrf := b.signIn(t, c, "ada-token-7f3c9e21b4")
 		b.mr.SetError("LOADING Redis is loading the dataset in memory")
 		res, err := c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
 		b.mr.SetError("")
@@ -134,9 +134,9 @@ func TestSignIn(t *testing.T) {
 	})
 
 	t.Run("sign out", func(t *testing.T) {
-		csrf := b.signIn(t, c, "ada-token")
+		csrf := b.signIn(t, c, "ada-token-7f3c9e21b4")
 		other := b.browser(t) // the same person on another device
-		b.signIn(t, other, "ada-token")
+		b.signIn(t, other, "ada-token-7f3c9e21b4")
 		copied := sessionCookie(t, b, c)
 		res, err := c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
 		if err != nil {
@@ -239,13 +239,13 @@ func TestOneTimeSignInLink(t *testing.T) {
 func TestCSRF(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
-	csrf := b.signIn(t, c, "ada-token")
+	csrf := b.signIn(t, c, "ada-token-7f3c9e21b4")
 	rec := b.ask(t, time.Hour, deploy)
 	path := "/web/requests/" + rec.ID + "/answer"
 	answer := seam.Answer{Answers: []seam.AnswerItem{{ID: "deploy", Selected: []string{"No"}}}}
 
 	other := b.browser(t)
-	otherCSRF := b.signIn(t, other, "ada-token")
+	otherCSRF := b.signIn(t, other, "ada-token-7f3c9e21b4")
 	for _, tc := range []struct {
 		name    string
 		headers map[string]string
@@ -292,7 +292,7 @@ func TestCSRF(t *testing.T) {
 func TestAnswerDecideDismiss(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
-	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token")}
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
 
 	t.Run("answer", func(t *testing.T) {
 		rec := b.ask(t, time.Hour, deploy, seam.Question{ID: "regions", Question: "Where?", MultiSelect: true,
@@ -388,7 +388,7 @@ func TestAnswerDecideDismiss(t *testing.T) {
 func TestRequiredFields(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
-	b.signIn(t, c, "ada-token")
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
 	typed := func(id string, required bool) seam.Question {
 		return seam.Question{ID: id, Question: id + "?", Input: &seam.Input{Type: seam.InputInteger, Required: required}}
 	}
@@ -616,7 +616,7 @@ func TestUnderAPath(t *testing.T) {
 			t.Errorf("the sign-in page has no %s:\n%s", want, page)
 		}
 	}
-	res, err = c.PostForm(srv.URL+"/web/signin", url.Values{"token": {"ada-token"}})
+	res, err = c.PostForm(srv.URL+"/web/signin", url.Values{"token": {"ada-token-7f3c9e21b4"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +636,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func TestXSS(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
-	b.signIn(t, c, "ada-token")
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
 	const detail = "Plan:\n\n<script>alert('detail')</script>\n\n<img src=x onerror=alert(1)>\n\n" +
 		"[click me](javascript:alert(1)) [data](data:text/html,<script>alert(1)</script>) [ok](https://example.com/a?b=1&c=\"x\")\n\n" +
 		"- <b onmouseover=alert(1)>item</b>\n- `<script>`\n\n```\n<script>alert('code')</script>\n```"
@@ -730,7 +730,7 @@ func stream(ctx context.Context, t *testing.T, c *http.Client, url string) (next
 func TestLiveEvents(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
-	b.signIn(t, c, "ada-token")
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
 	rec := b.ask(t, time.Hour, deploy)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -752,7 +752,7 @@ func TestLiveEvents(t *testing.T) {
 	}
 	t.Run("signing out ends the session's streams", func(t *testing.T) {
 		other := b.browser(t)
-		csrf := b.signIn(t, other, "ada-token")
+		csrf := b.signIn(t, other, "ada-token-7f3c9e21b4")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		next, events := stream(ctx, t, other, b.srv.URL+"/web/events")
@@ -786,7 +786,7 @@ func TestLiveRequestEvents(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	b.web.keepAlive = 100 * time.Millisecond
 	c := b.browser(t)
-	b.signIn(t, c, "ada-token")
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
 	rec := b.ask(t, time.Hour, deploy)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -825,7 +825,7 @@ func TestLiveInboxPollsPastKeepAlives(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	b.web.poll, b.web.keepAlive = 300*time.Millisecond, 100*time.Millisecond
 	c := b.browser(t)
-	b.signIn(t, c, "ada-token")
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -898,7 +898,7 @@ func TestOutcome(t *testing.T) {
 	if status, _ := b.page(t, c, path); status != http.StatusUnauthorized {
 		t.Errorf("signed out: %d", status)
 	}
-	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token")}
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
 	if status, body := b.page(t, c, path); status != http.StatusNoContent {
 		t.Errorf("pending: %d %s, want 204", status, body)
 	}
