@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"reflect"
 	"slices"
 	"strconv"
@@ -507,4 +509,35 @@ func TestEditedLeaderCancelledFailsNoOther(t *testing.T) {
 		<-led // cancelled: its outcome or its context's error
 		wantNoneUnedited(t, s)
 	})
+}
+
+// TestEditedHonoursItsContext: a call whose caller gives up returns then,
+// even when it leads a batch that Redis never answers: its send goes on
+// without it, and the request stays in the finish index for a finisher.
+func TestEditedHonoursItsContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() { // a Redis that takes connections and never answers
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String()})
+	t.Cleanup(func() { c.Close() })
+	s := New(c, Options{Prefix: "askbridge-test:silent:"})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Edited(ctx, &Record{ID: "r1", Posts: []Post{{Surface: "slack"}}}) }()
+	if err := recv(t, "Edited against a silent Redis", done); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Edited = %v; want its context's deadline", err)
+	}
 }
