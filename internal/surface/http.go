@@ -18,9 +18,12 @@ func HTTPClient() *http.Client {
 
 // ReadBody reads the body of a platform's callback, refusing one over
 // limit bytes (http.MaxBytesReader). A body that gives its length, as
-// Slack's and Discord's do, is read into one buffer of that size:
-// io.ReadAll grows its buffer from 512 bytes, and for a click of a few
-// kilobytes the copies cost more than the reading.
+// Slack's and Discord's do, is read into one buffer of that size, up to
+// bodyChunk: io.ReadAll grows its buffer from 512 bytes, and for a click
+// of a few kilobytes the copies cost more than the reading. Beyond
+// bodyChunk the buffer grows only as bytes arrive: a length is a claim,
+// and a caller who sends none of what it claims must not have the bridge
+// hold the whole of it for as long as it likes.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	n := r.ContentLength
@@ -28,9 +31,22 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return io.ReadAll(body)
 	}
 	// net/http ends a body with a length there: nothing follows it.
-	buf := make([]byte, n)
+	buf := make([]byte, min(n, bodyChunk))
 	if _, err := io.ReadFull(body, buf); err != nil {
 		return nil, err
 	}
+	if int64(len(buf)) == n {
+		return buf, nil
+	}
+	rest, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	if buf = append(buf, rest...); int64(len(buf)) != n {
+		return nil, io.ErrUnexpectedEOF
+	}
 	return buf, nil
 }
+
+// bodyChunk is what ReadBody allocates on a body's word alone.
+const bodyChunk = 16 << 10

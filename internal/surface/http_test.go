@@ -8,7 +8,7 @@ import (
 )
 
 func TestReadBody(t *testing.T) {
-	const limit = 16
+	const limit = 4 * bodyChunk
 	for _, c := range []struct {
 		name   string
 		body   string
@@ -22,6 +22,8 @@ func TestReadBody(t *testing.T) {
 		{name: "over the limit, its length given", body: strings.Repeat("x", limit+1), length: limit + 1, bad: true},
 		{name: "over the limit, its length unknown", body: strings.Repeat("x", limit+1), length: -1, bad: true},
 		{name: "shorter than it says", body: "abc", length: 5, bad: true},
+		{name: "longer than a chunk", body: strings.Repeat("y", 3*bodyChunk+5), length: 3*bodyChunk + 5, want: strings.Repeat("y", 3*bodyChunk+5)},
+		{name: "longer than a chunk, and shorter than it says", body: strings.Repeat("y", bodyChunk+5), length: bodyChunk + 9, bad: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/", io.NopCloser(strings.NewReader(c.body)))
@@ -29,12 +31,27 @@ func TestReadBody(t *testing.T) {
 			got, err := ReadBody(httptest.NewRecorder(), r, limit)
 			switch {
 			case c.bad && err == nil:
-				t.Fatalf("ReadBody = %q; want an error", got)
+				t.Fatalf("ReadBody = %d bytes; want an error", len(got))
 			case !c.bad && err != nil:
 				t.Fatalf("ReadBody: %v", err)
 			case !c.bad && string(got) != c.want:
-				t.Fatalf("ReadBody = %q; want %q", got, c.want)
+				t.Fatalf("ReadBody = %d bytes %.20q...; want %d bytes %.20q...", len(got), got, len(c.want), c.want)
 			}
 		})
+	}
+}
+
+// A caller that claims a length and sends nothing has the bridge allocate
+// one chunk, not what it claims.
+func TestReadBodyAllocatesWhatArrives(t *testing.T) {
+	r := httptest.NewRequest("POST", "/", strings.NewReader(""))
+	r.ContentLength = 1 << 20
+	allocs := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			ReadBody(httptest.NewRecorder(), r, 1<<20)
+		}
+	})
+	if got := allocs.AllocedBytesPerOp(); got > 2*bodyChunk {
+		t.Fatalf("an empty body claiming 1 MiB: ReadBody allocated %d bytes; want at most about %d", got, bodyChunk)
 	}
 }
