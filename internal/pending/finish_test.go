@@ -541,3 +541,38 @@ func TestEditedHonoursItsContext(t *testing.T) {
 		t.Fatalf("Edited = %v; want its context's deadline", err)
 	}
 }
+
+// TestSweeperEditsAtOnce: the requests one sweep expires are handed over
+// together, as a finisher's are, not each after the last one's edits.
+func TestSweeperEditsAtOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		b = b.fresh(t)
+		s := b.store()
+		const n = 3
+		for i := range n {
+			nr := question("alice", "")
+			nr.ExpiresIn = time.Minute
+			posted(t, s, nr, strconv.Itoa(i+1)+".1")
+		}
+		b.clock.Advance(time.Minute)
+		// Each handler holds on until all n have started: one at a time,
+		// the first would hold on for good.
+		started, release := make(chan string, n), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- s.RunSweeper(ctx, time.Millisecond, func(_ context.Context, rec *Record) {
+				started <- rec.ID
+				<-release
+			})
+		}()
+		for range n {
+			recv(t, "a handler to start beside the others", started)
+		}
+		close(release)
+		cancel()
+		if err := recv(t, "RunSweeper to return", done); err != nil {
+			t.Errorf("RunSweeper = %v", err)
+		}
+	})
+}

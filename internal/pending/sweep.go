@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,8 +55,9 @@ func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
 }
 
 // RunSweeper expires, every interval until ctx ends, the requests that
-// are due and hands each one it expired to onExpired, which edits its
-// posted messages (and counts the end, which this replica made).
+// are due and hands each one it expired to onExpired, finishWorkers at a
+// time, which edits its posted messages (and counts the end, which this
+// replica made).
 // RunFinisher takes over the edits that fail.
 func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired func(context.Context, *Record)) error {
 	t := time.NewTicker(every)
@@ -70,11 +72,22 @@ func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired f
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("expiry sweep failed", "err", err)
 		}
+		// The edits of a round run finishWorkers at a time, as a
+		// finisher's do: one at a time, each would wait on its platform,
+		// and on Edited's linger alone.
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, finishWorkers)
 		for _, rec := range recs {
 			s.log.Info("request expired", "request_id", rec.ID)
-			if onExpired != nil {
-				onExpired(ctx, rec)
+			if onExpired == nil {
+				continue
 			}
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				onExpired(ctx, rec)
+			})
 		}
+		wg.Wait()
 	}
 }
