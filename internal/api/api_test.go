@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 const tokensYAML = `
@@ -1005,5 +1008,41 @@ func TestOtherKindsIDIsNamed(t *testing.T) {
 	}
 	if r := do(t, "GET", u+"/v1/questions/"+qid, "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
 		t.Errorf("the question after the wrong calls: %s; want it pending", r.Raw)
+	}
+}
+
+// TestSlowBodyIsCutOffNotTheWait: a body that doesn't arrive within
+// surface.BodyTimeout is refused; a held call, whose body came at once,
+// is not cut off by that deadline while it waits.
+func TestSlowBodyIsCutOffNotTheWait(t *testing.T) {
+	old := surface.BodyTimeout
+	surface.BodyTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { surface.BodyTimeout = old })
+	a := start(t, tokensYAML)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(a.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second)) // a server that never answers fails the test, not hangs it
+	fmt.Fprintf(conn, "POST /v1/questions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-ask-a-7f3c9e21b4\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(deployQ), deployQ[:10])
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a body that stops coming: no answer: %v", err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), "did not arrive within 200ms") {
+		t.Errorf("a body that stops coming: %d %s", res.StatusCode, raw)
+	}
+
+	// Held for its whole wait, five times the body's deadline: a deadline
+	// left in place would end it early (net/http takes the failed read
+	// for a client gone), with the request pending all the same.
+	start := time.Now()
+	created := do(t, "POST", a.URL()+"/v1/questions?wait=1s", "tok-ask-a-7f3c9e21b4", deployQ)
+	if held := time.Since(start); created.Status != 201 || created.str("status") != "pending" || held < time.Second {
+		t.Fatalf("a create held for 1s: %d after %v; %s", created.Status, held, created.Raw)
 	}
 }

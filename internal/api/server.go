@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"reflect"
 	"regexp"
@@ -25,6 +26,7 @@ import (
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // Options configure a Server.
@@ -177,6 +179,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // some); a person's answer or decision may not, since a misspelt
 // "selected" would otherwise record a skip that can't be undone.
 func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
+	surface.BodyDeadline(w)
 	body := http.MaxBytesReader(w, r.Body, seam.MaxBodyBytes)
 	dec := json.NewDecoder(body)
 	if strict {
@@ -195,6 +198,8 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 			sy *json.SyntaxError
 		)
 		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return invalid(fmt.Sprintf("the request body did not arrive within %v", surface.BodyTimeout))
 		case errors.Is(err, io.EOF):
 			return invalid("the request body is empty; send a JSON object")
 		case errors.As(err, &te):
