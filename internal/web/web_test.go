@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 var deploy = seam.Question{ID: "deploy", Question: "Deploy to prod?", Options: []seam.Option{{Label: "Yes (Recommended)"}, {Label: "No"}}}
@@ -925,5 +927,31 @@ func TestOutcome(t *testing.T) {
 	}
 	if !regexp.MustCompile(`· <time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">\d{4}-\d\d-\d\d \d\d:\d\d UTC</time></p>`).MatchString(body) {
 		t.Errorf("the outcome's time is not a <time>:\n%s", body)
+	}
+}
+
+// TestSlowSignInIsAnswered: a sign-in form whose body stops coming is
+// answered once surface.BodyTimeout has passed, not held for good.
+func TestSlowSignInIsAnswered(t *testing.T) {
+	old := surface.BodyTimeout
+	surface.BodyTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { surface.BodyTimeout = old })
+	b := newBench(t, defaultTokens)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(b.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second)) // a server that never answers fails the test, not hangs it
+	fmt.Fprintf(conn, "POST /web/signin HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
+		"Content-Length: 100\r\n\r\ntoken=ada", strings.TrimPrefix(b.srv.URL, "http://"))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a sign-in whose body stops coming: no answer: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusSeeOther || len(res.Cookies()) != 0 {
+		t.Errorf("a sign-in whose body stops coming: %d, cookies %v; want it refused", res.StatusCode, res.Cookies())
 	}
 }
