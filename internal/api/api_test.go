@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
-	"github.com/askbridge/askbridge/internal/surface"
 )
 
 const tokensYAML = `
@@ -1012,12 +1012,12 @@ func TestOtherKindsIDIsNamed(t *testing.T) {
 }
 
 // TestSlowBodyIsCutOffNotTheWait: a body that doesn't arrive within
-// surface.BodyTimeout is refused; a held call, whose body came at once,
+// BodyTimeout is refused; a held call, whose body came at once,
 // is not cut off by that deadline while it waits.
 func TestSlowBodyIsCutOffNotTheWait(t *testing.T) {
-	old := surface.BodyTimeout
-	surface.BodyTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { surface.BodyTimeout = old })
+	old := api.BodyTimeout
+	api.BodyTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { api.BodyTimeout = old })
 	a := start(t, tokensYAML)
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(a.URL(), "http://"))
@@ -1044,5 +1044,12 @@ func TestSlowBodyIsCutOffNotTheWait(t *testing.T) {
 	created := do(t, "POST", a.URL()+"/v1/questions?wait=1s", "tok-ask-a-7f3c9e21b4", deployQ)
 	if held := time.Since(start); created.Status != 201 || created.str("status") != "pending" || held < time.Second {
 		t.Fatalf("a create held for 1s: %d after %v; %s", created.Status, held, created.Raw)
+	}
+	// A call without a body gets no deadline at all: net/http is reading
+	// its connection from the start, and the deadline would end the wait.
+	start = time.Now()
+	read := do(t, "GET", a.URL()+"/v1/questions/"+created.str("id")+"?wait=1s", "tok-ask-a-7f3c9e21b4", nil)
+	if held := time.Since(start); read.Status != 200 || read.str("status") != "pending" || held < time.Second {
+		t.Fatalf("a read held for 1s: %d after %v; %s", read.Status, held, read.Raw)
 	}
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
-	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // Options configure a Server.
@@ -142,7 +141,30 @@ func (s *Server) allowed(r *http.Request) []string {
 func (s *Server) Shutdown() { s.stop() }
 
 // Handler returns the server's handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return WithBodyDeadline(s.mux) }
+
+// BodyTimeout bounds the reading of a request's body. The server sets no
+// read timeout of its own: one would cut off the long-polls, whose
+// connections sit unread for minutes by design.
+var BodyTimeout = 10 * time.Second
+
+// WithBodyDeadline has reads of every request body h serves (the API's,
+// the Slack and Discord callbacks', the web inbox's forms) fail after
+// BodyTimeout. A request without a body gets none: net/http is already
+// reading its connection, to notice a client that goes away, and a
+// deadline would end a held call. For one with a body, net/http lifts the
+// deadline itself once the body has ended, so a held call waits on; a
+// body that stops coming fails its read, and net/http, which reads what
+// is left of a body before it answers, gives up at once and closes the
+// connection.
+func WithBodyDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyTimeout))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // Mount adds a handler of another part of the bridge (a surface's callback
 // endpoint), measured like the API's own.
@@ -179,7 +201,6 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // some); a person's answer or decision may not, since a misspelt
 // "selected" would otherwise record a skip that can't be undone.
 func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
-	surface.BodyDeadline(w)
 	body := http.MaxBytesReader(w, r.Body, seam.MaxBodyBytes)
 	dec := json.NewDecoder(body)
 	if strict {
@@ -199,7 +220,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 		)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return invalid(fmt.Sprintf("the request body did not arrive within %v", surface.BodyTimeout))
+			return invalid(fmt.Sprintf("the request body did not arrive within %v", BodyTimeout))
 		case errors.Is(err, io.EOF):
 			return invalid("the request body is empty; send a JSON object")
 		case errors.As(err, &te):

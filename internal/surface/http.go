@@ -17,7 +17,7 @@ func HTTPClient() *http.Client {
 }
 
 // ReadBody reads the body of a platform's callback, refusing one over
-// limit bytes (http.MaxBytesReader) or slower than BodyTimeout. A body that gives its length, as
+// limit bytes (http.MaxBytesReader). A body that gives its length, as
 // Slack's and Discord's do, is read into one buffer of that size, up to
 // bodyChunk: io.ReadAll grows its buffer from 512 bytes, and for a click
 // of a few kilobytes the copies cost more than the reading. Beyond
@@ -25,7 +25,6 @@ func HTTPClient() *http.Client {
 // and a caller who sends none of what it claims must not have the bridge
 // hold the whole of it for as long as it likes.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	BodyDeadline(w)
 	body := http.MaxBytesReader(w, r.Body, limit)
 	n := r.ContentLength
 	if n <= 0 || n > limit {
@@ -51,19 +50,3 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // bodyChunk is what ReadBody allocates on a body's word alone.
 const bodyChunk = 16 << 10
-
-// BodyTimeout bounds the reading of a request's body. The server sets no
-// read timeout of its own: one would cut off the long-polls, whose
-// connections sit unread for minutes by design.
-var BodyTimeout = 10 * time.Second
-
-// BodyDeadline makes reads of the body of the request w answers fail
-// after BodyTimeout. net/http lifts the deadline itself once the body has
-// ended (and before it reads the connection's next request), so a held
-// call that waits on is not cut off by it; a body that stops coming fails
-// its read, and net/http, which reads what is left of a body before it
-// answers, gives up at once and closes the connection. Without a
-// connection to set it on (a test's recorder), it does nothing.
-func BodyDeadline(w http.ResponseWriter) {
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyTimeout))
-}

@@ -13,7 +13,6 @@ import (
 	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
-	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // signInData is what the sign-in page shows.
@@ -154,7 +153,6 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 // starts a session. The cookie holds the session, signed, not the token.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	surface.BodyDeadline(w)
 	if s.tokens.open() {
 		return s.showSignIn(w, http.StatusBadRequest, "This bridge has no API tokens: open the sign-in link from its log.")
 	}
@@ -184,7 +182,6 @@ func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 // signOut ends the browser's session: on every replica, so that a copy of
 // its cookie is refused too, and in the browser.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
-	surface.BodyDeadline(w)
 	ss, cookie, err := s.sessionOf(r)
 	switch {
 	case errors.Is(err, errSignedOut): // nothing to end but the cookie

@@ -91,7 +91,7 @@ func newBench(t *testing.T, tokens []api.Token) *bench {
 	}
 	mx := mux{http.NewServeMux()}
 	w.Mount(mx)
-	srv := httptest.NewServer(mx)
+	srv := httptest.NewServer(api.WithBodyDeadline(mx)) // as the app's server serves it
 	t.Cleanup(func() { w.Shutdown(); srv.Close() })
 	return &bench{web: w, store: store, disp: disp, srv: srv, clock: clk, mr: m}
 }

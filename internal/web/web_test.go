@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
-	"github.com/askbridge/askbridge/internal/surface"
 )
 
 var deploy = seam.Question{ID: "deploy", Question: "Deploy to prod?", Options: []seam.Option{{Label: "Yes (Recommended)"}, {Label: "No"}}}
@@ -931,11 +931,11 @@ func TestOutcome(t *testing.T) {
 }
 
 // TestSlowSignInIsAnswered: a sign-in form whose body stops coming is
-// answered once surface.BodyTimeout has passed, not held for good.
+// answered once api.BodyTimeout has passed, not held for good.
 func TestSlowSignInIsAnswered(t *testing.T) {
-	old := surface.BodyTimeout
-	surface.BodyTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { surface.BodyTimeout = old })
+	old := api.BodyTimeout
+	api.BodyTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { api.BodyTimeout = old })
 	b := newBench(t, defaultTokens)
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(b.srv.URL, "http://"))
