@@ -2,11 +2,8 @@ package slack
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/dispatch"
@@ -79,17 +76,8 @@ func TestCarriedTargetInASharedChannel(t *testing.T) {
 			}
 			action["value"] = strings.Replace(v, `"prod/0"`, `"default/0"`, 1)
 
-			h := s.Interactions(store)
-			body := slacktest.FormBody(p)
-			req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
-			req.Header = slacktest.Sign("s", time.Now(), body)
-			w := httptest.NewRecorder()
 			n = len(fake.Calls(""))
-			h.ServeHTTP(w, req)
-			h.work.Drain()
-			if w.Code != http.StatusOK {
-				t.Fatalf("interaction: %d %s", w.Code, w.Body)
-			}
+			serve(t, s, store, p)
 			got, err := store.Get(ctx, rec.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -144,17 +132,7 @@ func TestUnlistedMessageInAChannelTwoTargetsShare(t *testing.T) {
 	}
 	msg := fake.Calls("chat.postMessage")[0]
 	for _, control := range []string{"ab:pick:", "ab:dismiss:"} {
-		p := slacktest.BlockActions(t, msg, eve, control+rec.ID, nil, nil)
-		h := s.Interactions(store)
-		body := slacktest.FormBody(p)
-		req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
-		req.Header = slacktest.Sign("s", time.Now(), body)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		h.work.Drain()
-		if w.Code != http.StatusOK {
-			t.Fatalf("interaction: %d %s", w.Code, w.Body)
-		}
+		serve(t, s, store, slacktest.BlockActions(t, msg, eve, control+rec.ID, nil, nil))
 		got, err := store.Get(ctx, rec.ID)
 		if err != nil {
 			t.Fatal(err)
