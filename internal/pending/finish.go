@@ -68,134 +68,16 @@ return 1
 // for it after rec was read is not among them, so then the request stays
 // for a finisher (or for whoever recorded that message) to finish.
 //
-// Nobody waits on it but a finisher, FinishGrace later, so it waits up to
-// Options.EditLinger for other calls to share its round trip: under load,
-// one pipeline records the edits of many requests. It returns once its own
-// is recorded or has failed, or when ctx ends: the batch goes on without
-// it, and a request whose record fails stays for a finisher.
+// Nobody waits on it but a finisher, FinishGrace later, so under load it
+// shares a pipeline with others (Store.batch). It returns once its own is
+// recorded or has failed, or when ctx ends: the batch goes on without it,
+// and a request whose record fails stays for a finisher.
 func (s *Store) Edited(ctx context.Context, rec *Record) error {
-	b, i, lead := s.edits.join(rec)
-	if lead {
-		go s.send(ctx, b)
+	err := s.batch.run(ctx, editedScript, s.editedKeys(rec), rec.ID, len(rec.Posts)).Err()
+	if err != nil {
+		return fmt.Errorf("edited %s: %w", rec.ID, unavailable(err))
 	}
-	select {
-	case <-b.done:
-		return b.errs[i]
-	case <-ctx.Done():
-		// The batch still goes; a record whose send fails or is cut off
-		// stays in the finish index, for a finisher.
-		return fmt.Errorf("edited %s: %w", rec.ID, ctx.Err())
-	}
-}
-
-// editSendTimeout bounds one batch's round trip, retries included: the
-// calls in it, the leader's too, may have given up waiting long before.
-const editSendTimeout = 10 * time.Second
-
-// send sends b once it is full, its linger has passed, or its leader's
-// ctx has ended, then wakes the calls in it.
-func (s *Store) send(ctx context.Context, b *editBatch) {
-	t := time.NewTimer(s.opt.EditLinger)
-	select {
-	case <-b.full:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	t.Stop()
-	s.edits.seal(b)
-	// Others' records ride on it: the leader's cancellation must not fail
-	// them.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), editSendTimeout)
-	defer cancel()
-	s.edited(sctx, b)
-	close(b.done)
-}
-
-// editBatchMax bounds how many Edited calls share one pipeline.
-const editBatchMax = 64
-
-// edits gathers concurrent Edited calls into batches. The first call of a
-// batch starts its sender (Store.send), which waits for the batch to fill,
-// for the linger or for that call's ctx, then sends it.
-type edits struct {
-	mu   sync.Mutex
-	open *editBatch // the batch calls join; nil when none is open
-}
-
-type editBatch struct {
-	recs []*Record
-	errs []error       // each record's outcome, set before done closes
-	full chan struct{} // closed when editBatchMax have joined
-	done chan struct{} // closed once the batch is sent
-}
-
-// join adds rec to the open batch, or opens one, which its caller leads.
-// It returns rec's index in the batch.
-func (e *edits) join(rec *Record) (b *editBatch, i int, lead bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.open == nil {
-		e.open = &editBatch{full: make(chan struct{}), done: make(chan struct{})}
-		lead = true
-	}
-	b = e.open
-	b.recs = append(b.recs, rec)
-	b.errs = append(b.errs, nil)
-	if len(b.recs) == editBatchMax {
-		e.open = nil
-		close(b.full)
-	}
-	return b, len(b.recs) - 1, lead
-}
-
-// seal stops b taking more calls.
-func (e *edits) seal(b *editBatch) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.open == b {
-		e.open = nil
-	}
-}
-
-// edited runs editedScript for each record of b, all in one pipeline, and
-// sets each one's outcome. Those Redis refuses for want of the script
-// (after a restart or a failover) are sent again with its body.
-func (s *Store) edited(ctx context.Context, b *editBatch) {
-	errs := make([]error, len(b.recs))
-	if len(b.recs) == 1 {
-		rec := b.recs[0]
-		errs[0] = editedScript.Run(ctx, s.rdb, s.editedKeys(rec), rec.ID, len(rec.Posts)).Err()
-	} else {
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(b.recs))
-		for i, rec := range b.recs {
-			cmds[i] = editedScript.EvalSha(ctx, pipe, s.editedKeys(rec), rec.ID, len(rec.Posts))
-		}
-		pipe.Exec(ctx) // each command's error is read below
-		// A pipeline can't fall back from NOSCRIPT as Script.Run does:
-		// the refused ones go again, with the script's body.
-		var again []int
-		pipe = s.rdb.Pipeline()
-		for i, c := range cmds {
-			errs[i] = c.Err()
-			if redis.HasErrorPrefix(errs[i], "NOSCRIPT") {
-				rec := b.recs[i]
-				cmds[i] = editedScript.Eval(ctx, pipe, s.editedKeys(rec), rec.ID, len(rec.Posts))
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 {
-			pipe.Exec(ctx)
-			for _, i := range again {
-				errs[i] = cmds[i].Err()
-			}
-		}
-	}
-	for i, err := range errs {
-		if err != nil {
-			b.errs[i] = fmt.Errorf("edited %s: %w", b.recs[i].ID, unavailable(err))
-		}
-	}
+	return nil
 }
 
 func (s *Store) editedKeys(rec *Record) []string {

@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
 	"reflect"
 	"slices"
 	"strconv"
@@ -447,98 +445,6 @@ func wantNoneUnedited(t *testing.T, s *Store) {
 	t.Helper()
 	if n, err := s.CountUnedited(context.Background()); err != nil || n != 0 {
 		t.Fatalf("CountUnedited = %d, %v; want 0", n, err)
-	}
-}
-
-func TestEditedShareARoundTrip(t *testing.T) {
-	// A linger that no test waits out: a batch leaves when it is full.
-	linger := func(o *Options) { o.EditLinger = time.Hour }
-	eachBackend(t, func(t *testing.T, b *backend) {
-		b = b.fresh(t)
-		cnt := &counter{}
-		s := b.storeOn(b.client(cnt), linger)
-		// A first batch loads the script and dials the pipelines'
-		// connections, which the count would take for round trips.
-		editAll(t, s, endedPosted(t, s, editBatchMax))
-		ended := endedPosted(t, s, editBatchMax)
-		trips, names := cnt.count(func() { editAll(t, s, ended) })
-		if trips != 1 {
-			t.Errorf("%d concurrent Edited calls made %d round trips (%v); want 1 pipeline", editBatchMax, trips, names)
-		}
-		wantNoneUnedited(t, s)
-	})
-	// After a restart or a failover Redis holds no script: every command of
-	// the pipeline is refused NOSCRIPT, and each is sent again alone.
-	embeddedOnly(t, func(t *testing.T, b *backend) {
-		s := b.store(linger)
-		ended := endedPosted(t, s, editBatchMax)
-		if err := b.rdb.ScriptFlush(context.Background()).Err(); err != nil {
-			t.Fatal(err)
-		}
-		editAll(t, s, ended)
-		wantNoneUnedited(t, s)
-	})
-}
-
-func TestEditedLeaderCancelledFailsNoOther(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b *backend) {
-		b = b.fresh(t)
-		s := b.store(func(o *Options) { o.EditLinger = time.Hour })
-		ended := endedPosted(t, s, 2)
-		// The first call leads the batch; cancelled, it sends the batch at
-		// once, and the other call in it still has its edit recorded.
-		ctx, cancel := context.WithCancel(context.Background())
-		led := make(chan error, 1)
-		go func() { led <- s.Edited(ctx, ended[0]) }()
-		poll(t, "the batch's leader", func() bool {
-			s.edits.mu.Lock()
-			defer s.edits.mu.Unlock()
-			return s.edits.open != nil
-		})
-		other := make(chan error, 1)
-		go func() { other <- s.Edited(context.Background(), ended[1]) }()
-		poll(t, "the second call to join", func() bool {
-			s.edits.mu.Lock()
-			defer s.edits.mu.Unlock()
-			return s.edits.open != nil && len(s.edits.open.recs) == 2
-		})
-		cancel()
-		if err := recv(t, "the other call", other); err != nil {
-			t.Fatalf("Edited beside a cancelled leader: %v", err)
-		}
-		<-led // cancelled: its outcome or its context's error
-		wantNoneUnedited(t, s)
-	})
-}
-
-// TestEditedHonoursItsContext: a call whose caller gives up returns then,
-// even when it leads a batch that Redis never answers: its send goes on
-// without it, and the request stays in the finish index for a finisher.
-func TestEditedHonoursItsContext(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() { // a Redis that takes connections and never answers
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-			go io.Copy(io.Discard, c)
-		}
-	}()
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String()})
-	t.Cleanup(func() { c.Close() })
-	s := New(c, Options{Prefix: "askbridge-test:silent:"})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Edited(ctx, &Record{ID: "r1", Posts: []Post{{Surface: "slack"}}}) }()
-	if err := recv(t, "Edited against a silent Redis", done); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Edited = %v; want its context's deadline", err)
 	}
 }
 

@@ -46,7 +46,7 @@ type Options struct {
 	Retention   time.Duration    // how long finished records stay; default 7 days
 	AuditMaxLen int64            // approximate cap of each audit stream shard; default 10,000
 	Recheck     time.Duration    // how often a waiter re-reads its record without a wake-up; default 10 s
-	EditLinger  time.Duration    // how long Edited waits for others to share its round trip; default 5 ms
+	Linger      time.Duration    // under load, how long a write that can wait does for others to share its round trip; default 2 ms
 	Now         func() time.Time // the clock; default time.Now
 	Logger      *slog.Logger
 }
@@ -68,7 +68,7 @@ type Store struct {
 	// once when all are first up, then once per channel that comes back.
 	subscribed atomic.Int64
 
-	edits edits
+	batch *batcher
 }
 
 // New returns a Store on rdb. Call Run to receive wake-ups from other
@@ -89,14 +89,15 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.EditLinger <= 0 {
-		opt.EditLinger = 5 * time.Millisecond
+	if opt.Linger <= 0 {
+		opt.Linger = 2 * time.Millisecond
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	_, sharded := rdb.(*redis.ClusterClient)
-	return &Store{rdb: rdb, keys: newKeys(opt.Prefix), opt: opt, log: opt.Logger, w: newWaiters(), sharded: sharded}
+	return &Store{rdb: rdb, keys: newKeys(opt.Prefix), opt: opt, log: opt.Logger, w: newWaiters(), sharded: sharded,
+		batch: &batcher{rdb: rdb, linger: opt.Linger}}
 }
 
 // Ping checks that Redis answers.
@@ -231,7 +232,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		fID, id, fKind, string(nr.Kind), fStatus, string(seam.StatusPending), fClient, nr.Client,
 		fToolCallID, nr.ToolCallID, fRoute, nr.Route, fCaller, caller, fBody, body, fHash, hash,
 		fCreated, now.UnixMilli(), fExpires, expires, fPosting, now.Add(PostingLease).UnixMilli(), fCreatedBy, call}
-	res, err := createScript.Run(ctx, s.rdb, s.keys.request(id, nr.Kind), args...).Slice()
+	res, err := s.batch.run(ctx, createScript, s.keys.request(id, nr.Kind), args...).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("create %s: %w", id, unavailable(err))
 	}
@@ -649,7 +650,7 @@ func (s *Store) AddPost(ctx context.Context, id string, p Post) (ended *Record, 
 		p.PostedAt = now.UTC()
 	}
 	b, _ := json.Marshal(p)
-	out, err := addPostScript.Run(ctx, s.rdb, s.keys.request(id),
+	out, err := s.batch.run(ctx, addPostScript, s.keys.request(id),
 		id, p.field(), b, s.opt.AuditMaxLen, p.Surface, p.Channel, p.MessageID,
 		now.Add(FinishGrace).UnixMilli()).Slice()
 	if err != nil {
