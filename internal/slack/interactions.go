@@ -118,7 +118,11 @@ func parseCallback(body []byte) (slackapi.InteractionCallback, error) {
 		return slackapi.InteractionCallback{}, errors.New("payload is empty")
 	}
 	var p clickPayload
-	if err := json.Unmarshal(payload, &p); err != nil {
+	scratch := scratchBufs.Get().(*[]byte)
+	trimmed := trimMessage((*scratch)[:0], payload)
+	err = json.Unmarshal(trimmed, &p) // which copies what it keeps
+	putScratch(scratch, trimmed)
+	if err != nil {
 		return slackapi.InteractionCallback{}, err
 	}
 	if p.Type != slackapi.InteractionTypeBlockActions {

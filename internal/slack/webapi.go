@@ -66,25 +66,31 @@ func (s *Surface) updateMessage(ctx context.Context, channel, ts string, m chatM
 	return err
 }
 
-// chatBufs hold the scratch buffers requests are encoded into: a message
-// of blocks is kilobytes, and encoding into a fresh buffer grew it (and
-// copied it) two or three times for each post and edit.
-var chatBufs = sync.Pool{New: func() any { return new([]byte) }}
+// scratchBufs hold the scratch buffers requests are encoded into, and
+// clicks' payloads trimmed into (trimMessage): a message of blocks is
+// kilobytes, and encoding into a fresh buffer grew it (and copied it) two
+// or three times for each post and edit.
+var scratchBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putScratch returns b, a scratch buffer grown from *scratch, to the pool.
+func putScratch(scratch *[]byte, b []byte) {
+	if cap(b) <= 256<<10 { // an outsized one is left to the GC
+		*scratch = b
+		scratchBufs.Put(scratch)
+	}
+}
 
 // encodeChat returns body as JSON, in a slice of its own exactly as long:
 // the request keeps it (a retry reads it again), so the scratch buffer it
 // was encoded into can go back to the pool at once.
 func encodeChat(body chatRequest) ([]byte, error) {
-	scratch := chatBufs.Get().(*[]byte)
+	scratch := scratchBufs.Get().(*[]byte)
 	enc, err := body.appendJSON((*scratch)[:0])
 	if err != nil {
 		return nil, err
 	}
 	out := bytes.Clone(enc)
-	if cap(enc) <= 256<<10 { // an outsized one is left to the GC
-		*scratch = enc
-		chatBufs.Put(scratch)
-	}
+	putScratch(scratch, enc)
 	return out, nil
 }
 
