@@ -2,6 +2,8 @@ package pending
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -19,8 +21,9 @@ import (
 // request, recording a posted message, taking an edited request out of the
 // finish index. A click's resolve does not.
 type batcher struct {
-	rdb    redis.UniversalClient
-	linger time.Duration
+	rdb     redis.UniversalClient
+	linger  time.Duration
+	timeout time.Duration // bounds a batch's round trip; batchSendTimeout
 
 	mu   sync.Mutex
 	open *batch // the batch calls join; nil when none is open
@@ -44,6 +47,7 @@ type batch struct {
 }
 
 type scriptRun struct {
+	ctx    context.Context // its caller's: a run whose caller has gone is not sent
 	script *redis.Script
 	keys   []string
 	args   []any
@@ -51,13 +55,14 @@ type scriptRun struct {
 }
 
 // run runs script on keys and args, as Script.Run does, and returns its
-// command once it has run or failed, or once ctx ends: the run then goes
-// on without the caller, whose command holds ctx's error. Alone or not, a
-// run is sent by a goroutine of its own: go-redis may hold a command
-// seconds past its context (a new connection's handshake with a Redis
-// that does not answer), and a caller must not.
+// command once it has run or failed, or once ctx ends, with ctx's error.
+// As with Script.Run, a run whose ctx ends before it is sent is not sent,
+// and one already sent may have run. Alone or not, a run is sent by a
+// goroutine of its own: go-redis waits its read timeout for a reply
+// whatever the context's deadline (ContextTimeoutEnabled is off), seconds
+// against a Redis that does not answer, and a caller must not.
 func (bt *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	r := &scriptRun{script: script, keys: keys, args: args}
+	r := &scriptRun{ctx: ctx, script: script, keys: keys, args: args}
 	b, first := bt.join(r)
 	if first {
 		go bt.send(ctx, b)
@@ -115,9 +120,27 @@ func (bt *batcher) send(ctx context.Context, b *batch) {
 	bt.seal(b)
 	// Others' runs ride on it: the first call's cancellation must not fail
 	// them.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchSendTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bt.timeout)
 	defer cancel()
-	bt.exec(sctx, b.runs)
+	live := make([]*scriptRun, 0, len(b.runs))
+	for _, r := range b.runs {
+		if err := r.ctx.Err(); err != nil {
+			r.cmd = redis.NewCmd(r.ctx)
+			r.cmd.SetErr(err)
+			continue
+		}
+		live = append(live, r)
+	}
+	bt.exec(sctx, live)
+	if sctx.Err() != nil {
+		// The callers' contexts may be live still: to them, Redis did
+		// not answer.
+		for _, r := range live {
+			if err := r.cmd.Err(); errors.Is(err, context.DeadlineExceeded) {
+				r.cmd.SetErr(fmt.Errorf("%w: no reply within %v (%v)", ErrUnavailable, bt.timeout, err))
+			}
+		}
+	}
 	// Released before its calls wake: one that calls again at once finds
 	// nothing under way, and runs alone.
 	bt.release()
@@ -145,7 +168,10 @@ func (bt *batcher) seal(b *batch) {
 // restart or a failover) are sent again with its body: a pipeline can't
 // fall back from NOSCRIPT as Script.Run does.
 func (bt *batcher) exec(ctx context.Context, runs []*scriptRun) {
-	if len(runs) == 1 {
+	switch len(runs) {
+	case 0:
+		return
+	case 1:
 		r := runs[0]
 		r.cmd = r.script.Run(ctx, bt.rdb, r.keys, r.args...)
 		return

@@ -178,7 +178,8 @@ func TestBatchAloneRunsAtOnce(t *testing.T) {
 }
 
 // TestBatchLeaderCancelledFailsNoOther: a batch's first call, cancelled,
-// sends the batch at once, and the others' writes in it still go.
+// sends the batch at once without its own write, and the others' writes
+// in it still go.
 func TestBatchLeaderCancelledFailsNoOther(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *backend) {
 		b = b.fresh(t)
@@ -196,21 +197,55 @@ func TestBatchLeaderCancelledFailsNoOther(t *testing.T) {
 		if err := recv(t, "the other call", other); err != nil {
 			t.Fatalf("Edited beside a cancelled first call: %v", err)
 		}
-		<-led // cancelled: its outcome or its context's error
-		wantNoneUnedited(t, s)
+		if err := recv(t, "the cancelled call", led); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled Edited = %v; want its context's error", err)
+		}
+		if _, ok := b.finishScore(s, ended[1].ID); ok {
+			t.Errorf("the other call's request is still in the finish index")
+		}
+		// Its caller gone before the batch went, the first call's write
+		// was not sent: its request stays for a finisher.
+		if _, ok := b.finishScore(s, ended[0].ID); !ok {
+			t.Errorf("the cancelled call's request left the finish index")
+		}
 	})
 }
 
-// TestBatchHonoursItsContext: a call whose caller gives up returns then,
-// alone or first of a batch, even when Redis never answers: a batch's
-// send goes on without it.
-func TestBatchHonoursItsContext(t *testing.T) {
+// TestBatchCancelledCreateWritesNothing: as with Script.Run, a write whose
+// caller has gone before it is sent is not sent.
+func TestBatchCancelledCreateWritesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		s := b.fresh(t).store()
+		mustCreate(t, s, question("alice", ""))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		nr := question("alice", "")
+		nr.ID = NewID(nr)
+		if _, _, err := s.Create(ctx, nr); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Create = %v; want context.Canceled", err)
+		}
+		poll(t, "the batcher idle", func() bool {
+			s.batch.mu.Lock()
+			defer s.batch.mu.Unlock()
+			return s.batch.busy == 0
+		})
+		if _, err := s.Get(context.Background(), nr.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Create failed, yet Get(%s) = %v; want ErrNotFound", nr.ID, err)
+		}
+	})
+}
+
+// silentRedis returns a client of a Redis that takes connections and never
+// answers. go-redis waits readTimeout for each reply, whatever the
+// command's context (its ContextTimeoutEnabled is off), then looks at the
+// context before it tries again.
+func silentRedis(t *testing.T, readTimeout time.Duration) *redis.Client {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() { // a Redis that takes connections and never answers
+	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -220,8 +255,16 @@ func TestBatchHonoursItsContext(t *testing.T) {
 			go io.Copy(io.Discard, c)
 		}
 	}()
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String()})
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: readTimeout})
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestBatchHonoursItsContext: a call whose caller gives up returns then,
+// alone or first of a batch, even when Redis never answers: a batch's
+// send goes on without it.
+func TestBatchHonoursItsContext(t *testing.T) {
+	c := silentRedis(t, 0)
 	for _, held := range []bool{false, true} {
 		s := New(c, Options{Prefix: "askbridge-test:silent:", Linger: time.Hour})
 		if held {
@@ -233,6 +276,34 @@ func TestBatchHonoursItsContext(t *testing.T) {
 		go func() { done <- s.Edited(ctx, &Record{ID: "r1", Posts: []Post{{Surface: "slack"}}}) }()
 		if err := recv(t, "Edited against a silent Redis", done); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Edited (in a batch: %v) = %v; want its context's deadline", held, err)
+		}
+	}
+}
+
+// TestBatchSilentRedisIsUnavailable: a batch that Redis does not answer
+// within its bound fails its calls as Redis unavailable, not as their
+// contexts' deadline, which is still to come: a recorder tries again
+// until its own ends.
+func TestBatchSilentRedisIsUnavailable(t *testing.T) {
+	s := New(silentRedis(t, 100*time.Millisecond), Options{Prefix: "askbridge-test:silent:", Linger: time.Hour})
+	s.batch.timeout = 50 * time.Millisecond
+	for _, held := range []bool{false, true} {
+		if held {
+			defer holdBatches(s)()
+		}
+		done := make(chan error, 1)
+		go func() { _, err := s.AddPost(context.Background(), "r1", Post{Surface: "slack"}); done <- err }()
+		if held {
+			poll(t, "a batch", func() bool { _, n := batched(s); return n == 1 })
+			go s.AddPost(context.Background(), "r2", Post{Surface: "slack"}) // fills nothing; the bound sends it
+			poll(t, "the second call to join", func() bool { _, n := batched(s); return n == 2 })
+			s.batch.mu.Lock()
+			close(s.batch.open.full)
+			s.batch.open = nil
+			s.batch.mu.Unlock()
+		}
+		if err := recv(t, "AddPost against a silent Redis", done); !IsUnavailable(err) {
+			t.Fatalf("AddPost (in a batch: %v) = %v; want IsUnavailable", held, err)
 		}
 	}
 }

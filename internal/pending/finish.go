@@ -70,8 +70,8 @@ return 1
 //
 // Nobody waits on it but a finisher, FinishGrace later, so under load it
 // shares a pipeline with others (Store.batch). It returns once its own is
-// recorded or has failed, or when ctx ends: the batch goes on without it,
-// and a request whose record fails stays for a finisher.
+// recorded or has failed, or when ctx ends; a request whose record fails,
+// or is not sent for want of ctx, stays for a finisher.
 func (s *Store) Edited(ctx context.Context, rec *Record) error {
 	err := s.batch.run(ctx, editedScript, s.editedKeys(rec), rec.ID, len(rec.Posts)).Err()
 	if err != nil {

@@ -97,7 +97,7 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 	}
 	_, sharded := rdb.(*redis.ClusterClient)
 	return &Store{rdb: rdb, keys: newKeys(opt.Prefix), opt: opt, log: opt.Logger, w: newWaiters(), sharded: sharded,
-		batch: &batcher{rdb: rdb, linger: opt.Linger}}
+		batch: &batcher{rdb: rdb, linger: opt.Linger, timeout: batchSendTimeout}}
 }
 
 // Ping checks that Redis answers.
