@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -54,6 +55,7 @@ type Server struct {
 	latency  *prometheus.HistogramVec
 	stopping context.Context // done once the server shuts down: held calls end
 	stop     context.CancelFunc
+	notReady atomic.Bool // the last /readyz found Redis unreachable
 }
 
 // New builds the API and registers its metrics on o.Registry.
@@ -101,7 +103,15 @@ func New(o Options) *Server {
 			if !errors.Is(err, pending.ErrUnavailable) {
 				err = fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
 			}
-			return err
+			// A probe every few seconds: the outage is logged once, not
+			// each 503.
+			if !s.notReady.Swap(true) {
+				s.log.Warn("not ready: Redis cannot be reached", "err", err)
+			}
+			return logged{err}
+		}
+		if s.notReady.Swap(false) {
+			s.log.Info("ready again: Redis answers")
 		}
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
