@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,32 +13,15 @@ import (
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the logger's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // mcpProcess is bridge mcp running with its stdin and stdout piped to an
 // MCP client session.
 type mcpProcess struct {
 	cs     *mcp.ClientSession
 	stdin  io.Closer // the client's end of the command's stdin
-	stderr *lockedBuffer
+	stderr *apptest.LogBuffer
 	exit   chan int
 }
 
@@ -48,7 +29,7 @@ func startMCP(t *testing.T, args ...string) *mcpProcess {
 	t.Helper()
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
-	p := &mcpProcess{stdin: stdinW, stderr: &lockedBuffer{}, exit: make(chan int, 1)}
+	p := &mcpProcess{stdin: stdinW, stderr: &apptest.LogBuffer{}, exit: make(chan int, 1)}
 	go func() {
 		p.exit <- run(append([]string{"mcp"}, args...), stdinR, stdoutW, p.stderr)
 		stdoutW.Close()

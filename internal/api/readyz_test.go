@@ -1,12 +1,10 @@
 package api_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -14,25 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/askbridge/askbridge/internal/api"
+	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/pending"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestReadyzLogsAnOutageOnce: a probe every few seconds while Redis is
 // down answers 503 each time and logs the outage once, then its end.
@@ -40,7 +22,7 @@ func TestReadyzLogsAnOutageOnce(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	var logs lockedBuffer
+	var logs apptest.LogBuffer
 	s := api.New(api.Options{
 		Store:    pending.New(rdb, pending.Options{Prefix: "askbridge-test:readyz:"}),
 		Registry: prometheus.NewRegistry(),

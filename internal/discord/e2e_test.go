@@ -44,23 +44,6 @@ type bridge struct {
 	fake *discord.FakeDiscord
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func configYAML(fake *discord.FakeDiscord, targets string) string {
 	return fmt.Sprintf(`
 discord:
@@ -90,7 +73,7 @@ func startReplicasWith(t *testing.T, n int, targets string, opt app.Options) []b
 	var out []bridge
 	for range n {
 		cfg := apptest.Config(t, configYAML(fake, targets), url, prefix)
-		logs := &syncBuffer{}
+		logs := &apptest.LogBuffer{}
 		t.Cleanup(func() { // runs once the replica has stopped
 			for _, secret := range []string{botToken, "SECRET-INTERACTION-TOKEN"} {
 				if strings.Contains(logs.String(), secret) {

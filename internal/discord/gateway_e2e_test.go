@@ -96,7 +96,7 @@ func TestGatewayCallbackRateLimitedLogsNoToken(t *testing.T) {
 	fake := discord.NewFakeDiscord(t, botToken)
 	gw := fake.StartGateway(t)
 	url, prefix := apptest.Redis(t)
-	logs := &syncBuffer{}
+	logs := &apptest.LogBuffer{}
 	b := bridge{App: apptest.StartLogged(t, apptest.Config(t, gatewayYAML(fake), url, prefix), app.Options{},
 		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))), fake: fake}
 	gw.WaitIdentified(t)

@@ -1,7 +1,6 @@
 package slack_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,24 +36,6 @@ var (
 type bridge struct {
 	*app.App
 	fake *slacktest.FakeSlack
-}
-
-// syncBuffer collects log lines from every goroutine of a replica.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // targetYAML is a route target; the default answers UADA, UBOB and the
@@ -105,7 +86,7 @@ func startConfig(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix stri
 func startOptions(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix string, opt app.Options) bridge {
 	t.Helper()
 	cfg := apptest.Config(t, yaml, url, prefix)
-	logs := &syncBuffer{}
+	logs := &apptest.LogBuffer{}
 	t.Cleanup(func() { // runs once the replica has stopped
 		// A response_url lets whoever holds it post to the channel.
 		for _, secret := range []string{botToken, signingSecret, appToken, "/actions/T0001/"} {
