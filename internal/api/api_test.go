@@ -748,21 +748,25 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 }
 
 // TestWrongTypesAreNamedByField: a value of the wrong type is a 400 whose
-// message names the API's field and the type to send, not the Go structs
-// that read it.
+// message names the API's field, with the index of each list on the way,
+// and the type to send, not the Go structs that read it.
 func TestWrongTypesAreNamedByField(t *testing.T) {
 	a := start(t, tokensYAML)
 	u := a.URL()
 	id := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
+	const q0 = `{"id":"a","question":"x","options":[{"label":"y"},{"label":"z"}]}`
 	for _, tt := range []struct{ path, token, body, want string }{
-		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":1,"question":"x"}]}`, "questions.id must be a string, not a JSON number"},
-		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","options":[{"label":5}]}]}`, "questions.options.label must be a string, not a JSON number"},
-		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","multi_select":"yes"}]}`, "questions.multi_select must be true or false, not a JSON string"},
-		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":{"id":"a"}}`, "questions must be a list, not a JSON object"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":1,"question":"x"}]}`, "questions[0].id must be a string, not a JSON number"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,{"id":"b","question":"x","options":[{"label":"y"},{"label":5}]}]}`, "questions[1].options[1].label must be a string, not a JSON number"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,{"id":"b","question":"x","multi_select":"yes"}]}`, "questions[1].multi_select must be true or false, not a JSON string"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,{"id":"b","question":"x","Multi_Select":"yes"}]}`, "questions[1].Multi_Select must be true or false, not a JSON string"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,"deploy?"]}`, "questions[1] must be an object, not a JSON string"},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":{"id":"a"}}`, "questions must be an array, not a JSON object"},
 		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":"no"}}`, "caller.delegated must be true or false, not a JSON string"},
 		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `[]`, "the request body must be an object, not a JSON array"},
 		{"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":["rm"]}`, "tool_name must be a string, not a JSON array"},
-		{"/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":"No"}]}`, "answers.selected must be a list, not a JSON string"},
+		{"/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":"No"}]}`, "answers[0].selected must be an array, not a JSON string"},
+		{"/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["No",5]}]}`, "answers[0].selected[1] must be a string, not a JSON number"},
 	} {
 		r := do(t, "POST", u+tt.path, tt.token, tt.body)
 		msg, _ := r.Body["error"].(map[string]any)["message"].(string)

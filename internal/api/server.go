@@ -3,6 +3,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,13 +14,11 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,6 +26,7 @@ import (
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // Options configure a Server.
@@ -211,17 +211,24 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // some); a person's answer or decision may not, since a misspelt
 // "selected" would otherwise record a skip that can't be undone.
 func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
-	body := http.MaxBytesReader(w, r.Body, seam.MaxBodyBytes)
-	dec := json.NewDecoder(body)
+	body, err := surface.ReadBody(w, r, seam.MaxBodyBytes)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return err
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return invalid(fmt.Sprintf("the request body did not arrive within %v", BodyTimeout))
+		}
+		return invalid("the request body could not be read: " + err.Error())
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		var (
-			mbe *http.MaxBytesError
-			se  *seam.Error
-		)
-		if errors.As(err, &mbe) || errors.As(err, &se) {
+		var se *seam.Error
+		if errors.As(err, &se) {
 			return err
 		}
 		var (
@@ -229,12 +236,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 			sy *json.SyntaxError
 		)
 		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return invalid(fmt.Sprintf("the request body did not arrive within %v", BodyTimeout))
 		case errors.Is(err, io.EOF):
 			return invalid("the request body is empty; send a JSON object")
 		case errors.As(err, &te):
-			return invalid(typeMismatch(te))
+			// No offset: one read by a field's own UnmarshalJSON (a
+			// question's, an input's) counts from that field.
+			return invalid(seam.TypeErrorMessage(body, te))
 		case errors.As(err, &sy), errors.Is(err, io.ErrUnexpectedEOF):
 			return invalid("the request body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
 		}
@@ -244,44 +251,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 		return invalid("the request body holds more than one JSON value")
 	}
 	return nil
-}
-
-// typeMismatch words a JSON value of the wrong type by the API's field
-// names, not the Go types that read it: encoding/json's own message names
-// the handler's structs ("Go struct field createQuestionsBody.Questions.
-// questions.plain.id of type string").
-func typeMismatch(e *json.UnmarshalTypeError) string {
-	var path []string
-	for _, seg := range strings.Split(e.Field, ".") {
-		// Embedded Go types (Questions, seam's plain) name no JSON field.
-		if seg == "" || seg == "plain" || unicode.IsUpper(rune(seg[0])) {
-			continue
-		}
-		path = append(path, seg)
-	}
-	value, _, _ := strings.Cut(e.Value, " ") // "number -5": the kind alone
-	if value == "bool" {
-		value = "boolean"
-	}
-	want := "an object"
-	switch e.Type.Kind() {
-	case reflect.String:
-		want = "a string"
-	case reflect.Bool:
-		want = "true or false"
-	case reflect.Slice, reflect.Array:
-		want = "a list"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
-		want = "a number"
-	}
-	if len(path) == 0 {
-		return fmt.Sprintf("the request body must be %s, not a JSON %s", want, value)
-	}
-	// No offset: one read by a field's own UnmarshalJSON (a question's,
-	// an input's) counts from that field, not from the body.
-	return fmt.Sprintf("%s must be %s, not a JSON %s", strings.Join(path, "."), want, value)
 }
 
 func invalid(msg string) error {

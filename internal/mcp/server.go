@@ -21,14 +21,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"reflect"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 // Defaults of Options.
@@ -237,35 +236,14 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
+		if errors.As(err, &te) {
 			// In the words of the tool's schema, not of Go's types: the
-			// model reads this and tries again. The field's last name
-			// only: the path has Go's names for decoding steps in it.
-			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
-			return fmt.Errorf("arguments: %s must be %s, not a JSON %s", field, jsonKind(te.Type), te.Value)
+			// model reads this and tries again.
+			return errors.New("arguments: " + seam.TypeErrorMessage(raw, te))
 		}
 		return fmt.Errorf("arguments: %w", err)
 	}
 	return nil
-}
-
-// jsonKind names the JSON a Go type is read from.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	}
-	return "something else"
 }
 
 // Codes of tool errors that are not the bridge's, as the DeepSeek Harness

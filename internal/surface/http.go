@@ -16,11 +16,12 @@ func HTTPClient() *http.Client {
 	return &http.Client{Timeout: 15 * time.Second, Transport: t}
 }
 
-// ReadBody reads the body of a platform's callback, refusing one over
-// limit bytes (http.MaxBytesReader). A body that gives its length, as
-// Slack's and Discord's do, is read into one buffer of that size, up to
-// bodyChunk: io.ReadAll grows its buffer from 512 bytes, and for a click
-// of a few kilobytes the copies cost more than the reading. Beyond
+// ReadBody reads a request's body, refusing one over limit bytes
+// (http.MaxBytesReader). A body that gives its length, as Slack's and
+// Discord's callbacks and most agents' requests do, is read into one
+// buffer of that size, up to bodyChunk: io.ReadAll grows its buffer from
+// 512 bytes, and for a click of a few kilobytes the copies cost more than
+// the reading. Beyond
 // bodyChunk the buffer grows only as bytes arrive: a length is a claim,
 // and a caller who sends none of what it claims must not have the bridge
 // hold the whole of it for as long as it likes.

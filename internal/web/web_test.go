@@ -367,7 +367,7 @@ func TestAnswerDecideDismiss(t *testing.T) {
 			}
 		}
 		status, got := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": 7}}})
-		if msg := fmt.Sprint(got); status != 400 || !strings.Contains(msg, "answers.id must be a string") || strings.Contains(msg, "Go ") {
+		if msg := fmt.Sprint(got); status != 400 || !strings.Contains(msg, "answers[0].id must be a string") || strings.Contains(msg, "Go ") {
 			t.Errorf("an id of the wrong type: %d %v", status, got)
 		}
 		if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
