@@ -255,6 +255,9 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
 		return exitError
 	}
+	if w := cfg.OpenAPIWarning(); w != "" {
+		fmt.Fprintf(stderr, "bridge: warning: config %s: %s\n", path, w)
+	}
 	if *connect {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

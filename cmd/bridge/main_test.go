@@ -142,6 +142,27 @@ func TestConfigCheckConnect(t *testing.T) {
 	}
 }
 
+// TestConfigCheckWarnsOfAnOpenAPI: a valid file whose API is open while
+// Slack's callbacks reach the bridge from outside passes, with a warning
+// on stderr that names the key, not its value.
+func TestConfigCheckWarnsOfAnOpenAPI(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	yaml := "listen: 127.0.0.1:0\n" +
+		"slack: {bot_token: xoxb-LEAK-bot, signing_secret: LEAK-signing}\n" +
+		"routes: [{name: default, targets: [{slack: {channel: C1}}]}]\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli("config", "check", path)
+	if r.code != exitOK || !strings.HasPrefix(r.stderr, "bridge: warning: config "+path+": no api.tokens: the API is open") ||
+		!strings.Contains(r.stderr, "slack.signing_secret") || !strings.Contains(r.stdout, "listen: 127.0.0.1:0") {
+		t.Errorf("exit %d; want %d, the effective config, and a warning of the open API\nstdout:\n%s\nstderr:\n%s", r.code, exitOK, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "LEAK") {
+		t.Errorf("a secret is in the output:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
 // TestServeRefusedByRedis: a setting Redis refuses (a wrong password; on a
 // real Redis, a database past its last) stops the bridge at start with
 // Redis's reason, without the URL's password. A Redis that can't be

@@ -70,6 +70,9 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		conn.URL = a.embedded.URL()
 		log.Warn("no redis.url or redis.addrs configured: using an EMBEDDED IN-MEMORY Redis; every request is lost when the bridge stops and replicas can't share it. Set redis.url (or redis.addrs) for production.")
 	}
+	if w := cfg.OpenAPIWarning(); w != "" {
+		log.Warn(w)
+	}
 	a.unlog = logRedisTo(log)
 	if a.rdb, err = pending.Connect(conn); err != nil {
 		return nil, err

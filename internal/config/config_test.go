@@ -846,3 +846,46 @@ func TestTabIndentIsNamed(t *testing.T) {
 		t.Errorf("Parse = %v; want it to name the tab on line 4", err)
 	}
 }
+
+// TestOpenToOutside: an open API on a bridge that Slack, Discord or people
+// reach from outside is warned of, naming what reaches it and no secret;
+// one that nothing outside reaches, or that has tokens, is not.
+func TestOpenToOutside(t *testing.T) {
+	const (
+		slackHTTP   = "slack: {bot_token: xoxb-LEAK-bot-token, signing_secret: LEAK-signing-secret}\n"
+		slackSocket = "slack: {bot_token: xoxb-LEAK-bot-token, signing_secret: LEAK-signing-secret, app_token: xapp-LEAK-app-token}\n"
+		discordHTTP = "discord: {bot_token: LEAK-discord-token, application_id: \"123456789012345678\", public_key: " +
+			"\"0000000000000000000000000000000000000000000000000000000000000000\"}\n"
+		discordGateway = "discord: {bot_token: LEAK-discord-token, application_id: \"123456789012345678\", gateway: true}\n"
+		tokens         = "api: {tokens: [{name: agent, token: LEAK-api-token-0123, scopes: [ask, answer]}]}\n"
+	)
+	for _, tt := range []struct {
+		yaml string
+		want []string // what the warning names; none: no warning
+	}{
+		{"", nil},
+		{slackHTTP, []string{"Slack's interactions (slack.signing_secret"}},
+		{slackSocket, nil},
+		{discordHTTP, []string{"Discord's interactions (discord.public_key"}},
+		{discordGateway, nil},
+		{"base_url: https://bridge.example.com/ask\n", []string{"(base_url bridge.example.com)"}},
+		{"base_url: http://localhost:8080\n", nil},
+		{"base_url: http://127.0.0.1:8080\n", nil},
+		{slackHTTP + discordHTTP + "base_url: https://bridge.example.com\n", []string{"Slack's", " and Discord's", " and the web pages"}},
+		{tokens + slackHTTP + discordHTTP + "base_url: https://bridge.example.com\n", nil},
+	} {
+		c := mustParse(t, tt.yaml, noEnv)
+		w := c.OpenAPIWarning()
+		if (w != "") != (tt.want != nil) {
+			t.Errorf("%s: warning %q; want one: %v", tt.yaml, w, tt.want != nil)
+		}
+		for _, part := range tt.want {
+			if !strings.Contains(w, part) {
+				t.Errorf("%s: warning %q has no %q", tt.yaml, w, part)
+			}
+		}
+		if strings.Contains(w, "LEAK") {
+			t.Errorf("%s: a secret is in the warning: %s", tt.yaml, w)
+		}
+	}
+}

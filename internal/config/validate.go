@@ -20,6 +20,42 @@ import (
 // api.tokens are configured.
 func (c *Config) OpenAPI() bool { return len(c.API.Tokens) == 0 }
 
+// OpenToOutside returns, when the API is open (no api.tokens), what in c
+// has the bridge reached from beyond this machine: Slack's or Discord's
+// callbacks, a public base_url. A loopback listen does not keep the API
+// to this machine then: the proxy or tunnel that forwards those forwards
+// the API as well, unless it forwards their paths alone. The bridge can't
+// tell, so it warns rather than refuses.
+func (c *Config) OpenToOutside() []string {
+	if !c.OpenAPI() {
+		return nil
+	}
+	var by []string
+	if s := c.Slack; s != nil && s.SigningSecret != "" && s.AppToken == "" {
+		by = append(by, "Slack's interactions (slack.signing_secret, no app_token: the Request URL)")
+	}
+	if d := c.Discord; d != nil && d.PublicKey != "" && !d.Gateway {
+		by = append(by, "Discord's interactions (discord.public_key: the Interactions Endpoint URL)")
+	}
+	if u, err := url.Parse(c.BaseURL); err == nil && u.Hostname() != "" && !isLoopback(u.Hostname()) {
+		by = append(by, fmt.Sprintf("the web pages and their links (base_url %s)", u.Host))
+	}
+	return by
+}
+
+// OpenAPIWarning words OpenToOutside's findings for the log and for
+// bridge config check; it is empty when there are none. It names keys,
+// never their values.
+func (c *Config) OpenAPIWarning() string {
+	by := c.OpenToOutside()
+	if len(by) == 0 {
+		return ""
+	}
+	return "no api.tokens: the API is open to anyone who reaches the bridge, and " + strings.Join(by, " and ") +
+		" reach it from outside this machine; whatever forwards those (a proxy, a tunnel) forwards the API too, where anyone may list, ask and answer." +
+		" Add a token under api.tokens (e.g. {name: agent, token: ${ASKBRIDGE_TOKEN}, scopes: [ask, answer]})"
+}
+
 // Route returns the route with that name; the empty name means the route
 // named "default". The pointer is into c.Routes.
 func (c *Config) Route(name string) (*Route, bool) {
