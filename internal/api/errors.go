@@ -104,7 +104,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	level := slog.LevelDebug
 	if e.Status >= 500 && !errors.As(err, new(logged)) {
-		level = slog.LevelWarn
+		// Redis not answering is logged as an outage, once as it begins
+		// and once as it ends (app's redisHealth), not at each 503.
+		level = pending.LogLevel(err)
 	}
 	s.log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
 	switch e.Code {

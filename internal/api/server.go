@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,7 +54,6 @@ type Server struct {
 	latency  *prometheus.HistogramVec
 	stopping context.Context // done once the server shuts down: held calls end
 	stop     context.CancelFunc
-	notReady atomic.Bool // the last /readyz found Redis unreachable
 }
 
 // New builds the API and registers its metrics on o.Registry.
@@ -103,15 +101,9 @@ func New(o Options) *Server {
 			if !errors.Is(err, pending.ErrUnavailable) {
 				err = fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
 			}
-			// A probe every few seconds: the outage is logged once, not
-			// each 503.
-			if !s.notReady.Swap(true) {
-				s.log.Warn("not ready: Redis cannot be reached", "err", err)
-			}
+			// A probe every few seconds: the replica logs an outage as
+			// it begins and ends (app's redisHealth), not each 503.
 			return logged{err}
-		}
-		if s.notReady.Swap(false) {
-			s.log.Info("ready again: Redis answers")
 		}
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})

@@ -73,7 +73,8 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	if w := cfg.OpenAPIWarning(); w != "" {
 		log.Warn(w)
 	}
-	a.unlog = logRedisTo(log)
+	health := &redisHealth{log: log}
+	a.unlog = logRedisTo(log, health.down)
 	if a.rdb, err = pending.Connect(conn); err != nil {
 		return nil, err
 	}
@@ -91,6 +92,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.rdb.AddHook(newRedisMetrics(reg))
+	a.rdb.AddHook(health)
 	// The web app's signer exists before the surfaces: their messages carry
 	// its signed "Open in browser" links when the bridge has a public URL.
 	signer := web.NewSigner(cfg.Web.Secret.Reveal())

@@ -24,15 +24,23 @@ import (
 // owner is gone.
 var redisLogs struct {
 	install sync.Once
-	current atomic.Pointer[slog.Logger]
+	current atomic.Pointer[redisLog]
+}
+
+// redisLog is where go-redis's lines go: log, at debug while quiet says
+// an outage is under way and logged (redisHealth): go-redis then writes
+// a line for each dial that fails.
+type redisLog struct {
+	log   *slog.Logger
+	quiet func() bool
 }
 
 // redisLogger is the go-redis logger that writes to redisLogs.current.
 type redisLogger struct{}
 
 func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	log := redisLogs.current.Load()
-	if log == nil {
+	to := redisLogs.current.Load()
+	if to == nil {
 		return
 	}
 	level := slog.LevelWarn
@@ -41,7 +49,10 @@ func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
 			level = slog.LevelInfo
 		}
 	}
-	log.Log(ctx, level, "redis client", "detail", fmt.Sprintf(format, v...))
+	if level == slog.LevelWarn && to.quiet() {
+		level = slog.LevelDebug
+	}
+	to.log.Log(ctx, level, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
 // redisNews are the formats of go-redis lines that report what it found,
@@ -49,10 +60,12 @@ func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
 // start, and again after a failover.
 var redisNews = []string{"sentinel: selected addr", "sentinel: new master"}
 
-// logRedisTo makes log the logger of go-redis's own lines and returns a
-// function that stops it being that, unless another has taken its place.
-func logRedisTo(log *slog.Logger) (stop func()) {
+// logRedisTo makes log the logger of go-redis's own lines, whose
+// warnings go at debug while quiet reports true, and returns a function
+// that stops it being that, unless another has taken its place.
+func logRedisTo(log *slog.Logger, quiet func() bool) (stop func()) {
 	redisLogs.install.Do(func() { redis.SetLogger(redisLogger{}) })
-	redisLogs.current.Store(log)
-	return func() { redisLogs.current.CompareAndSwap(log, nil) }
+	to := &redisLog{log: log, quiet: quiet}
+	redisLogs.current.Store(to)
+	return func() { redisLogs.current.CompareAndSwap(to, nil) }
 }
