@@ -812,12 +812,15 @@ func code(res []any) int64 {
 	return c
 }
 
-// discardScript deletes a pending request that nothing was posted for.
+// discardScript deletes a pending request that nothing was posted for,
+// and wakes its waiters with its bare id: they read it again and find it
+// gone (as resolveScript publishes, on the shard's channel on a cluster).
 //
 // KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4] finish
 // index (unused: a request with posts is not discarded), KEYS[5..] the open
 // index of every kind.
-// ARGV[1] id, ARGV[2] audit cap.
+// ARGV[1] id, ARGV[2] audit cap, ARGV[3] wake channel, ARGV[4] the
+// shard's wake channel on a cluster, else ''.
 // Returns 1 when deleted, 0 when it was not pending or had posts.
 var discardScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
@@ -829,16 +832,26 @@ redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'event', 'discarded', 'id', ARGV[1])
+local sent = ARGV[4] ~= '' and redis.pcall('SPUBLISH', ARGV[4], ARGV[1])
+if type(sent) ~= 'number' then redis.call('PUBLISH', ARGV[3], ARGV[1]) end
 return 1
 `)
 
 // Discard deletes a pending request that no message was posted for, so
 // that a create whose every post failed leaves nothing behind and a retry
 // with the same tool_call_id posts afresh. It reports whether it deleted.
+// Whoever waits on it is woken, and finds it gone (ErrNotFound).
 func (s *Store) Discard(ctx context.Context, id string) (bool, error) {
-	n, err := discardScript.Run(ctx, s.rdb, s.keys.request(id, kinds...), id, s.opt.AuditMaxLen).Int()
+	shardWake := ""
+	if s.sharded {
+		shardWake = s.keys.shardWake(shard(id))
+	}
+	n, err := discardScript.Run(ctx, s.rdb, s.keys.request(id, kinds...), id, s.opt.AuditMaxLen, s.keys.wake(), shardWake).Int()
 	if err != nil {
 		return false, fmt.Errorf("discard %s: %w", id, unavailable(err))
+	}
+	if n == 1 {
+		s.w.wake(id, nil) // at once here, as Resolve does
 	}
 	return n == 1, nil
 }

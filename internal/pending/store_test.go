@@ -890,6 +890,28 @@ func TestWatch(t *testing.T) {
 			wantAnswered(t, waited{got, err}, rec.ID)
 		})
 
+		// A request no message was posted for is discarded: its waiters
+		// learn it is gone at once, not at their next recheck.
+		for _, by := range []struct {
+			name string
+			s    *Store
+		}{{"discarded by this replica", a}, {"discarded across replicas", other}} {
+			t.Run(by.name, func(t *testing.T) {
+				w, rec := watchNew(t, a)
+				done := make(chan waited, 1)
+				go func() {
+					got, err := w.Wait(ctx, rec)
+					done <- waited{got, err}
+				}()
+				if ok, err := by.s.Discard(ctx, rec.ID); err != nil || !ok {
+					t.Fatalf("Discard = %v, %v", ok, err)
+				}
+				if got := recv(t, "the wait on a discarded request", done); !errors.Is(got.err, ErrNotFound) {
+					t.Errorf("Wait = %v, %v; want ErrNotFound", got.rec, got.err)
+				}
+			})
+		}
+
 		t.Run("stopped", func(t *testing.T) {
 			w := a.Watch("nothing")
 			if a.Waiting() != 1 {
