@@ -820,7 +820,7 @@ func code(res []any) int64 {
 // index (unused: a request with posts is not discarded), KEYS[5..] the open
 // index of every kind.
 // ARGV[1] id, ARGV[2] audit cap, ARGV[3] wake channel, ARGV[4] the
-// shard's wake channel on a cluster, else ''.
+// shard's wake channel on a cluster, else empty.
 // Returns 1 when deleted, 0 when it was not pending or had posts.
 var discardScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
