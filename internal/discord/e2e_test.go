@@ -42,6 +42,7 @@ const defaultTarget = `
 type bridge struct {
 	*app.App
 	fake *discord.FakeDiscord
+	logs *apptest.LogBuffer // the replica's, at debug
 }
 
 func configYAML(fake *discord.FakeDiscord, targets string) string {
@@ -85,7 +86,7 @@ func startReplicasWith(t *testing.T, n int, targets string, opt app.Options) []b
 			}
 		})
 		a := apptest.StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-		out = append(out, bridge{App: a, fake: fake})
+		out = append(out, bridge{App: a, fake: fake, logs: logs})
 	}
 	return out
 }
@@ -276,6 +277,11 @@ func TestSignatureAndPing(t *testing.T) {
 	}
 	if got := b.click(t, discord.Ping()); respType(got) != 1 {
 		t.Errorf("PING answered %v, want PONG", got)
+	}
+	// Three refusals within a minute: the first is logged, the rest
+	// counted in the next line (surface.Refusals).
+	if n := strings.Count(b.logs.String(), "refused an interaction"); n != 1 {
+		t.Errorf("%d log lines for three refused interactions; want 1", n)
 	}
 }
 

@@ -53,13 +53,14 @@ type Interactions struct {
 	log     *slog.Logger
 	key     ed25519.PublicKey // nil in gateway-only setups: ServeHTTP refuses all
 
-	work *surface.Work // what runs after the platform has its answer
+	work    *surface.Work     // what runs after the platform has its answer
+	refused *surface.Refusals // logs refused signatures, sampled
 }
 
 // Interactions returns the handler of the surface's interactions.
 func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 	key, _ := publicKey(s.cfg.PublicKey) // checked by New
-	return &Interactions{s: s, resolve: r, log: s.log, key: key, work: surface.NewWork()}
+	return &Interactions{s: s, resolve: r, log: s.log, key: key, work: surface.NewWork(), refused: &surface.Refusals{Log: s.log}}
 }
 
 // ServeHTTP serves POST /discord/interactions. The signature and the
@@ -71,7 +72,7 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.verify(r.Header, body); err != nil {
-		h.log.Info("refused an interaction", "err", err, "remote", r.RemoteAddr)
+		h.refused.Refused(r.Context(), "refused an interaction", "err", err, "remote", r.RemoteAddr)
 		http.Error(w, "invalid request signature", http.StatusUnauthorized)
 		return
 	}

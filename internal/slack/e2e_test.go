@@ -36,6 +36,7 @@ var (
 type bridge struct {
 	*app.App
 	fake *slacktest.FakeSlack
+	logs *apptest.LogBuffer // the replica's, at debug
 }
 
 // targetYAML is a route target; the default answers UADA, UBOB and the
@@ -99,7 +100,7 @@ func startOptions(t *testing.T, fake *slacktest.FakeSlack, yaml, url, prefix str
 		}
 	})
 	a := apptest.StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	return bridge{App: a, fake: fake}
+	return bridge{App: a, fake: fake, logs: logs}
 }
 
 func start(t *testing.T, targets string) bridge {
@@ -302,6 +303,11 @@ func TestSignatureRefused(t *testing.T) {
 	}
 	if n := len(b.fake.Calls("")); n != 1 {
 		t.Errorf("refused interactions made Slack calls: %d calls in all", n)
+	}
+	// Five refusals within a minute: the first is logged, the rest
+	// counted in the next line (surface.Refusals).
+	if n := strings.Count(b.logs.String(), "refused an interaction with a bad or stale signature"); n != 1 {
+		t.Errorf("%d log lines for five refused interactions; want 1", n)
 	}
 }
 

@@ -45,12 +45,13 @@ type Interactions struct {
 	resolve surface.Resolver
 	log     *slog.Logger
 
-	work *surface.Work // what runs after the platform has its answer
+	work    *surface.Work     // what runs after the platform has its answer
+	refused *surface.Refusals // logs refused signatures, sampled
 }
 
 // Interactions returns the handler of the surface's interactions.
 func (s *Surface) Interactions(r surface.Resolver) *Interactions {
-	return &Interactions{s: s, resolve: r, log: s.log, work: surface.NewWork()}
+	return &Interactions{s: s, resolve: r, log: s.log, work: surface.NewWork(), refused: &surface.Refusals{Log: s.log}}
 }
 
 // ServeHTTP serves POST /slack/interactions: the signature is verified
@@ -67,7 +68,7 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = sv.Ensure()
 	}
 	if err != nil {
-		h.log.Info("refused an interaction with a bad or stale signature", "err", err, "remote", r.RemoteAddr)
+		h.refused.Refused(r.Context(), "refused an interaction with a bad or stale signature", "err", err, "remote", r.RemoteAddr)
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
 		return
 	}
