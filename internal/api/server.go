@@ -233,7 +233,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 		case errors.As(err, &te):
 			// No offset: one read by a field's own UnmarshalJSON (a
 			// question's, an input's) counts from that field.
-			return invalid(seam.TypeErrorMessage(body, te))
+			return invalid(seam.TypeErrorMessage(body, te, ""))
 		case errors.As(err, &sy), errors.Is(err, io.ErrUnexpectedEOF):
 			return invalid("the request body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
 		}

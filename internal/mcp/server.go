@@ -239,7 +239,7 @@ func decodeArgs(raw json.RawMessage, v any) error {
 		if errors.As(err, &te) {
 			// In the words of the tool's schema, not of Go's types: the
 			// model reads this and tries again.
-			return errors.New("arguments: " + seam.TypeErrorMessage(raw, te))
+			return errors.New(seam.TypeErrorMessage(raw, te, "arguments"))
 		}
 		return fmt.Errorf("arguments: %w", err)
 	}

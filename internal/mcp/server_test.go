@@ -369,9 +369,9 @@ func TestErrors(t *testing.T) {
 		{"no provider", url, Options{Route: "nope"}, questions(yesNo("web")), "NO_PROVIDER: no user-questions answerer accepted the request"},
 		{"no questions", url, Options{}, map[string]any{}, "EMPTY_QUESTIONS: ask_user_question requires at least one question"},
 		{"duplicate ids", url, Options{}, questions(yesNo("web"), yesNo("web")), "INVALID_REQUEST: "},
-		{"arguments of the wrong type", url, Options{}, map[string]any{"questions": "deploy?"}, "INVALID_REQUEST: arguments: questions must be an array, not a JSON string"},
-		{"an option of the wrong type", url, Options{}, map[string]any{"questions": []any{map[string]any{"id": "a", "question": "Go?", "options": []any{"yes"}}}}, "INVALID_REQUEST: arguments: questions[0].options[0] must be an object, not a JSON string"},
-		{"a second question's option of the wrong type", url, Options{}, map[string]any{"questions": []any{yesNo("web"), map[string]any{"id": "b", "question": "Go?", "options": []any{map[string]any{"label": "yes"}, map[string]any{"label": true}}}}}, "INVALID_REQUEST: arguments: questions[1].options[1].label must be a string, not a JSON boolean"},
+		{"arguments of the wrong type", url, Options{}, map[string]any{"questions": "deploy?"}, "INVALID_REQUEST: arguments.questions must be an array, not a JSON string"},
+		{"an option of the wrong type", url, Options{}, map[string]any{"questions": []any{map[string]any{"id": "a", "question": "Go?", "options": []any{"yes"}}}}, "INVALID_REQUEST: arguments.questions[0].options[0] must be an object, not a JSON string"},
+		{"a second question's option of the wrong type", url, Options{}, map[string]any{"questions": []any{yesNo("web"), map[string]any{"id": "b", "question": "Go?", "options": []any{map[string]any{"label": "yes"}, map[string]any{"label": true}}}}}, "INVALID_REQUEST: arguments.questions[1].options[1].label must be a string, not a JSON boolean"},
 		{"no token", locked, Options{}, questions(yesNo("web")), "UNAUTHORIZED: send Authorization: Bearer <token>; the bridge refused the BRIDGE_TOKEN that bridge mcp runs with"},
 		{"bridge down", down, Options{}, questions(yesNo("web")), "ASKBRIDGE_UNREACHABLE: create question: can't reach the bridge at " + down},
 	} {

@@ -14,15 +14,24 @@ import (
 // met, in the body's own terms: the value's path with the index of every
 // array on the way ("questions[1].options[0].label"), what it must be and
 // what it is. encoding/json's own message names the Go types that read
-// the body, and no index: useless to whoever has to mend a list.
-func TypeErrorMessage(body []byte, e *json.UnmarshalTypeError) string {
+// the body, and no index: useless to whoever has to mend a list. root
+// names the body as a whole ("arguments"), and comes first in a path;
+// empty, the body is "the request body" and paths start inside it.
+func TypeErrorMessage(body []byte, e *json.UnmarshalTypeError, root string) string {
 	value, literal, _ := strings.Cut(e.Value, " ") // "number -5"
 	path := locate(body, fieldPath(e.Field), value, literal)
 	if value == "bool" {
 		value = "boolean"
 	}
-	if path == "" {
-		return fmt.Sprintf("the request body must be %s, not a JSON %s", jsonKind(e.Type), value)
+	switch {
+	case path == "" && root == "":
+		path = "the request body"
+	case path == "":
+		path = root
+	case root != "" && path[0] == '[':
+		path = root + path
+	case root != "":
+		path = root + "." + path
 	}
 	return fmt.Sprintf("%s must be %s, not a JSON %s", path, jsonKind(e.Type), value)
 }
@@ -60,19 +69,22 @@ func locate(body []byte, names []string, kind, literal string) string {
 }
 
 func find(v any, names []string, kind, literal, at string) (string, bool) {
-	if len(names) == 0 && isKind(v, kind, literal) {
-		return at, true
-	}
 	switch v := v.(type) {
 	case []any:
+		// The deepest value first: where an array of strings was sent
+		// an array of arrays, the fault is in its first element, not
+		// the array (which a string field sent an array is).
 		for i, el := range v {
 			if p, ok := find(el, names, kind, literal, at+"["+strconv.Itoa(i)+"]"); ok {
 				return p, true
 			}
 		}
+		if len(names) == 0 && isKind(v, kind, literal) {
+			return at, true
+		}
 	case map[string]any:
 		if len(names) == 0 {
-			return "", false
+			return at, isKind(v, kind, literal)
 		}
 		key, ok := member(v, names[0])
 		if !ok {
@@ -84,7 +96,7 @@ func find(v any, names []string, kind, literal, at string) (string, bool) {
 		}
 		return find(v[key], names[1:], kind, literal, next)
 	}
-	return "", false
+	return at, len(names) == 0 && isKind(v, kind, literal)
 }
 
 // member returns the key of obj that encoding/json reads as the field
