@@ -85,12 +85,6 @@ func (s *Server) serve(h handlerFunc) http.Handler {
 	})
 }
 
-// logged is an error its handler has logged already as it should be: a
-// 5xx of it is not logged again at WARN.
-type logged struct{ error }
-
-func (e logged) Unwrap() error { return e.error }
-
 // writeError writes every error as {"error":{"code","message"}}.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
@@ -103,10 +97,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = apiErr(e.Status, e.Code, e.Message+": this bridge keeps requests in memory (no redis.url), so those made before it last started are gone")
 	}
 	level := slog.LevelDebug
-	if e.Status >= 500 && !errors.As(err, new(logged)) {
+	if e.Status >= 500 {
 		// Redis not answering is logged as an outage, once as it begins
 		// and once as it ends (app's redisHealth), not at each 503.
-		level = pending.LogLevel(err)
+		level = s.store.LogLevel(err)
 	}
 	s.log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "err", err)
 	switch e.Code {

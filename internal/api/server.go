@@ -101,9 +101,10 @@ func New(o Options) *Server {
 			if !errors.Is(err, pending.ErrUnavailable) {
 				err = fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
 			}
-			// A probe every few seconds: the replica logs an outage as
-			// it begins and ends (app's redisHealth), not each 503.
-			return logged{err}
+			// A probe every few seconds: during an outage the replica
+			// logs it as it begins and ends (app's redisHealth), and
+			// writeError logs each 503 at debug.
+			return err
 		}
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})

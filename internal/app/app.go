@@ -84,6 +84,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		Now:       opt.Now,
 		Recheck:   opt.Recheck,
 		Logger:    log,
+		Outage:    health.down,
 	})
 	if err := checkRedis(a.store, a.rdb, log); err != nil {
 		return nil, err

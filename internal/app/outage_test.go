@@ -56,6 +56,9 @@ func TestRedisOutageLoggedOnce(t *testing.T) {
 		}
 	}
 	apptest.Create(t, a.URL(), "/v1/questions", question)
+	// The end is logged once calls have been served for a while (the
+	// sweeper's, every second, among them).
+	logs.WaitFor(t, "Redis serves again", 10*time.Second)
 
 	out := logs.String()
 	for line, want := range map[string]int{

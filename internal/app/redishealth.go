@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,68 +14,97 @@ import (
 	"github.com/askbridge/askbridge/internal/pending"
 )
 
-// redisHealth is a go-redis hook that learns from every call the replica
-// makes whether Redis serves it, and logs an outage twice: once as it
-// begins, once as it ends, with how long it lasted and how many calls
-// went unserved. While it lasts, what fails for want of Redis (each
-// 503 the API answers, a sweep, the subscription, go-redis's own dial
-// lines) is logged at debug: an outage of a few seconds with a thousand
-// agents retrying was thousands of warnings, one per call.
+// redisHealth is a go-redis hook that learns from every call and dial
+// the replica makes whether Redis serves it, and logs an outage twice:
+// once as it begins, once as it ends, with how long it lasted and how
+// many calls went unserved. While it lasts, what fails for want of Redis
+// (each 503 the API answers, a sweep, the subscription, go-redis's own
+// dial lines) is logged at debug (Store.LogLevel): an outage of a few
+// seconds with a thousand agents retrying was thousands of warnings, one
+// per call.
 //
-// An outage begins with a call that Redis could not serve (no reply, or
-// LOADING and the like: pending.Unserved). It ends with a call served,
-// sent after it began, so that a reply already on its way when Redis went
-// does not end it at once. A refusal of writes alone (OOM) is neither.
+// An outage begins with a dial that fails or a call that Redis did not
+// serve (no reply, a timeout, or LOADING and the like: pending.Unserved). It ends
+// once calls have been served, with none unserved, for outageQuiet: a
+// reply already on its way when Redis went, go-redis failing calls with
+// its last dial's error for a second after Redis is back, or one node of
+// a cluster still down, make it no shorter. A call whose caller gave up
+// says nothing, nor does a refusal of writes alone (OOM).
 type redisHealth struct {
-	log *slog.Logger
-	// since is when the outage began, in Unix nanoseconds; 0: none.
-	since atomic.Int64
-	// ended is when the last one ended: a call sent before it that fails
-	// after it (one that waited out its read timeout) begins no outage.
-	ended    atomic.Int64
-	unserved atomic.Int64 // calls not served since it began
+	log   *slog.Logger
+	state atomic.Int32 // healthUp, healthDown or healthRecovering; read on every call
+
+	mu       sync.Mutex // held for transitions, and guards what follows
+	since    time.Time  // when the outage began
+	served   time.Time  // when calls were first served again, recovering
+	ended    time.Time  // when the last outage ended
+	unserved int64      // calls not served since the outage began
 }
 
-// down reports whether Redis is, as far as the replica knows, serving no
-// calls.
-func (h *redisHealth) down() bool { return h.since.Load() != 0 }
+const (
+	healthUp int32 = iota
+	healthDown
+	healthRecovering
+)
 
-// observe learns from err, the outcome at now of a call (or, not a call,
-// a dial) sent at sent.
+// outageQuiet is how long calls must be served, none unserved, before an
+// outage is over.
+const outageQuiet = 2 * time.Second
+
+// down reports whether an outage is under way, logged.
+func (h *redisHealth) down() bool { return h.state.Load() != healthUp }
+
+// observe learns from err, the outcome at now of a call (or, call false,
+// a dial) sent at sent whose caller was still waiting for it.
 func (h *redisHealth) observe(sent, now time.Time, err error, call bool) {
-	if pending.Unserved(err) {
-		var op *net.OpError
-		switch {
-		case call && errors.As(err, &op) && op.Op == "dial":
-			// DialHook saw the dial itself. After a run of failed dials
-			// go-redis stops dialing for a while and fails calls with
-			// the last dial's error: that says nothing of Redis now.
-		case sent.UnixNano() > h.ended.Load() && h.since.CompareAndSwap(0, now.UnixNano()):
-			h.log.Warn("Redis is unavailable: the API answers 503 UNAVAILABLE and clicks are told to try again until it serves", "err", err)
-		}
-		if call && h.down() {
-			h.unserved.Add(1)
-		}
-		return
+	// Any dial that fails is a connection Redis did not take, whatever
+	// the error (a Sentinel that names no master, say).
+	unserved := !call || pending.Unserved(err)
+	if !unserved && h.state.Load() == healthUp {
+		return // the hot path: Redis serves, as it did
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return // the caller gave up: nothing learnt of Redis
+	var reply redis.Error
+	if !unserved && err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
+		return // not Redis's answer (the client closed): nothing learnt
 	}
-	if since := h.since.Load(); since != 0 && sent.UnixNano() > since && h.since.CompareAndSwap(since, 0) {
-		h.ended.Store(now.UnixNano())
-		h.log.Info("Redis serves again", "after", now.Sub(time.Unix(0, since)).Round(time.Millisecond),
-			"unserved_calls", h.unserved.Swap(0))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch state := h.state.Load(); {
+	case unserved && state == healthUp:
+		// A call sent before the last outage ended that failed since
+		// (one that waited out its read timeout) is of that outage.
+		if !sent.After(h.ended) {
+			return
+		}
+		h.state.Store(healthDown)
+		h.since, h.unserved = now, 0
+		h.log.Warn("Redis is unavailable: the API answers 503 UNAVAILABLE and clicks are told to try again until it serves", "err", err)
+	case unserved:
+		h.state.Store(healthDown)
+	case state == healthDown:
+		if sent.After(h.since) { // not a reply already on its way
+			h.state.Store(healthRecovering)
+			h.served = now
+		}
+	case state == healthRecovering && now.Sub(h.served) >= outageQuiet:
+		h.state.Store(healthUp)
+		h.ended = now
+		h.log.Info("Redis serves again", "after", now.Sub(h.since).Round(time.Millisecond), "unserved_calls", h.unserved)
+	}
+	if unserved && call {
+		h.unserved++
 	}
 }
 
 // DialHook learns of an outage from the first dial that fails: go-redis
 // dials again and again (and logs each time) before the call that
-// needed the connection fails.
+// needed the connection fails. A Cluster's node clients do not run it;
+// their calls' errors tell the same, later.
 func (h *redisHealth) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		sent := time.Now()
 		conn, err := next(ctx, network, addr)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			h.observe(sent, time.Now(), err, false)
 		}
 		return conn, err
@@ -85,7 +115,9 @@ func (h *redisHealth) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		sent := time.Now()
 		err := next(ctx, cmd)
-		h.observe(sent, time.Now(), err, true)
+		if ctx.Err() == nil {
+			h.observe(sent, time.Now(), err, true)
+		}
 		return err
 	}
 }
@@ -94,7 +126,9 @@ func (h *redisHealth) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		sent := time.Now()
 		err := next(ctx, cmds)
-		h.observe(sent, time.Now(), err, true)
+		if ctx.Err() == nil {
+			h.observe(sent, time.Now(), err, true)
+		}
 		return err
 	}
 }

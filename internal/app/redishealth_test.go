@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // reply is an error reply of Redis, as go-redis tells them: a redis.Error.
@@ -17,6 +18,17 @@ type reply string
 
 func (r reply) Error() string { return string(r) }
 func (reply) RedisError()     {}
+
+// timeout is a network timeout as Go's net package makes them: it reads
+// as context.DeadlineExceeded too.
+type timeout struct{}
+
+func (timeout) Error() string   { return "i/o timeout" }
+func (timeout) Timeout() bool   { return true }
+func (timeout) Temporary() bool { return true }
+func (timeout) Is(err error) bool {
+	return err.Error() == "context deadline exceeded"
+}
 
 // TestRedisHealthEdges: the rules that keep one outage one outage in the
 // log, whatever order the calls on their way when it begins and ends come
@@ -26,6 +38,7 @@ func TestRedisHealthEdges(t *testing.T) {
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
 	start := time.Now()
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	quiet := int(outageQuiet / time.Millisecond)
 
 	var logs bytes.Buffer // one goroutine
 	h := &redisHealth{log: slog.New(slog.NewTextHandler(&logs, nil))}
@@ -40,16 +53,22 @@ func TestRedisHealthEdges(t *testing.T) {
 		ended     int // and as ended
 	}{
 		{"a call served", 0, 1, nil, true, false, 0, 0},
+		{"a key not found", 1, 2, redis.Nil, true, false, 0, 0},
 		{"a refusal of writes alone", 1, 2, reply("OOM command not allowed when used memory > 'maxmemory'"), true, false, 0, 0},
-		{"a call whose caller gave up", 1, 3, fmt.Errorf("create: %w", context.DeadlineExceeded), true, false, 0, 0},
-		{"a call failed with the pool's last dial error, no dial seen", 2, 3, fmt.Errorf("pool: %w", refused), true, false, 0, 0},
+		{"a call on a closed client", 1, 2, redis.ErrClosed, true, false, 0, 0},
 		{"a dial refused", 3, 4, refused, false, true, 1, 0},
 		{"a connection reset while down", 3, 5, reset, true, true, 1, 0},
 		{"a reply to a call sent before the outage began", 2, 6, nil, true, true, 1, 0},
-		{"a reply to a call sent after it began", 7, 8, nil, true, false, 1, 1},
-		{"a failure of a call sent before it ended", 6, 9, reset, true, false, 1, 1},
-		{"Redis loading its dataset", 10, 11, reply("LOADING Redis is loading the dataset in memory"), true, true, 2, 1},
-		{"served again", 12, 13, nil, true, false, 2, 2},
+		{"a reply to a call sent after it began", 7, 8, nil, true, true, 1, 0},
+		{"the pool's last dial error, a moment later", 9, 9, fmt.Errorf("pool: %w", refused), true, true, 1, 0},
+		{"served again", 10, 11, nil, true, true, 1, 0},
+		{"served, less than the quiet time since", 12, 11 + quiet - 1, nil, true, true, 1, 0},
+		{"served, the quiet time since", 12, 11 + quiet, nil, true, false, 1, 1},
+		{"a failure of a call sent before it ended", 5, 12 + quiet, reset, true, false, 1, 1},
+		{"a dial timing out", 20 + quiet, 21 + quiet, &net.OpError{Op: "dial", Net: "tcp", Err: timeout{}}, false, true, 2, 1},
+		{"Redis loading its dataset", 22 + quiet, 23 + quiet, reply("LOADING Redis is loading the dataset in memory"), true, true, 2, 1},
+		{"served", 24 + quiet, 25 + quiet, nil, true, true, 2, 1},
+		{"served, the quiet time since", 26 + quiet, 25 + 2*quiet, nil, true, false, 2, 2},
 	} {
 		h.observe(at(s.sent), at(s.now), s.err, s.call)
 		if h.down() != s.down || count("Redis is unavailable") != s.begun || count("Redis serves again") != s.ended {
@@ -57,7 +76,13 @@ func TestRedisHealthEdges(t *testing.T) {
 				s.what, h.down(), count("Redis is unavailable"), count("Redis serves again"), s.down, s.begun, s.ended, logs.String())
 		}
 	}
-	if !strings.Contains(logs.String(), `msg="Redis serves again" after=2ms unserved_calls=1`) {
-		t.Errorf("the second outage's end does not say how long it lasted and what it left unserved:\n%s", logs.String())
+	for _, want := range []string{
+		// The reset and the pool's error; a dial is not a call.
+		fmt.Sprintf(`msg="Redis serves again" after=%v unserved_calls=2`, at(11+quiet).Sub(at(4))),
+		fmt.Sprintf(`msg="Redis serves again" after=%v unserved_calls=1`, at(25+2*quiet).Sub(at(21+quiet))),
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no %q in the log:\n%s", want, logs.String())
+		}
 	}
 }

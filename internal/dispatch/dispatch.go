@@ -192,7 +192,7 @@ func (d *Dispatcher) RunReposter(ctx context.Context, every time.Duration) error
 	defer t.Stop()
 	for {
 		if err := d.Repost(ctx); err != nil && ctx.Err() == nil {
-			d.log.Log(ctx, pending.LogLevel(err), "reposting unposted requests failed", "err", err)
+			d.log.Log(ctx, d.store.LogLevel(err), "reposting unposted requests failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -213,7 +213,7 @@ func (s *Store) RunFinisher(ctx context.Context, every time.Duration, edit func(
 		}
 		recs, err := s.Unfinished(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.Log(ctx, LogLevel(err), "taking over unedited messages failed", "err", err)
+			s.log.Log(ctx, s.LogLevel(err), "taking over unedited messages failed", "err", err)
 		}
 		var wg sync.WaitGroup
 		for _, rec := range recs {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,10 @@ type Options struct {
 	Linger      time.Duration    // under load, how long a write that can wait does for others to share its round trip; default 2 ms
 	Now         func() time.Time // the clock; default time.Now
 	Logger      *slog.Logger
+	// Outage reports whether a Redis outage is under way and logged for
+	// the whole process (app's redisHealth): failures of it then log at
+	// debug (LogLevel). Nil: never.
+	Outage func() bool
 }
 
 // Store is the pending-request store on one Redis deployment. Any number of
@@ -131,6 +136,12 @@ func loadScripts(ctx context.Context, rdb redis.Scripter) error {
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// A dial or read that timed out: Redis did not answer. Go's
+		// network timeouts also read as context.DeadlineExceeded.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err

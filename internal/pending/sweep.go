@@ -70,7 +70,7 @@ func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired f
 		}
 		recs, err := s.Sweep(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.Log(ctx, LogLevel(err), "expiry sweep failed", "err", err)
+			s.log.Log(ctx, s.LogLevel(err), "expiry sweep failed", "err", err)
 		}
 		// The edits of a round run finishWorkers at a time, as a
 		// finisher's do: one at a time, each would wait on its platform,

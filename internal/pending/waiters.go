@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,7 +251,7 @@ func (s *Store) listen(ctx context.Context, subscribe func(context.Context) *red
 			// Once per failure, and every 30 s while it lasts: a Redis
 			// that is down is asked every 2 s.
 			if err.Error() != said || time.Since(saidAt) >= 30*time.Second {
-				s.log.Log(ctx, LogLevel(err), "wake-up subscription ended; subscribing again", "shard", sh, "err", err)
+				s.log.Log(ctx, s.LogLevel(err), "wake-up subscription ended; subscribing again", "shard", sh, "err", err)
 				said, saidAt = err.Error(), time.Now()
 			}
 			s.reloadSlots(ctx)
@@ -326,7 +328,7 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *fu
 			// the subscription is back (the *redis.Subscription case), not
 			// now: now Redis is likely unreachable, and a re-read that fails
 			// would end every wait with an error.
-			s.log.Log(ctx, LogLevel(err), "wake-up subscription interrupted", "err", err)
+			s.log.Log(ctx, s.LogLevel(err), "wake-up subscription interrupted", "err", err)
 			s.reloadSlots(ctx)
 			select {
 			case <-time.After(backoff):
@@ -350,7 +352,7 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *fu
 			*first = nil
 			loads.Go(func() {
 				if err := s.loadScriptsFor(ctx, sh); err != nil && ctx.Err() == nil {
-					s.log.Log(ctx, LogLevel(err), "loading scripts failed; each loads on its first use instead", "err", err)
+					s.log.Log(ctx, s.LogLevel(err), "loading scripts failed; each loads on its first use instead", "err", err)
 				}
 				if done != nil {
 					done()
@@ -382,34 +384,38 @@ func (s *Store) loadScriptsFor(ctx context.Context, sh int) error {
 // IsUnavailable reports whether err means Redis could not be reached.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
-// Unserved reports whether err, of a Redis call, means that Redis could
-// serve no call now: it sent no reply (it could not be reached, or did
-// not answer in time), or replied that it serves none (LOADING a dataset,
-// BUSY with a script, MASTERDOWN, CLUSTERDOWN). A reply that refuses only
-// some calls (OOM, READONLY, MISCONF refuse writes), no error, and the
-// caller's own context ending are not.
+// Unserved reports whether err, of a Redis call whose caller was still
+// waiting for it, means that Redis could serve no call then: it sent no
+// reply (the connection failed, or timed out: a timeout may read as
+// context.DeadlineExceeded too), or replied that it serves none (LOADING
+// a dataset, BUSY with a script, MASTERDOWN, CLUSTERDOWN). A reply that
+// refuses only some calls (OOM, READONLY, MISCONF refuse writes), no
+// error, and an error that is not Redis's (a record that does not decode,
+// a closed client) are not.
 func Unserved(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var reply redis.Error
+	var ne net.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &reply):
+		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN"} {
+			if strings.HasPrefix(reply.Error(), p) {
+				return true
+			}
+		}
 		return false
 	}
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return true
-	}
-	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN"} {
-		if strings.HasPrefix(reply.Error(), p) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 
 // LogLevel is the level to log a failure that err caused at: debug when
-// Redis could serve no call (Unserved), which whoever watches the
-// connection logs once for the whole outage (app's redisHealth), not once
-// per sweep or request; warn otherwise.
-func LogLevel(err error) slog.Level {
-	if Unserved(err) {
+// err is Redis being unavailable while the replica knows of an outage and
+// has logged it (Options.Outage), which then says it once for every call
+// that fails of it, not once per sweep or request; warn otherwise.
+func (s *Store) LogLevel(err error) slog.Level {
+	if (IsUnavailable(err) || Unserved(err)) && s.opt.Outage != nil && s.opt.Outage() {
 		return slog.LevelDebug
 	}
 	return slog.LevelWarn

@@ -215,7 +215,7 @@ func (s *Server) page(h func(http.ResponseWriter, *http.Request) error) http.Han
 				e := toError(err)
 				pe = &pageErr{e.status, "Something went wrong", e.msg}
 				if e.status >= 500 {
-					s.log.Log(r.Context(), pending.LogLevel(err), "web page failed", "path", r.URL.Path, "err", err)
+					s.log.Log(r.Context(), s.store.LogLevel(err), "web page failed", "path", r.URL.Path, "err", err)
 				}
 			}
 			s.render(w, pe.status, "message", map[string]any{"Title": pe.title, "Message": pe.msg})
@@ -288,7 +288,7 @@ func (s *Server) api(h func(http.ResponseWriter, *http.Request) error) http.Hand
 			}
 			e := toError(err)
 			if e.status >= 500 {
-				s.log.Log(r.Context(), pending.LogLevel(err), "web call failed", "path", r.URL.Path, "status", e.status, "err", err)
+				s.log.Log(r.Context(), s.store.LogLevel(err), "web call failed", "path", r.URL.Path, "status", e.status, "err", err)
 			}
 			body := map[string]string{"code": e.code, "message": e.msg}
 			if e.field != "" {
