@@ -256,8 +256,17 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("an invalid answer was sent: %s", rec.Status)
 		}
 		eval(t, `(document.querySelector("`+c+` input.custom").value = "", "")`)
-		do(t, "fix it", chromedp.SendKeys(c+" input.custom", "42"),
-			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		// A phone's numeric keypad has no minus key: the field's own
+		// button changes the sign, both ways.
+		do(t, "fix it", chromedp.SendKeys(c+" input.custom", "42"), chromedp.Click(c+" button[data-sign]"))
+		if v := eval(t, `document.querySelector("`+c+` input.custom").value`); v != "-42" {
+			t.Errorf("after the sign button: %q; want -42", v)
+		}
+		do(t, "the sign back", chromedp.Click(c+" button[data-sign]"))
+		if v := eval(t, `document.querySelector("`+c+` input.custom").value`); v != "42" {
+			t.Errorf("after the sign button twice: %q; want 42", v)
+		}
+		do(t, "send it", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), typed, `[{replicas [] 42}]`)
 	})
 	t.Run("a lone free-text question refuses a blank answer", func(t *testing.T) {

@@ -43,6 +43,9 @@ type questionView struct {
 	Value    string // prefill
 	Hint     string
 	Mode     string // the field's inputmode
+	// Signed: a number field, which gets a button for its sign: the
+	// numeric keypads of phones (iOS's) have no minus key.
+	Signed bool
 }
 
 type optionView struct {
@@ -145,9 +148,9 @@ func questionOf(group string, qs []seam.Question, i int) questionView {
 		v.Type, v.Value, v.Hint = in.Type, in.Value, surface.InputHint(in.Type)
 		switch in.Type {
 		case seam.InputInteger:
-			v.Mode = "numeric"
+			v.Mode, v.Signed = "numeric", true
 		case seam.InputNumber:
-			v.Mode = "decimal"
+			v.Mode, v.Signed = "decimal", true
 		}
 	}
 	return v

@@ -214,7 +214,15 @@
       ev.preventDefault();
       return;
     }
-    if (btn.hasAttribute("data-dismiss")) {
+    if (btn.hasAttribute("data-sign")) {
+      // A phone's numeric keypad has no minus key: this button is it.
+      ev.preventDefault();
+      const input = btn.parentElement.querySelector("input.custom");
+      const v = input.value.trim();
+      input.value = v.startsWith("-") ? v.slice(1) : "-" + v;
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+      input.focus();
+    } else if (btn.hasAttribute("data-dismiss")) {
       ev.preventDefault();
       armDismiss(btn, card, form);
     } else if (btn.dataset.outcome) {
