@@ -75,6 +75,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	}
 	health := &redisHealth{log: log}
 	a.unlog = logRedisTo(log, health.down)
+	conn.NodeHooks = []redis.Hook{nodeDials{health}}
 	if a.rdb, err = pending.Connect(conn); err != nil {
 		return nil, err
 	}

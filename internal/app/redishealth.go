@@ -97,9 +97,8 @@ func (h *redisHealth) observe(sent, now time.Time, err error, call bool) {
 }
 
 // DialHook learns of an outage from the first dial that fails: go-redis
-// dials again and again (and logs each time) before the call that
-// needed the connection fails. A Cluster's node clients do not run it;
-// their calls' errors tell the same, later.
+// dials again and again (and logs each time), and a Cluster client tries
+// node after node, before the call that needed the connection fails.
 func (h *redisHealth) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		sent := time.Now()
@@ -131,4 +130,20 @@ func (h *redisHealth) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		}
 		return err
 	}
+}
+
+// nodeDials is redisHealth's DialHook alone, for a Cluster's node clients
+// (pending.Conn.NodeHooks), which dial, for calls and subscriptions,
+// without the cluster client's hooks; their calls are the cluster
+// client's, observed there. (A Cluster client tries node after node
+// before a call fails: without it, an outage began seconds late, after a
+// hundred warnings of subscriptions and dials.)
+type nodeDials struct{ h *redisHealth }
+
+func (n nodeDials) DialHook(next redis.DialHook) redis.DialHook { return n.h.DialHook(next) }
+
+func (nodeDials) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (nodeDials) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

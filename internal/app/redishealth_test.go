@@ -2,15 +2,19 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/askbridge/askbridge/internal/pending"
 )
 
 // reply is an error reply of Redis, as go-redis tells them: a redis.Error.
@@ -85,4 +89,51 @@ func TestRedisHealthEdges(t *testing.T) {
 			t.Errorf("no %q in the log:\n%s", want, logs.String())
 		}
 	}
+}
+
+// TestClusterNodeDialsAreWatched: a Cluster's node clients dial without
+// the cluster client's hooks; nodeDials, given to them through
+// pending.Conn.NodeHooks, sees the first node that refuses.
+func TestClusterNodeDialsAreWatched(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var logs syncBuffer
+	h := &redisHealth{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	rdb, err := pending.Connect(pending.Conn{Addrs: []string{dead}, NodeHooks: []redis.Hook{nodeDials{h}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	// No hook on the cluster client itself: the node's dial alone tells.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Get(ctx, "k").Err(); err == nil {
+		t.Fatal("a GET from a node nobody listens on succeeded")
+	}
+	if !h.down() || !strings.Contains(logs.String(), "Redis is unavailable") || !strings.Contains(logs.String(), dead) {
+		t.Errorf("the node's refused dial began no outage; log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger that go-redis's goroutines
+// may write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -29,6 +29,9 @@ type Conn struct {
 	SentinelPassword string   // Sentinel: the Sentinels' own password
 	DB               int      // Sentinel only: a Cluster has database 0 only
 	TLS              bool     // with Addrs: TLS to every node; a URL says rediss://
+	// NodeHooks are added to a Cluster's node clients, which dial, for
+	// calls and subscriptions, without the cluster client's hooks.
+	NodeHooks []redis.Hook
 }
 
 // Connect returns a client for c: a Client for a URL, a ClusterClient for
@@ -78,6 +81,13 @@ func Connect(c Conn) (redis.UniversalClient, error) {
 			Username:  c.Username,
 			Password:  c.Password,
 			TLSConfig: tlsConfig,
+			NewClient: func(opt *redis.Options) *redis.Client {
+				node := redis.NewClient(opt)
+				for _, h := range c.NodeHooks {
+					node.AddHook(h)
+				}
+				return node
+			},
 		})
 		cc.AddHook(reloadOnDown{cc})
 		return cc, nil

@@ -328,7 +328,15 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *fu
 			// the subscription is back (the *redis.Subscription case), not
 			// now: now Redis is likely unreachable, and a re-read that fails
 			// would end every wait with an error.
-			s.log.Log(ctx, s.LogLevel(err), "wake-up subscription interrupted", "err", err)
+			// A connection the server closed (EOF) is debug: if Redis
+			// is down, the dial that makes it again fails, and begins
+			// an outage that the replica logs once (Options.Outage);
+			// if it is not, the subscription is back at once.
+			level := s.LogLevel(err)
+			if errors.Is(err, io.EOF) {
+				level = slog.LevelDebug
+			}
+			s.log.Log(ctx, level, "wake-up subscription interrupted", "err", err)
 			s.reloadSlots(ctx)
 			select {
 			case <-time.After(backoff):
