@@ -103,7 +103,10 @@ func (h *redisHealth) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		sent := time.Now()
 		conn, err := next(ctx, network, addr)
-		if err != nil && ctx.Err() == nil {
+		// go-redis gives each dial a context of its own, bounded by
+		// DialTimeout: one past its deadline is a dial that timed out
+		// (a host that drops packets), not a caller who gave up.
+		if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 			h.observe(sent, time.Now(), err, false)
 		}
 		return conn, err

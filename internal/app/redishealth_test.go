@@ -116,3 +116,38 @@ func TestClusterNodeDialsAreWatched(t *testing.T) {
 		t.Error("the node's refused dial began no outage")
 	}
 }
+
+// TestDialTimeoutBeginsAnOutage: go-redis dials under a context of the
+// dial's own, bounded by DialTimeout; a dial that ran out of it (a host
+// that drops packets) is Redis not answering. A dial cancelled by a
+// caller who gave up says nothing.
+func TestDialTimeoutBeginsAnOutage(t *testing.T) {
+	timedOut := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		<-ctx.Done()
+		return nil, &net.OpError{Op: "dial", Net: network, Err: timeout{}}
+	}
+	for _, tt := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		down bool
+	}{
+		{"past its deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Millisecond)
+		}, true},
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, false},
+	} {
+		h := &redisHealth{log: slog.New(slog.DiscardHandler)}
+		ctx, cancel := tt.ctx()
+		if _, err := h.DialHook(timedOut)(ctx, "tcp", "192.0.2.1:6379"); err == nil {
+			t.Fatalf("%s: the dial succeeded", tt.name)
+		}
+		cancel()
+		if h.down() != tt.down {
+			t.Errorf("a dial %s: down %v; want %v", tt.name, h.down(), tt.down)
+		}
+	}
+}
