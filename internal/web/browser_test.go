@@ -266,6 +266,14 @@ func TestBrowser(t *testing.T) {
 		if v := eval(t, `document.querySelector("`+c+` input.custom").value`); v != "42" {
 			t.Errorf("after the sign button twice: %q; want 42", v)
 		}
+		// A plus sign becomes a minus; the field keeps the focus, so a
+		// number not yet typed is not validated.
+		eval(t, `(document.querySelector("`+c+` input.custom").value = "+7", "")`)
+		do(t, "the sign of +7", chromedp.Focus(c+" input.custom"), chromedp.Click(c+" button[data-sign]"))
+		if v := eval(t, `document.querySelector("`+c+` input.custom").value + " " + (document.activeElement === document.querySelector("`+c+` input.custom"))`); v != "-7 true" {
+			t.Errorf("after the sign button on +7: %q; want -7, the field focused", v)
+		}
+		eval(t, `(document.querySelector("`+c+` input.custom").value = "42", "")`)
 		do(t, "send it", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), typed, `[{replicas [] 42}]`)
 	})

@@ -219,7 +219,7 @@
       ev.preventDefault();
       const input = btn.parentElement.querySelector("input.custom");
       const v = input.value.trim();
-      input.value = v.startsWith("-") ? v.slice(1) : "-" + v;
+      input.value = v.startsWith("-") ? v.slice(1) : "-" + v.replace(/^\+/, "");
       input.dispatchEvent(new Event("input", { bubbles: true }));
       input.focus();
     } else if (btn.hasAttribute("data-dismiss")) {
@@ -232,6 +232,12 @@
       if (note) body.note = note;
       act(card, form, "decision", body);
     }
+  });
+
+  // Pressing the sign button leaves the focus, and a phone's keyboard, in
+  // the field: a blur would validate a number not yet typed.
+  document.addEventListener("mousedown", (ev) => {
+    if (ev.target.closest && ev.target.closest("button[data-sign]")) ev.preventDefault();
   });
 
   // On a single choice, writing something else clears the option chosen
