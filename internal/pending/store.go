@@ -74,6 +74,9 @@ type Store struct {
 	subscribed atomic.Int64
 
 	batch *batcher
+	// closedSaid is when a subscription's connection that the server
+	// closed was last logged at info (listen), in Unix nanoseconds.
+	closedSaid atomic.Int64
 }
 
 // New returns a Store on rdb. Call Run to receive wake-ups from other

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -84,5 +85,53 @@ func TestUnservedAndLogLevel(t *testing.T) {
 		if got := s.LogLevel(tt.err); got != tt.want {
 			t.Errorf("LogLevel(%v) with outage %v = %v; want %v", tt.err, tt.outage, got, tt.want)
 		}
+	}
+}
+
+// leveled is a slog handler that passes each record's level and message
+// to a channel, as "INFO message".
+type leveled struct{ ch chan string }
+
+func (l leveled) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l leveled) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case l.ch <- r.Level.String() + " " + r.Message:
+	default:
+	}
+	return nil
+}
+
+func (l leveled) WithAttrs([]slog.Attr) slog.Handler { return l }
+
+func (l leveled) WithGroup(string) slog.Handler { return l }
+
+// TestSubscriptionClosedLogLevel: a wake-up subscription whose connection
+// the server closes is logged at info, unless the replica has an outage
+// under way and logged, which says it.
+func TestSubscriptionClosedLogLevel(t *testing.T) {
+	for _, tt := range []struct {
+		outage bool
+		want   string
+	}{{false, "INFO"}, {true, "DEBUG"}} {
+		embeddedOnly(t, func(t *testing.T, b *backend) {
+			lg := leveled{make(chan string, 100)}
+			s := b.store(func(o *Options) {
+				o.Logger = slog.New(lg)
+				o.Outage = func() bool { return tt.outage }
+			})
+			b.run(s)
+			b.mr.Close()
+			for {
+				line := recv(t, "the subscription's interruption", lg.ch)
+				if !strings.HasSuffix(line, "wake-up subscription interrupted") {
+					continue
+				}
+				if line != tt.want+" wake-up subscription interrupted" {
+					t.Errorf("with an outage logged %v: %q; want it at %s", tt.outage, line, tt.want)
+				}
+				break
+			}
+		})
 	}
 }

@@ -328,13 +328,20 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, sh int, first *fu
 			// the subscription is back (the *redis.Subscription case), not
 			// now: now Redis is likely unreachable, and a re-read that fails
 			// would end every wait with an error.
-			// A connection the server closed (EOF) is debug: if Redis
-			// is down, the dial that makes it again fails, and begins
-			// an outage that the replica logs once (Options.Outage);
-			// if it is not, the subscription is back at once.
+			// A connection the server closed (EOF): if Redis is down,
+			// the dial that makes it again fails and begins an outage
+			// that the replica logs once (Options.Outage); if it is
+			// not (a proxy's idle timeout, CLIENT KILL), the
+			// subscription is back at once and the waiters read again.
+			// Info then, at most a line in ten seconds for all the
+			// subscriptions: on a Cluster each shard's closes at once.
 			level := s.LogLevel(err)
 			if errors.Is(err, io.EOF) {
 				level = slog.LevelDebug
+				last := s.closedSaid.Load()
+				if !s.outage() && time.Since(time.Unix(0, last)) >= 10*time.Second && s.closedSaid.CompareAndSwap(last, time.Now().UnixNano()) {
+					level = slog.LevelInfo
+				}
 			}
 			s.log.Log(ctx, level, "wake-up subscription interrupted", "err", err)
 			s.reloadSlots(ctx)
@@ -423,11 +430,15 @@ func Unserved(err error) bool {
 // has logged it (Options.Outage), which then says it once for every call
 // that fails of it, not once per sweep or request; warn otherwise.
 func (s *Store) LogLevel(err error) slog.Level {
-	if (IsUnavailable(err) || Unserved(err)) && s.opt.Outage != nil && s.opt.Outage() {
+	if (IsUnavailable(err) || Unserved(err)) && s.outage() {
 		return slog.LevelDebug
 	}
 	return slog.LevelWarn
 }
+
+// outage reports whether the replica knows of a Redis outage, and has
+// logged it (Options.Outage).
+func (s *Store) outage() bool { return s.opt.Outage != nil && s.opt.Outage() }
 
 // ending is how a request ended, as the resolve script publishes it beside
 // the id: "id\nstatus\nresolved ms\nresponder JSON\nresult JSON".

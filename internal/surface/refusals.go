@@ -11,37 +11,63 @@ import (
 const RefusalInterval = time.Minute
 
 // Refusals logs the callbacks an interactions endpoint refuses for their
-// signature: the first at once, then at most one line a RefusalInterval,
-// which counts those not logged since the last. The endpoints are public:
-// logged a line each, anyone could fill the log with bad requests. A
-// misconfigured secret still shows at the first click.
+// signature: the first at once, then at most one line a RefusalInterval.
+// Those not logged are counted, and the count is logged as its interval
+// ends, so a flood that stops still shows whole. The endpoints are
+// public: logged a line each, anyone could fill the log with bad
+// requests. A misconfigured secret still shows at the first click.
 type Refusals struct {
 	Log *slog.Logger
 	Now func() time.Time // the clock; nil: time.Now
+	// After runs f after d; nil: time.AfterFunc. Tests run f themselves.
+	After func(d time.Duration, f func())
 
 	mu       sync.Mutex
 	next     time.Time // when the next line may be logged
 	unlogged int       // refusals since the last line
+	msg      string    // what the last line said
 }
 
 // Refused logs msg with args, or counts it when a line was logged less
 // than a RefusalInterval ago.
 func (r *Refusals) Refused(ctx context.Context, msg string, args ...any) {
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
+	now := r.now()
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if now.Before(r.next) {
 		r.unlogged++
-		r.mu.Unlock()
 		return
 	}
-	unlogged := r.unlogged
-	r.unlogged, r.next = 0, now.Add(RefusalInterval)
-	r.mu.Unlock()
-	if unlogged > 0 {
-		args = append(args, "refused_unlogged", unlogged)
-	}
+	r.next, r.msg = now.Add(RefusalInterval), msg
+	r.after(RefusalInterval, r.tally)
 	r.Log.Log(ctx, slog.LevelInfo, msg, args...)
+}
+
+// tally ends an interval: it logs how many refusals went unlogged in it,
+// if any, and then they open the next.
+func (r *Refusals) tally() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unlogged == 0 {
+		return // the next refusal is logged at once
+	}
+	r.Log.Info(r.msg+": more in the last interval", "refused", r.unlogged, "interval", RefusalInterval)
+	r.unlogged = 0
+	r.next = r.now().Add(RefusalInterval)
+	r.after(RefusalInterval, r.tally)
+}
+
+func (r *Refusals) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Refusals) after(d time.Duration, f func()) {
+	if r.After != nil {
+		r.After(d, f)
+		return
+	}
+	time.AfterFunc(d, f)
 }
