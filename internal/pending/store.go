@@ -159,17 +159,22 @@ func unavailable(err error) error {
 // transientReply reports whether an error reply of Redis means "not now":
 // loading, failing over, busy, out of memory, or refusing writes until it
 // can save a snapshot again (MISCONF, stop-writes-on-bgsave-error).
+func transientReply(msg string) bool {
+	return replyIs(msg, "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM", "NOREPLICAS", "MISCONF", "MOVED", "ASK")
+}
+
+// replyIs reports whether the error reply msg starts with one of codes.
 // Redis before 7.0 wraps the error of a command a script ran in one of
 // its own ("ERR Error running script (call to f_…): @user_script:1:
 // @user_script: 1: -OOM command not allowed …"): the command's is read.
-func transientReply(msg string) bool {
+func replyIs(msg string, codes ...string) bool {
 	if strings.HasPrefix(msg, "ERR Error running script") {
 		if i := strings.LastIndex(msg, ": -"); i >= 0 {
 			msg = msg[i+len(": -"):]
 		}
 	}
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM", "NOREPLICAS", "MISCONF", "MOVED", "ASK"} {
-		if strings.HasPrefix(msg, p) {
+	for _, c := range codes {
+		if strings.HasPrefix(msg, c) {
 			return true
 		}
 	}

@@ -49,6 +49,7 @@ func TestUnservedAndLogLevel(t *testing.T) {
 		{"a connection closed", fmt.Errorf("read: %w", io.EOF), true, true},
 		{"no connection free in time", redis.ErrPoolTimeout, true, true},
 		{"loading", replyErr("LOADING Redis is loading the dataset in memory"), true, true},
+		{"loading, in a script on Redis 6", replyErr("ERR Error running script (call to f_1): @user_script:1: @user_script: 1: -LOADING Redis is loading the dataset in memory"), true, true},
 		{"out of memory", replyErr("OOM command not allowed when used memory > 'maxmemory'"), false, true},
 		{"a script's bug", replyErr("ERR user_script:1: attempt to index a nil value"), false, false},
 		{"the caller gave up", context.Canceled, false, false},

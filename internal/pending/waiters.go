@@ -414,12 +414,7 @@ func Unserved(err error) bool {
 	case err == nil:
 		return false
 	case errors.As(err, &reply):
-		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN"} {
-			if strings.HasPrefix(reply.Error(), p) {
-				return true
-			}
-		}
-		return false
+		return replyIs(reply.Error(), "LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN")
 	}
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
