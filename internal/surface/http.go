@@ -21,10 +21,9 @@ func HTTPClient() *http.Client {
 // Discord's callbacks and most agents' requests do, is read into one
 // buffer of that size, up to bodyChunk: io.ReadAll grows its buffer from
 // 512 bytes, and for a click of a few kilobytes the copies cost more than
-// the reading. Beyond
-// bodyChunk the buffer grows only as bytes arrive: a length is a claim,
-// and a caller who sends none of what it claims must not have the bridge
-// hold the whole of it for as long as it likes.
+// the reading. Beyond bodyChunk the buffer grows only as bytes arrive: a
+// length is a claim, and a caller who sends none of what it claims must
+// not have the bridge hold the whole of it for as long as it likes.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	n := r.ContentLength

@@ -33,28 +33,31 @@ type Refusals struct {
 func (r *Refusals) Refused(ctx context.Context, msg string, args ...any) {
 	now := r.now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if now.Before(r.next) {
 		r.unlogged++
+		r.mu.Unlock()
 		return
 	}
 	r.next, r.msg = now.Add(RefusalInterval), msg
 	r.after(RefusalInterval, r.tally)
-	r.Log.Log(ctx, slog.LevelInfo, msg, args...)
+	r.mu.Unlock()
+	r.Log.Log(ctx, slog.LevelInfo, msg, args...) // not under the lock: a flood's requests only count
 }
 
 // tally ends an interval: it logs how many refusals went unlogged in it,
 // if any, and then they open the next.
 func (r *Refusals) tally() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.unlogged == 0 {
-		return // the next refusal is logged at once
+	n, msg := r.unlogged, r.msg
+	if n > 0 { // else the next refusal is logged at once
+		r.unlogged = 0
+		r.next = r.now().Add(RefusalInterval)
+		r.after(RefusalInterval, r.tally)
 	}
-	r.Log.Info(r.msg+": more in the last interval", "refused", r.unlogged, "interval", RefusalInterval)
-	r.unlogged = 0
-	r.next = r.now().Add(RefusalInterval)
-	r.after(RefusalInterval, r.tally)
+	r.mu.Unlock()
+	if n > 0 {
+		r.Log.Info(msg+": more in the last interval", "refused", n, "interval", RefusalInterval)
+	}
 }
 
 func (r *Refusals) now() time.Time {

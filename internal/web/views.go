@@ -43,10 +43,11 @@ type questionView struct {
 	Value    string // prefill
 	Hint     string
 	Mode     string // the field's inputmode
-	// Signed: a number field, which gets a button for its sign: the
-	// numeric keypads of phones (iOS's) have no minus key.
-	Signed bool
 }
+
+// Signed reports whether v's field is a number's, which gets a button for
+// its sign: the numeric keypads of phones (iOS's) have no minus key.
+func (v questionView) Signed() bool { return v.Mode == "numeric" || v.Mode == "decimal" }
 
 type optionView struct {
 	Label       string
@@ -148,9 +149,9 @@ func questionOf(group string, qs []seam.Question, i int) questionView {
 		v.Type, v.Value, v.Hint = in.Type, in.Value, surface.InputHint(in.Type)
 		switch in.Type {
 		case seam.InputInteger:
-			v.Mode, v.Signed = "numeric", true
+			v.Mode = "numeric"
 		case seam.InputNumber:
-			v.Mode, v.Signed = "decimal", true
+			v.Mode = "decimal"
 		}
 	}
 	return v
