@@ -578,6 +578,80 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("resolved by %+v", got.ResolvedBy)
 		}
 	})
+	t.Run("a link page whose request ends while its answer is on the way keeps the page", func(t *testing.T) {
+		// The answer is taken, but its reply is slow to come back; the
+		// page's live stream, meanwhile, says the request ended. A reload
+		// then would cut the send off: the page must wait for its reply.
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Drain eu-9?", Options: []seam.Option{{Label: "Drain"}, {Label: "Leave it"}}}))
+		link := base + a.Web().Links().Path(get(t, a.Store(), rec))
+		c := card(rec)
+		tab, cancelTab := chromedp.NewContext(bctx)
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		replies := make(chan fetch.RequestID, 1)
+		if err := chromedp.Listen(ctx, func(ev any) {
+			if e, ok := ev.(*fetch.EventRequestPaused); ok {
+				replies <- e.RequestID
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+				{URLPattern: "*/web/requests/*/answer", RequestStage: fetch.RequestStageResponse}}})
+			return err
+		}), chromedp.Navigate(link), chromedp.WaitVisible(c+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
+			chromedp.Evaluate[chromedp.Void](`window.samePage = "yes"`),
+			chromedp.Click(c+` input[value="Drain"]`), chromedp.Click(c+" button[type=submit]")); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		var reply fetch.RequestID
+		select {
+		case reply = <-replies:
+		case <-ctx.Done():
+			t.Fatal("the answer never went out")
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitReady(c+"[data-ended]")); err != nil {
+			t.Fatalf("the page never marked the ending it heard of while sending: %v", err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: reply})
+			return err
+		}), chromedp.WaitVisible(c+" .outcome")); err != nil {
+			t.Fatalf("the page never said how it ended: %v", err)
+		}
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(window.samePage)`)); err != nil || v != "yes" {
+			t.Errorf("the page was reloaded under its send (%q, %v)", v, err)
+		}
+		if got := get(t, a.Store(), rec); got.Answer == nil || fmtAnswer(got.Answer) != "[{q [Drain] }]" || got.ResolvedBy.UserID != "link" {
+			t.Errorf("answer %+v by %+v, want Drain through the link", got.Answer, got.ResolvedBy)
+		}
+
+		// Again, with the reply lost on the way back: the page reloads, and
+		// says how the request ended.
+		rec = create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Drain eu-10?", Options: []seam.Option{{Label: "Drain"}, {Label: "Leave it"}}}))
+		c = card(rec)
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+a.Web().Links().Path(get(t, a.Store(), rec))), chromedp.WaitVisible(c+" form.answer"),
+			chromedp.WaitVisible(`#live:not(.off)`), chromedp.Evaluate[chromedp.Void](`window.samePage = "yes"`),
+			chromedp.Click(c+` input[value="Leave it"]`), chromedp.Click(c+" button[type=submit]")); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		select {
+		case reply = <-replies:
+		case <-ctx.Done():
+			t.Fatal("the answer never went out")
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitReady(c+"[data-ended]"), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: reply, ErrorReason: network.ErrorReasonConnectionReset})
+			return err
+		}), chromedp.WaitVisible(c+" .outcome")); err != nil {
+			t.Fatalf("with its reply lost, the page never said how it ended: %v", err)
+		}
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(window.samePage)`)); err != nil || v != "undefined" {
+			t.Errorf("with its reply lost, the page was not reloaded (%q, %v)", v, err)
+		}
+	})
 	t.Run("personal link page", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys?", Options: []seam.Option{{Label: "Rotate"}, {Label: "Wait"}}}))
 		r := get(t, a.Store(), rec)

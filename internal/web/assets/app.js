@@ -171,6 +171,9 @@
       formErr.textContent = "Could not reach the bridge. Check the connection and try again.";
     } finally {
       busy(form, false);
+      // The request ended while this was on its way (a request's page),
+      // and the reply did not say how: the page, reloaded, does.
+      if (card.dataset.ended && !card.classList.contains("done")) location.reload();
     }
   }
 
@@ -368,7 +371,11 @@
     if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); if (q.get("p")) p.set("p", q.get("p")); }
     stream(root + "/web/events?" + p.toString(), (status) => {
       const card = document.getElementById("req-" + id);
-      if (status !== "pending" && card && !card.classList.contains("done")) location.reload();
+      if (status === "pending" || !card || card.classList.contains("done")) return;
+      // Being sent from here: a reload would cut the send off, and its
+      // reply says how the request ended (act).
+      if (card.querySelector("form[data-busy]")) { card.dataset.ended = "1"; return; }
+      location.reload();
     });
   }
   document.documentElement.dataset.ready = "1";
