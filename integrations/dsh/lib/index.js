@@ -67,6 +67,7 @@ export const name = 'askbridge'
 
 const MAX_CALL_ID = 200 // bytes, the bridge's limit on tool_call_id
 const MAX_CALLER = 200 // characters of caller.agent/name/session
+const MAX_ROUNDS = 100 // approvals decided before under one key: see #create
 const MAX_REASON = 4000 // characters of an approval reason
 
 // ---------------------------------------------------------------- config
@@ -136,6 +137,20 @@ export function callIdOf (request) {
   return undefined
 }
 
+/**
+ * dsh-llm names a tool call whose provider streamed no id by its place in
+ * the response (`call-0`, `call-1`, ...): the same id in every such response,
+ * every turn and every session. Such an id does not tell one call from
+ * another, so it keys nothing: keyed by it, a later call would re-attach to
+ * an earlier call's request and take its answer, or its one-time grant.
+ */
+const POSITIONAL_CALL_ID = /^call-\d+$/
+
+/** The key of a request on the bridge: its call id when that names one call only. */
+function keyOf (callId) {
+  return callId === undefined || POSITIONAL_CALL_ID.test(callId) ? undefined : callId
+}
+
 /** A tool_call_id that fits the bridge's limit; a long one is hashed, still deterministically. */
 function toolCallID (id) {
   if (Buffer.byteLength(id) <= MAX_CALL_ID) return id
@@ -169,7 +184,11 @@ function questionOf (q) {
   // An intent changes presentation only, and the seam's tags are open: one
   // the bridge does not know (a newer harness's) is left out, so the person
   // gets the generic option list instead of the bridge refusing it.
-  if (q.intent?.kind === 'plan-review') out.intent = { kind: q.intent.kind, approve: q.intent.approve }
+  // A plan-review with no plan is shown as the plain question: the bridge
+  // refuses the intent without a plan to review, where the seam takes it.
+  if (q.intent?.kind === 'plan-review' && typeof q.detail === 'string' && q.detail.trim() !== '') {
+    out.intent = { kind: q.intent.kind, approve: q.intent.approve }
+  }
   if (q.input !== undefined && q.input !== null) out.input = q.input
   return out
 }
@@ -206,10 +225,13 @@ export class Answerer {
       graceMs: 10_000,
     })
     this.inflight = new Set()
+    this.closing = new AbortController() // ends the withdrawals still being retried
+    this.withdrawals = new Set() // their promises, for tests to wait on
   }
 
   close () {
     for (const stop of [...this.inflight]) stop()
+    this.closing.abort(new Error('the askbridge plugin was unloaded'))
   }
 
   // -------------------------------------------------------------- questions
@@ -313,10 +335,11 @@ export class Answerer {
     const onUnload = () => { why ??= 'unload'; stop.abort(new Error('the askbridge plugin was unloaded')) }
     turnSignal?.addEventListener('abort', onTurn, { once: true })
     this.inflight.add(onUnload)
-    body.tool_call_id = callId !== undefined ? toolCallID(callId) : newToolCallID()
+    const key = keyOf(callId)
+    body.tool_call_id = key !== undefined ? toolCallID(key) : newToolCallID()
     let rec
     try {
-      rec = await this.#create(kind, body, callId, stop.signal)
+      rec = await this.#create(kind, body, key, stop.signal)
       if (rec.noProvider) return rec
       this.#debug('%s %s pending (tool_call_id %s)', kind, rec.id, body.tool_call_id)
       return await this.#wait(kind, rec, stop.signal)
@@ -333,18 +356,24 @@ export class Answerer {
   /**
    * POST the request. A bridge that can't be connected to fails at once; a
    * call that may have reached it is retried under the same tool_call_id,
-   * which re-attaches instead of asking twice.
+   * which re-attaches instead of asking twice, and from then on so is one
+   * that could not connect (the bridge restarting): given up on, the request
+   * that may exist is withdrawn, so that nobody answers it for nothing.
    */
-  async #create (kind, body, callId, signal) {
+  async #create (kind, body, key, signal) {
     const retry = new Retry(this.o.retryFor)
     let conflictRetried = false
+    let maybeSent = false
+    let base = key
+    let round = 0
     for (;;) {
+      let rec
       try {
-        return await this.client.create(kind, body, signal)
+        rec = await this.client.create(kind, body, signal)
       } catch (err) {
         if (signal.aborted) throw err
         if (err instanceof BridgeError && err.code === 'NO_PROVIDER') return { noProvider: err }
-        if (err instanceof BridgeError && err.code === 'CONFLICT' && callId !== undefined && !conflictRetried) {
+        if (err instanceof BridgeError && err.code === 'CONFLICT' && key !== undefined && !conflictRetried) {
           // The call id already names a different request (a second ask in the
           // same tool call): key this one by the call id and its content. The
           // caller is left out, as the bridge leaves it out of its own
@@ -353,13 +382,33 @@ export class Answerer {
           conflictRetried = true
           const { tool_call_id: _, caller: __, ...rest } = body
           const digest = createHash('sha256').update(JSON.stringify(rest)).digest('hex').slice(0, 16)
-          body.tool_call_id = toolCallID(`${callId}#${digest}`)
+          base = `${key}#${digest}`
+          round = 0
+          body.tool_call_id = toolCallID(base)
           continue
         }
-        if (err instanceof NetworkError && err.connect) throw unreachable(this.o.url, err)
+        const connect = err instanceof NetworkError && err.connect
+        if (connect && !maybeSent) throw unreachable(this.o.url, err)
         if (!transient(err)) throw err
-        await retry.pause(err, signal, this.o.url)
+        maybeSent ||= !connect
+        try {
+          await retry.pause(err, signal, this.o.url)
+        } catch (gaveUp) {
+          if (maybeSent && !signal.aborted) this.#track(this.#withdraw(kind, undefined, body))
+          throw gaveUp
+        }
+        continue
       }
+      if (kind === 'approval' && base !== undefined && !maybeSent && rec.status !== 'pending' && round < MAX_ROUNDS) {
+        // Decided before this ask was sent: the decision is another ask's (a
+        // harness re-running the call after a restart asks anew, and logs a
+        // new approval). A grant is for the ask it answered: this one goes to
+        // a person again, under a key of its own that a restart finds too.
+        round++
+        body.tool_call_id = toolCallID(`${base}~${round}`)
+        continue
+      }
+      return rec
     }
   }
 
@@ -382,20 +431,56 @@ export class Answerer {
     return rec
   }
 
-  /** DELETE the request the turn no longer waits for. Never throws. */
+  /**
+   * DELETE the request the turn no longer waits for. Never throws. A first
+   * attempt that fails for a moment (the bridge restarting) goes on in the
+   * background for retryFor: a withdrawal is safe to repeat.
+   */
   async #withdraw (kind, id, body) {
-    try {
+    const once = async () => {
       // Aborted during the create, the request may exist or its create may
       // still be on the way: its tool_call_id withdraws it either way,
       // without asking anyone.
       const rec = id === undefined
         ? await this.#withdrawByToolCall(kind, body)
         : await this.client.cancel(kind, id, 5000)
-      id = rec.id
-      this.#debug('%s %s withdrawn: %s', kind, id, rec.status)
-    } catch (err) {
-      this.#warn('could not withdraw %s %s from %s: %s', kind, id ?? body?.tool_call_id, this.o.url, err.message)
+      this.#debug('%s %s withdrawn: %s', kind, rec.id, rec.status)
     }
+    const what = () => `${kind} ${id ?? body?.tool_call_id}`
+    let err
+    try {
+      return await once()
+    } catch (e) {
+      err = e
+    }
+    if (!transient(err) || this.o.retryFor === 0 || this.closing.signal.aborted) {
+      this.#warn('could not withdraw %s from %s: %s', what(), this.o.url, err.message)
+      return
+    }
+    this.#warn('could not withdraw %s from %s yet (%s); trying again for up to %d s', what(), this.o.url, err.message, this.o.retryFor)
+    const later = (async () => {
+      const retry = new Retry(this.o.retryFor)
+      for (;;) {
+        try {
+          await retry.pause(err, this.closing.signal, this.o.url)
+          return await once()
+        } catch (e) {
+          if (this.closing.signal.aborted) return
+          if (e instanceof Unreachable || !transient(e)) {
+            this.#warn('could not withdraw %s from %s: %s', what(), this.o.url, e.message)
+            return
+          }
+          err = e
+        }
+      }
+    })()
+    this.#track(later)
+  }
+
+  /** Keeps p in withdrawals until it settles. */
+  #track (p) {
+    this.withdrawals.add(p)
+    p.finally(() => this.withdrawals.delete(p))
   }
 
   async #withdrawByToolCall (kind, body) {

@@ -10,6 +10,7 @@ import { Context } from '@deepseek-ai/cordis'
 import { ApprovalService } from '@deepseek-ai/dsh-user-approval'
 import { UserQuestionError } from '@deepseek-ai/dsh-user-questions'
 import askbridge, { Answerer, AskbridgeError, SEAM_MESSAGES, resolveConfig } from '../lib/index.js'
+import { NetworkError } from '../lib/client.js'
 import { ASK_TOKEN, Person, buildBridge, cleanup, startBridge, unique, within, writeConfig } from './bridge.js'
 import { WaterfallUserQuestionService, fakeAgent } from './newer-harness.js'
 
@@ -44,6 +45,27 @@ async function harness (options = {}) {
   })
   await ctx.plugin(askbridge, { url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...options })
   return { ctx, downstream }
+}
+
+/**
+ * An Answerer of its own, as a restarted harness has; waiting(id) settles
+ * once it waits on the request id (its debug line says so).
+ */
+function watched (options = {}) {
+  const seen = new Map()
+  const at = (id) => {
+    if (!seen.has(id)) {
+      let resolve
+      seen.set(id, { promise: new Promise((r) => { resolve = r }), resolve: () => resolve() })
+    }
+    return seen.get(id)
+  }
+  const log = {
+    debug (format, kind, id) { if (/ pending /.test(format)) at(id).resolve() },
+    warn () {},
+  }
+  const answerer = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...options }), log)
+  return { answerer, waiting: (id) => at(id).promise }
 }
 
 async function dispose (ctx) {
@@ -325,6 +347,34 @@ describe('user-questions/request waterfall (newer harness)', () => {
     }
   })
 
+  test('a call id numbered by position (call-0) keys nothing: a later turn asks anew', async () => {
+    const text = unique('Ship it?')
+    const request = () => ({ agent: fakeAgent('session-pos-q'), callId: 'call-0', questions: [{ id: 'ship', question: text, options: [{ label: 'Ship' }, { label: 'Hold' }] }] })
+    const first = track(h.ctx.userQuestions.ask(request()))
+    const rec = await person.question(text)
+    assert.match(rec.tool_call_id, /^askbridge-dsh-/)
+    await person.answer(rec.id, [{ id: 'ship', selected: ['Ship'] }])
+    assert.deepStrictEqual(await within(first, 10_000, 'ask'), { answers: [{ id: 'ship', selected: ['Ship'] }] })
+
+    const second = track(h.ctx.userQuestions.ask(request()))
+    const rec2 = await person.question(text)
+    assert.notEqual(rec2.id, rec.id)
+    await person.answer(rec2.id, [{ id: 'ship', selected: ['Hold'] }])
+    assert.deepStrictEqual(await within(second, 10_000, 'ask'), { answers: [{ id: 'ship', selected: ['Hold'] }] })
+  })
+
+  test('a plan-review with no plan goes as the plain question, not refused', async () => {
+    const text = unique('Go ahead?')
+    const asking = track(h.ctx.userQuestions.ask({
+      agent: fakeAgent('session-empty-plan'),
+      questions: [{ id: 'plan', question: text, detail: '  ', options: [{ label: 'Approve' }, { label: 'Revise' }], intent: { kind: 'plan-review', approve: 'Approve' } }],
+    }))
+    const rec = await person.question(text)
+    assert.equal(rec.questions[0].intent, undefined)
+    await person.answer(rec.id, [{ id: 'plan', selected: ['Approve'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'plan', selected: ['Approve'] }] })
+  })
+
   test('dismissed: ASK_CANCELLED, not handed on', async () => {
     const text = unique('Page the on-call?')
     const asking = track(h.ctx.userQuestions.ask({ questions: [{ id: 'page', question: text }] }))
@@ -394,10 +444,60 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
     const deciding = track(h.ctx.approval.request({ agent, toolName, callId }))
     const rec = await person.approval(toolName)
     assert.match(rec.tool_call_id, /^sha256:[0-9a-f]{64}$/)
+    // A restarted harness asking while it is pending finds the same approval.
+    const created = await person.created('approval')
+    const restarted = watched()
+    const again = track(restarted.answerer.approve({ agent, toolName, callId }, () => Promise.resolve('next')))
+    await within(restarted.waiting(rec.id), 5000, 'the restarted ask at the same approval')
     await person.decide(rec.id, { outcome: 'allowed-once' })
     assert.equal(await within(deciding, 10_000, 'approval'), 'allowed-once')
-    // Asked again (a restarted harness), the same call finds the decision.
-    assert.equal(await within(track(h.ctx.approval.request({ agent, toolName, callId })), 5000, 'approval'), 'allowed-once')
+    assert.equal(await within(again, 10_000, 'approval'), 'allowed-once')
+    assert.equal(await person.created('approval'), created, 'asked once')
+  })
+
+  test('a decision is not handed to a later ask of the same call: a grant is for one ask', async () => {
+    // dsh-user-approval logs every ask as an approval of its own; a harness
+    // that re-runs the call (after a restart) asks anew, and so must the person.
+    const agent = fakeAgent('session-appr-again')
+    const toolName = tool()
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    const first = track(h.ctx.approval.request({ agent, toolName, callId }))
+    const rec = await person.approval(toolName)
+    await person.decide(rec.id, { outcome: 'allowed-once' })
+    assert.equal(await within(first, 10_000, 'approval'), 'allowed-once')
+
+    const second = track(h.ctx.approval.request({ agent, toolName, callId }))
+    const rec2 = await person.approval(toolName)
+    assert.notEqual(rec2.id, rec.id)
+    assert.notEqual(rec2.tool_call_id, rec.tool_call_id)
+    assert.equal(rec2.call_id, callId)
+    // Restarted while that one is pending, the harness finds it, not a third.
+    const created = await person.created('approval')
+    const restarted = watched()
+    const third = track(restarted.answerer.approve({ agent, toolName, callId }, () => Promise.resolve('next')))
+    await within(restarted.waiting(rec2.id), 5000, 'the restarted ask at the pending approval')
+    await person.decide(rec2.id, { outcome: 'rejected' })
+    assert.equal(await within(second, 10_000, 'approval'), 'rejected')
+    assert.equal(await within(third, 10_000, 'approval'), 'rejected')
+    assert.equal(await person.created('approval'), created, 'the restarted ask found the pending approval')
+  })
+
+  test('a call id numbered by position (call-0) keys nothing: another session asks anew', async () => {
+    // dsh-llm names a call whose provider streamed no id call-0, call-1, ...
+    // in every response: another session's call-0 is another call.
+    const toolName = tool()
+    const first = track(h.ctx.approval.request({ agent: fakeAgent('session-pos-1'), toolName, callId: 'call-0', reason: 'restarts the API' }))
+    const rec = await person.approval(toolName)
+    assert.match(rec.tool_call_id, /^askbridge-dsh-/)
+    assert.equal(rec.call_id, 'call-0', 'the person still sees the call id')
+    await person.decide(rec.id, { outcome: 'allowed-once' })
+    assert.equal(await within(first, 10_000, 'approval'), 'allowed-once')
+
+    const second = track(h.ctx.approval.request({ agent: fakeAgent('session-pos-2'), toolName, callId: 'call-0', reason: 'restarts the API' }))
+    const rec2 = await person.approval(toolName)
+    assert.notEqual(rec2.id, rec.id)
+    await person.decide(rec2.id, { outcome: 'rejected' })
+    assert.equal(await within(second, 10_000, 'approval'), 'rejected')
   })
 
   test('rejected, and a dismissal counts as a rejection', async () => {
@@ -460,5 +560,84 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
     downstream.approval = () => Promise.resolve('allowed-once')
     assert.equal(await within(track(ctx.approval.request({ agent: fakeAgent('s'), toolName: tool() })), 5000, 'approval'), 'allowed-once')
     assert.equal(downstream.approvals.length, 1)
+  })
+})
+
+/**
+ * An Answerer whose calls to the bridge fail as scripted: faults[method] is
+ * a list of what each call does in turn, 'lost' (it reaches the bridge, its
+ * reply does not come back), 'refused' (it never connects) or 'ok'; past the
+ * list's end, calls go through.
+ */
+function faulty (options, faults) {
+  const answerer = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...options }))
+  const real = answerer.client
+  const calls = {}
+  const lost = [] // the replies that never came back
+  answerer.client = new Proxy(real, {
+    get (target, prop) {
+      const fn = target[prop]
+      if (typeof fn !== 'function' || !(prop in faults)) return typeof fn === 'function' ? fn.bind(target) : fn
+      return async (...args) => {
+        const n = calls[prop] = (calls[prop] ?? 0) + 1
+        const fault = faults[prop][n - 1] ?? 'ok'
+        if (fault === 'refused') throw new NetworkError('connect ECONNREFUSED', undefined, 'ECONNREFUSED')
+        const out = await fn.apply(target, args)
+        if (fault === 'lost') {
+          lost.push(out)
+          throw new NetworkError('socket hang up', undefined, 'ECONNRESET')
+        }
+        return out
+      }
+    },
+  })
+  return { answerer, calls, lost }
+}
+
+describe('faults between the plugin and the bridge', () => {
+  test('a create whose reply was lost, then refused while the bridge restarts: retried, asked once', async () => {
+    const text = unique('Rotate the certs?')
+    const { answerer, calls } = faulty({}, { create: ['lost', 'refused', 'refused'] })
+    const created = await person.created('question')
+    const asking = track(answerer.ask({ questions: [{ id: 'q', question: text, options: [{ label: 'Rotate' }, { label: 'Wait' }] }] }))
+    const rec = await person.question(text)
+    await person.answer(rec.id, [{ id: 'q', selected: ['Rotate'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'q', selected: ['Rotate'] }] })
+    assert.equal(calls.create, 4)
+    assert.equal(await person.created('question'), created + 1, 'asked once')
+  })
+
+  test('a create given up on after its reply was lost: the request it may have made is withdrawn', async () => {
+    const text = unique('Purge the cache?')
+    const refused = Array(1000).fill('refused')
+    const { answerer, lost } = faulty({ retryFor: 1 }, { create: ['lost', ...refused] })
+    const err = await rejection(track(answerer.ask({ questions: [{ id: 'q', question: text }] })), 10_000)
+    assert.equal(err.code, 'ASKBRIDGE_UNREACHABLE')
+    await within(Promise.all([...answerer.withdrawals]), 10_000, 'the withdrawal')
+    assert.equal(lost.length, 1)
+    assert.equal((await person.get('question', lost[0].id)).status, 'cancelled', 'the question the lost create made is withdrawn')
+  })
+
+  test('a create that never connected fails at once, and withdraws nothing', async () => {
+    const { answerer, calls } = faulty({}, { create: ['refused'], cancelByToolCall: [] })
+    const err = await rejection(track(answerer.ask({ questions: [{ id: 'q', question: unique('Anyone?') }] })), 5000)
+    assert.equal(err.code, 'ASKBRIDGE_UNREACHABLE')
+    assert.equal(calls.create, 1)
+    assert.equal(answerer.withdrawals.size, 0)
+    assert.equal(calls.cancelByToolCall, undefined)
+  })
+
+  test('a withdrawal refused while the bridge restarts is tried again', async () => {
+    const text = unique('Scale down?')
+    const { answerer, calls } = faulty({}, { cancel: ['refused', 'refused'] })
+    const turn = new AbortController()
+    const asking = track(answerer.ask({ questions: [{ id: 'q', question: text }], signal: turn.signal }))
+    const rec = await person.question(text)
+    turn.abort()
+    assert.equal((await rejection(asking, 5000)).code, 'ASK_ABORTED')
+    await within(Promise.all([...answerer.withdrawals]), 10_000, 'the withdrawal')
+    assert.equal(calls.cancel, 3)
+    assert.equal((await person.get('question', rec.id)).status, 'cancelled')
+    answerer.close()
   })
 })
