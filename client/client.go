@@ -181,7 +181,8 @@ func (c *Client) askWait(ctx context.Context, req Request) (*Record, error) {
 // can't be reached at all is ErrUnreachable, at once. When ctx ends before
 // the bridge answered, the request (if it was made) is withdrawn, since
 // the caller never learned its id: Create then returns the withdrawn record
-// and an error wrapping ctx's.
+// and an error wrapping ctx's. So is one given up on after a create that
+// may have reached the bridge, so that nobody answers it for nothing.
 func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*Record, error) {
 	req = req.withToolCallID()
 	kind := req.kind()
@@ -198,7 +199,7 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 		case err == nil:
 			return &rec, nil
 		case ctx.Err() != nil:
-			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load())
+			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load(), ctx.Err())
 		case !wrote.Load():
 			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.base, err)
 		case !transient(err):
@@ -206,19 +207,19 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 		}
 		if err := r.pause(ctx, err); err != nil {
 			if ctx.Err() != nil {
-				return c.abandon(ctx, kind, req.toolCallID(), body, true)
+				err = ctx.Err()
 			}
-			return nil, fmt.Errorf("create %s: %w", kind, err)
+			return c.abandon(ctx, kind, req.toolCallID(), body, true, err)
 		}
 	}
 }
 
 // abandon withdraws a request whose create may have landed, or may still
-// be on its way, but whose answer never arrived because ctx ended: it is
-// cancelled by its tool_call_id, which also keeps a create still on its
-// way from asking anyone (the bridge records it withdrawn).
-func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body []byte, sent bool) (*Record, error) {
-	cause := ctx.Err()
+// be on its way, but whose answer never arrived because of cause (ctx
+// ended, or the bridge failed for too long): it is cancelled by its
+// tool_call_id, which also keeps a create still on its way from asking
+// anyone (the bridge records it withdrawn).
+func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body []byte, sent bool, cause error) (*Record, error) {
 	if !sent {
 		return nil, fmt.Errorf("create %s: %w", kind, cause)
 	}
@@ -226,7 +227,9 @@ func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body
 	defer cancel()
 	var rec Record
 	q := url.Values{"tool_call_id": {toolCallID}}
-	err := c.do(wctx, call{method: http.MethodDelete, path: collection(kind), query: q}, &rec)
+	err := c.retried(wctx, func() error {
+		return c.do(wctx, call{method: http.MethodDelete, path: collection(kind), query: q}, &rec)
+	})
 	if errors.Is(err, ErrNotFound) {
 		// A bridge from before 2026-12-03 withdraws only what exists: make
 		// sure it does (the same tool_call_id re-attaches), then cancel it.
@@ -287,7 +290,11 @@ func (c *Client) withdraw(ctx context.Context, rec *Record) (*Record, error) {
 	cause := ctx.Err()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
 	defer cancel()
-	got, err := c.cancelKind(wctx, rec.Kind, rec.ID)
+	var got *Record
+	err := c.retried(wctx, func() (err error) {
+		got, err = c.cancelKind(wctx, rec.Kind, rec.ID)
+		return err
+	})
 	if err != nil {
 		return rec, fmt.Errorf("%s %s: %w; withdrawing it failed: %w", rec.Kind, rec.ID, cause, err)
 	}
@@ -526,6 +533,19 @@ func transient(err error) bool {
 		return e.Code != CodeNoProvider
 	}
 	return false
+}
+
+// retried runs f until it succeeds or fails for good, or ctx ends, and
+// returns its last error: for a withdrawal, which is safe to repeat, and
+// which one refusal (the bridge restarting) must not leave undone.
+func (c *Client) retried(ctx context.Context, f func() error) error {
+	r := retrier{c: c}
+	for {
+		err := f()
+		if err == nil || !transient(err) || r.pause(ctx, err) != nil {
+			return err
+		}
+	}
 }
 
 // retrier paces retries: jittered backoff, doubling, until failures have

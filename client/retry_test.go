@@ -26,12 +26,14 @@ type script struct {
 	mu     sync.Mutex
 	steps  map[string][]func(w http.ResponseWriter, r *http.Request, body []byte)
 	bodies map[string][]string // request bodies by method
+	query  map[string][]string // request queries by method
 }
 
 func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.bodies[r.Method] = append(s.bodies[r.Method], string(body))
+	s.query[r.Method] = append(s.query[r.Method], r.URL.RawQuery)
 	steps := s.steps[r.Method]
 	step := steps[min(len(s.bodies[r.Method]), len(steps))-1]
 	s.mu.Unlock()
@@ -44,9 +46,16 @@ func (s *script) calls(method string) []string {
 	return s.bodies[method]
 }
 
+// deletes returns the queries of the DELETEs made.
+func (s *script) deletes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.query[http.MethodDelete]
+}
+
 func newScript(t *testing.T, steps map[string][]func(http.ResponseWriter, *http.Request, []byte)) (*script, *Client) {
 	t.Helper()
-	s := &script{steps: steps, bodies: map[string][]string{}}
+	s := &script{steps: steps, bodies: map[string][]string{}, query: map[string][]string{}}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	c, err := New(srv.URL, WithPollWait(50*time.Millisecond))
@@ -314,5 +323,54 @@ func TestAbandonOnAnOlderBridge(t *testing.T) {
 	}
 	if n := len(s.calls("DELETE")); n != 2 {
 		t.Errorf("%d deletes, want 2 (by tool_call_id, then by id)", n)
+	}
+}
+
+// A create that may have reached the bridge, then failed until the client
+// gave up, leaves no question behind that nobody waits for: it is withdrawn
+// by its tool_call_id.
+func TestCreateGivenUpIsWithdrawn(t *testing.T) {
+	cancelled := `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],` +
+		`"error":{"code":"ASK_ABORTED","message":"withdrawn"}}`
+	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"POST":   {hangUp(t), reply(503, unavailable)},
+		"DELETE": {reply(200, cancelled)},
+	})
+	c.retryFor = 20 * time.Millisecond
+	rec, err := c.Create(context.Background(), question, 0)
+	if err == nil || !strings.Contains(err.Error(), "still failing") || rec == nil || rec.Status != StatusCancelled {
+		t.Fatalf("Create = %+v, %v; want the request withdrawn after the bridge kept failing", rec, err)
+	}
+	var sent struct {
+		ToolCallID string `json:"tool_call_id"`
+	}
+	if err := json.Unmarshal([]byte(s.calls("POST")[0]), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.calls("DELETE")); n != 1 {
+		t.Fatalf("%d deletes, want 1", n)
+	}
+	if got := s.deletes(); len(got) != 1 || got[0] != "tool_call_id="+sent.ToolCallID {
+		t.Errorf("withdrew %q, want by the create's tool_call_id %s", got, sent.ToolCallID)
+	}
+}
+
+// A withdrawal refused while the bridge restarts is sent again: one refusal
+// must not leave a question live that its agent gave up on.
+func TestWithdrawalIsRetried(t *testing.T) {
+	cancelled := `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],` +
+		`"error":{"code":"ASK_ABORTED","message":"withdrawn"}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"GET":    {func(w http.ResponseWriter, r *http.Request, _ []byte) { cancel(); <-r.Context().Done() }}, // the agent gives up mid-wait
+		"DELETE": {hangUp(t), reply(503, unavailable), reply(200, cancelled)},
+	})
+	rec, err := c.Wait(ctx, &Record{ID: "abc", Kind: KindQuestion, Status: StatusPending})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrAborted) || rec.Status != StatusCancelled {
+		t.Fatalf("Wait = %+v, %v; want the request withdrawn", rec, err)
+	}
+	if n := len(s.calls("DELETE")); n != 3 {
+		t.Errorf("%d deletes, want 3", n)
 	}
 }
