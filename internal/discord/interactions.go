@@ -344,7 +344,7 @@ func resolutionOf(rec *pending.Record, r surface.Ref, values []string) (*pending
 	}
 	norm, err := rec.Questions.Normalize(seam.Answer{Answers: []seam.AnswerItem{it}})
 	if err != nil {
-		return nil, err.Error()
+		return nil, esc(err.Error()) // it quotes the agent's text
 	}
 	return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
 }

@@ -190,7 +190,7 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 			for _, v := range fs[selectField(i, p)].values {
 				n, err := strconv.Atoi(v)
 				if err != nil || n < 0 || n >= len(q.Options) {
-					return seam.Answer{}, fmt.Sprintf("%s: that choice is not one of its options. Nothing was saved; open the form again and choose again.", fieldName(i, q))
+					return seam.Answer{}, fmt.Sprintf("%s: that choice is not one of its options. Nothing was saved; open the form again and choose again.", esc(fieldName(i, q)))
 				}
 				if l := q.Options[n].Label; !slices.Contains(it.Selected, l) {
 					it.Selected = append(it.Selected, l)
@@ -203,12 +203,12 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 			switch {
 			case strings.TrimSpace(v) == "":
 				if surface.TextRequired(qs.Questions, i) {
-					return seam.Answer{}, fmt.Sprintf("%s was left blank. Nothing was saved; click Answer… and type an answer.", fieldName(i, q))
+					return seam.Answer{}, fmt.Sprintf("%s was left blank. Nothing was saved; click Answer… and type an answer.", esc(fieldName(i, q)))
 				}
 			case q.Input != nil:
 				if _, err := seam.ParseInput(q.Input.Type, v); err != nil {
 					return seam.Answer{}, fmt.Sprintf("%s must be %s: %v. Nothing was saved; click Answer… to try again.",
-						fieldName(i, q), strings.ToLower(surface.InputHint(q.Input.Type)), err)
+						esc(fieldName(i, q)), strings.ToLower(surface.InputHint(q.Input.Type)), esc(err.Error()))
 				}
 			}
 		}
@@ -223,6 +223,9 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 			return seam.Answer{}, fmt.Sprintf("%s was left blank. Nothing was saved; click %s and type it.", what, otherLabel(q))
 		}
 		a.Answers = append(a.Answers, it)
+	}
+	if r.Verb == surface.VerbAnswer && surface.EmptyAnswer(qs.Questions, a) {
+		return seam.Answer{}, "Nothing was chosen, so nothing was saved: click Answer… and choose an option or write an answer."
 	}
 	return a, ""
 }
@@ -247,7 +250,7 @@ func submission(rec *pending.Record, fs map[string]field, r surface.Ref) (*pendi
 			if errors.As(err, &se) {
 				msg = se.Message
 			}
-			return nil, "Nothing was saved: " + msg + ". Click the button again to retry."
+			return nil, "Nothing was saved: " + esc(msg) + ". Click the button again to retry." // msg quotes the agent's text
 		}
 		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
 	case r.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:

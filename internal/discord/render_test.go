@@ -478,3 +478,39 @@ func TestGatewayDeadlines(t *testing.T) {
 		t.Errorf("the handler gets no time: %v", handleBy.Sub(received))
 	}
 }
+
+// A form holding a lone question's options, submitted with nothing chosen
+// and nothing written, saves nothing: it would answer the request with
+// nothing (on Slack's message, Submit says the same).
+func TestEmptyFormAnswersNothing(t *testing.T) {
+	var opts []seam.Option
+	for i := range 30 {
+		opts = append(opts, seam.Option{Label: fmt.Sprintf("region-%d", i)})
+	}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending,
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "regions", Question: "Which regions?", MultiSelect: true, Options: opts}}}}
+	r := surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}
+	res, problem := submission(rec, map[string]field{}, r)
+	if res != nil || !strings.Contains(problem, "nothing was saved") {
+		t.Fatalf("empty form: %+v, %q; want nothing saved, and said", res, problem)
+	}
+	res, problem = submission(rec, map[string]field{selectField(0, 1): {values: []string{"27"}}}, r)
+	if problem != "" || res == nil || res.Answer.Answers[0].Selected[0] != "region-27" {
+		t.Fatalf("a choice: %+v, %q", res, problem)
+	}
+}
+
+// The problem told to a person quotes the agent's text: it can't mention
+// anyone or mask a link.
+func TestProblemToldIsEscaped(t *testing.T) {
+	header := "[Re-authenticate](https://evil.example) @everyone"
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "q", Header: header, Question: "Which?", Options: []seam.Option{{Label: "a"}, {Label: "b"}}, Input: &seam.Input{Type: seam.InputString, Required: true}}}}}
+	_, problem := resolutionOf(rec, surface.Ref{Verb: surface.VerbPick, ID: rec.ID, O: 0}, nil)
+	if problem == "" {
+		t.Fatal("no problem with a required field left empty")
+	}
+	if strings.Contains(problem, "](") || strings.Contains(problem, "@everyone") {
+		t.Errorf("problem %q is not escaped", problem)
+	}
+}

@@ -211,6 +211,26 @@ func TextRequired(qs []seam.Question, i int) bool {
 	return len(qs) == 1 && len(q.Options) == 0
 }
 
+// EmptyAnswer reports whether a, from a person's form, answers a request
+// of one question with options with nothing: no option chosen, no text.
+// Through the API that skips the question; from a form it is Send tapped
+// too soon, and every surface's form refuses it. (A question without
+// options is TextRequired's.)
+func EmptyAnswer(qs []seam.Question, a seam.Answer) bool {
+	if len(qs) != 1 || len(qs[0].Options) == 0 {
+		return false
+	}
+	for _, it := range a.Answers {
+		if it.ID == qs[0].ID && (len(it.Selected) > 0 || strings.TrimSpace(it.Custom) != "") {
+			return false
+		}
+	}
+	return true
+}
+
+// MsgChooseOrWrite is what a form that answers nothing is told.
+const MsgChooseOrWrite = "Choose an option or write an answer."
+
 // SessionKey names the thread of rec's caller session in one channel of a
 // surface, or "" when rec has no session: the key of pending.Store.Thread.
 func SessionKey(surface string, rec *pending.Record, channel string) string {

@@ -29,6 +29,7 @@ import (
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // chromium finds a Chromium or Chrome binary: $BRIDGE_CHROMIUM, else the
@@ -571,8 +572,17 @@ func TestBrowser(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
 		r := get(t, a.Store(), rec)
 		link := a.Web().Links().Path(r)
-		do(t, "open and answer", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
-			chromedp.Click(card(rec)+` input[value="Open"]`), chromedp.Click(card(rec)+" button[type=submit]"), chromedp.WaitVisible(card(rec)+" .outcome"))
+		// Send before choosing says what is missing, and choosing clears it.
+		do(t, "send too soon", chromedp.Navigate(base+link), chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
+			chromedp.Click(card(rec)+" button[type=submit]"), chromedp.WaitVisible(card(rec)+` .err`))
+		if got := eval(t, `document.querySelector("`+card(rec)+` .err").textContent`); got != surface.MsgChooseOrWrite {
+			t.Errorf("sent with nothing chosen, the form says %q", got)
+		}
+		do(t, "choose and send", chromedp.Click(card(rec)+` input[value="Open"]`))
+		if got := eval(t, `document.querySelector("`+card(rec)+` .err").textContent`); got != "" {
+			t.Errorf("once an option is chosen, the form still says %q", got)
+		}
+		do(t, "send", chromedp.Click(card(rec)+" button[type=submit]"), chromedp.WaitVisible(card(rec)+" .outcome"))
 		shot(t, "link-answered-375x812.png", false)
 		if got := get(t, a.Store(), rec); got.ResolvedBy == nil || got.ResolvedBy.UserID != "link" {
 			t.Errorf("resolved by %+v", got.ResolvedBy)

@@ -13,6 +13,7 @@ import (
 	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // signInData is what the sign-in page shows.
@@ -272,6 +273,9 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 			norm, err := rec.Questions.Normalize(a)
 			if err != nil {
 				return err
+			}
+			if rec.Status == seam.StatusPending && surface.EmptyAnswer(rec.Questions.Questions, norm) {
+				return &seam.Error{Code: seam.CodeInvalidRequest, Field: rec.Questions.Questions[0].ID, Message: surface.MsgChooseOrWrite}
 			}
 			res.Answer = &norm
 		case "decision":

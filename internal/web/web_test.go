@@ -20,6 +20,7 @@ import (
 	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 var deploy = seam.Question{ID: "deploy", Question: "Deploy to prod?", Options: []seam.Option{{Label: "Yes (Recommended)"}, {Label: "No"}}}
@@ -317,6 +318,24 @@ func TestAnswerDecideDismiss(t *testing.T) {
 		status, body = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{}})
 		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by ada") {
 			t.Errorf("second answer: %d %v", status, body)
+		}
+	})
+
+	t.Run("a lone question sent with nothing chosen is refused", func(t *testing.T) {
+		rec := b.ask(t, time.Hour, seam.Question{ID: "env", Question: "Where?", Options: []seam.Option{{Label: "eu"}, {Label: "us"}}})
+		for _, answers := range []any{[]any{}, []any{map[string]any{"id": "env", "selected": []string{}, "custom": "  "}}} {
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": answers})
+			e, _ := body["error"].(map[string]any)
+			if status != 400 || e["code"] != "INVALID_REQUEST" || e["field"] != "env" || e["message"] != surface.MsgChooseOrWrite {
+				t.Errorf("%v: %d %v", answers, status, body)
+			}
+		}
+		if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
+			t.Fatalf("status %s, want still pending", got.Status)
+		}
+		status, _ := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "env", "selected": []string{"us"}}}})
+		if got := b.get(t, rec.ID); status != 200 || fmtAnswers(got.Answer) != "[{env [us] }]" {
+			t.Errorf("%d %+v", status, got.Answer)
 		}
 	})
 

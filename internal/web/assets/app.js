@@ -64,6 +64,11 @@
     return fs.hasAttribute("data-multi") ? [] : [...fs.querySelectorAll(".opts:not(.two) input[type=radio]")];
   }
 
+  // choicesOf are the inputs of a question's options, single or multiple.
+  function choicesOf(fs) {
+    return fs.querySelectorAll(".opts:not(.two) input");
+  }
+
   function collect(form) {
     const answers = [];
     let ok = true;
@@ -77,7 +82,7 @@
         ok = false;
       }
       const item = { id: fs.dataset.qid, selected: [] };
-      for (const input of fs.querySelectorAll(".opts:not(.two) input:checked")) item.selected.push(input.value);
+      for (const input of choicesOf(fs)) if (input.checked) item.selected.push(input.value);
       let custom = "";
       if (fs.dataset.type === "boolean") {
         const b = fs.querySelector(".opts.two input:checked");
@@ -89,8 +94,16 @@
       if (custom) item.custom = custom;
       answers.push(item);
     }
+    // A lone question sent with nothing chosen and nothing written would be
+    // answered with nothing: the bridge refuses it, and so does the form.
+    const all = form.querySelectorAll("fieldset.q");
+    if (ok && all.length === 1 && choicesOf(all[0]).length && !answers[0].selected.length && !answers[0].custom) {
+      fieldError(all[0], chooseOrWrite);
+      ok = false;
+    }
     return ok ? { answers } : null;
   }
+  const chooseOrWrite = "Choose an option or write an answer."; // surface.MsgChooseOrWrite
 
   async function send(card, action, body) {
     const headers = { "Content-Type": "application/json" };
@@ -273,6 +286,13 @@
     if (!(ev.target instanceof HTMLInputElement) || ev.target.type !== "radio") return;
     if (ev.target === wasChecked) ev.target.checked = false;
     wasChecked = null;
+  });
+
+  // Choosing or writing something clears "choose or write".
+  document.addEventListener("input", (ev) => {
+    const fs = ev.target.closest && ev.target.closest("fieldset.q");
+    const e = fs && fs.querySelector(".err");
+    if (e && e.textContent === chooseOrWrite) fieldError(fs, "");
   });
 
   // Inline validation of typed and required fields as they are typed.
