@@ -624,12 +624,12 @@ func (h *Interactions) mayAnswer(ctx context.Context, t *config.SlackTarget, c c
 }
 
 // resolutionOf is what a click means for rec, or a problem to tell the
-// person, or neither when the control does not fit rec.
+// person (in mrkdwn), or neither when the control does not fit rec.
 func resolutionOf(rec *pending.Record, c click) (*pending.Resolution, string) {
 	answered := func(a seam.Answer) (*pending.Resolution, string) {
 		norm, err := rec.Questions.Normalize(a)
 		if err != nil {
-			return nil, err.Error()
+			return nil, esc(err.Error()) // it quotes the agent's text
 		}
 		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
 	}

@@ -570,7 +570,7 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 		}
 	}
 	if args := surface.PrettyJSON(a.Arguments); args != "" {
-		text := "*Arguments*\n```" + surface.Fit(args, maxSectionText-30, esc) + "```"
+		text := "*Arguments*\n```" + surface.Fit(args, maxSectionText-30, codeBlock) + "```"
 		b.add(slackapi.NewSectionBlock(mrkdwn(text), nil, nil))
 	}
 	if live {
@@ -579,6 +579,13 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 			button(surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", slackapi.StyleDanger)))
 	}
 	return fallback(surface.Asker(rec.Caller)+" asks to run ", a.ToolName)
+}
+
+// codeBlock is s escaped to sit inside a mrkdwn code block: a ``` of its
+// own (in a string argument) would end the block early, and is broken up
+// with a zero-width space.
+func codeBlock(s string) string {
+	return strings.ReplaceAll(esc(s), "```", "`\u200b``")
 }
 
 // openAction is the action id of the "Open in browser" button: a link

@@ -630,3 +630,40 @@ func TestTextLenCountsWhatDecodingCounts(t *testing.T) {
 		}
 	}
 }
+
+// An argument holding ``` must not end the arguments' code block early:
+// what follows would be read as mrkdwn.
+func TestArgumentsKeepTheirCodeBlock(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"cmd": "printf '```' && rm -rf *build*"})
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Approval: &seam.Approval{ToolName: "bash", Arguments: args}}
+	var found bool
+	for _, b := range walkBlocks(t, render(rec, "", true).blocks) {
+		text := str(obj(b, "text"), "text")
+		if !strings.HasPrefix(text, "*Arguments*") {
+			continue
+		}
+		found = true
+		if n := strings.Count(text, "```"); n != 2 {
+			t.Errorf("%d code fences in %q, want the block's own 2", n, text)
+		}
+	}
+	if !found {
+		t.Fatal("no arguments section")
+	}
+}
+
+// The problem told to a person who clicked quotes the agent's text (a
+// header, a label): it is escaped, so it can't forge a link or a mention.
+func TestProblemToldIsEscaped(t *testing.T) {
+	header := "<https://evil.example|Re-authenticate> <!channel>"
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "q", Header: header, Question: "Which?", Options: []seam.Option{{Label: "a"}, {Label: "b"}}, Input: &seam.Input{Type: seam.InputString, Required: true}}}}}
+	_, problem := resolutionOf(rec, click{ref: surface.Ref{Verb: surface.VerbPick, ID: rec.ID, O: 0}})
+	if problem == "" {
+		t.Fatal("no problem with a required field left empty")
+	}
+	if strings.ContainsAny(problem, "<>") || !strings.Contains(problem, "&lt;https://evil.example|Re-authenticate&gt;") {
+		t.Errorf("problem %q is not escaped", problem)
+	}
+}
