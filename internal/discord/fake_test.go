@@ -55,6 +55,7 @@ type FakeDiscord struct {
 	nonces  map[string]map[string]any // the message posted with a nonce, by author and nonce
 	chans   map[string]fakeChannel    // what GET /channels/{id} answers, by id
 	acked   map[string]bool           // the interactions a callback answered, by id
+	tokens  map[string]bool           // the interaction tokens answered (by callback or Acknowledge)
 }
 
 // FakeAppID is the fake's application id.
@@ -116,6 +117,8 @@ type FakeCall struct {
 	MessageID string         // the message created or edited
 	Body      map[string]any // the JSON sent
 	Status    int
+
+	app, token string // a follow-up's application and interaction token; a callback's token
 }
 
 // FakeFail is a failure the fake answers a call with instead of success.
@@ -133,12 +136,21 @@ type FakeFail struct {
 // NewFakeDiscord starts a fake that accepts token and stops with t.
 func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
 	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{}),
-		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{}, acked: map[string]bool{},
+		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{}, acked: map[string]bool{}, tokens: map[string]bool{},
 		App: FakeApp{ID: FakeAppID, VerifyKey: PublicKeyHex()}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.URL = f.srv.URL + "/api/v10/"
 	return f
+}
+
+// Acknowledge records that the interaction of token was answered, as an
+// HTTP response to an Interactions Endpoint URL answers it, out of the
+// fake's sight: follow-ups on token are taken from then on.
+func (f *FakeDiscord) Acknowledge(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tokens[token] = true
 }
 
 // FailNext makes the next calls of kind fail, in order.
@@ -270,7 +282,9 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && len(path) == 5 && path[0] == "channels" && path[4] == "threads":
 		c.Kind, c.Channel, c.MessageID = "thread", path[1], path[3]
 	case r.Method == http.MethodPost && len(path) == 4 && path[0] == "interactions" && path[3] == "callback":
-		c.Kind, c.MessageID = "callback", path[1] // MessageID: the interaction's id
+		c.Kind, c.MessageID, c.token = "callback", path[1], path[2] // MessageID: the interaction's id
+	case r.Method == http.MethodPost && len(path) == 3 && path[0] == "webhooks":
+		c.Kind, c.app, c.token = "followup", path[1], path[2]
 	case r.Method == http.MethodDelete && len(path) == 4 && path[0] == "channels" && path[2] == "messages":
 		c.Kind, c.Channel, c.MessageID = "delete", path[1], path[3]
 	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "users" && path[1] == "@me":
@@ -351,8 +365,8 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	c.Status = http.StatusOK
 	var invalid []string
 	switch c.Kind {
-	case "create", "edit":
-		invalid = InvalidMessage(body, c.Kind == "create")
+	case "create", "edit", "followup":
+		invalid = InvalidMessage(body, c.Kind != "edit")
 	case "callback":
 		invalid = InvalidResponse(body)
 	}
@@ -371,11 +385,26 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(out)
 		return
 	}
+	if c.Kind == "followup" {
+		// A follow-up needs the interaction answered first, and the token
+		// of this application.
+		f.mu.Lock()
+		known := f.tokens[c.token] && c.app == f.App.ID
+		f.mu.Unlock()
+		if !known {
+			c.Status = http.StatusNotFound
+			f.record(c)
+			w.WriteHeader(c.Status)
+			_ = json.NewEncoder(w).Encode(map[string]any{"message": "Unknown Webhook", "code": 10015})
+			return
+		}
+	}
 	if c.Kind == "callback" {
 		// An interaction takes one response; later ones are refused.
 		f.mu.Lock()
 		again := f.acked[c.MessageID]
 		f.acked[c.MessageID] = true
+		f.tokens[c.token] = true
 		f.mu.Unlock()
 		if again {
 			c.Status = http.StatusBadRequest
@@ -384,6 +413,12 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(map[string]any{"message": "Interaction has already been acknowledged.", "code": 40060})
 			return
 		}
+	}
+	if c.Kind == "followup" {
+		c.MessageID = id
+		f.record(c)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "type": 0, "content": body["content"], "flags": body["flags"]})
+		return
 	}
 	if c.Kind == "callback" || c.Kind == "delete" {
 		c.Status = http.StatusNoContent

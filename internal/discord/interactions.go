@@ -432,7 +432,51 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 		if !h.s.inPlace.cancel(sl) {
 			return (<-sl.ch).update()
 		}
-		return deferredUpdate() // Finish edits the message through the API
+		// Finish edits the message through the API. Should the resolve not
+		// end the request as the person said, they are told in a follow-up.
+		resp := deferredUpdate()
+		sent := make(chan error, 1)
+		resp.sent = func(err error) { sent <- err }
+		h.work.Go(func(ctx context.Context) { h.followUp(ctx, rec, res, in, done, sent) })
+		return resp
+	}
+}
+
+// followUp waits for a resolve that outlasted the ack budget and, once
+// the deferred response reached Discord, tells the person what the
+// response could not: that their answer was not taken, or why.
+func (h *Interactions) followUp(ctx context.Context, rec *pending.Record, res pending.Resolution, in *interaction, done <-chan resolved, sent <-chan error) {
+	var r resolved
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return
+	}
+	var text string
+	switch {
+	case r.err == nil:
+		return
+	case errors.Is(r.err, pending.ErrAlreadyResolved) && r.rec != nil:
+		if same(r.rec, res) {
+			return
+		}
+		text = surface.LateReply(r.rec, statusFormat)
+	case errors.Is(r.err, pending.ErrNotFound):
+		text = surface.MsgGone
+	default:
+		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
+		text = surface.MsgUnconfirmed
+	}
+	select {
+	case err := <-sent:
+		if err != nil {
+			return // Discord has no response to follow
+		}
+	case <-ctx.Done():
+		return
+	}
+	if err := h.s.followUp(ctx, in, text); err != nil {
+		h.log.Warn("telling a person how their click ended failed", "request_id", rec.ID, "err", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/bwmarrin/discordgo"
@@ -205,6 +206,19 @@ func update(m message) *response {
 }
 
 func deferredUpdate() *response { return &response{Type: respDeferredUpdate} }
+
+// followUp sends text to the person of interaction in, for their eyes
+// only, after its response: a follow-up message on the interaction's
+// token, which Discord takes for 15 minutes after the interaction.
+func (s *Surface) followUp(ctx context.Context, in *interaction, text string) error {
+	text = surface.Truncate(text, maxContent)
+	data := &responseData{Content: &text, Flags: flagEphemeral, AllowedMentions: mentions("")}
+	return s.call(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
+		endpoint := discordgo.EndpointFollowupMessage(in.ApplicationID, in.Token)
+		_, err := s.api.RequestWithBucketID("POST", endpoint, data, discordgo.EndpointFollowupMessage(in.ApplicationID, ""), opts...)
+		return err
+	})
+}
 
 // gone answers an interaction on a message whose request the store no
 // longer has (its post's reply was lost, so the request was discarded):
