@@ -105,7 +105,8 @@ func New(bridge *client.Client, opts Options) *Server {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "askbridge", Title: "askbridge", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       opts.Logger,
-		Capabilities: &mcp.ServerCapabilities{}, // tools only, inferred from the tools added
+		// Tools only, and a list that never changes: no listChanged.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	s.mcp.AddTool(askTool, s.askUserQuestion)
 	s.mcp.AddTool(approvalTool, s.requestApproval)

@@ -238,6 +238,10 @@ func TestTools(t *testing.T) {
 	e := start(t, "", Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
+	// Tools, and nothing else; the list never changes, so no listChanged.
+	if caps := e.cs.InitializeResult().Capabilities; caps.Tools == nil || caps.Tools.ListChanged || caps.Prompts != nil || caps.Resources != nil {
+		t.Errorf("capabilities %+v, want tools without listChanged", caps)
+	}
 	res, err := e.cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
