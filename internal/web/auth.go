@@ -369,11 +369,22 @@ func (o *onceLinks) issue(now time.Time, ttl time.Duration) string {
 
 // use consumes nonce: true the first time, within its validity.
 func (o *onceLinks) use(nonce string, now time.Time) bool {
+	return o.check(nonce, now, true)
+}
+
+// valid reports whether nonce would sign in now, without using it.
+func (o *onceLinks) valid(nonce string, now time.Time) bool {
+	return o.check(nonce, now, false)
+}
+
+func (o *onceLinks) check(nonce string, now time.Time, use bool) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for k, until := range o.nonce {
 		if subtle.ConstantTimeCompare([]byte(k), []byte(nonce)) == 1 {
-			delete(o.nonce, k)
+			if use || now.After(until) {
+				delete(o.nonce, k)
+			}
 			return !now.After(until)
 		}
 	}

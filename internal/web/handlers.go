@@ -19,6 +19,7 @@ import (
 // signInData is what the sign-in page shows.
 type signInData struct {
 	Open  bool   // no API tokens: sign in with the link from the log
+	Once  string // that link's path, opened: its Sign in button posts to it
 	Error string // why the last attempt failed
 }
 
@@ -171,9 +172,27 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 }
 
 // signInOnce signs in with a one-time link of a bridge with no tokens.
+// signInOnce serves a one-time sign-in link: GET (and HEAD) show a
+// button, whose POST uses the link. Opening the link does not use it, so
+// that a chat's or a mail scanner's look at it (a link preview) leaves it
+// for the person.
 func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
-	if !s.tokens.open() || !s.once.use(r.PathValue("once"), s.now()) {
+	once := r.PathValue("once")
+	used := func() error {
 		return s.showSignIn(w, http.StatusForbidden, "That sign-in link was already used or has expired. Restart the bridge for a new one.")
+	}
+	if !s.tokens.open() {
+		return used()
+	}
+	if r.Method != http.MethodPost {
+		if !s.once.valid(once, s.now()) {
+			return used()
+		}
+		s.render(w, http.StatusOK, "signin", signInData{Open: true, Once: s.root + "/web/signin/" + once})
+		return nil
+	}
+	if !s.once.use(once, s.now()) {
+		return used()
 	}
 	s.setSession(w, r, anonymous)
 	http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
@@ -186,7 +205,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	ss, cookie, err := s.sessionOf(r)
 	switch {
 	case errors.Is(err, errSignedOut): // nothing to end but the cookie
-	case !s.checkCSRF(r.PostFormValue("csrf"), cookie):
+	case !s.checkCSRF(cmp.Or(r.Header.Get("X-CSRF-Token"), r.PostFormValue("csrf")), cookie): // a script's, or the form's
 		return &pageErr{http.StatusForbidden, "Not signed out", "The form was stale; reload the page and try again."}
 	case err == nil:
 		err = s.signOutSession(r.Context(), ss, cookie)
@@ -311,7 +330,7 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 
 func (s *Server) alreadyEnded(w http.ResponseWriter, rec *pending.Record) error {
 	writeJSON(w, http.StatusConflict, map[string]any{
-		"error":  map[string]string{"code": api.CodeAlreadyResolved, "message": "the request is already resolved"},
+		"error":  map[string]string{"code": api.CodeAlreadyResolved, "message": "the request already ended: " + string(rec.Status)},
 		"status": rec.Status, "html": s.outcomeHTML(rec),
 	})
 	return nil

@@ -129,6 +129,7 @@ func New(o Options) (*Server, error) {
 		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now, log: o.Logger.With("surface", surfaceName),
 		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
 	}
+	cop.SetDenyHandler(http.HandlerFunc(s.crossOrigin))
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -148,6 +149,7 @@ func (s *Server) Mount(m Mounter) {
 	m.Mount("GET /r/{id}", s.page(s.request))
 	m.Mount("GET /assets/", s.assetsHandler())
 	m.Mount("GET /web/signin/{once}", s.page(s.signInOnce))
+	m.Mount("POST /web/signin/{once}", s.cop.Handler(s.page(s.signInOnce)))
 	m.Mount("POST /web/signin", s.cop.Handler(s.page(s.signIn)))
 	m.Mount("POST /web/signout", s.cop.Handler(s.page(s.signOut)))
 	m.Mount("GET /web/cards", s.page(s.cards))
@@ -190,6 +192,20 @@ func (s *Server) assetsHandler() http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		s.assets.ServeHTTP(w, r)
 	})
+}
+
+// crossOrigin answers a state-changing call that the cross-origin
+// protection refused: as JSON for the inbox's calls, as the rest of the
+// web's errors are, and as a page for a form.
+func (s *Server) crossOrigin(w http.ResponseWriter, r *http.Request) {
+	const msg = "Refused: the request came from another site, or from a browser too old to say where it came from."
+	if strings.Contains(r.URL.Path, "/web/requests/") {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": api.CodeForbidden, "message": msg}})
+		return
+	}
+	s.page(func(http.ResponseWriter, *http.Request) error {
+		return &pageErr{http.StatusForbidden, "Refused", msg}
+	}).ServeHTTP(w, r)
 }
 
 // pageErr is an error shown as a page, with its status.

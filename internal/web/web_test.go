@@ -214,13 +214,27 @@ func TestOneTimeSignInLink(t *testing.T) {
 	}
 	path := strings.TrimPrefix(link, b.srv.URL)
 	c := b.browser(t)
-	res, err := c.Get(b.srv.URL + path)
+	// Looking at the link (a chat's link preview, a mail scanner, a HEAD)
+	// does not use it: it shows a button, whose POST does.
+	for range 2 {
+		status, page := b.page(t, b.browser(t), path)
+		if status != http.StatusOK || !strings.Contains(page, `action="`+path+`"`) {
+			t.Fatalf("opening the link: %d %s", status, page)
+		}
+	}
+	if res, err := http.Head(b.srv.URL + path); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("HEAD of the link: %v %v", res, err)
+	}
+	res, err := c.PostForm(b.srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("first use: %d", res.StatusCode)
+	}
+	if res, err := b.browser(t).PostForm(b.srv.URL+path, nil); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("second sign-in through the link: %v %v, want 403", res, err)
 	}
 	if _, page := b.page(t, c, "/"); !strings.Contains(page, ">anonymous<") {
 		t.Errorf("not signed in as anonymous after the one-time link")
@@ -261,8 +275,9 @@ func TestCSRF(t *testing.T) {
 		{"other origin without fetch metadata", map[string]string{"X-CSRF-Token": csrf, "Origin": "https://evil.example"}, http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if status, _ := b.post(t, c, path, tc.headers, answer); status != tc.status {
-				t.Errorf("status %d, want %d", status, tc.status)
+			status, body := b.post(t, c, path, tc.headers, answer)
+			if status != tc.status || errCode(body) != "FORBIDDEN" {
+				t.Errorf("status %d %v, want %d FORBIDDEN, as JSON", status, body, tc.status)
 			}
 			if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
 				t.Fatalf("a refused call changed the request: %s", got.Status)
@@ -282,6 +297,17 @@ func TestCSRF(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("sign-out with a bad CSRF token: %d", res.StatusCode)
+		}
+		// In the header, as a script sends it, it signs out as the form's does.
+		other := b.browser(t)
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/signout", nil)
+		req.Header.Set("X-CSRF-Token", b.signIn(t, other, "ada-token-7f3c9e21b4"))
+		if res, err = other.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if _, page := b.page(t, other, "/"); res.StatusCode != http.StatusSeeOther || !strings.Contains(page, `action="/web/signin"`) {
+			t.Errorf("sign-out with the CSRF token in X-CSRF-Token: %d, and still signed in", res.StatusCode)
 		}
 	})
 	t.Run("same origin with the token", func(t *testing.T) {
