@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/client"
 	mcpserver "github.com/askbridge/askbridge/internal/mcp"
@@ -84,16 +83,10 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	srv := mcpserver.New(bc, opts)
 	opts.Logger.Info("serving MCP on stdio", "reattach", *reattach, "progress_interval", *progress)
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	err = srv.Run(ctx, mcpserver.Stdio(stdin, stdout, opts.Logger))
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "bridge: mcp:", err)
 		return exitError
 	}
 	return exitOK
 }
-
-// nopWriteCloser is stdout for the MCP transport, which closes what it
-// writes to when the session ends: the process's stdout stays open.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

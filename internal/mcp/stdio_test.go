@@ -1,0 +1,85 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/client"
+)
+
+// A client's malformed line is answered with a JSON-RPC error, and the
+// session goes on: the SDK's own stdio transport ended it there, and the
+// server withdrew every question it had asked.
+func TestStdioSurvivesAMalformedLine(t *testing.T) {
+	bc, err := client.New(newBridge(t, ""), client.WithPollWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(bc, Options{Logger: slog.New(slog.DiscardHandler)})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(ctx, Stdio(inR, outW, slog.New(slog.DiscardHandler))) }()
+	t.Cleanup(func() {
+		cancel()
+		inW.Close()
+		outR.Close()
+		<-ran
+	})
+	lines := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				m = map[string]any{"unparsable": sc.Text()}
+			}
+			lines <- m
+		}
+	}()
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case m := <-lines:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no answer to %s", what)
+			return nil
+		}
+	}
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code := func(m map[string]any) float64 {
+		e, _ := m["error"].(map[string]any)
+		c, _ := e["code"].(float64)
+		return c
+	}
+
+	send(`this is not json`)
+	if m := next("a line that is not JSON"); code(m) != -32700 || m["id"] != nil {
+		t.Errorf("answered %v, want a -32700 parse error with a null id", m)
+	}
+	send(`{"id": 7, "hello": "world"}`)
+	if m := next("JSON that is not a message"); code(m) != -32600 || m["id"] != float64(7) {
+		t.Errorf("answered %v, want a -32600 invalid request for id 7", m)
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := next("initialize"); m["id"] != float64(1) || m["result"] == nil {
+		t.Fatalf("initialize answered %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if m := next("tools/list"); m["id"] != float64(2) || m["result"] == nil {
+		t.Fatalf("tools/list answered %v", m)
+	}
+}
