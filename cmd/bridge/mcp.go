@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 
-
 	"github.com/askbridge/askbridge/client"
 	mcpserver "github.com/askbridge/askbridge/internal/mcp"
 )
