@@ -174,6 +174,8 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"two labels for single-select", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["Yes (Recommended)","No"]}]}`, 400, "INVALID_REQUEST"},
 		{"unknown question id", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"other","selected":[]}]}`, 400, "INVALID_REQUEST"},
 		{"misspelt answer field", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selcted":["No"]}]}`, 400, "INVALID_REQUEST"},
+		{"an answer field given twice", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["No"],"selected":[]}]}`, 400, "INVALID_REQUEST"},
+		{"a decision's outcome given twice", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"rejected","outcome":"allowed-once"}`, 400, "INVALID_REQUEST"},
 		{"bad outcome", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"maybe"}`, 400, "INVALID_REQUEST"},
 		{"list other status", "GET", "/v1/questions?status=answered", "tok-answer-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
 		{"unknown path", "GET", "/v2/nothing", "", nil, 404, "NOT_FOUND"},

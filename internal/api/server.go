@@ -201,8 +201,9 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // decode reads a JSON body of at most seam.MaxBodyBytes into v. Agents'
 // requests may carry fields the bridge does not know (newer harnesses add
-// some); a person's answer or decision may not, since a misspelt
-// "selected" would otherwise record a skip that can't be undone.
+// some); a person's answer or decision may not, nor name a field twice,
+// since a misspelt or repeated "selected" would otherwise record a skip
+// that can't be undone.
 func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 	body, err := surface.ReadBody(w, r, seam.MaxBodyBytes)
 	if err != nil {
@@ -218,6 +219,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
+		// As for a misspelt key: a key given twice keeps the last, which
+		// may be a skip.
+		if msg := seam.DuplicateKeyMessage(body); msg != "" {
+			return invalid(msg)
+		}
 	}
 	if err := dec.Decode(v); err != nil {
 		var se *seam.Error
