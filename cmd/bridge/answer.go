@@ -50,7 +50,7 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reject := fs.Bool("reject", false, "reject the approval's tool call")
 	note := fs.String("note", "", "with --allow or --reject: a note for the agent")
 	server := serverFlag(fs)
-	args, code, ok := parseInterleaved(fs, args, answerUsage, stderr)
+	args, code, ok := parseInterleaved(fs, args, answerUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -159,10 +159,10 @@ func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonA
 // parseInterleaved parses flags that may come before and after the
 // positional arguments (bridge answer ID --select X), which flag.Parse
 // alone stops at, and returns the positional arguments.
-func parseInterleaved(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) ([]string, int, bool) {
+func parseInterleaved(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) ([]string, int, bool) {
 	var pos []string
 	for {
-		if code, ok := parseFlags(fs, args, usage, stderr); !ok {
+		if code, ok := parseFlags(fs, args, usage, stdout, stderr); !ok {
 			return nil, code, false
 		}
 		args = fs.Args()

@@ -75,7 +75,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	caller := fs.String("caller", "", "who asks, `NAME` shown to the people who answer")
 	jsonReq := fs.String("json-request", "", "read the whole request body from `FILE` (- for stdin)")
 	server := serverFlag(fs)
-	if code, ok := parseFlags(fs, args, askUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, args, askUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -233,17 +233,22 @@ func hint(err error) error {
 }
 
 // parseFlags parses args; when it fails it returns the exit status: 0 for
-// -h, exitUsage otherwise.
-func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (int, bool) {
+// -h, whose help goes to stdout (bridge serve -h | less), exitUsage
+// otherwise, with the help after the error on stderr.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (int, bool) {
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
+	fs.Usage = func() {} // told below, where it goes
+	help := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprint(w, usage)
 		fs.PrintDefaults()
 	}
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
+		help(stdout)
 		return exitOK, false
 	case err != nil:
+		help(stderr)
 		return exitUsage, false
 	}
 	return 0, true

@@ -34,8 +34,6 @@ check fails, and with --check also when a target is missed.
 
 func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	var o bench.Options
 	fs.StringVar(&o.Redis, "redis", "", "redis:// URL of a Redis to use (keys under a prefix of the run's own, deleted after); none: start a redis-server on a free port, or an embedded Redis without one")
 	cluster := fs.String("redis-cluster", "", "`host:port,...` seed addresses of a Redis Cluster to use instead (keys under a prefix of the run's own, deleted after, on every master)")
@@ -52,8 +50,8 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	replicaProfile := fs.String("replica-cpuprofile", "", "write a CPU profile of each replica process to `PREFIX`.N (N from 0)")
 	replicaBin := fs.String("replica-bin", "", "run the replica processes from this `bridge` binary instead of this one, to compare two builds under one bench (the memory phase's in-process replica stays this build)")
 	waitClient := fs.String("wait-client", "", "internal: run as the memory phase's client process for the bridge at this address")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, benchUsage, stdout, stderr); !ok {
+		return code
 	}
 	if *waitClient != "" {
 		return bench.WaitClient(*waitClient, stdin, stdout)

@@ -63,7 +63,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		return serve(ctx, rest, stderr)
+		return serve(ctx, rest, stdout, stderr)
 	case "ask":
 		return ask(ctx, rest, stdin, stdout, stderr)
 	case "answer":
@@ -77,8 +77,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case len(rest) > 0 && rest[0] == "check":
 			return configCheck(ctx, rest[1:], stdout, stderr)
 		case len(rest) == 1 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help"):
-			fmt.Fprint(stderr, configCheckUsage)
-			return exitOK
+			return configCheck(ctx, []string{"-h"}, stdout, stderr) // its flags too
+		case len(rest) > 0:
+			fmt.Fprintf(stderr, "bridge config: unknown subcommand %q\n\n", rest[0])
 		}
 		fmt.Fprint(stderr, configCheckUsage)
 		return exitUsage
@@ -155,12 +156,12 @@ API on 127.0.0.1:8080 (docs/config.md).
 flags:
 `
 
-func serve(ctx context.Context, args []string, stderr io.Writer) int {
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "config file (YAML); none: embedded defaults")
 	listen := fs.String("listen", "", "listen address, overrides the config's listen")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` when the bridge stops")
-	if code, ok := parseFlags(fs, args, serveUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -228,7 +229,7 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	connect := fs.Bool("connect", false, "connect with the file's credentials and check what the bridge needs (changes nothing)")
 	post := fs.Bool("post", false, "with --connect: post a message to each target's channel and delete it")
-	if code, ok := parseFlags(fs, args, configCheckUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, args, configCheckUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() < 1 {
@@ -236,7 +237,7 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	path := fs.Arg(0)
-	if code, ok := parseFlags(fs, fs.Args()[1:], configCheckUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, fs.Args()[1:], configCheckUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() != 0 {

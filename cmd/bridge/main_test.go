@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -204,7 +205,7 @@ func TestServeRefusedByRedis(t *testing.T) {
 			done := make(chan cliResult, 1)
 			go func() {
 				var stderr bytes.Buffer
-				code := serve(ctx, []string{"--config", cfg}, &stderr)
+				code := serve(ctx, []string{"--config", cfg}, io.Discard, &stderr)
 				done <- cliResult{code: code, stderr: stderr.String()}
 			}()
 			r := await(t, "serve", done)
@@ -215,5 +216,23 @@ func TestServeRefusedByRedis(t *testing.T) {
 				t.Errorf("stderr shows the password: %q", r.stderr)
 			}
 		})
+	}
+}
+
+// Every command's -h is help, asked for: on stdout (bridge serve -h | less),
+// exit 0. A mistaken flag is an error: its help goes to stderr, exit 2.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"serve", "-h"}, {"ask", "-h"}, {"answer", "-h"}, {"pending", "-h"}, {"mcp", "-h"},
+		{"bench", "-h"}, {"config", "-h"}, {"config", "check", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "usage") || stderr.Len() != 0 {
+			t.Errorf("bridge %s: exit %d, stdout %d bytes, stderr %q", strings.Join(args, " "), code, stdout.Len(), stderr.String())
+		}
+	}
+	for _, args := range [][]string{{"serve", "--nope"}, {"bench", "--nope"}, {"config", "nope"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), "nope") {
+			t.Errorf("bridge %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout.String(), stderr.String())
+		}
 	}
 }

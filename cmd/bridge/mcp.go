@@ -47,7 +47,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	progress := fs.Duration("progress-interval", mcpserver.DefaultProgressInterval, "how often a waiting call sends a progress notification")
 	reattach := fs.Duration("reattach", mcpserver.DefaultReattach, "how long a question whose call was given up on stays asked for a retry to re-attach; 0: withdraw it at once")
 	server := serverFlag(fs)
-	if code, ok := parseFlags(fs, args, mcpUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, args, mcpUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

@@ -33,7 +33,7 @@ func pendingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("pending", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the records as JSON")
 	server := serverFlag(fs)
-	if code, ok := parseFlags(fs, args, pendingUsage, stderr); !ok {
+	if code, ok := parseFlags(fs, args, pendingUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
