@@ -46,8 +46,8 @@ func TestServeUsage(t *testing.T) {
 		t.Errorf("serve FILE: exit %d, stderr %q; want exit %d pointing at --config", r.code, r.stderr, exitUsage)
 	}
 	r = cli("serve", "-h")
-	if r.code != exitOK || !strings.Contains(r.stderr, "usage: bridge serve") {
-		t.Errorf("serve -h: exit %d, stderr %q; want exit 0 and the usage", r.code, r.stderr)
+	if r.code != exitOK || !strings.Contains(r.stdout, "usage: bridge serve") {
+		t.Errorf("serve -h: exit %d, stdout %q; want exit 0 and the usage", r.code, r.stdout)
 	}
 }
 
@@ -59,7 +59,7 @@ func TestConfigCheckUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
 		code  int
-		usage bool // stderr shows the usage
+		usage bool // the usage is shown: on stdout when asked for, else on stderr
 	}{
 		{[]string{"config", "check", "-h"}, exitOK, true},
 		{[]string{"config", "check", "--help"}, exitOK, true},
@@ -74,8 +74,8 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "check", filepath.Join(t.TempDir(), "missing.yaml")}, exitError, false},
 	} {
 		r := cli(tc.args...)
-		if r.code != tc.code || strings.Contains(r.stderr, "usage: bridge config check [--connect [--post]] FILE") != tc.usage {
-			t.Errorf("bridge %s: exit %d, stderr %q; want exit %d, usage shown %v", strings.Join(tc.args, " "), r.code, r.stderr, tc.code, tc.usage)
+		if r.code != tc.code || strings.Contains(r.stdout+r.stderr, "usage: bridge config check [--connect [--post]] FILE") != tc.usage {
+			t.Errorf("bridge %s: exit %d, stdout %q, stderr %q; want exit %d, usage shown %v", strings.Join(tc.args, " "), r.code, r.stdout, r.stderr, tc.code, tc.usage)
 		}
 	}
 }

@@ -170,7 +170,7 @@ func TestMCPUsage(t *testing.T) {
 			t.Errorf("bridge %s: exit %d, want %d; stderr %q", strings.Join(args, " "), r.code, exitUsage, r.stderr)
 		}
 	}
-	if r := cli("mcp", "-h"); r.code != exitOK || !strings.Contains(r.stderr, "ask_user_question") {
-		t.Errorf("bridge mcp -h: exit %d, stderr %q", r.code, r.stderr)
+	if r := cli("mcp", "-h"); r.code != exitOK || !strings.Contains(r.stdout, "ask_user_question") {
+		t.Errorf("bridge mcp -h: exit %d, stdout %q", r.code, r.stdout)
 	}
 }
