@@ -64,13 +64,77 @@ const (
 // space after "@" and "<" keeps @everyone, @here, <@id>, <@&id>, <#id> and
 // <t:...> from rendering as pings, mentions or links, and one inside "]("
 // keeps a masked link [text](url) from hiding where it goes. Everything
-// else (lists, code, emphasis) renders, since plans are markdown.
+// else (lists, code, emphasis) renders, since plans are markdown. Code
+// (spans and fences) is left as written: nothing renders there, and a
+// zero-width space in @Override or Vec<String> would go along with a copy.
 // allowed_mentions parse [] is sent as well, on every message.
 func esc(s string) string {
 	if !strings.ContainsAny(s, "@<]") {
 		return s
 	}
-	return escaper.Replace(s)
+	if !strings.Contains(s, "`") {
+		return escaper.Replace(s)
+	}
+	var b strings.Builder
+	for s != "" {
+		text, code, rest := cutCode(s)
+		b.WriteString(escaper.Replace(text))
+		b.WriteString(code)
+		s = rest
+	}
+	return b.String()
+}
+
+// cutCode splits s at its first code, as CommonMark reads code: a run of
+// backticks up to the next run of as many (a fence's three, a span's one
+// or two). It returns the text before the code, the code with its
+// backticks, and the rest; a run with no closing run is text.
+func cutCode(s string) (text, code, rest string) {
+	for from := 0; ; {
+		i := strings.IndexByte(s[from:], '`')
+		if i < 0 {
+			return s, "", ""
+		}
+		open := from + i
+		n := run(s, open)
+		if escaped(s, open) {
+			// \` is a backtick, not code (plain's inline markdown is
+			// backslashed so); the run's rest may open code.
+			from = open + 1
+			continue
+		}
+		for j := open + n; j < len(s); {
+			k := strings.IndexByte(s[j:], '`')
+			if k < 0 {
+				break
+			}
+			close := j + k
+			m := run(s, close)
+			if m == n {
+				return s[:open], s[open : close+m], s[close+m:]
+			}
+			j = close + m
+		}
+		from = open + n // unclosed: its backticks are text
+	}
+}
+
+// escaped reports whether s[i] follows an odd number of backslashes.
+func escaped(s string, i int) bool {
+	n := 0
+	for i-n > 0 && s[i-n-1] == '\\' {
+		n++
+	}
+	return n%2 == 1
+}
+
+// run is the length of the run of backticks at s[i].
+func run(s string, i int) int {
+	n := 0
+	for i+n < len(s) && s[i+n] == '`' {
+		n++
+	}
+	return n
 }
 
 var escaper = strings.NewReplacer("@", "@\u200b", "<", "<\u200b", "](", "]\u200b(")

@@ -514,3 +514,35 @@ func TestProblemToldIsEscaped(t *testing.T) {
 		t.Errorf("problem %q is not escaped", problem)
 	}
 }
+
+// Code is left as written: a zero-width space in it would go along with a
+// copy. Outside code, mentions and masked links are made inert.
+func TestEscLeavesCodeAlone(t *testing.T) {
+	const z = "\u200b"
+	for in, want := range map[string]string{
+		"ping @everyone":                              "ping @" + z + "everyone",
+		"`@Override` and @here":                       "`@Override` and @" + z + "here",
+		"```go\nvar v Vec<String> // @x\n```\n<@123>": "```go\nvar v Vec<String> // @x\n```\n<" + z + "@" + z + "123>",
+		"``a`b @c`` then [x](https://e.example)":      "``a`b @c`` then [x]" + z + "(https://e.example)",
+		"an unclosed ` then @here":                    "an unclosed ` then @" + z + "here",
+		"```unclosed fence @here":                     "```unclosed fence @" + z + "here",
+		"`one`` not closed by two @x` and @y":         "`one`` not closed by two @x` and @" + z + "y",
+		"mail ada@example.com, `ada@example.com`":     "mail ada@" + z + "example.com, `ada@example.com`",
+	} {
+		if got := esc(in); got != want {
+			t.Errorf("esc(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A backslashed backtick (as plain writes one) opens no code: what follows
+// is escaped as text.
+func TestEscBackslashedBacktick(t *testing.T) {
+	const z = "\u200b"
+	if got, want := plain("`@everyone`"), `\`+"`@"+z+`everyone\`+"`"; got != want {
+		t.Errorf("plain(`@everyone`) = %q, want %q", got, want)
+	}
+	if got, want := esc(`\\`+"`@x`"), `\\`+"`@x`"; got != want {
+		t.Errorf("after an escaped backslash: %q, want %q (code)", got, want)
+	}
+}
