@@ -173,7 +173,7 @@ func TestNotFoundSaysInMemory(t *testing.T) {
 		a    *app.App
 		want string
 	}{
-		{embedded, "no such request: this bridge keeps requests in memory (no redis.url), so those made before it last started are gone"},
+		{embedded, "no such request (if it was made before this bridge last started, it is gone: this bridge keeps requests in memory, with no redis.url)"},
 		{shared, "no such request"},
 	} {
 		code, rec := apptest.Do(t, tc.a.URL(), "GET", "/v1/questions/q_gone?wait=1s", nil)
