@@ -107,7 +107,7 @@ func (q *Question) validate(i int) error {
 	for j, o := range q.Options {
 		switch {
 		case strings.TrimSpace(o.Label) == "":
-			return invalid(q.ID, "%s: option %d has an empty label", where, j+1)
+			return invalid(q.ID, "%s: options[%d] has an empty label", where, j)
 		case tooLong(o.Label, MaxLabelLen):
 			return invalid(q.ID, "%s: option label %q is longer than %d characters", where, o.Label, MaxLabelLen)
 		case hasControl(o.Label):
