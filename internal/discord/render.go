@@ -586,7 +586,7 @@ func renderApproval(b *builder, rec *pending.Record, colour int) {
 	b.embed("Allow "+a.ToolName+"?", "", reason, 3000, colour)
 	if args := surface.PrettyJSON(a.Arguments); args != "" {
 		room := min(maxEmbedDesc, embedBudget-b.used-20) - 8
-		code := func(s string) string { return strings.ReplaceAll(s, "```", "`\u200b``") }
+		code := surface.NoFence
 		e := &discordgo.MessageEmbed{Title: "Arguments", Description: "```\n" + surface.Fit(args, room, code) + "\n```", Color: colour}
 		b.embeds = append(b.embeds, e)
 		b.used += embedLen(e)

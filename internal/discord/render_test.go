@@ -546,3 +546,24 @@ func TestEscBackslashedBacktick(t *testing.T) {
 		t.Errorf("after an escaped backslash: %q, want %q (code)", got, want)
 	}
 }
+
+// An argument holding a run of backticks must not end the arguments' code
+// block: what follows would render as markdown (a masked link, say).
+func TestArgumentsKeepTheirCodeBlock(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"cmd": "echo '````' '``````' [Approve](https://evil.example)"})
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Approval: &seam.Approval{ToolName: "bash", Arguments: args}}
+	var found bool
+	for _, e := range render(rec, "", true).embeds {
+		if e.Title != "Arguments" {
+			continue
+		}
+		found = true
+		if n := strings.Count(e.Description, "```"); n != 2 {
+			t.Errorf("%d code fences in %q, want the block's own 2", n, e.Description)
+		}
+	}
+	if !found {
+		t.Fatal("no arguments embed")
+	}
+}

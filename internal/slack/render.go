@@ -582,10 +582,9 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 }
 
 // codeBlock is s escaped to sit inside a mrkdwn code block: a ``` of its
-// own (in a string argument) would end the block early, and is broken up
-// with a zero-width space.
+// own (in a string argument) would end the block early (surface.NoFence).
 func codeBlock(s string) string {
-	return strings.ReplaceAll(esc(s), "```", "`\u200b``")
+	return surface.NoFence(esc(s))
 }
 
 // openAction is the action id of the "Open in browser" button: a link

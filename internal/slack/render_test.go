@@ -634,7 +634,7 @@ func TestTextLenCountsWhatDecodingCounts(t *testing.T) {
 // An argument holding ``` must not end the arguments' code block early:
 // what follows would be read as mrkdwn.
 func TestArgumentsKeepTheirCodeBlock(t *testing.T) {
-	args, _ := json.Marshal(map[string]string{"cmd": "printf '```' && rm -rf *build*"})
+	args, _ := json.Marshal(map[string]string{"cmd": "printf '```' '````' '``````' && rm -rf *build*"})
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
 		Approval: &seam.Approval{ToolName: "bash", Arguments: args}}
 	var found bool

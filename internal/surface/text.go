@@ -211,6 +211,18 @@ func TextRequired(qs []seam.Question, i int) bool {
 	return len(qs) == 1 && len(q.Options) == 0
 }
 
+// NoFence makes s safe inside a markdown code block: no two backticks
+// stay side by side, so that no run of three or more in s (a string
+// argument holding a fence) can end the block early and have the rest
+// read as markdown. A zero-width space goes between each pair.
+func NoFence(s string) string {
+	if !strings.Contains(s, "``") {
+		return s
+	}
+	// Twice: a pass leaves the second and third of "```" side by side.
+	return strings.ReplaceAll(strings.ReplaceAll(s, "``", "`\u200b`"), "``", "`\u200b`")
+}
+
 // EmptyAnswer reports whether a, from a person's form, answers a request
 // of one question with options with nothing: no option chosen, no text.
 // Through the API that skips the question; from a form it is Send tapped

@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/askbridge/askbridge/internal/seam"
@@ -29,5 +30,17 @@ func TestEmptyAnswer(t *testing.T) {
 		if got := EmptyAnswer(tc.qs, tc.a); got != tc.empty {
 			t.Errorf("%s: EmptyAnswer = %v, want %v", tc.name, got, tc.empty)
 		}
+	}
+}
+
+func TestNoFence(t *testing.T) {
+	for _, in := range []string{"```", "````", "``````", "a``b", "x ``` y ```` z"} {
+		got := NoFence(in)
+		if strings.Contains(got, "``") || strings.ReplaceAll(got, "\u200b", "") != in {
+			t.Errorf("NoFence(%q) = %q: two backticks side by side, or more than zero-width spaces added", in, got)
+		}
+	}
+	if got := NoFence("`one` and ``"); got != "`one` and `\u200b`" {
+		t.Errorf("NoFence = %q", got)
 	}
 }
