@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // DuplicateKeyMessage says where body first holds an object with a key
@@ -54,7 +55,7 @@ func DuplicateKeyMessage(body []byte) string {
 		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
 			top := stack[n-1]
 			if k, ok := tok.(string); ok {
-				folded := strings.ToLower(k)
+				folded := foldKey(k)
 				if top.keys[folded] {
 					if at := path(); at != "" {
 						return at + " holds " + strconv.Quote(k) + " twice; send it once"
@@ -80,4 +81,17 @@ func DuplicateKeyMessage(body []byte) string {
 			return ""
 		}
 	}
+}
+
+// foldKey is k with each rune the least of its case-folding orbit, so that
+// two keys fold alike exactly when strings.EqualFold holds, as
+// encoding/json matches a key to a field ("ſelected" is "selected").
+func foldKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, k)
 }

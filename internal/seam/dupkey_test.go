@@ -9,11 +9,12 @@ func TestDuplicateKeyMessage(t *testing.T) {
 		`{"answers":[{"id":"a"},{"id":"b","custom":"x","Custom":""}]}`:            `answers[1] holds "Custom" twice; send it once`,
 		`{"outcome":"rejected","outcome":"allowed-once"}`:                         `the request body holds "outcome" twice; send it once`,
 		`{"a":{"b":[1,{"c":1}],"c":2},"d":[[{"e":1,"f":{"e":2}},{"e":1,"e":2}]]}`: `d[0][1] holds "e" twice; send it once`,
-		`{"a":1,"b":{"a":2}}`: "",
-		`[{"a":1},{"a":1}]`:   "",
-		`not json`:            "",
-		`{"a":1,"a"`:          `the request body holds "a" twice; send it once`,
-		``:                    "",
+		`{"selected":["A"],"ſelected":[]}`:                                        `the request body holds "ſelected" twice; send it once`,
+		`{"a":1,"b":{"a":2}}`:                                                     "",
+		`[{"a":1},{"a":1}]`:                                                       "",
+		`not json`:                                                                "",
+		`{"a":1,"a"`:                                                              `the request body holds "a" twice; send it once`,
+		``:                                                                        "",
 	} {
 		if got := DuplicateKeyMessage([]byte(body)); got != want {
 			t.Errorf("%s: %q, want %q", body, got, want)
