@@ -59,7 +59,7 @@ func TestConfigCheckUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
 		code  int
-		usage bool // the usage is shown: on stdout when asked for, else on stderr
+		usage bool // the usage is shown: on stdout when asked for (exit 0), else on stderr
 	}{
 		{[]string{"config", "check", "-h"}, exitOK, true},
 		{[]string{"config", "check", "--help"}, exitOK, true},
@@ -74,8 +74,13 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "check", filepath.Join(t.TempDir(), "missing.yaml")}, exitError, false},
 	} {
 		r := cli(tc.args...)
-		if r.code != tc.code || strings.Contains(r.stdout+r.stderr, "usage: bridge config check [--connect [--post]] FILE") != tc.usage {
-			t.Errorf("bridge %s: exit %d, stdout %q, stderr %q; want exit %d, usage shown %v", strings.Join(tc.args, " "), r.code, r.stdout, r.stderr, tc.code, tc.usage)
+		shown, other := r.stderr, r.stdout
+		if tc.code == exitOK && tc.usage {
+			shown, other = r.stdout, r.stderr
+		}
+		const usage = "usage: bridge config check [--connect [--post]] FILE"
+		if r.code != tc.code || strings.Contains(shown, usage) != tc.usage || strings.Contains(other, usage) {
+			t.Errorf("bridge %s: exit %d, stdout %q, stderr %q; want exit %d, usage shown %v (on stdout only when asked for)", strings.Join(tc.args, " "), r.code, r.stdout, r.stderr, tc.code, tc.usage)
 		}
 	}
 }
