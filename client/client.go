@@ -181,8 +181,10 @@ func (c *Client) askWait(ctx context.Context, req Request) (*Record, error) {
 // can't be reached at all is ErrUnreachable, at once. When ctx ends before
 // the bridge answered, the request (if it was made) is withdrawn, since
 // the caller never learned its id: Create then returns the withdrawn record
-// and an error wrapping ctx's. So is one given up on after a create that
-// may have reached the bridge, so that nobody answers it for nothing.
+// and an error wrapping ctx's. A request given up on after a create that
+// may have reached the bridge is looked up by its tool_call_id and, when
+// it was made and is pending, withdrawn, so that nobody answers it for
+// nothing; when it was answered meanwhile, Create returns it.
 func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*Record, error) {
 	req = req.withToolCallID()
 	kind := req.kind()
@@ -191,6 +193,7 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 		return nil, fmt.Errorf("create %s: %w", kind, err)
 	}
 	var wrote atomic.Bool
+	mayExist := false // an attempt failed after it may have reached the bridge
 	r := retrier{c: c}
 	for {
 		var rec Record
@@ -199,27 +202,59 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 		case err == nil:
 			return &rec, nil
 		case ctx.Err() != nil:
-			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load(), ctx.Err())
+			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load())
 		case !wrote.Load():
 			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.base, err)
 		case !transient(err):
-			return nil, fmt.Errorf("create %s: %w", kind, err)
+			return c.giveUp(ctx, kind, req.toolCallID(), mayExist, fmt.Errorf("create %s: %w", kind, err))
 		}
+		mayExist = true
 		if err := r.pause(ctx, err); err != nil {
 			if ctx.Err() != nil {
-				err = ctx.Err()
+				return c.abandon(ctx, kind, req.toolCallID(), body, true)
 			}
-			return c.abandon(ctx, kind, req.toolCallID(), body, true, err)
+			return c.giveUp(ctx, kind, req.toolCallID(), true, fmt.Errorf("create %s: %w", kind, err))
 		}
 	}
 }
 
+// giveUp ends a create that failed with err: when an earlier attempt may
+// have made the request, it is looked up by its tool_call_id (not
+// withdrawn by it, which would record a withdrawal that a later create
+// under the same tool_call_id finds) and, pending, withdrawn; answered
+// meanwhile, it is returned as the create's outcome.
+func (c *Client) giveUp(ctx context.Context, kind Kind, toolCallID string, mayExist bool, err error) (*Record, error) {
+	if !mayExist {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
+	defer cancel()
+	var rec Record
+	q := url.Values{"tool_call_id": {toolCallID}}
+	lerr := c.retried(wctx, func() error {
+		return c.do(wctx, call{method: http.MethodGet, path: collection(kind), query: q}, &rec)
+	})
+	switch {
+	case errors.Is(lerr, ErrNotFound):
+		return nil, err // never made
+	case lerr != nil:
+		return nil, fmt.Errorf("%w; it may have been made, and looking it up failed: %w", err, lerr)
+	case rec.Status != StatusPending:
+		return &rec, nil // it ended (answered, say) while the create failed
+	}
+	got, werr := c.withdrawFor(ctx, &rec, err)
+	if got != nil && got.Status != StatusPending && got.Status != StatusCancelled {
+		return got, nil // it ended otherwise before the withdrawal: that is its outcome
+	}
+	return got, werr
+}
+
 // abandon withdraws a request whose create may have landed, or may still
-// be on its way, but whose answer never arrived because of cause (ctx
-// ended, or the bridge failed for too long): it is cancelled by its
-// tool_call_id, which also keeps a create still on its way from asking
-// anyone (the bridge records it withdrawn).
-func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body []byte, sent bool, cause error) (*Record, error) {
+// be on its way, but whose answer never arrived because ctx ended: it is
+// cancelled by its tool_call_id, which also keeps a create still on its
+// way from asking anyone (the bridge records it withdrawn).
+func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body []byte, sent bool) (*Record, error) {
+	cause := ctx.Err()
 	if !sent {
 		return nil, fmt.Errorf("create %s: %w", kind, cause)
 	}
@@ -287,7 +322,12 @@ func (c *Client) Wait(ctx context.Context, rec *Record) (*Record, error) {
 // withdraw cancels rec's request after ctx ended, under a context of its
 // own, and returns the record as it ended with an error wrapping ctx's.
 func (c *Client) withdraw(ctx context.Context, rec *Record) (*Record, error) {
-	cause := ctx.Err()
+	return c.withdrawFor(ctx, rec, ctx.Err())
+}
+
+// withdrawFor cancels rec's request because of cause, under a context of
+// its own, and returns the record as it ended with an error wrapping cause.
+func (c *Client) withdrawFor(ctx context.Context, rec *Record, cause error) (*Record, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
 	defer cancel()
 	var got *Record

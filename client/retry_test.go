@@ -327,31 +327,66 @@ func TestAbandonOnAnOlderBridge(t *testing.T) {
 }
 
 // A create that may have reached the bridge, then failed until the client
-// gave up, leaves no question behind that nobody waits for: it is withdrawn
-// by its tool_call_id.
+// gave up (or was refused), leaves no question behind that nobody waits
+// for: it is looked up by its tool_call_id and, pending, withdrawn by id.
+// Not withdrawn by tool_call_id, which would record a withdrawal that a
+// later create under it would find.
 func TestCreateGivenUpIsWithdrawn(t *testing.T) {
 	cancelled := `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],` +
 		`"error":{"code":"ASK_ABORTED","message":"withdrawn"}}`
-	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
-		"POST":   {hangUp(t), reply(503, unavailable)},
-		"DELETE": {reply(200, cancelled)},
-	})
-	c.retryFor = 20 * time.Millisecond
-	rec, err := c.Create(context.Background(), question, 0)
-	if err == nil || !strings.Contains(err.Error(), "still failing") || rec == nil || rec.Status != StatusCancelled {
-		t.Fatalf("Create = %+v, %v; want the request withdrawn after the bridge kept failing", rec, err)
-	}
-	var sent struct {
-		ToolCallID string `json:"tool_call_id"`
-	}
-	if err := json.Unmarshal([]byte(s.calls("POST")[0]), &sent); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(s.calls("DELETE")); n != 1 {
-		t.Fatalf("%d deletes, want 1", n)
-	}
-	if got := s.deletes(); len(got) != 1 || got[0] != "tool_call_id="+sent.ToolCallID {
-		t.Errorf("withdrew %q, want by the create's tool_call_id %s", got, sent.ToolCallID)
+	refused := reply(400, `{"error":{"code":"INVALID_REQUEST","message":"bad"}}`)
+	for _, tc := range []struct {
+		name    string
+		post    []func(http.ResponseWriter, *http.Request, []byte)
+		found   func(http.ResponseWriter, *http.Request, []byte) // GET ?tool_call_id=
+		status  Status                                           // the record Create returns; "" for none
+		err     string                                           // in Create's error; "" for none
+		deletes int
+	}{
+		{"made, pending: withdrawn", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), reply(503, unavailable)}, reply(200, pendingRec), StatusCancelled, "still failing", 1},
+		{"never made", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), reply(503, unavailable)}, reply(404, `{"error":{"code":"NOT_FOUND","message":"no such request"}}`), "", "still failing", 0},
+		{"answered meanwhile: its answer", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), reply(503, unavailable)}, reply(200, answeredRec), StatusAnswered, "", 0},
+		{"refused after a lost reply", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), refused}, reply(200, pendingRec), StatusCancelled, "INVALID_REQUEST", 1},
+		{"refused at once: nothing looked up", []func(http.ResponseWriter, *http.Request, []byte){refused}, nil, "", "INVALID_REQUEST", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := map[string][]func(http.ResponseWriter, *http.Request, []byte){"POST": tc.post, "DELETE": {reply(200, cancelled)}}
+			if tc.found != nil {
+				steps["GET"] = []func(http.ResponseWriter, *http.Request, []byte){tc.found}
+			}
+			s, c := newScript(t, steps)
+			c.retryFor = 20 * time.Millisecond
+			rec, err := c.Create(context.Background(), question, 0)
+			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("Create error %v, want one saying %q", err, tc.err)
+			}
+			if got := Status(""); rec != nil {
+				got = rec.Status
+				if got != tc.status {
+					t.Errorf("Create returned a %s record, want %q", got, tc.status)
+				}
+			} else if tc.status != "" {
+				t.Errorf("Create returned no record, want a %s one", tc.status)
+			}
+			var sent struct {
+				ToolCallID string `json:"tool_call_id"`
+			}
+			if err := json.Unmarshal([]byte(s.calls("POST")[0]), &sent); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			gets := s.query["GET"]
+			s.mu.Unlock()
+			if tc.found != nil && (len(gets) != 1 || gets[0] != "tool_call_id="+sent.ToolCallID) {
+				t.Errorf("looked up %q, want once by the create's tool_call_id %s", gets, sent.ToolCallID)
+			}
+			if tc.found == nil && len(gets) != 0 {
+				t.Errorf("looked up %q for a create refused at once", gets)
+			}
+			if got := s.deletes(); len(got) != tc.deletes || (tc.deletes > 0 && got[0] != "") {
+				t.Errorf("withdrawals %q, want %d by id", got, tc.deletes)
+			}
+		})
 	}
 }
 
