@@ -166,6 +166,11 @@ export class BridgeClient {
     return this.call('DELETE', `${collection(kind)}/${encodeURIComponent(id)}`, { timeoutMs })
   }
 
+  /** GET the caller's request created under toolCallId, without creating it (404 NOT_FOUND when none). */
+  find (kind, toolCallId, timeoutMs) {
+    return this.call('GET', collection(kind), { query: { tool_call_id: toolCallId }, timeoutMs })
+  }
+
   /**
    * DELETE by tool_call_id: withdraw the request created under it, or, when
    * its create has not landed yet, keep that create from asking anyone (the

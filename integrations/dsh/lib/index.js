@@ -68,6 +68,7 @@ export const name = 'askbridge'
 const MAX_CALL_ID = 200 // bytes, the bridge's limit on tool_call_id
 const MAX_CALLER = 200 // characters of caller.agent/name/session
 const MAX_ROUNDS = 100 // approvals decided before under one key: see #create
+const CLOCK_SKEW_MS = 5000 // between this host's clock and the bridge's, allowed for
 const MAX_REASON = 4000 // characters of an approval reason
 
 // ---------------------------------------------------------------- config
@@ -226,6 +227,7 @@ export class Answerer {
     })
     this.inflight = new Set()
     this.closing = new AbortController() // ends the withdrawals still being retried
+    this.skewMs = CLOCK_SKEW_MS // tests set it lower
     this.withdrawals = new Set() // their promises, for tests to wait on
   }
 
@@ -344,8 +346,15 @@ export class Answerer {
       this.#debug('%s %s pending (tool_call_id %s)', kind, rec.id, body.tool_call_id)
       return await this.#wait(kind, rec, stop.signal)
     } catch (err) {
-      if (!stop.signal.aborted) throw err
-      if (why === 'turn') await this.#withdraw(kind, rec?.id, rec === undefined ? body : undefined)
+      if (!stop.signal.aborted) {
+        // The wait gave up. A request under a fresh key can't be found by a
+        // later ask of the call: nobody would ever read its answer.
+        if (rec !== undefined && !rec.noProvider && key === undefined) this.#track(this.#withdraw(kind, rec.id))
+        throw err
+      }
+      // Unloaded, a request under its call's key is left for a restarted
+      // harness to re-attach to; one under a fresh key can't be.
+      if (why === 'turn' || key === undefined) await this.#withdraw(kind, rec?.id, rec === undefined ? body : undefined)
       throw kind === 'question' ? questionEnd('ASK_ABORTED', turnSignal?.reason) : approvalEnd('ASK_ABORTED', turnSignal?.reason)
     } finally {
       turnSignal?.removeEventListener('abort', onTurn)
@@ -366,6 +375,7 @@ export class Answerer {
     let maybeSent = false
     let base = key
     let round = 0
+    const since = Date.now() - this.skewMs // a request made by this ask was made after this
     for (;;) {
       let rec
       try {
@@ -389,21 +399,30 @@ export class Answerer {
         }
         const connect = err instanceof NetworkError && err.connect
         if (connect && !maybeSent) throw unreachable(this.o.url, err)
-        if (!transient(err)) throw err
+        if (!transient(err)) {
+          if (maybeSent) this.#track(this.#giveUp(kind, body.tool_call_id))
+          throw err
+        }
         maybeSent ||= !connect
         try {
           await retry.pause(err, signal, this.o.url)
         } catch (gaveUp) {
-          if (maybeSent && !signal.aborted) this.#track(this.#withdraw(kind, undefined, body))
+          if (maybeSent && !signal.aborted) this.#track(this.#giveUp(kind, body.tool_call_id))
           throw gaveUp
         }
         continue
       }
-      if (kind === 'approval' && base !== undefined && !maybeSent && rec.status !== 'pending' && round < MAX_ROUNDS) {
-        // Decided before this ask was sent: the decision is another ask's (a
-        // harness re-running the call after a restart asks anew, and logs a
-        // new approval). A grant is for the ask it answered: this one goes to
-        // a person again, under a key of its own that a restart finds too.
+      // Ended, the record is this ask's only if an attempt of it whose reply
+      // was lost made it: since this ask began. A create that makes its
+      // request finds it pending.
+      const ours = maybeSent && Date.parse(rec.created_at) >= since
+      if (kind === 'approval' && base !== undefined && rec.status !== 'pending' && !ours && round < MAX_ROUNDS) {
+        // Decided, and made before this ask was sent (a retry of this ask's
+        // own create whose reply was lost finds it made since): the decision
+        // is another ask's (a harness re-running the call after a restart
+        // asks anew, and logs a new approval). A grant is for the ask it
+        // answered: this one goes to a person again, under a key of its own
+        // that a restart finds too.
         round++
         body.tool_call_id = toolCallID(`${base}~${round}`)
         continue
@@ -436,17 +455,50 @@ export class Answerer {
    * attempt that fails for a moment (the bridge restarting) goes on in the
    * background for retryFor: a withdrawal is safe to repeat.
    */
-  async #withdraw (kind, id, body) {
-    const once = async () => {
-      // Aborted during the create, the request may exist or its create may
-      // still be on the way: its tool_call_id withdraws it either way,
-      // without asking anyone.
+  #withdraw (kind, id, body) {
+    // Aborted during the create, the request may exist or its create may
+    // still be on the way: its tool_call_id withdraws it either way,
+    // without asking anyone.
+    return this.#persist(`${kind} ${id ?? body?.tool_call_id}`, async () => {
       const rec = id === undefined
         ? await this.#withdrawByToolCall(kind, body)
         : await this.client.cancel(kind, id, 5000)
       this.#debug('%s %s withdrawn: %s', kind, rec.id, rec.status)
-    }
-    const what = () => `${kind} ${id ?? body?.tool_call_id}`
+    })
+  }
+
+  /**
+   * After a create given up on that may have made its request: look it up
+   * by tool_call_id and withdraw it by id when it is pending. Not withdrawn
+   * by tool_call_id, which records a withdrawal even where nothing was made,
+   * and a later ask of the call would find that instead of asking.
+   */
+  #giveUp (kind, toolCallId) {
+    return this.#persist(`${kind} ${toolCallId}`, async () => {
+      let rec
+      try {
+        rec = await this.client.find(kind, toolCallId, 5000)
+      } catch (err) {
+        if (err instanceof BridgeError && err.code === 'NOT_FOUND') return // never made
+        throw err
+      }
+      if (rec.status !== 'pending') return
+      rec = await this.client.cancel(kind, rec.id, 5000)
+      this.#debug('%s %s withdrawn: %s', kind, rec.id, rec.status)
+    })
+  }
+
+  /** Keeps p in withdrawals until it settles. */
+  #track (p) {
+    this.withdrawals.add(p)
+    p.finally(() => this.withdrawals.delete(p))
+  }
+
+  /**
+   * Run once(), and again in the background for retryFor while it fails for
+   * a moment. Never throws. Unloaded (close), one last try, at once.
+   */
+  async #persist (what, once) {
     let err
     try {
       return await once()
@@ -454,33 +506,34 @@ export class Answerer {
       err = e
     }
     if (!transient(err) || this.o.retryFor === 0 || this.closing.signal.aborted) {
-      this.#warn('could not withdraw %s from %s: %s', what(), this.o.url, err.message)
+      this.#warn('could not withdraw %s from %s: %s', what, this.o.url, err.message)
       return
     }
-    this.#warn('could not withdraw %s from %s yet (%s); trying again for up to %d s', what(), this.o.url, err.message, this.o.retryFor)
-    const later = (async () => {
+    this.#warn('could not withdraw %s from %s yet (%s); trying again for up to %d s', what, this.o.url, err.message, this.o.retryFor)
+    this.#track((async () => {
       const retry = new Retry(this.o.retryFor)
       for (;;) {
         try {
           await retry.pause(err, this.closing.signal, this.o.url)
+        } catch (e) {
+          if (this.closing.signal.aborted) {
+            await once().catch((e) => this.#warn('could not withdraw %s from %s: %s', what, this.o.url, e.message))
+          } else {
+            this.#warn('could not withdraw %s from %s: %s', what, this.o.url, e.message)
+          }
+          return
+        }
+        try {
           return await once()
         } catch (e) {
-          if (this.closing.signal.aborted) return
-          if (e instanceof Unreachable || !transient(e)) {
-            this.#warn('could not withdraw %s from %s: %s', what(), this.o.url, e.message)
+          if (!transient(e)) {
+            this.#warn('could not withdraw %s from %s: %s', what, this.o.url, e.message)
             return
           }
           err = e
         }
       }
-    })()
-    this.#track(later)
-  }
-
-  /** Keeps p in withdrawals until it settles. */
-  #track (p) {
-    this.withdrawals.add(p)
-    p.finally(() => this.withdrawals.delete(p))
+    })())
   }
 
   async #withdrawByToolCall (kind, body) {

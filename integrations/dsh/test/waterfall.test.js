@@ -566,11 +566,14 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
 /**
  * An Answerer whose calls to the bridge fail as scripted: faults[method] is
  * a list of what each call does in turn, 'lost' (it reaches the bridge, its
- * reply does not come back), 'refused' (it never connects) or 'ok'; past the
+ * reply does not come back), 'dropped' (it fails as 'lost' does, but never
+ * reached the bridge), 'refused' (it never connects) or 'ok'; past the
  * list's end, calls go through.
  */
 function faulty (options, faults) {
-  const answerer = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...options }))
+  const { clockSkewMs, ...config } = options
+  const answerer = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...config }))
+  if (clockSkewMs !== undefined) answerer.skewMs = clockSkewMs
   const real = answerer.client
   const calls = {}
   const lost = [] // the replies that never came back
@@ -582,6 +585,7 @@ function faulty (options, faults) {
         const n = calls[prop] = (calls[prop] ?? 0) + 1
         const fault = faults[prop][n - 1] ?? 'ok'
         if (fault === 'refused') throw new NetworkError('connect ECONNREFUSED', undefined, 'ECONNREFUSED')
+        if (fault === 'dropped') throw new NetworkError('socket hang up', undefined, 'ECONNRESET') // sent, never arrived
         const out = await fn.apply(target, args)
         if (fault === 'lost') {
           lost.push(out)
@@ -625,6 +629,80 @@ describe('faults between the plugin and the bridge', () => {
     assert.equal(calls.create, 1)
     assert.equal(answerer.withdrawals.size, 0)
     assert.equal(calls.cancelByToolCall, undefined)
+  })
+
+  test('a create given up on that made nothing leaves nothing behind: the call asks again later', async () => {
+    // Withdrawn by tool_call_id, it would have left a withdrawal that the
+    // call's next ask finds (cancelled) instead of asking.
+    const text = unique('Flush the queue?')
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    const request = () => ({ callId, questions: [{ id: 'q', question: text, options: [{ label: 'Flush' }, { label: 'Keep' }] }] })
+    const { answerer } = faulty({ retryFor: 1 }, { create: ['dropped', ...Array(1000).fill('refused')] })
+    assert.equal((await rejection(track(answerer.ask(request())), 10_000)).code, 'ASKBRIDGE_UNREACHABLE')
+    await within(Promise.all([...answerer.withdrawals]), 10_000, 'the give-up')
+    const again = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5 }))
+    const asking = track(again.ask(request()))
+    const rec = await person.question(text)
+    await person.answer(rec.id, [{ id: 'q', selected: ['Keep'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'q', selected: ['Keep'] }] })
+  })
+
+  test('an approval decided before, found again by a retry after a lost reply: asked anew', async () => {
+    const agent = fakeAgent('session-lost-retry')
+    const toolName = `drain_${Math.random().toString(36).slice(2, 8)}`
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    const first = track(new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5 })).approve({ agent, toolName, callId }, () => Promise.resolve('next')))
+    const rec = await person.approval(toolName)
+    await person.decide(rec.id, { outcome: 'allowed-once' })
+    assert.equal(await within(first, 10_000, 'approval'), 'allowed-once')
+
+    // The second ask's create reaches the bridge (which hands back the
+    // decided approval) but its reply is lost; the retry finds it again.
+    const { answerer } = faulty({ clockSkewMs: 0 }, { create: ['lost'] })
+    const second = track(answerer.approve({ agent, toolName, callId }, () => Promise.resolve('next')))
+    const rec2 = await person.approval(toolName)
+    assert.notEqual(rec2.id, rec.id)
+    await person.decide(rec2.id, { outcome: 'rejected' })
+    assert.equal(await within(second, 10_000, 'approval'), 'rejected')
+  })
+
+  test('a wait given up on withdraws a request no later ask could find', async () => {
+    const text = unique('Rebuild the index?')
+    const { answerer } = faulty({ retryFor: 1 }, { get: Array(1000).fill('refused') })
+    const asking = track(answerer.ask({ questions: [{ id: 'q', question: text }] }))
+    const rec = await person.question(text)
+    assert.equal((await rejection(asking, 10_000)).code, 'ASKBRIDGE_UNREACHABLE')
+    await within(Promise.all([...answerer.withdrawals]), 10_000, 'the withdrawal')
+    assert.equal((await person.get('question', rec.id)).status, 'cancelled')
+  })
+
+  test('unloaded, a request no later ask could find is withdrawn; one under its call id is left', async () => {
+    const fresh = unique('Resize the disk?')
+    const keyed = unique('Resize the other disk?')
+    const h = await harness()
+    const lost = [
+      track(h.ctx.userQuestions.ask({ agent: fakeAgent('session-unload'), questions: [{ id: 'q', question: fresh }] })),
+      track(h.ctx.userQuestions.ask({ agent: fakeAgent('session-unload'), callId: `call_${Math.random().toString(36).slice(2)}`, questions: [{ id: 'q', question: keyed }] })),
+    ]
+    const [a, b] = [await person.question(fresh), await person.question(keyed)]
+    await dispose(h.ctx)
+    for (const p of lost) assert.equal((await rejection(p, 5000)).code, 'ASK_ABORTED')
+    assert.equal((await eventually('question', a.id, (r) => r.status !== 'pending')).status, 'cancelled')
+    assert.equal((await person.get('question', b.id)).status, 'pending', 'a restarted harness may re-attach to it')
+  })
+
+  test('unloaded, a withdrawal still being retried gets one last try', async () => {
+    const text = unique('Stop the canary?')
+    const { answerer, calls } = faulty({ retryFor: 30 }, { cancel: ['refused'] })
+    const turn = new AbortController()
+    const asking = track(answerer.ask({ questions: [{ id: 'q', question: text }], signal: turn.signal }))
+    const rec = await person.question(text)
+    turn.abort()
+    assert.equal((await rejection(asking, 5000)).code, 'ASK_ABORTED')
+    answerer.close()
+    await within(Promise.all([...answerer.withdrawals]), 5000, 'the last try')
+    assert.equal(calls.cancel, 2)
+    assert.equal((await person.get('question', rec.id)).status, 'cancelled')
   })
 
   test('a withdrawal refused while the bridge restarts is tried again', async () => {
