@@ -204,7 +204,12 @@ func (e *apiError) Unwrap() []error { return []error{e.http, e.cause} }
 // a token: interaction tokens travel in URL paths, so the URL a transport
 // error or a rate-limit error quotes is cut to its host.
 func (s *Surface) call(ctx context.Context, name string, f func(opts ...discordgo.RequestOption) error) error {
-	err := s.retry.Do(ctx, func(ctx context.Context) error {
+	return s.callWith(ctx, s.retry, name, f)
+}
+
+// callWith is call under the retry policy r.
+func (s *Surface) callWith(ctx context.Context, r surface.Retry, name string, f func(opts ...discordgo.RequestOption) error) error {
+	err := r.Do(ctx, func(ctx context.Context) error {
 		rec := &statusRecord{}
 		ctx = context.WithValue(ctx, statusKey{}, rec)
 		err := f(discordgo.WithContext(ctx))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,41 @@ func TestASlowResolveIsFollowedUp(t *testing.T) {
 			h.work.Drain()
 			if n := len(fake.AllCalls("followup")); n != 1 {
 				t.Errorf("%d follow-ups, want 1", n)
+			}
+		})
+	}
+}
+
+// Right after a response through the Interactions Endpoint URL, Discord
+// may answer a follow-up 404 Unknown Webhook for a while: the follow-up is
+// tried again. A 5xx is not: the message may have been posted.
+func TestFollowUpRidesOutUnknownWebhook(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fails     []FakeFail
+		tries, ok int
+	}{
+		"unknown at first": {[]FakeFail{{Status: http.StatusNotFound, Code: 10015, Message: "Unknown Webhook"}, {Status: http.StatusNotFound, Code: 10015, Message: "Unknown Webhook"}}, 3, 1},
+		"a 5xx":            {[]FakeFail{{Status: http.StatusInternalServerError}}, 1, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := NewFakeDiscord(t, "bot-token-of-the-follow-up-test")
+			api, err := newSession(&config.Discord{APIURL: fake.URL, BotToken: config.Secret(fake.Token)}, http.DefaultClient)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Surface{api: api, log: slog.New(slog.DiscardHandler)}
+			in := &interaction{ID: "1300000000000000009", ApplicationID: FakeAppID, Token: "SECRET-INTERACTION-TOKEN"}
+			fake.Acknowledge(in.Token)
+			fake.FailNext("followup", tc.fails...)
+			err = s.followUp(context.Background(), in, surface.MsgUnconfirmed)
+			if (err == nil) != (tc.ok == 1) {
+				t.Errorf("followUp: %v", err)
+			}
+			if err != nil && strings.Contains(err.Error(), in.Token) {
+				t.Errorf("the error quotes the interaction token: %v", err)
+			}
+			if all, ok := len(fake.AllCalls("followup")), len(fake.Calls("followup")); all != tc.tries || ok != tc.ok {
+				t.Errorf("%d tries, %d posted; want %d, %d", all, ok, tc.tries, tc.ok)
 			}
 		})
 	}

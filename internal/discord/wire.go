@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -209,16 +210,43 @@ func deferredUpdate() *response { return &response{Type: respDeferredUpdate} }
 
 // followUp sends text to the person of interaction in, for their eyes
 // only, after its response: a follow-up message on the interaction's
-// token, which Discord takes for 15 minutes after the interaction.
+// token, which Discord takes for 15 minutes after the interaction. Right
+// after a response through the Interactions Endpoint URL, Discord may not
+// know the token yet (404 Unknown Webhook, discord-api-docs#7220): that
+// is retried for about 8 s. Nothing else is: a 5xx may have posted it.
 func (s *Surface) followUp(ctx context.Context, in *interaction, text string) error {
 	text = surface.Truncate(text, maxContent)
 	data := &responseData{Content: &text, Flags: flagEphemeral, AllowedMentions: mentions("")}
-	return s.call(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
-		endpoint := discordgo.EndpointFollowupMessage(in.ApplicationID, in.Token)
-		_, err := s.api.RequestWithBucketID("POST", endpoint, data, discordgo.EndpointFollowupMessage(in.ApplicationID, ""), opts...)
-		return err
-	})
+	once := s.retry
+	once.Attempts = 1
+	wait := followUpWait
+	for attempt := 1; ; attempt++ {
+		err := s.callWith(ctx, once, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
+			endpoint := discordgo.EndpointFollowupMessage(in.ApplicationID, in.Token)
+			_, err := s.api.RequestWithBucketID("POST", endpoint, data, discordgo.EndpointFollowupMessage(in.ApplicationID, ""), opts...)
+			return err
+		})
+		if err == nil || attempt == followUpAttempts || !refusedWith(err, codeUnknownWebhook) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
 }
+
+// A follow-up refused as Unknown Webhook is tried followUpAttempts times
+// in all, followUpWait after the first, doubling: 250 ms to 4 s, about 8 s.
+const (
+	followUpAttempts   = 6
+	followUpWait       = 250 * time.Millisecond
+	codeUnknownWebhook = 10015
+)
 
 // gone answers an interaction on a message whose request the store no
 // longer has (its post's reply was lost, so the request was discarded):
