@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,22 +29,49 @@ func Stdio(stdin io.Reader, stdout io.Writer, log *slog.Logger) mcp.Transport {
 	return &mcp.IOTransport{Reader: r, Writer: out}
 }
 
+// maxLine is the longest line passed on: the SDK's own limit. A longer
+// one is answered and skipped, never held whole.
+const maxLine = mcp.DefaultMaxLineLength
+
 // screen copies the lines of in that are JSON-RPC messages to pass, and
 // answers the rest on out.
 func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error {
-	br := bufio.NewReader(in)
+	br := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
 	for {
-		line, err := br.ReadBytes('\n')
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			if code, msg, id := refusal(trimmed); code != 0 {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case tooLong:
+		case len(line)+len(chunk) > maxLine:
+			tooLong, line = true, nil
+		default:
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue // the line goes on
+		}
+		if tooLong {
+			log.Warn("an MCP client sent a line longer than the limit; answered with an error", "limit_bytes", maxLine)
+			if _, werr := out.Write(errorLine(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")); werr != nil {
+				return werr
+			}
+		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			switch code, msg, id := refusal(trimmed); code {
+			case 0:
+				if _, werr := pass.Write(append(trimmed, '\n')); werr != nil {
+					return werr
+				}
+			case drop:
+				log.Warn("an MCP client sent a response that answers no request; dropped", "error", msg)
+			default:
 				log.Warn("an MCP client sent a line that is not a JSON-RPC message; answered with an error", "code", code, "error", msg)
 				if _, werr := out.Write(errorLine(id, code, msg)); werr != nil {
 					return werr
 				}
-			} else if _, werr := pass.Write(append(trimmed, '\n')); werr != nil {
-				return werr
 			}
 		}
+		line, tooLong = line[:0], false
 		if err != nil {
 			if err == io.EOF {
 				return nil // the pipe reads as ended: the client closed stdin
@@ -53,30 +81,36 @@ func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error
 	}
 }
 
+// drop is refusal's code for a line that gets no answer: a response (one
+// is never answered) the SDK would end the session over.
+const drop = 1
+
 // refusal returns the JSON-RPC error code and message that line gets, with
-// the id to answer it under, or code 0 for a line to pass on: a message, or
-// a batch (the SDK answers a batch itself).
+// the id to answer it under; code 0 for a message to pass on, as the SDK
+// reads messages, or drop. Batches are refused: MCP has none since
+// 2025-06-18, and the SDK ends the session over one it does not take.
 func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 	if !json.Valid(line) {
-		return -32700, "Parse error: the line is not JSON", nil
+		return jsonrpc.CodeParseError, "Parse error: the line is not JSON", nil
 	}
 	if line[0] == '[' {
+		return jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not supported", nil
+	}
+	_, err := jsonrpc.DecodeMessage(line)
+	if err == nil {
 		return 0, "", nil
 	}
 	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
 	}
-	if line[0] != '{' || json.Unmarshal(line, &m) != nil {
-		return -32600, "Invalid Request: not a JSON-RPC message object", nil
+	_ = json.Unmarshal(line, &m)
+	if m.Method == nil && (m.Result != nil || m.Error != nil) {
+		return drop, err.Error(), nil
 	}
-	if m.JSONRPC != "2.0" || (m.Method == "" && m.Result == nil && m.Error == nil) {
-		return -32600, `Invalid Request: a message has "jsonrpc": "2.0" and a method, a result or an error`, validID(m.ID)
-	}
-	return 0, "", nil
+	return jsonrpc.CodeInvalidRequest, "Invalid Request: " + err.Error(), validID(m.ID)
 }
 
 // validID is id when it is one a response can carry (a string or a

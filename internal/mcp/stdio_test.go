@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,31 @@ func TestStdioSurvivesAMalformedLine(t *testing.T) {
 	send(`{"id": 7, "hello": "world"}`)
 	if m := next("JSON that is not a message"); code(m) != -32600 || m["id"] != float64(7) {
 		t.Errorf("answered %v, want a -32600 invalid request for id 7", m)
+	}
+	for _, tc := range []struct {
+		line string
+		id   any
+	}{
+		{`[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, nil}, // a batch
+		{`[]`, nil},
+		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, nil},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, nil},
+		{`{"JSONRPC":"2.0","id":4,"method":"ping"}`, float64(4)},
+		{`{"jsonrpc":"1.0","id":"five","method":"ping"}`, "five"},
+	} {
+		send(tc.line)
+		if m := next(tc.line); code(m) != -32600 || m["id"] != tc.id {
+			t.Errorf("%s: answered %v, want a -32600 invalid request for id %v", tc.line, m, tc.id)
+		}
+	}
+	// A response that answers nothing is dropped, not answered.
+	send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}`)
+	// A line longer than the SDK takes is answered, and not held whole.
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"`+strings.Repeat("x", maxLine)+`"}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if m := next("a line too long"); code(m) != -32600 || m["id"] != nil {
+		t.Errorf("a line too long: answered %v, want -32600", m)
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if m := next("initialize"); m["id"] != float64(1) || m["result"] == nil {
