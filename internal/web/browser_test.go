@@ -478,23 +478,8 @@ func TestBrowser(t *testing.T) {
 		// wait for its reply and say "Allowed once", not vanish unconfirmed.
 		rec := create(t, base, "/v1/approvals", map[string]any{"tool_name": "drain_node", "arguments": map[string]any{"node": "eu-7"}})
 		c := card(rec)
-		tab, cancelTab := chromedp.NewContext(bctx)
-		defer cancelTab()
-		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
-		defer cancel()
-		replies := make(chan fetch.RequestID, 1)
-		if err := chromedp.Listen(ctx, func(ev any) {
-			if e, ok := ev.(*fetch.EventRequestPaused); ok {
-				replies <- e.RequestID
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-				{URLPattern: "*/web/requests/*/decision", RequestStage: fetch.RequestStageResponse}}})
-			return err
-		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c+" form.decide"),
+		ctx, replies := heldReplies(t, bctx, "*/web/requests/*/decision")
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c+" form.decide"),
 			chromedp.Click(c+` button[data-outcome="allowed-once"]`)); err != nil {
 			t.Fatalf("allow: %v", err)
 		}
@@ -595,23 +580,8 @@ func TestBrowser(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Drain eu-9?", Options: []seam.Option{{Label: "Drain"}, {Label: "Leave it"}}}))
 		link := base + a.Web().Links().Path(get(t, a.Store(), rec))
 		c := card(rec)
-		tab, cancelTab := chromedp.NewContext(bctx)
-		defer cancelTab()
-		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
-		defer cancel()
-		replies := make(chan fetch.RequestID, 1)
-		if err := chromedp.Listen(ctx, func(ev any) {
-			if e, ok := ev.(*fetch.EventRequestPaused); ok {
-				replies <- e.RequestID
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-				{URLPattern: "*/web/requests/*/answer", RequestStage: fetch.RequestStageResponse}}})
-			return err
-		}), chromedp.Navigate(link), chromedp.WaitVisible(c+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
+		ctx, replies := heldReplies(t, bctx, "*/web/requests/*/answer")
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Navigate(link), chromedp.WaitVisible(c+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
 			chromedp.Evaluate[chromedp.Void](`window.samePage = "yes"`),
 			chromedp.Click(c+` input[value="Drain"]`), chromedp.Click(c+" button[type=submit]")); err != nil {
 			t.Fatalf("send: %v", err)
@@ -797,6 +767,34 @@ func TestBrowser(t *testing.T) {
 		do(t, "back", chromedp.EmulateViewport(375, 812))
 	})
 	t.Logf("screenshots in %s", shots)
+}
+
+// heldReplies opens a tab of bctx (for 30 s at most) in which the replies
+// to requests matching pattern are held back: each one's id comes on the
+// channel, and it goes on once the test continues it (fetch.ContinueRequest)
+// or fails it.
+func heldReplies(t *testing.T, bctx context.Context, pattern string) (context.Context, <-chan fetch.RequestID) {
+	t.Helper()
+	tab, cancelTab := chromedp.NewContext(bctx)
+	t.Cleanup(cancelTab)
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+	t.Cleanup(cancel)
+	replies := make(chan fetch.RequestID, 1)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			replies <- e.RequestID
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: pattern, RequestStage: fetch.RequestStageResponse}}})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, replies
 }
 
 // needChromium returns the Chromium to run, or skips t without one (fails
