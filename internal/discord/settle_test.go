@@ -151,6 +151,7 @@ func TestFollowUpRidesOutUnknownWebhook(t *testing.T) {
 	}{
 		"unknown at first": {[]FakeFail{{Status: http.StatusNotFound, Code: 10015, Message: "Unknown Webhook"}, {Status: http.StatusNotFound, Code: 10015, Message: "Unknown Webhook"}}, 3, 1},
 		"a 5xx":            {[]FakeFail{{Status: http.StatusInternalServerError}}, 1, 0},
+		"rate limited":     {[]FakeFail{{Status: http.StatusTooManyRequests, RetryAfter: 0.05}}, 2, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := NewFakeDiscord(t, "bot-token-of-the-follow-up-test")

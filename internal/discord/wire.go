@@ -213,12 +213,13 @@ func deferredUpdate() *response { return &response{Type: respDeferredUpdate} }
 // token, which Discord takes for 15 minutes after the interaction. Right
 // after a response through the Interactions Endpoint URL, Discord may not
 // know the token yet (404 Unknown Webhook, discord-api-docs#7220): that
-// is retried for about 8 s. Nothing else is: a 5xx may have posted it.
+// is retried for about 8 s. A 5xx is not: it may have posted it (429s and
+// failures to connect are, as every call's).
 func (s *Surface) followUp(ctx context.Context, in *interaction, text string) error {
 	text = surface.Truncate(text, maxContent)
 	data := &responseData{Content: &text, Flags: flagEphemeral, AllowedMentions: mentions("")}
 	once := s.retry
-	once.Attempts = 1
+	once.Once = true
 	wait := followUpWait
 	for attempt := 1; ; attempt++ {
 		err := s.callWith(ctx, once, "interaction follow-up", func(opts ...discordgo.RequestOption) error {

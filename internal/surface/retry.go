@@ -31,6 +31,11 @@ type Retry struct {
 	RateLimitWait time.Duration // wait after a 429 that names no Retry-After; default 1s
 	MaxWait       time.Duration // a 429 asking for longer fails at once; default 60s
 
+	// Once marks a call that a 5xx may have applied, a POST that is not
+	// idempotent: a 5xx is not tried again (a 429 and a failure to
+	// connect, which apply nothing, still are).
+	Once bool
+
 	// Sleep waits d or until ctx ends. Tests replace it to record the waits
 	// instead of sleeping; default a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -122,7 +127,7 @@ func (r Retry) classify(err error, backoff *time.Duration) (time.Duration, bool)
 			wait = r.RateLimitWait
 		}
 		return wait, wait <= r.MaxWait
-	case status >= 500, notSent(err):
+	case notSent(err), status >= 500 && !r.Once:
 		wait := *backoff
 		*backoff = min(2**backoff, r.MaxBackoff)
 		return wait, true

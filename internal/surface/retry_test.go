@@ -72,9 +72,13 @@ func TestRetryPolicy(t *testing.T) {
 		{"a Retry-After beyond MaxWait fails at once", []error{&slackapi.RateLimitedError{RetryAfter: 2 * time.Minute}}, true, 1, nil},
 		{"attempts are bounded", []error{status(500), status(500), status(500), status(500), status(500), status(500)}, true, 5,
 			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}},
+		{"once: a 5xx fails at once (it may have been applied)", []error{status(500)}, true, 1, nil},
+		{"once: a 429 still waits", []error{&HTTPError{Status: 429, RetryAfter: time.Second}}, false, 2, []time.Duration{time.Second}},
+		{"once: a refused connection still backs off", []error{refused()}, false, 2, []time.Duration{500 * time.Millisecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, waits := recorder()
+			r.Once = strings.HasPrefix(tc.name, "once: ")
 			call, calls := script(tc.errs...)
 			err := r.Do(context.Background(), call)
 			if (err != nil) != tc.wantErr {
