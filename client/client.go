@@ -186,6 +186,7 @@ func (c *Client) askWait(ctx context.Context, req Request) (*Record, error) {
 // it was made and is pending, withdrawn, so that nobody answers it for
 // nothing; when it was answered meanwhile, Create returns it.
 func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*Record, error) {
+	ownID := req.toolCallID() == "" // made up here: nobody will create under it again
 	req = req.withToolCallID()
 	kind := req.kind()
 	body, err := json.Marshal(req)
@@ -205,27 +206,39 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load())
 		case !wrote.Load():
 			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.base, err)
+		case errors.Is(err, ErrConflict):
+			// The tool_call_id names another request: nothing of this one's.
+			return nil, fmt.Errorf("create %s: %w", kind, err)
 		case !transient(err):
-			return c.giveUp(ctx, kind, req.toolCallID(), mayExist, fmt.Errorf("create %s: %w", kind, err))
+			return c.giveUp(ctx, kind, req.toolCallID(), body, ownID, mayExist, fmt.Errorf("create %s: %w", kind, err))
 		}
 		mayExist = true
 		if err := r.pause(ctx, err); err != nil {
 			if ctx.Err() != nil {
 				return c.abandon(ctx, kind, req.toolCallID(), body, true)
 			}
-			return c.giveUp(ctx, kind, req.toolCallID(), true, fmt.Errorf("create %s: %w", kind, err))
+			return c.giveUp(ctx, kind, req.toolCallID(), body, ownID, true, fmt.Errorf("create %s: %w", kind, err))
 		}
 	}
 }
 
-// giveUp ends a create that failed with err: when an earlier attempt may
-// have made the request, it is looked up by its tool_call_id (not
-// withdrawn by it, which would record a withdrawal that a later create
-// under the same tool_call_id finds) and, pending, withdrawn; answered
-// meanwhile, it is returned as the create's outcome.
-func (c *Client) giveUp(ctx context.Context, kind Kind, toolCallID string, mayExist bool, err error) (*Record, error) {
+// giveUp ends a create that failed with err when an earlier attempt may
+// have made the request. Under a tool_call_id made up by Create, it is
+// withdrawn by it, which also stops a create still on its way. Under the
+// caller's, it is looked up instead (a withdrawal by tool_call_id is
+// recorded even where nothing was made, and the caller's next create
+// under it would find that) and, pending, withdrawn; answered meanwhile,
+// it is returned as the create's outcome.
+func (c *Client) giveUp(ctx context.Context, kind Kind, toolCallID string, body []byte, ownID, mayExist bool, err error) (*Record, error) {
 	if !mayExist {
 		return nil, err
+	}
+	if ownID {
+		rec, werr := c.abandonFor(ctx, kind, toolCallID, body, err)
+		if rec != nil && rec.Status != StatusPending && rec.Status != StatusCancelled {
+			return rec, nil // it ended otherwise first: that is its outcome
+		}
+		return rec, werr
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
 	defer cancel()
@@ -239,6 +252,10 @@ func (c *Client) giveUp(ctx context.Context, kind Kind, toolCallID string, mayEx
 		return nil, err // never made
 	case lerr != nil:
 		return nil, fmt.Errorf("%w; it may have been made, and looking it up failed: %w", err, lerr)
+	case rec.ID == "" || rec.ToolCallID != toolCallID:
+		// Not this request's record (a bridge from before the lookup by
+		// tool_call_id answers with a list).
+		return nil, fmt.Errorf("%w; it may have been made, and this bridge can't look it up", err)
 	case rec.Status != StatusPending:
 		return &rec, nil // it ended (answered, say) while the create failed
 	}
@@ -254,10 +271,15 @@ func (c *Client) giveUp(ctx context.Context, kind Kind, toolCallID string, mayEx
 // cancelled by its tool_call_id, which also keeps a create still on its
 // way from asking anyone (the bridge records it withdrawn).
 func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body []byte, sent bool) (*Record, error) {
-	cause := ctx.Err()
 	if !sent {
-		return nil, fmt.Errorf("create %s: %w", kind, cause)
+		return nil, fmt.Errorf("create %s: %w", kind, ctx.Err())
 	}
+	return c.abandonFor(ctx, kind, toolCallID, body, ctx.Err())
+}
+
+// abandonFor withdraws by tool_call_id a request whose create may have
+// landed, or may still be on its way, because of cause.
+func (c *Client) abandonFor(ctx context.Context, kind Kind, toolCallID string, body []byte, cause error) (*Record, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
 	defer cancel()
 	var rec Record
@@ -270,7 +292,7 @@ func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body
 		// sure it does (the same tool_call_id re-attaches), then cancel it.
 		err = c.do(wctx, call{method: http.MethodPost, path: collection(kind), body: body}, &rec)
 		if err == nil {
-			return c.withdraw(ctx, &rec)
+			return c.withdrawFor(ctx, &rec, cause)
 		}
 	}
 	if err != nil {

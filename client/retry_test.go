@@ -328,65 +328,91 @@ func TestAbandonOnAnOlderBridge(t *testing.T) {
 
 // A create that may have reached the bridge, then failed until the client
 // gave up (or was refused), leaves no question behind that nobody waits
-// for: it is looked up by its tool_call_id and, pending, withdrawn by id.
-// Not withdrawn by tool_call_id, which would record a withdrawal that a
-// later create under it would find.
+// for. Under the caller's tool_call_id it is looked up and, pending,
+// withdrawn by id: a withdrawal by tool_call_id is recorded even where
+// nothing was made, and the caller's next create under it would find it.
 func TestCreateGivenUpIsWithdrawn(t *testing.T) {
-	cancelled := `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],` +
-		`"error":{"code":"ASK_ABORTED","message":"withdrawn"}}`
+	const id = "call-7"
+	rec := func(status string) string {
+		return `{"id":"abc","kind":"question","status":"` + status + `","route":"default","tool_call_id":"` + id + `","questions":[{"id":"q1","question":"Go?"}]` +
+			map[string]string{"answered": `,"answer":{"answers":[{"id":"q1","selected":[],"custom":"go"}]}`, "cancelled": `,"error":{"code":"ASK_ABORTED","message":"withdrawn"}`}[status] + `}`
+	}
 	refused := reply(400, `{"error":{"code":"INVALID_REQUEST","message":"bad"}}`)
+	type step = func(http.ResponseWriter, *http.Request, []byte)
 	for _, tc := range []struct {
 		name    string
-		post    []func(http.ResponseWriter, *http.Request, []byte)
-		found   func(http.ResponseWriter, *http.Request, []byte) // GET ?tool_call_id=
-		status  Status                                           // the record Create returns; "" for none
-		err     string                                           // in Create's error; "" for none
+		post    []step
+		found   step // GET ?tool_call_id=
+		status  Status
+		err     string // in Create's error; "" for none
 		deletes int
 	}{
-		{"made, pending: withdrawn", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), reply(503, unavailable)}, reply(200, pendingRec), StatusCancelled, "still failing", 1},
-		{"never made", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), reply(503, unavailable)}, reply(404, `{"error":{"code":"NOT_FOUND","message":"no such request"}}`), "", "still failing", 0},
-		{"answered meanwhile: its answer", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), reply(503, unavailable)}, reply(200, answeredRec), StatusAnswered, "", 0},
-		{"refused after a lost reply", []func(http.ResponseWriter, *http.Request, []byte){hangUp(t), refused}, reply(200, pendingRec), StatusCancelled, "INVALID_REQUEST", 1},
-		{"refused at once: nothing looked up", []func(http.ResponseWriter, *http.Request, []byte){refused}, nil, "", "INVALID_REQUEST", 0},
+		{"made, pending: withdrawn", []step{hangUp(t), reply(503, unavailable)}, reply(200, rec("pending")), StatusCancelled, "still failing", 1},
+		{"never made", []step{hangUp(t), reply(503, unavailable)}, reply(404, `{"error":{"code":"NOT_FOUND","message":"no such request"}}`), "", "still failing", 0},
+		{"answered meanwhile: its answer", []step{hangUp(t), reply(503, unavailable)}, reply(200, rec("answered")), StatusAnswered, "", 0},
+		{"refused after a lost reply", []step{hangUp(t), refused}, reply(200, rec("pending")), StatusCancelled, "INVALID_REQUEST", 1},
+		{"refused at once: nothing looked up", []step{refused}, nil, "", "INVALID_REQUEST", 0},
+		{"the id names another request: nothing looked up", []step{hangUp(t), reply(409, `{"error":{"code":"CONFLICT","message":"another request"}}`)}, nil, "", "CONFLICT", 0},
+		{"a bridge that can't look up", []step{hangUp(t), reply(503, unavailable)}, reply(200, `{"questions":[]}`), "", "can't look it up", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			steps := map[string][]func(http.ResponseWriter, *http.Request, []byte){"POST": tc.post, "DELETE": {reply(200, cancelled)}}
+			steps := map[string][]step{"POST": tc.post, "DELETE": {reply(200, rec("cancelled"))}}
 			if tc.found != nil {
-				steps["GET"] = []func(http.ResponseWriter, *http.Request, []byte){tc.found}
+				steps["GET"] = []step{tc.found}
 			}
 			s, c := newScript(t, steps)
 			c.retryFor = 20 * time.Millisecond
-			rec, err := c.Create(context.Background(), question, 0)
+			q := question
+			q.ToolCallID = id
+			got, err := c.Create(context.Background(), q, 0)
 			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("Create error %v, want one saying %q", err, tc.err)
 			}
-			if got := Status(""); rec != nil {
-				got = rec.Status
-				if got != tc.status {
-					t.Errorf("Create returned a %s record, want %q", got, tc.status)
+			if status := Status(""); got != nil {
+				if status = got.Status; status != tc.status {
+					t.Errorf("Create returned a %s record, want %q", status, tc.status)
 				}
 			} else if tc.status != "" {
 				t.Errorf("Create returned no record, want a %s one", tc.status)
 			}
-			var sent struct {
-				ToolCallID string `json:"tool_call_id"`
-			}
-			if err := json.Unmarshal([]byte(s.calls("POST")[0]), &sent); err != nil {
-				t.Fatal(err)
-			}
 			s.mu.Lock()
 			gets := s.query["GET"]
 			s.mu.Unlock()
-			if tc.found != nil && (len(gets) != 1 || gets[0] != "tool_call_id="+sent.ToolCallID) {
-				t.Errorf("looked up %q, want once by the create's tool_call_id %s", gets, sent.ToolCallID)
+			if tc.found != nil && (len(gets) != 1 || gets[0] != "tool_call_id="+id) {
+				t.Errorf("looked up %q, want once by tool_call_id %s", gets, id)
 			}
 			if tc.found == nil && len(gets) != 0 {
-				t.Errorf("looked up %q for a create refused at once", gets)
+				t.Errorf("looked up %q", gets)
 			}
 			if got := s.deletes(); len(got) != tc.deletes || (tc.deletes > 0 && got[0] != "") {
 				t.Errorf("withdrawals %q, want %d by id", got, tc.deletes)
 			}
 		})
+	}
+}
+
+// Under a tool_call_id Create made up, nobody will create again: a create
+// given up on is withdrawn by it, which also stops one still on its way.
+func TestCreateGivenUpUnderItsOwnIDIsWithdrawnByIt(t *testing.T) {
+	cancelled := `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],` +
+		`"error":{"code":"ASK_ABORTED","message":"withdrawn"}}`
+	s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+		"POST":   {hangUp(t), reply(503, unavailable)},
+		"DELETE": {reply(200, cancelled)},
+	})
+	c.retryFor = 20 * time.Millisecond
+	rec, err := c.Create(context.Background(), question, 0)
+	if err == nil || !strings.Contains(err.Error(), "still failing") || rec == nil || rec.Status != StatusCancelled {
+		t.Fatalf("Create = %+v, %v; want the request withdrawn", rec, err)
+	}
+	var sent struct {
+		ToolCallID string `json:"tool_call_id"`
+	}
+	if err := json.Unmarshal([]byte(s.calls("POST")[0]), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.deletes(); len(got) != 1 || got[0] != "tool_call_id="+sent.ToolCallID {
+		t.Errorf("withdrew %q, want by the create's tool_call_id %s", got, sent.ToolCallID)
 	}
 }
 
