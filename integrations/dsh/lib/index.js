@@ -400,14 +400,14 @@ export class Answerer {
         const connect = err instanceof NetworkError && err.connect
         if (connect && !maybeSent) throw unreachable(this.o.url, err)
         if (!transient(err)) {
-          if (maybeSent) this.#track(this.#giveUp(kind, body.tool_call_id))
+          if (maybeSent) this.#track(this.#giveUp(kind, key, body))
           throw err
         }
         maybeSent ||= !connect
         try {
           await retry.pause(err, signal, this.o.url)
         } catch (gaveUp) {
-          if (maybeSent && !signal.aborted) this.#track(this.#giveUp(kind, body.tool_call_id))
+          if (maybeSent && !signal.aborted) this.#track(this.#giveUp(kind, key, body))
           throw gaveUp
         }
         continue
@@ -468,12 +468,16 @@ export class Answerer {
   }
 
   /**
-   * After a create given up on that may have made its request: look it up
-   * by tool_call_id and withdraw it by id when it is pending. Not withdrawn
-   * by tool_call_id, which records a withdrawal even where nothing was made,
-   * and a later ask of the call would find that instead of asking.
+   * After a create given up on that may have made its request. Under a
+   * fresh tool_call_id (no key), which nobody will create under again, it
+   * is withdrawn by it: that also stops a create still on its way. Under
+   * the call's key it is looked up and withdrawn by id when pending: a
+   * withdrawal by tool_call_id is recorded even where nothing was made,
+   * and the call's next ask would find that instead of asking.
    */
-  #giveUp (kind, toolCallId) {
+  #giveUp (kind, key, body) {
+    if (key === undefined) return this.#withdraw(kind, undefined, body)
+    const toolCallId = body.tool_call_id
     return this.#persist(`${kind} ${toolCallId}`, async () => {
       let rec
       try {
@@ -482,7 +486,7 @@ export class Answerer {
         if (err instanceof BridgeError && err.code === 'NOT_FOUND') return // never made
         throw err
       }
-      if (rec.status !== 'pending') return
+      if (rec.status !== 'pending' || rec.tool_call_id !== toolCallId) return // ended, or not a record of it
       rec = await this.client.cancel(kind, rec.id, 5000)
       this.#debug('%s %s withdrawn: %s', kind, rec.id, rec.status)
     })
