@@ -86,9 +86,11 @@ func esc(s string) string {
 }
 
 // cutCode splits s at its first code, as CommonMark reads code: a run of
-// backticks up to the next run of as many (a fence's three, a span's one
-// or two). It returns the text before the code, the code with its
-// backticks, and the rest; a run with no closing run is text.
+// backticks up to the next run of as many (a span's one or two), a fence
+// of three or more up to the next run of three or more (the first that
+// Discord may close it at: what follows renders). It returns the text
+// before the code, the code with its backticks, and the rest; a run with
+// no closing run is text.
 func cutCode(s string) (text, code, rest string) {
 	for from := 0; ; {
 		i := strings.IndexByte(s[from:], '`')
@@ -110,7 +112,7 @@ func cutCode(s string) (text, code, rest string) {
 			}
 			close := j + k
 			m := run(s, close)
-			if m == n {
+			if m == n || (n >= 3 && m >= 3) {
 				return s[:open], s[open : close+m], s[close+m:]
 			}
 			j = close + m

@@ -567,3 +567,12 @@ func TestArgumentsKeepTheirCodeBlock(t *testing.T) {
 		t.Fatal("no arguments embed")
 	}
 }
+
+// A fence ends at the first run of three or more backticks: a masked link
+// after a longer run is outside it, and escaped.
+func TestEscFenceEndsAtAnyLongRun(t *testing.T) {
+	in := "```x````[Approve](https://evil.example)```"
+	if got := esc(in); !strings.Contains(got, "]\u200b(") {
+		t.Errorf("esc(%q) = %q: the link after the fence's end is not escaped", in, got)
+	}
+}

@@ -62,13 +62,19 @@ func DuplicateKeyMessage(body []byte) string {
 					}
 					return "the request body holds " + strconv.Quote(k) + " twice; send it once"
 				}
+				if top.keys == nil {
+					top.keys = map[string]bool{}
+				}
 				top.keys[folded], top.key, top.wantKey = true, k, false
 				continue
 			}
 		}
+		if len(stack) > maxDepth {
+			return "" // decoding refuses it
+		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, keys: map[string]bool{}, wantKey: true})
+			stack = append(stack, &frame{object: true, wantKey: true})
 		case json.Delim('['):
 			stack = append(stack, &frame{})
 		case json.Delim('}'), json.Delim(']'):
@@ -82,6 +88,10 @@ func DuplicateKeyMessage(body []byte) string {
 		}
 	}
 }
+
+// maxDepth is as deep as encoding/json decodes (deeper, it refuses the
+// body), so as deep as a duplicate needs finding.
+const maxDepth = 10000
 
 // foldKey is k with each rune the least of its case-folding orbit, so that
 // two keys fold alike exactly when strings.EqualFold holds, as
