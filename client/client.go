@@ -234,11 +234,7 @@ func (c *Client) giveUp(ctx context.Context, kind Kind, toolCallID string, body 
 		return nil, err
 	}
 	if ownID {
-		rec, werr := c.abandonFor(ctx, kind, toolCallID, body, err)
-		if rec != nil && rec.Status != StatusPending && rec.Status != StatusCancelled {
-			return rec, nil // it ended otherwise first: that is its outcome
-		}
-		return rec, werr
+		return outcome(c.abandonFor(ctx, kind, toolCallID, body, err))
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.withdrawTimeout)
 	defer cancel()
@@ -259,11 +255,17 @@ func (c *Client) giveUp(ctx context.Context, kind Kind, toolCallID string, body 
 	case rec.Status != StatusPending:
 		return &rec, nil // it ended (answered, say) while the create failed
 	}
-	got, werr := c.withdrawFor(ctx, &rec, err)
-	if got != nil && got.Status != StatusPending && got.Status != StatusCancelled {
-		return got, nil // it ended otherwise before the withdrawal: that is its outcome
+	return outcome(c.withdrawFor(ctx, &rec, err))
+}
+
+// outcome is a give-up's withdrawal as Create returns it: a request that
+// ended otherwise before it was withdrawn (answered, say) is the create's
+// outcome, with no error.
+func outcome(rec *Record, err error) (*Record, error) {
+	if rec != nil && rec.Status != StatusPending && rec.Status != StatusCancelled {
+		return rec, nil
 	}
-	return got, werr
+	return rec, err
 }
 
 // abandon withdraws a request whose create may have landed, or may still

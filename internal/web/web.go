@@ -200,7 +200,9 @@ func (s *Server) assetsHandler() http.Handler {
 func (s *Server) crossOrigin(w http.ResponseWriter, r *http.Request) {
 	const msg = "Refused: the request came from another site, or from a browser too old to say where it came from."
 	if strings.Contains(r.URL.Path, "/web/requests/") {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{"code": api.CodeForbidden, "message": msg}})
+		s.api(func(http.ResponseWriter, *http.Request) error {
+			return &webError{http.StatusForbidden, api.CodeForbidden, msg, ""}
+		}).ServeHTTP(w, r)
 		return
 	}
 	s.page(func(http.ResponseWriter, *http.Request) error {
