@@ -167,8 +167,8 @@ export class BridgeClient {
   }
 
   /** GET the caller's request created under toolCallId, without creating it (404 NOT_FOUND when none). */
-  find (kind, toolCallId, timeoutMs) {
-    return this.call('GET', collection(kind), { query: { tool_call_id: toolCallId }, timeoutMs })
+  find (kind, toolCallId, timeoutMs, signal) {
+    return this.call('GET', collection(kind), { query: { tool_call_id: toolCallId }, timeoutMs, signal })
   }
 
   /**

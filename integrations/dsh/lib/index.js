@@ -68,7 +68,6 @@ export const name = 'askbridge'
 const MAX_CALL_ID = 200 // bytes, the bridge's limit on tool_call_id
 const MAX_CALLER = 200 // characters of caller.agent/name/session
 const MAX_ROUNDS = 100 // approvals decided before under one key: see #create
-const CLOCK_SKEW_MS = 5000 // between this host's clock and the bridge's, allowed for
 const MAX_REASON = 4000 // characters of an approval reason
 
 // ---------------------------------------------------------------- config
@@ -227,7 +226,6 @@ export class Answerer {
     })
     this.inflight = new Set()
     this.closing = new AbortController() // ends the withdrawals still being retried
-    this.skewMs = CLOCK_SKEW_MS // tests set it lower
     this.withdrawals = new Set() // their promises, for tests to wait on
   }
 
@@ -375,10 +373,28 @@ export class Answerer {
     let maybeSent = false
     let base = key
     let round = 0
-    const since = Date.now() - this.skewMs // a request made by this ask was made after this
+    // An approval under a key is looked up before its first create: one
+    // decided before this ask is another ask's (a harness re-running the
+    // call after a restart asks anew, and logs a new approval), and a grant
+    // is for the ask it answered. What a create finds decided after that is
+    // this ask's own (a retry whose first reply was lost), whatever the
+    // clocks say.
+    let lookFirst = kind === 'approval' && base !== undefined
     for (;;) {
+      const creating = !lookFirst
       let rec
       try {
+        if (lookFirst) {
+          const prior = await this.#lookUp(kind, body.tool_call_id, signal)
+          lookFirst = false
+          if (prior !== undefined && prior.status !== 'pending' && round < MAX_ROUNDS) {
+            // Asked again under a key of its own that a restart finds too.
+            round++
+            body.tool_call_id = toolCallID(`${base}~${round}`)
+            lookFirst = true
+          }
+          continue
+        }
         rec = await this.client.create(kind, body, signal)
       } catch (err) {
         if (signal.aborted) throw err
@@ -395,6 +411,7 @@ export class Answerer {
           base = `${key}#${digest}`
           round = 0
           body.tool_call_id = toolCallID(base)
+          lookFirst = kind === 'approval'
           continue
         }
         const connect = err instanceof NetworkError && err.connect
@@ -403,7 +420,7 @@ export class Answerer {
           if (maybeSent) this.#track(this.#giveUp(kind, key, body))
           throw err
         }
-        maybeSent ||= !connect
+        maybeSent ||= creating && !connect
         try {
           await retry.pause(err, signal, this.o.url)
         } catch (gaveUp) {
@@ -412,22 +429,18 @@ export class Answerer {
         }
         continue
       }
-      // Ended, the record is this ask's only if an attempt of it whose reply
-      // was lost made it: since this ask began. A create that makes its
-      // request finds it pending.
-      const ours = maybeSent && Date.parse(rec.created_at) >= since
-      if (kind === 'approval' && base !== undefined && rec.status !== 'pending' && !ours && round < MAX_ROUNDS) {
-        // Decided, and made before this ask was sent (a retry of this ask's
-        // own create whose reply was lost finds it made since): the decision
-        // is another ask's (a harness re-running the call after a restart
-        // asks anew, and logs a new approval). A grant is for the ask it
-        // answered: this one goes to a person again, under a key of its own
-        // that a restart finds too.
-        round++
-        body.tool_call_id = toolCallID(`${base}~${round}`)
-        continue
-      }
       return rec
+    }
+  }
+
+  /** The request under toolCallId, or undefined when there is none. */
+  async #lookUp (kind, toolCallId, signal) {
+    try {
+      const rec = await this.client.find(kind, toolCallId, undefined, signal)
+      return rec.tool_call_id === toolCallId ? rec : undefined
+    } catch (err) {
+      if (err instanceof BridgeError && err.code === 'NOT_FOUND') return undefined
+      throw err
     }
   }
 

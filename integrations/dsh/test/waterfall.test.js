@@ -567,13 +567,12 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
  * An Answerer whose calls to the bridge fail as scripted: faults[method] is
  * a list of what each call does in turn, 'lost' (it reaches the bridge, its
  * reply does not come back), 'dropped' (it fails as 'lost' does, but never
- * reached the bridge), 'refused' (it never connects) or 'ok'; past the
- * list's end, calls go through.
+ * reached the bridge), 'refused' (it never connects), 'ok', or a function
+ * whose promise the call waits for before it goes through; past the list's
+ * end, calls go through.
  */
 function faulty (options, faults) {
-  const { clockSkewMs, ...config } = options
-  const answerer = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...config }))
-  if (clockSkewMs !== undefined) answerer.skewMs = clockSkewMs
+  const answerer = new Answerer(resolveConfig({ url: bridge.url, token: ASK_TOKEN, pollWait: 5, ...options }))
   const real = answerer.client
   const calls = {}
   const lost = [] // the replies that never came back
@@ -584,6 +583,7 @@ function faulty (options, faults) {
       return async (...args) => {
         const n = calls[prop] = (calls[prop] ?? 0) + 1
         const fault = faults[prop][n - 1] ?? 'ok'
+        if (typeof fault === 'function') await fault()
         if (fault === 'refused') throw new NetworkError('connect ECONNREFUSED', undefined, 'ECONNREFUSED')
         if (fault === 'dropped') throw new NetworkError('socket hang up', undefined, 'ECONNRESET') // sent, never arrived
         const out = await fn.apply(target, args)
@@ -656,14 +656,32 @@ describe('faults between the plugin and the bridge', () => {
     await person.decide(rec.id, { outcome: 'allowed-once' })
     assert.equal(await within(first, 10_000, 'approval'), 'allowed-once')
 
-    // The second ask's create reaches the bridge (which hands back the
-    // decided approval) but its reply is lost; the retry finds it again.
-    const { answerer } = faulty({ clockSkewMs: 0 }, { create: ['lost'] })
+    // The second ask's create reaches the bridge but its reply is lost; the
+    // retry finds the decided approval. Decided a moment ago, by the clocks
+    // it could be this ask's own: it is not.
+    const { answerer } = faulty({}, { create: ['lost'] })
     const second = track(answerer.approve({ agent, toolName, callId }, () => Promise.resolve('next')))
     const rec2 = await person.approval(toolName)
     assert.notEqual(rec2.id, rec.id)
     await person.decide(rec2.id, { outcome: 'rejected' })
     assert.equal(await within(second, 10_000, 'approval'), 'rejected')
+  })
+
+  test('an approval this ask made, decided before a retry after its lost reply: the decision is taken', async () => {
+    const agent = fakeAgent('session-lost-own')
+    const toolName = `cordon_${Math.random().toString(36).slice(2, 8)}`
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    let decide
+    const decided = new Promise((resolve) => { decide = resolve })
+    const created = await person.created('approval')
+    const { answerer, lost } = faulty({}, { create: ['lost', () => decided] })
+    const deciding = track(answerer.approve({ agent, toolName, callId }, () => Promise.resolve('next')))
+    const rec = await person.approval(toolName)
+    await person.decide(rec.id, { outcome: 'allowed-once' })
+    decide()
+    assert.equal(await within(deciding, 10_000, 'approval'), 'allowed-once')
+    assert.equal(lost[0].id, rec.id)
+    assert.equal(await person.created('approval'), created + 1, 'asked once')
   })
 
   test('a wait given up on withdraws a request no later ask could find', async () => {
