@@ -15,6 +15,9 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 export const ASK_TOKEN = 'dsh-test-ask-token-3f9c2a'
 export const ANSWER_TOKEN = 'dsh-test-answer-token-8d1e7b'
 
+/** The environment variable by which test/run.js hands the files its build. */
+export const BUILT_BRIDGE = 'ASKBRIDGE_TEST_BRIDGE_BIN'
+
 function goBinary () {
   if (process.env.GO) return process.env.GO
   for (const dir of (process.env.PATH ?? '').split(':')) {
@@ -24,9 +27,14 @@ function goBinary () {
   throw new Error('go not found: put it on PATH or set GO')
 }
 
-/** `go build ./cmd/bridge` into a temp dir; resolves with {bin, dir}. */
+/**
+ * `go build ./cmd/bridge` into a temp dir; resolves with {bin, dir}. Under
+ * test/run.js (npm test), which builds it once for every file, the dir is
+ * the file's own and bin is that build.
+ */
 export async function buildBridge () {
   const dir = await mkdtemp(join(tmpdir(), 'askbridge-dsh-test-'))
+  if (process.env[BUILT_BRIDGE]) return { bin: process.env[BUILT_BRIDGE], dir }
   const bin = join(dir, 'bridge')
   await promisify(execFile)(goBinary(), ['build', '-o', bin, './cmd/bridge'], {
     cwd: repo,
