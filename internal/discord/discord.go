@@ -483,17 +483,21 @@ func uneditable(err error) bool {
 }
 
 // target is the configured target a message of rec was posted to: the
-// post's recorded target, else (a click that beat the recording, or an
-// ephemeral message in the same channel) the route's target in that
-// channel or thread. parent is the channel holding the thread channel is,
-// if it is one: a request's message in a session's thread can be clicked
-// before its post is recorded (Post is still posting the continuations of
-// a long text), and only Discord's word tells which target's channel that
-// thread is in. Of targets that disagree on who may answer there, it is
-// none (see below).
+// post's recorded target while it still posts to that channel, else (a
+// click that beat the recording, an ephemeral message in the same
+// channel, or routes edited since: the recorded key may name another
+// target now) the route's target in that channel or thread. parent is
+// the channel holding the thread channel is, if it is one: a request's
+// message in a session's thread can be clicked before its post is
+// recorded (Post is still posting the continuations of a long text), and
+// only Discord's word tells which target's channel that thread is in. Of
+// targets that disagree on who may answer there, it is none (see below).
 func (s *Surface) target(rec *pending.Record, channel, parent, msgID string) *config.DiscordTarget {
+	here := func(t *config.DiscordTarget) bool {
+		return t.Channel == channel || (parent != "" && t.Channel == parent)
+	}
 	if p, ok := rec.PostOf(surfaceName, "", msgID); ok {
-		if t, ok := s.targets[p.Target]; ok {
+		if t, ok := s.targets[p.Target]; ok && here(t) {
 			return t
 		}
 	}
@@ -513,13 +517,13 @@ func (s *Surface) target(rec *pending.Record, channel, parent, msgID string) *co
 	}
 	for _, p := range rec.Posts {
 		if p.Surface == surfaceName && (p.Channel == channel || p.Thread == channel) {
-			if t, ok := s.targets[p.Target]; ok && !consider(t) {
+			if t, ok := s.targets[p.Target]; ok && here(t) && !consider(t) {
 				return nil
 			}
 		}
 	}
 	for _, t := range s.routes[rec.Route] {
-		if (t.Channel == channel || (parent != "" && t.Channel == parent)) && !consider(t) {
+		if here(t) && !consider(t) {
 			return nil
 		}
 	}

@@ -73,22 +73,29 @@ func startReplicasWith(t *testing.T, n int, targets string, opt app.Options) []b
 	url, prefix := apptest.Redis(t)
 	var out []bridge
 	for range n {
-		cfg := apptest.Config(t, configYAML(fake, targets), url, prefix)
-		logs := &apptest.LogBuffer{}
-		t.Cleanup(func() { // runs once the replica has stopped
-			for _, secret := range []string{botToken, "SECRET-INTERACTION-TOKEN"} {
-				if strings.Contains(logs.String(), secret) {
-					t.Errorf("a secret reached the log:\n%s", logs.String())
-				}
-			}
-			if t.Failed() {
-				t.Logf("replica log:\n%s", logs.String())
-			}
-		})
-		a := apptest.StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-		out = append(out, bridge{App: a, fake: fake, logs: logs})
+		out = append(out, startOn(t, fake, url, prefix, targets, opt))
 	}
 	return out
+}
+
+// startOn starts a replica of targets on the Redis at url. Its log, at
+// debug level, is checked for secrets when the test ends.
+func startOn(t *testing.T, fake *discord.FakeDiscord, url, prefix, targets string, opt app.Options) bridge {
+	t.Helper()
+	cfg := apptest.Config(t, configYAML(fake, targets), url, prefix)
+	logs := &apptest.LogBuffer{}
+	t.Cleanup(func() { // runs once the replica has stopped
+		for _, secret := range []string{botToken, "SECRET-INTERACTION-TOKEN"} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("a secret reached the log:\n%s", logs.String())
+			}
+		}
+		if t.Failed() {
+			t.Logf("replica log:\n%s", logs.String())
+		}
+	})
+	a := apptest.StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	return bridge{App: a, fake: fake, logs: logs}
 }
 
 func start(t *testing.T, targets string) bridge {
@@ -312,6 +319,41 @@ func TestRespondersAndLateClicks(t *testing.T) {
 	}
 	if got := b.get(t, "/v1/questions", id).Raw("answer"); !strings.Contains(got, "No, keep them") {
 		t.Errorf("a late click changed the answer: %s", got)
+	}
+}
+
+// TestRoutesEditedSinceThePost: a post records its target as "route/i".
+// A target added in front of a restricted one, rolled out while a request
+// is pending, gives that key to the new target, open and in another
+// channel; a click on the old message must still be checked against the
+// responders of the target posting to its channel.
+func TestRoutesEditedSinceThePost(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	url, prefix := apptest.Redis(t)
+	const restricted = `
+      - discord:
+          channel: "1200000000000000001"
+          responders:
+            users: ["1500000000000000001"]`
+	before := startOn(t, fake, url, prefix, restricted, app.Options{})
+	id := before.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "create", 1)[0]
+	apptest.Posted(t, before.URL(), "/v1/questions", id, 1) // recorded under default/0
+
+	after := startOn(t, fake, url, prefix, `
+      - discord:
+          channel: "1200000000000000077"`+restricted, app.Options{})
+	if resp := after.click(t, discord.Click(msg, eve, "ab:pick:"+id+":0:1", nil)); !isEphemeral(resp) || !strings.Contains(content(resp), "can't answer") {
+		t.Errorf("eve was answered %v, want an ephemeral refusal", resp)
+	}
+	if rec := after.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Fatalf("eve, not a responder of the channel, answered after the routes were edited: %s by %s", rec.M["status"], rec.Raw("answered_by"))
+	}
+	if resp := after.click(t, discord.Click(msg, ada, "ab:pick:"+id+":0:1", nil)); respType(resp) != 7 {
+		t.Fatalf("ada's click got %v", resp)
+	}
+	if by := after.wait(t, "/v1/questions", id).Raw("answered_by"); !strings.Contains(by, `"1500000000000000001"`) {
+		t.Errorf("answered by %s; want ada", by)
 	}
 }
 

@@ -341,6 +341,43 @@ func TestUnauthorizedUserChangesNothing(t *testing.T) {
 	}
 }
 
+// TestRoutesEditedSinceThePost: a post records its target as "route/i".
+// A target added in front of a restricted one, rolled out while a request
+// is pending, gives that key to the new target, open and in another
+// channel; a click on the old message must still be checked against the
+// responders of the target posting to its channel.
+func TestRoutesEditedSinceThePost(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, botToken)
+	url, prefix := apptest.Redis(t)
+	const restricted = `
+      - slack:
+          channel: C0RESTRICT
+          responders:
+            users: [UADA]`
+	before := startConfig(t, fake, configYAML(fake, restricted), url, prefix)
+	id := before.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	apptest.Posted(t, before.URL(), "/v1/questions", id, 1) // recorded under default/0
+
+	after := startConfig(t, fake, configYAML(fake, `
+      - slack:
+          channel: C0OPEN`+restricted), url, prefix)
+	// The button's value names default/0 too, not configured for this
+	// channel now: the click reads the record.
+	after.click(t, slacktest.BlockActions(t, msg, eve, "ab:pick:"+id+":0:1", nil, nil))
+	fake.WaitFor(t, "an ephemeral refusal", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		return len(ephemerals(calls, "UEVE")) == 1
+	})
+	if rec := after.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Fatalf("eve, not a responder of C0RESTRICT, answered after the routes were edited: %s by %s", rec.M["status"], rec.Raw("answered_by"))
+	}
+
+	after.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil))
+	if by := after.wait(t, "/v1/questions", id).Raw("answered_by"); !strings.Contains(by, `"UADA"`) {
+		t.Errorf("answered by %s; want ada", by)
+	}
+}
+
 func TestLateClickIsTold(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", cleanupQuestion())

@@ -370,15 +370,17 @@ func (s *Surface) ephemeral(ctx context.Context, channel, thread, user, text str
 }
 
 // target is the configured target a message of rec was posted to: the
-// post's recorded target, else (a click that beat the recording, or a
-// message whose recording failed) the route's Slack target in that
-// channel. When several of the route's targets post to the channel with
-// different responders, an unrecorded message can't say which posted it,
-// and it is nil: taking the first would let anyone answer a restricted
-// target's message when the first is open.
+// post's recorded target while it still posts to that channel, else (a
+// click that beat the recording, a message whose recording failed, or
+// routes edited since: the recorded key may name another target now) the
+// route's Slack target in that channel. When several of the route's
+// targets post to the channel with different responders, an unrecorded
+// message can't say which posted it, and it is nil: taking the first
+// would let anyone answer a restricted target's message when the first
+// is open.
 func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackTarget {
 	if p, ok := rec.PostOf(surfaceName, channel, ts); ok {
-		if t, ok := s.targets[p.Target]; ok {
+		if t, ok := s.targets[p.Target]; ok && t.Channel == channel {
 			return t
 		}
 	}
