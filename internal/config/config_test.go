@@ -198,6 +198,15 @@ func TestEnvExpansion(t *testing.T) {
 		{"in a list", "api: {tokens: [{name: a, token: \"${NOPE}\"}]}", []string{"api.tokens[0].token (line 1)", "NOPE is not set"}},
 		{"unterminated", "listen: ${TOKEN\n", []string{"listen (line 1)", "no closing }"}},
 		{"bad name", "listen: ${1X}\n", []string{"listen (line 1)", `"1X" is not an environment variable name`}},
+		// An empty plain value reads as not set: a list item would be left
+		// out, and responders left open to anyone in the channel.
+		{"an empty list item", "api:\n  tokens:\n    - name: a\n      token: t\n      scopes:\n        - ask\n        - ${EMPTY}\n", []string{"api.tokens[0].scopes[1] (line 7): ${EMPTY} is empty, and a list item can't be"}},
+		{"an empty responder", "routes:\n  - name: r\n    targets:\n      - slack:\n          channel: C1\n          responders:\n            users:\n              - ${EMPTY}\n",
+			[]string{"routes[0].targets[0].slack.responders.users[0] (line 8): ${EMPTY} is empty"}},
+		{"empty responders", "routes:\n  - name: r\n    targets:\n      - discord:\n          channel: \"1\"\n          responders:\n            roles: ${EMPTY}\n",
+			[]string{"routes[0].targets[0].discord.responders.roles (line 7): ${EMPTY} is empty: responders left unset let anyone in the channel answer"}},
+		{"empty responders, with an empty default", "routes:\n  - name: r\n    targets:\n      - slack:\n          channel: C1\n          responders: ${NOPE:-}\n",
+			[]string{"routes[0].targets[0].slack.responders (line 6): ${NOPE:-} is empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse([]byte(tc.data), vars)

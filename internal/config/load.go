@@ -200,6 +200,18 @@ func (x *expander) walk(n *yaml.Node, path string) {
 			x.errs = append(x.errs, fmt.Errorf("%s (line %d): %w", path, n.Line, err))
 			return
 		}
+		if v == "" && n.Style == 0 {
+			// Empty, a plain value reads as not set. That leaves a list
+			// item out silently, and responders open to anyone.
+			switch {
+			case strings.HasSuffix(path, "]"):
+				x.errs = append(x.errs, fmt.Errorf("%s (line %d): %s is empty, and a list item can't be: remove the item, or set the variable", path, n.Line, n.Value))
+				return
+			case strings.Contains(path, ".responders"):
+				x.errs = append(x.errs, fmt.Errorf("%s (line %d): %s is empty: responders left unset let anyone in the channel answer (remove the key for that), so an empty variable can't leave them unset", path, n.Line, n.Value))
+				return
+			}
+		}
 		x.fromEnv[n.Line] = append(x.fromEnv[n.Line], n.Value)
 		x.written[n] = n.Value
 		n.Value = v
