@@ -166,6 +166,17 @@ func TestSocketModeEnvelopes(t *testing.T) {
 	run := runSocket(t, s.Interactions(store))
 	sock.WaitConnected(t, 1)
 
+	// An envelope is acked first and resolved after: a step that needs
+	// the answer in place waits for it.
+	answered := func(id string) func(t *testing.T) {
+		return func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if rec, err := store.Wait(ctx, id, ""); err != nil {
+				t.Fatalf("request %s: %v (status %s)", id, err, rec.Status)
+			}
+		}
+	}
 	click := slacktest.BlockActions(t, pickMsg, ada, "ab:pick:"+pick.ID+":0:0", nil, nil)
 	answer := slacktest.BlockActions(t, typedMsg, ada, "ab:answer:"+typed.ID, nil, nil)
 	var opened slacktest.FakeCall
@@ -175,7 +186,7 @@ func TestSocketModeEnvelopes(t *testing.T) {
 		response string // the ack's payload, "" for none
 		after    func(t *testing.T)
 	}{
-		{"a click answers", func() map[string]any { return envelope("e-pick", click, 0) }, "", nil},
+		{"a click answers", func() map[string]any { return envelope("e-pick", click, 0) }, "", answered(pick.ID)},
 		{"the click redelivered", func() map[string]any { return envelope("e-pick", click, 1) }, "", nil},
 		{"a late click", func() map[string]any {
 			return envelope("e-late", slacktest.BlockActions(t, pickMsg, bob, "ab:pick:"+pick.ID+":0:1", nil, nil), 0)
@@ -196,7 +207,7 @@ func TestSocketModeEnvelopes(t *testing.T) {
 		}, `{"errors":{"q0":"` + msgTypeAnswer + `"},"response_action":"errors"}`, nil},
 		{"an answer closes the modal", func() map[string]any {
 			return envelope("e-submit", slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("disk full")}), 0)
-		}, "", nil},
+		}, "", answered(typed.ID)},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
