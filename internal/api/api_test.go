@@ -155,6 +155,10 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"approve names no option", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"p","question":"ok?","detail":"plan","intent":{"kind":"plan-review","approve":"Go"},"options":[{"label":"Approve"}]}]}`, 400, "BAD_INTENT"},
 		{"plan without detail", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"p","question":"ok?","intent":{"kind":"plan-review"}}]}`, 400, "BAD_INTENT"},
 		{"delegated caller", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":true}}`, 403, "DELEGATED_CALLER"},
+		// The seam's order: no questions, a delegated caller, the rest.
+		{"delegated caller, questions with a bad intent", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"p","question":"ok?","intent":{"kind":"plan-review"}}],"caller":{"delegated":true}}`, 403, "DELEGATED_CALLER"},
+		{"delegated caller, no questions", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[],"caller":{"delegated":true}}`, 400, "EMPTY_QUESTIONS"},
+		{"delegated caller, an approval without tool", "POST", "/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"reason":"x","caller":{"delegated":true}}`, 403, "DELEGATED_CALLER"},
 		{"bad expires_in", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"expires_in":"soon"}`, 400, "INVALID_REQUEST"},
 		{"bad wait", "GET", "/v1/questions/" + id + "?wait=forever", "tok-ask-a-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
 		{"unknown route", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"route":"nope"}`, 503, "NO_PROVIDER"},

@@ -398,6 +398,13 @@ func (s *Server) createQuestions(w http.ResponseWriter, r *http.Request, c Clien
 	if err := decode(w, r, &b, false); err != nil {
 		return err
 	}
+	// In the seam's order (dsh-user-questions' ask()): no questions, then
+	// a delegated caller, then what is wrong with the questions.
+	if len(b.Questions.Questions) > 0 {
+		if err := seam.ValidateCaller(b.Caller); err != nil {
+			return err
+		}
+	}
 	if err := b.Questions.Validate(); err != nil {
 		return err
 	}
@@ -418,6 +425,9 @@ type createApprovalBody struct {
 func (s *Server) createApproval(w http.ResponseWriter, r *http.Request, c Client) error {
 	var b createApprovalBody
 	if err := decode(w, r, &b, false); err != nil {
+		return err
+	}
+	if err := seam.ValidateCaller(b.Caller); err != nil {
 		return err
 	}
 	if err := b.Approval.Validate(); err != nil {
