@@ -15,7 +15,7 @@ import (
 // A request that no target took is discarded and its agent told 503
 // NO_PROVIDER: askbridge_requests_created_total does not count it, or a
 // Slack outage would read as requests created and never resolved. One that
-// a target took is counted.
+// a target took is counted. The failed post is, from 0.
 func TestCreatedCountsOnlyRequestsATargetTook(t *testing.T) {
 	const token = "xoxb-1111-2222-METRICSBOTTOKEN"
 	fake := slacktest.NewFakeSlack(t, token)
@@ -31,22 +31,30 @@ routes:
       - slack: {channel: C0AGENTS}
 `, token, fake.URL), url, prefix), app.Options{})
 	question := map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}}
+	// A configured surface's failures are there from the start, at 0: an
+	// alert on their increase sees the first one.
+	if got, want := samples(t, a, "askbridge_post_failures_total"), `askbridge_post_failures_total{surface="slack"} 0`; got != want {
+		t.Errorf("at start: %q; want %q", got, want)
+	}
 
 	fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "channel_not_found"})
 	if status, rec := apptest.Do(t, a.URL(), http.MethodPost, "/v1/questions", question); status != http.StatusServiceUnavailable {
 		t.Fatalf("create with the post refused: %d %v; want 503 NO_PROVIDER", status, rec.M)
 	}
-	if got := created(t, a); got != "" {
+	if got := samples(t, a, "askbridge_requests_created_total"); got != "" {
 		t.Errorf("after a create that no target took: %s; want no sample", got)
 	}
+	if got, want := samples(t, a, "askbridge_post_failures_total"), `askbridge_post_failures_total{surface="slack"} 1`; got != want {
+		t.Errorf("after a post that failed: %q; want %q", got, want)
+	}
 	apptest.Create(t, a.URL(), "/v1/questions", question)
-	if got, want := created(t, a), `askbridge_requests_created_total{kind="question",route="default"} 1`; got != want {
+	if got, want := samples(t, a, "askbridge_requests_created_total"), `askbridge_requests_created_total{kind="question",route="default"} 1`; got != want {
 		t.Errorf("after a create that was posted: %q; want %q", got, want)
 	}
 }
 
-// created is the replica's askbridge_requests_created_total samples.
-func created(t *testing.T, a *app.App) string {
+// samples is the replica's samples of the labelled metric name.
+func samples(t *testing.T, a *app.App, name string) string {
 	t.Helper()
 	res, err := http.Get(a.URL() + "/metrics")
 	if err != nil {
@@ -59,7 +67,7 @@ func created(t *testing.T, a *app.App) string {
 	}
 	var samples []string
 	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, "askbridge_requests_created_total{") {
+		if strings.HasPrefix(line, name+"{") {
 			samples = append(samples, strings.TrimSpace(line))
 		}
 	}

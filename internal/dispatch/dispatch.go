@@ -78,6 +78,9 @@ func New(store *pending.Store, cfg *config.Config, surfaces map[string]Surface, 
 		metrics:        m,
 		log:            log,
 	}
+	for name := range surfaces {
+		m.surface(name)
+	}
 	var errs []error
 	for _, r := range cfg.Routes {
 		rt := route{name: r.Name, mode: r.Mode, expiresIn: r.ExpiresIn.D()}

@@ -55,6 +55,15 @@ func (m *Metrics) resolved(rec *pending.Record) {
 	}
 }
 
+// surface starts a configured surface's series at 0: an alert on their
+// increase sees the first failure after a start only if the series was
+// there before it.
+func (m *Metrics) surface(name string) {
+	if m != nil {
+		m.postFailures.WithLabelValues(name)
+	}
+}
+
 func (m *Metrics) postFailed(surface string) {
 	if m != nil {
 		m.postFailures.WithLabelValues(surface).Inc()
