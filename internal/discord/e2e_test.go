@@ -256,8 +256,10 @@ func TestSignatureAndPing(t *testing.T) {
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
 	payload := discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil)
 
-	if status, _ := b.send(t, payload, time.Now().Add(-6*time.Minute)); status != http.StatusUnauthorized {
+	if status, out := b.send(t, payload, time.Now().Add(-6*time.Minute)); status != http.StatusUnauthorized {
 		t.Errorf("a stale timestamp got %d, want 401", status)
+	} else if e, _ := out["error"].(map[string]any); e["code"] != "UNAUTHORIZED" {
+		t.Errorf("a stale timestamp was answered %v; want the API's error shape, code UNAUTHORIZED", out)
 	}
 	body, _ := json.Marshal(payload)
 	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/discord/interactions", bytes.NewReader(body))

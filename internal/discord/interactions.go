@@ -68,17 +68,17 @@ func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := surface.ReadBody(w, r, maxPayload)
 	if err != nil {
-		http.Error(w, "the body is unreadable or too large", http.StatusRequestEntityTooLarge)
+		surface.RefuseBody(w, err)
 		return
 	}
 	if err := h.verify(r.Header, body); err != nil {
 		h.refused.Refused(r.Context(), "refused an interaction", "err", err, "remote", r.RemoteAddr)
-		http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		surface.Refuse(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid request signature")
 		return
 	}
 	var in interaction
 	if err := json.Unmarshal(body, &in); err != nil {
-		http.Error(w, "the body is not an interaction", http.StatusBadRequest)
+		surface.Refuse(w, http.StatusBadRequest, "INVALID_REQUEST", "the body is not an interaction")
 		return
 	}
 	resp := h.handle(r.Context(), &in)

@@ -272,6 +272,8 @@ func TestSignatureRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if status, body := b.send(t, payload, tc.at, tc.secret); status != http.StatusUnauthorized {
 				t.Errorf("status %d (%s), want 401", status, body)
+			} else if !strings.Contains(body, `"code":"UNAUTHORIZED"`) {
+				t.Errorf("refused with %s; want the API's error shape, code UNAUTHORIZED", body)
 			}
 		})
 	}

@@ -59,7 +59,7 @@ func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := surface.ReadBody(w, r, maxPayload)
 	if err != nil {
-		http.Error(w, "the body is unreadable or too large", http.StatusRequestEntityTooLarge)
+		surface.RefuseBody(w, err)
 		return
 	}
 	sv, err := slackapi.NewSecretsVerifier(r.Header, h.s.cfg.SigningSecret.Reveal())
@@ -69,12 +69,12 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		h.refused.Refused(r.Context(), "refused an interaction with a bad or stale signature", "err", err, "remote", r.RemoteAddr)
-		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		surface.Refuse(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid signature")
 		return
 	}
 	cb, err := parseCallback(body)
 	if err != nil {
-		http.Error(w, "the payload is not an interaction", http.StatusBadRequest)
+		surface.Refuse(w, http.StatusBadRequest, "INVALID_REQUEST", "the payload is not an interaction")
 		return
 	}
 	resp := h.handle(r.Context(), &cb)
