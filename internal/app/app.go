@@ -87,14 +87,15 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		Logger:    log,
 		Outage:    health.down,
 	})
-	if err := checkRedis(a.store, a.rdb, log); err != nil {
-		return nil, err
-	}
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.rdb.AddHook(newRedisMetrics(reg))
 	a.rdb.AddHook(health)
+	// Watched from its first dial: a Redis down at the start is an outage
+	// like any other, logged once, its dial lines at debug.
+	if err := checkRedis(a.store, a.rdb, health, log); err != nil {
+		return nil, err
+	}
 	// The web app's signer exists before the surfaces: their messages carry
 	// its signed "Open in browser" links when the bridge has a public URL.
 	signer := web.NewSigner(cfg.Web.Secret.Reveal())
@@ -164,14 +165,16 @@ func connOf(r config.Redis) pending.Conn {
 // Redis that can't be reached yet, or says "not now" (loading, failing
 // over), does not stop it: the API answers 503 until Redis is back. A
 // Redis that answers and may evict keys is warned about.
-func checkRedis(store *pending.Store, rdb redis.UniversalClient, log *slog.Logger) error {
+func checkRedis(store *pending.Store, rdb redis.UniversalClient, health *redisHealth, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	switch err := store.Ping(ctx); {
 	case err == nil:
 		warnIfEvicting(rdb, log)
 	case errors.Is(err, pending.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
-		log.Warn("redis can't be reached yet: the API answers 503 UNAVAILABLE until it can", "err", err)
+		if !health.down() { // else the outage's first line said so
+			log.Warn("redis can't be reached yet: the API answers 503 UNAVAILABLE until it can", "err", err)
+		}
 	default:
 		return fmt.Errorf("redis refused the connection (check the database number and the credentials in redis.url, or redis.db): %w", err)
 	}
