@@ -725,6 +725,29 @@ func TestEffective(t *testing.T) {
 	sameConfig(t, back, c)
 }
 
+// TestEffectiveHidesProxyCredentials: an API URL may carry a proxy's
+// user and password (validate.go); config check shows them as <secret>.
+func TestEffectiveHidesProxyCredentials(t *testing.T) {
+	c := mustParse(t, validBase, noEnv)
+	c.Slack.APIURL = "https://proxyuser:LEAK-proxy-pw@proxy.example.com/slack/api/"
+	c.Discord = &Discord{APIURL: "https://LEAK-token@proxy.example.com/discord/api/v10/"}
+	out, err := c.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte("LEAK")) || bytes.Contains(out, []byte("proxyuser")) {
+		t.Errorf("Effective() shows a proxy's credentials:\n%s", out)
+	}
+	for _, want := range []string{"api_url: https://<secret>@proxy.example.com/slack/api/\n", "api_url: https://<secret>@proxy.example.com/discord/api/v10/\n"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("Effective() lacks %q:\n%s", want, out)
+		}
+	}
+	if c.Slack.APIURL != "https://proxyuser:LEAK-proxy-pw@proxy.example.com/slack/api/" {
+		t.Errorf("Effective() changed the config it shows: %s", c.Slack.APIURL)
+	}
+}
+
 // sameConfig compares two configs by their Effective output (secrets hidden).
 func sameConfig(t *testing.T, got, want *Config) {
 	t.Helper()

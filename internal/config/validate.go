@@ -92,6 +92,17 @@ func (c *Config) PublicURL() string {
 func (c *Config) Effective() ([]byte, error) {
 	e := *c
 	e.BaseURL = c.PublicURL()
+	// An API URL may carry a proxy's credentials.
+	if c.Slack != nil {
+		sl := *c.Slack
+		sl.APIURL = hideUserInfo(sl.APIURL)
+		e.Slack = &sl
+	}
+	if c.Discord != nil {
+		d := *c.Discord
+		d.APIURL = hideUserInfo(d.APIURL)
+		e.Discord = &d
+	}
 	var n yaml.Node
 	if err := n.Encode(&e); err != nil {
 		return nil, err
@@ -107,6 +118,17 @@ func (c *Config) Effective() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// hideUserInfo is u with its user info, if any, shown as <secret>.
+func hideUserInfo(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	p.User = nil
+	scheme, rest, _ := strings.Cut(p.String(), "//")
+	return scheme + "//<secret>@" + rest
 }
 
 // dropNulls removes the mapping entries of n, at any depth, whose value is null.
