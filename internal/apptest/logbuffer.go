@@ -2,10 +2,14 @@ package apptest
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/config"
 )
 
 // LogBuffer collects what a logger writes from any number of goroutines,
@@ -55,4 +59,29 @@ func (l *LogBuffer) WaitFor(t testing.TB, text string, within time.Duration) {
 			t.Fatalf("no %q in the log after %v:\n%s", text, within, l.String())
 		}
 	}
+}
+
+// StartWatched is StartLogged with the replica logging to a LogBuffer at
+// debug level, which is checked for secrets once the replica has
+// stopped: a test fails if any of secrets reached the log. The log is
+// shown when the test failed, with the secrets in it hidden.
+func StartWatched(t testing.TB, cfg *config.Config, opt app.Options, secrets ...string) (*app.App, *LogBuffer) {
+	t.Helper()
+	logs := &LogBuffer{}
+	t.Cleanup(func() { // runs once the replica has stopped
+		out := logs.String()
+		for i, secret := range secrets {
+			if strings.Contains(out, secret) {
+				t.Errorf("secret %d of %d reached the log", i+1, len(secrets))
+			}
+		}
+		if t.Failed() {
+			for _, secret := range secrets {
+				out = strings.ReplaceAll(out, secret, "<secret>")
+			}
+			t.Logf("replica log:\n%s", out)
+		}
+	})
+	a := StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	return a, logs
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -82,19 +81,7 @@ func startReplicasWith(t *testing.T, n int, targets string, opt app.Options) []b
 // debug level, is checked for secrets when the test ends.
 func startOn(t *testing.T, fake *discord.FakeDiscord, url, prefix, targets string, opt app.Options) bridge {
 	t.Helper()
-	cfg := apptest.Config(t, configYAML(fake, targets), url, prefix)
-	logs := &apptest.LogBuffer{}
-	t.Cleanup(func() { // runs once the replica has stopped
-		for _, secret := range []string{botToken, "SECRET-INTERACTION-TOKEN"} {
-			if strings.Contains(logs.String(), secret) {
-				t.Errorf("a secret reached the log:\n%s", logs.String())
-			}
-		}
-		if t.Failed() {
-			t.Logf("replica log:\n%s", logs.String())
-		}
-	})
-	a := apptest.StartLogged(t, cfg, opt, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	a, logs := apptest.StartWatched(t, apptest.Config(t, configYAML(fake, targets), url, prefix), opt, botToken, "SECRET-INTERACTION-TOKEN")
 	return bridge{App: a, fake: fake, logs: logs}
 }
 
