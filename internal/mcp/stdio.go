@@ -37,23 +37,28 @@ const maxLine = mcp.DefaultMaxLineLength
 // answers the rest on out.
 func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error {
 	br := bufio.NewReaderSize(in, 64<<10)
-	var line []byte
+	var line, tooLongID []byte
 	tooLong := false
 	for {
 		chunk, err := br.ReadSlice('\n')
+		var id json.RawMessage // of a line too long, when its start names one
 		switch {
 		case tooLong:
 		case len(line)+len(chunk) > maxLine:
+			id = leadingID(line[:min(len(line), idScan)]) // chunks are 64 KiB at most: line holds nearly 16 MiB
 			tooLong, line = true, nil
 		default:
 			line = append(line, chunk...)
+		}
+		if id != nil {
+			tooLongID = id
 		}
 		if err == bufio.ErrBufferFull {
 			continue // the line goes on
 		}
 		if tooLong {
 			log.Warn("an MCP client sent a line longer than the limit; answered with an error", "limit_bytes", maxLine)
-			if _, werr := out.Write(errorLine(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")); werr != nil {
+			if _, werr := out.Write(errorLine(tooLongID, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")); werr != nil {
 				return werr
 			}
 		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
@@ -71,7 +76,7 @@ func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error
 				}
 			}
 		}
-		line, tooLong = line[:0], false
+		line, tooLong, tooLongID = line[:0], false, nil
 		if err != nil {
 			if err == io.EOF {
 				return nil // the pipe reads as ended: the client closed stdin
@@ -79,6 +84,53 @@ func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error
 			return err
 		}
 	}
+}
+
+// idScan is how much of a line too long is read for its id: clients
+// write "id" before "params", where the bulk is.
+const idScan = 64 << 10
+
+// leadingID is the id of the JSON-RPC message that start begins, when it
+// names one (a string or a number) before it ends: a line too long to
+// take is answered under its id, or its caller would wait for a reply of
+// its own.
+func leadingID(start []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(start))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if key == "id" {
+			var id json.RawMessage
+			if dec.Decode(&id) != nil {
+				return nil
+			}
+			return validID(id)
+		}
+		// Skip the value, token by token: it may be the part cut off.
+		depth := 0
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil
+			}
+			switch tok {
+			case json.Delim('{'), json.Delim('['):
+				depth++
+			case json.Delim('}'), json.Delim(']'):
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // drop is refusal's code for a line that gets no answer: a response (one

@@ -92,12 +92,23 @@ func TestStdioSurvivesAMalformedLine(t *testing.T) {
 	}
 	// A response that answers nothing is dropped, not answered.
 	send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}`)
-	// A line longer than the SDK takes is answered, and not held whole.
-	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"`+strings.Repeat("x", maxLine)+`"}}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	if m := next("a line too long"); code(m) != -32600 || m["id"] != nil {
-		t.Errorf("a line too long: answered %v, want -32600", m)
+	// A line longer than the SDK takes is answered, and not held whole:
+	// under its id when it names one before the bulk, so that its caller
+	// is not left waiting.
+	for _, tc := range []struct {
+		start string
+		id    any
+	}{
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask","arguments":{"x":[1,{"y":2}],"pad":"`, float64(6)},
+		{`{"jsonrpc":"2.0","method":"tools/call","meta":{"a":[{}]},"id":"six","params":{"pad":"`, "six"},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"pad":"`, nil},
+	} {
+		if _, err := io.WriteString(inW, tc.start+strings.Repeat("x", maxLine)+`"}}`+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if m := next("a line too long"); code(m) != -32600 || m["id"] != tc.id {
+			t.Errorf("a line too long, starting %s: answered %v, want -32600 under id %v", tc.start, m, tc.id)
+		}
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if m := next("initialize"); m["id"] != float64(1) || m["result"] == nil {
