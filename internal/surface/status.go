@@ -121,9 +121,11 @@ func answerSummary(qs *seam.Questions, a *seam.Answer) string {
 	if len(a.Answers) == 1 {
 		return itemSummary(a.Answers[0])
 	}
+	// Each answer by its question's header, else its question, shortened:
+	// what the person was shown, not the id the agent keys it by.
 	names := make(map[string]string, len(qs.Questions))
 	for _, q := range qs.Questions {
-		names[q.ID] = q.ID
+		names[q.ID] = Truncate(strings.Join(strings.Fields(q.Question), " "), summaryName)
 		if q.Header != "" {
 			names[q.ID] = q.Header
 		}
@@ -134,6 +136,9 @@ func answerSummary(qs *seam.Questions, a *seam.Answer) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// summaryName is how much of a question names its answer in a summary.
+const summaryName = 40
 
 func itemSummary(it seam.AnswerItem) string {
 	s := strings.Join(it.Selected, ", ")

@@ -27,9 +27,9 @@ func TestStatusLine(t *testing.T) {
 		{"one answer", pending.Record{Status: seam.StatusAnswered, Questions: one, ResolvedBy: ada, ResolvedAt: at,
 			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}},
 			"Answered by Ada &lt;x> · prod · 2026-03-04 14:03 UTC", "Already answered by Ada &lt;x> · prod"},
-		{"several answers, custom text, a skip", pending.Record{Status: seam.StatusAnswered, Questions: qs, ResolvedBy: ada, ResolvedAt: at,
+		{"several answers, custom text, a skip; each by its header, else its question", pending.Record{Status: seam.StatusAnswered, Questions: qs, ResolvedBy: ada, ResolvedAt: at,
 			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "env", Selected: []string{}}, {ID: "why", Custom: "it is\n<late>"}}}},
-			"Answered by Ada &lt;x> · Environment: skipped; why: “it is &lt;late>” · 2026-03-04 14:03 UTC", ""},
+			"Answered by Ada &lt;x> · Environment: skipped; Why?: “it is &lt;late>” · 2026-03-04 14:03 UTC", ""},
 		{"answered elsewhere", pending.Record{Status: seam.StatusAnswered, Questions: one, ResolvedAt: at,
 			ResolvedBy: &pending.Responder{Surface: "discord", Name: "bo"},
 			Answer:     &seam.Answer{Answers: []seam.AnswerItem{{ID: "env", Selected: []string{"staging"}, Custom: "and prod"}}}},
@@ -96,6 +96,24 @@ func TestCutAndSplit(t *testing.T) {
 	}
 	if got := Truncate("😀😀😀", 5); got != "😀😀…" || Len(got) != 5 {
 		t.Errorf("Truncate by UTF-16 = %q (%d)", got, Len(got))
+	}
+	// No word shown cut where a space lies in the last quarter.
+	for _, tc := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"Migrate the production database in place", 39, "Migrate the production database in…"},
+		{"Migrate the production database in place", 33, "Migrate the production database…"},
+		{"Migrate the production database in place", 20, "Migrate the product…"}, // "Migrate the" is 11 of 19: the last quarter starts at 14, so cut
+		{"Migrate the production database in place", 14, "Migrate the…"},         // 11 of 13
+		{"Supercalifragilistic expialidocious", 12, "Supercalifr…"},              // no space: cut
+		{"a b  c", 5, "a b…"}, // spaces before the cut are dropped
+		{"What should the release branch for the Q3 hotfix be?", 45, "What should the release branch for the Q3…"},
+	} {
+		if got := Truncate(tc.s, tc.max); got != tc.want || Len(got) > tc.max {
+			t.Errorf("Truncate(%q, %d) = %q; want %q", tc.s, tc.max, got, tc.want)
+		}
 	}
 	fit := Fit(strings.Repeat("&", 1000), 200, esc)
 	if Len(fit) > 200 || !strings.Contains(fit, "more characters not shown") {

@@ -25,18 +25,25 @@ func Len(s string) int {
 
 const ellipsis = "…"
 
-// Truncate returns s if Len(s) <= max, else its longest prefix that fits
-// with "…" appended.
+// Truncate returns s if Len(s) <= max, else a prefix that fits with "…"
+// appended: its longest, or, where a space lies in that prefix's last
+// quarter, the words before it, so that no word is shown cut.
 func Truncate(s string, max int) string {
 	if Len(s) <= max {
 		return s
 	}
-	n, end := 0, 0
+	n, end, space := 0, 0, -1
 	for i, r := range s {
 		if n += utf16.RuneLen(r); n > max-Len(ellipsis) {
 			break
 		}
+		if r == ' ' {
+			space = i
+		}
 		end = i + len(string(r))
+	}
+	if space > 0 && Len(s[:space]) >= (max-Len(ellipsis))*3/4 {
+		end = len(strings.TrimRight(s[:space], " "))
 	}
 	return s[:end] + ellipsis
 }
