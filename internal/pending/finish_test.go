@@ -482,3 +482,58 @@ func TestSweeperEditsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestSlowEditHoldsUpNoExpiry: the sweeper's edit of what it expired
+// runs with finishEditTimeout, and a round does not wait for it. Before,
+// one edit held up by a platform (Slack's 429 Retry-After, retried) held
+// up the expiry of every other request on the replica: an agent waiting on
+// one saw it pending past its expiry.
+func TestSlowEditHoldsUpNoExpiry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		s := b.store()
+		ctx := context.Background()
+		a := question("agent", "sweep-a")
+		a.ExpiresIn = time.Minute
+		ra, _, err := s.Create(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bq := question("agent", "sweep-b")
+		bq.ExpiresIn = 2 * time.Minute
+		rb, _, err := s.Create(ctx, bq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type edit struct {
+			id       string
+			deadline bool
+		}
+		editing, release := make(chan edit, 4), make(chan struct{})
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- s.RunSweeper(sctx, 5*time.Millisecond, func(ctx context.Context, rec *Record) {
+				_, bounded := ctx.Deadline()
+				editing <- edit{rec.ID, bounded}
+				if rec.ID == ra.ID {
+					<-release // the platform holding the edit up
+				}
+			})
+		}()
+		defer func() { cancel(); <-done }()
+		defer close(release)
+
+		b.clock.Advance(time.Minute + time.Second)
+		if e := recv(t, "A's edit", editing); e.id != ra.ID || !e.deadline {
+			t.Fatalf("edited %+v first; want %s, with a deadline", e, ra.ID)
+		}
+		// A's edit is held; B falls due, and is expired and edited.
+		b.clock.Advance(2 * time.Minute)
+		if e := recv(t, "B's edit while A's is held", editing); e.id != rb.ID {
+			t.Fatalf("edited %+v; want %s", e, rb.ID)
+		}
+		if got, err := s.Get(ctx, rb.ID); err != nil || got.Status != seam.StatusExpired {
+			t.Errorf("B: %v, %v; want expired", got.Status, err)
+		}
+	})
+}

@@ -55,13 +55,19 @@ func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
 }
 
 // RunSweeper expires, every interval until ctx ends, the requests that
-// are due and hands each one it expired to onExpired, finishWorkers at a
-// time, which edits its posted messages (and counts the end, which this
-// replica made).
-// RunFinisher takes over the edits that fail.
+// are due and hands each one it expired to onExpired, which edits its
+// posted messages (and counts the end, which this replica made):
+// finishWorkers at a time, each with finishEditTimeout, across rounds.
+// A round does not wait for its edits, so an edit held up by a
+// platform's rate limits holds up expiry only while every worker is
+// taken, and for finishEditTimeout at most. RunFinisher takes over the
+// edits that fail or run out of time.
 func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired func(context.Context, *Record)) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait() // edits in flight finish before it returns
+	sem := make(chan struct{}, finishWorkers)
 	for {
 		select {
 		case <-ctx.Done():
@@ -72,11 +78,6 @@ func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired f
 		if err != nil && ctx.Err() == nil {
 			s.log.Log(ctx, s.LogLevel(err), "expiry sweep failed", "err", err)
 		}
-		// The edits of a round run finishWorkers at a time, as a
-		// finisher's do: one at a time, each would wait on its platform,
-		// and on Edited's linger alone.
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, finishWorkers)
 		for _, rec := range recs {
 			s.log.Info("request expired", "request_id", rec.ID)
 			if onExpired == nil {
@@ -85,9 +86,10 @@ func (s *Store) RunSweeper(ctx context.Context, every time.Duration, onExpired f
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
+				ctx, cancel := context.WithTimeout(ctx, finishEditTimeout)
+				defer cancel()
 				onExpired(ctx, rec)
 			})
 		}
-		wg.Wait()
 	}
 }
