@@ -143,13 +143,26 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 		if rec.Status != seam.StatusPending || len(rec.Posts) > 0 {
 			return rec, false, nil
 		}
-		if ok, err := d.store.ClaimPosting(ctx, rec.ID); err != nil || !ok {
+		if ok, err := d.store.ClaimPosting(ctx, rec); err != nil || !ok {
 			return rec, false, err
 		}
 	}
 	if posted := d.post(ctx, rec, rt); posted == 0 {
-		if _, err := d.store.Discard(ctx, rec.ID); err != nil {
+		discarded, err := d.store.DiscardUnposted(ctx, rec)
+		if err != nil {
 			d.log.Warn("discarding an unposted request failed", "request_id", rec.ID, "err", err)
+		}
+		if !discarded && err == nil {
+			// Kept: answered or withdrawn meanwhile (the web inbox and
+			// the API list it while it is posted), or, the post having
+			// outlived its lease, claimed by another replica that posts
+			// it. Either way the agent waits for it, or reads its end.
+			if cur, err := d.store.Get(ctx, rec.ID); err == nil {
+				if created {
+					d.metrics.created(cur)
+				}
+				return cur, created, nil
+			}
 		}
 		return nil, false, noProvider("no target of route %q took the request", rt.name)
 	}
@@ -176,17 +189,26 @@ func (d *Dispatcher) Repost(ctx context.Context) error {
 			if !ok || len(rt.targets) == 0 || len(rec.Posts) > 0 {
 				continue
 			}
-			claimed, err := d.store.ClaimPosting(ctx, rec.ID)
+			claimed, err := d.store.ClaimPosting(ctx, rec)
 			if err != nil {
 				return err
 			}
 			if claimed {
 				d.log.Info("posting a request a crash left unposted", "request_id", rec.ID)
-				d.post(ctx, rec, rt)
+				d.postLeased(ctx, rec, rt)
 			}
 		}
 	}
 	return nil
+}
+
+// postLeased is post within the posting lease just claimed, as a create's
+// post is: one that outlived it would let another replica claim the
+// request and post it again.
+func (d *Dispatcher) postLeased(ctx context.Context, rec *pending.Record, rt route) int {
+	ctx, cancel := context.WithTimeout(ctx, pending.PostingLease)
+	defer cancel()
+	return d.post(ctx, rec, rt)
 }
 
 // RunReposter runs Repost at start and then every interval until ctx ends.

@@ -34,6 +34,11 @@ type Record struct {
 	ResolvedBy *Responder // who answered, decided or dismissed; nil for cancel and expiry
 
 	Posts []Post // messages posted for it, oldest first
+
+	// Lease is the posting lease (unix ms) that the Create or ClaimPosting
+	// that returned the record holds, 0 otherwise: DiscardUnposted
+	// discards only while it is still the record's.
+	Lease int64
 }
 
 // Responder is who resolved a request and from where.

@@ -263,6 +263,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 			ToolCallID: nr.ToolCallID, Route: nr.Route, Caller: nr.Caller,
 			Questions: nr.Questions, Approval: nr.Approval, Hash: hash,
 			CreatedAt: time.UnixMilli(now.UnixMilli()).UTC(),
+			Lease:     now.Add(PostingLease).UnixMilli(),
 		}
 		if expires > 0 {
 			rec.ExpiresAt = time.UnixMilli(expires).UTC()
@@ -272,7 +273,12 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		flat := res[1].([]any)
 		rec, err := decodeRecord(flat)
 		// Created by this call: go-redis sent it again after a lost reply.
-		return rec, hashOf(flat)[fCreatedBy] == call, err
+		h := hashOf(flat)
+		created := h[fCreatedBy] == call
+		if created && rec != nil {
+			rec.Lease, _ = strconv.ParseInt(h[fPosting], 10, 64)
+		}
+		return rec, created, err
 	}
 	if len(earlier) > 0 {
 		// The request may have been created by a bridge that hashed it
@@ -839,11 +845,14 @@ func code(res []any) int64 {
 // index (unused: a request with posts is not discarded), KEYS[5..] the open
 // index of every kind.
 // ARGV[1] id, ARGV[2] audit cap, ARGV[3] wake channel, ARGV[4] the
-// shard's wake channel on a cluster, else empty.
-// Returns 1 when deleted, 0 when it was not pending or had posts.
+// shard's wake channel on a cluster, else empty, ARGV[5] the posting lease
+// the caller holds, else empty.
+// Returns 1 when deleted, 0 when it was not pending, had posts, or its
+// posting lease is another's.
 var discardScript = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'status')
-if st ~= 'pending' then return 0 end
+local rec = redis.call('HMGET', KEYS[1], 'status', 'posting')
+if rec[1] ~= 'pending' then return 0 end
+if ARGV[5] ~= '' and rec[2] ~= ARGV[5] then return 0 end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, 5) == 'post:' then return 0 end
 end
@@ -861,11 +870,24 @@ return 1
 // with the same tool_call_id posts afresh. It reports whether it deleted.
 // Whoever waits on it is woken, and finds it gone (ErrNotFound).
 func (s *Store) Discard(ctx context.Context, id string) (bool, error) {
+	return s.discard(ctx, id, "")
+}
+
+// DiscardUnposted is Discard for the replica whose posting failed: it
+// discards rec only while rec.Lease, the posting lease its Create or
+// ClaimPosting took, is still the record's. A post that outlived the
+// lease may have let another replica claim the request and post it: its
+// message needs the record, to be recorded and edited.
+func (s *Store) DiscardUnposted(ctx context.Context, rec *Record) (bool, error) {
+	return s.discard(ctx, rec.ID, strconv.FormatInt(rec.Lease, 10))
+}
+
+func (s *Store) discard(ctx context.Context, id, lease string) (bool, error) {
 	shardWake := ""
 	if s.sharded {
 		shardWake = s.keys.shardWake(shard(id))
 	}
-	n, err := discardScript.Run(ctx, s.rdb, s.keys.request(id, kinds...), id, s.opt.AuditMaxLen, s.keys.wake(), shardWake).Int()
+	n, err := discardScript.Run(ctx, s.rdb, s.keys.request(id, kinds...), id, s.opt.AuditMaxLen, s.keys.wake(), shardWake, lease).Int()
 	if err != nil {
 		return false, fmt.Errorf("discard %s: %w", id, unavailable(err))
 	}
@@ -918,13 +940,16 @@ return 1
 
 // ClaimPosting takes the right to post a pending request that nothing was
 // posted for: after a crash between storing and posting, exactly one of
-// any number of replicas gets it.
-func (s *Store) ClaimPosting(ctx context.Context, id string) (bool, error) {
+// any number of replicas gets it. Claimed, rec.Lease is the lease taken.
+func (s *Store) ClaimPosting(ctx context.Context, rec *Record) (bool, error) {
 	now := s.opt.Now()
-	n, err := claimPostingScript.Run(ctx, s.rdb, []string{s.keys.record(id)},
-		now.UnixMilli(), now.Add(PostingLease).UnixMilli()).Int()
+	lease := now.Add(PostingLease).UnixMilli()
+	n, err := claimPostingScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID)}, now.UnixMilli(), lease).Int()
 	if err != nil {
-		return false, fmt.Errorf("claim posting of %s: %w", id, unavailable(err))
+		return false, fmt.Errorf("claim posting of %s: %w", rec.ID, unavailable(err))
+	}
+	if n == 1 {
+		rec.Lease = lease
 	}
 	return n == 1, nil
 }

@@ -39,6 +39,10 @@ func TestCreate(t *testing.T) {
 			}
 			now := b.clock.Now()
 			_, hash, _, _ := nr.encode()
+			if rec.Lease != now.Add(PostingLease).UnixMilli() {
+				t.Errorf("created with lease %d; want a posting lease from now", rec.Lease)
+			}
+			rec.Lease = 0 // the creator's alone: a read has none
 			for name, got := range map[string]*Record{"created": rec, "read back": mustGet(t, s, rec.ID)} {
 				want := &Record{
 					ID: rec.ID, Kind: seam.KindQuestion, Status: seam.StatusPending,

@@ -531,6 +531,12 @@ func mustCreate(t *testing.T, s *Store, nr NewRequest) *Record {
 	if !created {
 		t.Fatalf("Create: created = false for a new request")
 	}
+	// The lease it holds is the creator's alone: a read of the record, or
+	// another create's answer, has none. Compared as the rest, it is left out.
+	if want := s.opt.Now().Add(PostingLease).UnixMilli(); rec.Lease != want {
+		t.Errorf("Create: lease %d; want %d, a posting lease from now", rec.Lease, want)
+	}
+	rec.Lease = 0
 	return rec
 }
 
