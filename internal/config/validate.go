@@ -265,6 +265,12 @@ func (v *validator) redis(r Redis) {
 	if r.DB < 0 {
 		v.add("redis.db", "must not be negative, got %d", r.DB)
 	}
+	if strings.ContainsAny(r.Prefix, "{}") {
+		// On a Cluster the first {...} of a key names its slot: the
+		// prefix's would take the place of the bridge's own hash tags,
+		// and an empty one ({}) would split a script's keys across slots.
+		v.add("redis.prefix", "must not contain { or }: the bridge's keys carry their own Redis Cluster hash tags")
+	}
 }
 
 func (v *validator) redisURL(r Redis) {
