@@ -20,6 +20,11 @@ const (
 	maxMessageBlocks = 50
 	maxModalBlocks   = 100
 	maxButtonText    = 75
+	// maxButtonShown is about how much of a button's text Slack's clients
+	// show before cutting it short ("may truncate with ~30 characters",
+	// Block Kit's button element): on a phone, two options alike in their
+	// first 30 characters would look the same.
+	maxButtonShown   = 30
 	maxOptionText    = 75
 	maxSelectOptions = 100
 	maxChoiceOptions = 10 // checkboxes and radio buttons
@@ -402,9 +407,10 @@ type shape struct {
 
 func shapeOf(q seam.Question) shape {
 	var sh shape
-	longLabel, anyDesc, longDesc := false, false, false
+	longLabel, wideLabel, anyDesc, longDesc := false, false, false, false
 	for _, o := range q.Options {
 		longLabel = longLabel || surface.Len(o.Label) > maxOptionText
+		wideLabel = wideLabel || surface.Len(o.Label) > maxButtonShown
 		anyDesc = anyDesc || o.Description != ""
 		longDesc = longDesc || surface.Len(o.Description) > maxOptionText
 	}
@@ -415,9 +421,11 @@ func shapeOf(q seam.Question) shape {
 		sh.listing = longLabel || (anyDesc && !sh.choice) || longDesc
 	default:
 		sh.buttons = len(q.Options) <= maxButtons && !longLabel
-		sh.listing = longLabel || anyDesc
+		// Buttons whose labels a phone may cut carry their numbers, and
+		// the options are listed in full above them.
+		sh.listing = longLabel || anyDesc || sh.buttons && wideLabel
 	}
-	sh.numbered = longLabel
+	sh.numbered = longLabel || sh.buttons && wideLabel
 	return sh
 }
 
@@ -482,7 +490,11 @@ func questionControls(id string, q seam.Question, sh shape) []slackapi.Block {
 			if i == primary {
 				style = slackapi.StylePrimary
 			}
-			buttons = append(buttons, button(surface.Ref{Verb: surface.VerbPick, ID: id, O: i}, o.Label, style))
+			label := o.Label
+			if sh.numbered {
+				label = strconv.Itoa(i+1) + ". " + label
+			}
+			buttons = append(buttons, button(surface.Ref{Verb: surface.VerbPick, ID: id, O: i}, label, style))
 		}
 	case q.MultiSelect && sh.choice:
 		choice = slackapi.NewCheckboxGroupsBlockElement(surface.Ref{Verb: surface.VerbMulti, ID: id}.String(), options(q, sh.numbered, true)...)

@@ -466,6 +466,39 @@ func TestShapes(t *testing.T) {
 	}
 }
 
+// TestWideLabelsAreNumbered: a phone shows about 30 characters of a
+// button. Labels longer than that, alike at their start, would look the
+// same: the buttons carry their numbers and the options are listed whole.
+func TestWideLabelsAreNumbered(t *testing.T) {
+	labels := []string{"Roll back the deployment to the previous version (Recommended)", "Roll back the deployment and also purge the CDN cache"}
+	q := seam.Question{ID: "q", Question: "Which?", Options: []seam.Option{{Label: labels[0]}, {Label: labels[1]}}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	blocks := render(rec, "", true).blocks
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, b := range walkBlocks(t, blocks) {
+		for _, e := range list(b, "elements") {
+			if str(e, "type") == "button" {
+				texts = append(texts, str(obj(e, "text"), "text"))
+			}
+		}
+	}
+	if len(texts) < 2 || texts[0] != "1. "+labels[0] || texts[1] != "2. "+labels[1] {
+		t.Errorf("buttons %q; want them numbered", texts)
+	}
+	if !strings.Contains(string(raw), "1. "+labels[0]+"\\n2. "+labels[1]) {
+		t.Errorf("the options are not listed whole, numbered: %s", raw)
+	}
+	// Short labels stay as they are.
+	q.Options = []seam.Option{{Label: "Yes"}, {Label: "No"}}
+	if sh := shapeOf(q); !sh.buttons || sh.numbered || sh.listing {
+		t.Errorf("short labels: %+v; want plain buttons", sh)
+	}
+}
+
 func TestRefRoundTrip(t *testing.T) {
 	r := surface.Ref{Verb: surface.VerbPick, ID: "abcdefghijklmnop", Q: 19, O: 99}
 	got, err := surface.ParseRef(r.String())
