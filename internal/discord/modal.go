@@ -165,7 +165,7 @@ func sheetModal(rec *pending.Record) *response {
 // Discord modal is told.
 func msgTooBig(id string) string {
 	return "This request has more questions or options than one Discord form holds (5 fields). " +
-		"Answer it through the bridge instead: POST /v1/questions/" + id + "/answer, or your answer inbox. Nothing was saved."
+		"Answer it in the bridge's web inbox instead, at /r/" + id + ". Nothing was saved."
 }
 
 // msgTooBigForLink is what someone who wants to answer a request too large

@@ -224,7 +224,7 @@ func moreNote(rest string) string {
 // more renders the queued text as embeds of the messages that follow,
 // at most maxMore; a last line says where the rest is when even that is
 // not enough.
-func (b *builder) more(kind, id string) []*discordgo.MessageEmbed {
+func (b *builder) more(id string) []*discordgo.MessageEmbed {
 	var out []*discordgo.MessageEmbed
 	const room = maxEmbedDesc - 200
 	for i, sp := range b.spill {
@@ -236,7 +236,7 @@ func (b *builder) more(kind, id string) []*discordgo.MessageEmbed {
 					left += surface.Len(later.text)
 				}
 				last := out[len(out)-1]
-				last.Description += fmt.Sprintf("\n\n*… %d more characters are too long to post in Discord. The whole request is available from the bridge: GET /v1/%ss/%s.*", left, kind, id)
+				last.Description += fmt.Sprintf("\n\n*… %d more characters are too long to post in Discord. The whole request is in the bridge's web inbox, at /r/%s.*", left, id)
 				return out
 			}
 			var head string
@@ -256,10 +256,8 @@ func render(rec *pending.Record, mention string, live bool) message {
 		colour = colourDone
 	}
 	var comps []discordgo.MessageComponent
-	kind := "question"
 	switch {
 	case rec.Kind == seam.KindApproval:
-		kind = "approval"
 		renderApproval(&b, rec, colour)
 		comps = approvalControls(rec.ID)
 	case len(rec.Questions.Questions) == 1:
@@ -272,7 +270,7 @@ func render(rec *pending.Record, mention string, live bool) message {
 			dismissButton(rec.ID),
 		}}}
 	}
-	m := message{embeds: b.embeds, more: b.more(kind, rec.ID), components: []discordgo.MessageComponent{}}
+	m := message{embeds: b.embeds, more: b.more(rec.ID), components: []discordgo.MessageComponent{}}
 	in := intro(rec)
 	if live {
 		m.components = tagged(comps, surface.HashTag(rec.Hash))

@@ -285,7 +285,7 @@ func (b *builder) message(text string, id string) message {
 	if rest != "" {
 		last := &m.replies[len(m.replies)-1]
 		*last = append(*last, slackapi.NewContextBlock("", mrkdwn(fmt.Sprintf(
-			"_… %d more characters are too long to post in Slack. The whole request is available from the bridge: GET /v1/questions/%s._", surface.Len(rest), id))))
+			"_… %d more characters are too long to post in Slack. The whole request is in the bridge's web inbox, at /r/%s._", surface.Len(rest), id))))
 	}
 	return m
 }
