@@ -587,7 +587,16 @@ func renderApproval(b *builder, rec *pending.Record, colour int) {
 	if args := surface.PrettyJSON(a.Arguments); args != "" {
 		room := min(maxEmbedDesc, embedBudget-b.used-20) - 8
 		code := surface.NoFence
-		e := &discordgo.MessageEmbed{Title: "Arguments", Description: "```\n" + surface.Fit(args, room, code) + "\n```", Color: colour}
+		head, rest := surface.Cut(args, room, code)
+		desc := "```\n" + code(head) + "\n```"
+		if rest != "" {
+			// What is allowed is read in full: the rest follows. The note
+			// is measured on the whole text, as embed's is.
+			head, rest = surface.Cut(args, room-surface.Len(moreNote(args)), code)
+			desc = "```\n" + code(head) + "\n```" + moreNote(rest)
+			b.spill = append(b.spill, spilled{"Arguments, continued", rest})
+		}
+		e := &discordgo.MessageEmbed{Title: "Arguments", Description: desc, Color: colour}
 		b.embeds = append(b.embeds, e)
 		b.used += embedLen(e)
 	}

@@ -549,6 +549,29 @@ func TestEscBackslashedBacktick(t *testing.T) {
 
 // An argument holding a run of backticks must not end the arguments' code
 // block: what follows would render as markdown (a masked link, say).
+// TestLongArgumentsAreReadInFull: arguments longer than the message holds
+// go on in the messages that follow; before, the rest was cut with
+// nowhere to read it.
+func TestLongArgumentsAreReadInFull(t *testing.T) {
+	tail := "END-OF-THE-MANIFEST"
+	args, _ := json.Marshal(map[string]string{"manifest": strings.Repeat("spec line; ", 600) + tail})
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Approval: &seam.Approval{ToolName: "kubectl_apply", Arguments: args}}
+	m := render(rec, "", true)
+	var more string
+	for _, e := range m.more {
+		more += e.Title + "\n" + e.Description + "\n"
+	}
+	if !strings.Contains(more, "Arguments, continued") || !strings.Contains(more, tail) {
+		t.Errorf("the arguments' rest does not follow: %q", more)
+	}
+	for _, e := range m.embeds {
+		if e.Title == "Arguments" && (strings.Count(e.Description, "```") != 2 || !strings.Contains(e.Description, "continue below")) {
+			t.Errorf("the arguments embed: %q", e.Description)
+		}
+	}
+}
+
 func TestArgumentsKeepTheirCodeBlock(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"cmd": "echo '````' '``````' [Approve](https://evil.example)"})
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),

@@ -581,13 +581,26 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 			b.spill("*Reason, continued:*", rest)
 		}
 	}
+	argsCut := false
 	if args := surface.PrettyJSON(a.Arguments); args != "" {
-		text := "*Arguments*\n```" + surface.Fit(args, maxSectionText-30, codeBlock) + "```"
-		b.add(slackapi.NewSectionBlock(mrkdwn(text), nil, nil))
+		head, rest := surface.Cut(args, maxSectionText-30, codeBlock)
+		b.add(slackapi.NewSectionBlock(mrkdwn("*Arguments*\n```"+codeBlock(head)+"```"), nil, nil))
+		if rest != "" {
+			// What is allowed is read in full: the rest goes to the thread.
+			b.context(moreNote(rest))
+			b.spill("*Arguments, continued:*", rest)
+			argsCut = true
+		}
 	}
 	if live {
-		b.add(slackapi.NewActionBlock("",
-			button(surface.Ref{Verb: surface.VerbAllow, ID: rec.ID}, "Allow once", slackapi.StylePrimary),
+		allow := button(surface.Ref{Verb: surface.VerbAllow, ID: rec.ID}, "Allow once", slackapi.StylePrimary)
+		if argsCut {
+			allow.Confirm = slackapi.NewConfirmationBlockObject(
+				plain(surface.Truncate("Allow "+a.ToolName+"?", maxConfirmTitle)),
+				plain("Its arguments are longer than the message: the rest is in the thread below."),
+				plain("Allow once"), plain("Go back"))
+		}
+		b.add(slackapi.NewActionBlock("", allow,
 			button(surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", slackapi.StyleDanger)))
 	}
 	return fallback(surface.Asker(rec.Caller)+" asks to run ", a.ToolName)

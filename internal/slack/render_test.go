@@ -666,6 +666,43 @@ func TestTextLenCountsWhatDecodingCounts(t *testing.T) {
 
 // An argument holding ``` must not end the arguments' code block early:
 // what follows would be read as mrkdwn.
+// TestLongArgumentsAreReadInFull: arguments longer than the message holds
+// go on in the thread, and "Allow once" asks first: before, the rest was
+// cut ("… N more characters not shown") with nowhere to read it.
+func TestLongArgumentsAreReadInFull(t *testing.T) {
+	tail := "END-OF-THE-MANIFEST"
+	args, _ := json.Marshal(map[string]string{"manifest": strings.Repeat("spec line; ", 600) + tail})
+	for _, tc := range []struct {
+		name    string
+		args    json.RawMessage
+		confirm bool
+	}{
+		{"long", args, true},
+		{"short", json.RawMessage(`{"replicas":3}`), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+				Approval: &seam.Approval{ToolName: "kubectl_apply", Arguments: tc.args}}
+			m := render(rec, "", true)
+			var confirm bool
+			for _, b := range walkBlocks(t, m.blocks) {
+				for _, e := range list(b, "elements") {
+					if str(obj(e, "text"), "text") == "Allow once" {
+						confirm = obj(e, "confirm") != nil
+					}
+				}
+			}
+			if confirm != tc.confirm {
+				t.Errorf("Allow once asks first: %v; want %v", confirm, tc.confirm)
+			}
+			replies, _ := json.Marshal(m.replies)
+			if got := strings.Contains(string(replies), "Arguments, continued") && strings.Contains(string(replies), tail); got != tc.confirm {
+				t.Errorf("the arguments' rest in the thread: %v; want %v", got, tc.confirm)
+			}
+		})
+	}
+}
+
 func TestArgumentsKeepTheirCodeBlock(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"cmd": "printf '```' '````' '``````' && rm -rf *build*"})
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
