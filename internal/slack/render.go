@@ -376,7 +376,7 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 		}
 	}
 	if q.Detail != "" {
-		rest := b.sections(q.Detail, room, 6)
+		rest := b.sections(fromMarkdown(q.Detail), room, 6)
 		if rest != "" {
 			b.context(moreNote(rest))
 			b.spill("*"+detailTitle(q)+", continued:*", rest)
@@ -553,7 +553,7 @@ func questionText(i int, q seam.Question) string {
 	}
 	s.WriteString(q.Question)
 	if q.Detail != "" {
-		s.WriteString("\n" + q.Detail)
+		s.WriteString("\n" + fromMarkdown(q.Detail))
 	}
 	if len(q.Options) > 0 {
 		kind := "one of"
@@ -576,7 +576,7 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 		reason = a.Reason
 	}
 	if reason != "" {
-		if rest := b.sections(reason, messageBudget-b.used-maxSectionText-statusReserve, 3); rest != "" {
+		if rest := b.sections(fromMarkdown(reason), messageBudget-b.used-maxSectionText-statusReserve, 3); rest != "" {
 			b.context(moreNote(rest))
 			b.spill("*Reason, continued:*", rest)
 		}
