@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -308,7 +309,11 @@ func render(rec *pending.Record, mention string, live bool) message {
 	}
 	if !live {
 		if st := surface.StatusLine(rec, statusFormat); st != "" {
-			b.context(st)
+			// Under the intro, where the eye lands first (as Discord has
+			// it), not in small print after a long plan.
+			bl := slackapi.NewSectionBlock(mrkdwn(st), nil, nil)
+			b.blocks = slices.Insert(b.blocks, 1, slackapi.Block(bl))
+			b.used += textLen(bl)
 			text = st + " — " + text
 		}
 	} else if mention != "" {

@@ -737,3 +737,16 @@ func TestProblemToldIsEscaped(t *testing.T) {
 		t.Errorf("problem %q is not escaped", problem)
 	}
 }
+
+// TestEndedLineUnderTheIntro: how a request ended is the first thing read,
+// not small print after a long plan.
+func TestEndedLineUnderTheIntro(t *testing.T) {
+	q := seam.Question{ID: "q", Question: "Deploy?", Detail: strings.Repeat("A long plan. ", 300), Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusAnswered, Questions: &seam.Questions{Questions: []seam.Question{q}},
+		ResolvedAt: time.Unix(1700000500, 0), ResolvedBy: &pending.Responder{Surface: "slack", UserID: "U1", Name: "ada"},
+		Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{"Yes"}}}}}
+	blocks := walkBlocks(t, render(rec, "", false).blocks)
+	if len(blocks) < 3 || str(blocks[1], "type") != "section" || !strings.HasPrefix(str(obj(blocks[1], "text"), "text"), "Answered by ada · Yes") {
+		t.Errorf("the second block is %v; want the ended line, a section", blocks[1])
+	}
+}
