@@ -497,6 +497,36 @@ func TestTypedInputModal(t *testing.T) {
 	}
 }
 
+// TestBooleanFieldIsYesOrNo: a boolean field is answered in one tap, Yes
+// or No, its prefill chosen; before, a phone typed "true".
+func TestBooleanFieldIsYesOrNo(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "canary", "question": "Start with a canary?", "input": map[string]any{"type": "boolean", "value": "yes"},
+	}}})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	var field map[string]any
+	for _, bl := range opened.Blocks() {
+		if bl["block_id"] == "q0" {
+			field, _ = bl["element"].(map[string]any)
+		}
+	}
+	initial, _ := field["initial_option"].(map[string]any)
+	if field == nil || field["type"] != "radio_buttons" || initial["value"] != "true" {
+		t.Fatalf("the boolean field is %v; want Yes/No radio buttons, Yes chosen", field)
+	}
+	if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{
+		"q0": map[string]any{"v": map[string]any{"type": "radio_buttons", "selected_option": map[string]any{"value": "false", "text": map[string]any{"type": "plain_text", "text": "No"}}}},
+	})); body != "" {
+		t.Fatalf("the submission got %q, want an empty 200 (closes the modal)", body)
+	}
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"canary","selected":[],"custom":"false"}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
 func TestSeveralQuestionsOneModal(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{

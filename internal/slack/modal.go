@@ -131,7 +131,10 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			if q.Input != nil {
 				typ, prefill = q.Input.Type, q.Input.Value
 			}
-			el := textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
+			var el slackapi.BlockElement = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
+			if typ == seam.InputBoolean {
+				el = yesNo(prefill)
+			}
 			blocks = append(blocks, input(choiceBlock(i), questionLabel(q), el, !surface.TextRequired(qs, i)))
 			continue
 		}
@@ -144,6 +147,24 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
 	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, blocks)
+}
+
+// yesNo answers a boolean field in one tap, where a text field asked a
+// phone to type "true": Yes and No, answered as "true" and "false", the
+// prefill's chosen.
+func yesNo(prefill string) *slackapi.RadioButtonsBlockElement {
+	opts := []*slackapi.OptionBlockObject{
+		slackapi.NewOptionBlockObject("true", plain("Yes"), nil),
+		slackapi.NewOptionBlockObject("false", plain("No"), nil),
+	}
+	el := slackapi.NewRadioButtonsBlockElement(inputAction, opts...)
+	switch v, _ := seam.ParseInput(seam.InputBoolean, prefill); v {
+	case "true":
+		el.InitialOption = opts[0]
+	case "false":
+		el.InitialOption = opts[1]
+	}
+	return el
 }
 
 // choice is the element that chooses among q's options in a modal: radio
@@ -239,6 +260,9 @@ func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answ
 			}
 		case len(q.Options) == 0 && r.Verb == surface.VerbAnswer:
 			it.Custom = v.Value
+			if v.SelectedOption.Value != "" { // a boolean's Yes or No
+				it.Custom = v.SelectedOption.Value
+			}
 			switch {
 			case strings.TrimSpace(v.Value) == "":
 				if surface.TextRequired(qs.Questions, i) {
