@@ -392,18 +392,49 @@ func TestTypedFieldError(t *testing.T) {
 	}
 	modalID, _ := data(resp)["custom_id"].(string)
 
-	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow("q0", "three")))
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.LabelText("q0", "three")))
 	if !isEphemeral(resp) || !strings.Contains(content(resp), "Replicas must be a whole number") {
 		t.Errorf("a bad number got %v, want an ephemeral naming the field", resp)
 	}
 	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 		t.Fatalf("a bad value was stored: %v", rec.M)
 	}
-	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow("q0", " 42 ")))
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.LabelText("q0", " 42 ")))
 	if respType(resp) != 7 {
 		t.Fatalf("a good value got %v", resp)
 	}
 	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
+		t.Errorf("answer %s", got)
+	}
+}
+
+// TestBooleanFieldIsYesOrNo: a boolean field is a select of Yes and No,
+// its prefill chosen, and the question is shown whole beside it (a
+// field's label is cut at 45 characters).
+func TestBooleanFieldIsYesOrNo(t *testing.T) {
+	b := start(t, defaultTarget)
+	const question = "Start the rollout with a canary in the eu-west region first?"
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "canary", "question": question, "input": map[string]any{"type": "boolean", "value": "no"},
+	}}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	in := discord.Find(data(resp), "q0")
+	opts, _ := in["options"].([]any)
+	if respType(resp) != 9 || in == nil || in["type"] != float64(3) || len(opts) != 2 {
+		t.Fatalf("Answer… got %v; want a modal with a Yes/No select", resp)
+	}
+	if no, _ := opts[1].(map[string]any); no["label"] != "No" || no["default"] != true {
+		t.Errorf("options %v; want No chosen, as prefilled", opts)
+	}
+	if raw, _ := json.Marshal(data(resp)); !strings.Contains(string(raw), `"description":"`+question+`"`) {
+		t.Errorf("the question is not shown whole: %s", raw)
+	}
+	modalID, _ := data(resp)["custom_id"].(string)
+	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.LabelSelect("q0", "true"))); respType(resp) != 7 {
+		t.Fatalf("the submission got %v", resp)
+	}
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"canary","selected":[],"custom":"true"}]}` {
 		t.Errorf("answer %s", got)
 	}
 }
@@ -440,15 +471,19 @@ func TestBlankRequiredTextIsRefused(t *testing.T) {
 				t.Fatalf("the button got %v; want a modal with %s required", resp, tc.field)
 			}
 			modalID, _ := data(resp)["custom_id"].(string)
+			submitted := discord.TextRow // as the modal sent it: Answer…'s field is in a Label
+			if tc.verb == "answer" {
+				submitted = discord.LabelText
+			}
 
-			resp = b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow(tc.field, " \n\t ")))
+			resp = b.click(t, discord.Submit(msg, ada, modalID, submitted(tc.field, " \n\t ")))
 			if !isEphemeral(resp) || !strings.Contains(content(resp), tc.told) {
 				t.Errorf("blank text got %v; want an ephemeral saying %q", resp, tc.told)
 			}
 			if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 				t.Fatalf("blank text was recorded: %s %s", rec.M["status"], rec.Raw("answer"))
 			}
-			if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow(tc.field, "after the freeze"))); respType(resp) != 7 {
+			if resp := b.click(t, discord.Submit(msg, ada, modalID, submitted(tc.field, "after the freeze"))); respType(resp) != 7 {
 				t.Fatalf("a real answer got %v", resp)
 			}
 			if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != tc.want {
@@ -471,7 +506,7 @@ func TestOptionalTypedFieldMayBeLeftEmpty(t *testing.T) {
 		t.Fatalf("Answer… got %v; want a modal with q0 optional", resp)
 	}
 	modalID, _ := data(resp)["custom_id"].(string)
-	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.TextRow("q0", ""))); respType(resp) != 7 {
+	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.LabelText("q0", ""))); respType(resp) != 7 {
 		t.Fatalf("an empty optional field got %v", resp)
 	}
 	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"retries","selected":[]}]}` {

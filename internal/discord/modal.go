@@ -53,21 +53,49 @@ func fieldName(i int, q seam.Question) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// textModal answers a lone question without options: one text field,
-// typed when the question says so, required as surface.TextRequired says.
+// textModal answers a lone question without options: one field, typed
+// when the question says so, required as surface.TextRequired says, in a
+// Label whose description holds the question (a field's own label is cut
+// at 45 characters).
 func textModal(rec *pending.Record) *response {
 	q := rec.Questions.Questions[0]
-	typ, prefill := seam.InputString, ""
-	if q.Input != nil {
-		typ, prefill = q.Input.Type, q.Input.Value
-	}
 	label := q.Header
 	if label == "" {
 		label = oneLine(q.Question)
 	}
-	hint := surface.InputHint(typ)
-	row := textRow(textField(0), label, hint, prefill, typ == seam.InputString || typ == "", surface.TextRequired(rec.Questions.Questions, 0), maxTextValue)
-	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []discordgo.MessageComponent{row})
+	comp := labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel),
+		Description: surface.Truncate(oneLine(q.Question), maxLabelDesc),
+		Component:   typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0))}
+	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []any{comp})
+}
+
+// typedField is the field of question i, which has no options: a text
+// input, one line for a number, or, for a boolean, a select of Yes and
+// No, answered as "true" and "false" (a phone need not type "true"),
+// the prefill chosen.
+func typedField(i int, q seam.Question, required bool) any {
+	typ, prefill := seam.InputString, ""
+	if q.Input != nil {
+		typ, prefill = q.Input.Type, q.Input.Value
+	}
+	if typ == seam.InputBoolean {
+		v, _ := seam.ParseInput(seam.InputBoolean, prefill)
+		least := 0
+		if required {
+			least = 1
+		}
+		return modalSelect{Type: componentSelect, CustomID: textField(i), MinValues: least, MaxValues: 1, Required: required,
+			Options: []discordgo.SelectMenuOption{
+				{Label: "Yes", Value: "true", Default: v == "true"},
+				{Label: "No", Value: "false", Default: v == "false"},
+			}}
+	}
+	style := 1
+	if typ == seam.InputString || typ == "" {
+		style = 2
+	}
+	return modalText{Type: componentText, CustomID: textField(i), Style: style, Placeholder: surface.InputHint(typ),
+		Value: surface.Truncate(prefill, maxTextValue), Required: required, MaxLength: maxTextValue}
 }
 
 // otherModal takes free text for question i: an answer of its own, or
@@ -117,17 +145,8 @@ func sheetModal(rec *pending.Record) *response {
 		}
 		desc := surface.Truncate(oneLine(q.Question), maxLabelDesc)
 		if len(q.Options) == 0 {
-			typ, prefill, required := seam.InputString, "", surface.TextRequired(qs, i)
-			if q.Input != nil {
-				typ, prefill = q.Input.Type, q.Input.Value
-			}
-			style := 1
-			if typ == seam.InputString || typ == "" {
-				style = 2
-			}
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(name, maxFieldLabel), Description: desc,
-				Component: modalText{Type: componentText, CustomID: textField(i), Style: style, Placeholder: surface.InputHint(typ),
-					Value: surface.Truncate(prefill, maxTextValue), Required: required, MaxLength: maxTextValue}})
+				Component: typedField(i, q, surface.TextRequired(qs, i))})
 			continue
 		}
 		for p := range parts(q) {
@@ -199,6 +218,9 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 		}
 		if len(q.Options) == 0 && r.Verb == surface.VerbAnswer {
 			v := fs[textField(i)].value
+			if f := fs[textField(i)]; len(f.values) == 1 { // a boolean's Yes or No
+				v = f.values[0]
+			}
 			it.Custom = v
 			switch {
 			case strings.TrimSpace(v) == "":
