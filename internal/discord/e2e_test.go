@@ -514,6 +514,10 @@ func TestOptionalTypedFieldMayBeLeftEmpty(t *testing.T) {
 	}
 }
 
+// TestMultiSelect: a multi-select is answered in the form, with text
+// beside the choice, and sent by its Submit: a select in the message
+// answered as soon as it closed, so that closing a phone's sheet to read
+// the question again sent a partial choice.
 func TestMultiSelect(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
@@ -521,15 +525,22 @@ func TestMultiSelect(t *testing.T) {
 		"options": []any{map[string]any{"label": "dev"}, map[string]any{"label": "staging"}, map[string]any{"label": "prod"}},
 	}}})
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
-	sel := discord.Find(msg.Body, "ab:select:"+id)
-	if sel == nil || sel["max_values"] != float64(3) || sel["min_values"] != float64(1) {
-		t.Fatalf("the multi-select is %v", sel)
+	for _, c := range discord.Components(msg.Body) {
+		if c["type"] == float64(3) {
+			t.Fatalf("the message holds a select, which answers as it closes: %v", c)
+		}
 	}
-	resp := b.click(t, discord.Click(msg, bob, sel["custom_id"].(string), []string{"2", "0"}))
+	resp := b.click(t, discord.Click(msg, bob, "ab:answer:"+id+":0:0", nil))
+	sel := discord.Find(data(resp), "q0p0")
+	if respType(resp) != 9 || sel == nil || sel["max_values"] != float64(3) || discord.Find(data(resp), "q0o") == nil {
+		t.Fatalf("Answer… got %v; want a form with the multi-select and a text field", resp)
+	}
+	modalID, _ := data(resp)["custom_id"].(string)
+	resp = b.click(t, discord.Submit(msg, bob, modalID, discord.LabelSelect("q0p0", "2", "0"), discord.LabelText("q0o", "canary first")))
 	if respType(resp) != 7 {
-		t.Fatalf("got %v", resp)
+		t.Fatalf("the submission got %v", resp)
 	}
-	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"envs","selected":["prod","dev"]}]}` {
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"envs","selected":["prod","dev"],"custom":"canary first"}]}` {
 		t.Errorf("answer %s", got)
 	}
 }

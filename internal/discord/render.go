@@ -493,9 +493,13 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 		if row != nil {
 			rows = append(rows, discordgo.ActionsRow{Components: row})
 		}
-	case q.MultiSelect && len(q.Options) > maxSelectOptions:
-		// One select can't hold them, and a click on one of several would
-		// answer with only its part: the modal holds them all.
+	case q.MultiSelect:
+		// A select in a message answers as soon as it closes: on a phone,
+		// closing the sheet to read the question again would send what
+		// was ticked so far. The form takes the choice, with text beside
+		// it, and sends it with its Submit (and holds more than 25 options,
+		// where a click on one of several selects would answer with only
+		// its part).
 		last = append(last, button(surface.Ref{Verb: surface.VerbAnswer, ID: id}, "Answer…", discordgo.PrimaryButton))
 	default:
 		for p := range parts(q) {
