@@ -498,11 +498,12 @@ func TestTypedInputModal(t *testing.T) {
 }
 
 // TestBooleanFieldIsYesOrNo: a boolean field is answered in one tap, Yes
-// or No, its prefill chosen; before, a phone typed "true".
+// or No, its prefill chosen; before, a phone typed "true". Required, its
+// choice counts as filled.
 func TestBooleanFieldIsYesOrNo(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
-		"id": "canary", "question": "Start with a canary?", "input": map[string]any{"type": "boolean", "value": "yes"},
+		"id": "canary", "question": "Start with a canary?", "input": map[string]any{"type": "boolean", "value": "yes", "required": true},
 	}}})
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))

@@ -259,17 +259,18 @@ func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answ
 				}
 			}
 		case len(q.Options) == 0 && r.Verb == surface.VerbAnswer:
-			it.Custom = v.Value
+			value := v.Value
 			if v.SelectedOption.Value != "" { // a boolean's Yes or No
-				it.Custom = v.SelectedOption.Value
+				value = v.SelectedOption.Value
 			}
+			it.Custom = value
 			switch {
-			case strings.TrimSpace(v.Value) == "":
+			case strings.TrimSpace(value) == "":
 				if surface.TextRequired(qs.Questions, i) {
 					errs[choiceBlock(i)] = msgTypeAnswer
 				}
 			case q.Input != nil:
-				if _, err := seam.ParseInput(q.Input.Type, v.Value); err != nil {
+				if _, err := seam.ParseInput(q.Input.Type, value); err != nil {
 					errs[choiceBlock(i)] = "This must be " + strings.ToLower(surface.InputHint(q.Input.Type)) + ": " + err.Error()
 				}
 			}
