@@ -64,6 +64,9 @@ type Dispatcher struct {
 	metrics        *Metrics
 	log            *slog.Logger
 	creating       sync.WaitGroup // creates past their store step; see Drain
+	// postFor bounds a post, the creator's or a reposter's: the posting
+	// lease it holds (tests shorten it).
+	postFor time.Duration
 }
 
 // New builds a dispatcher for the routes of cfg. surfaces maps a surface
@@ -77,6 +80,7 @@ func New(store *pending.Store, cfg *config.Config, surfaces map[string]Surface, 
 		defaultExpires: cfg.Store.DefaultExpiresIn.D(),
 		metrics:        m,
 		log:            log,
+		postFor:        pending.PostingLease,
 	}
 	for name := range surfaces {
 		m.surface(name)
@@ -95,6 +99,10 @@ func New(store *pending.Store, cfg *config.Config, surfaces map[string]Surface, 
 	}
 	return d, errors.Join(errs...)
 }
+
+// settleTimeout bounds what a create does after its posts failed:
+// discarding the request, or reading it again.
+const settleTimeout = 5 * time.Second
 
 // DefaultRoute is the route of a request that names none.
 const DefaultRoute = "default"
@@ -129,7 +137,7 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	// and a replica that stops waits for it (Drain).
 	d.creating.Add(1)
 	defer d.creating.Done()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pending.PostingLease)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.postFor)
 	defer cancel()
 	if len(rt.targets) == 0 {
 		if created {
@@ -148,6 +156,11 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 		}
 	}
 	if posted := d.post(ctx, rec, rt); posted == 0 {
+		// On a context of their own: a post that ran until its lease
+		// ended leaves ctx done, and the request must still be discarded
+		// or returned.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+		defer cancel()
 		discarded, err := d.store.DiscardUnposted(ctx, rec)
 		if err != nil {
 			d.log.Warn("discarding an unposted request failed", "request_id", rec.ID, "err", err)
@@ -206,7 +219,7 @@ func (d *Dispatcher) Repost(ctx context.Context) error {
 // post is: one that outlived it would let another replica claim the
 // request and post it again.
 func (d *Dispatcher) postLeased(ctx context.Context, rec *pending.Record, rt route) int {
-	ctx, cancel := context.WithTimeout(ctx, pending.PostingLease)
+	ctx, cancel := context.WithTimeout(ctx, d.postFor)
 	defer cancel()
 	return d.post(ctx, rec, rt)
 }

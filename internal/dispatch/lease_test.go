@@ -41,11 +41,20 @@ func (g *gated) Post(ctx context.Context, rec *pending.Record, t dispatch.Target
 		gt.deadline = time.Until(d)
 	}
 	g.entered <- gt
-	if err := <-gt.reply; err != nil {
+	err := <-gt.reply
+	if errors.Is(err, errRunsOut) { // the platform holds it until its context ends
+		<-ctx.Done()
+		err = ctx.Err()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return []pending.Post{p}, nil
 }
+
+// errRunsOut, sent on a gate's reply, has its post wait for its context
+// to end, as a call the platform never answers does.
+var errRunsOut = errors.New("held until the post's context ends")
 
 func (g *gated) Finish(context.Context, *pending.Record, pending.Post) error { return nil }
 
@@ -103,28 +112,41 @@ type created struct {
 // and told the agent 503 NO_PROVIDER anyway, so the harness fell through
 // to its next answerer and the answer was lost.
 func TestAnswerWhileThePostFailsReachesTheAgent(t *testing.T) {
-	store, g, _, ds := gatedReplicas(t, 1)
-	d := ds[0]
-	ctx := context.Background()
-	done := make(chan created, 1)
-	go func() {
-		rec, _, err := d.Create(ctx, question("default", "tc-answer"))
-		done <- created{rec, err}
-	}()
-	gt := enter(t, g, "the create's")
-	rec, err := store.Get(ctx, gt.id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer := &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{"Yes"}}}}
-	if _, err := d.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusAnswered, Answer: answer,
-		By: &pending.Responder{Surface: "web", Name: "ada"}, From: rec, Hash: rec.Hash}); err != nil {
-		t.Fatalf("answer: %v", err)
-	}
-	gt.reply <- errors.New("chat.postMessage: 503, given up")
-	got := <-done
-	if got.err != nil || got.rec == nil || got.rec.Status != seam.StatusAnswered || got.rec.Answer == nil {
-		t.Fatalf("the create returned %+v, %v; want the answered request", got.rec, got.err)
+	for _, tc := range []struct {
+		name string
+		post error // how the post fails
+	}{
+		{"the platform refuses", errors.New("chat.postMessage: 503, given up")},
+		// The post's context ends with its lease: the discard and the
+		// read after it need their own.
+		{"the post runs out of its lease", errRunsOut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, g, _, ds := gatedReplicas(t, 1)
+			d := ds[0]
+			d.SetPostFor(300 * time.Millisecond)
+			ctx := context.Background()
+			done := make(chan created, 1)
+			go func() {
+				rec, _, err := d.Create(ctx, question("default", "tc-answer"))
+				done <- created{rec, err}
+			}()
+			gt := enter(t, g, "the create's")
+			rec, err := store.Get(ctx, gt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer := &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{"Yes"}}}}
+			if _, err := d.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusAnswered, Answer: answer,
+				By: &pending.Responder{Surface: "web", Name: "ada"}, From: rec, Hash: rec.Hash}); err != nil {
+				t.Fatalf("answer: %v", err)
+			}
+			gt.reply <- tc.post
+			got := <-done
+			if got.err != nil || got.rec == nil || got.rec.Status != seam.StatusAnswered || got.rec.Answer == nil {
+				t.Fatalf("the create returned %+v, %v; want the answered request", got.rec, got.err)
+			}
+		})
 	}
 }
 
