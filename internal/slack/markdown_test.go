@@ -22,6 +22,13 @@ func TestFromMarkdown(t *testing.T) {
 		{"x = 2 ** 10", "x = 2 ** 10"},
 		{"snake_case_name and __init__", "snake_case_name and *init*"},
 		{"plain text", "plain text"},
+		{"Logging__LogLevel__Default=Debug", "Logging__LogLevel__Default=Debug"}, // __ inside a word is not emphasis
+		{"(__now__) and __then__.", "(*now*) and *then*."},
+		{"## **Steps**", "*Steps*"}, // bold does not nest
+		{"## ", "## "},              // no text: not a heading
+		{"**a** and **b**", "*a* and *b*"},
+		{"__a__ __b__", "*a* *b*"},
+		{"x__a__ __b__y", "x__a__ __b__y"},
 	} {
 		if got := fromMarkdown(tc.in); got != tc.want {
 			t.Errorf("fromMarkdown(%q) = %q; want %q", tc.in, got, tc.want)
