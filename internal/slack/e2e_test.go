@@ -367,6 +367,24 @@ func TestRoutesEditedSinceThePost(t *testing.T) {
 	}
 }
 
+// TestDirectMessageTarget: a target configured by a person's id posts in
+// the app's DM with them, whose id (D…) is not the one configured; a
+// click there is checked against that target's responders.
+func TestDirectMessageTarget(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: U0ADA
+          responders:
+            users: [UADA]`)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil))
+	if by := b.wait(t, "/v1/questions", id).Raw("answered_by"); !strings.Contains(by, `"UADA"`) {
+		t.Errorf("answered by %s; want ada, in the DM", by)
+	}
+}
+
 func TestLateClickIsTold(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", cleanupQuestion())

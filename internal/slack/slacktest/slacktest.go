@@ -757,6 +757,9 @@ func Click(msg FakeCall, user map[string]any, prefix string, with map[string]any
 		action[k] = v
 	}
 	ch := msg.Field("channel")
+	if isUser(ch) {
+		ch = "D" + ch[1:] // the click comes from the DM Slack posted in, as its answer said
+	}
 	if state == nil {
 		state = map[string]any{}
 	}
