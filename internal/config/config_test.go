@@ -464,7 +464,7 @@ func TestValidate(t *testing.T) {
 		{"redis cluster db", func(c *Config) { c.Redis = Redis{Addrs: []string{"r1:7000"}, DB: 1, Prefix: "p:"} }, "redis.db: a Redis Cluster has database 0 only"},
 		{"redis cluster sentinel_password", func(c *Config) { c.Redis = Redis{Addrs: []string{"r1:7000"}, SentinelPassword: "x", Prefix: "p:"} }, "redis.sentinel_password: needs redis.master_name"},
 		{"redis negative db", func(c *Config) { c.Redis = Redis{Addrs: []string{"s1:26379"}, MasterName: "m", DB: -1, Prefix: "p:"} }, "redis.db: must not be negative, got -1"},
-		{"redis prefix with a hash tag", func(c *Config) { c.Redis.Prefix = "x{}:" }, "redis.prefix: must not contain { or }: the bridge's keys carry their own Redis Cluster hash tags"},
+		{"redis prefix with an empty hash tag", func(c *Config) { c.Redis.Prefix = "x{}:" }, "redis.prefix: must not hold an empty hash tag ({}): on a Redis Cluster every script would fail with CROSSSLOT"},
 		{"redis embedded with password", func(c *Config) { c.Redis = Redis{Password: "pw", Prefix: "p:"} }, "redis.password: needs redis.url or redis.addrs"},
 		{"redis embedded with master_name", func(c *Config) { c.Redis = Redis{MasterName: "m", Prefix: "p:"} }, "redis.master_name: needs redis.url or redis.addrs"},
 		{"token name empty", func(c *Config) { c.API.Tokens[1].Name = "" }, "api.tokens[1].name: required"},

@@ -265,11 +265,12 @@ func (v *validator) redis(r Redis) {
 	if r.DB < 0 {
 		v.add("redis.db", "must not be negative, got %d", r.DB)
 	}
-	if strings.ContainsAny(r.Prefix, "{}") {
-		// On a Cluster the first {...} of a key names its slot: the
-		// prefix's would take the place of the bridge's own hash tags,
-		// and an empty one ({}) would split a script's keys across slots.
-		v.add("redis.prefix", "must not contain { or }: the bridge's keys carry their own Redis Cluster hash tags")
+	if i := strings.IndexByte(r.Prefix, '{'); i >= 0 && strings.HasPrefix(r.Prefix[i:], "{}") {
+		// On a Cluster the first {...} of a key names its slot; an empty
+		// one has the whole key name it, and a script's keys, each its
+		// own slot, fail with CROSSSLOT. (A tag with text puts every
+		// key in one slot: it works, without the spread.)
+		v.add("redis.prefix", "must not hold an empty hash tag ({}): on a Redis Cluster every script would fail with CROSSSLOT")
 	}
 }
 

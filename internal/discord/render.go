@@ -503,17 +503,13 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 		last = append(last, button(surface.Ref{Verb: surface.VerbAnswer, ID: id}, "Answer…", discordgo.PrimaryButton))
 	default:
 		for p := range parts(q) {
-			minV, maxV := 1, 1
-			what := "Choose an option"
-			if q.MultiSelect {
-				maxV, what = len(q.Options), "Choose options"
-			}
+			one := 1
 			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.SelectMenu{
 				MenuType:    discordgo.StringSelectMenu,
 				CustomID:    surface.Ref{Verb: surface.VerbSelect, ID: id, O: p}.String(),
-				Placeholder: surface.Truncate(partHolder(q, p, what), maxSelectHolder),
-				MinValues:   &minV,
-				MaxValues:   maxV,
+				Placeholder: surface.Truncate(partHolder(q, p, "Choose an option"), maxSelectHolder),
+				MinValues:   &one,
+				MaxValues:   1,
 				Options:     selectOptions(q, p),
 			}}})
 		}
