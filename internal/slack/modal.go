@@ -172,8 +172,8 @@ func yesNo(prefill string) *slackapi.RadioButtonsBlockElement {
 // numbered in ticked start chosen.
 func choice(q seam.Question, ticked []int) slackapi.BlockElement {
 	few := len(q.Options) <= maxChoiceOptions
-	opts := options(q, shapeOf(q).numbered, few)
-	var initial []*slackapi.OptionBlockObject // the same objects: Slack wants initial options to equal options
+	opts := options(q, shapeOf(q).numbered, true) // a form lists nothing above its fields
+	var initial []*slackapi.OptionBlockObject     // the same objects: Slack wants initial options to equal options
 	for n, opt := range opts {
 		if slices.Contains(ticked, n) {
 			initial = append(initial, opt)

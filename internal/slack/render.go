@@ -456,6 +456,14 @@ func options(q seam.Question, numbered, descriptions bool) []*slackapi.OptionBlo
 	return out
 }
 
+// describedSelect reports whether a select in a message carries its
+// options' descriptions: the listing above has them too, but on a phone
+// the select's sheet covers it. Past maxDescribed options they would take
+// message room the question's text needs.
+func describedSelect(q seam.Question) bool { return len(q.Options) <= maxDescribed }
+
+const maxDescribed = 25
+
 func button(r surface.Ref, text string, style slackapi.Style) *slackapi.ButtonBlockElement {
 	b := slackapi.NewButtonBlockElement(r.String(), strconv.Itoa(r.O), plain(surface.Truncate(text, maxButtonText)))
 	b.Style = style
@@ -504,9 +512,9 @@ func questionControls(id string, q seam.Question, sh shape) []slackapi.Block {
 	case q.MultiSelect && sh.choice:
 		choice = slackapi.NewCheckboxGroupsBlockElement(surface.Ref{Verb: surface.VerbMulti, ID: id}.String(), options(q, sh.numbered, true)...)
 	case q.MultiSelect:
-		choice = slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), surface.Ref{Verb: surface.VerbMulti, ID: id}.String(), options(q, sh.numbered, false)...)
+		choice = slackapi.NewOptionsMultiSelectBlockElement(slackapi.MultiOptTypeStatic, plain("Choose options"), surface.Ref{Verb: surface.VerbMulti, ID: id}.String(), options(q, sh.numbered, describedSelect(q))...)
 	default:
-		choice = slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), surface.Ref{Verb: surface.VerbSelect, ID: id}.String(), options(q, sh.numbered, false)...)
+		choice = slackapi.NewOptionsSelectBlockElement(slackapi.OptTypeStatic, plain("Choose an option"), surface.Ref{Verb: surface.VerbSelect, ID: id}.String(), options(q, sh.numbered, describedSelect(q))...)
 	}
 	if q.MultiSelect && len(q.Options) > 0 {
 		buttons = append(buttons, button(surface.Ref{Verb: surface.VerbSubmit, ID: id}, "Submit", slackapi.StylePrimary))

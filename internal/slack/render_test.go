@@ -750,3 +750,31 @@ func TestEndedLineUnderTheIntro(t *testing.T) {
 		t.Errorf("the second block is %v; want the ended line, a section", blocks[1])
 	}
 }
+
+// TestSelectsCarryDescriptions: on a phone a select's sheet covers the
+// listing above it, and a form lists nothing: their options carry their
+// descriptions (in a message, up to maxDescribed options).
+func TestSelectsCarryDescriptions(t *testing.T) {
+	q := func(n int) seam.Question {
+		q := seam.Question{ID: "r", Question: "Which region?"}
+		for i := range n {
+			q.Options = append(q.Options, seam.Option{Label: fmt.Sprintf("region-%d", i), Description: fmt.Sprintf("costs $%d/month", i)})
+		}
+		return q
+	}
+	described := func(el any) bool {
+		raw, _ := json.Marshal(el)
+		return strings.Contains(string(raw), `"description":{"type":"plain_text","text":"costs $1/month"`)
+	}
+	for _, tc := range []struct {
+		n    int
+		want bool
+	}{{12, true}, {maxDescribed, true}, {maxDescribed + 1, false}} {
+		if got := described(questionControls("abcdefghijklmnop", q(tc.n), shapeOf(q(tc.n)))); got != tc.want {
+			t.Errorf("a message's select of %d options carries descriptions: %v; want %v", tc.n, got, tc.want)
+		}
+	}
+	if !described(choice(q(40), nil)) {
+		t.Errorf("a form's select of 40 options carries no descriptions")
+	}
+}
