@@ -109,7 +109,24 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case CodeUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
+	WriteError(w, e)
+}
+
+// WriteError writes e as every endpoint of the bridge answers an error,
+// {"error":{"code","message"}}: the API's, and the interaction endpoints'
+// refusals (Slack and Discord read only the status).
+func WriteError(w http.ResponseWriter, e *Error) {
 	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+}
+
+// BodyError is the error of a request body that could not be read
+// (surface.ReadBody): 413 TOO_LARGE over its limit, else 400
+// INVALID_REQUEST.
+func BodyError(err error) *Error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return toError(err)
+	}
+	return apiErr(http.StatusBadRequest, string(seam.CodeInvalidRequest), "the body could not be read")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
@@ -68,17 +69,17 @@ func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := surface.ReadBody(w, r, maxPayload)
 	if err != nil {
-		surface.RefuseBody(w, err)
+		api.WriteError(w, api.BodyError(err))
 		return
 	}
 	if err := h.verify(r.Header, body); err != nil {
 		h.refused.Refused(r.Context(), "refused an interaction", "err", err, "remote", r.RemoteAddr)
-		surface.Refuse(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid request signature")
+		api.WriteError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "invalid request signature"})
 		return
 	}
 	var in interaction
 	if err := json.Unmarshal(body, &in); err != nil {
-		surface.Refuse(w, http.StatusBadRequest, "INVALID_REQUEST", "the body is not an interaction")
+		api.WriteError(w, &api.Error{Status: http.StatusBadRequest, Code: string(seam.CodeInvalidRequest), Message: "the body is not an interaction"})
 		return
 	}
 	resp := h.handle(r.Context(), &in)

@@ -16,6 +16,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
@@ -59,7 +60,7 @@ func (s *Surface) Interactions(r surface.Resolver) *Interactions {
 func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := surface.ReadBody(w, r, maxPayload)
 	if err != nil {
-		surface.RefuseBody(w, err)
+		api.WriteError(w, api.BodyError(err))
 		return
 	}
 	sv, err := slackapi.NewSecretsVerifier(r.Header, h.s.cfg.SigningSecret.Reveal())
@@ -69,12 +70,12 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		h.refused.Refused(r.Context(), "refused an interaction with a bad or stale signature", "err", err, "remote", r.RemoteAddr)
-		surface.Refuse(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid signature")
+		api.WriteError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "invalid signature"})
 		return
 	}
 	cb, err := parseCallback(body)
 	if err != nil {
-		surface.Refuse(w, http.StatusBadRequest, "INVALID_REQUEST", "the payload is not an interaction")
+		api.WriteError(w, &api.Error{Status: http.StatusBadRequest, Code: string(seam.CodeInvalidRequest), Message: "the payload is not an interaction"})
 		return
 	}
 	resp := h.handle(r.Context(), &cb)

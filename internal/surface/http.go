@@ -1,8 +1,6 @@
 package surface
 
 import (
-	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -52,25 +50,3 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // bodyChunk is what ReadBody allocates on a body's word alone.
 const bodyChunk = 16 << 10
-
-// Refuse answers a request an interaction endpoint can't take, in the
-// API's error shape ({"error": {"code": ..., "message": ...}}). Slack and
-// Discord read only the status; whoever else reads the body gets what
-// every other endpoint of the bridge answers.
-func Refuse(w http.ResponseWriter, status int, code, msg string) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
-}
-
-// RefuseBody is Refuse for ReadBody's error: 413 TOO_LARGE for a body over
-// its limit, else 400 INVALID_REQUEST.
-func RefuseBody(w http.ResponseWriter, err error) {
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		Refuse(w, http.StatusRequestEntityTooLarge, "TOO_LARGE", "the body is too large")
-		return
-	}
-	Refuse(w, http.StatusBadRequest, "INVALID_REQUEST", "the body could not be read")
-}
