@@ -199,20 +199,11 @@ func (b *builder) embed(title, prefix, text string, max int, colour int) {
 		b.spill = append(b.spill, spilled{title, text})
 		return
 	}
-	desc := prefix
-	head, rest := surface.Cut(text, max-surface.Len(prefix), esc)
+	head, note, rest := surface.Shorten(text, max-surface.Len(prefix), esc, moreNote)
 	if rest != "" {
-		// The note is measured on the whole text: what the second cut
-		// leaves is longer than rest but no longer than text, so its count
-		// has no more digits than this one.
-		note := moreNote(text)
-		head, rest = surface.Cut(text, max-surface.Len(prefix)-surface.Len(note), esc)
-		desc += esc(head) + moreNote(rest)
 		b.spill = append(b.spill, spilled{title, rest})
-	} else {
-		desc += esc(head)
 	}
-	e := &discordgo.MessageEmbed{Title: title, Description: desc, Color: colour}
+	e := &discordgo.MessageEmbed{Title: title, Description: prefix + head + note, Color: colour}
 	b.embeds = append(b.embeds, e)
 	b.used += embedLen(e)
 }
@@ -586,17 +577,12 @@ func renderApproval(b *builder, rec *pending.Record, colour int) {
 	b.embed("Allow "+a.ToolName+"?", "", reason, 3000, colour)
 	if args := surface.PrettyJSON(a.Arguments); args != "" {
 		room := min(maxEmbedDesc, embedBudget-b.used-20) - 8
-		code := surface.NoFence
-		head, rest := surface.Cut(args, room, code)
-		desc := "```\n" + code(head) + "\n```"
+		head, note, rest := surface.Shorten(args, room, surface.NoFence, moreNote)
 		if rest != "" {
-			// What is allowed is read in full: the rest follows. The note
-			// is measured on the whole text, as embed's is.
-			head, rest = surface.Cut(args, room-surface.Len(moreNote(args)), code)
-			desc = "```\n" + code(head) + "\n```" + moreNote(rest)
+			// What is allowed is read in full: the rest follows.
 			b.spill = append(b.spill, spilled{"Arguments, continued", rest})
 		}
-		e := &discordgo.MessageEmbed{Title: "Arguments", Description: desc, Color: colour}
+		e := &discordgo.MessageEmbed{Title: "Arguments", Description: "```\n" + head + "\n```" + note, Color: colour}
 		b.embeds = append(b.embeds, e)
 		b.used += embedLen(e)
 	}

@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,12 +116,13 @@ func TestCutAndSplit(t *testing.T) {
 			t.Errorf("Truncate(%q, %d) = %q; want %q", tc.s, tc.max, got, tc.want)
 		}
 	}
-	fit := Fit(strings.Repeat("&", 1000), 200, esc)
-	if Len(fit) > 200 || !strings.Contains(fit, "more characters not shown") {
-		t.Errorf("Fit = %q (%d)", fit, Len(fit))
+	notShown := func(rest string) string { return fmt.Sprintf("\n… (%d more characters not shown)", Len(rest)) }
+	head, note, rest := Shorten(strings.Repeat("&", 1000), 200, esc, notShown)
+	if fit := head + note; Len(fit) > 200 || !strings.Contains(fit, "more characters not shown") || note != notShown(rest) {
+		t.Errorf("Shorten = %q (%d)", fit, Len(fit))
 	}
-	if got := Fit("short", 200, esc); got != "short" {
-		t.Errorf("Fit of a short text = %q", got)
+	if head, note, rest := Shorten("short", 200, esc, notShown); head != "short" || note != "" || rest != "" {
+		t.Errorf("Shorten of a short text = %q, %q, %q", head, note, rest)
 	}
 }
 

@@ -126,19 +126,23 @@ func PrettyJSON(raw json.RawMessage) string {
 	return b.String()
 }
 
-// Fit returns s cut to at most max characters after escaping, with a note
-// saying how much was left out when it was cut, e.g. for tool arguments.
-func Fit(s string, max int, esc func(string) string) string {
+// Shorten cuts s so that its head, escaped with esc (nil: as is), and a
+// note on the rest fit in max characters together. note is handed the
+// rest, unescaped, and says what was left out (where it continues, or how
+// much there is); it is "" when s fits whole. head is escaped.
+func Shorten(s string, max int, esc func(string) string, note func(rest string) string) (head, noted, rest string) {
 	if esc == nil {
 		esc = func(s string) string { return s }
 	}
-	head, rest := Cut(s, max, esc)
-	if rest == "" {
-		return esc(head)
+	h, r := Cut(s, max, esc)
+	if r == "" {
+		return esc(h), "", ""
 	}
-	const note = "\n… (%d more characters not shown)"
-	head, rest = Cut(s, max-Len(fmt.Sprintf(note, Len(s))), esc)
-	return esc(head) + fmt.Sprintf(note, Len(rest))
+	// The note is measured on the whole text: what the second cut leaves
+	// is longer than the first's rest but no longer than s, so any count
+	// in it has no more digits.
+	h, r = Cut(s, max-Len(note(s)), esc)
+	return esc(h), note(r), r
 }
 
 // RecommendedSuffix marks the option an agent recommends.
