@@ -114,6 +114,13 @@ type SlackTarget struct {
 	ThreadBySession bool            `yaml:"thread_by_session"` // one thread per caller session
 }
 
+// ByConversationID reports whether t names its channel by a conversation
+// id (C…, G…, D…), the id Slack answers a post with. A channel's name or
+// a person's id (Slack posts in the app's DM with them) is not one.
+func (t *SlackTarget) ByConversationID() bool { return isConversationID(t.Channel) }
+
+var isConversationID = slackID("CGD")
+
 // SlackResponders are who may answer on a Slack target.
 type SlackResponders struct {
 	Users  []string `yaml:"users"`  // user ids

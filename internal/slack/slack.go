@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"time"
 
@@ -383,7 +382,7 @@ func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackT
 	if p, ok := rec.PostOf(surfaceName, channel, ts); ok {
 		// A target configured by a channel's name, or by a user (a DM),
 		// posts where Slack says: its channel can't be compared.
-		if t, ok := s.targets[p.Target]; ok && (t.Channel == channel || !channelID.MatchString(t.Channel)) {
+		if t, ok := s.targets[p.Target]; ok && (t.Channel == channel || !t.ByConversationID()) {
 			return t
 		}
 	}
@@ -399,10 +398,6 @@ func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackT
 	}
 	return found
 }
-
-// channelID matches a Slack conversation id: a channel (C), a private
-// channel of old (G) or a DM (D).
-var channelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
 
 // linkable reports whether a target's messages may carry the signed
 // "Open in browser" link. The link lets whoever holds it answer, and the
