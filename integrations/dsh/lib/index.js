@@ -385,7 +385,7 @@ export class Answerer {
       let rec
       try {
         if (lookFirst) {
-          const prior = await this.#lookUp(kind, body.tool_call_id, signal)
+          const prior = await this.#lookUp(kind, body.tool_call_id, undefined, signal)
           lookFirst = false
           if (prior !== undefined && prior.status !== 'pending' && round < MAX_ROUNDS) {
             // Asked again under a key of its own that a restart finds too.
@@ -434,9 +434,9 @@ export class Answerer {
   }
 
   /** The request under toolCallId, or undefined when there is none. */
-  async #lookUp (kind, toolCallId, signal) {
+  async #lookUp (kind, toolCallId, timeoutMs, signal) {
     try {
-      const rec = await this.client.find(kind, toolCallId, undefined, signal)
+      const rec = await this.client.find(kind, toolCallId, timeoutMs, signal)
       return rec.tool_call_id === toolCallId ? rec : undefined
     } catch (err) {
       if (err instanceof BridgeError && err.code === 'NOT_FOUND') return undefined
@@ -492,14 +492,8 @@ export class Answerer {
     if (key === undefined) return this.#withdraw(kind, undefined, body)
     const toolCallId = body.tool_call_id
     return this.#persist(`${kind} ${toolCallId}`, async () => {
-      let rec
-      try {
-        rec = await this.client.find(kind, toolCallId, 5000)
-      } catch (err) {
-        if (err instanceof BridgeError && err.code === 'NOT_FOUND') return // never made
-        throw err
-      }
-      if (rec.status !== 'pending' || rec.tool_call_id !== toolCallId) return // ended, or not a record of it
+      let rec = await this.#lookUp(kind, toolCallId, 5000)
+      if (rec?.status !== 'pending') return // never made, or ended
       rec = await this.client.cancel(kind, rec.id, 5000)
       this.#debug('%s %s withdrawn: %s', kind, rec.id, rec.status)
     })
