@@ -239,6 +239,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 	rand.Read(token[:])
 	call := hex.EncodeToString(token[:])
 	now := s.opt.Now()
+	lease := now.Add(PostingLease).UnixMilli()
 	var expires int64
 	if nr.ExpiresIn > 0 {
 		expires = now.Add(nr.ExpiresIn).UnixMilli()
@@ -250,7 +251,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 	args := []any{id, hash, now.UnixMilli(), expires, s.opt.AuditMaxLen, nr.Client, nr.Route,
 		fID, id, fKind, string(nr.Kind), fStatus, string(seam.StatusPending), fClient, nr.Client,
 		fToolCallID, nr.ToolCallID, fRoute, nr.Route, fCaller, caller, fBody, body, fHash, hash,
-		fCreated, now.UnixMilli(), fExpires, expires, fPosting, now.Add(PostingLease).UnixMilli(), fCreatedBy, call}
+		fCreated, now.UnixMilli(), fExpires, expires, fPosting, lease, fCreatedBy, call}
 	res, err := s.batch.run(ctx, createScript, s.keys.request(id, nr.Kind), args...).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("create %s: %w", id, unavailable(err))
@@ -263,7 +264,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 			ToolCallID: nr.ToolCallID, Route: nr.Route, Caller: nr.Caller,
 			Questions: nr.Questions, Approval: nr.Approval, Hash: hash,
 			CreatedAt: time.UnixMilli(now.UnixMilli()).UTC(),
-			Lease:     now.Add(PostingLease).UnixMilli(),
+			Lease:     lease,
 		}
 		if expires > 0 {
 			rec.ExpiresAt = time.UnixMilli(expires).UTC()
