@@ -162,7 +162,9 @@ func (r *mdRenderer) flush() {
 	r.para = r.para[:0]
 }
 
-// maxInlineDepth bounds nesting of emphasis inside emphasis or links.
+// maxInlineDepth bounds nesting of emphasis inside emphasis or links. A
+// link's text is rendered at it, so that it holds no link, bare URLs
+// included: an a inside an a is taken apart by the browser.
 const maxInlineDepth = 3
 
 // inline renders the inline markup of one line or span, escaping all text.
@@ -237,7 +239,7 @@ func inline(s string, depth int) string {
 					}
 				}
 			}
-		case c == 'h' && (i == 0 || !isWord(s[i-1])) && (strings.HasPrefix(s[i:], "https://") || strings.HasPrefix(s[i:], "http://")):
+		case c == 'h' && depth < maxInlineDepth && (i == 0 || !isWord(s[i-1])) && (strings.HasPrefix(s[i:], "https://") || strings.HasPrefix(s[i:], "http://")):
 			end := i
 			for end < len(s) && !strings.ContainsRune(" \t<>\"'`", rune(s[end])) {
 				end++
