@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -107,8 +109,8 @@ func leadingID(start []byte) json.RawMessage {
 		}
 		if key == "id" {
 			var id json.RawMessage
-			if dec.Decode(&id) != nil {
-				return nil
+			if dec.Decode(&id) != nil || id[0] != '"' && dec.InputOffset() == int64(len(start)) {
+				return nil // a number at the end of start may go on past it
 			}
 			return validID(id)
 		}
@@ -139,8 +141,9 @@ const drop = 1
 
 // refusal returns the JSON-RPC error code and message that line gets, with
 // the id to answer it under; code 0 for a message to pass on, as the SDK
-// reads messages, or drop. Batches are refused: MCP has none since
-// 2025-06-18, and the SDK ends the session over one it does not take.
+// reads messages and under the id the client wrote, or drop. Batches are
+// refused: MCP has none since 2025-06-18, and the SDK ends the session
+// over one it does not take.
 func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 	if !json.Valid(line) {
 		return jsonrpc.CodeParseError, "Parse error: the line is not JSON", nil
@@ -148,21 +151,33 @@ func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 	if line[0] == '[' {
 		return jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not supported", nil
 	}
+	var m map[string]json.RawMessage // by names as written: "ID" is not the id
+	_ = json.Unmarshal(line, &m)
 	_, err := jsonrpc.DecodeMessage(line)
+	if err == nil && !sdkReads(m["id"]) {
+		err = errors.New("the id is not an integer the server can answer under")
+	}
 	if err == nil {
 		return 0, "", nil
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method json.RawMessage `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	_ = json.Unmarshal(line, &m)
-	if m.Method == nil && (m.Result != nil || m.Error != nil) {
+	_, method := m["method"]
+	_, result := m["result"]
+	_, failed := m["error"]
+	if !method && (result || failed) {
 		return drop, err.Error(), nil
 	}
-	return jsonrpc.CodeInvalidRequest, "Invalid Request: " + err.Error(), validID(m.ID)
+	return jsonrpc.CodeInvalidRequest, "Invalid Request: " + err.Error(), validID(m["id"])
+}
+
+// sdkReads reports whether the SDK reads id as the client wrote it. It
+// reads a number as a float64 made an int64: 1.5 would be answered as 1,
+// 9007199254740993 as 9007199254740992.
+func sdkReads(id json.RawMessage) bool {
+	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
+		return true
+	}
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil && int64(float64(n)) == n
 }
 
 // validID is id when it is one a response can carry (a string or a
