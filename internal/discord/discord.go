@@ -216,6 +216,12 @@ func (s *Surface) callWith(ctx context.Context, r surface.Retry, name string, f 
 		if err == nil {
 			return nil
 		}
+		// Cut before the policy quotes it: its wrapping error ("gave up
+		// after 3 attempts: ...") holds the text, not the error.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = hostOnly(ue.URL)
+		}
 		var rl *discordgo.RateLimitError
 		if errors.As(err, &rl) && rl.RateLimit != nil {
 			rl.URL = hostOnly(rl.URL) // its Error() quotes the URL
@@ -230,10 +236,6 @@ func (s *Surface) callWith(ctx context.Context, r surface.Retry, name string, f 
 	})
 	if err == nil {
 		return nil
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		ue.URL = hostOnly(ue.URL)
 	}
 	return fmt.Errorf("discord %s: %w", name, err)
 }
