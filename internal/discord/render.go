@@ -139,6 +139,30 @@ func run(s string, i int) int {
 	return n
 }
 
+// sealed backslashes every backtick of s that opens no code (a run that
+// nothing closes), so that s, escaped on its own, keeps its code when
+// joined with other text: else its unclosed run would pair with a run of
+// the text after it, and what esc left as code there (unescaped) would
+// render as text.
+func sealed(s string) string {
+	if !strings.Contains(s, "`") {
+		return s
+	}
+	var b strings.Builder
+	for s != "" {
+		text, code, rest := cutCode(s)
+		for i := 0; i < len(text); i++ {
+			if text[i] == '`' && !escaped(text, i) {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(text[i])
+		}
+		b.WriteString(code)
+		s = rest
+	}
+	return b.String()
+}
+
 var escaper = strings.NewReplacer("@", "@\u200b", "<", "<\u200b", "](", "]\u200b(")
 
 // plain makes agent and person text that belongs on one line of a
@@ -517,32 +541,33 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 func renderQuestions(b *builder, rec *pending.Record, colour int) {
 	qs := rec.Questions.Questions
 	per := max(200, (embedBudget-100)/len(qs))
-	var desc strings.Builder
+	// Each question's text is sealed, and an embed holds whole ones (each
+	// is at most per long): a code span cut or paired across two would
+	// show what esc left as code as text.
+	var descs []string
 	for i, q := range qs {
 		full := questionText(i, q)
-		text := esc(full)
+		text := sealed(esc(full))
 		if surface.Len(text) > per {
-			head, _ := surface.Cut(full, per-60, esc)
-			text = esc(head) + "… *(in full below)*"
+			head, _ := surface.Cut(full, per-60, func(s string) string { return sealed(esc(s)) })
+			text = sealed(esc(head)) + "… *(in full below)*"
 			b.spill = append(b.spill, spilled{fmt.Sprintf("Question %d", i+1), full})
 		}
-		if desc.Len() > 0 {
-			desc.WriteString("\n\n")
+		if n := len(descs); n > 0 && surface.Len(descs[n-1])+2+surface.Len(text) <= maxEmbedDesc {
+			descs[n-1] += "\n\n" + text
+		} else {
+			descs = append(descs, text)
 		}
-		desc.WriteString(text)
 	}
 	// Several embeds when one description can't hold them all.
-	rest := desc.String()
-	for rest != "" && len(b.embeds) < 10 {
-		head, tail := surface.Cut(rest, maxEmbedDesc, nil)
+	for _, desc := range descs[:min(len(descs), 10)] {
 		title := ""
 		if len(b.embeds) == 0 {
 			title = fmt.Sprintf("%d questions", len(qs))
 		}
-		e := &discordgo.MessageEmbed{Title: title, Description: head, Color: colour}
+		e := &discordgo.MessageEmbed{Title: title, Description: desc, Color: colour}
 		b.embeds = append(b.embeds, e)
 		b.used += embedLen(e)
-		rest = tail
 	}
 }
 
