@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -125,6 +126,12 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 	r, err := readChatReply(resp.Body)
 	if err != nil {
 		return r, fmt.Errorf("reading the answer: %w", err)
+	}
+	if !r.OK && r.Error == "" {
+		// Slack names the error of every {"ok": false}: this answer is
+		// not Slack's (a proxy's, or a wrong api_url's), and an error of
+		// "" would be logged as nothing at all.
+		return r, errors.New(`reading the answer: it has neither "ok": true nor an error code`)
 	}
 	if !r.OK {
 		return r, slackapi.SlackErrorResponse{Err: r.Error, ResponseMetadata: slackapi.ResponseMetadata{Messages: r.Meta.Messages}}
