@@ -1,0 +1,289 @@
+package slack
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
+)
+
+// FuzzMrkdwn renders requests of agent-written text (a detail or plan, a
+// question, an option's label and description, the caller's name, an
+// approval's reason and arguments, and a person's answer) as the bridge
+// posts them, through render, and checks:
+//
+//   - that no agent or person text makes a control sequence: every mrkdwn
+//     text of the message and of its thread replies, and the top-level
+//     text (which Slack also reads as mrkdwn), holds no "<" or ">" but in
+//     the bridge's own date tokens and the configured mention, and "&"
+//     only as &amp;, &lt; or &gt;. plain_text objects are not checked:
+//     Slack shows them as typed;
+//   - that fromMarkdown, on each of the texts, shows the same characters
+//     as the agent wrote but for the Markdown marks it converts (*, _, #
+//     and the blanks around a heading's marks), and no more _ or #;
+//   - that a detail or a reason is shown whole: what the message and its
+//     thread show of it, unescaped as Slack does, is fromMarkdown's text.
+//     It is checked where those are the message's only mrkdwn sections: a
+//     live question without options, a live approval without arguments.
+//
+// Requests the bridge would refuse (seam's Validate) are not rendered.
+func FuzzMrkdwn(f *testing.F) {
+	for _, s := range []struct {
+		detail, question, label, desc, who string
+		shape                              uint8
+	}{
+		{"## Plan\n\n1. Drop the `users_old` table\n2. Migrate **all** rows\n\n```sql\nDELETE FROM users_old; -- **not** bold\n```\n\n### Risks ###\n- __prod__ is down for ~2 min",
+			"Approve the plan?", "Approve", "Run it as written.", "planner", shapePlan},
+		{"Ping <!channel> and <!here>, tell <@U0123ABCD> in <#C0123ABCD|ops>, <!subteam^S0123ABC>, see <https://evil.example|docs>.",
+			"<!channel> deploy?", "<@U0123ABCD>", "<https://evil.example|click>", "<!here>", 0},
+		{"Escapes as typed: &lt;!channel&gt; &amp; &gt; &#60; &", "a &amp; b", "x &lt; y", "&gt;", "R&D", shapeMulti},
+		{"# Title\n**bold** __strong__ `**code**` snake_case __init__ a ** b ** 2 ** 10\n* list\n> quote\n~~~\n## fenced with tildes\n~~~",
+			"Which **one**?", "**Option**", "__desc__", "**agent**", shapeSeveral},
+		{"[docs](https://example.com/a_b) and https://example.com/<x>?a=1&b=2 and <mailto:a@b.c>", "Links?", "A", "", "", shapeApproval},
+		{"## **Steps**\n#hashtag\n####### seven\n## \n\t## tabbed\n   ## spaced ##   \nx__a__ __b__y", "Steps?", "Keep planning", "", "", 0},
+		{"`unclosed **code\n**a**`b`**c**", "Code?", "A", "B", "C", shapeEnded | shapeApproval},
+		{"Migrating **all** rows of `users` (~2 min of __read-only__ time).\n\n## Why\nThe `users_old` table is unused since v4.2.", "", "psql", "", "", shapeApproval},
+		{"## Plan\n1. **Stop** the `billing` worker\n2. Run `make migrate`", "Go ahead?", "Yes", "Migrate now", "ops <@U1>", shapeEnded | shapeOptions},
+		{strings.Repeat("Step **1** & <!channel>\n", 400), "Long?", "L", "", "", 0},
+	} {
+		f.Add(s.detail, s.question, s.label, s.desc, s.who, s.shape)
+	}
+	f.Fuzz(func(t *testing.T, detail, question, label, desc, who string, shape uint8) {
+		// What reaches render came through JSON: invalid UTF-8 as U+FFFD.
+		for _, s := range []*string{&detail, &question, &label, &desc, &who} {
+			*s = strings.ToValidUTF8(*s, "\uFFFD")
+		}
+		for _, s := range []string{detail, question, label, desc, who} {
+			checkMarks(t, s, fromMarkdown(s))
+		}
+		rec, ok := mrkdwnRecord(detail, question, label, desc, who, shape)
+		if !ok {
+			return
+		}
+		live := rec.Status == seam.StatusPending
+		m := render(rec, fuzzMention, live)
+		checkInert(t, "the top-level text", m.text)
+		for i, bl := range append(m.blocks, join(m.replies)...) {
+			for _, s := range mrkdwnTexts(t, bl) {
+				checkInert(t, fmt.Sprintf("block %d", i), s)
+			}
+		}
+		text := detail
+		if rec.Kind == seam.KindApproval {
+			text = rec.Approval.Reason
+		}
+		if !live || rec.Kind == seam.KindQuestion && (len(rec.Questions.Questions) > 1 || len(rec.Questions.Questions[0].Options) > 0) ||
+			rec.Kind == seam.KindApproval && rec.Approval.Arguments != nil || text == "" {
+			return
+		}
+		shown, whole := shownText(m)
+		if !whole {
+			return // too long even for the thread: the web inbox has it
+		}
+		if want := fromMarkdown(text); shown != want {
+			t.Fatalf("shown: %q\nwant fromMarkdown's: %q", shown, want)
+		}
+	})
+}
+
+// checkMarks fails when md, converted by fromMarkdown, shows other
+// characters than md's but for the Markdown marks it converts, or more
+// underscores or hashes than md had.
+func checkMarks(t *testing.T, md, shown string) {
+	t.Helper()
+	if got, want := unmarked(shown), unmarked(md); got != want {
+		t.Fatalf("fromMarkdown(%q) = %q:\nits characters %q\nthe agent's     %q", md, shown, got, want)
+	}
+	for _, mark := range "_#" {
+		if strings.Count(shown, string(mark)) > strings.Count(md, string(mark)) {
+			t.Fatalf("fromMarkdown(%q) = %q: more %c", md, shown, mark)
+		}
+	}
+}
+
+// The shapes of a fuzzed request, as bits.
+const (
+	shapeApproval = 1 << iota // an approval of a tool, the detail its reason
+	shapeSeveral              // two questions
+	shapeMulti                // a multi-select
+	shapeOptions              // the question has options (label, and a second)
+	shapeEnded                // answered (or rejected) by a person
+	shapePlan                 // the plan-review intent, approved by the label
+)
+
+// fuzzMention is the operator's configured ping of live messages.
+const fuzzMention = "<!subteam^S0123ABC>"
+
+// mrkdwnRecord builds a request of the fuzzed text, or reports false when
+// the bridge would refuse it.
+func mrkdwnRecord(detail, question, label, desc, who string, shape uint8) (*pending.Record, bool) {
+	now := time.Unix(1700000000, 0)
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending,
+		Caller:    &seam.Caller{Agent: "agent-1", Name: who, Session: who},
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if seam.ValidateCaller(rec.Caller) != nil {
+		return nil, false
+	}
+	if shape&shapeApproval != 0 {
+		rec.Kind = seam.KindApproval
+		rec.Approval = &seam.Approval{ToolName: label, Reason: detail, DisplayReason: ""}
+		if shape&shapeOptions != 0 {
+			rec.Approval.Arguments, _ = json.Marshal(map[string]string{"command": desc, "why": question})
+		}
+		if rec.Approval.Validate() != nil {
+			return nil, false
+		}
+		if shape&shapeEnded != 0 {
+			rec.Status, rec.ResolvedAt = seam.StatusAnswered, now.Add(time.Minute)
+			rec.ResolvedBy = &pending.Responder{Surface: "web", UserID: "U1", Name: who}
+			rec.Decision = &seam.Decision{Outcome: seam.OutcomeRejected, Note: desc}
+		}
+		return rec, true
+	}
+	q := seam.Question{ID: "q", Question: question, Header: label, Detail: detail, MultiSelect: shape&shapeMulti != 0}
+	if shape&(shapeOptions|shapePlan) != 0 {
+		q.Options = []seam.Option{{Label: label, Description: desc}, {Label: "Something else"}}
+	}
+	if shape&shapePlan != 0 {
+		q.Intent = &seam.Intent{Kind: seam.IntentPlanReview, Approve: label}
+	}
+	rec.Questions = &seam.Questions{Questions: []seam.Question{q}}
+	if shape&shapeSeveral != 0 {
+		rec.Questions.Questions = append(rec.Questions.Questions, seam.Question{ID: "r", Question: desc, Detail: question})
+	}
+	if rec.Questions.Validate() != nil {
+		return nil, false
+	}
+	if shape&shapeEnded != 0 {
+		rec.Status, rec.ResolvedAt = seam.StatusAnswered, now.Add(time.Minute)
+		rec.ResolvedBy = &pending.Responder{Surface: "slack", UserID: "U1", Name: who}
+		rec.Answer = &seam.Answer{}
+		for _, q := range rec.Questions.Questions {
+			it := seam.AnswerItem{ID: q.ID, Custom: desc}
+			if len(q.Options) > 0 {
+				it.Selected = []string{q.Options[0].Label}
+			}
+			rec.Answer.Answers = append(rec.Answer.Answers, it)
+		}
+	}
+	return rec, true
+}
+
+func join(replies [][]slackapi.Block) []slackapi.Block {
+	var out []slackapi.Block
+	for _, r := range replies {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// mrkdwnTexts returns the text of every mrkdwn text object in bl, found in
+// its JSON as Slack receives it.
+func mrkdwnTexts(t *testing.T, bl slackapi.Block) []string {
+	t.Helper()
+	raw, err := json.Marshal(bl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "mrkdwn" {
+				s, _ := v["text"].(string)
+				out = append(out, s)
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// bridgeTokens are the control sequences the bridge writes itself: its
+// date tokens (slackTime) and the operator's mention.
+var bridgeTokens = regexp.MustCompile(`<!date\^\d+\^\{date_short_pretty\} \{time\}\|[0-9: -]+UTC>|` + regexp.QuoteMeta(fuzzMention))
+
+// checkInert fails when s, mrkdwn, holds a control sequence the bridge
+// did not write, or an & that is not one of the three escapes.
+func checkInert(t *testing.T, where, s string) {
+	t.Helper()
+	rest := bridgeTokens.ReplaceAllString(s, "")
+	if i := strings.IndexAny(rest, "<>"); i >= 0 {
+		t.Fatalf("%s: a raw %q in mrkdwn: %q", where, rest[i], s)
+	}
+	for i := strings.IndexByte(rest, '&'); i >= 0; i = strings.IndexByte(rest, '&') {
+		rest = rest[i:]
+		if !strings.HasPrefix(rest, "&amp;") && !strings.HasPrefix(rest, "&lt;") && !strings.HasPrefix(rest, "&gt;") {
+			t.Fatalf("%s: an & that is not an escape, at %.20q: %q", where, rest, s)
+		}
+		rest = rest[1:]
+	}
+}
+
+// unescape reads mrkdwn's escapes as Slack does.
+var unescape = strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">")
+
+// continued is the title of the thread's first reply.
+var continued = regexp.MustCompile(`^\*[A-Za-z ]+, continued:\*\n`)
+
+// shownText is what the message m and its thread show of its detail (or
+// reason), unescaped: its mrkdwn sections, then its replies' without their
+// title; whole is false when some of it is in neither.
+func shownText(m message) (text string, whole bool) {
+	var b strings.Builder
+	sections := func(blocks []slackapi.Block) {
+		for _, bl := range blocks {
+			if s, ok := bl.(*slackapi.SectionBlock); ok && s.Text != nil && s.Text.Type == slackapi.MarkdownType {
+				b.WriteString(s.Text.Text)
+			}
+		}
+	}
+	sections(m.blocks)
+	head := unescape.Replace(b.String())
+	b.Reset()
+	for _, r := range m.replies {
+		if c, ok := r[len(r)-1].(*slackapi.ContextBlock); ok && strings.Contains(c.ContextElements.Elements[0].(*slackapi.TextBlockObject).Text, "too long to post") {
+			return "", false
+		}
+		sections(r)
+	}
+	tail := unescape.Replace(b.String())
+	if len(m.replies) > 0 {
+		loc := continued.FindStringIndex(tail)
+		if loc == nil {
+			return "", false
+		}
+		tail = tail[loc[1]:]
+	}
+	return head + tail, true
+}
+
+// unmarked is s without the Markdown marks fromMarkdown converts or drops,
+// and without blanks, which a heading loses around its marks.
+func unmarked(s string) string {
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune("*_# \t", r) {
+			return -1
+		}
+		return r
+	}, s)
+}
