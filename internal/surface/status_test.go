@@ -160,3 +160,30 @@ func TestCutWithAContextualEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestCutKeepsCodeSpans: Discord's escape leaves code alone, so a prefix
+// that cuts a code span open may escape longer than a longer prefix. A
+// head that backs off to a space inside a span must still fit.
+func TestCutKeepsCodeSpans(t *testing.T) {
+	escaper := strings.NewReplacer("@", "@\u200b", "](", "]\u200b(")
+	esc := func(s string) string { // as Discord's: outside closed code spans
+		parts := strings.Split(s, "`")
+		for i, p := range parts {
+			if i%2 == 0 || i == len(parts)-1 {
+				parts[i] = escaper.Replace(p)
+			}
+		}
+		return strings.Join(parts, "`")
+	}
+	for _, s := range []string{"@@```](a ((a@(]( `(``] ]", "`@@@@ @@@@` tail", "see [x](y) `a](b @c` then @d"} {
+		for max := 1; max < 2*len(s); max++ {
+			head, rest := Cut(s, max, esc)
+			if head+rest != s {
+				t.Fatalf("Cut(%q, %d): the parts do not add up", s, max)
+			}
+			if n := Len(esc(head)); n > max {
+				t.Errorf("Cut(%q, %d): head %q is %d long escaped", s, max, head, n)
+			}
+		}
+	}
+}

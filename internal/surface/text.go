@@ -75,7 +75,6 @@ func Cut(s string, max int, esc func(string) string) (head, rest string) {
 	// Rune by rune misses an escape that depends on what follows a rune
 	// (Discord's "](" becomes "]\u200b(" but neither rune alone changes):
 	// measure the head as a whole and give back runes until it fits.
-	// Escaping a shorter prefix never gives a longer text.
 	for esc != nil && end > 0 {
 		over := Len(esc(s[:end])) - max
 		if over <= 0 {
@@ -94,6 +93,12 @@ func Cut(s string, max int, esc func(string) string) (head, rest string) {
 		cut = nl + 1
 	} else if sp := strings.LastIndexByte(s[:end], ' '); sp >= 0 && sp+1 >= end*3/4 {
 		cut = sp + 1
+	}
+	// A shorter prefix may escape longer: cut inside a code span, which
+	// Discord's escape leaves alone, it opens the span and what follows
+	// is escaped.
+	if esc != nil && cut < end && Len(esc(s[:cut])) > max {
+		cut = end
 	}
 	return s[:cut], s[cut:]
 }
