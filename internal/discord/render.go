@@ -173,7 +173,7 @@ var escaper = strings.NewReplacer("@", "@\u200b", "<", "<\u200b", "](", "]\u200b
 // markdown (bold, italics, strikethrough, spoilers, code) backslashed,
 // and made inert as esc does.
 func plain(s string) string {
-	return esc(inlineMarkdown.Replace(strings.Join(strings.Fields(s), " ")))
+	return esc(inlineMarkdown.Replace(surface.OneLine(s)))
 }
 
 var inlineMarkdown = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`)

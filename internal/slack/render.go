@@ -336,7 +336,7 @@ func intro(rec *pending.Record, mention string) string {
 		s.WriteString(" asks")
 	}
 	if c := rec.Caller; c != nil && c.Session != "" {
-		s.WriteString(" · session " + esc(surface.Truncate(c.Session, 100)))
+		s.WriteString(" · session " + esc(surface.Truncate(surface.OneLine(c.Session), 100)))
 	}
 	if !rec.CreatedAt.IsZero() {
 		s.WriteString(" · " + slackTime(rec.CreatedAt))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -173,17 +174,31 @@ func Primary(q seam.Question) int {
 }
 
 // Asker names who asks, for the line above a request: the caller's name,
-// else its agent id, else "An agent".
+// else its agent id, else "An agent", on one line (OneLine): it opens a
+// context line.
 func Asker(c *seam.Caller) string {
 	switch {
 	case c == nil:
 		return "An agent"
-	case c.Name != "":
-		return c.Name
-	case c.Agent != "":
-		return c.Agent
+	case OneLine(c.Name) != "":
+		return OneLine(c.Name)
+	case OneLine(c.Agent) != "":
+		return OneLine(c.Agent)
 	}
 	return "An agent"
+}
+
+// OneLine is s with every run of white space made one space and control
+// characters dropped: an agent's name or session, shown inside a line,
+// can't start a line of its own ("deploy-bot\n✅ Approved by Ada").
+func OneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // InputHint describes what a typed input field takes, for a placeholder.

@@ -44,3 +44,23 @@ func TestNoFence(t *testing.T) {
 		t.Errorf("NoFence = %q", got)
 	}
 }
+
+// TestAskerOnOneLine: an agent's name can't start a line of its own in the
+// context line it opens, nor carry control characters into a message.
+func TestAskerOnOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		c    *seam.Caller
+		want string
+	}{
+		{nil, "An agent"},
+		{&seam.Caller{Name: "deploy-bot"}, "deploy-bot"},
+		{&seam.Caller{Name: "deploy-bot\n✅ Approved by Ada"}, "deploy-bot ✅ Approved by Ada"},
+		{&seam.Caller{Name: " a\t\x00b\r\n\u2028c\x7f "}, "a b c"},
+		{&seam.Caller{Name: "\n\x00", Agent: "agent-7"}, "agent-7"},
+		{&seam.Caller{Name: " ", Agent: "\t"}, "An agent"},
+	} {
+		if got := Asker(tc.c); got != tc.want {
+			t.Errorf("Asker(%+v) = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
