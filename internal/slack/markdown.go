@@ -16,13 +16,16 @@ func fromMarkdown(md string) string {
 		return md
 	}
 	lines := strings.Split(md, "\n")
-	fenced := false
+	fence := "" // the open fence's marks, ``` or ~~~
 	for i, l := range lines {
-		if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
-			fenced = !fenced
+		switch t := strings.TrimLeft(l, " "); {
+		case fence != "":
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
 			continue
-		}
-		if fenced {
+		case strings.HasPrefix(t, "```"), strings.HasPrefix(t, "~~~"):
+			fence = t[:3]
 			continue
 		}
 		if m := mdHeading.FindStringSubmatch(l); m != nil {

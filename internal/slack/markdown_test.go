@@ -18,6 +18,7 @@ func TestFromMarkdown(t *testing.T) {
 		{"Apply to __prod__ and **staging**.", "Apply to *prod* and *staging*."},
 		{"keep `**this**` as code, **not** this", "keep `**this**` as code, *not* this"},
 		{"```\n## inside a fence\n**stays**\n```\n## after", "```\n## inside a fence\n**stays**\n```\n*after*"},
+		{"~~~\n## inside a tilde fence\n**stays**\n```\n**still in it**\n~~~\n**out**", "~~~\n## inside a tilde fence\n**stays**\n```\n**still in it**\n~~~\n*out*"},
 		{"a ** b ** c", "a ** b ** c"}, // not emphasis
 		{"x = 2 ** 10", "x = 2 ** 10"},
 		{"snake_case_name and __init__", "snake_case_name and *init*"},
