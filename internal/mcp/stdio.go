@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/big"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -169,15 +171,27 @@ func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 	return jsonrpc.CodeInvalidRequest, "Invalid Request: " + err.Error(), validID(m["id"])
 }
 
-// sdkReads reports whether the SDK reads id as the client wrote it. It
-// reads a number as a float64 made an int64: 1.5 would be answered as 1,
-// 9007199254740993 as 9007199254740992.
+// sdkReads reports whether the SDK answers under id as the client wrote
+// it. It reads a number through a float64 made an int64: 1.5 would be
+// answered as 1, 9007199254740993 as 9007199254740992. A whole number
+// that survives that reads as written, in any notation (7, 7.0, 7e0).
 func sdkReads(id json.RawMessage) bool {
 	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
 		return true
 	}
-	n, err := strconv.ParseInt(string(id), 10, 64)
-	return err == nil && int64(float64(n)) == n
+	exact := func(n int64) bool { return int64(float64(n)) == n }
+	if !bytes.ContainsAny(id, ".eE") {
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		return err == nil && exact(n)
+	}
+	// Past 4 digits, an exponent is one only a 0 carries and stays an
+	// int64; below, the decimal is read exactly, as big as it is.
+	mant, exp, _ := strings.Cut(strings.ToLower(string(id)), "e")
+	if len(strings.TrimLeft(exp, "+-")) > 4 {
+		return strings.Trim(mant, "-0.") == ""
+	}
+	r, ok := new(big.Rat).SetString(string(id))
+	return ok && r.IsInt() && r.Num().IsInt64() && exact(r.Num().Int64())
 }
 
 // validID is id when it is one a response can carry (a string or a

@@ -207,8 +207,7 @@ func fate(line []byte) (kind, code int, id json.RawMessage) {
 }
 
 // readsID reports whether the SDK read msg under id as a client wrote it:
-// a string, or an integer written as one (MCP's ids are strings or
-// integers), or none.
+// a string, a number of the same integer value (7, 7.0 or 7e0), or none.
 func readsID(msg jsonrpc.Message, id json.RawMessage) bool {
 	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
 		return true
@@ -221,7 +220,7 @@ func readsID(msg jsonrpc.Message, id json.RawMessage) bool {
 		sdk = msg.ID
 	}
 	i, ok := sdk.Raw().(int64)
-	return ok && !bytes.ContainsAny(id, ".eE") && sameNumber(string(id), i)
+	return ok && sameNumber(string(id), i)
 }
 
 // isID reports whether v is a JSON string or number, the ids a response

@@ -120,3 +120,22 @@ func TestStdioSurvivesAMalformedLine(t *testing.T) {
 		t.Fatalf("tools/list answered %v", m)
 	}
 }
+
+// TestSDKReads: a numeric id is passed on only when the SDK, which reads it
+// through a float64 into an int64, answers under the value the client
+// wrote; a whole number in any notation is.
+func TestSDKReads(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{"1", true}, {"1.0", true}, {"1e3", true}, {"7E0", true}, {"-0", true},
+		{"9007199254740992", true}, {"0e999999999", true}, {"1.5e1", true}, {`"x"`, true}, {"null", true},
+		{"1.5", false}, {"9007199254740993", false}, {"9007199254740993.0", false},
+		{"1.0000000000000000001", false}, {"1e-99999", false}, {"1e400", false},
+	} {
+		if got := sdkReads(json.RawMessage(tc.id)); got != tc.want {
+			t.Errorf("sdkReads(%s) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+}
