@@ -162,10 +162,13 @@ func (r *mdRenderer) flush() {
 	r.para = r.para[:0]
 }
 
-// maxInlineDepth bounds nesting of emphasis inside emphasis or links. A
-// link's text is rendered at it, so that it holds no link, bare URLs
-// included: an a inside an a is taken apart by the browser.
+// maxInlineDepth bounds nesting of emphasis inside emphasis or links.
 const maxInlineDepth = 3
+
+// inLink is the depth a link's text is rendered at: past every nesting,
+// and with no link in it, bare URLs included (an a inside an a is taken
+// apart by the browser).
+const inLink = maxInlineDepth + 1
 
 // inline renders the inline markup of one line or span, escaping all text.
 // Each delimiter's failed search for a closer is remembered, so that text
@@ -233,13 +236,13 @@ func inline(s string, depth int) string {
 				if end := strings.IndexByte(s[close+2:], ')'); end >= 0 {
 					text, href := s[i+1:close], strings.TrimSpace(s[close+2:close+2+end])
 					if u, ok := safeURL(href); ok && !strings.Contains(text, "](") {
-						b.WriteString(anchor(u, inline(text, maxInlineDepth)))
+						b.WriteString(anchor(u, inline(text, inLink)))
 						i = close + 2 + end + 1
 						continue
 					}
 				}
 			}
-		case c == 'h' && depth < maxInlineDepth && (i == 0 || !isWord(s[i-1])) && (strings.HasPrefix(s[i:], "https://") || strings.HasPrefix(s[i:], "http://")):
+		case c == 'h' && depth < inLink && (i == 0 || !isWord(s[i-1])) && (strings.HasPrefix(s[i:], "https://") || strings.HasPrefix(s[i:], "http://")):
 			end := i
 			for end < len(s) && !strings.ContainsRune(" \t<>\"'`", rune(s[end])) {
 				end++

@@ -21,6 +21,8 @@ func TestMarkdown(t *testing.T) {
 		{"relative link stays text", "[x](/admin)", "<p>[x](/admin)</p>\n"},
 		{"raw html is text", "<script>alert(1)</script>", "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n"},
 		{"img onerror is text", `<img src=x onerror="alert(1)">`, "<p>&lt;img src=x onerror=&#34;alert(1)&#34;&gt;</p>\n"},
+		{"bare link in a link's text", "[https://e.com/d](https://e.com/d?org=1)", `<p><a href="https://e.com/d?org=1" rel="noopener noreferrer nofollow" target="_blank">https://e.com/d</a></p>` + "\n"},
+		{"bare link deep in emphasis", "**a _b *see https://e.com/x c* d_ e**", `<p><strong>a <em>b <em>see <a href="https://e.com/x" rel="noopener noreferrer nofollow" target="_blank">https://e.com/x</a> c</em> d</em> e</strong></p>` + "\n"},
 		{"escape in link text", "[<b>x</b>](https://e.com)", `<p><a href="https://e.com" rel="noopener noreferrer nofollow" target="_blank">&lt;b&gt;x&lt;/b&gt;</a></p>` + "\n"},
 		{"quote in href", `[x](https://e.com/"onmouseover="alert(1))`, `<p><a href="https://e.com/%22onmouseover=%22alert%281" rel="noopener noreferrer nofollow" target="_blank">x</a>)</p>` + "\n"},
 	} {
