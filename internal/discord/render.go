@@ -309,7 +309,7 @@ func intro(rec *pending.Record) string {
 	} else {
 		s.WriteString(" asks")
 	}
-	if c := rec.Caller; c != nil && c.Session != "" {
+	if c := rec.Caller; c != nil && surface.OneLine(c.Session) != "" {
 		s.WriteString(" · session " + plain(surface.Truncate(c.Session, 100)))
 	}
 	if !rec.CreatedAt.IsZero() {

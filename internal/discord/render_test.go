@@ -599,3 +599,12 @@ func TestEscFenceEndsAtAnyLongRun(t *testing.T) {
 		t.Errorf("esc(%q) = %q: the link after the fence's end is not escaped", in, got)
 	}
 }
+
+// TestIntroSkipsABlankSession: a session of white space and control
+// characters names nothing, and the intro says no session.
+func TestIntroSkipsABlankSession(t *testing.T) {
+	rec := &pending.Record{Kind: seam.KindQuestion, Caller: &seam.Caller{Name: "deploy-bot", Session: " \n\x00"}}
+	if got := intro(rec); strings.Contains(got, "session") {
+		t.Errorf("intro = %q; want no session", got)
+	}
+}

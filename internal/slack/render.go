@@ -335,7 +335,7 @@ func intro(rec *pending.Record, mention string) string {
 	} else {
 		s.WriteString(" asks")
 	}
-	if c := rec.Caller; c != nil && c.Session != "" {
+	if c := rec.Caller; c != nil && surface.OneLine(c.Session) != "" {
 		s.WriteString(" · session " + esc(surface.Truncate(surface.OneLine(c.Session), 100)))
 	}
 	if !rec.CreatedAt.IsZero() {

@@ -778,3 +778,12 @@ func TestSelectsCarryDescriptions(t *testing.T) {
 		t.Errorf("a form's select of 40 options carries no descriptions")
 	}
 }
+
+// TestIntroSkipsABlankSession: a session of white space and control
+// characters names nothing, and the intro says no session.
+func TestIntroSkipsABlankSession(t *testing.T) {
+	rec := &pending.Record{Kind: seam.KindQuestion, Caller: &seam.Caller{Name: "deploy-bot", Session: " \n\x00"}}
+	if got := intro(rec, ""); strings.Contains(got, "session") {
+		t.Errorf("intro = %q; want no session", got)
+	}
+}

@@ -81,7 +81,7 @@ func Cut(s string, max int, esc func(string) string) (head, rest string) {
 		if over <= 0 {
 			break
 		}
-		for ; over > 0 && end > 0; over-- { // each rune gives back at least 1
+		for ; over > 0 && end > 0; over-- { // most runes give back 1 or more; the loop above measures again
 			_, size := utf8.DecodeLastRuneInString(s[:end])
 			end -= size
 		}
