@@ -90,7 +90,7 @@ func esc(s string) string {
 // of three or more up to the next run of three or more (the first that
 // Discord may close it at: what follows renders). It returns the text
 // before the code, the code with its backticks, and the rest; a run with
-// no closing run is text.
+// no closing run opens code with fewer backticks, or is text.
 func cutCode(s string) (text, code, rest string) {
 	for from := 0; ; {
 		i := strings.IndexByte(s[from:], '`')
@@ -117,7 +117,10 @@ func cutCode(s string) (text, code, rest string) {
 			}
 			j = close + m
 		}
-		from = open + n // unclosed: its backticks are text
+		// Unclosed: its first backtick is text, and the rest of the run
+		// may open code. Discord's parser backtracks so: in "``a` <@1> `"
+		// it reads "``a`" as code and mentions <@1>.
+		from = open + 1
 	}
 }
 

@@ -221,8 +221,9 @@ func checkInert(t *testing.T, where, s string) {
 // textOf returns the parts of s that are not code, as esc's model reads
 // code: a run of n backticks not after an odd number of backslashes opens
 // code that the next run of exactly n closes, or, for n >= 3 (a fence),
-// the next run of 3 or more; a run that nothing closes is text. A
-// backslashed backtick is text, and the rest of its run may open code.
+// the next run of 3 or more. A run that nothing closes, and a backslashed
+// backtick, give their first backtick to the text, and the rest of the run
+// may open code.
 // Written apart from cutCode to check it: runs are listed first.
 func textOf(s string) []string {
 	type run struct{ at, n int }
@@ -267,7 +268,14 @@ func textOf(s string) []string {
 			}
 		}
 		if closed < 0 {
-			continue // unclosed: text
+			// Unclosed: the first backtick is text, and the rest of the
+			// run may open code (Discord's parser backtracks to a
+			// shorter opener).
+			if r.n > 1 {
+				runs[k] = run{r.at + 1, r.n - 1}
+				k--
+			}
+			continue
 		}
 		out = append(out, s[start:r.at])
 		start = runs[closed].at + runs[closed].n

@@ -528,6 +528,8 @@ func TestEscLeavesCodeAlone(t *testing.T) {
 		"```unclosed fence @here":                     "```unclosed fence @" + z + "here",
 		"`one`` not closed by two @x` and @y":         "`one`` not closed by two @x` and @" + z + "y",
 		"mail ada@example.com, `ada@example.com`":     "mail ada@" + z + "example.com, `ada@example.com`",
+		"``a` <@1> `":                                 "``a` <" + z + "@" + z + "1> `", // Discord reads ``a` as code
+		"``<@1>` x":                                   "``<@1>` x",
 	} {
 		if got := esc(in); got != want {
 			t.Errorf("esc(%q) = %q, want %q", in, got, want)
