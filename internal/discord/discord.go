@@ -416,7 +416,7 @@ func refusedWith(err error, codes ...int) bool {
 
 // startThread starts the thread of a session from its first message.
 func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *pending.Record) (string, error) {
-	name := surface.Truncate(strings.Join(strings.Fields(surface.Asker(rec.Caller)+" · "+rec.Caller.Session), " "), 100)
+	name := surface.Truncate(surface.OneLine(surface.Asker(rec.Caller)+" · "+rec.Caller.Session), 100)
 	var th *discordgo.Channel
 	err := s.call(ctx, "start thread", func(opts ...discordgo.RequestOption) (err error) {
 		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 10080}, opts...)

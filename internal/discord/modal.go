@@ -51,8 +51,6 @@ func fieldName(i int, q seam.Question) string {
 	return fmt.Sprintf("Question %d", i+1)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // textModal answers a lone question without options: one field, typed
 // when the question says so, required as surface.TextRequired says, in a
 // Label whose description holds the question (a field's own label is cut
@@ -61,10 +59,10 @@ func textModal(rec *pending.Record) *response {
 	q := rec.Questions.Questions[0]
 	label := q.Header
 	if label == "" {
-		label = oneLine(q.Question)
+		label = surface.OneLine(q.Question)
 	}
 	comp := labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel),
-		Description: surface.Truncate(oneLine(q.Question), maxLabelDesc),
+		Description: surface.Truncate(surface.OneLine(q.Question), maxLabelDesc),
 		Component:   typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0))}
 	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []any{comp})
 }
@@ -106,7 +104,7 @@ func otherModal(rec *pending.Record, i int) *response {
 	if q.IsPlanReview() {
 		label, title = "Your feedback on the plan", "Feedback"
 	}
-	row := textRow(otherField(i), label, oneLine(q.Question), "", true, true, maxTextValue)
+	row := textRow(otherField(i), label, surface.OneLine(q.Question), "", true, true, maxTextValue)
 	return modal(rec, surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, []discordgo.MessageComponent{row})
 }
 
@@ -139,11 +137,11 @@ func sheetModal(rec *pending.Record) *response {
 		used += max(1, parts(q))
 	}
 	for i, q := range qs {
-		name := fmt.Sprintf("%d. %s", i+1, oneLine(q.Question))
+		name := fmt.Sprintf("%d. %s", i+1, surface.OneLine(q.Question))
 		if q.Header != "" {
 			name = fmt.Sprintf("%d. %s", i+1, q.Header)
 		}
-		desc := surface.Truncate(oneLine(q.Question), maxLabelDesc)
+		desc := surface.Truncate(surface.OneLine(q.Question), maxLabelDesc)
 		if len(q.Options) == 0 {
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(name, maxFieldLabel), Description: desc,
 				Component: typedField(i, q, surface.TextRequired(qs, i))})

@@ -120,7 +120,7 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	var blocks []slackapi.Block
 	for i, q := range qs {
 		if q.Detail != "" {
-			d := surface.Truncate(strings.Join(strings.Fields(q.Detail), " "), 280)
+			d := surface.Truncate(surface.OneLine(q.Detail), 280)
 			if surface.Len(d) < surface.Len(q.Detail) {
 				d += " (in full in the message)"
 			}

@@ -348,7 +348,7 @@ func intro(rec *pending.Record, mention string) string {
 }
 
 func fallback(prefix, s string) string {
-	return esc(surface.Truncate(prefix+strings.Join(strings.Fields(s), " "), 300))
+	return esc(surface.Truncate(prefix+surface.OneLine(s), 300))
 }
 
 // renderQuestion renders a request of one question, answered in one tap

@@ -125,7 +125,7 @@ func answerSummary(qs *seam.Questions, a *seam.Answer) string {
 	// what the person was shown, not the id the agent keys it by.
 	names := make(map[string]string, len(qs.Questions))
 	for _, q := range qs.Questions {
-		names[q.ID] = Truncate(strings.Join(strings.Fields(q.Question), " "), summaryName)
+		names[q.ID] = Truncate(OneLine(q.Question), summaryName)
 		if q.Header != "" {
 			names[q.ID] = q.Header
 		}
@@ -154,7 +154,7 @@ func itemSummary(it seam.AnswerItem) string {
 	return s
 }
 
-func quote(s string) string { return "“" + strings.Join(strings.Fields(s), " ") + "”" }
+func quote(s string) string { return "“" + OneLine(s) + "”" }
 
 // MsgUnconfirmed tells a person whose answer the bridge tried to record
 // that it does not know whether it was: the store did not reply (Redis

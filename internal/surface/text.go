@@ -177,20 +177,22 @@ func Primary(q seam.Question) int {
 // else its agent id, else "An agent", on one line (OneLine): it opens a
 // context line.
 func Asker(c *seam.Caller) string {
-	switch {
-	case c == nil:
+	if c == nil {
 		return "An agent"
-	case OneLine(c.Name) != "":
-		return OneLine(c.Name)
-	case OneLine(c.Agent) != "":
-		return OneLine(c.Agent)
+	}
+	if name := OneLine(c.Name); name != "" {
+		return name
+	}
+	if agent := OneLine(c.Agent); agent != "" {
+		return agent
 	}
 	return "An agent"
 }
 
 // OneLine is s with every run of white space made one space and control
-// characters dropped: an agent's name or session, shown inside a line,
-// can't start a line of its own ("deploy-bot\n✅ Approved by Ada").
+// characters dropped: text shown inside a line (an agent's name, a
+// question in a label) can't start a line of its own ("deploy-bot\n✅
+// Approved by Ada").
 func OneLine(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) && !unicode.IsSpace(r) {
