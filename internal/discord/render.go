@@ -312,8 +312,10 @@ func intro(rec *pending.Record) string {
 	} else {
 		s.WriteString(" asks")
 	}
-	if c := rec.Caller; c != nil && surface.OneLine(c.Session) != "" {
-		s.WriteString(" · session " + plain(surface.Truncate(c.Session, 100)))
+	if c := rec.Caller; c != nil {
+		if session := surface.OneLine(c.Session); session != "" {
+			s.WriteString(" · session " + plain(surface.Truncate(session, 100)))
+		}
 	}
 	if !rec.CreatedAt.IsZero() {
 		s.WriteString(" · " + discordTime(rec.CreatedAt))

@@ -131,9 +131,11 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			if q.Input != nil {
 				typ, prefill = q.Input.Type, q.Input.Value
 			}
-			var el slackapi.BlockElement = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
+			var el slackapi.BlockElement
 			if typ == seam.InputBoolean {
 				el = yesNo(prefill)
+			} else {
+				el = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
 			}
 			blocks = append(blocks, input(choiceBlock(i), questionLabel(q), el, !surface.TextRequired(qs, i)))
 			continue

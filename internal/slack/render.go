@@ -335,8 +335,10 @@ func intro(rec *pending.Record, mention string) string {
 	} else {
 		s.WriteString(" asks")
 	}
-	if c := rec.Caller; c != nil && surface.OneLine(c.Session) != "" {
-		s.WriteString(" · session " + esc(surface.Truncate(surface.OneLine(c.Session), 100)))
+	if c := rec.Caller; c != nil {
+		if session := surface.OneLine(c.Session); session != "" {
+			s.WriteString(" · session " + esc(surface.Truncate(session, 100)))
+		}
 	}
 	if !rec.CreatedAt.IsZero() {
 		s.WriteString(" · " + slackTime(rec.CreatedAt))
