@@ -90,8 +90,9 @@ func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error
 	}
 }
 
-// idScan is how much of a line too long is read for its id: clients
-// write "id" before "params", where the bulk is.
+// idScan is how much of a line too long is read for its id. The Python
+// SDK writes "id" before "params", where the bulk is; the TypeScript SDK
+// writes it last, and its line is answered under null.
 const idScan = 64 << 10
 
 // leadingID is the id of the JSON-RPC message that start begins, when it
@@ -142,10 +143,10 @@ func leadingID(start []byte) json.RawMessage {
 const drop = 1
 
 // refusal returns the JSON-RPC error code and message that line gets, with
-// the id to answer it under; code 0 for a message to pass on, as the SDK
-// reads messages and under the id the client wrote, or drop. Batches are
-// refused: MCP has none since 2025-06-18, and the SDK ends the session
-// over one it does not take.
+// the id to answer it under: code 0 for a message to pass on (one the SDK
+// reads, under the id the client wrote), or drop. Batches are refused:
+// MCP has none since 2025-06-18, and the SDK ends the session over one it
+// does not take.
 func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 	if !json.Valid(line) {
 		return jsonrpc.CodeParseError, "Parse error: the line is not JSON", nil
