@@ -61,7 +61,9 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
-const browserConfig = `
+// inboxConfig is a replica with an asking token, an answering one (ada's)
+// and the inbox's secret: the browser tests' and FuzzForms'.
+const inboxConfig = `
 api:
   tokens:
     - {name: agent, token: agent-token-7f3c9e21b4, scopes: [ask]}
@@ -78,7 +80,7 @@ web:
 func TestBrowser(t *testing.T) {
 	bin := needChromium(t)
 	url, prefix := apptest.Redis(t)
-	a := apptest.Start(t, apptest.Config(t, browserConfig, url, prefix), app.Options{})
+	a := apptest.Start(t, apptest.Config(t, inboxConfig, url, prefix), app.Options{})
 	base := a.URL()
 	shots := artifacts(t)
 
@@ -870,7 +872,7 @@ func TestBrowserUnderAPath(t *testing.T) {
 	}
 	front := "http://" + ln.Addr().String() + "/askbridge"
 	redisURL, prefix := apptest.Redis(t)
-	a := apptest.Start(t, apptest.Config(t, "base_url: "+front+"/\n"+browserConfig, redisURL, prefix), app.Options{})
+	a := apptest.Start(t, apptest.Config(t, "base_url: "+front+"/\n"+inboxConfig, redisURL, prefix), app.Options{})
 	target, _ := neturl.Parse(a.URL())
 	proxy := &http.Server{Handler: http.StripPrefix("/askbridge", httputil.NewSingleHostReverseProxy(target))}
 	go proxy.Serve(ln)

@@ -20,15 +20,6 @@ import (
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
-const formsConfig = `
-api:
-  tokens:
-    - {name: agent, token: agent-token-7f3c9e21b4, scopes: [ask]}
-    - {name: ada, token: ada-token-7f3c9e21b4, scopes: [answer]}
-web:
-  secret: 0123456789abcdef0123456789abcdef
-`
-
 const (
 	formsAsk    = "agent-token-7f3c9e21b4"
 	formsAnswer = "ada-token-7f3c9e21b4"
@@ -90,7 +81,7 @@ var formsAllowed = map[int][]string{
 func FuzzForms(f *testing.F) {
 	url, prefix := apptest.Redis(f)
 	// Logged to nowhere: a fuzz target must not log through f.
-	a := apptest.StartLogged(f, apptest.Config(f, formsConfig, url, prefix), app.Options{}, slog.New(slog.DiscardHandler))
+	a := apptest.StartLogged(f, apptest.Config(f, inboxConfig, url, prefix), app.Options{}, slog.New(slog.DiscardHandler))
 	base := a.URL()
 	browser := formsBrowser()
 	csrf := formsSignIn(f, browser, base, "token="+formsAnswer)
