@@ -63,7 +63,7 @@ type Dispatcher struct {
 	defaultExpires time.Duration
 	metrics        *Metrics
 	log            *slog.Logger
-	creating       sync.WaitGroup // creates past their store step; see Drain
+	creating       inflight // creates past their store step; see Drain
 	// postFor bounds a post, the creator's or a reposter's: the posting
 	// lease it holds (tests shorten it).
 	postFor time.Duration
@@ -135,8 +135,8 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	// caller's retry posted it again. It is bounded by the posting lease,
 	// past which another replica's reposter may post it (see RunReposter),
 	// and a replica that stops waits for it (Drain).
-	d.creating.Add(1)
-	defer d.creating.Done()
+	d.creating.add()
+	defer d.creating.done()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.postFor)
 	defer cancel()
 	if len(rt.targets) == 0 {
@@ -357,16 +357,52 @@ func (d *Dispatcher) record(ctx context.Context, id string, p pending.Post) (*pe
 // messages, or ctx ends: a replica that stops calls it before it closes
 // its Redis client, so that no create loses its recording.
 func (d *Dispatcher) Drain(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		d.creating.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-d.creating.idle():
 	case <-ctx.Done():
 	}
 }
+
+// inflight counts work under way. Unlike a sync.WaitGroup, it may start
+// new work while someone waits for it to reach none: a create handler the
+// HTTP server's shutdown gave up on may reach its store step while Drain
+// waits, and a WaitGroup's Add in the instant its counter falls to zero
+// under a Wait panics.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	none chan struct{} // closed when n falls to 0; nil until someone waits
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 && f.none != nil {
+		close(f.none)
+		f.none = nil
+	}
+	f.mu.Unlock()
+}
+
+// idle returns a channel closed once no work is under way.
+func (f *inflight) idle() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		return closedChan
+	}
+	if f.none == nil {
+		f.none = make(chan struct{})
+	}
+	return f.none
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Resolve ends a request through the store (first writer wins) and, when
 // this call won, edits every message posted for it. A lost race returns
