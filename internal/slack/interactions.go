@@ -558,7 +558,7 @@ func (h *Interactions) retire(ctx context.Context, c click) {
 	m := chatMessage{text: surface.MsgGone, blocks: []slackapi.Block{slackapi.NewContextBlock("", mrkdwn(line))}}
 	if c.text != "" {
 		m.text = surface.MsgGone + " — " + c.text
-		m.blocks = append([]slackapi.Block{slackapi.NewSectionBlock(mrkdwn(surface.Truncate(c.text, maxSectionText)), nil, nil)}, m.blocks...)
+		m.blocks = append([]slackapi.Block{slackapi.NewSectionBlock(mrkdwn(truncateMrkdwn(c.text, maxSectionText)), nil, nil)}, m.blocks...)
 	}
 	if err := h.s.call(ctx, "chat.update", func(ctx context.Context) error {
 		return h.s.updateMessage(ctx, c.channel, c.ts, m)

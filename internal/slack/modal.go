@@ -87,8 +87,26 @@ func noticeModal(title, text string) slackapi.ModalViewRequest {
 		Type:   slackapi.VTModal,
 		Title:  plain(surface.Truncate(title, maxViewTitle)),
 		Close:  plain("Close"),
-		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{slackapi.NewSectionBlock(mrkdwn(surface.Truncate(text, maxSectionText)), nil, nil)}},
+		Blocks: slackapi.Blocks{BlockSet: []slackapi.Block{slackapi.NewSectionBlock(mrkdwn(truncateMrkdwn(text, maxSectionText)), nil, nil)}},
 	}
+}
+
+// truncateMrkdwn truncates mrkdwn as surface.Truncate does, never inside
+// an escape ("&amp;" cut to "&am") or a link, mention or date ("<url|a"
+// shown with its bracket): the cut backs off to before either.
+func truncateMrkdwn(s string, max int) string {
+	t := surface.Truncate(s, max)
+	if t == s {
+		return s
+	}
+	head := strings.TrimSuffix(t, "…")
+	if i := strings.LastIndexByte(head, '<'); i >= 0 && strings.IndexByte(head[i:], '>') < 0 {
+		head = head[:i]
+	}
+	if i := strings.LastIndexByte(head, '&'); i >= 0 && strings.IndexByte(head[i:], ';') < 0 {
+		head = head[:i]
+	}
+	return head + "…"
 }
 
 func textInput(multiline bool, placeholder, initial string, maxLen int) *slackapi.PlainTextInputBlockElement {

@@ -244,3 +244,21 @@ func TestModalClickDeliveredTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncateMrkdwn: text cut to fit a section keeps no half of an escape
+// or a link: Slack would show "&am" or the bracket as they are.
+func TestTruncateMrkdwn(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"ok &amp; fine", "ok &amp; fine"},
+		{"abcdefgh&amp;&amp;", "abcdefgh…"},      // cut inside the first escape
+		{"abcdefg&lt;xyz", "abcdefg&lt;x…"},      // an escape kept whole
+		{"ab <https://x.io|a link>", "ab …"},     // inside a link
+		{"abc <!date^1^{time}|then>", "abc …"},   // inside a date
+		{"<@U1> said abcdefghij", "<@U1> said…"}, // a mention kept whole
+	} {
+		max := 13
+		if got := truncateMrkdwn(c.in, max); got != c.want || surface.Len(got) > max {
+			t.Errorf("truncateMrkdwn(%q, %d) = %q, want %q", c.in, max, got, c.want)
+		}
+	}
+}
