@@ -422,6 +422,9 @@ func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *p
 		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 10080}, opts...)
 		return err
 	})
+	if err == nil && (th == nil || th.ID == "") {
+		err = errors.New("discord start thread: the answer names no thread")
+	}
 	if err != nil {
 		return "", err
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
@@ -30,7 +32,8 @@ import (
 // reading agrees with a full decode of the answer:
 //
 //   - a 2xx create succeeds exactly when the body decodes as a message
-//     with an id, and then with that id; it is tried once;
+//     with an id, and then with that id; it is tried once; a thread's
+//     start likewise with a channel;
 //   - a 429 is tried again after max(Retry-After, the body's retry_after),
 //     or 1 s when neither says, and fails at once past 60 s;
 //   - a 5xx is tried again after the backoff (create is idempotent by its
@@ -56,6 +59,7 @@ func FuzzRESTAnswer(f *testing.F) {
 		{200, "", 0, false, false, created},
 		{201, "", 0.25, false, false, `{"id":"1100000000000000002"}`},
 		{200, "", 0, false, false, `{"id":""}`},
+		{200, "", 0, false, false, `null`},
 		{200, "", 0, false, false, `{"id":"1","timestamp":"yesterday"}`},
 		{200, "", 0, false, false, `{"id":"1","components":[{"type":18}]}`},
 		{204, "", 0, false, false, ``},
@@ -127,6 +131,20 @@ func FuzzRESTAnswer(f *testing.F) {
 				t.Fatalf("a %d answer with no message (%q) was taken as message %q", status, body, msg.ID)
 			case ok && msg.ID != full.ID:
 				t.Fatalf("message %q was read as %q", full.ID, msg.ID)
+			}
+		}
+
+		tr.calls, *waits = 0, nil
+		th, err := s.startThread(context.Background(), "1100000000000000010", "1100000000000000001", &pending.Record{Caller: &seam.Caller{Name: "deploy-bot", Session: "run 42"}})
+		checkCall(t, "thread", tr, waits, err, false, botToken, appToken)
+		if !dialFails && status/100 == 2 {
+			var full *discordgo.Channel
+			ok := json.Unmarshal(body, &full) == nil && full != nil && full.ID != ""
+			switch {
+			case ok && (err != nil || th != full.ID):
+				t.Fatalf("a %d answer holding thread %q was read as %q, %v", status, full.ID, th, err)
+			case !ok && err == nil:
+				t.Fatalf("a %d answer with no thread (%q) was taken as thread %q", status, body, th)
 			}
 		}
 
@@ -219,7 +237,7 @@ func checkCall(t *testing.T, name string, tr *answers, waits *[]time.Duration, e
 	if tr.calls != len(*waits)+1 {
 		t.Fatalf("%s answered %d: %d attempts after %d waits", name, status, tr.calls, len(*waits))
 	}
-	if status/100 == 2 && name != "create" && err != nil {
+	if status/100 == 2 && name == "callback" && err != nil {
 		t.Fatalf("%s answered %d failed: %v", name, status, err)
 	}
 	if status/100 != 2 && err == nil {
@@ -231,7 +249,7 @@ func checkCall(t *testing.T, name string, tr *answers, waits *[]time.Duration, e
 				t.Fatalf("%s: the error quotes a token: %v", name, err)
 			}
 		}
-		if !strings.Contains(err.Error(), "discord "+map[string]string{"create": "create message", "callback": "interaction callback"}[name]) {
+		if !strings.Contains(err.Error(), "discord "+map[string]string{"create": "create message", "thread": "start thread", "callback": "interaction callback"}[name]) {
 			t.Fatalf("%s: the error does not name the call: %v", name, err)
 		}
 	}
