@@ -58,6 +58,11 @@ func (s *Surface) postMessage(ctx context.Context, channel string, m chatMessage
 	r, err := s.chatCall(ctx, "chat.postMessage", chatRequest{
 		Channel: channel, ThreadTS: m.thread, Text: m.text, Blocks: m.blocks,
 	})
+	if err == nil && (r.Channel == "" || r.TS == "") {
+		// Slack names every message it posts; without a ts it could
+		// never be edited, and would keep its controls.
+		err = errors.New(`reading the answer: "ok": true with no "channel" or "ts"`)
+	}
 	return r.Channel, r.TS, err
 }
 

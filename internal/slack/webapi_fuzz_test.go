@@ -27,7 +27,8 @@ import (
 //   - on a body that is a JSON object as Slack could send it, the fields
 //     the bridge uses equal those json.Unmarshal reads into the same
 //     struct (see likeSlack for where the two may differ);
-//   - chatCall succeeds only on an answer that says ok, its error is
+//   - chatCall succeeds only on an answer that says ok (postMessage only
+//     on one that also names the channel and ts), its error is
 //     never empty, is the *surface.HTTPError of a non-2xx status, and
 //     carries Slack's error code for {"ok":false}; and it never holds the
 //     bot token unless Slack's own error code or messages quoted it.
@@ -79,6 +80,8 @@ func FuzzChatReply(f *testing.F) {
 		{ok, `{"ok":false}`},
 		{ok, `{"ok":true}`},
 		{ok, `{"ok":"true","channel":"C1","ts":"1.2"}`},
+		{ok, `{"ok":true}`},
+		{ok, `{"ok":true,"channel":"C1","ts":""}`},
 		{ok, `{"OK":true,"Channel":"C1","TS":"1.2"}`},
 		{ok, `{"ok":true,"channel":"C1","ts":"1.2","ts":"3.4"}`},
 		{ok, `null`},
@@ -164,6 +167,11 @@ func FuzzChatReply(f *testing.F) {
 		default:
 			if err != nil || r.Channel != got.Channel || r.TS != got.TS {
 				t.Fatalf("chatCall(%.300q) = %+v, %v; readChatReply: %+v", body, r, err, got)
+			}
+			// A post is taken only with the message it names.
+			ch, ts, err := s.postMessage(context.Background(), "C0AGENTS", chatMessage{text: "hi"})
+			if named := got.Channel != "" && got.TS != ""; (err == nil) != named || named && (ch != got.Channel || ts != got.TS) {
+				t.Fatalf("postMessage(%.300q) = %q, %q, %v; readChatReply: %+v", body, ch, ts, err, got)
 			}
 		}
 	})
