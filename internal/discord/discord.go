@@ -422,6 +422,12 @@ func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *p
 		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 10080}, opts...)
 		return err
 	})
+	if re := (*discordgo.RESTError)(nil); errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodeThreadAlreadyCreatedForThisMessage {
+		// A try that Discord carried out but answered with a 5xx: the
+		// retry finds the thread there, and a thread started from a
+		// message shares its id.
+		return msgID, nil
+	}
 	if err == nil && (th == nil || th.ID == "") {
 		err = errors.New("discord start thread: the answer names no thread")
 	}

@@ -957,3 +957,25 @@ func TestPlanOfLinksIsPosted(t *testing.T) {
 		t.Errorf("Discord refused %d of the creates", n)
 	}
 }
+
+// TestThreadStartAppliedThenFailed: Discord starts the session's thread
+// but answers 500; the retry is refused with 160004, "A thread has already
+// been created for this message". The thread is the session's all the same
+// (it shares the message's id), and the next request goes into it.
+func TestThreadStartAppliedThenFailed(t *testing.T) {
+	b := start(t, threadTarget)
+	b.fake.FailNext("thread", discord.FakeFail{Status: http.StatusInternalServerError, Message: "500: Internal Server Error", Applied: true})
+	b.create(t, "/v1/questions", cleanupQuestion())
+	first := b.fake.WaitCalls(t, "create", 1)[0]
+	// The create answers once its post, thread start included, is done.
+	if tries := b.fake.AllCalls("thread"); len(tries) != 2 || tries[1].Status != http.StatusBadRequest {
+		t.Fatalf("thread starts %+v; want the applied one's retry refused with Discord's 400 (160004)", tries)
+	}
+	b.create(t, "/v1/questions", cleanupQuestion())
+	if next := b.fake.WaitCalls(t, "create", 2)[1]; next.Channel != first.MessageID {
+		t.Errorf("the session's second request went to %s; want the thread %s started from its first message", next.Channel, first.MessageID)
+	}
+	if n := len(b.fake.AllCalls("thread")); n != 2 {
+		t.Errorf("%d thread starts; want 2: the session has its thread", n)
+	}
+}

@@ -327,6 +327,9 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		// Discord knows a message only in the channel (or thread) it is in.
 		fail = &FakeFail{Status: http.StatusNotFound, Code: 10008, Message: "Unknown Message"}
 	}
+	if fail == nil && c.Kind == "thread" && f.threads[c.MessageID] != nil {
+		fail = &FakeFail{Status: http.StatusBadRequest, Code: 160004, Message: "A thread has already been created for this message"}
+	}
 	if th := f.threads[c.Channel]; fail == nil && th != nil && (c.Kind == "create" || c.Kind == "edit") {
 		switch {
 		case th.deleted:
