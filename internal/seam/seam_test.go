@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -198,6 +199,23 @@ func TestParseInput(t *testing.T) {
 		}
 		if tc.want != "" && (err != nil || got != tc.want) {
 			t.Errorf("ParseInput(%s, %q) = %q, %v; want %q", tc.typ, tc.text, got, err, tc.want)
+		}
+	}
+}
+
+// TestParseInputErrorQuotesLittle: the error of a refused value, shown
+// beside the field it was typed in, quotes the start of a long one, not the
+// thousands of characters a field takes.
+func TestParseInputErrorQuotesLittle(t *testing.T) {
+	for _, typ := range []string{InputInteger, InputNumber, InputBoolean} {
+		_, err := ParseInput(typ, "three")
+		if err == nil || !strings.HasPrefix(err.Error(), `"three" is not`) {
+			t.Errorf("ParseInput(%s, three): %v; want it quoted whole", typ, err)
+		}
+		long := strings.Repeat("<é>", MaxCustomLen/3)
+		_, err = ParseInput(typ, long)
+		if err == nil || !strings.HasPrefix(err.Error(), strconv.Quote(long[:len("<é>")*13]+"<…")) || len(err.Error()) > 100 {
+			t.Errorf("ParseInput(%s, %d characters): %.200v; want its first 40 quoted", typ, len(long), err)
 		}
 	}
 }

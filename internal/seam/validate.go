@@ -188,12 +188,12 @@ func ParseInput(typ, text string) (string, error) {
 	switch typ {
 	case InputInteger:
 		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-			return "", fmt.Errorf("%q is not a whole number", s)
+			return "", fmt.Errorf("%s is not a whole number", quoteTyped(s))
 		}
 	case InputNumber:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !decimal.MatchString(s) {
-			return "", fmt.Errorf("%q is not a number", s)
+			return "", fmt.Errorf("%s is not a number", quoteTyped(s))
 		}
 	case InputBoolean:
 		switch strings.ToLower(s) {
@@ -202,9 +202,22 @@ func ParseInput(typ, text string) (string, error) {
 		case "false", "no", "n":
 			return "false", nil
 		}
-		return "", fmt.Errorf("%q is not true or false", s)
+		return "", fmt.Errorf("%s is not true or false", quoteTyped(s))
 	}
 	return s, nil
+}
+
+// quoteTyped quotes what a person typed for an error shown beside the
+// field, cut to its first 40 characters: a field takes thousands, and
+// Slack refuses a field's error over 2,000 (a Socket Mode reply over 20 kB
+// is dropped whole).
+func quoteTyped(s string) string {
+	const keep = 40
+	if utf8.RuneCountInString(s) <= keep {
+		return strconv.Quote(s)
+	}
+	r := []rune(s)
+	return strconv.Quote(string(r[:keep]) + "…")
 }
 
 // Validate checks an approval request. Its arguments, when it has any, are

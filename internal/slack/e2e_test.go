@@ -505,6 +505,12 @@ func TestTypedInputModal(t *testing.T) {
 	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 		t.Fatalf("a refused submission changed the request: %v", rec.M["status"])
 	}
+	// A long paste is refused with an error Slack takes (b.click checks
+	// it): one that quoted it whole was over Slack's 2,000 characters.
+	body = b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue(strings.Repeat("9 ", 1500))}))
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || !strings.Contains(resp.Errors["q0"], "whole number") {
+		t.Fatalf("a long bad integer got %.300q, want response_action errors on q0", body)
+	}
 
 	if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue(" 42 ")})); body != "" {
 		t.Fatalf("a good submission got %q, want an empty 200 (closes the modal)", body)
