@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -501,6 +502,7 @@ func (v *validator) routes(c *Config) {
 				}
 				v.ids(tp+".slack.responders.users", t.Slack.Responders.Users, slackID("UW"), "a Slack user id (U… or W…: a profile's More menu, Copy member ID), not a name")
 				v.ids(tp+".slack.responders.groups", t.Slack.Responders.Groups, slackID("S"), "a Slack user group id (S…), not its handle")
+				v.mention(tp+".slack.mention", t.Slack.Mention, slackMention, "<!here>, <!channel>, <@USER_ID> or <!subteam^GROUP_ID>")
 			case t.Discord != nil:
 				surface, channel = "discord", t.Discord.Channel
 				if c.Discord == nil && !noSection["discord"] {
@@ -509,6 +511,7 @@ func (v *validator) routes(c *Config) {
 				}
 				v.ids(tp+".discord.responders.users", t.Discord.Responders.Users, isSnowflake, "a Discord user id, a number (Developer Mode, Copy User ID), not a name")
 				v.ids(tp+".discord.responders.roles", t.Discord.Responders.Roles, isSnowflake, "a Discord role id, a number (Developer Mode, Copy Role ID), not a name")
+				v.mention(tp+".discord.mention", t.Discord.Mention, discordMention, "<@USER_ID>, <@&ROLE_ID>, @here or @everyone")
 			}
 			if channel == "" {
 				v.add(tp+"."+surface+".channel", "required: the channel id to post in")
@@ -526,6 +529,20 @@ func (v *validator) routes(c *Config) {
 		}
 	}
 }
+
+// mention checks a target's mention. Written any other way (a name, "@here"
+// in Slack), it is shown as text and pings nobody: no one learns that a
+// request waits for them.
+func (v *validator) mention(path, m string, valid *regexp.Regexp, forms string) {
+	if m = strings.TrimSpace(m); m != "" && !valid.MatchString(m) {
+		v.add(path, "%q would ping nobody; write %s", m, forms)
+	}
+}
+
+var (
+	slackMention   = regexp.MustCompile(`^<(@[UW][A-Z0-9]+|!subteam\^S[A-Z0-9]+|!here|!channel|!everyone)(\|[^<>|]*)?>$`)
+	discordMention = regexp.MustCompile(`^(<@[!&]?\d{1,20}>|@here|@everyone)$`)
+)
 
 // ids checks a list of responders' ids: one that is not an id (a name,
 // a handle) would match nobody, and nobody could answer.

@@ -251,14 +251,18 @@ func hostOnly(raw string) string {
 }
 
 // mentions are the pings a message may make: none but the target's
-// configured mention, a role or a user.
+// configured mention, a role, a user, or @here or @everyone (agent text
+// never holds either: esc breaks every "@" it shows).
 func mentions(mention string) *discordgo.MessageAllowedMentions {
 	am := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
-	if m := mentionRE.FindStringSubmatch(strings.TrimSpace(mention)); m != nil {
-		if m[1] == "&" {
-			am.Roles = []string{m[2]}
+	m := strings.TrimSpace(mention)
+	if m == "@here" || m == "@everyone" {
+		am.Parse = []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeEveryone}
+	} else if sub := mentionRE.FindStringSubmatch(m); sub != nil {
+		if sub[1] == "&" {
+			am.Roles = []string{sub[2]}
 		} else {
-			am.Users = []string{m[2]}
+			am.Users = []string{sub[2]}
 		}
 	}
 	return am

@@ -267,7 +267,10 @@ func TestMentionsAllowOnlyTheConfiguredPing(t *testing.T) {
 		"":          `{"parse":[],"replied_user":false}`,
 		"<@&42>":    `{"parse":[],"roles":["42"],"replied_user":false}`,
 		"<@7>":      `{"parse":[],"users":["7"],"replied_user":false}`,
-		"@everyone": `{"parse":[],"replied_user":false}`,
+		"@everyone": `{"parse":["everyone"],"replied_user":false}`,
+		" @here ":   `{"parse":["everyone"],"replied_user":false}`,
+		"@ops":      `{"parse":[],"replied_user":false}`, // config refuses it; it pings nobody
+		"<@&42> x":  `{"parse":[],"replied_user":false}`,
 	} {
 		raw, _ := json.Marshal(mentions(in))
 		if string(raw) != want {
