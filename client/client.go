@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -438,10 +439,14 @@ func (c *Client) resolve(ctx context.Context, kind Kind, id, verb string, v any)
 	return &rec, nil
 }
 
-// Pending lists the pending questions and approvals (at most 500 of each),
-// newest first.
+// PendingLimit is the most requests of each kind the API lists, and
+// Pending returns.
+const PendingLimit = 500
+
+// Pending lists the pending questions and approvals (the newest
+// PendingLimit of each), newest first.
 func (c *Client) Pending(ctx context.Context) (*PendingList, error) {
-	q := url.Values{"status": {string(StatusPending)}, "limit": {"500"}}
+	q := url.Values{"status": {string(StatusPending)}, "limit": {strconv.Itoa(PendingLimit)}}
 	var out PendingList
 	if err := c.do(ctx, call{method: http.MethodGet, path: collection(KindQuestion), query: q}, &out); err != nil {
 		return nil, fmt.Errorf("list pending questions: %w", err)

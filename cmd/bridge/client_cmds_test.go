@@ -456,3 +456,26 @@ func TestPending(t *testing.T) {
 		t.Errorf("pending --json = %+v", list)
 	}
 }
+
+// TestPendingSaysWhenCut: with more pending than the API lists, the table
+// holds the newest and says, on stderr, that older ones wait too.
+func TestPendingSaysWhenCut(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	for range client.PendingLimit + 1 {
+		if _, err := c.Create(ctx, client.ApprovalRequest{Approval: client.Approval{ToolName: "kubectl_apply"}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli("pending", "--server", url)
+	if rows := strings.Count(r.stdout, "kubectl_apply"); r.code != exitOK || rows != client.PendingLimit {
+		t.Fatalf("pending: exit %d, %d rows; want %d", r.code, rows, client.PendingLimit)
+	}
+	if want := "only the newest 500 pending approvals are listed"; !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "questions") {
+		t.Errorf("stderr %q; want %q and nothing of questions", r.stderr, want)
+	}
+	if r := cli("pending", "--server", url, "--json"); !strings.Contains(r.stderr, "only the newest 500") {
+		t.Errorf("pending --json: stderr %q; want the same note", r.stderr)
+	}
+}

@@ -19,6 +19,7 @@ const pendingUsage = `usage: bridge pending [--json] [--server URL]
 
 Lists the questions and approvals waiting for an answer, oldest first: id,
 age, kind, the (first) question or the tool to approve, and the options.
+The API lists the newest 500 of each kind; with more, it says so on stderr.
 Answer one with "bridge answer ID". --json prints
 {"questions":[...],"approvals":[...]} with the full records, newest first.
 
@@ -48,6 +49,15 @@ func pendingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge: pending:", hint(err))
 		return exitError
+	}
+	for _, k := range []struct {
+		kind string
+		n    int
+	}{{"questions", len(list.Questions)}, {"approvals", len(list.Approvals)}} {
+		if k.n >= client.PendingLimit {
+			// The oldest, which have waited longest, are the ones left out.
+			fmt.Fprintf(stderr, "bridge: pending: only the newest %d pending %s are listed; older ones wait too (the API lists no more)\n", k.n, k.kind)
+		}
 	}
 	if *asJSON {
 		if list.Questions == nil {
