@@ -9,8 +9,7 @@ package seam
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
+	"reflect"
 )
 
 // Kind tells a question request from an approval request.
@@ -113,21 +112,23 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 	if len(raw.Value) == 0 || string(raw.Value) == "null" {
 		return nil
 	}
-	var v any
-	if err := json.Unmarshal(raw.Value, &v); err != nil {
-		return err
+	// raw.Value is one JSON value, as the body's decoder checked it.
+	switch c := raw.Value[0]; {
+	case c == '"':
+		return json.Unmarshal(raw.Value, &in.Value)
+	case c == 't' || c == 'f' || c == '-' || '0' <= c && c <= '9':
+		// A number is kept as written: 42, not 42.000000, and one no
+		// float64 holds (1e400) is the type's to judge (Validate).
+		in.Value = string(raw.Value)
+		return nil
 	}
-	switch v := v.(type) {
-	case string:
-		in.Value = v
-	case float64:
-		in.Value = string(raw.Value) // keep the number as written: 42, not 42.000000
-	case bool:
-		in.Value = strconv.FormatBool(v)
-	default:
-		return fmt.Errorf("input.value must be a string, number or boolean")
+	kind := "object"
+	if raw.Value[0] == '[' {
+		kind = "array"
 	}
-	return nil
+	// Field and Type, as encoding/json's own, give it its path in the body
+	// (TypeErrorMessage): "questions[1].input.value must be ...".
+	return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[any](), Field: "value"}
 }
 
 // Question is one question of a request.

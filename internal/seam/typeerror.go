@@ -146,6 +146,8 @@ func jsonKind(t reflect.Type) string {
 		return "a number"
 	case reflect.Pointer:
 		return jsonKind(t.Elem())
+	case reflect.Interface: // an input's value (Input.UnmarshalJSON)
+		return "a string, number or boolean"
 	}
 	return "an object"
 }
