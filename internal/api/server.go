@@ -528,7 +528,11 @@ func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, C
 	return func(w http.ResponseWriter, r *http.Request, c Client) error {
 		q := r.URL.Query()
 		if q.Has("tool_call_id") {
-			r.SetPathValue("id", pending.IDFor(c.Name, kind, q.Get("tool_call_id")))
+			tc, err := toolCallID(r)
+			if err != nil {
+				return err
+			}
+			r.SetPathValue("id", pending.IDFor(c.Name, kind, tc))
 			return s.get(kind)(w, r, c)
 		}
 		if !c.Can(ScopeAnswer) {
@@ -580,17 +584,27 @@ func (s *Server) cancel(kind seam.Kind) func(http.ResponseWriter, *http.Request,
 	}
 }
 
+// toolCallID is r's ?tool_call_id=, which names a request as its create
+// did: not empty, and no longer than a create takes.
+func toolCallID(r *http.Request) (string, error) {
+	tc := r.URL.Query().Get("tool_call_id")
+	if tc == "" {
+		return "", invalid(r.Method + " " + r.URL.Path + " needs ?tool_call_id= with a value, or the id in the path")
+	}
+	if len(tc) > seam.MaxToolCallIDLen {
+		return "", invalid(fmt.Sprintf("tool_call_id is longer than %d bytes", seam.MaxToolCallIDLen))
+	}
+	return tc, nil
+}
+
 // cancelByToolCall cancels the caller's request created under
 // ?tool_call_id=, for an agent whose turn ended before the create's reply
 // told it the id.
 func (s *Server) cancelByToolCall(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
 	return func(w http.ResponseWriter, r *http.Request, c Client) error {
-		tc := r.URL.Query().Get("tool_call_id")
-		if tc == "" {
-			return invalid("DELETE " + r.URL.Path + " needs ?tool_call_id=, or the id in the path")
-		}
-		if len(tc) > seam.MaxToolCallIDLen {
-			return invalid(fmt.Sprintf("tool_call_id is longer than %d bytes", seam.MaxToolCallIDLen))
+		tc, err := toolCallID(r)
+		if err != nil {
+			return err
 		}
 		for range 2 {
 			rec, err := s.dispatch.Resolve(r.Context(), pending.IDFor(c.Name, kind, tc), pending.Resolution{
