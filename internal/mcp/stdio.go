@@ -24,8 +24,13 @@ import (
 // with a JSON-RPC error instead (-32700, or -32600 for JSON that is not a
 // message), logged, and the session goes on. stdout stays open when the
 // session ends.
+//
+// A request the client cancelled (notifications/cancelled) gets no reply:
+// the spec asks none, and the SDK's, an error of code 0 ("context
+// canceled"), reaches a client that has forgotten the id, which reports it
+// as an error of its own.
 func Stdio(stdin io.Reader, stdout io.Writer, log *slog.Logger) mcp.Transport {
-	out := &lockedWriter{w: stdout}
+	out := &lockedWriter{w: stdout, cancelled: map[string]bool{}}
 	r, w := io.Pipe()
 	go func() {
 		w.CloseWithError(screen(stdin, w, out, log))
@@ -68,6 +73,9 @@ func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error
 		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			switch code, msg, id := refusal(trimmed); code {
 			case 0:
+				if lw, ok := out.(*lockedWriter); ok {
+					lw.note(trimmed)
+				}
 				if _, werr := pass.Write(append(trimmed, '\n')); werr != nil {
 					return werr
 				}
@@ -180,19 +188,30 @@ func sdkReads(id json.RawMessage) bool {
 	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
 		return true
 	}
+	_, ok := sdkNumber(id)
+	return ok
+}
+
+// sdkNumber is the numeric id id as the SDK reads it, and whether it reads
+// it as written.
+func sdkNumber(id json.RawMessage) (int64, bool) {
 	exact := func(n int64) bool { return int64(float64(n)) == n }
 	if !bytes.ContainsAny(id, ".eE") {
 		n, err := strconv.ParseInt(string(id), 10, 64)
-		return err == nil && exact(n)
+		return n, err == nil && exact(n)
 	}
 	// Past 4 digits, an exponent is one only a 0 carries and stays an
 	// int64; below, the decimal is read exactly, as big as it is.
 	mant, exp, _ := strings.Cut(strings.ToLower(string(id)), "e")
 	if len(strings.TrimLeft(exp, "+-")) > 4 {
-		return strings.Trim(mant, "-0.") == ""
+		return 0, strings.Trim(mant, "-0.") == ""
 	}
 	r, ok := new(big.Rat).SetString(string(id))
-	return ok && r.IsInt() && r.Num().IsInt64() && exact(r.Num().Int64())
+	if !ok || !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	n := r.Num().Int64()
+	return n, exact(n)
 }
 
 // validID is id when it is one a response can carry (a string or a
@@ -220,17 +239,72 @@ func errorLine(id json.RawMessage, code int, msg string) []byte {
 }
 
 // lockedWriter writes whole lines from the SDK and from screen without
-// interleaving them; the SDK writes each message in one Write. Closing it
-// leaves the writer under it open.
+// interleaving them; the SDK writes each message in one Write. It leaves
+// out the replies to requests the client cancelled. Closing it leaves the
+// writer under it open.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu        sync.Mutex
+	w         io.Writer
+	cancelled map[string]bool // ids (idKey) of requests cancelled, not yet replied to
+}
+
+// note reads a message the client sent, on its way to the SDK: a
+// cancellation marks its request's reply to be left out; a request under
+// an id once cancelled (ids may be reused once replied to) is new.
+func (l *lockedWriter) note(msg []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &m) != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m.Method == "notifications/cancelled" && len(m.ID) == 0 {
+		if k := idKey(m.Params.RequestID); k != "" {
+			l.cancelled[k] = true
+		}
+	} else if k := idKey(m.ID); k != "" {
+		delete(l.cancelled, k)
+	}
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.cancelled) > 0 {
+		var reply struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(p, &reply) == nil && reply.Method == "" {
+			if k := idKey(reply.ID); l.cancelled[k] {
+				delete(l.cancelled, k)
+				return len(p), nil
+			}
+		}
+	}
 	return l.w.Write(p)
+}
+
+// idKey is id as a map key that is the same however a number is written
+// (the SDK replies to 7.0 as 7), or "" when id is not one the SDK reads.
+func idKey(id json.RawMessage) string {
+	if len(id) > 0 && id[0] == '"' {
+		var s string
+		if json.Unmarshal(id, &s) != nil {
+			return ""
+		}
+		return "s" + s
+	}
+	if n, ok := sdkNumber(id); ok && len(id) > 0 {
+		return "n" + strconv.FormatInt(n, 10)
+	}
+	return ""
 }
 
 func (*lockedWriter) Close() error { return nil }

@@ -139,3 +139,91 @@ func TestSDKReads(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelledCallGetsNoReply: a tools/call the client cancels is
+// withdrawn and gets no reply (the SDK's own is an error of code 0 that a
+// client which has forgotten the id reports as one); the requests around
+// it are answered, and an id used again after a cancellation is answered.
+func TestCancelledCallGetsNoReply(t *testing.T) {
+	bc, err := client.New(newBridge(t, ""), client.WithPollWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(bc, Options{Logger: slog.New(slog.DiscardHandler), Reattach: -1})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(context.Background(), Stdio(inR, outW, slog.New(slog.DiscardHandler))) }()
+	replies := make(chan map[string]any, 16)
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			replies <- m
+		}
+	}()
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case m := <-replies:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no reply to %s", what)
+			return nil
+		}
+	}
+	const ask = `,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Deploy?","options":[{"label":"Yes"},{"label":"No"}]}]}}}`
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	next("initialize")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	withdrawn := map[string]bool{}
+
+	for _, id := range []string{`2`, `"two"`} {
+		send(`{"jsonrpc":"2.0","id":` + id + ask)
+		// Cancelled once its question is asked (the one before it is
+		// withdrawn by then, or on its way).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		asked := func() bool {
+			p, err := bc.Pending(ctx)
+			return err == nil && len(p.Questions) == 1 && p.Questions[0].Status == client.StatusPending && !withdrawn[p.Questions[0].ID]
+		}
+		ok := asked()
+		for !ok && ctx.Err() == nil {
+			ok = asked()
+		}
+		cancel()
+		if !ok {
+			t.Fatalf("call %s: its question was not asked within 10s", id)
+		}
+		p, _ := bc.Pending(context.Background())
+		withdrawn[p.Questions[0].ID] = true
+		send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"timed out"}}`)
+	}
+	// The same id again, after its cancellation, is a new request.
+	send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if m := next("a ping under the cancelled call's id"); m["id"] != float64(2) || m["result"] == nil {
+		t.Fatalf("the ping got %v; want its result under id 2", m)
+	}
+	inW.Close() // the session ends; every reply is written once Run returns
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	<-read
+	close(replies)
+	for m := range replies {
+		t.Errorf("after the cancellations: %v; want no reply to a cancelled call", m)
+	}
+	if left, err := bc.Pending(context.Background()); err != nil || len(left.Questions) != 0 {
+		t.Errorf("pending after the cancellations: %+v, %v; want both withdrawn", left, err)
+	}
+}
