@@ -165,7 +165,13 @@ func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 	var m map[string]json.RawMessage // by names as written: "ID" is not the id
 	_ = json.Unmarshal(line, &m)
 	_, err := jsonrpc.DecodeMessage(line)
-	if err == nil && !sdkReads(m["id"]) {
+	switch {
+	case err != nil:
+	case string(m["id"]) == "null":
+		// The SDK takes it for a notification, and its caller would wait
+		// for a reply forever.
+		err = errors.New("the id is null; MCP ids are strings or integers")
+	case !sdkReads(m["id"]):
 		err = errors.New("the id is not an integer the server can answer under")
 	}
 	if err == nil {

@@ -191,7 +191,9 @@ func fate(line []byte) (kind, code int, id json.RawMessage) {
 	}
 	var m map[string]json.RawMessage // member names as written: JSON-RPC's are case-sensitive
 	_ = json.Unmarshal(line, &m)     // not an object: m stays nil
-	if msg, err := jsonrpc.DecodeMessage(line); err == nil && readsID(msg, m["id"]) {
+	// MCP ids are never null: a request under one is answered, a response
+	// dropped.
+	if msg, err := jsonrpc.DecodeMessage(line); err == nil && string(m["id"]) != "null" && readsID(msg, m["id"]) {
 		return passOn, 0, nil
 	}
 	_, method := m["method"]

@@ -81,6 +81,7 @@ func TestStdioSurvivesAMalformedLine(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, nil}, // a batch
 		{`[]`, nil},
 		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, nil},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, nil},
 		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, nil},
 		{`{"JSONRPC":"2.0","id":4,"method":"ping"}`, float64(4)},
 		{`{"jsonrpc":"1.0","id":"five","method":"ping"}`, "five"},
