@@ -872,6 +872,67 @@ func TestDismissAndCancel(t *testing.T) {
 	}
 }
 
+// TestMessageTooLongIsPostedShorter: Slack refuses a message whose blocks
+// hold too much text together (msg_blocks_too_long), at a limit it does
+// not document and which counts more than the bridge's own measure. The
+// request is posted again with less of its text in the message and the
+// rest in the thread: the agent gets no NO_PROVIDER, and every line is
+// readable.
+func TestMessageTooLongIsPostedShorter(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.SetBlocksTextLimit(9500) // as if Slack counted more than the bridge does
+	var detail strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&detail, "line %04d of a long description\n", i)
+	}
+	opts := []any{}
+	for i := range 8 {
+		opts = append(opts, map[string]any{"label": fmt.Sprintf("option %d %s", i, strings.Repeat("x", 60)), "description": strings.Repeat("why ", 40)})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "q", "question": "Which one?", "detail": detail.String(), "options": opts,
+	}}})
+	posts := b.fake.WaitFor(t, "the shorter message and its thread", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		n := 0
+		for _, c := range calls {
+			if c.Method == "chat.postMessage" && c.OK {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	var refused, msg *slacktest.FakeCall
+	for i, c := range posts {
+		switch {
+		case c.Method != "chat.postMessage":
+		case !c.OK && refused == nil:
+			refused = &posts[i]
+		case c.OK && msg == nil:
+			msg = &posts[i]
+		}
+	}
+	if refused == nil || !strings.Contains(refused.Body, "line 0100") || msg == nil {
+		t.Fatalf("want a refused post holding much of the text, then a post; got %d calls", len(posts))
+	}
+	if !hasActions(*msg) {
+		t.Errorf("the shorter message has no controls: %v", msg.Blocks())
+	}
+	var all strings.Builder
+	for _, c := range b.fake.Calls("chat.postMessage") {
+		if c.OK && (c.TS == msg.TS || c.Field("thread_ts") == msg.TS) {
+			all.WriteString(c.Text())
+		}
+	}
+	for i := range 300 {
+		if line := fmt.Sprintf("line %04d of a long description", i); !strings.Contains(all.String(), line) {
+			t.Fatalf("%q is neither in the message nor in its thread", line)
+		}
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("the request is %v; want it pending, posted", rec.M["status"])
+	}
+}
+
 func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
 	b := start(t, defaultTarget)
 	var plan strings.Builder

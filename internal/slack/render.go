@@ -41,9 +41,11 @@ const (
 	maxButtonURL     = 3000 // a link button's url
 
 	// messageBudget bounds the text of all blocks of one message. Slack
-	// refuses some messages with msg_blocks_too_long from about 13,000
-	// characters of block text on, below every documented limit; what does
-	// not fit goes to the thread.
+	// refuses some messages with msg_blocks_too_long from about 11,000 to
+	// 13,000 characters of block text on, below every documented limit, as
+	// it counts the blocks' structure too; what does not fit goes to the
+	// thread. A message refused all the same is posted again with half
+	// (Surface.Post).
 	messageBudget = 11000
 	// maxButtons is how many options a single-select question shows as
 	// buttons; with more, or with labels too long for a button, it gets a
@@ -213,6 +215,7 @@ func stringEnd(raw []byte, start int) int {
 
 // builder accumulates a message's blocks within the text budget.
 type builder struct {
+	budget   int // text all blocks may hold (messageBudget, or less)
 	blocks   []slackapi.Block
 	used     int             // text in blocks so far
 	overflow strings.Builder // unescaped text for the thread
@@ -294,7 +297,13 @@ func (b *builder) message(text string, id string) message {
 // render renders rec: with controls while live, else with the line that
 // says how it ended. mention, when set, is the operator's configured ping.
 func render(rec *pending.Record, mention string, live bool) message {
-	var b builder
+	return renderWithin(rec, mention, live, messageBudget)
+}
+
+// renderWithin is render with budget characters of block text at most,
+// before the controls and the status line.
+func renderWithin(rec *pending.Record, mention string, live bool, budget int) message {
+	b := builder{budget: budget}
 	b.context(intro(rec, mention))
 	var text string
 	switch rec.Kind {
@@ -373,7 +382,7 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 	// The controls' text (or the status line that replaces them) is
 	// reserved first; the options' listing gets at most one section, the
 	// detail what is left.
-	room := messageBudget - b.used - max(textLen(controls...), statusReserve)
+	room := b.budget - b.used - max(textLen(controls...), statusReserve)
 	if listing != "" {
 		rest := b.sections(listing, min(room/2, maxSectionText), 1)
 		room -= surface.Len(esc(listing[:len(listing)-len(rest)]))
@@ -536,7 +545,7 @@ func questionControls(id string, q seam.Question, sh shape) []slackapi.Block {
 // a section of its own, answered together in one modal.
 func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 	qs := rec.Questions.Questions
-	per := min(maxSectionText, (messageBudget-b.used-statusReserve)/len(qs))
+	per := min(maxSectionText, (b.budget-b.used-statusReserve)/len(qs))
 	for i, q := range qs {
 		full := questionText(i, q)
 		text := esc(full)
@@ -591,7 +600,7 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 		reason = a.Reason
 	}
 	if reason != "" {
-		if rest := b.sections(fromMarkdown(reason), messageBudget-b.used-maxSectionText-statusReserve, 3); rest != "" {
+		if rest := b.sections(fromMarkdown(reason), b.budget-b.used-maxSectionText-statusReserve, 3); rest != "" {
 			b.context(moreNote(rest))
 			b.spill("*Reason, continued:*", rest)
 		}

@@ -176,14 +176,18 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		return nil, fmt.Errorf("request %s: target %s has no slack section", rec.ID, t.Key)
 	}
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
-	m := render(rec, tc.Mention, true)
-	m.carry(rec, t.Key)
-	switch {
-	case s.links != nil && linkable(tc):
-		m.addLink(s.links.For(rec))
-	case s.links != nil:
-		m.addLinkRequest(rec)
+	build := func(budget int) message {
+		m := renderWithin(rec, tc.Mention, true, budget)
+		m.carry(rec, t.Key)
+		switch {
+		case s.links != nil && linkable(tc):
+			m.addLink(s.links.For(rec))
+		case s.links != nil:
+			m.addLinkRequest(rec)
+		}
+		return m
 	}
+	m := build(messageBudget)
 	var thread, session string
 	if tc.ThreadBySession {
 		session = surface.SessionKey(surfaceName, rec, tc.Channel)
@@ -211,6 +215,15 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			log.Warn("forgetting the session's thread failed", "err", err)
 		}
 		thread = ""
+		err = post()
+	}
+	if refusedWith(err, "msg_blocks_too_long") {
+		// Slack's limit on a message's text, all blocks together, is not
+		// documented and counts more than the text (messageBudget): posted
+		// again with half the room, the rest of the text goes to the
+		// thread. The refused post posted nothing.
+		log.Warn("Slack refused the message as too long (msg_blocks_too_long); posting it shorter, the rest in its thread")
+		m = build(messageBudget / 2)
 		err = post()
 	}
 	if err != nil {

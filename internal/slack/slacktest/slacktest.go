@@ -35,6 +35,13 @@ type FakeSlack struct {
 	// Scopes are the token's, as every answer to it lists them in
 	// X-OAuth-Scopes; by default those of deploy/slack-app-manifest.yaml.
 	Scopes string
+	// blocksTextLimit is the most text a message's blocks may hold
+	// together, past which a post or an edit is refused with
+	// msg_blocks_too_long. Slack documents none; its staff put it at
+	// 12,000 characters "with a buffer for block containers", and
+	// messages have been refused from 11,341 (slackapi/bolt-js#2509,
+	// #2867). 0 is 12,000; SetBlocksTextLimit changes it.
+	blocksTextLimit int
 
 	srv    *httptest.Server
 	socket *FakeSocket
@@ -193,6 +200,15 @@ func (f *FakeSlack) SetChannel(id string, c FakeChannel) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chans[id] = c
+}
+
+// SetBlocksTextLimit sets the most text a message's blocks may hold
+// together (see blocksTextLimit): a lower one stands for Slack counting
+// more than text, as it does.
+func (f *FakeSlack) SetBlocksTextLimit(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocksTextLimit = n
 }
 
 // Calls returns the calls of method so far ("" for all).
@@ -424,6 +440,32 @@ func isUser(channel string) bool {
 
 func failure(err string) map[string]any { return map[string]any{"ok": false, "error": err} }
 
+// tooLong reports whether blocks hold more text than BlocksTextLimit: the
+// "text" of every text object in them, options' included.
+func (f *FakeSlack) tooLong(blocks any) bool {
+	limit := cmp.Or(f.blocksTextLimit, 12000)
+	var count func(v any) int
+	count = func(v any) int {
+		n := 0
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				n += count(e)
+			}
+		case map[string]any:
+			for k, e := range v {
+				if s, ok := e.(string); ok && k == "text" {
+					n += length(s)
+				} else {
+					n += count(e)
+				}
+			}
+		}
+		return n
+	}
+	return count(blocks) > limit
+}
+
 // answer answers a successful call, and says whether it answered ok; f.mu
 // is held.
 func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
@@ -440,6 +482,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		}
 		if errs := messageErrors(c.rawBlocks()); len(errs) > 0 {
 			return refusal("invalid_blocks", errs), false
+		}
+		if f.tooLong(c.rawBlocks()) {
+			return failure("msg_blocks_too_long"), false
 		}
 		if f.gone[c.Field("thread_ts")] {
 			return failure("thread_not_found"), false
@@ -463,6 +508,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		}
 		if errs := messageErrors(c.rawBlocks()); len(errs) > 0 {
 			return refusal("invalid_blocks", errs), false
+		}
+		if f.tooLong(c.rawBlocks()) {
+			return failure("msg_blocks_too_long"), false
 		}
 		f.next++
 		msg := f.echo(c, ts)
