@@ -872,6 +872,19 @@ func TestDismissAndCancel(t *testing.T) {
 	}
 }
 
+// posted is a WaitFor condition: n messages posted.
+func posted(n int) func([]slacktest.FakeCall) bool {
+	return func(calls []slacktest.FakeCall) bool {
+		ok := 0
+		for _, c := range calls {
+			if c.Method == "chat.postMessage" && c.OK {
+				ok++
+			}
+		}
+		return ok >= n
+	}
+}
+
 // TestMessageTooLongIsPostedShorter: Slack refuses a message whose blocks
 // hold too much text together (msg_blocks_too_long), at a limit it does
 // not document and which counts more than the bridge's own measure. The
@@ -892,15 +905,7 @@ func TestMessageTooLongIsPostedShorter(t *testing.T) {
 	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
 		"id": "q", "question": "Which one?", "detail": detail.String(), "options": opts,
 	}}})
-	posts := b.fake.WaitFor(t, "the shorter message and its thread", 10*time.Second, func(calls []slacktest.FakeCall) bool {
-		n := 0
-		for _, c := range calls {
-			if c.Method == "chat.postMessage" && c.OK {
-				n++
-			}
-		}
-		return n >= 2
-	})
+	posts := b.fake.WaitFor(t, "the shorter message and its thread", 10*time.Second, posted(2))
 	var refused, msg *slacktest.FakeCall
 	for i, c := range posts {
 		switch {
@@ -944,15 +949,7 @@ func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
 		"intent":  map[string]any{"kind": "plan-review", "approve": "Approve"},
 		"options": []any{map[string]any{"label": "Keep planning"}, map[string]any{"label": "Approve"}},
 	}}})
-	posts := b.fake.WaitFor(t, "the message and its thread", 10*time.Second, func(calls []slacktest.FakeCall) bool {
-		n := 0
-		for _, c := range calls {
-			if c.Method == "chat.postMessage" && c.OK {
-				n++
-			}
-		}
-		return n >= 2
-	})
+	posts := b.fake.WaitFor(t, "the message and its thread", 10*time.Second, posted(2))
 	msg := posts[0]
 	if approve, _ := msg.Action("ab:pick:" + id + ":0:1"); approve == nil || approve["style"] != "primary" {
 		t.Fatalf("the approve label is not the primary button: %v", msg.Blocks())
