@@ -193,7 +193,9 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) func(ti
 		return nil
 	}
 	return func(waited time.Duration, requestID string) {
-		msg := fmt.Sprintf("waiting for a person to answer (%s so far)", waited.Round(time.Second))
+		// Until the bridge has created the request (requestID), nobody has
+		// been asked: the bridge may be slow or down, its client retrying.
+		msg := fmt.Sprintf("asking the bridge (%s so far)", waited.Round(time.Second))
 		if requestID != "" {
 			msg = fmt.Sprintf("waiting for a person to answer request %s (%s so far)", requestID, waited.Round(time.Second))
 		}

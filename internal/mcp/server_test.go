@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -460,6 +463,35 @@ func TestProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	answerJSON(t, await(t, "the tool call", done), `{"answers":[{"id":"web","selected":["No"]}]}`)
+}
+
+// TestProgressBeforeTheRequestExists: while the bridge has not answered
+// the create, nobody has been asked, and the progress says so.
+func TestProgressBeforeTheRequestExists(t *testing.T) {
+	release := make(chan struct{})
+	bridge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			select { // the create is taken, never answered
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json") // the withdrawal
+		io.WriteString(w, `{"id":"abcdefghijklmnop","kind":"question","status":"cancelled"}`)
+	}))
+	t.Cleanup(bridge.Close)
+	t.Cleanup(func() { close(release) })
+	e := start(t, bridge.URL, Options{ProgressInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := e.call(ctx, "ask_user_question", questions(yesNo("web")), "tok-1")
+	for range 3 {
+		if p := e.progressFrom(t, "tok-1"); !strings.HasPrefix(p.message, "asking the bridge (") {
+			t.Errorf("progress %q before the bridge answered; want \"asking the bridge (...)\"", p.message)
+		}
+	}
+	cancel()
+	await(t, "the call", done)
 }
 
 // TestReattach checks that identical calls share one bridge request while
