@@ -936,6 +936,33 @@ func TestMessageTooLongIsPostedShorter(t *testing.T) {
 	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 		t.Errorf("the request is %v; want it pending, posted", rec.M["status"])
 	}
+
+	// Its edit, rendered whole, is refused too; it is edited shorter, and
+	// its controls go.
+	b.fake.SetBlocksTextLimit(6000)
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	edits := b.fake.WaitFor(t, "the message edited", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		for _, c := range calls {
+			if c.Method == "chat.update" && c.OK {
+				return true
+			}
+		}
+		return false
+	})
+	var tries int
+	for _, c := range edits {
+		if c.Method == "chat.update" {
+			tries++
+			if c.OK && (hasActions(c) || !strings.Contains(c.Text(), "Cancelled by the agent") || c.Field("ts") != msg.TS) {
+				t.Errorf("the edit of %s: %s; want it cancelled without controls", c.Field("ts"), c.Text())
+			}
+		}
+	}
+	if tries != 2 {
+		t.Errorf("%d edits; want the whole one refused, then the shorter one", tries)
+	}
 }
 
 func TestPlanReviewLongPlanAndFeedback(t *testing.T) {

@@ -263,9 +263,19 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		return nil
 	}
 	m := render(rec, "", false)
-	err := s.call(ctx, "chat.update", func(ctx context.Context) error {
-		return s.updateMessage(ctx, p.Channel, p.MessageID, chatMessage{text: m.text, blocks: m.blocks})
-	})
+	update := func() error {
+		return s.call(ctx, "chat.update", func(ctx context.Context) error {
+			return s.updateMessage(ctx, p.Channel, p.MessageID, chatMessage{text: m.text, blocks: m.blocks})
+		})
+	}
+	err := update()
+	if refusedWith(err, "msg_blocks_too_long") {
+		// As Post: a message posted at half the budget ends about as long
+		// as the one Slack refused, rendered whole. Its thread holds the
+		// rest already.
+		m = renderWithin(rec, "", false, messageBudget/2)
+		err = update()
+	}
 	if err != nil && uneditable(err) {
 		// Retrying would not help: a finisher would try for an hour.
 		s.log.Info("a message of an ended request cannot be edited; leaving it", "request_id", rec.ID, "ts", p.MessageID, "err", err)
