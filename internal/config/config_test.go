@@ -513,6 +513,8 @@ func TestValidate(t *testing.T) {
 		{"slack mention <!here>", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = "<!here>" }, ""},
 		{"slack mention a user", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = "<@U0123ABC>" }, ""},
 		{"slack mention a group", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = " <!subteam^S0123ABC|@oncall> " }, ""},
+		{"slack mention two", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = "<@U01> <@U02>" }, ""},
+		{"slack mention with text", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = "<!subteam^S01> on call:" }, ""},
 		{"discord mention @role", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "@ops" }, `routes[0].targets[1].discord.mention: "@ops" would ping nobody; write <@USER_ID>,`},
 		{"discord mention <!here>", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "<!here>" }, `routes[0].targets[1].discord.mention: "<!here>" would ping nobody`},
 		{"discord mention @here", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "@here" }, ""},

@@ -530,17 +530,21 @@ func (v *validator) routes(c *Config) {
 	}
 }
 
-// mention checks a target's mention. Written any other way (a name, "@here"
-// in Slack), it is shown as text and pings nobody: no one learns that a
-// request waits for them.
-func (v *validator) mention(path, m string, valid *regexp.Regexp, forms string) {
-	if m = strings.TrimSpace(m); m != "" && !valid.MatchString(m) {
+// mention checks a target's mention. Written with no ping in it (a name,
+// "@here" in Slack), it is shown as text and pings nobody: no one learns
+// that a request waits for them.
+func (v *validator) mention(path, m string, pings *regexp.Regexp, forms string) {
+	if m = strings.TrimSpace(m); m != "" && !pings.MatchString(m) {
 		v.add(path, "%q would ping nobody; write %s", m, forms)
 	}
 }
 
 var (
-	slackMention   = regexp.MustCompile(`^<(@[UW][A-Z0-9]+|!subteam\^S[A-Z0-9]+|!here|!channel|!everyone)(\|[^<>|]*)?>$`)
+	// A Slack mention goes into the message's mrkdwn as written: any
+	// number of pings, with text around them ("<!subteam^S1> on call").
+	slackMention = regexp.MustCompile(`<(@[UW][A-Z0-9]+|!subteam\^S[A-Z0-9]+|!here|!channel|!everyone)(\|[^<>|]*)?>`)
+	// A Discord message allows exactly one ping through (allowed_mentions):
+	// the mention is that one.
 	discordMention = regexp.MustCompile(`^(<@[!&]?\d{1,20}>|@here|@everyone)$`)
 )
 
