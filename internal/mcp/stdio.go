@@ -30,7 +30,7 @@ import (
 // canceled"), reaches a client that has forgotten the id, which reports it
 // as an error of its own.
 func Stdio(stdin io.Reader, stdout io.Writer, log *slog.Logger) mcp.Transport {
-	out := &lockedWriter{w: stdout, cancelled: map[string]bool{}}
+	out := &lockedWriter{w: stdout, open: map[string]bool{}}
 	r, w := io.Pipe()
 	go func() {
 		w.CloseWithError(screen(stdin, w, out, log))
@@ -165,11 +165,14 @@ func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 	var m map[string]json.RawMessage // by names as written: "ID" is not the id
 	_ = json.Unmarshal(line, &m)
 	_, err := jsonrpc.DecodeMessage(line)
+	var name string
+	_ = json.Unmarshal(m["method"], &name)
 	switch {
 	case err != nil:
-	case string(m["id"]) == "null":
+	case string(m["id"]) == "null" && !strings.HasPrefix(name, "notifications/"):
 		// The SDK takes it for a notification, and its caller would wait
-		// for a reply forever.
+		// for a reply forever. (A notification under a null id, as
+		// JSON-RPC 1.0 wrote them, is taken as the notification it is.)
 		err = errors.New("the id is null; MCP ids are strings or integers")
 	case !sdkReads(m["id"]):
 		err = errors.New("the id is not an integer the server can answer under")
@@ -249,14 +252,17 @@ func errorLine(id json.RawMessage, code int, msg string) []byte {
 // out the replies to requests the client cancelled. Closing it leaves the
 // writer under it open.
 type lockedWriter struct {
-	mu        sync.Mutex
-	w         io.Writer
-	cancelled map[string]bool // ids (idKey) of requests cancelled, not yet replied to
+	mu sync.Mutex
+	w  io.Writer
+	// open holds the ids (idKey) of the client's requests not yet replied
+	// to, true for one the client has cancelled since.
+	open map[string]bool
 }
 
-// note reads a message the client sent, on its way to the SDK: a
-// cancellation marks its request's reply to be left out; a request under
-// an id once cancelled (ids may be reused once replied to) is new.
+// note reads a message the client sent, on its way to the SDK: a request
+// is open until its reply; a cancellation of an open request marks its
+// reply to be left out (one of a request replied to already, or never
+// made, is nothing).
 func (l *lockedWriter) note(msg []byte) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
@@ -270,26 +276,33 @@ func (l *lockedWriter) note(msg []byte) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m.Method == "notifications/cancelled" && len(m.ID) == 0 {
+	switch {
+	case m.Method == "notifications/cancelled" && len(m.ID) == 0:
 		if k := idKey(m.Params.RequestID); k != "" {
-			l.cancelled[k] = true
+			if _, open := l.open[k]; open {
+				l.open[k] = true
+			}
 		}
-	} else if k := idKey(m.ID); k != "" {
-		delete(l.cancelled, k)
+	case m.Method != "" && !strings.HasPrefix(m.Method, "notifications/"):
+		if k := idKey(m.ID); k != "" {
+			l.open[k] = false
+		}
 	}
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.cancelled) > 0 {
+	if len(l.open) > 0 {
 		var reply struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
 		if json.Unmarshal(p, &reply) == nil && reply.Method == "" {
-			if k := idKey(reply.ID); l.cancelled[k] {
-				delete(l.cancelled, k)
+			k := idKey(reply.ID)
+			cancelled, open := l.open[k]
+			delete(l.open, k)
+			if open && cancelled {
 				return len(p), nil
 			}
 		}

@@ -192,8 +192,11 @@ func fate(line []byte) (kind, code int, id json.RawMessage) {
 	var m map[string]json.RawMessage // member names as written: JSON-RPC's are case-sensitive
 	_ = json.Unmarshal(line, &m)     // not an object: m stays nil
 	// MCP ids are never null: a request under one is answered, a response
-	// dropped.
-	if msg, err := jsonrpc.DecodeMessage(line); err == nil && string(m["id"]) != "null" && readsID(msg, m["id"]) {
+	// dropped; a notification under one is passed on.
+	var name string
+	_ = json.Unmarshal(m["method"], &name)
+	nullID := string(m["id"]) == "null" && !strings.HasPrefix(name, "notifications/")
+	if msg, err := jsonrpc.DecodeMessage(line); err == nil && !nullID && readsID(msg, m["id"]) {
 		return passOn, 0, nil
 	}
 	_, method := m["method"]

@@ -228,3 +228,32 @@ func TestCancelledCallGetsNoReply(t *testing.T) {
 		t.Errorf("pending after the cancellations: %+v, %v; want both withdrawn", left, err)
 	}
 }
+
+// TestRepliesLeftOut: only the reply to a request the client cancelled
+// while it was open is left out; the ids kept are those of open requests.
+func TestRepliesLeftOut(t *testing.T) {
+	var out strings.Builder
+	l := &lockedWriter{w: &out, open: map[string]bool{}}
+	reply := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":{}}` + "\n" }
+	cancel := func(id string) {
+		l.note([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`))
+	}
+	request := func(id string) { l.note([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{}}`)) }
+
+	cancel("9")                                            // never made
+	l.note([]byte(`{"jsonrpc":"2.0","id":3,"result":{}}`)) // the client's reply to the server
+	request("1")
+	cancel("1.0") // the same id, written otherwise
+	request(`"two"`)
+	l.Write([]byte(reply("1")))
+	l.Write([]byte(reply(`"two"`)))
+	cancel(`"two"`) // after its reply: nothing
+	request(`"two"`)
+	l.Write([]byte(reply(`"two"`)))
+	if want := reply(`"two"`) + reply(`"two"`); out.String() != want {
+		t.Errorf("written:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if len(l.open) != 0 {
+		t.Errorf("ids kept after every reply: %v", l.open)
+	}
+}
