@@ -472,10 +472,10 @@ func TestPendingSaysWhenCut(t *testing.T) {
 	if rows := strings.Count(r.stdout, "kubectl_apply"); r.code != exitOK || rows != client.PendingLimit {
 		t.Fatalf("pending: exit %d, %d rows; want %d", r.code, rows, client.PendingLimit)
 	}
-	if want := "only the newest 500 pending approvals are listed"; !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "questions") {
+	if want := "500 pending approvals listed, the most the API lists"; !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "questions") {
 		t.Errorf("stderr %q; want %q and nothing of questions", r.stderr, want)
 	}
-	if r := cli("pending", "--server", url, "--json"); !strings.Contains(r.stderr, "only the newest 500") {
+	if r := cli("pending", "--server", url, "--json"); !strings.Contains(r.stderr, "the most the API lists") {
 		t.Errorf("pending --json: stderr %q; want the same note", r.stderr)
 	}
 }

@@ -55,8 +55,9 @@ func pendingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		n    int
 	}{{"questions", len(list.Questions)}, {"approvals", len(list.Approvals)}} {
 		if k.n >= client.PendingLimit {
-			// The oldest, which have waited longest, are the ones left out.
-			fmt.Fprintf(stderr, "bridge: pending: only the newest %d pending %s are listed; older ones wait too (the API lists no more)\n", k.n, k.kind)
+			// The oldest, which have waited longest, would be the ones left
+			// out; with exactly the limit pending, none are.
+			fmt.Fprintf(stderr, "bridge: pending: %d pending %s listed, the most the API lists: any older ones are not shown\n", k.n, k.kind)
 		}
 	}
 	if *asJSON {
