@@ -919,8 +919,14 @@ func TestMessageTooLongIsPostedShorter(t *testing.T) {
 	if refused == nil || !strings.Contains(refused.Body, "line 0100") || msg == nil {
 		t.Fatalf("want a refused post holding much of the text, then a post; got %d calls", len(posts))
 	}
-	if !hasActions(*msg) {
-		t.Errorf("the shorter message has no controls: %v", msg.Blocks())
+	// Its options, text outside the budget, are answered in the modal.
+	answer, _ := msg.Action("ab:answer:" + id)
+	if answer == nil || strings.Contains(msg.Body, "static_select") {
+		t.Fatalf("the shorter message's controls are not an Answer… button: %v", msg.Blocks())
+	}
+	b.click(t, slacktest.BlockActions(t, *msg, ada, "ab:answer:"+id, nil, nil))
+	if opened := b.fake.WaitCalls(t, "views.open", 1)[0]; !strings.Contains(opened.Body, "option 7 ") {
+		t.Errorf("the modal does not offer the options: %v", opened.Blocks())
 	}
 	var all strings.Builder
 	for _, c := range b.fake.Calls("chat.postMessage") {

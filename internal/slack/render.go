@@ -375,6 +375,14 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 
 	sh := shapeOf(q)
 	controls := questionControls(rec.ID, q, sh)
+	if b.budget < messageBudget && len(q.Options) > 0 {
+		// A message Slack refused as too long: a select's options are
+		// text too, up to 100 of them, outside the budget. The modal
+		// lists them instead.
+		controls = []slackapi.Block{slackapi.NewActionBlock("",
+			button(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer…", slackapi.StylePrimary),
+			dismissButton(rec.ID))}
+	}
 	var listing string
 	if sh.listing {
 		listing = surface.OptionListing(q, sh.numbered)
