@@ -192,6 +192,11 @@ func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if !s.once.use(once, s.now()) {
+		if _, _, err := s.sessionOf(r); err == nil {
+			// The button tapped twice: the first tap signed this browser in.
+			http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
+			return nil
+		}
 		return used()
 	}
 	s.setSession(w, r, anonymous)
@@ -280,11 +285,16 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 		// Hash: the answer is checked against rec, and holds only for it,
 		// not for a request created under its id since it was read.
 		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind, From: rec, Hash: rec.Hash}
+		if action == "answer" && rec.Kind != seam.KindQuestion || action == "decision" && rec.Kind != seam.KindApproval {
+			return pending.ErrNotFound
+		}
+		if rec.Status != seam.StatusPending {
+			// Its outcome, before the body is read: a form sent after
+			// someone else answered is not the person's to mend.
+			return s.alreadyEnded(w, rec)
+		}
 		switch action {
 		case "answer":
-			if rec.Kind != seam.KindQuestion {
-				return pending.ErrNotFound
-			}
 			a, err := api.DecodeAnswer(w, r)
 			if err != nil {
 				return err
@@ -293,14 +303,11 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 			if err != nil {
 				return err
 			}
-			if rec.Status == seam.StatusPending && surface.EmptyAnswer(rec.Questions.Questions, norm) {
+			if surface.EmptyAnswer(rec.Questions.Questions, norm) {
 				return &seam.Error{Code: seam.CodeInvalidRequest, Field: rec.Questions.Questions[0].ID, Message: surface.MsgChooseOrWrite}
 			}
 			res.Answer = &norm
 		case "decision":
-			if rec.Kind != seam.KindApproval {
-				return pending.ErrNotFound
-			}
 			var d seam.Decision
 			if err := api.Decode(w, r, &d); err != nil {
 				return err
@@ -311,9 +318,6 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 			res.Decision = &d
 		case "dismiss":
 			res.Status = seam.StatusDismissed
-		}
-		if rec.Status != seam.StatusPending {
-			return s.alreadyEnded(w, rec)
 		}
 		got, err := s.dispatch.Resolve(r.Context(), id, res)
 		if errors.Is(err, pending.ErrAlreadyResolved) && got != nil {

@@ -236,6 +236,10 @@ func TestOneTimeSignInLink(t *testing.T) {
 	if res, err := b.browser(t).PostForm(b.srv.URL+path, nil); err != nil || res.StatusCode != http.StatusForbidden {
 		t.Errorf("second sign-in through the link: %v %v, want 403", res, err)
 	}
+	// The button tapped twice in the browser it signed in: to the inbox.
+	if res, err := c.PostForm(b.srv.URL+path, nil); err != nil || res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
+		t.Errorf("a second tap in the signed-in browser: %v %v, want 303 to /", res, err)
+	}
 	if _, page := b.page(t, c, "/"); !strings.Contains(page, ">anonymous<") {
 		t.Errorf("not signed in as anonymous after the one-time link")
 	}
@@ -344,6 +348,13 @@ func TestAnswerDecideDismiss(t *testing.T) {
 		status, body = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{}})
 		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by ada") {
 			t.Errorf("second answer: %d %v", status, body)
+		}
+		// A stale form, one the request would refuse, gets the outcome too:
+		// it is not the person's to mend any more.
+		status, body = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{
+			map[string]any{"id": "nope", "selected": []string{"x"}}}, "extra": true})
+		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by ada") {
+			t.Errorf("a stale, invalid form after the answer: %d %v", status, body)
 		}
 	})
 
