@@ -44,7 +44,7 @@ const maxLine = mcp.DefaultMaxLineLength
 
 // screen copies the lines of in that are JSON-RPC messages to pass, and
 // answers the rest on out.
-func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error {
+func screen(in io.Reader, pass io.Writer, out *lockedWriter, log *slog.Logger) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line, tooLongID []byte
 	tooLong := false
@@ -73,9 +73,7 @@ func screen(in io.Reader, pass io.Writer, out io.Writer, log *slog.Logger) error
 		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			switch code, msg, id := refusal(trimmed); code {
 			case 0:
-				if lw, ok := out.(*lockedWriter); ok {
-					lw.note(trimmed)
-				}
+				out.note(trimmed)
 				if _, werr := pass.Write(append(trimmed, '\n')); werr != nil {
 					return werr
 				}
@@ -320,7 +318,7 @@ func idKey(id json.RawMessage) string {
 		}
 		return "s" + s
 	}
-	if n, ok := sdkNumber(id); ok && len(id) > 0 {
+	if n, ok := sdkNumber(id); ok {
 		return "n" + strconv.FormatInt(n, 10)
 	}
 	return ""
