@@ -44,8 +44,8 @@ const (
 	// refuses some messages with msg_blocks_too_long from about 11,000 to
 	// 13,000 characters of block text on, below every documented limit, as
 	// it counts the blocks' structure too; what does not fit goes to the
-	// thread. A message refused all the same is posted again with half
-	// (Surface.Post).
+	// thread. A message refused all the same is posted again shorter
+	// (renderShort).
 	messageBudget = 11000
 	// maxButtons is how many options a single-select question shows as
 	// buttons; with more, or with labels too long for a button, it gets a
@@ -215,7 +215,8 @@ func stringEnd(raw []byte, start int) int {
 
 // builder accumulates a message's blocks within the text budget.
 type builder struct {
-	budget   int // text all blocks may hold (messageBudget, or less)
+	budget   int  // text all blocks may hold
+	short    bool // a message Slack refused as too long: see renderShort
 	blocks   []slackapi.Block
 	used     int             // text in blocks so far
 	overflow strings.Builder // unescaped text for the thread
@@ -297,13 +298,18 @@ func (b *builder) message(text string, id string) message {
 // render renders rec: with controls while live, else with the line that
 // says how it ended. mention, when set, is the operator's configured ping.
 func render(rec *pending.Record, mention string, live bool) message {
-	return renderWithin(rec, mention, live, messageBudget)
+	return renderWith(builder{budget: messageBudget}, rec, mention, live)
 }
 
-// renderWithin is render with budget characters of block text at most,
-// before the controls and the status line.
-func renderWithin(rec *pending.Record, mention string, live bool, budget int) message {
-	b := builder{budget: budget}
+// renderShort is render for a message Slack refused as too long
+// (msg_blocks_too_long): half the text in the message, the rest in its
+// thread, and a question's options, text too though outside the budget,
+// chosen in the modal instead of a select.
+func renderShort(rec *pending.Record, mention string, live bool) message {
+	return renderWith(builder{budget: messageBudget / 2, short: true}, rec, mention, live)
+}
+
+func renderWith(b builder, rec *pending.Record, mention string, live bool) message {
 	b.context(intro(rec, mention))
 	var text string
 	switch rec.Kind {
@@ -375,10 +381,7 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 
 	sh := shapeOf(q)
 	controls := questionControls(rec.ID, q, sh)
-	if b.budget < messageBudget && len(q.Options) > 0 {
-		// A message Slack refused as too long: a select's options are
-		// text too, up to 100 of them, outside the budget. The modal
-		// lists them instead.
+	if b.short && len(q.Options) > 0 {
 		controls = []slackapi.Block{slackapi.NewActionBlock("",
 			button(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer…", slackapi.StylePrimary),
 			dismissButton(rec.ID))}

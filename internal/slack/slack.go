@@ -176,8 +176,8 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		return nil, fmt.Errorf("request %s: target %s has no slack section", rec.ID, t.Key)
 	}
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
-	build := func(budget int) message {
-		m := renderWithin(rec, tc.Mention, true, budget)
+	build := func(renderer func(*pending.Record, string, bool) message) message {
+		m := renderer(rec, tc.Mention, true)
 		m.carry(rec, t.Key)
 		switch {
 		case s.links != nil && linkable(tc):
@@ -187,7 +187,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 		return m
 	}
-	m := build(messageBudget)
+	m := build(render)
 	var thread, session string
 	if tc.ThreadBySession {
 		session = surface.SessionKey(surfaceName, rec, tc.Channel)
@@ -219,11 +219,10 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	if refusedWith(err, "msg_blocks_too_long") {
 		// Slack's limit on a message's text, all blocks together, is not
-		// documented and counts more than the text (messageBudget): posted
-		// again with half the room, the rest of the text goes to the
-		// thread. The refused post posted nothing.
+		// documented and counts more than the text (messageBudget). The
+		// refused post posted nothing.
 		log.Warn("Slack refused the message as too long (msg_blocks_too_long); posting it shorter, the rest in its thread")
-		m = build(messageBudget / 2)
+		m = build(renderShort)
 		err = post()
 	}
 	if err != nil {
@@ -270,10 +269,9 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 	}
 	err := update()
 	if refusedWith(err, "msg_blocks_too_long") {
-		// As Post: a message posted at half the budget ends about as long
-		// as the one Slack refused, rendered whole. Its thread holds the
-		// rest already.
-		m = renderWithin(rec, "", false, messageBudget/2)
+		// As Post: a message posted short ends about as long as the one
+		// Slack refused, rendered whole. Its thread holds the rest already.
+		m = renderShort(rec, "", false)
 		err = update()
 	}
 	if err != nil && uneditable(err) {
