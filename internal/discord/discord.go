@@ -418,6 +418,15 @@ func refusedWith(err error, codes ...int) bool {
 	return re.Message != nil && slices.Contains(codes, re.Message.Code)
 }
 
+// alreadyStarted reports whether Discord refused a thread's start because
+// the message has one (400, 160004). The same code in a 5xx's body is not
+// Discord's refusal: whether the thread exists is unknown.
+func alreadyStarted(err error) bool {
+	var re *discordgo.RESTError
+	return errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusBadRequest &&
+		re.Message != nil && re.Message.Code == discordgo.ErrCodeThreadAlreadyCreatedForThisMessage
+}
+
 // startThread starts the thread of a session from its first message.
 func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *pending.Record) (string, error) {
 	name := surface.Truncate(surface.OneLine(surface.Asker(rec.Caller)+" · "+rec.Caller.Session), 100)
@@ -426,7 +435,7 @@ func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *p
 		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 10080}, opts...)
 		return err
 	})
-	if re := (*discordgo.RESTError)(nil); errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodeThreadAlreadyCreatedForThisMessage {
+	if alreadyStarted(err) {
 		// A try that Discord carried out but answered with a 5xx: the
 		// retry finds the thread there, and a thread started from a
 		// message shares its id.

@@ -33,7 +33,7 @@ import (
 //
 //   - a 2xx create succeeds exactly when the body decodes as a message
 //     with an id, and then with that id; it is tried once; a thread's
-//     start likewise with a channel, and a refusal with 160004 (started
+//     start likewise with a channel, and a 400 with 160004 (started
 //     already) is the thread of the message's id;
 //   - a 429 is tried again after max(Retry-After, the body's retry_after),
 //     or 1 s when neither says, and fails at once past 60 s;
@@ -141,7 +141,7 @@ func FuzzRESTAnswer(f *testing.F) {
 		var refusal struct {
 			Code int `json:"code"`
 		}
-		if !dialFails && status/100 == 4 && status != http.StatusTooManyRequests && json.Unmarshal(body, &refusal) == nil && refusal.Code == discordgo.ErrCodeThreadAlreadyCreatedForThisMessage {
+		if !dialFails && status == http.StatusBadRequest && json.Unmarshal(body, &refusal) == nil && refusal.Code == discordgo.ErrCodeThreadAlreadyCreatedForThisMessage {
 			// Started by an earlier try: the thread has the message's id.
 			if err != nil || th != "1100000000000000001" {
 				t.Fatalf("a thread already started (%d %q) was read as %q, %v", status, body, th, err)
