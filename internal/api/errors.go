@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 )
@@ -69,6 +70,8 @@ func toError(err error) *Error {
 		return apiErr(http.StatusConflict, CodeConflict, "this tool_call_id already names a different request")
 	case errors.Is(err, pending.ErrUnavailable):
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "the bridge can't reach its Redis; try again shortly")
+	case errors.Is(err, dispatch.ErrStopping):
+		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "this replica of the bridge is stopping; try again shortly")
 	}
 	return apiErr(http.StatusInternalServerError, CodeInternal, "internal error")
 }

@@ -63,7 +63,7 @@ type Dispatcher struct {
 	defaultExpires time.Duration
 	metrics        *Metrics
 	log            *slog.Logger
-	creating       inflight // creates past their store step; see Drain
+	creating       inflight // creates under way; see Drain
 	// postFor bounds a post, the creator's or a reposter's: the posting
 	// lease it holds (tests shorten it).
 	postFor time.Duration
@@ -125,6 +125,12 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	if nr.ExpiresIn == 0 {
 		nr.ExpiresIn = d.defaultExpires
 	}
+	// Counted from before the store step, so that Drain waits for every
+	// create that may store a request, and refuses those after it began.
+	if !d.creating.add() {
+		return nil, false, ErrStopping
+	}
+	defer d.creating.done()
 	rec, created, err := d.store.Create(ctx, nr)
 	if err != nil {
 		return nil, false, err
@@ -135,8 +141,6 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	// caller's retry posted it again. It is bounded by the posting lease,
 	// past which another replica's reposter may post it (see RunReposter),
 	// and a replica that stops waits for it (Drain).
-	d.creating.add()
-	defer d.creating.done()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.postFor)
 	defer cancel()
 	if len(rt.targets) == 0 {
@@ -353,31 +357,44 @@ func (d *Dispatcher) record(ctx context.Context, id string, p pending.Post) (*pe
 	}
 }
 
-// Drain waits until every create under way has posted and recorded its
-// messages, or ctx ends: a replica that stops calls it before it closes
-// its Redis client, so that no create loses its recording.
+// ErrStopping is what Create returns once Drain has begun: the replica is
+// stopping, and the caller should ask another (the API answers 503
+// UNAVAILABLE, which clients retry).
+var ErrStopping = errors.New("this replica is stopping")
+
+// Drain refuses new creates (ErrStopping) and waits until every create
+// under way has posted and recorded its messages, or ctx ends: a replica
+// that stops calls it before it closes its Redis client, so that no create
+// loses its recording. A create still on its way to the store when the HTTP
+// server gave up on its handler is refused rather than run against a Redis
+// client about to close.
 func (d *Dispatcher) Drain(ctx context.Context) {
 	select {
-	case <-d.creating.idle():
+	case <-d.creating.stop():
 	case <-ctx.Done():
 	}
 }
 
-// inflight counts work under way. Unlike a sync.WaitGroup, it may start
-// new work while someone waits for it to reach none: a create handler the
-// HTTP server's shutdown gave up on may reach its store step while Drain
-// waits, and a WaitGroup's Add in the instant its counter falls to zero
-// under a Wait panics.
+// inflight counts work under way until it is stopped. Unlike a
+// sync.WaitGroup, it refuses work that comes once someone waits for none
+// rather than panic: a create the HTTP server's shutdown gave up on may
+// reach the dispatcher at any time.
 type inflight struct {
-	mu   sync.Mutex
-	n    int
-	none chan struct{} // closed when n falls to 0; nil until someone waits
+	mu      sync.Mutex
+	n       int
+	stopped bool
+	none    chan struct{} // closed when n falls to 0; nil until someone waits
 }
 
-func (f *inflight) add() {
+// add counts new work, or reports false once stop has been called.
+func (f *inflight) add() bool {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return false
+	}
 	f.n++
-	f.mu.Unlock()
+	return true
 }
 
 func (f *inflight) done() {
@@ -389,10 +406,12 @@ func (f *inflight) done() {
 	f.mu.Unlock()
 }
 
-// idle returns a channel closed once no work is under way.
-func (f *inflight) idle() <-chan struct{} {
+// stop refuses new work and returns a channel closed once none is under
+// way. It may be called more than once.
+func (f *inflight) stop() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.stopped = true
 	if f.n == 0 {
 		return closedChan
 	}

@@ -339,6 +339,91 @@ func TestDrainWaitsForCreates(t *testing.T) {
 	<-created
 }
 
+// TestDrainWaitsForAStoreStep: a create whose store step is under way when
+// Drain begins is waited for too, through its posts and their recording:
+// Redis closes after Drain returns.
+func TestDrainWaitsForAStoreStep(t *testing.T) {
+	c := newChat()
+	e, _ := setup(t, c)
+	hold := &holdFirst{stored: make(chan struct{}), release: make(chan struct{})}
+	d := e.replicaWith(t, nil, hold)
+	created := make(chan error, 1)
+	go func() {
+		_, _, err := d.Create(context.Background(), question("default", "call-store-step"))
+		created <- err
+	}()
+	<-hold.stored // stored in Redis, its reply not yet back
+	begun, cancel := context.WithCancel(context.Background())
+	cancel()
+	d.Drain(begun) // begins the drain, without waiting
+	if _, _, err := d.Create(context.Background(), question("default", "call-probe")); !errors.Is(err, dispatch.ErrStopping) {
+		t.Fatalf("a create after Drain began: %v; want ErrStopping", err)
+	}
+	drained := make(chan struct{})
+	go func() { d.Drain(context.Background()); close(drained) }()
+	close(hold.release)
+	<-drained
+	id := pending.NewID(question("default", "call-store-step"))
+	if got, err := e.store.Get(context.Background(), id); err != nil || len(got.Posts) != 2 {
+		t.Errorf("when Drain returned: %v, %v; want both messages recorded", got, err)
+	}
+	if err := <-created; err != nil {
+		t.Errorf("Create: %v", err)
+	}
+}
+
+// TestCreateAfterDrain: once Drain has begun, a create is refused with
+// ErrStopping, before anything is stored or posted.
+func TestCreateAfterDrain(t *testing.T) {
+	c := newChat()
+	e, d := setup(t, c)
+	d.Drain(context.Background())
+	nr := question("default", "call-after-drain")
+	if _, _, err := d.Create(context.Background(), nr); !errors.Is(err, dispatch.ErrStopping) {
+		t.Fatalf("Create after Drain: %v; want ErrStopping", err)
+	}
+	if _, err := e.store.Get(context.Background(), pending.NewID(nr)); !errors.Is(err, pending.ErrNotFound) {
+		t.Errorf("the refused request was stored: %v", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.posts) != 0 {
+		t.Errorf("the refused request was posted: %v", c.posts)
+	}
+}
+
+// holdFirst is a go-redis hook that holds the first script's reply (a
+// create's store step: the script has run in Redis) until release.
+type holdFirst struct {
+	once    sync.Once
+	stored  chan struct{}
+	release chan struct{}
+}
+
+func (h *holdFirst) held(cmd redis.Cmder) {
+	if name := cmd.Name(); name == "evalsha" || name == "eval" {
+		h.once.Do(func() { close(h.stored); <-h.release })
+	}
+}
+
+func (h *holdFirst) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.held(cmd)
+		return err
+	}
+}
+
+func (h *holdFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.held(cmds[0])
+		return err
+	}
+}
+
 func TestCrashBetweenStoreAndPost(t *testing.T) {
 	e, d1 := setup(t, newChat())
 	d2 := e.replica(t)

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -14,56 +15,67 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-// TestInflightStartsWhileWaited: work that starts while Drain waits is
-// waited for too, and the wait ends only when the last of it is done.
-func TestInflightStartsWhileWaited(t *testing.T) {
+// TestInflightStop: stop waits for the work under way and refuses the work
+// that comes after it.
+func TestInflightStop(t *testing.T) {
+	var idle inflight
+	if !closed(idle.stop()) {
+		t.Fatal("stop with nothing under way is not over")
+	}
 	var f inflight
-	if !closed(f.idle()) {
-		t.Fatal("idle with nothing under way is not closed")
+	if !f.add() || !f.add() {
+		t.Fatal("add refused before stop")
 	}
-	f.add()
-	idle := f.idle()
-	f.add() // a create reaches its store step while Drain waits
-	f.done()
-	if closed(idle) {
-		t.Fatal("idle closed with one create still under way")
+	none := f.stop()
+	if f.add() {
+		t.Fatal("add accepted after stop")
 	}
 	f.done()
-	if !closed(idle) {
-		t.Fatal("idle not closed once every create is done")
-	}
-	f.add()
-	if again := f.idle(); closed(again) {
-		t.Fatal("a wait begun after new work started is already over")
+	if closed(none) {
+		t.Fatal("stop's wait over with one create still under way")
 	}
 	f.done()
+	if !closed(none) {
+		t.Fatal("stop's wait not over once every create is done")
+	}
+	if !closed(f.stop()) {
+		t.Fatal("a second stop with nothing under way is not over")
+	}
 }
 
-// TestInflightChurn: creates start and end while waits begin and end, the
-// pattern under which a sync.WaitGroup's Add may meet its counter falling
-// to zero under a Wait; run with -race.
+// TestInflightChurn: creates start and end while stop comes, the pattern
+// under which a sync.WaitGroup's Add may meet its counter falling to zero
+// under a Wait; run with -race. No create accepted runs past the end of
+// stop's wait: a Drain that returned has nothing left to wait for.
 func TestInflightChurn(t *testing.T) {
-	var f inflight
-	stop := make(chan struct{})
-	var waits sync.WaitGroup
-	waits.Go(func() {
-		for !closed(stop) {
-			<-f.idle()
-		}
-	})
-	var work sync.WaitGroup
-	for range 8 {
+	var (
+		f       inflight
+		over    atomic.Bool // stop's wait has ended
+		late    atomic.Int64
+		work    sync.WaitGroup
+		started = make(chan struct{})
+	)
+	for i := range 8 {
 		work.Go(func() {
-			for range 5000 {
-				f.add()
+			for j := range 5000 {
+				if i == 0 && j == 100 {
+					close(started)
+				}
+				if !f.add() {
+					return
+				}
+				if over.Load() {
+					late.Add(1)
+				}
 				f.done()
 			}
 		})
 	}
+	<-started
+	<-f.stop()
+	over.Store(true)
 	work.Wait()
-	close(stop)
-	waits.Wait()
-	if !closed(f.idle()) {
-		t.Fatal("idle not closed with nothing under way")
+	if n := late.Load(); n != 0 {
+		t.Fatalf("%d creates ran after stop's wait was over", n)
 	}
 }
