@@ -15,6 +15,7 @@ import (
 	"github.com/askbridge/askbridge/internal/apptest"
 
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 const (
@@ -941,6 +942,20 @@ func TestMessageTooLongIsPostedShorter(t *testing.T) {
 	}
 	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 		t.Errorf("the request is %v; want it pending, posted", rec.M["status"])
+	}
+	// The modal's fields are optional (an option, or text of one's own):
+	// sent blank, it is refused and answers nothing.
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{}))
+	var resp struct {
+		Action string            `json:"response_action"`
+		Errors map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || resp.Errors["q0"] != surface.MsgChooseOrWrite {
+		t.Errorf("a blank Answer… form got %q; want response_action errors on q0", body)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("after a blank Answer… form the request is %v; want it pending", rec.M["status"])
 	}
 
 	// Its edit, rendered whole, is refused too; it is edited shorter, and

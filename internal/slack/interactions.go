@@ -802,6 +802,11 @@ func submission(rec *pending.Record, values viewValues, r surface.Ref) (*pending
 		if errs != nil {
 			return nil, slackapi.NewErrorsViewSubmissionResponse(errs)
 		}
+		// The short message's Answer… form leaves its fields optional:
+		// sent blank, it answers nothing.
+		if r.Verb == surface.VerbAnswer && surface.EmptyAnswer(rec.Questions.Questions, a) {
+			return nil, slackapi.NewErrorsViewSubmissionResponse(map[string]string{choiceBlock(0): surface.MsgChooseOrWrite})
+		}
 		norm, err := rec.Questions.Normalize(a)
 		if err != nil {
 			if fe := fieldErrors(rec.Questions, values, err); fe != nil {
