@@ -2,7 +2,10 @@
 // unknown keys rejected, defaults, then Validate naming the bad key.
 package config
 
-import "time"
+import (
+	"crypto/sha256"
+	"time"
+)
 
 // Config is the whole configuration file. Every key, its default and its
 // meaning is in config.example.yaml.
@@ -17,6 +20,19 @@ type Config struct {
 	Discord *Discord `yaml:"discord"` // nil: Discord is off
 	Routes  []Route  `yaml:"routes"`
 	Log     Log      `yaml:"log"`
+
+	// env holds the values that came from ${VAR}, by path (as
+	// "routes[1].mode"): Validate's errors show them as written, since a
+	// secret may be expanded into the wrong key.
+	env map[string]envValue
+}
+
+// envValue is how a value expanded from the environment was written, and
+// the value's digest: the value itself may be a secret, and Config must
+// not print one.
+type envValue struct {
+	sum     [sha256.Size]byte
+	written string
 }
 
 // Redis says where the store lives: one server by URL, a Redis Cluster by

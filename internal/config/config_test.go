@@ -298,6 +298,49 @@ func TestTypeErrorsHideExpandedValues(t *testing.T) {
 	}
 }
 
+// TestValidateHidesExpandedValues: a value from the environment that
+// Validate refuses is shown as written: a secret expanded into the wrong
+// key must not reach the error (and so the log).
+func TestValidateHidesExpandedValues(t *testing.T) {
+	const tok = "xoxb-1234567890-leaky"
+	vars := env(map[string]string{"TOK": tok})
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"log.level", "log:\n  level: ${TOK}\n", `log.level: "${TOK}" is not a level`},
+		{"log.format", "log:\n  format: ${TOK}\n", `log.format: "${TOK}" is not a format`},
+		{"listen", "listen: ${TOK}\n", `listen: "${TOK}" is not host:port`},
+		{"listen's port", "listen: 127.0.0.1:${TOK}\n", `listen: "127.0.0.1:${TOK}": the port is not a number`},
+		{"route mode", "routes:\n  - name: default\n    mode: ${TOK}\n", `routes[0].mode: "${TOK}" is not a mode`},
+		{"scope", "api:\n  tokens:\n    - {name: a, token: 0123456789abcdef0123, scopes: [\"${TOK}\"]}\n", `api.tokens[0].scopes[0]: "${TOK}" is not a scope`},
+		{"redis addr", "redis:\n  addrs: [\"${TOK}\"]\n", `redis.addrs[0]: "${TOK}" is not host:port`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse([]byte(tc.data), vars)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant one holding %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), tok[5:]) {
+				t.Errorf("error %q shows the value", err)
+			}
+		})
+	}
+	// A value set after parsing (--listen) is not the environment's, and
+	// is shown as it is.
+	c, err := parse([]byte("listen: ${TOK}\n"), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Listen = "8080"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `listen: "8080" is not host:port`) {
+		t.Errorf("an overridden listen: %v", err)
+	}
+}
+
 func TestUnknownKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name, data string
@@ -422,8 +465,8 @@ func TestValidate(t *testing.T) {
 		want   string // the whole message, or a prefix ending in ": "
 	}{
 		{"listen not host:port", func(c *Config) { c.Listen = "8080" }, `listen: "8080" is not host:port`},
-		{"listen bad port", func(c *Config) { c.Listen = "127.0.0.1:http" }, `listen: port "http" is not a number`},
-		{"listen port too big", func(c *Config) { c.Listen = "127.0.0.1:65536" }, `listen: port "65536"`},
+		{"listen bad port", func(c *Config) { c.Listen = "127.0.0.1:http" }, `listen: "127.0.0.1:http": the port is not a number`},
+		{"listen port too big", func(c *Config) { c.Listen = "127.0.0.1:65536" }, `listen: "127.0.0.1:65536": the port is not a number from 0 to 65535`},
 		{"open API off loopback", func(c *Config) { c.API.Tokens = nil }, `listen: "0.0.0.0:8080" is not a loopback address, and with no api.tokens the API is open`},
 		{"open API on all interfaces", func(c *Config) { c.API.Tokens = nil; c.Listen = ":8080" }, `listen: ":8080" is not a loopback address`},
 		{"open API on a host name", func(c *Config) { c.API.Tokens = nil; c.Listen = "bridge.internal:8080" }, `listen: "bridge.internal:8080" is not a loopback address`},
@@ -890,6 +933,47 @@ func TestTabIndentIsNamed(t *testing.T) {
 	_, err := Parse([]byte("routes:\n  - name: a\n    targets:\n\t  - slack: {channel: C1}\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 4 is indented with a tab; YAML indents with spaces only") {
 		t.Errorf("Parse = %v; want it to name the tab on line 4", err)
+	}
+}
+
+// TestUnquotedVarInFlowIsNamed: ${VAR} without quotes inside {...} ends
+// the collection early; the parser's message points at the line before,
+// so the hint names the line and the fix.
+func TestUnquotedVarInFlowIsNamed(t *testing.T) {
+	for _, data := range []string{
+		"api:\n  tokens:\n    - {name: agent, token: ${T}, scopes: [ask]}\n",
+		"redis:\n  addrs: [${A}, b:1]\n",
+	} {
+		_, err := Parse([]byte(data))
+		line := strings.Count(data[:strings.Index(data, "${")], "\n") + 1
+		if want := fmt.Sprintf("line %d has ${...} inside {...} or [...] without quotes; write it as \"${VAR}\"", line); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v; want it to say %q", data, err, want)
+		}
+	}
+	if _, err := Parse([]byte("api:\n  tokens:\n    - {name: agent, token: \"${T:-0123456789abcdef}\", scopes: [ask]}\n")); err != nil {
+		t.Errorf("a quoted variable in a flow mapping: %v", err)
+	}
+}
+
+// TestOpenAPIExampleParses: the api.tokens entry that the open API's
+// warnings suggest can be pasted into a config as it is.
+func TestOpenAPIExampleParses(t *testing.T) {
+	c := &Config{Listen: "0.0.0.0:8080"}
+	c.setDefaults()
+	msg := c.Validate().Error()
+	i := strings.Index(msg, "(e.g. ")
+	j := strings.Index(msg[i:], "})")
+	if i < 0 || j < 0 {
+		t.Fatalf("no example in %q", msg)
+	}
+	example := msg[i+len("(e.g. ") : i+j+1]
+	vars := env(map[string]string{"ASKBRIDGE_TOKEN": "0123456789abcdef0123"})
+	c, err := parse([]byte("api:\n  tokens:\n    - "+example+"\n"), vars)
+	if err != nil {
+		t.Fatalf("the example %s: %v", example, err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("the example %s: %v", example, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -95,7 +96,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 	// Expansion works on the parsed values rather than on the raw text, so
 	// that ${VAR} in a comment is left alone and a value such as "a #b" or
 	// "*x" stays one string instead of changing the document's structure.
-	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}, written: map[*yaml.Node]string{}}
+	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}, written: map[*yaml.Node]string{}, env: map[string]envValue{}}
 	x.walk(&doc, "")
 	if len(x.errs) > 0 {
 		return nil, errors.Join(x.errs...)
@@ -117,6 +118,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 		return nil, errors.Join(errs...)
 	}
 	c.setDefaults()
+	c.env = x.env
 	return c, nil
 }
 
@@ -169,6 +171,7 @@ type expander struct {
 	lookupEnv func(string) (string, bool)
 	fromEnv   map[int][]string      // line -> the values there as written, before expansion
 	written   map[*yaml.Node]string // each expanded value's node -> the value as written
+	env       map[string]envValue   // path -> the value expanded there (Config.env)
 	errs      []error
 }
 
@@ -214,6 +217,7 @@ func (x *expander) walk(n *yaml.Node, path string) {
 		}
 		x.fromEnv[n.Line] = append(x.fromEnv[n.Line], n.Value)
 		x.written[n] = n.Value
+		x.env[path] = envValue{sum: sha256.Sum256([]byte(v)), written: n.Value}
 		n.Value = v
 		if n.Style == 0 {
 			// A plain scalar is typed by what it says once expanded:
@@ -518,12 +522,31 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 // tabHint adds to go-yaml's error for a tab where YAML takes only spaces
 // ("found character that cannot start any token") what the character is.
 func tabHint(err error, data []byte) error {
+	if strings.Contains(err.Error(), "did not find expected ','") {
+		return flowHint(err, data)
+	}
 	if !strings.Contains(err.Error(), "found character that cannot start any token") {
 		return err
 	}
 	for i, line := range strings.Split(string(data), "\n") {
 		if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; strings.Contains(indent, "\t") {
 			return fmt.Errorf("%w: line %d is indented with a tab; YAML indents with spaces only", err, i+1)
+		}
+	}
+	return err
+}
+
+// unquotedVar is ${ inside a flow collection ({...} or [...]) and not
+// right after a quote: there its braces end the collection.
+var unquotedVar = regexp.MustCompile(`[{\[]([^"'\n]*[\s,:])?\$\{`)
+
+// flowHint names the line of a ${VAR} written without quotes inside {...}
+// or [...], where the parser's message ("did not find expected ',' or
+// '}'") points at the line before.
+func flowHint(err error, data []byte) error {
+	for i, line := range strings.Split(string(data), "\n") {
+		if unquotedVar.MatchString(line) {
+			return fmt.Errorf("%w: line %d has ${...} inside {...} or [...] without quotes; write it as \"${VAR}\"", err, i+1)
 		}
 	}
 	return err

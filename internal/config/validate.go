@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ func (c *Config) OpenAPIWarning() string {
 	}
 	return "no api.tokens: the API is open to anyone who reaches the bridge, and " + strings.Join(by, " and ") +
 		" reach it from outside this machine; whatever forwards those (a proxy, a tunnel) forwards the API too, where anyone may list, ask and answer." +
-		" Add a token under api.tokens (e.g. {name: agent, token: ${ASKBRIDGE_TOKEN}, scopes: [ask, answer]})"
+		" Add a token under api.tokens (e.g. {name: agent, token: \"${ASKBRIDGE_TOKEN}\", scopes: [ask, answer]})"
 }
 
 // Route returns the route with that name; the empty name means the route
@@ -153,7 +154,7 @@ func dropNulls(n *yaml.Node) {
 // "routes[1].targets[0]: set exactly one of slack or discord", joined with
 // errors.Join. Messages never include a secret's value.
 func (c *Config) Validate() error {
-	var v validator
+	v := validator{env: c.env}
 	v.listen(c)
 	if c.BaseURL != "" && v.httpURL("base_url", c.BaseURL) {
 		// Links and the web pages' paths are built under base_url: a
@@ -195,17 +196,30 @@ func (c *Config) Validate() error {
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		v.add("log.level", "%q is not a level; use debug, info, warn or error", c.Log.Level)
+		v.add("log.level", "%s is not a level; use debug, info, warn or error", v.quote("log.level", c.Log.Level))
 	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
-		v.add("log.format", "%q is not a format; use text or json", c.Log.Format)
+		v.add("log.format", "%s is not a format; use text or json", v.quote("log.format", c.Log.Format))
 	}
 	return errors.Join(v.errs...)
 }
 
-type validator struct{ errs []error }
+type validator struct {
+	errs []error
+	env  map[string]envValue // see Config.env
+}
+
+// quote quotes the value at path as an error shows it: as written when it
+// came from the environment (${VAR}), which may be a secret in the wrong
+// key, and as it is otherwise.
+func (v *validator) quote(path, value string) string {
+	if e, ok := v.env[path]; ok && e.sum == sha256.Sum256([]byte(value)) {
+		return strconv.Quote(e.written)
+	}
+	return strconv.Quote(value)
+}
 
 func (v *validator) add(path, format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
@@ -214,18 +228,18 @@ func (v *validator) add(path, format string, args ...any) {
 func (v *validator) listen(c *Config) {
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		v.add("listen", "%q is not host:port, such as 127.0.0.1:8080", c.Listen)
+		v.add("listen", "%s is not host:port, such as 127.0.0.1:8080", v.quote("listen", c.Listen))
 		return
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		v.add("listen", "port %q is not a number from 0 to 65535", port)
+		v.add("listen", "%s: the port is not a number from 0 to 65535", v.quote("listen", c.Listen))
 		return
 	}
 	if c.OpenAPI() && !isLoopback(host) {
-		v.add("listen", "%q is not a loopback address, and with no api.tokens the API is open to anyone "+
+		v.add("listen", "%s is not a loopback address, and with no api.tokens the API is open to anyone "+
 			"who can reach it: listen on 127.0.0.1, ::1 or localhost, or add a token under api.tokens "+
-			"(e.g. {name: agent, token: ${ASKBRIDGE_TOKEN}, scopes: [ask, answer]}) "+
-			"that clients send as Authorization: Bearer <token>", c.Listen)
+			"(e.g. {name: agent, token: \"${ASKBRIDGE_TOKEN}\", scopes: [ask, answer]}) "+
+			"that clients send as Authorization: Bearer <token>", v.quote("listen", c.Listen))
 	}
 }
 
@@ -369,11 +383,11 @@ func (v *validator) redisAddrs(r Redis) {
 		p := fmt.Sprintf("redis.addrs[%d]", i)
 		host, port, err := net.SplitHostPort(a)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			v.add(p, "%q is not host:port", a)
+			v.add(p, "%s is not host:port", v.quote(p, a))
 			continue
 		}
 		if j, dup := seen[a]; dup {
-			v.add(p, "%q is also redis.addrs[%d]", a, j)
+			v.add(p, "%s is also redis.addrs[%d]", v.quote(p, a), j)
 		}
 		seen[a] = i
 	}
@@ -398,7 +412,7 @@ func (v *validator) tokens(tokens []Token) {
 		if t.Name == "" {
 			v.add(p+".name", "required: it names the client in logs and records")
 		} else if j, dup := names[t.Name]; dup {
-			v.add(p+".name", "%q is also the name of api.tokens[%d]", t.Name, j)
+			v.add(p+".name", "%s is also the name of api.tokens[%d]", v.quote(p+".name", t.Name), j)
 		} else {
 			names[t.Name] = i
 		}
@@ -427,9 +441,11 @@ func (v *validator) tokens(tokens []Token) {
 		for j, s := range t.Scopes {
 			switch {
 			case s != ScopeAsk && s != ScopeAnswer:
-				v.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%q is not a scope; use %s or %s", s, ScopeAsk, ScopeAnswer)
+				sp := fmt.Sprintf("%s.scopes[%d]", p, j)
+				v.add(sp, "%s is not a scope; use %s or %s", v.quote(sp, s), ScopeAsk, ScopeAnswer)
 			case seen[s]:
-				v.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%q is listed twice", s)
+				sp := fmt.Sprintf("%s.scopes[%d]", p, j)
+				v.add(sp, "%s is listed twice", v.quote(sp, s))
 			}
 			seen[s] = true
 		}
@@ -476,12 +492,12 @@ func (v *validator) routes(c *Config) {
 		if r.Name == "" {
 			v.add(p+".name", "required (a request names its route; %q is used when it names none)", DefaultRoute)
 		} else if j, dup := names[r.Name]; dup {
-			v.add(p+".name", "%q is also the name of routes[%d]", r.Name, j)
+			v.add(p+".name", "%s is also the name of routes[%d]", v.quote(p+".name", r.Name), j)
 		} else {
 			names[r.Name] = i
 		}
 		if r.Mode != ModeAll && r.Mode != ModeFirst {
-			v.add(p+".mode", "%q is not a mode; use %s or %s", r.Mode, ModeAll, ModeFirst)
+			v.add(p+".mode", "%s is not a mode; use %s or %s", v.quote(p+".mode", r.Mode), ModeAll, ModeFirst)
 		}
 		if r.ExpiresIn < 0 {
 			v.add(p+".expires_in", "must not be negative (0: store.default_expires_in)")
@@ -534,8 +550,8 @@ func (v *validator) routes(c *Config) {
 // "@here" in Slack), it is shown as text and pings nobody: no one learns
 // that a request waits for them.
 func (v *validator) mention(path, m string, pings *regexp.Regexp, forms string) {
-	if m = strings.TrimSpace(m); m != "" && !pings.MatchString(m) {
-		v.add(path, "%q would ping nobody; write %s", m, forms)
+	if t := strings.TrimSpace(m); t != "" && !pings.MatchString(t) {
+		v.add(path, "%s would ping nobody; write %s", v.quote(path, m), forms)
 	}
 }
 
@@ -556,7 +572,8 @@ func (v *validator) ids(path string, ids []string, valid func(string) bool, what
 		case strings.TrimSpace(id) == "":
 			v.add(fmt.Sprintf("%s[%d]", path, i), "empty")
 		case !valid(id):
-			v.add(fmt.Sprintf("%s[%d]", path, i), "%q is not %s", id, what)
+			p := fmt.Sprintf("%s[%d]", path, i)
+			v.add(p, "%s is not %s", v.quote(p, id), what)
 		}
 	}
 }
