@@ -203,6 +203,21 @@ func TestParseInput(t *testing.T) {
 	}
 }
 
+// An integer past 64 bits is refused with the range a field takes, on
+// every surface: it reads as digits, and "not a whole number" would not say
+// what is wrong.
+func TestParseInputSaysTheIntegerRange(t *testing.T) {
+	for _, text := range []string{"9223372036854775808", "-9223372036854775809"} {
+		_, err := ParseInput(InputInteger, text)
+		if want := " is not a whole number from -9223372036854775808 to 9223372036854775807"; err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("ParseInput(integer, %s) = %v; want it to end %q", text, err, want)
+		}
+	}
+	if _, err := ParseInput(InputInteger, "4.2"); err == nil || strings.Contains(err.Error(), " from ") {
+		t.Errorf("ParseInput(integer, 4.2) = %v; want plain \"not a whole number\"", err)
+	}
+}
+
 // TestParseInputErrorQuotesLittle: the error of a refused value, shown
 // beside the field it was typed in, quotes the start of a long one, not the
 // thousands of characters a field takes.

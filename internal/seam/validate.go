@@ -2,6 +2,7 @@ package seam
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -187,7 +188,10 @@ func ParseInput(typ, text string) (string, error) {
 	s := strings.TrimSpace(text)
 	switch typ {
 	case InputInteger:
-		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+		if _, err := strconv.ParseInt(s, 10, 64); errors.Is(err, strconv.ErrRange) {
+			// An agent reads it as an int64 (docs/api.md).
+			return "", fmt.Errorf("%s is not a whole number from %d to %d", quoteTyped(s), math.MinInt64, math.MaxInt64)
+		} else if err != nil {
 			return "", fmt.Errorf("%s is not a whole number", quoteTyped(s))
 		}
 	case InputNumber:

@@ -103,6 +103,7 @@ func FuzzForms(f *testing.F) {
 		{0, `{"answers":[{"id":"deploy","selected":["Yes, ship it (Recommended)"]},{"id":"regions","selected":[]},{"id":"replicas","selected":[],"custom":"three"}]}`},
 		{0, `{"answers":[{"id":"deploy","selected":["No, wait","Yes, ship it (Recommended)"]},{"id":"replicas","custom":"2"}]}`},
 		{0, `{"answers":[{"id":"deploy","custom":"  after the freeze  "},{"id":"replicas","custom":"-0"}]}`},
+		{0, `{"answers":[{"id":"replicas","custom":"9223372036854775808"}]}`},
 		{0, `{"answers":[{"id":"replicas","custom":" 42 "}],"answers":[]}`},
 		{0, `{"answers":[{"id":"deploy","selcted":["No, wait"]}]}`},
 		{0, `{"answers":[{"id":7}]}`},

@@ -29,6 +29,8 @@
     const s = text.trim();
     if (s === "") return required ? "This field is required." : "";
     if (type === "integer" && !/^[+-]?\d+$/.test(s)) return "Enter a whole number, such as 42.";
+    // An integer field takes 64 bits, as an agent reads it.
+    if (type === "integer" && (BigInt(s) < -(2n ** 63n) || BigInt(s) >= 2n ** 63n)) return "Enter a whole number from -9223372036854775808 to 9223372036854775807.";
     if (type === "number" && (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s) || !isFinite(Number(s)))) return "Enter a number, such as 3.5.";
     return "";
   }
