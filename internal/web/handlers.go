@@ -233,7 +233,7 @@ const linkHeader = "X-Askbridge-Link"
 // responderOf authenticates a state-changing call on request id: by a
 // signed link for exactly that request, as read now, or by a session with
 // its CSRF token. It returns who answers, and the request when it read it.
-func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, *pending.Record, error) {
+func (s *Server) responderOf(w http.ResponseWriter, r *http.Request, id string) (*pending.Responder, *pending.Record, error) {
 	if l := r.Header.Get(linkHeader); l != "" {
 		rec, err := s.store.Get(r.Context(), id)
 		if err != nil {
@@ -245,7 +245,9 @@ func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, *p
 		if !ok {
 			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link does not grant answering this request", ""}
 		}
-		if !s.now().Before(grant.exp) {
+		// An expired link still gets the outcome of a request that
+		// ended, as its page shows it (resolve writes it).
+		if rec.Status == seam.StatusPending && !s.now().Before(grant.exp) {
 			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link has expired", ""}
 		}
 		if grant.who != nil {
@@ -260,10 +262,35 @@ func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, *p
 	case err != nil:
 		return nil, nil, err
 	}
-	if !s.checkCSRF(r.Header.Get("X-CSRF-Token"), cookie) {
+	token, err := sentCSRF(w, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !s.checkCSRF(token, cookie) {
 		return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "the CSRF token is missing or wrong; reload the page", ""}
 	}
 	return &pending.Responder{Surface: surfaceName, UserID: ss.Name, Name: ss.Name}, nil, nil
+}
+
+// sentCSRF returns the CSRF token a call carries: in X-CSRF-Token, as the
+// page's script sends it, or else in the csrf field of a form (urlencoded
+// or multipart), as a plain HTML form posts it. Only then is the body read
+// here, as a form and within the API's limit: a call with the header
+// keeps its body for the handler, which reads it as JSON whatever its
+// Content-Type says.
+func sentCSRF(w http.ResponseWriter, r *http.Request) (string, error) {
+	if token := r.Header.Get("X-CSRF-Token"); token != "" {
+		return token, nil
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, seam.MaxBodyBytes)
+	err := r.ParseForm() // ParseMultipartForm would drop its error
+	if err == nil {
+		err = r.ParseMultipartForm(seam.MaxBodyBytes)
+	}
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return "", err
+	}
+	return r.PostForm.Get("csrf"), nil // a body that is no form has none
 }
 
 // resolve answers, decides or dismisses a request through the dispatcher,
@@ -273,7 +300,7 @@ func (s *Server) responderOf(r *http.Request, id string) (*pending.Responder, *p
 func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		id := r.PathValue("id")
-		by, rec, err := s.responderOf(r, id)
+		by, rec, err := s.responderOf(w, r, id)
 		if err != nil {
 			return err
 		}
@@ -306,6 +333,9 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 			if surface.EmptyAnswer(rec.Questions.Questions, norm) {
 				return &seam.Error{Code: seam.CodeInvalidRequest, Field: rec.Questions.Questions[0].ID, Message: surface.MsgChooseOrWrite}
 			}
+			if err := blankRequired(rec.Questions.Questions, norm); err != nil {
+				return err
+			}
 			res.Answer = &norm
 		case "decision":
 			var d seam.Decision
@@ -330,6 +360,21 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 		writeJSON(w, http.StatusOK, map[string]any{"status": got.Status, "html": s.outcomeHTML(got)})
 		return nil
 	}
+}
+
+// blankRequired refuses a, normalised, when it leaves blank a text field
+// that the form requires (surface.TextRequired), as Slack's and Discord's
+// forms do and in the API's words for a required input: the lone question
+// without options, which blank would answer the request with nothing. The
+// API lets an answerer skip it; a form that sends it blank was sent too
+// soon. Normalize has checked input.required already.
+func blankRequired(qs []seam.Question, a seam.Answer) error {
+	for i, q := range qs {
+		if surface.TextRequired(qs, i) && a.Answers[i].Custom == "" {
+			return &seam.Error{Code: seam.CodeInvalidRequest, Field: q.ID, Message: cmp.Or(q.Header, q.ID) + " is required"}
+		}
+	}
+	return nil
 }
 
 func (s *Server) alreadyEnded(w http.ResponseWriter, rec *pending.Record) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -314,6 +315,62 @@ func TestCSRF(t *testing.T) {
 			t.Errorf("sign-out with the CSRF token in X-CSRF-Token: %d, and still signed in", res.StatusCode)
 		}
 	})
+	t.Run("in a form's field", func(t *testing.T) {
+		// A plain HTML form (no script) sends the token as the sign-out
+		// form does, as a field: urlencoded or multipart.
+		form := func(t *testing.T, contentType, body string) int {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/requests/"+b.ask(t, time.Hour, deploy).ID+"/dismiss", strings.NewReader(body))
+			req.Header.Set("Content-Type", contentType)
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			res, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		multipartForm := func(pad int) (contentType, body string) {
+			var b strings.Builder
+			mw := multipart.NewWriter(&b)
+			mw.WriteField("pad", strings.Repeat("x", pad))
+			mw.WriteField("csrf", csrf)
+			mw.Close()
+			return mw.FormDataContentType(), b.String()
+		}
+		mpType, mp := multipartForm(0)
+		bigType, big := multipartForm(seam.MaxBodyBytes)
+		for _, tc := range []struct {
+			name, contentType, body string
+			status                  int
+		}{
+			{"urlencoded", "application/x-www-form-urlencoded", url.Values{"csrf": {csrf}}.Encode(), http.StatusOK},
+			{"multipart", mpType, mp, http.StatusOK},
+			{"multipart, past the body's limit", bigType, big, http.StatusRequestEntityTooLarge},
+			{"wrong", "application/x-www-form-urlencoded", "csrf=AAAA", http.StatusForbidden},
+			{"another session's", "application/x-www-form-urlencoded", url.Values{"csrf": {otherCSRF}}.Encode(), http.StatusForbidden},
+			{"in JSON", "application/json", `{"csrf":"` + csrf + `"}`, http.StatusForbidden},
+			{"past the body's limit", "application/x-www-form-urlencoded", "pad=" + strings.Repeat("x", seam.MaxBodyBytes) + "&csrf=" + url.QueryEscape(csrf), http.StatusRequestEntityTooLarge},
+		} {
+			if got := form(t, tc.contentType, tc.body); got != tc.status {
+				t.Errorf("%s: %d, want %d", tc.name, got, tc.status)
+			}
+		}
+		// A script's JSON sent as a form (curl -d) with the token in the
+		// header is read as JSON still: the form is read only without it.
+		rec := b.ask(t, time.Hour, deploy)
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/requests/"+rec.ID+"/answer", strings.NewReader(`{"answers":[{"id":"deploy","selected":["No"]}]}`))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-CSRF-Token", csrf)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got := b.get(t, rec.ID); res.StatusCode != http.StatusOK || fmtAnswers(got.Answer) != "[{deploy [No] }]" {
+			t.Errorf("JSON sent as a form: %d, %+v", res.StatusCode, got.Answer)
+		}
+	})
 	t.Run("same origin with the token", func(t *testing.T) {
 		h := map[string]string{"X-CSRF-Token": csrf, "Origin": b.srv.URL, "Sec-Fetch-Site": "same-origin"}
 		if status, body := b.post(t, c, path, h, answer); status != http.StatusOK {
@@ -376,6 +433,33 @@ func TestAnswerDecideDismiss(t *testing.T) {
 		}
 	})
 
+	t.Run("a lone free-text question sent blank is refused", func(t *testing.T) {
+		// As the form's script and Slack's and Discord's forms refuse it
+		// (surface.TextRequired), with the API's words for a required field.
+		rec := b.ask(t, time.Hour, seam.Question{ID: "why", Header: "Reason", Question: "Why roll back?"})
+		for _, answers := range []any{[]any{}, []any{map[string]any{"id": "why", "selected": []string{}, "custom": "  "}}} {
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": answers})
+			e, _ := body["error"].(map[string]any)
+			if status != 400 || e["code"] != "INVALID_REQUEST" || e["field"] != "why" || e["message"] != "Reason is required" {
+				t.Errorf("%v: %d %v", answers, status, body)
+			}
+		}
+		if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
+			t.Fatalf("status %s, want still pending", got.Status)
+		}
+		// What the form does not require may still be skipped.
+		for _, qs := range [][]seam.Question{
+			{{ID: "a", Question: "Why?"}, {ID: "b", Question: "And?"}},
+			{{ID: "n", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger}}},
+		} {
+			rec := b.ask(t, time.Hour, qs...)
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": qs[0].ID, "selected": []string{}}}})
+			if got := b.get(t, rec.ID); status != 200 || got.Status != seam.StatusAnswered || got.Answer.Answers[0].Custom != "" {
+				t.Errorf("%s skipped: %d %v", qs[0].ID, status, body)
+			}
+		}
+	})
+
 	t.Run("invalid answer names its field", func(t *testing.T) {
 		rec := b.ask(t, time.Hour, seam.Question{ID: "n", Question: "How many?", Input: &seam.Input{Type: "integer", Required: true}})
 		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "n", "selected": []string{}, "custom": "many"}}})
@@ -386,6 +470,22 @@ func TestAnswerDecideDismiss(t *testing.T) {
 		status, _ = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "n", "selected": []string{}, "custom": " 42 "}}})
 		if got := b.get(t, rec.ID); status != 200 || got.Answer.Answers[0].Custom != "42" {
 			t.Errorf("%d %+v", status, got.Answer)
+		}
+	})
+
+	t.Run("an integer past 64 bits is refused with its range", func(t *testing.T) {
+		rec := b.ask(t, time.Hour, seam.Question{ID: "n", Header: "Copies", Question: "How many?", Input: &seam.Input{Type: "integer", Required: true}})
+		for _, text := range []string{"99999999999999999999", " -9223372036854775809", "+" + strings.Repeat("9", 5000)} {
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "n", "selected": []string{}, "custom": text}}})
+			e, _ := body["error"].(map[string]any)
+			if m, _ := e["message"].(string); status != 400 || e["code"] != "INVALID_REQUEST" || e["field"] != "n" ||
+				!strings.HasPrefix(m, "Copies: ") || !strings.HasSuffix(m, " is not a whole number from -9223372036854775808 to 9223372036854775807") {
+				t.Errorf("%.30s: %d %v", text, status, body)
+			}
+		}
+		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "n", "selected": []string{}, "custom": "-9223372036854775808"}}})
+		if got := b.get(t, rec.ID); status != 200 || got.Answer.Answers[0].Custom != "-9223372036854775808" {
+			t.Errorf("the smallest int64: %d %v", status, body)
 		}
 	})
 
@@ -570,6 +670,91 @@ func TestSignedLinks(t *testing.T) {
 		u, _ := url.Parse(b.web.Links().For(forever))
 		if want := itoa(forever.CreatedAt.Add(time.Hour).Unix()); u.Query().Get("e") != want {
 			t.Errorf("e = %s, want %s", u.Query().Get("e"), want)
+		}
+	})
+}
+
+// TestExpiredLinkOfAnEndedRequest: a call through a link that expired,
+// on a request that has ended, gets the request's outcome (409), as a call
+// after someone else answered does, not "this link has expired": the
+// same outcome the link's page shows, nothing more. On a request still
+// pending, the expired link is refused.
+func TestExpiredLinkOfAnEndedRequest(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	ctx := context.Background()
+	bob := &pending.Responder{Surface: "slack", UserID: "UBOB", Name: "bob"}
+	ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
+	type linked struct {
+		rec  *pending.Record
+		link string // the page's path
+	}
+	public := func(rec *pending.Record) linked {
+		return linked{rec, strings.TrimPrefix(b.web.Links().For(rec), "http://bridge.test")}
+	}
+	personal := func(rec *pending.Record) linked {
+		l, _ := b.web.Links().ForPerson(rec, ada, b.clock.now())
+		return linked{rec, strings.TrimPrefix(l, "http://bridge.test")}
+	}
+	answered, dismissed, expired, open := public(b.ask(t, 30*time.Minute, deploy)), personal(b.ask(t, 30*time.Minute, deploy)),
+		public(b.ask(t, 20*time.Minute, deploy)), public(b.ask(t, 30*time.Minute, deploy))
+	if _, err := b.disp.Resolve(ctx, answered.rec.ID, pending.Resolution{Status: seam.StatusAnswered, By: bob,
+		Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "deploy", Selected: []string{"No"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.disp.Resolve(ctx, dismissed.rec.ID, pending.Resolution{Status: seam.StatusDismissed, By: bob}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.add(25 * time.Minute) // past the third's expiry, which the sweeper marks
+	if got, err := b.store.Sweep(ctx); err != nil || len(got) != 1 || got[0].ID != expired.rec.ID {
+		t.Fatalf("Sweep: %v, %v", got, err)
+	}
+	b.clock.add(10 * time.Minute) // every link has expired
+	anon := b.browser(t)
+	header := func(l linked) map[string]string {
+		u, _ := url.Parse(l.link)
+		q := u.Query()
+		v := q.Get("e") + "." + q.Get("s")
+		if q.Has("p") {
+			v += "." + q.Get("p")
+		}
+		return map[string]string{linkHeader: v}
+	}
+	ans := map[string]any{"answers": []any{map[string]any{"id": "deploy", "selected": []string{"Yes (Recommended)"}}}}
+	for _, tc := range []struct {
+		name   string
+		l      linked
+		status seam.Status
+		line   string
+	}{
+		{"answered", answered, seam.StatusAnswered, "Answered by bob"},
+		{"dismissed, by a personal link", dismissed, seam.StatusDismissed, "Dismissed by bob"},
+		{"expired", expired, seam.StatusExpired, "Expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, page := b.page(t, anon, tc.l.link)
+			if status != http.StatusOK || !strings.Contains(page, tc.line) {
+				t.Fatalf("the link's page: %d\n%s", status, page)
+			}
+			for _, action := range []string{"answer", "dismiss"} {
+				status, body := b.post(t, anon, "/web/requests/"+tc.l.rec.ID+"/"+action, header(tc.l), ans)
+				html, _ := body["html"].(string)
+				if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || body["status"] != string(tc.status) ||
+					html == "" || !strings.Contains(page, html) {
+					t.Errorf("%s: %d %v; want 409 with the outcome its page shows", action, status, body)
+				}
+			}
+			if got := b.get(t, tc.l.rec.ID); got.Status != tc.status || got.ResolvedBy != nil && *got.ResolvedBy != *bob {
+				t.Errorf("the request is %s by %+v", got.Status, got.ResolvedBy)
+			}
+		})
+	}
+	t.Run("still pending", func(t *testing.T) {
+		status, body := b.post(t, anon, "/web/requests/"+open.rec.ID+"/answer", header(open), ans)
+		if e, _ := body["error"].(map[string]any); status != http.StatusForbidden || e["message"] != "this link has expired" {
+			t.Errorf("%d %v; want 403, the link expired", status, body)
+		}
+		if got := b.get(t, open.rec.ID); got.Status != seam.StatusPending {
+			t.Errorf("the request is %s", got.Status)
 		}
 	})
 }
