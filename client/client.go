@@ -439,6 +439,20 @@ func (c *Client) resolve(ctx context.Context, kind Kind, id, verb string, v any)
 	return &rec, nil
 }
 
+// SignInLink issues a one-time link that signs a browser in to the web
+// inbox of a bridge without API tokens; such a bridge answers only
+// programs on its machine. A bridge with tokens has none (ErrNotFound):
+// sign in there with an answer-scoped token.
+func (c *Client) SignInLink(ctx context.Context) (string, error) {
+	var out struct {
+		URL string `json:"url"`
+	}
+	if err := c.do(ctx, call{method: http.MethodPost, path: "/v1/signin-link"}, &out); err != nil {
+		return "", fmt.Errorf("sign-in link: %w", err)
+	}
+	return out.URL, nil
+}
+
 // PendingLimit is the most requests of each kind the API lists, and
 // Pending returns.
 const PendingLimit = 500

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -477,5 +478,48 @@ func TestPendingSaysWhenCut(t *testing.T) {
 	}
 	if r := cli("pending", "--server", url, "--json"); !strings.Contains(r.stderr, "the most the API lists") {
 		t.Errorf("pending --json: stderr %q; want the same note", r.stderr)
+	}
+}
+
+// TestSignInLink: a bridge without tokens issues a new one-time sign-in
+// link on demand, so a used or expired one needs no restart (which would
+// lose an embedded Redis's requests). Each link signs in once.
+func TestSignInLink(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	var links []string
+	for range 2 {
+		r := cli("signin-link", "--server", url)
+		link := strings.TrimSpace(r.stdout)
+		if r.code != exitOK || !strings.HasPrefix(link, url+"/web/signin/") || slices.Contains(links, link) {
+			t.Fatalf("signin-link = %+v; want a new link under %s/web/signin/", r, url)
+		}
+		links = append(links, link)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	signIn := func(link string) int {
+		req, _ := http.NewRequest(http.MethodPost, link, nil)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, link := range links {
+		if status := signIn(link); status != http.StatusSeeOther {
+			t.Errorf("signing in with %s: %d, want 303", link, status)
+		}
+		if status := signIn(link); status != http.StatusForbidden {
+			t.Errorf("signing in with %s again, from another browser: %d, want 403", link, status)
+		}
+	}
+
+	tokens := startBridge(t, app.Options{}, func(cfg *config.Config) {
+		cfg.API.Tokens = []config.Token{{Name: "inbox", Token: "tok-inbox-7f3c9e21b4", Scopes: []string{config.ScopeAnswer}}}
+	})
+	t.Setenv("BRIDGE_TOKEN", "tok-inbox-7f3c9e21b4")
+	if r := cli("signin-link", "--server", tokens); r.code != exitError || !strings.Contains(r.stderr, "sign in to the web inbox with an answer-scoped token") {
+		t.Errorf("signin-link on a bridge with tokens = %+v; want exit 1 saying how to sign in there", r)
 	}
 }

@@ -45,6 +45,7 @@ commands:
   ask            ask a question and print the answer JSON (for scripts and CI)
   answer ID      answer a pending question (answer-scoped token)
   pending        list pending questions and approvals (answer-scoped token)
+  signin-link    print a one-time sign-in link to the web inbox (a bridge without tokens)
   mcp            serve ask_user_question and request_approval to an MCP client on stdio
   config check   validate a config file (--connect: and the connections it names)
   bench          measure latency, throughput and memory on replicas beside a fake Slack
@@ -70,6 +71,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return answer(ctx, rest, stdout, stderr)
 	case "pending":
 		return pendingCmd(ctx, rest, stdout, stderr)
+	case "signin-link":
+		return signInLinkCmd(ctx, rest, stdout, stderr)
 	case "mcp":
 		return mcpCmd(ctx, rest, stdin, stdout, stderr)
 	case "config":

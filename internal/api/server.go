@@ -38,8 +38,12 @@ type Options struct {
 	// InMemory says the store is the embedded in-memory Redis: a request
 	// made before this process started is gone, and NOT_FOUND says so.
 	InMemory bool
-	Registry *prometheus.Registry
-	Logger   *slog.Logger
+	// SignInLink issues a one-time sign-in link to the web inbox, or
+	// returns "" when the bridge has tokens (their holders sign in with
+	// one). POST /v1/signin-link serves it.
+	SignInLink func() string
+	Registry   *prometheus.Registry
+	Logger     *slog.Logger
 }
 
 // Server is the HTTP API.
@@ -49,6 +53,7 @@ type Server struct {
 	auth     authenticator
 	maxWait  time.Duration
 	inMemory bool // see Options.InMemory
+	signIn   func() string
 	log      *slog.Logger
 	mux      *http.ServeMux
 	latency  *prometheus.HistogramVec
@@ -64,6 +69,7 @@ func New(o Options) *Server {
 		auth:     newAuthenticator(o.Tokens, o.BaseURL),
 		maxWait:  o.MaxWait,
 		inMemory: o.InMemory,
+		signIn:   o.SignInLink,
 		log:      o.Logger,
 		mux:      http.NewServeMux(),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -91,6 +97,7 @@ func New(o Options) *Server {
 		s.handle("POST "+k.path+"/{id}/"+k.resolveSeg, s.require(k.resolve, ScopeAnswer))
 		s.handle("POST "+k.path+"/{id}/dismiss", s.require(s.dismiss(k.kind), ScopeAnswer))
 	}
+	s.handle("POST /v1/signin-link", s.require(s.signInLink, ScopeAnswer))
 	s.handle("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -724,4 +731,20 @@ func (s *Server) dismiss(kind seam.Kind) func(http.ResponseWriter, *http.Request
 	return func(w http.ResponseWriter, r *http.Request, c Client) error {
 		return s.resolvePending(w, r, kind, pending.Resolution{Status: seam.StatusDismissed, By: responder(c)}, nil)
 	}
+}
+
+// signInLink issues a one-time sign-in link to the web inbox of a bridge
+// without tokens: the one printed at start is used once and lasts an hour,
+// and restarting the bridge for another would lose an embedded Redis's
+// requests. The open API answers only programs on this machine, which
+// may answer through it anyway.
+func (s *Server) signInLink(w http.ResponseWriter, r *http.Request, _ Client) error {
+	var link string
+	if s.signIn != nil {
+		link = s.signIn()
+	}
+	if link == "" {
+		return apiErr(http.StatusNotFound, CodeNotFound, "this bridge has API tokens: sign in to the web inbox with an answer-scoped token")
+	}
+	return writeJSON(w, http.StatusCreated, map[string]string{"url": link})
 }

@@ -118,6 +118,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	a.api = api.New(api.Options{
 		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, BaseURL: cfg.BaseURL,
 		MaxWait: cfg.Store.MaxWait.D(), InMemory: a.embedded != nil, Registry: reg, Logger: log,
+		SignInLink: func() string { return a.web.SignInLink(a.inboxBase()) },
 	})
 	a.web, err = web.New(web.Options{
 		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, Signer: signer, Links: links,
@@ -322,15 +323,19 @@ func (a *App) Run(ctx context.Context) error {
 // one-time sign-in link, so the quick start ends in a page where a
 // question can be answered.
 func (a *App) logInbox() {
-	base := a.URL()
-	if a.cfg.BaseURL != "" {
-		base = a.cfg.PublicURL()
-	}
-	if link := a.web.SignInLink(base); link != "" {
-		a.log.Info("web inbox: open this one-time sign-in link in a browser to answer questions", "url", link)
+	if link := a.web.SignInLink(a.inboxBase()); link != "" {
+		a.log.Info("web inbox: open this one-time sign-in link in a browser to answer questions (bridge signin-link prints another)", "url", link)
 		return
 	}
-	a.log.Info("web inbox: sign in with an API token that has the answer scope", "url", base+"/")
+	a.log.Info("web inbox: sign in with an API token that has the answer scope", "url", a.inboxBase()+"/")
+}
+
+// inboxBase is the URL people reach the web inbox at.
+func (a *App) inboxBase() string {
+	if a.cfg.BaseURL != "" {
+		return a.cfg.PublicURL()
+	}
+	return a.URL()
 }
 
 // Close releases what New acquired. Run calls it when it ends.

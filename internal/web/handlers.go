@@ -156,7 +156,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if s.tokens.open() {
-		return s.showSignIn(w, http.StatusBadRequest, "This bridge has no API tokens: open the sign-in link from its log.")
+		return s.showSignIn(w, http.StatusBadRequest, "This bridge has no API tokens: open the sign-in link from its log, or run bridge signin-link on its machine for another.")
 	}
 	tok, ok := s.tokens.match(r.PostFormValue("token"))
 	switch {
@@ -179,7 +179,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 	once := r.PathValue("once")
 	used := func() error {
-		return s.showSignIn(w, http.StatusForbidden, "That sign-in link was already used or has expired. Restart the bridge for a new one.")
+		return s.showSignIn(w, http.StatusForbidden, "That sign-in link was already used or has expired. Run bridge signin-link on the bridge's machine for a new one.")
 	}
 	if !s.tokens.open() {
 		return used()
