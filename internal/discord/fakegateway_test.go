@@ -46,7 +46,8 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 		}
 		for {
 			var m struct {
-				Op int `json:"op"`
+				Op int             `json:"op"`
+				D  json.RawMessage `json:"d"` // a heartbeat's is a number
 			}
 			if err := c.ReadJSON(&m); err != nil {
 				g.drop(c)
@@ -56,6 +57,15 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 			case 1: // heartbeat
 				send(map[string]any{"op": 11})
 			case 2: // identify
+				var id struct {
+					Token string `json:"token"`
+				}
+				if json.Unmarshal(m.D, &id) != nil || strings.TrimPrefix(id.Token, "Bot ") != f.Token {
+					wmu.Lock()
+					c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4004, "Authentication failed."))
+					wmu.Unlock()
+					return
+				}
 				send(map[string]any{"op": 0, "t": "READY", "s": 1, "d": map[string]any{
 					"v": 10, "session_id": "fake-session", "user": map[string]any{"id": "1100000000000000001", "username": "askbridge", "bot": true},
 					"guilds": []any{}, "resume_gateway_url": "ws://" + r.Host,

@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
 
 	"github.com/askbridge/askbridge/internal/surface"
 )
@@ -46,7 +49,11 @@ func (h *Interactions) gateway(ctx context.Context) error {
 		case err != nil && ctx.Err() == nil:
 			h.log.Warn("renewing the gateway lease failed", "err", err)
 		case ok && sess == nil:
-			if sess, err = h.openGateway(); err != nil {
+			if sess, err = h.openGateway(); tokenRefused(err) {
+				// Retrying would not help, and would hide it in the log.
+				return errors.New("Discord refused discord.bot_token (gateway: authentication failed): " +
+					"copy the bot's token again, or reset it (Developer Portal → your app → Bot → Reset Token)")
+			} else if err != nil {
 				h.log.Warn("opening the discord gateway failed; retrying", "err", err)
 				sess = nil
 			} else {
@@ -63,6 +70,16 @@ func (h *Interactions) gateway(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// tokenRefused reports whether err, from opening a gateway session, is
+// Discord refusing the bot token: the gateway closes with 4004
+// (Authentication failed) after the identify, or a REST call answers 401.
+func tokenRefused(err error) bool {
+	var ce *websocket.CloseError
+	var re *discordgo.RESTError
+	return errors.As(err, &ce) && ce.Code == 4004 ||
+		errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized
 }
 
 // openGateway connects a gateway session whose interactions go to the

@@ -1,11 +1,13 @@
 package discord_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
@@ -114,5 +116,33 @@ func TestGatewayCallbackRateLimitedLogsNoToken(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "SECRET-INTERACTION-TOKEN") {
 		t.Errorf("the interaction token reached the log:\n%s", logs.String())
+	}
+}
+
+// TestGatewayRefusedTokenStops: a bot token Discord refuses (the gateway
+// closes with 4004 after the identify) stops the replica with an error
+// naming discord.bot_token, as Slack's refused app_token does, rather than
+// retrying every few seconds for ever.
+func TestGatewayRefusedTokenStops(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	fake.StartGateway(t)
+	const wrong = "MTEwMDAwMDAwMDAwMDAwMDAwMQ.wrong.token-that-discord-refuses"
+	yaml := strings.Replace(gatewayYAML(fake), "bot_token: "+botToken, "bot_token: "+wrong, 1)
+	url, prefix := apptest.Redis(t)
+	a, err := app.New(apptest.Config(t, yaml, url, prefix), slog.New(slog.DiscardHandler), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "Discord refused discord.bot_token") || strings.Contains(err.Error(), "wrong.token") {
+			t.Errorf("Run = %v; want an error naming discord.bot_token, without the token", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replica still runs 10 s after Discord refused its token")
 	}
 }
