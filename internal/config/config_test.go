@@ -98,7 +98,7 @@ listen: ":9090"
 store:
   default_expires_in: 0
   max_wait: 0
-slack: {bot_token: b, app_token: a, api_url: "http://127.0.0.1:1234/api"}
+slack: {bot_token: b, app_token: xapp-a, api_url: "http://127.0.0.1:1234/api"}
 discord: {bot_token: b, application_id: "1", gateway: true}
 routes:
   - name: ops
@@ -571,6 +571,9 @@ func TestValidate(t *testing.T) {
 		{"route name empty", func(c *Config) { c.Routes[1].Name = "" }, "routes[1].name: required"},
 		{"route name duplicate", func(c *Config) { c.Routes[1].Name = "default" }, `routes[1].name: "default" is also the name of routes[0]`},
 		{"route mode", func(c *Config) { c.Routes[1].Mode = "any" }, `routes[1].mode: "any" is not a mode; use all or first`},
+		{"slack tokens swapped, bot", func(c *Config) { c.Slack.BotToken = "xapp-1-A1-2-abc" }, `slack.bot_token: is an app-level token (xapp-…); write the Bot User OAuth Token (xoxb-…`},
+		{"slack tokens swapped, app", func(c *Config) { c.Slack.AppToken = "xoxb-1-2-abc" }, `slack.app_token: is not an app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write); the xoxb- one is bot_token`},
+		{"slack app token of another kind", func(c *Config) { c.Slack.AppToken = "xoxp-1-2-abc" }, `slack.app_token: is not an app-level token (xapp-…`},
 		{"route expires_in", func(c *Config) { c.Routes[0].ExpiresIn = -1 }, "routes[0].expires_in: must not be negative"},
 		{"target with both", func(c *Config) { c.Routes[1].Targets[0].Discord = &DiscordTarget{Channel: "9"} }, "routes[1].targets[0]: set exactly one of slack or discord"},
 		{"target with neither", func(c *Config) { c.Routes[1].Targets[0] = Target{} }, "routes[1].targets[0]: set exactly one of slack or discord"},

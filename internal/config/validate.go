@@ -171,6 +171,18 @@ func (c *Config) Validate() error {
 		v.secret("slack.bot_token", s.BotToken, true)
 		v.secret("slack.signing_secret", s.SigningSecret, false)
 		v.secret("slack.app_token", s.AppToken, false)
+		// Swapped, the two tokens pass until Slack refuses them at start.
+		bot, app := s.BotToken.Reveal(), s.AppToken.Reveal()
+		if strings.HasPrefix(bot, "xapp-") {
+			v.add("slack.bot_token", "is an app-level token (xapp-…); write the Bot User OAuth Token (xoxb-…, OAuth & Permissions) here, and the xapp- one under app_token")
+		}
+		if app != "" && app != redacted && !strings.HasPrefix(app, "xapp-") {
+			what := "is not an app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write)"
+			if strings.HasPrefix(app, "xoxb-") {
+				what += "; the xoxb- one is bot_token"
+			}
+			v.add("slack.app_token", "%s", what)
+		}
 		if s.SigningSecret == "" && s.AppToken == "" {
 			v.add("slack", "set signing_secret (interactions over the Request URL) or app_token (Socket Mode)")
 		}
