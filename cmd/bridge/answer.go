@@ -21,7 +21,9 @@ prints the resulting record as JSON. Whether ID is a question or an
 approval is looked up.
 
 A question: --select picks an option by its label, verbatim (repeat it for
-a multi-select question); --custom answers in free text. In a request of
+a multi-select question); --custom answers in free text. On a
+single-select question the text overrides: with both, the option is
+dropped, as the API records it ({"selected":[],"custom":TEXT}). In a request of
 several questions --question-id names the one answered and the others are
 skipped; --json gives the answers to all of them at once.
 An approval: --allow allows the tool call once, --reject rejects it; --note
