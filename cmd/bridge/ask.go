@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/askbridge/askbridge/client"
 )
@@ -69,7 +71,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	header := fs.String("header", "", "short heading shown above the question")
 	detail := fs.String("detail", "", "markdown shown with the question")
 	id := fs.String("id", "q1", "question id, echoed in the answer")
-	expires := fs.Duration("expires", 0, "expire the question unanswered after this long (30m, 2h); 0: the route's or bridge's default")
+	expires := durationFlag(fs, "expires", 0, "expire the question unanswered after this `duration` (30m, 2h); 0: the route's or bridge's default")
 	route := fs.String("route", "", "route to post it to (default: the bridge's \"default\" route)")
 	toolCallID := fs.String("tool-call-id", "", "idempotency key: asking the same question again under it re-attaches to the pending one (default: random)")
 	caller := fs.String("caller", "", "who asks, `NAME` shown to the people who answer")
@@ -226,7 +228,9 @@ func hint(err error) error {
 			return fmt.Errorf("%w; set BRIDGE_TOKEN to one of the bridge's API tokens (api.tokens)", err)
 		}
 		return fmt.Errorf("%w; BRIDGE_TOKEN is not one of the bridge's API tokens (api.tokens)", err)
-	case !errors.Is(err, client.ErrUnreachable) && errors.As(err, &op) && op.Op == "dial":
+	case errors.Is(err, client.ErrUnreachable): // the client names the bridge's address
+		return fmt.Errorf("%w; is it running there? --server or BRIDGE_SERVER says where it is", err)
+	case errors.As(err, &op) && op.Op == "dial":
 		return fmt.Errorf("can't reach the bridge: %w; is it running there? --server or BRIDGE_SERVER says where it is", err)
 	}
 	return err
@@ -264,6 +268,31 @@ func visited(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// durationFlag is fs.Duration, whose error for a number without a unit
+// ("5") says to write one rather than "parse error". Its usage names the
+// value `duration`, as fs.Duration's does.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	d := duration(value)
+	fs.Var(&d, name, usage)
+	return (*time.Duration)(&d)
+}
+
+type duration time.Duration
+
+func (d *duration) String() string { return time.Duration(*d).String() }
+
+func (d *duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("a duration needs a unit: write %ss, %sm or %sh", s, s, s)
+		}
+		return errors.New("not a duration such as 90s, 30m or 2h")
+	}
+	*d = duration(v)
+	return nil
 }
 
 // stringList is a repeatable string flag.

@@ -225,8 +225,9 @@ func TestAskNoProvider(t *testing.T) {
 
 func TestAskBridgeDown(t *testing.T) {
 	r := await(t, "ask", cliAsync("ask", "--server", "http://127.0.0.1:1", "--question", "Deploy?"))
-	if r.code != exitError || !strings.Contains(r.stderr, "can't reach the bridge") {
-		t.Errorf("ask = %+v, want exit 1 saying the bridge can't be reached", r)
+	if r.code != exitError || !strings.Contains(r.stderr, "can't reach the bridge") || !strings.Contains(r.stderr, "BRIDGE_SERVER") ||
+		strings.Count(r.stderr, "can't reach") != 1 {
+		t.Errorf("ask = %+v, want exit 1 saying once that the bridge can't be reached, and how to point at it", r)
 	}
 }
 
@@ -521,5 +522,23 @@ func TestSignInLink(t *testing.T) {
 	t.Setenv("BRIDGE_TOKEN", "tok-inbox-7f3c9e21b4")
 	if r := cli("signin-link", "--server", tokens); r.code != exitError || !strings.Contains(r.stderr, "sign in to the web inbox with an answer-scoped token") {
 		t.Errorf("signin-link on a bridge with tokens = %+v; want exit 1 saying how to sign in there", r)
+	}
+}
+
+// A duration flag given a bare number says to write a unit, as the
+// config's durations do, rather than "parse error".
+func TestDurationFlagsNameTheUnit(t *testing.T) {
+	for _, args := range [][]string{
+		{"ask", "--server", "http://127.0.0.1:1", "--question", "Deploy?", "--expires", "5"},
+		{"mcp", "--server", "http://127.0.0.1:1", "--reattach", "5"},
+	} {
+		r := cli(args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "a duration needs a unit: write 5s, 5m or 5h") {
+			t.Errorf("%v = %+v; want exit 2 saying to write 5s", args, r)
+		}
+	}
+	r := cli("ask", "--server", "http://127.0.0.1:1", "--question", "Deploy?", "--expires", "soon")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not a duration such as 90s, 30m or 2h") {
+		t.Errorf("--expires soon = %+v; want exit 2 giving examples", r)
 	}
 }

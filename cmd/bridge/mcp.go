@@ -42,10 +42,10 @@ flags:
 func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	route := fs.String("route", "", "route to post requests to (default: the bridge's \"default\" route)")
-	expires := fs.Duration("expires", 0, "expire requests unanswered after this long (30m, 2h); 0: the route's or bridge's default")
+	expires := durationFlag(fs, "expires", 0, "expire requests unanswered after this `duration` (30m, 2h); 0: the route's or bridge's default")
 	caller := fs.String("caller", "", "who asks, `NAME` shown to the people who answer (default: the MCP client's name)")
-	progress := fs.Duration("progress-interval", mcpserver.DefaultProgressInterval, "how often a waiting call sends a progress notification")
-	reattach := fs.Duration("reattach", mcpserver.DefaultReattach, "how long a question whose call was given up on stays asked for a retry to re-attach; 0: withdraw it at once")
+	progress := durationFlag(fs, "progress-interval", mcpserver.DefaultProgressInterval, "how often (a `duration`) a waiting call sends a progress notification")
+	reattach := durationFlag(fs, "reattach", mcpserver.DefaultReattach, "how long (a `duration`) a question whose call was given up on stays asked for a retry to re-attach; 0: withdraw it at once")
 	server := serverFlag(fs)
 	if code, ok := parseFlags(fs, args, mcpUsage, stdout, stderr); !ok {
 		return code
