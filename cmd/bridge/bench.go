@@ -32,6 +32,12 @@ check fails, and with --check also when a target is missed.
 
 `
 
+// waitClientEnv, set to a bridge's address, runs bridge bench as the memory
+// phase's client process (bench.WaitClient): a process of its own, so that
+// its long-polls' memory is not counted as the replica's. An environment
+// variable, not a flag: it is no knob for a person.
+const waitClientEnv = "ASKBRIDGE_BENCH_WAIT_CLIENT"
+
 func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var o bench.Options
@@ -49,12 +55,11 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (agents, people, the fake Slack and the memory phase's replica; not the replica processes) to this file")
 	replicaProfile := fs.String("replica-cpuprofile", "", "write a CPU profile of each replica process to `PREFIX`.N (N from 0)")
 	replicaBin := fs.String("replica-bin", "", "run the replica processes from this `bridge` binary instead of this one, to compare two builds under one bench (the memory phase's in-process replica stays this build)")
-	waitClient := fs.String("wait-client", "", "internal: run as the memory phase's client process for the bridge at this address")
+	if addr := os.Getenv(waitClientEnv); addr != "" {
+		return bench.WaitClient(addr, stdin, stdout)
+	}
 	if code, ok := parseFlags(fs, args, benchUsage, stdout, stderr); !ok {
 		return code
-	}
-	if *waitClient != "" {
-		return bench.WaitClient(*waitClient, stdin, stdout)
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
@@ -93,7 +98,8 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmd
 	}
 	o.WaitClient = func(addr string) *exec.Cmd {
-		cmd := exec.Command(self, "bench", "--wait-client", addr)
+		cmd := exec.Command(self, "bench")
+		cmd.Env = append(os.Environ(), waitClientEnv+"="+addr)
 		cmd.Stderr = stderr
 		return cmd
 	}

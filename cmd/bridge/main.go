@@ -236,16 +236,14 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return code
 	}
 	if fs.NArg() < 1 {
-		fmt.Fprint(stderr, configCheckUsage)
-		return exitUsage
+		return usageErr(stderr, "config check", "name the config FILE to check")
 	}
 	path := fs.Arg(0)
 	if code, ok := parseFlags(fs, fs.Args()[1:], configCheckUsage, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() != 0 {
-		fmt.Fprint(stderr, configCheckUsage)
-		return exitUsage
+		return usageErr(stderr, "config check", "one FILE at a time; unexpected %q", fs.Arg(0))
 	}
 	if *post && !*connect {
 		return usageErr(stderr, "config check", "--post goes with --connect")
