@@ -255,8 +255,15 @@ func (s *Server) sessionValue(ss session) string {
 // cookie, when the store, which knows the sessions signed out, can't be
 // read (sign-out still ends the session in the browser).
 func (s *Server) sessionOf(r *http.Request) (session, string, error) {
+	// Over https only the __Host- cookie counts: a plain one may have been
+	// set by a sibling subdomain or over plain http (cookie tossing), to
+	// sign the browser in as someone else.
+	names := []string{secureCookieName, cookieName}
+	if s.secure(r) {
+		names = names[:1]
+	}
 	var raw string
-	for _, name := range []string{secureCookieName, cookieName} {
+	for _, name := range names {
 		if c, err := r.Cookie(name); err == nil {
 			raw = c.Value
 			break

@@ -97,6 +97,24 @@ func TestSignIn(t *testing.T) {
 		}
 	})
 
+	t.Run("over https only the __Host- cookie counts", func(t *testing.T) {
+		good := b.web.sessionValue(session{Name: "ada", Exp: b.clock.now().Add(time.Hour).Unix()})
+		for name, want := range map[string]bool{cookieName: false, secureCookieName: true} {
+			req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/", nil)
+			req.Header.Set("X-Forwarded-Proto", "https")
+			req.AddCookie(&http.Cookie{Name: name, Value: good})
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if signedIn := strings.Contains(string(page), `data-page="inbox"`); signedIn != want {
+				t.Errorf("over https with a session in %s: signed in = %v, want %v", name, signedIn, want)
+			}
+		}
+	})
+
 	t.Run("a forged or stale session is refused", func(t *testing.T) {
 		good := b.web.sessionValue(session{Name: "ada", Exp: b.clock.now().Add(time.Hour).Unix()})
 		forged := b.web.sessionValue(session{Name: "ada", Exp: b.clock.now().Add(time.Hour).Unix()})
