@@ -16,6 +16,7 @@ import (
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // Surface is a chat platform as the dispatcher sees it.
@@ -159,7 +160,7 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 			return rec, false, err
 		}
 	}
-	if posted := d.post(ctx, rec, rt); posted == 0 {
+	if posted, failure := d.post(ctx, rec, rt); posted == 0 {
 		// On a context of their own: a post that ran until its lease
 		// ended leaves ctx done, and the request must still be discarded
 		// or returned.
@@ -181,7 +182,7 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 				return cur, created, nil
 			}
 		}
-		return nil, false, noProvider("no target of route %q took the request", rt.name)
+		return nil, false, noProvider("no target of route %q took the request (%s)", rt.name, failure)
 	}
 	// Counted once a target took it: one that none took is discarded and
 	// its agent told 503 NO_PROVIDER, so it was never created for anyone.
@@ -212,7 +213,7 @@ func (d *Dispatcher) Repost(ctx context.Context) error {
 			}
 			if claimed {
 				d.log.Info("posting a request a crash left unposted", "request_id", rec.ID)
-				d.postLeased(ctx, rec, rt)
+				_, _ = d.postLeased(ctx, rec, rt) // what failed is logged; it is tried again next time
 			}
 		}
 	}
@@ -222,7 +223,7 @@ func (d *Dispatcher) Repost(ctx context.Context) error {
 // postLeased is post within the posting lease just claimed, as a create's
 // post is: one that outlived it would let another replica claim the
 // request and post it again.
-func (d *Dispatcher) postLeased(ctx context.Context, rec *pending.Record, rt route) int {
+func (d *Dispatcher) postLeased(ctx context.Context, rec *pending.Record, rt route) (int, string) {
 	ctx, cancel := context.WithTimeout(ctx, d.postFor)
 	defer cancel()
 	return d.post(ctx, rec, rt)
@@ -249,34 +250,54 @@ func noProvider(format string, args ...any) error {
 }
 
 // post posts rec to the route's targets, adds the messages it recorded to
-// rec.Posts, and returns how many targets took it.
-func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) int {
-	if rt.mode == config.ModeFirst {
-		for _, t := range rt.targets {
-			if posts, ok := d.postTo(ctx, rec, t); ok {
-				rec.Posts = append(rec.Posts, posts...)
-				return 1
+// rec.Posts, and returns how many targets took it and, when none did, why
+// the first of them refused: for the agent, which can't read the log.
+func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) (int, string) {
+	failures := make([]error, len(rt.targets))
+	first := func() string {
+		for i, err := range failures {
+			if err != nil {
+				return fmt.Sprintf("target %s: %s", rt.targets[i].Key, surface.Truncate(err.Error(), 200))
 			}
 		}
-		return 0
+		return "no target was tried"
+	}
+	if rt.mode == config.ModeFirst {
+		for i, t := range rt.targets {
+			posts, err := d.postTo(ctx, rec, t)
+			if err == nil {
+				rec.Posts = append(rec.Posts, posts...)
+				return 1, ""
+			}
+			failures[i] = err
+		}
+		return 0, first()
 	}
 	var (
 		mu     sync.Mutex
 		took   int
 		posted []pending.Post
 	)
+	index := make(map[string]int, len(rt.targets))
+	for i, t := range rt.targets {
+		index[t.Key] = i
+	}
 	each(rt.targets, func(t Target) {
-		posts, ok := d.postTo(ctx, rec, t)
+		posts, err := d.postTo(ctx, rec, t)
 		mu.Lock()
 		defer mu.Unlock()
-		if ok {
+		if err == nil {
 			took++
 		}
+		failures[index[t.Key]] = err
 		posted = append(posted, posts...)
 	})
 	rec.Posts = append(rec.Posts, posted...)
 	pending.SortPosts(rec.Posts) // as a read lists them
-	return took
+	if took > 0 {
+		return took, ""
+	}
+	return 0, first()
 }
 
 // each calls f with every item at once and waits for them. A single item
@@ -296,17 +317,20 @@ func each[T any](items []T, f func(T)) {
 }
 
 // postTo posts rec to one target and records the messages; it returns
-// those recorded and whether the target took rec. When the request ended
+// those recorded, or why the target did not take rec. When the request ended
 // while they were being posted, its messages are finished at once, so no
 // live buttons are left behind.
-func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) (recorded []pending.Post, ok bool) {
+func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) (recorded []pending.Post, err error) {
 	log := d.log.With("request_id", rec.ID, "surface", t.Surface(), "target", t.Key)
 	s := d.surfaces[t.Surface()]
 	posts, err := s.Post(ctx, rec, t)
+	if err == nil && len(posts) == 0 {
+		err = errors.New("posted no message")
+	}
 	if err != nil {
 		log.Warn("posting failed", "err", err)
 		d.metrics.postFailed(t.Surface())
-		return nil, false
+		return nil, err
 	}
 	var ended *pending.Record
 	for _, p := range posts {
@@ -330,7 +354,7 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		// store holds it for a finisher until all are edited.
 		d.Finished(ctx, ended)
 	}
-	return recorded, len(posts) > 0
+	return recorded, nil
 }
 
 // record records p, posted for request id, and returns what AddPost does.

@@ -1147,7 +1147,10 @@ func TestFailedPostIsNoProvider(t *testing.T) {
 	b := start(t, defaultTarget)
 	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "channel_not_found"})
 	status, body := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
-	if status != http.StatusServiceUnavailable || body.M["error"].(map[string]any)["code"] != "NO_PROVIDER" {
+	e, _ := body.M["error"].(map[string]any)
+	// The agent, which can't read the bridge's log, is told why.
+	if m, _ := e["message"].(string); status != http.StatusServiceUnavailable || e["code"] != "NO_PROVIDER" ||
+		!strings.Contains(m, `(target default/0: `) || !strings.HasSuffix(m, `slack chat.postMessage: channel_not_found)`) || strings.Contains(m, botToken) {
 		t.Errorf("create with a failing post: %d %v", status, body)
 	}
 	if n := len(b.fake.Calls("chat.postMessage")); n != 1 {
