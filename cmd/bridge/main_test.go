@@ -64,8 +64,8 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "check", "-h"}, exitOK, true},
 		{[]string{"config", "check", "--help"}, exitOK, true},
 		{[]string{"config", "-h"}, exitOK, true},
-		{[]string{"config", "check"}, exitUsage, true},
-		{[]string{"config", "check", valid, "extra"}, exitUsage, true},
+		{[]string{"config", "check"}, exitUsage, false},
+		{[]string{"config", "check", valid, "extra"}, exitUsage, false},
 		{[]string{"config", "check", "--bogus", valid}, exitUsage, true},
 		{[]string{"config", "check", "--post", valid}, exitUsage, false},
 		{[]string{"config", "check", "--post", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, false},
@@ -81,6 +81,15 @@ func TestConfigCheckUsage(t *testing.T) {
 		const usage = "usage: bridge config check [--connect [--post]] FILE"
 		if r.code != tc.code || strings.Contains(shown, usage) != tc.usage || strings.Contains(other, usage) {
 			t.Errorf("bridge %s: exit %d, stdout %q, stderr %q; want exit %d, usage shown %v (on stdout only when asked for)", strings.Join(tc.args, " "), r.code, r.stdout, r.stderr, tc.code, tc.usage)
+		}
+	}
+	// Arguments wrong in number are named, not answered with the usage.
+	for args, want := range map[string]string{
+		"config check":                   "bridge config check: name the config FILE to check",
+		"config check " + valid + " two": `bridge config check: one FILE at a time; unexpected "two"`,
+	} {
+		if r := cli(strings.Fields(args)...); r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("bridge %s = %+v; want exit 2 saying %q", args, r, want)
 		}
 	}
 }
