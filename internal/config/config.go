@@ -21,10 +21,9 @@ type Config struct {
 	Routes  []Route  `yaml:"routes"`
 	Log     Log      `yaml:"log"`
 
-	// env holds the values that came from ${VAR}, by path (as
-	// "routes[1].mode"): Validate's errors show them as written, since a
-	// secret may be expanded into the wrong key.
-	env map[string]envValue
+	// env holds the values that came from ${VAR}: Validate's errors show
+	// them as written, since a secret may be expanded into the wrong key.
+	env []envValue
 }
 
 // envValue is how a value expanded from the environment was written, and

@@ -314,6 +314,8 @@ func TestValidateHidesExpandedValues(t *testing.T) {
 		{"route mode", "routes:\n  - name: default\n    mode: ${TOK}\n", `routes[0].mode: "${TOK}" is not a mode`},
 		{"scope", "api:\n  tokens:\n    - {name: a, token: 0123456789abcdef0123, scopes: [\"${TOK}\"]}\n", `api.tokens[0].scopes[0]: "${TOK}" is not a scope`},
 		{"redis addr", "redis:\n  addrs: [\"${TOK}\"]\n", `redis.addrs[0]: "${TOK}" is not host:port`},
+		{"through an alias", "slack:\n  bot_token: &t ${TOK}\n  signing_secret: abc\nlog:\n  level: *t\n", `log.level: "${TOK}" is not a level`},
+		{"through an alias, listen", "slack:\n  bot_token: &t ${TOK}\n  signing_secret: abc\nlisten: *t\n", `listen: "${TOK}" is not host:port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse([]byte(tc.data), vars)

@@ -96,7 +96,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 	// Expansion works on the parsed values rather than on the raw text, so
 	// that ${VAR} in a comment is left alone and a value such as "a #b" or
 	// "*x" stays one string instead of changing the document's structure.
-	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}, written: map[*yaml.Node]string{}, env: map[string]envValue{}}
+	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}, written: map[*yaml.Node]string{}}
 	x.walk(&doc, "")
 	if len(x.errs) > 0 {
 		return nil, errors.Join(x.errs...)
@@ -171,7 +171,7 @@ type expander struct {
 	lookupEnv func(string) (string, bool)
 	fromEnv   map[int][]string      // line -> the values there as written, before expansion
 	written   map[*yaml.Node]string // each expanded value's node -> the value as written
-	env       map[string]envValue   // path -> the value expanded there (Config.env)
+	env       []envValue            // the values expanded (Config.env)
 	errs      []error
 }
 
@@ -217,7 +217,7 @@ func (x *expander) walk(n *yaml.Node, path string) {
 		}
 		x.fromEnv[n.Line] = append(x.fromEnv[n.Line], n.Value)
 		x.written[n] = n.Value
-		x.env[path] = envValue{sum: sha256.Sum256([]byte(v)), written: n.Value}
+		x.env = append(x.env, envValue{sum: sha256.Sum256([]byte(v)), written: n.Value})
 		n.Value = v
 		if n.Style == 0 {
 			// A plain scalar is typed by what it says once expanded:

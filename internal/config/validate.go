@@ -208,27 +208,31 @@ func (c *Config) Validate() error {
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		v.add("log.level", "%s is not a level; use debug, info, warn or error", v.quote("log.level", c.Log.Level))
+		v.add("log.level", "%s is not a level; use debug, info, warn or error", v.quote(c.Log.Level))
 	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
-		v.add("log.format", "%s is not a format; use text or json", v.quote("log.format", c.Log.Format))
+		v.add("log.format", "%s is not a format; use text or json", v.quote(c.Log.Format))
 	}
 	return errors.Join(v.errs...)
 }
 
 type validator struct {
 	errs []error
-	env  map[string]envValue // see Config.env
+	env  []envValue // see Config.env
 }
 
-// quote quotes the value at path as an error shows it: as written when it
-// came from the environment (${VAR}), which may be a secret in the wrong
-// key, and as it is otherwise.
-func (v *validator) quote(path, value string) string {
-	if e, ok := v.env[path]; ok && e.sum == sha256.Sum256([]byte(value)) {
-		return strconv.Quote(e.written)
+// quote quotes a value as an error shows it: as written when it is a value
+// that came from the environment (${VAR}), which may be a secret in the
+// wrong key, and as it is otherwise. It goes by the value, not by the key
+// it was written under: a YAML alias (*t) copies it to another key.
+func (v *validator) quote(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	for _, e := range v.env {
+		if e.sum == sum {
+			return strconv.Quote(e.written)
+		}
 	}
 	return strconv.Quote(value)
 }
@@ -240,18 +244,18 @@ func (v *validator) add(path, format string, args ...any) {
 func (v *validator) listen(c *Config) {
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		v.add("listen", "%s is not host:port, such as 127.0.0.1:8080", v.quote("listen", c.Listen))
+		v.add("listen", "%s is not host:port, such as 127.0.0.1:8080", v.quote(c.Listen))
 		return
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		v.add("listen", "%s: the port is not a number from 0 to 65535", v.quote("listen", c.Listen))
+		v.add("listen", "%s: the port is not a number from 0 to 65535", v.quote(c.Listen))
 		return
 	}
 	if c.OpenAPI() && !isLoopback(host) {
 		v.add("listen", "%s is not a loopback address, and with no api.tokens the API is open to anyone "+
 			"who can reach it: listen on 127.0.0.1, ::1 or localhost, or add a token under api.tokens "+
 			"(e.g. {name: agent, token: \"${ASKBRIDGE_TOKEN}\", scopes: [ask, answer]}) "+
-			"that clients send as Authorization: Bearer <token>", v.quote("listen", c.Listen))
+			"that clients send as Authorization: Bearer <token>", v.quote(c.Listen))
 	}
 }
 
@@ -395,11 +399,11 @@ func (v *validator) redisAddrs(r Redis) {
 		p := fmt.Sprintf("redis.addrs[%d]", i)
 		host, port, err := net.SplitHostPort(a)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			v.add(p, "%s is not host:port", v.quote(p, a))
+			v.add(p, "%s is not host:port", v.quote(a))
 			continue
 		}
 		if j, dup := seen[a]; dup {
-			v.add(p, "%s is also redis.addrs[%d]", v.quote(p, a), j)
+			v.add(p, "%s is also redis.addrs[%d]", v.quote(a), j)
 		}
 		seen[a] = i
 	}
@@ -424,7 +428,7 @@ func (v *validator) tokens(tokens []Token) {
 		if t.Name == "" {
 			v.add(p+".name", "required: it names the client in logs and records")
 		} else if j, dup := names[t.Name]; dup {
-			v.add(p+".name", "%s is also the name of api.tokens[%d]", v.quote(p+".name", t.Name), j)
+			v.add(p+".name", "%s is also the name of api.tokens[%d]", v.quote(t.Name), j)
 		} else {
 			names[t.Name] = i
 		}
@@ -453,11 +457,9 @@ func (v *validator) tokens(tokens []Token) {
 		for j, s := range t.Scopes {
 			switch {
 			case s != ScopeAsk && s != ScopeAnswer:
-				sp := fmt.Sprintf("%s.scopes[%d]", p, j)
-				v.add(sp, "%s is not a scope; use %s or %s", v.quote(sp, s), ScopeAsk, ScopeAnswer)
+				v.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%s is not a scope; use %s or %s", v.quote(s), ScopeAsk, ScopeAnswer)
 			case seen[s]:
-				sp := fmt.Sprintf("%s.scopes[%d]", p, j)
-				v.add(sp, "%s is listed twice", v.quote(sp, s))
+				v.add(fmt.Sprintf("%s.scopes[%d]", p, j), "%s is listed twice", v.quote(s))
 			}
 			seen[s] = true
 		}
@@ -504,12 +506,12 @@ func (v *validator) routes(c *Config) {
 		if r.Name == "" {
 			v.add(p+".name", "required (a request names its route; %q is used when it names none)", DefaultRoute)
 		} else if j, dup := names[r.Name]; dup {
-			v.add(p+".name", "%s is also the name of routes[%d]", v.quote(p+".name", r.Name), j)
+			v.add(p+".name", "%s is also the name of routes[%d]", v.quote(r.Name), j)
 		} else {
 			names[r.Name] = i
 		}
 		if r.Mode != ModeAll && r.Mode != ModeFirst {
-			v.add(p+".mode", "%s is not a mode; use %s or %s", v.quote(p+".mode", r.Mode), ModeAll, ModeFirst)
+			v.add(p+".mode", "%s is not a mode; use %s or %s", v.quote(r.Mode), ModeAll, ModeFirst)
 		}
 		if r.ExpiresIn < 0 {
 			v.add(p+".expires_in", "must not be negative (0: store.default_expires_in)")
@@ -563,7 +565,7 @@ func (v *validator) routes(c *Config) {
 // that a request waits for them.
 func (v *validator) mention(path, m string, pings *regexp.Regexp, forms string) {
 	if t := strings.TrimSpace(m); t != "" && !pings.MatchString(t) {
-		v.add(path, "%s would ping nobody; write %s", v.quote(path, m), forms)
+		v.add(path, "%s would ping nobody; write %s", v.quote(m), forms)
 	}
 }
 
@@ -584,8 +586,7 @@ func (v *validator) ids(path string, ids []string, valid func(string) bool, what
 		case strings.TrimSpace(id) == "":
 			v.add(fmt.Sprintf("%s[%d]", path, i), "empty")
 		case !valid(id):
-			p := fmt.Sprintf("%s[%d]", path, i)
-			v.add(p, "%s is not %s", v.quote(p, id), what)
+			v.add(fmt.Sprintf("%s[%d]", path, i), "%s is not %s", v.quote(id), what)
 		}
 	}
 }
