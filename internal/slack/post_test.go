@@ -155,6 +155,20 @@ func TestPostFailsFastAndBounded(t *testing.T) {
 			t.Errorf("%d calls, want the 5 attempts of the policy", n)
 		}
 	})
+	t.Run("unreachable, retried", func(t *testing.T) {
+		// The error reaches the log and, in NO_PROVIDER, the agent:
+		// after retries too, without the API URL's query.
+		store := embeddedStore(t)
+		cfg := &config.Config{Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: "http://127.0.0.1:1/api/?key=SECRETQUERY&m="}}
+		s, err := New(cfg, Options{Store: store, Retry: surface.Retry{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Post(context.Background(), createQuestion(t, store), target)
+		if err == nil || !strings.Contains(err.Error(), "attempts") || strings.Contains(err.Error(), "SECRETQUERY") {
+			t.Fatalf("Post: %v; want a retried failure without the URL's query", err)
+		}
+	})
 	t.Run("wrong token", func(t *testing.T) {
 		fake := slacktest.NewFakeSlack(t, "xoxb-another")
 		s, store, _ := newSurface(t, fake)

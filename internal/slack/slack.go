@@ -144,16 +144,21 @@ func withSlash(u string) string {
 // method and never holds a token: slack-go sends tokens in headers and
 // bodies, and a transport error's URL loses its query to be sure.
 func (s *Surface) call(ctx context.Context, method string, f func(context.Context) error) error {
-	err := s.retry.Do(ctx, f)
+	err := s.retry.Do(ctx, func(ctx context.Context) error {
+		err := f(ctx)
+		// Cut before the policy quotes it: its wrapping error ("gave up
+		// after 5 attempts: ...") holds the text, not the error.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			if u, perr := url.Parse(ue.URL); perr == nil {
+				u.RawQuery, u.User = "", nil
+				ue.URL = u.String()
+			}
+		}
+		return err
+	})
 	if err == nil {
 		return nil
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			u.RawQuery, u.User = "", nil
-			ue.URL = u.String()
-		}
 	}
 	return fmt.Errorf("slack %s: %w", method, err)
 }
