@@ -352,23 +352,42 @@ func TestDrainWaitsForAStoreStep(t *testing.T) {
 		_, _, err := d.Create(context.Background(), question("default", "call-store-step"))
 		created <- err
 	}()
-	<-hold.stored // stored in Redis, its reply not yet back
+	within(t, hold.stored, "the create's store step") // stored in Redis, its reply not yet back
 	begun, cancel := context.WithCancel(context.Background())
 	cancel()
 	d.Drain(begun) // begins the drain, without waiting
-	if _, _, err := d.Create(context.Background(), question("default", "call-probe")); !errors.Is(err, dispatch.ErrStopping) {
+	// Bounded: a create not refused would wait behind the held one.
+	probe, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := d.Create(probe, question("default", "call-probe")); !errors.Is(err, dispatch.ErrStopping) {
+		close(hold.release)
 		t.Fatalf("a create after Drain began: %v; want ErrStopping", err)
 	}
 	drained := make(chan struct{})
 	go func() { d.Drain(context.Background()); close(drained) }()
 	close(hold.release)
-	<-drained
+	within(t, drained, "Drain")
 	id := pending.NewID(question("default", "call-store-step"))
 	if got, err := e.store.Get(context.Background(), id); err != nil || len(got.Posts) != 2 {
 		t.Errorf("when Drain returned: %v, %v; want both messages recorded", got, err)
 	}
-	if err := <-created; err != nil {
-		t.Errorf("Create: %v", err)
+	select {
+	case err := <-created:
+		if err != nil {
+			t.Errorf("Create: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held create did not return within 10 s")
+	}
+}
+
+// within waits for c to be closed, for at most 10 s.
+func within(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not within 10 s", what)
 	}
 }
 
