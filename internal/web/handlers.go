@@ -208,9 +208,16 @@ func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 // its cookie is refused too, and in the browser.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	ss, cookie, err := s.sessionOf(r)
+	if errors.Is(err, errSignedOut) { // nothing to end but the cookie
+		s.clearSession(w, r)
+		http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
+		return nil
+	}
+	token, terr := sentCSRF(w, r) // a script's, or the form's
 	switch {
-	case errors.Is(err, errSignedOut): // nothing to end but the cookie
-	case !s.checkCSRF(cmp.Or(r.Header.Get("X-CSRF-Token"), r.PostFormValue("csrf")), cookie): // a script's, or the form's
+	case terr != nil:
+		return &pageErr{http.StatusRequestEntityTooLarge, "Not signed out", "The form was larger than a sign-out form can be."}
+	case !s.checkCSRF(token, cookie):
 		return &pageErr{http.StatusForbidden, "Not signed out", "The form was stale; reload the page and try again."}
 	case err == nil:
 		err = s.signOutSession(r.Context(), ss, cookie)

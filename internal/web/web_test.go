@@ -321,6 +321,16 @@ func TestCSRF(t *testing.T) {
 		if res.StatusCode != http.StatusForbidden {
 			t.Errorf("sign-out with a bad CSRF token: %d", res.StatusCode)
 		}
+		// Its form is read within the API's body limit, as the answer
+		// calls' are.
+		big := url.Values{"pad": {strings.Repeat("x", seam.MaxBodyBytes)}, "csrf": {csrf}}.Encode()
+		if res, err = c.Post(b.srv.URL+"/web/signout", "application/x-www-form-urlencoded", strings.NewReader(big)); err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if _, page := b.page(t, c, "/"); res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(page, `data-page="inbox"`) {
+			t.Errorf("sign-out with a form past the limit: %d, want 413 and still signed in", res.StatusCode)
+		}
 		// In the header, as a script sends it, it signs out as the form's does.
 		other := b.browser(t)
 		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/web/signout", nil)
