@@ -5,6 +5,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -253,43 +254,36 @@ func noProvider(format string, args ...any) error {
 // rec.Posts, and returns how many targets took it and, when none did, why
 // the first of them refused: for the agent, which can't read the log.
 func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) (int, string) {
-	failures := make([]error, len(rt.targets))
-	first := func() string {
-		for i, err := range failures {
-			if err != nil {
-				return fmt.Sprintf("target %s: %s", rt.targets[i].Key, surface.Truncate(err.Error(), 200))
-			}
-		}
-		return "no target was tried"
-	}
 	if rt.mode == config.ModeFirst {
-		for i, t := range rt.targets {
+		var first error
+		for _, t := range rt.targets {
 			posts, err := d.postTo(ctx, rec, t)
 			if err == nil {
 				rec.Posts = append(rec.Posts, posts...)
 				return 1, ""
 			}
-			failures[i] = err
+			first = cmp.Or(first, fmt.Errorf("target %s: %w", t.Key, err))
 		}
-		return 0, first()
+		return 0, refusal(first)
 	}
 	var (
-		mu     sync.Mutex
-		took   int
-		posted []pending.Post
+		mu       sync.Mutex
+		took     int
+		posted   []pending.Post
+		failures map[string]error // by target key; made on the first
 	)
-	index := make(map[string]int, len(rt.targets))
-	for i, t := range rt.targets {
-		index[t.Key] = i
-	}
 	each(rt.targets, func(t Target) {
 		posts, err := d.postTo(ctx, rec, t)
 		mu.Lock()
 		defer mu.Unlock()
 		if err == nil {
 			took++
+		} else {
+			if failures == nil {
+				failures = map[string]error{}
+			}
+			failures[t.Key] = fmt.Errorf("target %s: %w", t.Key, err)
 		}
-		failures[index[t.Key]] = err
 		posted = append(posted, posts...)
 	})
 	rec.Posts = append(rec.Posts, posted...)
@@ -297,7 +291,21 @@ func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) (i
 	if took > 0 {
 		return took, ""
 	}
-	return 0, first()
+	for _, t := range rt.targets {
+		if err := failures[t.Key]; err != nil {
+			return 0, refusal(err)
+		}
+	}
+	return 0, refusal(nil)
+}
+
+// refusal is the part of a NO_PROVIDER message that says why the route's
+// first target did not take the request.
+func refusal(err error) string {
+	if err == nil {
+		return "no target was tried"
+	}
+	return surface.Truncate(err.Error(), 200)
 }
 
 // each calls f with every item at once and waits for them. A single item
