@@ -39,6 +39,9 @@ var (
 	// it. Whoever gets it does what a sweeper does for an expiry.
 	ErrExpired     = fmt.Errorf("%w: it expired before this resolution", ErrAlreadyResolved)
 	ErrUnavailable = errors.New("redis is unavailable")
+	// ErrNotOffered is a Resolution whose Offered label is none of the
+	// request's options: nothing was changed.
+	ErrNotOffered = errors.New("the answer is not one the request offers")
 )
 
 // Options tune a Store. The zero value of every field has a default.
@@ -489,6 +492,11 @@ type Resolution struct {
 	// lets a caller that has not read the request, only what it posted,
 	// resolve it knowing that its answer fits.
 	Hash string
+	// Offered, when set, is the option label the answer picks, taken from
+	// a click's own payload (Slack's one-click buttons carry it) rather
+	// than from the stored request: unless it is one of the request's
+	// options, nothing changes and Resolve returns ErrNotOffered.
+	Offered string
 }
 
 // resolveScript ends a pending request: first writer wins. A request with
@@ -506,7 +514,8 @@ type Resolution struct {
 // edits, ms, ARGV[15] '1' to return only the post fields when resolved now,
 // ARGV[16] the required hash, or empty, ARGV[17] on a cluster the shard's
 // wake channel, or empty, ARGV[18] a token of this call, kept on the
-// record it ends.
+// record it ends, ARGV[19] an option as the body holds it ("label":"...",
+// JSON-encoded as the body is), which the body must hold, or empty.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON", so
 // waiters need not read the record again: with SPUBLISH on the shard's
 // channel on a cluster, else (or where SPUBLISH is unknown: Redis before
@@ -517,7 +526,8 @@ type Resolution struct {
 // A request this very call ended (its token is on the record) is answered
 // as that run was: the reply was lost and go-redis sent the script again.
 // Returns {0} not found, {1, HGETALL or the post fields} resolved now,
-// {2, HGETALL} already resolved, {3} not due, {4, HGETALL} expired now.
+// {2, HGETALL} already resolved, {3} not due, {4, HGETALL} expired now,
+// {5} not an option of the request (ARGV[19]).
 var resolveScript = redis.NewScript(`
 local function ended(done, fresh)
   local all = redis.call('HGETALL', KEYS[1])
@@ -537,6 +547,7 @@ if not rec[1] then return {0} end
 if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
 if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
 if ARGV[16] ~= '' and rec[5] ~= ARGV[16] then return {0} end
+if ARGV[19] ~= '' and not string.find(redis.call('HGET', KEYS[1], 'body') or '', ARGV[19], 1, true) then return {5} end
 if rec[1] ~= 'pending' then
   if ARGV[18] ~= '' and rec[6] == ARGV[18] then
     if rec[1] == ARGV[2] then return ended(1, false) end
@@ -606,11 +617,18 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	// request ended by call answers as the first run did.
 	var call [8]byte
 	rand.Read(call[:])
+	var offered []byte
+	if res.Offered != "" {
+		// As json.Marshal wrote the body: a quote inside a string value
+		// is escaped there, so this can match only an option's label.
+		label, _ := json.Marshal(res.Offered)
+		offered = append([]byte(`"label":`), label...)
+	}
 	now := s.opt.Now()
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:])).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:]), offered).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}
@@ -623,6 +641,8 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 		s.w.wake(id, &ending{string(res.Status), strconv.FormatInt(now.UnixMilli(), 10), string(by), string(result)})
 	case 3:
 		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotDue)
+	case 5:
+		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotOffered)
 	case 4:
 		s.w.wake(id, &ending{string(seam.StatusExpired), strconv.FormatInt(now.UnixMilli(), 10), "", ""})
 	}

@@ -433,6 +433,33 @@ func TestResolve(t *testing.T) {
 			}
 		})
 
+		// Offered is a label taken from a click's own payload: one the
+		// request does not offer changes nothing.
+		t.Run("offered names one of the request's options", func(t *testing.T) {
+			nr := question("alice", "call-offered")
+			labels := []string{`Ship <v2> & "go" \ now`, "Jä, 日本 (Recommended)"}
+			nr.Questions = &seam.Questions{Questions: []seam.Question{{ID: "ship", Question: "Ship it?",
+				Header: `"label":"forged"`, Options: []seam.Option{{Label: labels[0]}, {Label: labels[1], Description: `"label":"forged"`}}}}}
+			rec := mustCreate(t, s, nr)
+			pick := func(label string) Resolution {
+				res := answered("U1")
+				res.Hash, res.Offered = rec.Hash, label
+				res.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "ship", Selected: []string{label}}}}
+				return res
+			}
+			for _, forged := range []string{"rm -rf /", "forged", "Ship <v2>", labels[1] + " "} {
+				if got, err := s.Resolve(ctx, rec.ID, pick(forged)); !errors.Is(err, ErrNotOffered) || got != nil {
+					t.Errorf("Resolve with %q, not offered = %v, %v; want nil, ErrNotOffered", forged, got, err)
+				}
+			}
+			if got := mustGet(t, s, rec.ID); got.Status != seam.StatusPending {
+				t.Fatalf("status = %s after refused labels; want pending", got.Status)
+			}
+			if got, err := s.Resolve(ctx, rec.ID, pick(labels[0])); err != nil || got.Status != seam.StatusAnswered {
+				t.Errorf("Resolve with an offered label = %+v, %v; want it answered", got, err)
+			}
+		})
+
 		t.Run("first answer wins across replicas", func(t *testing.T) {
 			b := b.sub(t)
 			replicas := []*Store{s, b.store(withRetention(time.Hour))}

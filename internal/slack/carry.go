@@ -26,10 +26,12 @@ const maxButtonValue = 2000
 // Slack's signature proves that Slack sent the click, not that the value is
 // what the bridge posted: whether a person can alter a button's value on
 // its way is not established. So nothing a value says lets anyone answer
-// who could not anyway: the hash makes the resolve refuse a request that
-// asks something else (one replaced under its tool_call_id), and in a
-// channel that targets with different responders share, the click reads
-// the request and checks the target it records (Surface.mixed, Interactions.quick).
+// who could not anyway, nor answer what was not asked: the hash makes the
+// resolve refuse a request that asks something else (one replaced under
+// its tool_call_id), the resolve refuses a label that is none of the
+// request's options (pending.Resolution.Offered), and in a channel that
+// targets with different responders share, the click reads the request
+// and checks the target it records (Surface.mixed, Interactions.quick).
 type carried struct {
 	hash   string
 	target string
@@ -156,7 +158,7 @@ func (c carried) resolution(verb string) pending.Resolution {
 	case surface.VerbAllow:
 		res.Kind, res.Decision = seam.KindApproval, &seam.Decision{Outcome: seam.OutcomeAllowedOnce}
 	case surface.VerbPick:
-		res.Kind = seam.KindQuestion
+		res.Kind, res.Offered = seam.KindQuestion, c.label
 		res.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: c.qid, Selected: []string{c.label}}}}
 	}
 	return res

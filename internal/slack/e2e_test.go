@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -434,6 +435,37 @@ func TestDuplicateDeliveryChangesNothing(t *testing.T) {
 	}
 	if n := len(b.fake.Calls("chat.update")); n != 1 {
 		t.Errorf("%d edits, want 1", n)
+	}
+}
+
+// TestCarriedLabelMustBeOffered: a one-click button carries its option's
+// label, and the click is resolved without reading the request first. A
+// value altered on its way (Slack signs the click, not that the value is
+// the bridge's) to a label the question does not offer records nothing;
+// the person is told, and the request still takes a real answer.
+func TestCarriedLabelMustBeOffered(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	forged := slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)
+	action := forged["actions"].([]any)[0].(map[string]any)
+	var fields []string
+	if err := json.Unmarshal([]byte(action["value"].(string)), &fields); err != nil || len(fields) != 4 {
+		t.Fatalf("the button carries %v (%v); want [hash target question label]", action["value"], err)
+	}
+	fields[3] = "rm -rf / (Recommended)"
+	v, _ := json.Marshal(fields)
+	action["value"] = string(v)
+	b.click(t, forged)
+	b.fake.WaitFor(t, "ada told", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		return slices.Contains(ephemerals(calls, "UADA"), "That answer is not one of the options; nothing was saved.")
+	})
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Fatalf("after a click carrying a label not offered: %v %s; want pending", rec.M["status"], rec.Raw("answer"))
+	}
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil))
+	if rec := b.wait(t, "/v1/questions", id); rec.Raw("answer") != `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}` {
+		t.Errorf("the real click then: %s", rec.Raw("answer"))
 	}
 }
 

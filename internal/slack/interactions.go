@@ -35,6 +35,7 @@ const (
 	msgChooseFirst  = "Choose at least one option first, or use Other… to type an answer."
 	msgTypeAnswer   = "Type an answer."
 	msgTypeFeedback = "Type your feedback."
+	msgNotOffered   = "That answer is not one of the options; nothing was saved."
 )
 
 // Interactions takes Slack's interaction payloads (block_actions and
@@ -723,6 +724,10 @@ func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c cli
 		h.gone(ctx, c)
 	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
 		h.late(ctx, got, &res, c)
+	case errors.Is(err, pending.ErrNotOffered):
+		// A button's value altered on its way: nothing was recorded.
+		h.log.Warn("a click carried an option the request does not offer; nothing was recorded", "request_id", c.ref.ID, "user", c.user.ID)
+		h.tell(ctx, c, msgNotOffered)
 	default:
 		h.log.Warn("resolving a request failed", "request_id", c.ref.ID, "err", err)
 		h.tell(ctx, c, surface.MsgUnconfirmed)
