@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -172,6 +173,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// takes it) would otherwise run the embedded defaults, and ignore
 		// every flag after the file.
 		return usageErr(stderr, "serve", "unexpected argument %q; name the config file with --config (bridge serve --config %s)", fs.Arg(0), fs.Arg(0))
+	}
+	if _, _, err := net.SplitHostPort(*listen); *listen != "" && err != nil {
+		// Else Validate names the config's key, which the flag overrode.
+		return usageErr(stderr, "serve", "--listen %q is not host:port, such as 127.0.0.1:8080 or :8080", *listen)
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {

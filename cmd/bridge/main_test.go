@@ -45,6 +45,11 @@ func TestServeUsage(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--config") || strings.Contains(r.stderr, "listening") {
 		t.Errorf("serve FILE: exit %d, stderr %q; want exit %d pointing at --config", r.code, r.stderr, exitUsage)
 	}
+	// A bad --listen is the flag's, not the config's listen key.
+	r = cli("serve", "--listen", "18487")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `--listen "18487" is not host:port`) || strings.Contains(r.stderr, "listen: ") {
+		t.Errorf("serve --listen 18487: exit %d, stderr %q; want exit %d naming the flag", r.code, r.stderr, exitUsage)
+	}
 	r = cli("serve", "-h")
 	if r.code != exitOK || !strings.Contains(r.stdout, "usage: bridge serve") {
 		t.Errorf("serve -h: exit %d, stdout %q; want exit 0 and the usage", r.code, r.stdout)

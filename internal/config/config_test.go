@@ -193,7 +193,7 @@ func TestEnvExpansion(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{"unset names the variable and the key", "slack:\n  bot_token: ${SLACK_BOT_TOKEN}\n",
-			[]string{"slack.bot_token (line 2)", "SLACK_BOT_TOKEN is not set"}},
+			[]string{"slack.bot_token (line 2)", "SLACK_BOT_TOKEN is not set: set it, or write ${SLACK_BOT_TOKEN:-} where the key may be left empty"}},
 		{"every unset variable is reported", "listen: ${A1}\nbase_url: ${A2}\n", []string{"A1 is not set", "A2 is not set"}},
 		{"in a list", "api: {tokens: [{name: a, token: \"${NOPE}\"}]}", []string{"api.tokens[0].token (line 1)", "NOPE is not set"}},
 		{"unterminated", "listen: ${TOKEN\n", []string{"listen (line 1)", "no closing }"}},
@@ -537,12 +537,12 @@ func TestValidate(t *testing.T) {
 		{"negative default_expires_in", func(c *Config) { c.Store.DefaultExpiresIn = -1 }, "store.default_expires_in: must not be negative"},
 		{"sweep_interval 0", func(c *Config) { c.Store.SweepInterval = 0 }, "store.sweep_interval: must be more than 0"},
 		{"negative max_wait", func(c *Config) { c.Store.MaxWait = Duration(-time.Second) }, "store.max_wait: must not be negative"},
-		{"slack bot_token", func(c *Config) { c.Slack.BotToken = "" }, "slack.bot_token: required"},
+		{"slack bot_token", func(c *Config) { c.Slack.BotToken = "" }, "slack.bot_token: required: the Bot User OAuth Token (xoxb-…"},
 		{"slack neither secret nor app token", func(c *Config) { c.Slack.SigningSecret = "" }, "slack: set signing_secret (interactions over the Request URL) or app_token (Socket Mode)"},
 		{"slack app token instead is fine", func(c *Config) { c.Slack.SigningSecret = ""; c.Slack.AppToken = "xapp-1" }, ""},
 		{"slack api_url", func(c *Config) { c.Slack.APIURL = "ftp://x/" }, "slack.api_url: not an http:// or https:// URL"},
 		{"slack api_url slash", func(c *Config) { c.Slack.APIURL = "http://x/api" }, "slack.api_url: must end in /"},
-		{"discord bot_token", func(c *Config) { c.Discord.BotToken = "" }, "discord.bot_token: required"},
+		{"discord bot_token", func(c *Config) { c.Discord.BotToken = "" }, "discord.bot_token: required: the bot's token (Developer Portal"},
 		{"discord application_id", func(c *Config) { c.Discord.ApplicationID = "" }, "discord.application_id: required"},
 		{"discord application_id not a number", func(c *Config) { c.Discord.ApplicationID = "askbridge" }, "discord.application_id: must be the application's id, a number"},
 		{"discord channel by name", func(c *Config) { c.Routes[0].Targets[1].Discord.Channel = "ops" }, "routes[0].targets[1].discord.channel: must be the channel's id, a number"},

@@ -263,7 +263,7 @@ func (x *expander) expand(s string) (string, error) {
 		case hasDef && v == "":
 			v = def
 		case !ok:
-			errs = append(errs, fmt.Errorf("environment variable %s is not set (write ${%s:-} to allow it unset)", name, name))
+			errs = append(errs, fmt.Errorf("environment variable %s is not set: set it, or write ${%s:-} where the key may be left empty", name, name))
 			continue
 		}
 		b.WriteString(v)

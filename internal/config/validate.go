@@ -168,7 +168,10 @@ func (c *Config) Validate() error {
 	v.store(c.Store)
 	v.web(c.Web)
 	if s := c.Slack; s != nil {
-		v.secret("slack.bot_token", s.BotToken, true)
+		if s.BotToken == "" {
+			v.add("slack.bot_token", "required: the Bot User OAuth Token (xoxb-…, the app's OAuth & Permissions page)")
+		}
+		v.secret("slack.bot_token", s.BotToken, false)
 		v.secret("slack.signing_secret", s.SigningSecret, false)
 		v.secret("slack.app_token", s.AppToken, false)
 		// Swapped, the two tokens pass until Slack refuses them at start.
@@ -189,7 +192,10 @@ func (c *Config) Validate() error {
 		v.apiURL("slack.api_url", s.APIURL)
 	}
 	if d := c.Discord; d != nil {
-		v.secret("discord.bot_token", d.BotToken, true)
+		if d.BotToken == "" {
+			v.add("discord.bot_token", "required: the bot's token (Developer Portal → your app → Bot → Reset Token)")
+		}
+		v.secret("discord.bot_token", d.BotToken, false)
 		switch {
 		case d.ApplicationID == "":
 			v.add("discord.application_id", "required")
