@@ -215,11 +215,19 @@ func stringEnd(raw []byte, start int) int {
 
 // builder accumulates a message's blocks within the text budget.
 type builder struct {
-	budget   int  // text all blocks may hold
 	short    bool // a message Slack refused as too long: see renderShort
 	blocks   []slackapi.Block
 	used     int             // text in blocks so far
 	overflow strings.Builder // unescaped text for the thread
+}
+
+// budget is the text all of the message's blocks may hold: half as much
+// in a short message.
+func (b *builder) budget() int {
+	if b.short {
+		return messageBudget / 2
+	}
+	return messageBudget
 }
 
 func (b *builder) add(bl slackapi.Block) {
@@ -298,7 +306,7 @@ func (b *builder) message(text string, id string) message {
 // render renders rec: with controls while live, else with the line that
 // says how it ended. mention, when set, is the operator's configured ping.
 func render(rec *pending.Record, mention string, live bool) message {
-	return renderWith(builder{budget: messageBudget}, rec, mention, live)
+	return renderWith(builder{}, rec, mention, live)
 }
 
 // renderShort is render for a message Slack refused as too long
@@ -306,7 +314,7 @@ func render(rec *pending.Record, mention string, live bool) message {
 // thread, and a question's options, text too though outside the budget,
 // chosen in the modal instead of a select.
 func renderShort(rec *pending.Record, mention string, live bool) message {
-	return renderWith(builder{budget: messageBudget / 2, short: true}, rec, mention, live)
+	return renderWith(builder{short: true}, rec, mention, live)
 }
 
 func renderWith(b builder, rec *pending.Record, mention string, live bool) message {
@@ -393,7 +401,7 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 	// The controls' text (or the status line that replaces them) is
 	// reserved first; the options' listing gets at most one section, the
 	// detail what is left.
-	room := b.budget - b.used - max(textLen(controls...), statusReserve)
+	room := b.budget() - b.used - max(textLen(controls...), statusReserve)
 	if listing != "" {
 		rest := b.sections(listing, min(room/2, maxSectionText), 1)
 		room -= surface.Len(esc(listing[:len(listing)-len(rest)]))
@@ -556,7 +564,7 @@ func questionControls(id string, q seam.Question, sh shape) []slackapi.Block {
 // a section of its own, answered together in one modal.
 func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 	qs := rec.Questions.Questions
-	per := min(maxSectionText, (b.budget-b.used-statusReserve)/len(qs))
+	per := min(maxSectionText, (b.budget()-b.used-statusReserve)/len(qs))
 	for i, q := range qs {
 		full := questionText(i, q)
 		text := esc(full)
@@ -611,7 +619,7 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 		reason = a.Reason
 	}
 	if reason != "" {
-		if rest := b.sections(fromMarkdown(reason), b.budget-b.used-maxSectionText-statusReserve, 3); rest != "" {
+		if rest := b.sections(fromMarkdown(reason), b.budget()-b.used-maxSectionText-statusReserve, 3); rest != "" {
 			b.context(moreNote(rest))
 			b.spill("*Reason, continued:*", rest)
 		}
