@@ -350,11 +350,17 @@ func (s *Server) clearSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // onceLinks are the one-time sign-in links of a bridge with no API tokens,
-// printed in its log at start: each signs in one browser, once.
+// printed in its log at start (and by bridge signin-link): each signs in
+// one browser, once.
 type onceLinks struct {
 	mu    sync.Mutex
 	nonce map[string]time.Time // nonce -> until when it is valid
 }
+
+// maxOnceLinks is how many unused sign-in links are good at once. Each
+// is asked for by hand; past this many, issuing one retires the oldest,
+// so a loop asking for links can't grow the set (or each check's scan).
+const maxOnceLinks = 16
 
 func (o *onceLinks) issue(now time.Time, ttl time.Duration) string {
 	buf := make([]byte, 24)
@@ -365,10 +371,17 @@ func (o *onceLinks) issue(now time.Time, ttl time.Duration) string {
 	if o.nonce == nil {
 		o.nonce = map[string]time.Time{}
 	}
+	var oldest string
 	for k, until := range o.nonce {
-		if now.After(until) {
+		switch {
+		case now.After(until):
 			delete(o.nonce, k)
+		case oldest == "" || until.Before(o.nonce[oldest]):
+			oldest = k
 		}
+	}
+	if len(o.nonce) >= maxOnceLinks {
+		delete(o.nonce, oldest)
 	}
 	o.nonce[n] = now.Add(ttl)
 	return n

@@ -276,6 +276,29 @@ func TestOneTimeSignInLink(t *testing.T) {
 	}
 }
 
+// Asking for sign-in links in a loop retires the oldest unused ones: the
+// set of good links (and each sign-in's scan of it) stays small.
+func TestOneTimeSignInLinksAreCapped(t *testing.T) {
+	var o onceLinks
+	now := time.Unix(1_800_000_000, 0)
+	var issued []string
+	for i := range 10 * maxOnceLinks {
+		issued = append(issued, o.issue(now.Add(time.Duration(i)*time.Second), time.Hour))
+	}
+	if len(o.nonce) != maxOnceLinks {
+		t.Errorf("%d links good at once, want %d", len(o.nonce), maxOnceLinks)
+	}
+	at := now.Add(time.Duration(len(issued)) * time.Second)
+	for i, n := range issued {
+		if want := i >= len(issued)-maxOnceLinks; o.valid(n, at) != want {
+			t.Errorf("link %d of %d good: %t, want %t", i+1, len(issued), !want, want)
+		}
+	}
+	if newest := issued[len(issued)-1]; !o.use(newest, at) || o.use(newest, at) {
+		t.Error("the newest link does not sign in exactly once")
+	}
+}
+
 func TestCSRF(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
