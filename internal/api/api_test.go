@@ -525,20 +525,13 @@ func TestLongPollEndsWhenClientGoesAway(t *testing.T) {
 // again on another replica; and the replica stops without waiting for them.
 func TestShutdownAnswersHeldCalls(t *testing.T) {
 	url, prefix := apptest.Redis(t)
-	a, err := app.New(apptest.Config(t, "", url, prefix), discard(), app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	ran := make(chan error, 1)
-	go func() { ran <- a.Run(ctx) }()
+	a := apptest.Run(t, apptest.Config(t, "", url, prefix), app.Options{}, discard())
 
 	id := do(t, "POST", a.URL()+"/v1/questions", "", deployQ).str("id")
 	read := apptest.Go(a.URL(), "GET", "/v1/questions/"+id+"?wait=60s", nil)
 	create := apptest.Go(a.URL(), "POST", "/v1/questions?wait=60s", json.RawMessage(deployQ))
 	waitFor(t, "both calls to be held", func() bool { return a.Store().Waiting() == 2 })
-	stop()
+	a.Stop()
 
 	for name, held := range map[string]struct {
 		ch     <-chan apptest.Result
@@ -550,7 +543,7 @@ func TestShutdownAnswersHeldCalls(t *testing.T) {
 		}
 	}
 	select {
-	case err := <-ran:
+	case err := <-a.Done:
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("Run: %v", err)
 		}

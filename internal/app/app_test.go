@@ -133,14 +133,8 @@ func TestWarnsOfARedisThatEvicts(t *testing.T) {
 func TestStopIsLogged(t *testing.T) {
 	url, prefix := apptest.Redis(t)
 	out := make(lines, 1000)
-	a, err := app.New(apptest.Config(t, "", url, prefix), slog.New(slog.NewJSONHandler(out, nil)), app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	a := apptest.Run(t, apptest.Config(t, "", url, prefix), app.Options{}, slog.New(slog.NewJSONHandler(out, nil)))
+	done := a.Done
 	want := []string{"askbridge listening", "stopping: ", "askbridge stopped"}
 	deadline := time.After(20 * time.Second)
 	for len(want) > 0 {
@@ -152,7 +146,7 @@ func TestStopIsLogged(t *testing.T) {
 			}
 			if strings.HasPrefix(rec.Msg, want[0]) {
 				if want = want[1:]; len(want) == 2 {
-					cancel() // listening: now stop it
+					a.Stop() // listening: now stop it
 				}
 			}
 		case err := <-done:

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -45,14 +44,8 @@ routes:
 `, token, secret, fake.URL)
 
 	out := make(lines, 1000)
-	a, err := app.New(apptest.Config(t, yaml, url, prefix), slog.New(slog.NewJSONHandler(out, nil)), app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runDone := make(chan error, 1)
-	go func() { runDone <- a.Run(ctx) }()
+	a := apptest.Run(t, apptest.Config(t, yaml, url, prefix), app.Options{}, slog.New(slog.NewJSONHandler(out, nil)))
+	runDone := a.Done
 
 	id := apptest.Create(t, a.URL(), "/v1/questions", map[string]any{"questions": []any{map[string]any{
 		"id": "go", "question": "Deploy?", "options": []any{map[string]any{"label": "Yes"}, map[string]any{"label": "No"}},
@@ -96,7 +89,7 @@ routes:
 
 	// SIGTERM: wait until the replica says it is stopping and its listener
 	// is closed, then send the click's body.
-	cancel()
+	a.Stop()
 	deadline := time.After(10 * time.Second)
 	for stopping := false; !stopping; {
 		select {

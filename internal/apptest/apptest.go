@@ -93,17 +93,11 @@ func Start(t testing.TB, cfg *config.Config, opt app.Options) *app.App {
 // registered before StartLogged runs after the replica has stopped.
 func StartLogged(t testing.TB, cfg *config.Config, opt app.Options, log *slog.Logger) *app.App {
 	t.Helper()
-	a, err := app.New(cfg, log, opt)
-	if err != nil {
-		t.Fatalf("app.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	r := Run(t, cfg, opt, log)
 	t.Cleanup(func() {
-		cancel()
+		r.Stop()
 		select {
-		case err := <-done:
+		case err := <-r.Done:
 			if err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("app.Run: %v", err)
 			}
@@ -111,7 +105,29 @@ func StartLogged(t testing.TB, cfg *config.Config, opt app.Options, log *slog.Lo
 			t.Errorf("app did not stop within 15s")
 		}
 	})
-	return a
+	return r.App
+}
+
+// Running is a replica whose test watches how it stops.
+type Running struct {
+	*app.App
+	Stop func()       // cancels Run's context, as SIGTERM does
+	Done <-chan error // what Run returned
+}
+
+// Run builds and runs a replica of cfg, logging to log, until Stop is
+// called or t ends. Unlike Start it leaves Run's result to the test.
+func Run(t testing.TB, cfg *config.Config, opt app.Options, log *slog.Logger) Running {
+	t.Helper()
+	a, err := app.New(cfg, log, opt)
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(cancel)
+	return Running{App: a, Stop: cancel, Done: done}
 }
 
 // testWriter sends log lines to t.Log, so they show only for failed tests.

@@ -1,7 +1,6 @@
 package discord_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -129,16 +128,9 @@ func TestGatewayRefusedTokenStops(t *testing.T) {
 	const wrong = "MTEwMDAwMDAwMDAwMDAwMDAwMQ.wrong.token-that-discord-refuses"
 	yaml := strings.Replace(gatewayYAML(fake), "bot_token: "+botToken, "bot_token: "+wrong, 1)
 	url, prefix := apptest.Redis(t)
-	a, err := app.New(apptest.Config(t, yaml, url, prefix), slog.New(slog.DiscardHandler), app.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	a := apptest.Run(t, apptest.Config(t, yaml, url, prefix), app.Options{}, slog.New(slog.DiscardHandler))
 	select {
-	case err := <-done:
+	case err := <-a.Done:
 		if err == nil || !strings.Contains(err.Error(), "Discord refused discord.bot_token") || strings.Contains(err.Error(), "wrong.token") {
 			t.Errorf("Run = %v; want an error naming discord.bot_token, without the token", err)
 		}
