@@ -370,9 +370,11 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 // lease: a message posted and not recorded is edited by nobody when its
 // request ends, so it keeps its controls, and the reposter posts the
 // request again. A try whose reply was lost recorded p already; recording
-// it again changes nothing but the audit stream.
+// it again changes nothing but the audit stream. The lease is its own: a
+// post that answered near the end of its time has the message out all the
+// same.
 func (d *Dispatcher) record(ctx context.Context, id string, p pending.Post) (*pending.Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, pending.PostingLease)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pending.PostingLease)
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {

@@ -135,6 +135,12 @@ func (e *env) replica(t *testing.T) *dispatch.Dispatcher {
 // hooks.
 func (e *env) replicaWith(t *testing.T, m *dispatch.Metrics, hooks ...redis.Hook) *dispatch.Dispatcher {
 	t.Helper()
+	return e.replicaOn(t, e.chat, m, hooks...)
+}
+
+// replicaOn is replicaWith posting through s.
+func (e *env) replicaOn(t *testing.T, s dispatch.Surface, m *dispatch.Metrics, hooks ...redis.Hook) *dispatch.Dispatcher {
+	t.Helper()
 	cfg, err := config.Parse([]byte(routesYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +157,7 @@ func (e *env) replicaWith(t *testing.T, m *dispatch.Metrics, hooks ...redis.Hook
 	if e.store == nil {
 		e.store = store
 	}
-	d, err := dispatch.New(store, cfg, map[string]dispatch.Surface{"slack": e.chat}, m, slog.New(slog.DiscardHandler))
+	d, err := dispatch.New(store, cfg, map[string]dispatch.Surface{"slack": s}, m, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,6 +618,51 @@ func TestPostIsRecordedThroughARedisBlip(t *testing.T) {
 			t.Errorf("message %s keeps its buttons: finished %v", p.MessageID, c.finished)
 		}
 	}
+}
+
+// A post that answers late, near the end of its lease (after a burst of
+// 429s, say), is recorded through a Redis blip all the same: its
+// recording has a lease of its own, not what the post left of one.
+func TestLatePostIsRecordedThroughARedisBlip(t *testing.T) {
+	c := newChat()
+	e, _ := setup(t, c)
+	blip := new(refuseAddPost)
+	blip.left.Store(4)
+	d := e.replicaOn(t, latePoster{c}, nil, blip)
+	d.SetPostFor(500 * time.Millisecond)
+	ctx := context.Background()
+	rec, created, err := d.Create(ctx, question("broken", ""))
+	if err != nil || !created {
+		t.Fatalf("Create: created %v, %v", created, err)
+	}
+	got, err := e.store.Get(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Posts) != 1 || len(c.channels()) != 1 {
+		t.Fatalf("%d messages recorded of %d posted; want the one", len(got.Posts), len(c.channels()))
+	}
+	e.clk.Add(pending.PostingLease + time.Second)
+	if err := d.Repost(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.channels()); n != 1 {
+		t.Errorf("the question was posted %d times; want once", n)
+	}
+}
+
+// latePoster posts as chat does, once its post's deadline is 20 ms away.
+type latePoster struct{ *chat }
+
+func (p latePoster) Post(ctx context.Context, rec *pending.Record, t dispatch.Target) ([]pending.Post, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		select {
+		case <-time.After(time.Until(dl) - 20*time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return p.chat.Post(ctx, rec, t)
 }
 
 // refuseAddPost is a go-redis hook under which the first left recordings of
