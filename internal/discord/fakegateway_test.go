@@ -21,13 +21,15 @@ type FakeGateway struct {
 	conns []*websocket.Conn
 	seq   int
 	ident chan struct{} // one value per session that identified
+	// changed is closed, and replaced, when a session comes or goes.
+	changed chan struct{}
 
 	writeLocks sync.Map // *websocket.Conn -> *sync.Mutex: one writer at a time
 }
 
 // StartGateway serves a fake gateway and points f's GET /gateway at it.
 func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
-	g := &FakeGateway{t: t, ident: make(chan struct{}, 16)}
+	g := &FakeGateway{t: t, ident: make(chan struct{}, 16), changed: make(chan struct{})}
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
@@ -72,6 +74,7 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 				}})
 				g.mu.Lock()
 				g.conns = append(g.conns, c)
+				g.change()
 				g.mu.Unlock()
 				g.writeLocks.Store(c, &wmu)
 				g.ident <- struct{}{}
@@ -89,7 +92,33 @@ func (g *FakeGateway) drop(c *websocket.Conn) {
 	for i, x := range g.conns {
 		if x == c {
 			g.conns = append(g.conns[:i], g.conns[i+1:]...)
+			g.change()
 			return
+		}
+	}
+}
+
+// change tells WaitSessions that the sessions changed; g.mu is held.
+func (g *FakeGateway) change() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// WaitSessions waits until n sessions are connected and identified.
+func (g *FakeGateway) WaitSessions(t testing.TB, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		g.mu.Lock()
+		got, changed := len(g.conns), g.changed
+		g.mu.Unlock()
+		if got == n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("%d gateway sessions after %s; want %d", got, within, n)
 		}
 	}
 }

@@ -23,8 +23,10 @@ const gatewayLease = "discord-gateway"
 
 // gateway holds the gateway while this replica holds the lease, renewing
 // it every third of its length, until ctx ends. A replica that loses the
-// lease (it could not renew in time) closes its session; one that stops
-// gives the lease up so another takes over at once.
+// lease closes its session: told so by Redis, or once it could not renew
+// it in time (another replica may take it then, and Discord would deliver
+// each interaction to both). One that stops gives the lease up so another
+// takes over at once.
 func (h *Interactions) gateway(ctx context.Context) error {
 	var b [8]byte
 	rand.Read(b[:])
@@ -33,6 +35,7 @@ func (h *Interactions) gateway(ctx context.Context) error {
 	t := time.NewTicker(ttl / 3)
 	defer t.Stop()
 	var sess *discordgo.Session
+	var renewed time.Time // when the last renewal that held was sent
 	defer func() {
 		if sess != nil {
 			_ = sess.Close()
@@ -44,10 +47,21 @@ func (h *Interactions) gateway(ctx context.Context) error {
 		}
 	}()
 	for {
+		sent := time.Now()
 		ok, err := h.s.store.Lease(ctx, gatewayLease, holder, ttl)
+		if err == nil && ok {
+			renewed = sent
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			h.log.Warn("renewing the gateway lease failed", "err", err)
+			// The next try comes a third of the lease from now, too late if
+			// the lease has passed by then.
+			if sess != nil && time.Since(renewed)+ttl/3 >= ttl {
+				h.log.Warn("the gateway lease could not be renewed in time; disconnecting until it is")
+				_ = sess.Close()
+				sess = nil
+			}
 		case ok && sess == nil:
 			if sess, err = h.openGateway(); tokenRefused(err) {
 				// Retrying would not help, and would hide it in the log.

@@ -1,16 +1,23 @@
 package discord_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/discord"
+	"github.com/askbridge/askbridge/internal/pending"
 )
 
 // TestGatewayMode: with discord.gateway on, two replicas share one Redis
@@ -136,5 +143,81 @@ func TestGatewayRefusedTokenStops(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the replica still runs 10 s after Discord refused its token")
+	}
+}
+
+// A lease holder that can't reach Redis leaves the gateway before its
+// lease passes: the replica that takes the lease over is then the only
+// one Discord delivers interactions to.
+func TestGatewayHolderCutOffFromRedisDisconnects(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	gw := fake.StartGateway(t)
+	cfg, err := config.Parse([]byte(gatewayYAML(fake)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, prefix := apptest.Redis(t)
+	const ttl = 300 * time.Millisecond
+	replica := func(hooks ...redis.Hook) *discord.Surface {
+		rdb, err := pending.Dial(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rdb.Close() })
+		for _, h := range hooks {
+			rdb.AddHook(h)
+		}
+		store := pending.New(rdb, pending.Options{Prefix: prefix})
+		s, err := discord.New(cfg, discord.Options{Store: store, LeaseTTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { s.Interactions(storeResolver{store}).Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return s
+	}
+	cut := new(redisCut)
+	replica(cut)
+	gw.WaitSessions(t, 1, 10*time.Second) // the first holds the lease
+	cut.on.Store(true)
+	replica()
+	gw.WaitIdentified(t)
+	gw.WaitIdentified(t) // the second, once the lease passed
+	gw.WaitSessions(t, 1, 10*ttl)
+}
+
+// storeResolver resolves through the store alone, as a replica without a
+// dispatcher would.
+type storeResolver struct{ s *pending.Store }
+
+func (r storeResolver) Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error) {
+	return r.s.Resolve(ctx, id, res)
+}
+
+// redisCut fails every command, once on, as an unreachable Redis does.
+type redisCut struct{ on atomic.Bool }
+
+var errCut = fmt.Errorf("dial tcp 10.0.0.5:6379: %w", syscall.ETIMEDOUT)
+
+func (c *redisCut) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *redisCut) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if c.on.Load() {
+			cmd.SetErr(errCut)
+			return errCut
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *redisCut) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if c.on.Load() {
+			return errCut
+		}
+		return next(ctx, cmds)
 	}
 }
