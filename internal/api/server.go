@@ -338,7 +338,19 @@ func (s *Server) waitFor(r *http.Request, rec *pending.Record, d time.Duration, 
 		}
 		return got, nil // the wait ended: answer with the pending record
 	}
-	return nil, err
+	return nil, discarded(err, rec.Client)
+}
+
+// discarded is err, from reading a request, or when the request was
+// discarded because no target took it (a caller re-attached while its
+// create was posting it), and owner is "" or its client, the NO_PROVIDER
+// its create returned.
+func discarded(err error, owner string) error {
+	var d *pending.DiscardedError
+	if errors.As(err, &d) && (owner == "" || owner == d.Client) {
+		return &seam.Error{Code: seam.CodeNoProvider, Message: d.Why}
+	}
+	return err
 }
 
 // holdContext is the context of a call held for d: it ends when the wait
@@ -462,7 +474,7 @@ func owner(c Client) string {
 func (s *Server) lookup(r *http.Request, kind seam.Kind, c Client) (*pending.Record, error) {
 	rec, err := s.store.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return nil, err
+		return nil, discarded(err, owner(c))
 	}
 	if owner(c) != "" && rec.Client != owner(c) {
 		return nil, pending.ErrNotFound

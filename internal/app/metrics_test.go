@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
@@ -72,4 +73,50 @@ func samples(t *testing.T, a *app.App, name string) string {
 		}
 	}
 	return strings.Join(samples, "\n")
+}
+
+// A client's retry of a create whose post is slow to fail re-attaches to
+// the request being posted. When no target takes it, the retry's wait and
+// any read after it get the 503 NO_PROVIDER the create got, not a 404 for
+// a request that never was: an agent's harness falls through on it.
+func TestReattachToADiscardedCreateIsNoProvider(t *testing.T) {
+	const token = "xoxb-1111-2222-DISCARDBOTTOKEN"
+	fake := slacktest.NewFakeSlack(t, token)
+	url, prefix := apptest.Redis(t)
+	a := apptest.Start(t, apptest.Config(t, fmt.Sprintf(`
+slack:
+  bot_token: %s
+  signing_secret: discard-signing-secret
+  api_url: %s
+routes:
+  - name: default
+    targets:
+      - slack: {channel: C0AGENTS}
+`, token, fake.URL), url, prefix), app.Options{})
+	question := map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}, "tool_call_id": "call-slow-1"}
+	post := fake.Hold("chat.postMessage")
+	fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "not_in_channel"})
+	first := apptest.Go(a.URL(), http.MethodPost, "/v1/questions", question)
+	<-post.Arrived()
+	status, retry := apptest.Do(t, a.URL(), http.MethodPost, "/v1/questions", question)
+	if status != http.StatusOK || retry.M["status"] != "pending" {
+		t.Fatalf("the retry while the post is under way: %d %v; want 200 with the pending request", status, retry.M)
+	}
+	id, _ := retry.M["id"].(string)
+	waited := apptest.Go(a.URL(), http.MethodGet, "/v1/questions/"+id+"?wait=30s", nil)
+	apptest.WaitWaiting(t, a, 1)
+	post.Release()
+
+	for name, ch := range map[string]<-chan apptest.Result{"the create": first, "the retry's wait": waited} {
+		if r := apptest.Await(t, ch, 10*time.Second); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Rec.Raw("error"), `"NO_PROVIDER"`) || !strings.Contains(r.Rec.Raw("error"), "not_in_channel") {
+			t.Errorf("%s: %d %s; want 503 NO_PROVIDER saying why", name, r.Status, r.Rec.Raw("error"))
+		}
+	}
+	if status, rec := apptest.Do(t, a.URL(), http.MethodGet, "/v1/questions/"+id, nil); status != http.StatusServiceUnavailable || !strings.Contains(rec.Raw("error"), `"NO_PROVIDER"`) {
+		t.Errorf("a read after the discard: %d %s; want 503 NO_PROVIDER", status, rec.Raw("error"))
+	}
+	// Asked again, it is posted afresh.
+	if status, rec := apptest.Do(t, a.URL(), http.MethodPost, "/v1/questions", question); status != http.StatusCreated {
+		t.Errorf("asked again once the target takes it: %d %v; want 201", status, rec.M)
+	}
 }

@@ -161,3 +161,16 @@ func (c *Clock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
+
+// WaitWaiting waits until n calls are held on a's store (long-polls and
+// creates with ?wait=), failing t after 10 s.
+func WaitWaiting(t testing.TB, a *app.App, n int) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); a.Store().Waiting() != n; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls held after 10s; want %d", a.Store().Waiting(), n)
+		}
+	}
+}

@@ -167,7 +167,8 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 		// or returned.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 		defer cancel()
-		discarded, err := d.store.DiscardUnposted(ctx, rec)
+		refused := noProvider("no target of route %q took the request (%s)", rt.name, failure)
+		discarded, err := d.store.DiscardUnposted(ctx, rec, refused.Message)
 		if err != nil {
 			d.log.Warn("discarding an unposted request failed", "request_id", rec.ID, "err", err)
 		}
@@ -183,7 +184,7 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 				return cur, created, nil
 			}
 		}
-		return nil, false, noProvider("no target of route %q took the request (%s)", rt.name, failure)
+		return nil, false, refused
 	}
 	// Counted once a target took it: one that none took is discarded and
 	// its agent told 503 NO_PROVIDER, so it was never created for anyone.
@@ -246,7 +247,7 @@ func (d *Dispatcher) RunReposter(ctx context.Context, every time.Duration) error
 	}
 }
 
-func noProvider(format string, args ...any) error {
+func noProvider(format string, args ...any) *seam.Error {
 	return &seam.Error{Code: seam.CodeNoProvider, Message: seam.Messages[seam.CodeNoProvider] + ": " + fmt.Sprintf(format, args...)}
 }
 

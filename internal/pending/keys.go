@@ -49,6 +49,10 @@ func (k keys) tag(s int) string { return k.tags[s] }
 // record is a HASH: one request, its answer and its posted messages.
 func (k keys) record(id string) string { return k.tag(shard(id)) + "req:" + id }
 
+// gone is a STRING, for DiscardedFor after a request's discard: why no
+// target took it.
+func (k keys) gone(id string) string { return k.tag(shard(id)) + "gone:" + id }
+
 // open is a ZSET per kind and shard: ids of pending requests of that kind
 // scored by creation time in unix milliseconds. It lists the work an
 // answerer can do. One index per kind, so that List reads only requests of

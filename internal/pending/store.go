@@ -460,18 +460,46 @@ func (s *Store) Withdraw(ctx context.Context, client string, kind seam.Kind, too
 // read against.
 func (s *Store) Now() time.Time { return s.opt.Now() }
 
-// Get reads a request.
+// Get reads a request. One discarded by DiscardUnposted within
+// DiscardedFor is a *DiscardedError, which is ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 	h, err := s.rdb.HGetAll(ctx, s.keys.record(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", id, unavailable(err))
 	}
 	rec, err := recordFromHash(h)
+	if errors.Is(err, ErrNotFound) {
+		return nil, s.gone(ctx, id)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", id, err)
 	}
 	return rec, nil
 }
+
+// gone is the error of reading request id, which is not there.
+func (s *Store) gone(ctx context.Context, id string) error {
+	note, err := s.rdb.Get(ctx, s.keys.gone(id)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return fmt.Errorf("get %s: %w", id, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("get %s: %w", id, unavailable(err))
+	}
+	client, why, _ := strings.Cut(note, "\n")
+	return fmt.Errorf("get %s: %w", id, &DiscardedError{Client: client, Why: why})
+}
+
+// DiscardedError is the ErrNotFound of a request that DiscardUnposted
+// discarded, within DiscardedFor.
+type DiscardedError struct {
+	Client string // who created it
+	Why    string // the message of the seam.ErrNoProvider its create returned
+}
+
+func (e *DiscardedError) Error() string { return ErrNotFound.Error() + " (discarded: " + e.Why + ")" }
+
+func (e *DiscardedError) Unwrap() error { return ErrNotFound }
 
 // Resolution ends a pending request.
 type Resolution struct {
@@ -863,11 +891,13 @@ func code(res []any) int64 {
 // gone (as resolveScript publishes, on the shard's channel on a cluster).
 //
 // KEYS[1] record, KEYS[2] due index, KEYS[3] audit stream, KEYS[4] finish
-// index (unused: a request with posts is not discarded), KEYS[5..] the open
-// index of every kind.
+// index (unused: a request with posts is not discarded), KEYS[5] its gone
+// note, KEYS[6..] the open index of every kind.
 // ARGV[1] id, ARGV[2] audit cap, ARGV[3] wake channel, ARGV[4] the
 // shard's wake channel on a cluster, else empty, ARGV[5] the posting lease
-// the caller holds, else empty.
+// the caller holds, else empty, ARGV[6] the gone note (its client, a
+// newline, why it is discarded), or empty for none, ARGV[7] how long the
+// note lasts, ms.
 // Returns 1 when deleted, 0 when it was not pending, had posts, or its
 // posting lease is another's.
 var discardScript = redis.NewScript(`
@@ -879,7 +909,8 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+for i = 6, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+if ARGV[6] ~= '' then redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[7]) end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'event', 'discarded', 'id', ARGV[1])
 local sent = ARGV[4] ~= '' and redis.pcall('SPUBLISH', ARGV[4], ARGV[1])
 if type(sent) ~= 'number' then redis.call('PUBLISH', ARGV[3], ARGV[1]) end
@@ -891,7 +922,7 @@ return 1
 // with the same tool_call_id posts afresh. It reports whether it deleted.
 // Whoever waits on it is woken, and finds it gone (ErrNotFound).
 func (s *Store) Discard(ctx context.Context, id string) (bool, error) {
-	return s.discard(ctx, id, "")
+	return s.discard(ctx, id, "", "")
 }
 
 // DiscardUnposted is Discard for the replica whose posting failed: it
@@ -899,16 +930,29 @@ func (s *Store) Discard(ctx context.Context, id string) (bool, error) {
 // ClaimPosting took, is still the record's. A post that outlived the
 // lease may have let another replica claim the request and post it: its
 // message needs the record, to be recorded and edited.
-func (s *Store) DiscardUnposted(ctx context.Context, rec *Record) (bool, error) {
-	return s.discard(ctx, rec.ID, strconv.FormatInt(rec.Lease, 10))
+//
+// why is the message of the seam.ErrNoProvider its create returns. For
+// DiscardedFor, Get returns it too: a caller that re-attached while the
+// posts were under way (a client's retry of a create that took long) then
+// learns what the create's caller did, not that the request never was.
+func (s *Store) DiscardUnposted(ctx context.Context, rec *Record, why string) (bool, error) {
+	return s.discard(ctx, rec.ID, strconv.FormatInt(rec.Lease, 10), rec.Client+"\n"+why)
 }
 
-func (s *Store) discard(ctx context.Context, id, lease string) (bool, error) {
+// DiscardedFor is how long Get tells of a request's discard.
+const DiscardedFor = 10 * time.Minute
+
+func (s *Store) discard(ctx context.Context, id, lease, note string) (bool, error) {
 	shardWake := ""
 	if s.sharded {
 		shardWake = s.keys.shardWake(shard(id))
 	}
-	n, err := discardScript.Run(ctx, s.rdb, s.keys.request(id, kinds...), id, s.opt.AuditMaxLen, s.keys.wake(), shardWake, lease).Int()
+	sh := shard(id)
+	ks := []string{s.keys.record(id), s.keys.due(sh), s.keys.audit(sh), s.keys.finish(sh), s.keys.gone(id)}
+	for _, kind := range kinds {
+		ks = append(ks, s.keys.open(kind, sh))
+	}
+	n, err := discardScript.Run(ctx, s.rdb, ks, id, s.opt.AuditMaxLen, s.keys.wake(), shardWake, lease, note, DiscardedFor.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("discard %s: %w", id, unavailable(err))
 	}

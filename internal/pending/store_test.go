@@ -1663,8 +1663,26 @@ func TestDiscard(t *testing.T) {
 			t.Errorf("Sweep = %v, %v; want nothing (the discarded request left the due index)", ids(recs), err)
 		}
 		// A retry under the same tool_call_id creates and posts afresh.
-		if _, created, err := s.Create(ctx, nr); err != nil || !created {
-			t.Errorf("Create after Discard = created %v, %v; want a new request", created, err)
+		again, created, err := s.Create(ctx, nr)
+		if err != nil || !created {
+			t.Fatalf("Create after Discard = created %v, %v; want a new request", created, err)
+		}
+
+		// Discarded by the replica whose posts all failed, it is told of
+		// for a while: whoever re-attached meanwhile learns why it is gone.
+		var gone *DiscardedError
+		if _, err := s.Get(ctx, rec.ID); errors.As(err, &gone) {
+			t.Errorf("Get after Discard = %v; want a plain ErrNotFound (Discard leaves no note)", err)
+		}
+		if ok, err := s.DiscardUnposted(ctx, again, "no target took it (slack: not_in_channel)"); err != nil || !ok {
+			t.Fatalf("DiscardUnposted = %v, %v", ok, err)
+		}
+		_, err = s.Get(ctx, again.ID)
+		if !errors.Is(err, ErrNotFound) || !errors.As(err, &gone) || gone.Client != "alice" || gone.Why != "no target took it (slack: not_in_channel)" {
+			t.Errorf("Get after DiscardUnposted = %v (%+v); want ErrNotFound with alice's note", err, gone)
+		}
+		if ttl := b.rdb.PTTL(ctx, s.keys.gone(again.ID)).Val(); ttl <= 0 || ttl > DiscardedFor {
+			t.Errorf("the note lasts %v; want at most %v", ttl, DiscardedFor)
 		}
 	})
 }
