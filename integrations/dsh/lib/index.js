@@ -325,7 +325,8 @@ export class Answerer {
 
   /**
    * Create the request and long-poll it until it leaves pending. Resolves
-   * with the final record, or {noProvider} for 503 NO_PROVIDER. The turn's
+   * with the final record, or {noProvider} for 503 NO_PROVIDER (from the
+   * create, or from a wait on a request no target took). The turn's
    * signal withdraws the request (DELETE) and rejects with ASK_ABORTED.
    */
   async #run (kind, body, callId, turnSignal) {
@@ -456,6 +457,9 @@ export class Answerer {
         if (rec.status === 'pending') await sleep(floor - (Date.now() - start), signal)
       } catch (err) {
         if (signal.aborted) throw err
+        // No target took it after all: a create retried while the first
+        // was still posting re-attached to a request then discarded.
+        if (err instanceof BridgeError && err.code === 'NO_PROVIDER') return { noProvider: err }
         if (!transient(err)) throw err
         await retry.pause(err, signal, this.o.url)
       }

@@ -404,6 +404,28 @@ describe('NO_PROVIDER falls through to next()', () => {
     assert.equal(err.message, 'no user-questions answerer accepted the request')
   })
 
+  test('a wait told NO_PROVIDER (a retried create re-attached to a request no target took) falls through too', async () => {
+    const proxy = await proxyBridge(async (req, url, forward, res) => {
+      if (req.method === 'GET' && url.searchParams.has('wait')) {
+        res.writeHead(503, { 'content-type': 'application/json' })
+          .end('{"error":{"code":"NO_PROVIDER","message":"no user-questions answerer accepted the request: no target of route \\"default\\" took the request (slack: not_in_channel)"}}')
+      } else {
+        await forward()
+      }
+    })
+    try {
+      const { ctx, downstream } = await harness({ url: `http://127.0.0.1:${proxy.address().port}` })
+      downstream.question = (request) => Promise.resolve({ answers: [{ id: request.questions[0].id, selected: ['local'] }] })
+      const answer = await within(track(ctx.userQuestions.ask({
+        questions: [{ id: 'q', question: unique('Anyone?'), options: [{ label: 'local' }] }],
+      })), 5000, 'ask')
+      assert.deepStrictEqual(answer, { answers: [{ id: 'q', selected: ['local'] }] })
+      assert.equal(downstream.questions.length, 1)
+    } finally {
+      proxy.close()
+    }
+  })
+
   test('approvals: the next answerer decides; with none, the service fails closed (unavailable)', async () => {
     const { ctx, downstream } = await harness({ route: 'nowhere' })
     const agent = fakeAgent('session-np')
