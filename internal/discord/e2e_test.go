@@ -979,3 +979,25 @@ func TestThreadStartAppliedThenFailed(t *testing.T) {
 		t.Errorf("%d thread starts; want 2: the session has its thread", n)
 	}
 }
+
+// A form of several questions sent with nothing chosen or written (Submit
+// tapped too soon, on a phone) is refused, as a lone question's is: it
+// would end the request for good with every question skipped.
+func TestEmptyFormOfSeveralQuestionsIsRefused(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{
+		map[string]any{"id": "db", "question": "Which database?", "options": []any{map[string]any{"label": "Postgres"}, map[string]any{"label": "MySQL"}}},
+		map[string]any{"id": "region", "question": "Which region?", "options": []any{map[string]any{"label": "eu-west-1"}, map[string]any{"label": "us-east-1"}}},
+	}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	modalID, _ := data(resp)["custom_id"].(string)
+	resp = b.click(t, discord.Submit(msg, ada, modalID,
+		discord.LabelSelect("q0p0"), discord.LabelSelect("q1p0"), discord.LabelText("q0o", ""), discord.LabelText("q1o", " ")))
+	if !isEphemeral(resp) || !strings.Contains(content(resp), "Nothing was chosen, so nothing was saved") {
+		t.Errorf("an empty form got type %d %q; want it refused, as a lone question's is", respType(resp), content(resp))
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("status %v, answer %s: the request was answered with nothing", rec.M["status"], rec.Raw("answer"))
+	}
+}

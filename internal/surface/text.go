@@ -256,17 +256,18 @@ func NoFence(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "``", "`\u200b`"), "``", "`\u200b`")
 }
 
-// EmptyAnswer reports whether a, from a person's form, answers a request
-// of one question with options with nothing: no option chosen, no text.
-// Through the API that skips the question; from a form it is Send tapped
-// too soon, and every surface's form refuses it. (A question without
-// options is TextRequired's.)
+// EmptyAnswer reports whether a, from a person's form, answers the
+// request with nothing at all: no option chosen and no text, for any of
+// its questions. Through the API that skips them all; from a form it is
+// Send tapped too soon, and would end the request for good, so every
+// surface's form refuses it. (A lone question without options is
+// TextRequired's.)
 func EmptyAnswer(qs []seam.Question, a seam.Answer) bool {
-	if len(qs) != 1 || len(qs[0].Options) == 0 {
+	if len(qs) == 0 || len(qs) == 1 && len(qs[0].Options) == 0 {
 		return false
 	}
 	for _, it := range a.Answers {
-		if it.ID == qs[0].ID && (len(it.Selected) > 0 || strings.TrimSpace(it.Custom) != "") {
+		if len(it.Selected) > 0 || strings.TrimSpace(it.Custom) != "" {
 			return false
 		}
 	}

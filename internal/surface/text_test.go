@@ -10,6 +10,7 @@ import (
 func TestEmptyAnswer(t *testing.T) {
 	opts := []seam.Option{{Label: "a"}, {Label: "b"}}
 	lone := []seam.Question{{ID: "q", Question: "Which?", Options: opts}}
+	two := []seam.Question{lone[0], {ID: "r", Question: "Also?", Options: opts}}
 	item := func(selected []string, custom string) seam.Answer {
 		return seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: selected, Custom: custom}}}
 	}
@@ -25,7 +26,10 @@ func TestEmptyAnswer(t *testing.T) {
 		{"an option", lone, item([]string{"a"}, ""), false},
 		{"text instead", lone, item(nil, "c"), false},
 		{"no options: TextRequired's", []seam.Question{{ID: "q", Question: "Why?"}}, item(nil, ""), false},
-		{"two questions may skip", []seam.Question{lone[0], {ID: "r", Question: "Also?", Options: opts}}, item(nil, ""), false},
+		{"of two questions, one answered", two, item([]string{"b"}, ""), false},
+		{"of two questions, only text", two, seam.Answer{Answers: []seam.AnswerItem{{ID: "q"}, {ID: "r", Custom: "later"}}}, false},
+		{"of two questions, none answered", two, seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{}}, {ID: "r", Custom: " "}}}, true},
+		{"of two free-text questions, none answered", []seam.Question{{ID: "q", Question: "Why?"}, {ID: "r", Question: "How?"}}, item(nil, ""), true},
 	} {
 		if got := EmptyAnswer(tc.qs, tc.a); got != tc.empty {
 			t.Errorf("%s: EmptyAnswer = %v, want %v", tc.name, got, tc.empty)

@@ -498,15 +498,19 @@ func TestAnswerDecideDismiss(t *testing.T) {
 		if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
 			t.Fatalf("status %s, want still pending", got.Status)
 		}
-		// What the form does not require may still be skipped.
-		for _, qs := range [][]seam.Question{
-			{{ID: "a", Question: "Why?"}, {ID: "b", Question: "And?"}},
-			{{ID: "n", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger}}},
+		// What the form does not require may still be skipped, as long as
+		// something is answered (surface.EmptyAnswer).
+		for _, tc := range []struct {
+			qs      []seam.Question
+			answers []any
+		}{
+			{[]seam.Question{{ID: "a", Question: "Why?"}, {ID: "b", Question: "And?"}}, []any{map[string]any{"id": "a", "selected": []string{}}, map[string]any{"id": "b", "custom": "because"}}},
+			{[]seam.Question{{ID: "n", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger}}}, []any{map[string]any{"id": "n", "selected": []string{}}}},
 		} {
-			rec := b.ask(t, time.Hour, qs...)
-			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": qs[0].ID, "selected": []string{}}}})
+			rec := b.ask(t, time.Hour, tc.qs...)
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": tc.answers})
 			if got := b.get(t, rec.ID); status != 200 || got.Status != seam.StatusAnswered || got.Answer.Answers[0].Custom != "" {
-				t.Errorf("%s skipped: %d %v", qs[0].ID, status, body)
+				t.Errorf("%s skipped: %d %v", tc.qs[0].ID, status, body)
 			}
 		}
 	})
