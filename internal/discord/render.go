@@ -303,7 +303,7 @@ func render(rec *pending.Record, mention string, live bool) message {
 }
 
 // intro is the line above a request: who asks, in which session, when,
-// and until when.
+// and, while it is pending, until when.
 func intro(rec *pending.Record) string {
 	var s strings.Builder
 	s.WriteString("**" + plain(surface.Truncate(surface.Asker(rec.Caller), 100)) + "**")
@@ -320,7 +320,7 @@ func intro(rec *pending.Record) string {
 	if !rec.CreatedAt.IsZero() {
 		s.WriteString(" · " + discordTime(rec.CreatedAt))
 	}
-	if !rec.ExpiresAt.IsZero() {
+	if !rec.ExpiresAt.IsZero() && rec.Status == seam.StatusPending {
 		s.WriteString(fmt.Sprintf(" · expires <t:%d:R>", rec.ExpiresAt.Unix()))
 	}
 	return s.String()

@@ -613,3 +613,19 @@ func TestIntroSkipsABlankSession(t *testing.T) {
 		t.Errorf("intro = %q; want no session", got)
 	}
 }
+
+// TestIntroSaysTheExpiryOnlyWhilePending: an ended request's message does
+// not count down to its expiry ("expires in 59 minutes" once answered,
+// "expires 3 days ago" later): its ended line says how it ended.
+func TestIntroSaysTheExpiryOnlyWhilePending(t *testing.T) {
+	rec := &pending.Record{Kind: seam.KindQuestion, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0), ExpiresAt: time.Unix(1700003600, 0)}
+	if got := intro(rec); !strings.Contains(got, "expires <t:1700003600:R>") {
+		t.Errorf("a pending request's intro = %q; want its expiry", got)
+	}
+	for _, st := range []seam.Status{seam.StatusAnswered, seam.StatusCancelled, seam.StatusExpired, seam.StatusDismissed} {
+		rec.Status = st
+		if got := intro(rec); strings.Contains(got, "expires") {
+			t.Errorf("a request %s: intro = %q; want no expiry", st, got)
+		}
+	}
+}

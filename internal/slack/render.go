@@ -346,7 +346,7 @@ func renderWith(b builder, rec *pending.Record, mention string, live bool) messa
 }
 
 // intro is the context line above a request: who asks, in which session,
-// when, and until when.
+// when, and, while it is pending, until when.
 func intro(rec *pending.Record, mention string) string {
 	var s strings.Builder
 	if mention != "" {
@@ -366,7 +366,7 @@ func intro(rec *pending.Record, mention string) string {
 	if !rec.CreatedAt.IsZero() {
 		s.WriteString(" · " + slackTime(rec.CreatedAt))
 	}
-	if !rec.ExpiresAt.IsZero() {
+	if !rec.ExpiresAt.IsZero() && rec.Status == seam.StatusPending {
 		s.WriteString(" · expires " + slackTime(rec.ExpiresAt))
 	}
 	return s.String()
