@@ -179,10 +179,11 @@ func sheetModal(rec *pending.Record) *response {
 }
 
 // msgTooBig is what someone who wants to answer a request too large for a
-// Discord modal is told.
+// Discord modal is told on a bridge with no public URL, which has no link
+// to give: where on the bridge it is answered, for whoever can reach it.
 func msgTooBig(id string) string {
-	return "This request has more questions or options than one Discord form holds (5 fields). " +
-		"Answer it in the bridge's web inbox instead, at /r/" + id + ". Nothing was saved."
+	return "This request has more questions or options than one Discord form holds (5 fields), and this bridge has no public URL (base_url) to link to. " +
+		"Answer it in the bridge's web inbox (its page /r/" + id + ") or through its API (POST /v1/questions/" + id + "/answer). Nothing was saved."
 }
 
 // msgTooBigForLink is what someone who wants to answer a request too large

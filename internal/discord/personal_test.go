@@ -140,6 +140,22 @@ func TestTooBigForAFormGetsAPersonalLink(t *testing.T) {
 	}
 }
 
+// Without a public URL there is no link to hand: the person is told why,
+// and where on the bridge the request is answered.
+func TestTooBigForAFormWithoutBaseURL(t *testing.T) {
+	b := start(t, defaultTarget)
+	var qs []any
+	for _, q := range []string{"a", "b", "c", "d", "e", "f"} {
+		qs = append(qs, map[string]any{"id": q, "question": "Value of " + q + "?"})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": qs})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	if c := content(resp); !isEphemeral(resp) || !strings.Contains(c, "no public URL (base_url)") || !strings.Contains(c, "POST /v1/questions/"+id+"/answer") {
+		t.Errorf("told %q", c)
+	}
+}
+
 // A personal link too long for a link button (Discord takes 512
 // characters; a long base_url) goes in the response's text instead.
 func TestPersonalLinkTooLongForAButton(t *testing.T) {
