@@ -134,6 +134,9 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	}
 	defer d.creating.done()
 	rec, created, err := d.store.Create(ctx, nr)
+	if lost := (*pending.LostCreateError)(nil); errors.As(err, &lost) {
+		d.settleLost(ctx, lost, nr.ToolCallID != "")
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -364,6 +367,47 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		d.Finished(ctx, ended)
 	}
 	return recorded, nil
+}
+
+// settleLost settles a create that Redis did not answer, whose request may
+// be stored, unposted, under its posting lease: its caller is told the
+// create failed (503), and asks again. Asked under a tool_call_id, the
+// retry finds the same request: its lease is released, so the retry posts
+// it at once. Asked without one, the retry is another request, and this
+// one is abandoned, or a reposter would post it for nobody. One try within
+// settleTimeout comes before the create answers; while Redis does not
+// answer, the rest go on in the background, for half the lease.
+func (d *Dispatcher) settleLost(ctx context.Context, lost *pending.LostCreateError, keyed bool) {
+	settle := func(ctx context.Context) error {
+		var err error
+		if keyed {
+			_, err = d.store.ReleasePosting(ctx, lost.ID, lost.Lease)
+		} else {
+			_, err = d.store.Abandon(ctx, lost.ID, lost.Lease)
+		}
+		return err
+	}
+	first, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	err := settle(first)
+	cancel()
+	if err == nil || !pending.IsUnavailable(err) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pending.PostingLease/2)
+		defer cancel()
+		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+			select {
+			case <-ctx.Done():
+				d.log.Warn("a create Redis did not answer may have left its request unposted; a reposter posts it once its lease passes", "request_id", lost.ID, "err", err)
+				return
+			case <-time.After(backoff):
+			}
+			if err = settle(ctx); err == nil || !pending.IsUnavailable(err) {
+				return
+			}
+		}
+	}()
 }
 
 // record records p, posted for request id, and returns what AddPost does.

@@ -665,6 +665,68 @@ func (p latePoster) Post(ctx context.Context, rec *pending.Record, t dispatch.Ta
 	return p.chat.Post(ctx, rec, t)
 }
 
+// A create that Redis ran but did not answer is a 503 to its agent, who
+// asks again. Without a tool_call_id that is another request: the first,
+// stored unposted, is abandoned, not posted by a reposter for nobody. With
+// one, the retry finds the same request and posts it at once.
+func TestCreateRedisDidNotAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name, toolCallID string
+	}{{"without a tool_call_id", ""}, {"with a tool_call_id", "call-lost-1"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newChat()
+			e, _ := setup(t, c)
+			d := e.replicaWith(t, nil, new(loseCreateReply))
+			ctx := context.Background()
+			if _, _, err := d.Create(ctx, question("", tc.toolCallID)); !pending.IsUnavailable(err) {
+				t.Fatalf("the create Redis did not answer: %v; want unavailable (503)", err)
+			}
+			retry, _, err := d.Create(ctx, question("", tc.toolCallID)) // the agent asks again
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(retry.Posts) == 0 || len(c.channels()) != len(retry.Posts) {
+				t.Fatalf("the retry: %d posts recorded, %d made; want it posted at once", len(retry.Posts), len(c.channels()))
+			}
+			e.clk.Add(pending.PostingLease + time.Second)
+			if err := d.Repost(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, want := len(c.channels()), len(retry.Posts); n != want {
+				pendingIDs, _ := e.store.PendingIDs(ctx, seam.KindQuestion, 0)
+				t.Errorf("%d messages posted for the one question the agent asked (%s); want %d; pending: %v", n, retry.ID, want, pendingIDs)
+			}
+		})
+	}
+}
+
+// loseCreateReply runs the first script in Redis and then fails it as a
+// reset connection does once go-redis's retries are spent: the request is
+// stored, and its creator is told it failed.
+type loseCreateReply struct{ once sync.Once }
+
+func (h *loseCreateReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *loseCreateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := cmd.Name(); err == nil && (n == "evalsha" || n == "eval") {
+			lost := false
+			h.once.Do(func() { lost = true })
+			if lost {
+				err := fmt.Errorf("read tcp 127.0.0.1:6379: %w", syscall.ECONNRESET)
+				cmd.SetErr(err)
+				return err
+			}
+		}
+		return err
+	}
+}
+
+func (h *loseCreateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // refuseAddPost is a go-redis hook under which the first left recordings of
 // a posted message (the store's AddPost script) fail as a reset connection
 // does, without reaching Redis.

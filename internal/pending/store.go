@@ -120,6 +120,7 @@ func (s *Store) Ping(ctx context.Context) error {
 var scripts = []*redis.Script{
 	createScript, resolveScript, addPostScript, discardScript, claimPostingScript,
 	editedScript, claimFinishScript, leaseScript, releaseScript, setThreadScript, forgetThreadScript, withdrawScript,
+	releasePostingScript,
 }
 
 // LoadScripts loads the Store's scripts into Redis, on every master of a
@@ -257,7 +258,11 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		fCreated, now.UnixMilli(), fExpires, expires, fPosting, lease, fCreatedBy, call}
 	res, err := s.batch.run(ctx, createScript, s.keys.request(id, nr.Kind), args...).Slice()
 	if err != nil {
-		return nil, false, fmt.Errorf("create %s: %w", id, unavailable(err))
+		err = fmt.Errorf("create %s: %w", id, unavailable(err))
+		if IsUnavailable(err) {
+			return nil, false, &LostCreateError{ID: id, Lease: lease, err: err}
+		}
+		return nil, false, err
 	}
 	switch code(res) {
 	case 0:
@@ -979,6 +984,53 @@ func (s *Store) CountPending(ctx context.Context) (int64, error) {
 		n += c.Val()
 	}
 	return n, nil
+}
+
+// LostCreateError is the error of a Create that Redis did not answer: the
+// request may have been stored all the same, pending, unposted, and under
+// the posting lease Lease, which only this Create's caller holds. Left so,
+// it would be posted by a reposter once the lease passed: for nobody when
+// its caller, told the create failed, asked again under another id.
+// Abandon or ReleasePosting settles it. It is ErrUnavailable.
+type LostCreateError struct {
+	ID    string
+	Lease int64
+	err   error
+}
+
+func (e *LostCreateError) Error() string { return e.err.Error() }
+
+func (e *LostCreateError) Unwrap() error { return e.err }
+
+// Abandon discards request id if a lost Create stored it and nobody has
+// posted it since (its posting lease is still lease): for a create without
+// a tool_call_id, whose id nobody was told and nobody can ask for again.
+func (s *Store) Abandon(ctx context.Context, id string, lease int64) (bool, error) {
+	return s.discard(ctx, id, strconv.FormatInt(lease, 10), "")
+}
+
+// releasePostingScript gives up the posting lease ARGV[1] of a pending
+// request, so that whoever asks for it again may post it at once.
+//
+// KEYS[1] record.
+// Returns 1 when released, 0 when not pending or the lease is not that.
+var releasePostingScript = redis.NewScript(`
+local rec = redis.call('HMGET', KEYS[1], 'status', 'posting')
+if rec[1] ~= 'pending' or rec[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'posting', '0')
+return 1
+`)
+
+// ReleasePosting gives up lease, the posting lease of a lost Create, on
+// request id if it was stored: its caller's retry under the same
+// tool_call_id then claims and posts it at once, where it would otherwise
+// wait for the lease to pass and a reposter to post it.
+func (s *Store) ReleasePosting(ctx context.Context, id string, lease int64) (bool, error) {
+	n, err := releasePostingScript.Run(ctx, s.rdb, []string{s.keys.record(id)}, strconv.FormatInt(lease, 10)).Int()
+	if err != nil {
+		return false, fmt.Errorf("release posting of %s: %w", id, unavailable(err))
+	}
+	return n == 1, nil
 }
 
 // PostingLease is how long the replica that creates or claims a request

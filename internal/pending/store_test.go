@@ -1687,6 +1687,53 @@ func TestDiscard(t *testing.T) {
 	})
 }
 
+// TestLostCreateSettles: a create whose reply was lost is settled by the
+// lease it took, and only while that lease is the request's: abandoned,
+// or its lease released so that a retry claims it at once.
+func TestLostCreateSettles(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		create := func(nr NewRequest) *Record { // with the lease it took, which mustCreate leaves out
+			t.Helper()
+			rec, created, err := s.Create(ctx, nr)
+			if err != nil || !created {
+				t.Fatalf("Create = %v, %v", created, err)
+			}
+			return rec
+		}
+		rec := create(question("alice", ""))
+		if ok, err := s.Abandon(ctx, rec.ID, rec.Lease+1); err != nil || ok {
+			t.Errorf("Abandon under another lease = %v, %v; want false", ok, err)
+		}
+		if ok, err := s.ReleasePosting(ctx, rec.ID, rec.Lease+1); err != nil || ok {
+			t.Errorf("ReleasePosting of another lease = %v, %v; want false", ok, err)
+		}
+		if ok, err := s.Abandon(ctx, rec.ID, rec.Lease); err != nil || !ok {
+			t.Errorf("Abandon = %v, %v; want true", ok, err)
+		}
+		if _, err := s.Get(ctx, rec.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get after Abandon = %v; want ErrNotFound", err)
+		}
+
+		kept := create(question("alice", "call-lost"))
+		lost := kept.Lease
+		if ok, err := s.ClaimPosting(ctx, kept); err != nil || ok {
+			t.Fatalf("ClaimPosting under the create's lease = %v, %v; want false", ok, err)
+		}
+		if ok, err := s.ReleasePosting(ctx, kept.ID, kept.Lease); err != nil || !ok {
+			t.Errorf("ReleasePosting = %v, %v; want true", ok, err)
+		}
+		b.clock.Advance(time.Second) // a lease of its own, not the same ms
+		if ok, err := s.ClaimPosting(ctx, kept); err != nil || !ok {
+			t.Errorf("ClaimPosting once released = %v, %v; want true", ok, err)
+		}
+		if ok, err := s.Abandon(ctx, kept.ID, lost); err != nil || ok {
+			t.Errorf("Abandon by the lost create's lease once claimed = %v, %v; want false", ok, err)
+		}
+	})
+}
+
 // TestErrorReplyIsNotUnavailable: Redis answering with an error that is a
 // bug of ours (here a record key of the wrong type) must not read as
 // "Redis is down, retry", while "not now" replies must.
