@@ -52,8 +52,19 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 		return fs // every other call would fail the same way
 	}
 	fs.Add(surface.Fine, "slack", "signed in to %s (%s) as %s (%s)", who.Team, who.TeamID, who.User, who.UserID)
-	if granted, ok := scopes.get(); ok && !slices.Contains(granted, "chat:write") {
-		fs.Add(surface.Problem, "slack", "the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app")
+	if granted, ok := scopes.get(); ok {
+		if !slices.Contains(granted, "chat:write") {
+			fs.Add(surface.Problem, "slack", "the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app")
+		}
+		var lacks []string
+		for _, s := range []string{"channels:history", "groups:history"} {
+			if !slices.Contains(granted, s) {
+				lacks = append(lacks, s)
+			}
+		}
+		if len(lacks) > 0 {
+			fs.Add(surface.Note, "slack", "the token lacks %s: when Slack fails a post it has made (internal_error), the bridge can't find the message in the channel and posts the request again, which may then show twice; add it and reinstall the app", strings.Join(lacks, " and "))
+		}
 	}
 	if sc.AppToken.Reveal() != "" {
 		if _, _, err := api.StartSocketModeContext(ctx); err != nil {

@@ -89,6 +89,7 @@ func TestCheck(t *testing.T) {
 		want: []string{
 			"ok      slack: signed in",
 			"PROBLEM slack: the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app",
+			"note    slack: the token lacks channels:history and groups:history: when Slack fails a post it has made (internal_error), the bridge can't find the message",
 			"ok      slack channel C1",
 			"ok      slack channel C2",
 			"ok      slack group S1",

@@ -5,6 +5,7 @@ package slack_test
 // API that answers 429 and 5xx in bursts.
 
 import (
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"strings"
@@ -361,4 +362,75 @@ func okCount(calls []slacktest.FakeCall) int {
 		}
 	}
 	return n
+}
+
+// Slack may answer a chat.postMessage with internal_error or a 5xx after it
+// has posted the message. With the history scope the bridge finds that
+// message instead of posting the request again: one message, recorded,
+// and edited when the request ends. Without it the request is posted
+// again (and may show twice, the first copy never edited), so that it is
+// asked at all.
+func TestFaultSlackPostAppliedThenFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fail     slacktest.FakeFail
+		scopes   string
+		messages int
+	}{
+		{"internal_error", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read,channels:history,groups:history", 1},
+		{"HTTP 500", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true}, "chat:write,usergroups:read,channels:history,groups:history", 1},
+		{"without channels:history", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			b.fake.Scopes = tc.scopes
+			b.fake.FailNext("chat.postMessage", tc.fail)
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			msgs := b.fake.Messages(channel)
+			if len(msgs) != tc.messages {
+				t.Fatalf("%d messages in the channel; want %d", len(msgs), tc.messages)
+			}
+			posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+			if len(posts) != 1 || posts[0].(map[string]any)["message_id"] != msgs[len(msgs)-1]["ts"] {
+				t.Fatalf("recorded posts %v; want the last message, %v", posts, msgs[len(msgs)-1]["ts"])
+			}
+			if status, rec := b.do(t, http.MethodPost, "/v1/questions/"+id+"/answer",
+				map[string]any{"answers": []any{map[string]any{"id": "cleanup", "selected": []string{"No, keep them"}}}}); status != http.StatusOK {
+				t.Fatalf("answer: %d %v", status, rec.M)
+			}
+			b.fake.WaitCalls(t, "chat.update", 1)
+			if tc.messages == 1 {
+				raw, _ := json.Marshal(b.fake.Messages(channel))
+				if strings.Contains(string(raw), `"type":"actions"`) {
+					t.Errorf("a message keeps its controls after the answer: %s", raw)
+				}
+			}
+		})
+	}
+}
+
+// The same in a session's thread: the reply Slack posted and failed is
+// found among the thread's replies (conversations.replies).
+func TestFaultSlackThreadPostAppliedThenFailed(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: `+channel+`
+          thread_by_session: true`)
+	b.fake.Scopes = "chat:write,channels:history,groups:history"
+	ask := func() string {
+		q := cleanupQuestion()
+		q["caller"] = map[string]any{"name": "deploy-bot", "session": "run-7"}
+		return b.create(t, "/v1/questions", q)
+	}
+	ask() // starts the session's thread
+	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "fatal_error", Applied: true})
+	id := ask()
+	msgs := b.fake.Messages(channel)
+	if len(msgs) != 2 || msgs[1]["thread_ts"] != msgs[0]["ts"] {
+		t.Fatalf("messages %d; want the thread's parent and one reply in it", len(msgs))
+	}
+	posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+	if len(posts) != 1 || posts[0].(map[string]any)["message_id"] != msgs[1]["ts"] {
+		t.Errorf("recorded posts %v; want the reply, %v", posts, msgs[1]["ts"])
+	}
 }

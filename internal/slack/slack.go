@@ -204,9 +204,31 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 	}
 	var channel, ts string
+	// maybe is when the first attempt began whose failure may have come
+	// after Slack posted the message: Slack has no idempotency key, so
+	// before trying again the bridge looks for that message, lest it be
+	// posted twice, the first copy unrecorded and never edited.
+	var maybe time.Time
 	post := func() error {
 		return s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
+			if !maybe.IsZero() {
+				found, err := s.findPost(ctx, tc.Channel, thread, maybe, rec.ID, rec.Hash)
+				switch {
+				case err != nil:
+					log.Warn("Slack failed a post that it may have made; looking for the message failed, so it is posted again and may show twice", "err", err)
+				case found != "":
+					log.Warn("Slack failed a post that it had made; the message is kept, not posted again", "ts", found)
+					channel, ts = tc.Channel, found
+					return nil
+				}
+			}
+			began := s.now()
 			channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{m.text, m.blocks, thread})
+			if status, _ := surface.StatusOf(err); status >= 500 && maybe.IsZero() {
+				// A minute early: Slack's clock, which dates the message,
+				// may be behind this one.
+				maybe = began.Add(-time.Minute)
+			}
 			return err
 		})
 	}

@@ -2,13 +2,17 @@ package slack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -183,4 +187,75 @@ func readChatReply(r io.Reader) (chatReply, error) {
 	}
 	_, err := dec.Token() // the closing brace, or why there is none
 	return out, err
+}
+
+// findPost returns the ts of the message of request id posted in channel
+// (in thread, when not "") since since, or "" when there is none: the
+// message of a chat.postMessage that Slack answered with an error after it
+// had posted it (internal_error, fatal_error and 5xx may come after the
+// post). It reads the conversation's history, which needs the
+// channels:history scope (groups:history for a private channel). A message
+// is the request's when it is the bot's and a control in it names id, in a
+// block named for hash, the request's body (see carry).
+func (s *Surface) findPost(ctx context.Context, channel, thread string, since time.Time, id, hash string) (string, error) {
+	method := "conversations.history"
+	form := url.Values{"channel": {channel}, "oldest": {fmt.Sprintf("%d.000000", since.Unix())}, "inclusive": {"true"}, "limit": {"15"}}
+	if thread != "" {
+		method = "conversations.replies"
+		form.Set("ts", thread)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.apiURL+method, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+s.cfg.BotToken.Reveal())
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if err := surface.CheckResponse(resp); err != nil {
+		return "", err
+	}
+	var r struct {
+		OK       bool   `json:"ok"`
+		Error    string `json:"error"`
+		Needed   string `json:"needed"`
+		Messages []struct {
+			TS     string `json:"ts"`
+			BotID  string `json:"bot_id"`
+			Blocks []struct {
+				BlockID  string `json:"block_id"`
+				Elements []struct {
+					ActionID string `json:"action_id"`
+				} `json:"elements"`
+			} `json:"blocks"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&r); err != nil {
+		return "", fmt.Errorf("reading the answer: %w", err)
+	}
+	if !r.OK {
+		if r.Needed != "" {
+			return "", fmt.Errorf("%w (needs %s)", slackapi.SlackErrorResponse{Err: r.Error}, r.Needed)
+		}
+		return "", slackapi.SlackErrorResponse{Err: cmp.Or(r.Error, "no error code")}
+	}
+	for _, m := range r.Messages {
+		if m.BotID == "" {
+			continue
+		}
+		for _, b := range m.Blocks {
+			if hash != "" && !strings.HasPrefix(b.BlockID, blockPrefix+hash+":") {
+				continue
+			}
+			for _, el := range b.Elements {
+				if ref, err := surface.ParseRef(el.ActionID); err == nil && ref.ID == id {
+					return m.TS, nil
+				}
+			}
+		}
+	}
+	return "", nil
 }

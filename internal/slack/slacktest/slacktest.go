@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,9 @@ type FakeSlack struct {
 	wake     chan struct{}  // closed and replaced on every call
 	hook     func(FakeCall) // set by Observe; then calls are not kept
 	holds    map[string][]*FakeHold
+	// posted are the messages posted in each conversation, oldest first,
+	// as conversations.history and conversations.replies list them.
+	posted map[string][]map[string]any
 }
 
 // TB is the part of testing.TB the kit uses.
@@ -89,6 +93,10 @@ type FakeFail struct {
 	Status     int    // HTTP status; 0 means 200 with ok:false
 	RetryAfter string // Retry-After header of a 429
 	Error      string // the ok:false error
+	// Applied carries the call out before answering with the failure, as
+	// Slack's internal_error and fatal_error may ("It's possible some
+	// aspect of the operation succeeded before the error was raised").
+	Applied bool
 }
 
 // NewFakeSlack starts a fake that accepts token and stops with t.
@@ -100,7 +108,7 @@ func NewFakeSlack(t TB, token string) *FakeSlack {
 
 // NewServer starts a fake that accepts token; Close stops it.
 func NewServer(token string) *FakeSlack {
-	f := &FakeSlack{Token: token, Scopes: "chat:write,usergroups:read", fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, triggers: map[string]bool{}, wake: make(chan struct{})}
+	f := &FakeSlack{Token: token, Scopes: "chat:write,usergroups:read,channels:history,groups:history", fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, triggers: map[string]bool{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/api/"
 	return f
@@ -319,6 +327,11 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		resp = failure("invalid_json")
 	case token != f.Token:
 		resp = failure("invalid_auth")
+	case fail != nil && fail.Applied:
+		f.answer(&call)
+		if call.Status = cmp.Or(fail.Status, http.StatusOK); call.Status == http.StatusOK {
+			resp = failure(fail.Error)
+		}
 	case fail != nil && fail.Status != 0:
 		call.Status = fail.Status
 	case fail != nil:
@@ -490,7 +503,7 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 			return failure("thread_not_found"), false
 		}
 		f.next++
-		c.TS = fmt.Sprintf("1700000000.%06d", f.next)
+		c.TS = f.stamp()
 		msg := f.echo(c, c.TS)
 		if th := c.Field("thread_ts"); th != "" {
 			msg["thread_ts"] = th
@@ -500,6 +513,10 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 			// with that conversation's id.
 			ch = "D" + ch[1:]
 		}
+		if f.posted == nil {
+			f.posted = map[string][]map[string]any{}
+		}
+		f.posted[ch] = append(f.posted[ch], msg)
 		return chatAnswer{OK: true, Channel: ch, TS: c.TS, Message: msg}, true
 	case "chat.update":
 		ts := c.Field("ts")
@@ -514,15 +531,23 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		}
 		f.next++
 		msg := f.echo(c, ts)
-		msg["edited"] = map[string]any{"user": fakeBotID, "ts": fmt.Sprintf("1700000000.%06d", f.next)}
+		msg["edited"] = map[string]any{"user": fakeBotID, "ts": f.stamp()}
+		for _, m := range f.posted[c.Field("channel")] {
+			if m["ts"] == ts {
+				m["text"], m["blocks"], m["edited"] = msg["text"], msg["blocks"], msg["edited"]
+			}
+		}
 		return chatAnswer{OK: true, Channel: c.Field("channel"), TS: ts, Text: c.Field("text"), Message: msg}, true
 	case "chat.delete":
 		ts := c.Field("ts")
-		if ts == "" || f.gone[ts] || ts > fmt.Sprintf("1700000000.%06d", f.next) {
+		if ts == "" || f.gone[ts] {
 			return failure("message_not_found"), false
 		}
 		if isUser(c.Field("channel")) { // chat.delete takes a conversation's id, not a person's
 			return failure("channel_not_found"), false
+		}
+		if !slices.ContainsFunc(f.posted[c.Field("channel")], func(m map[string]any) bool { return m["ts"] == ts }) {
+			return failure("message_not_found"), false
 		}
 		f.gone[ts] = true
 		return map[string]any{"ok": true, "channel": c.Field("channel"), "ts": ts}, true
@@ -544,7 +569,7 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 			return refusal("invalid_blocks", errs), false
 		}
 		f.next++
-		return map[string]any{"ok": true, "message_ts": fmt.Sprintf("1700000000.%06d", f.next)}, true
+		return map[string]any{"ok": true, "message_ts": f.stamp()}, true
 	case "views.open", "views.update":
 		if c.Method == "views.open" {
 			// A trigger_id opens one view: Slack refuses it again with
@@ -583,6 +608,8 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 			"is_private": ch.Private, "is_archived": ch.Archived, "is_general": false, "is_member": ch.Member,
 			"created": 1700000000, "creator": "U0CREATOR1", "name_normalized": ch.Name,
 		}}, true
+	case "conversations.history", "conversations.replies":
+		return f.history(c)
 	case "usergroups.users.list":
 		users, ok := f.groups[c.Field("usergroup")]
 		if !ok {
@@ -594,6 +621,88 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		return map[string]any{"ok": true, "users": users}, true
 	}
 	return failure("unknown_method"), false
+}
+
+// stamp is the ts of the fake's latest message, f.next: as Slack's, the
+// time it was posted, in seconds, and a part that tells it from the others
+// of that second. f.mu is held.
+func (f *FakeSlack) stamp() string {
+	return fmt.Sprintf("%d.%06d", time.Now().Unix(), f.next%1_000_000)
+}
+
+// history answers conversations.history (the channel's messages, newest
+// first, not those in threads) and conversations.replies (a thread's parent,
+// then its replies, oldest first), from oldest (inclusive or not) on, at
+// most limit of them (Slack's default and, for apps outside its
+// Marketplace, its most: 15). f.mu is held.
+func (f *FakeSlack) history(c *FakeCall) (any, bool) {
+	ch := c.Field("channel")
+	private := f.chans[ch].Private
+	if need := map[bool]string{false: "channels:history", true: "groups:history"}[private]; !slices.Contains(strings.Split(f.Scopes, ","), need) {
+		return map[string]any{"ok": false, "error": "missing_scope", "needed": need, "provided": f.Scopes}, false
+	}
+	if known, ok := f.chans[ch]; ok && !known.Member {
+		return failure("not_in_channel"), false
+	}
+	if ch == "" || isUser(ch) || len(f.posted[ch]) == 0 && !f.known(ch) {
+		return failure("channel_not_found"), false
+	}
+	limit, err := strconv.Atoi(cmp.Or(c.Field("limit"), "15"))
+	if err != nil || limit < 1 {
+		return failure("invalid_limit"), false
+	}
+	limit = min(limit, 15)
+	oldest, inclusive := c.Field("oldest"), c.Field("inclusive") == "true" || c.Field("inclusive") == "1"
+	after := func(ts string) bool { return ts > oldest || inclusive && ts == oldest }
+	thread := c.Field("ts")
+	if c.Method == "conversations.replies" && thread == "" {
+		return failure("thread_not_found"), false
+	}
+	var out []map[string]any
+	for _, m := range f.posted[ch] {
+		ts, _ := m["ts"].(string)
+		th, _ := m["thread_ts"].(string)
+		switch {
+		case f.gone[ts] || !after(ts):
+		case c.Method == "conversations.history" && (th == "" || th == ts):
+			out = append([]map[string]any{m}, out...) // newest first
+		case c.Method == "conversations.replies" && (ts == thread || th == thread):
+			out = append(out, m)
+		}
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	if c.Method == "conversations.replies" {
+		return map[string]any{"ok": true, "messages": out, "has_more": more}, true
+	}
+	return map[string]any{"ok": true, "messages": out, "has_more": more, "pin_count": 0, "channel_actions_ts": nil, "channel_actions_count": 0}, true
+}
+
+// known reports whether channel is one the fake knows of; any "C" one is,
+// as chat.postMessage posts in any. f.mu is held.
+func (f *FakeSlack) known(channel string) bool {
+	_, ok := f.chans[channel]
+	return ok || strings.HasPrefix(channel, "C")
+}
+
+// Messages returns the messages in channel that were posted and not
+// deleted, as conversations.history holds them: each call carried out,
+// whatever it was answered.
+func (f *FakeSlack) Messages(channel string) []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []map[string]any
+	for _, m := range f.posted[channel] {
+		if ts, _ := m["ts"].(string); !f.gone[ts] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Field is the named argument of a call, from its form or its JSON body: a
