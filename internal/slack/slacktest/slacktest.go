@@ -60,8 +60,10 @@ type FakeSlack struct {
 	hook     func(FakeCall) // set by Observe; then calls are not kept
 	holds    map[string][]*FakeHold
 	// posted are the messages posted in each conversation, oldest first,
-	// as conversations.history and conversations.replies list them.
+	// as conversations.history and conversations.replies list them, and
+	// byTS the same messages by ts.
 	posted map[string][]map[string]any
+	byTS   map[string]map[string]any
 }
 
 // TB is the part of testing.TB the kit uses.
@@ -118,8 +120,9 @@ func NewServer(token string) *FakeSlack {
 func (f *FakeSlack) Close() { f.srv.Close() }
 
 // Observe has fn called with every call the fake answers from then on,
-// after its answer is written, and stops the fake keeping calls: a long
-// bench would keep them all. Calls and WaitFor then see none.
+// after its answer is written, and stops the fake keeping calls and the
+// messages posted: a long bench would keep them all. Calls and WaitFor
+// then see none, nor do Messages and conversations.history.
 func (f *FakeSlack) Observe(fn func(FakeCall)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -513,10 +516,13 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 			// with that conversation's id.
 			ch = "D" + ch[1:]
 		}
-		if f.posted == nil {
-			f.posted = map[string][]map[string]any{}
+		if f.hook == nil {
+			if f.posted == nil {
+				f.posted, f.byTS = map[string][]map[string]any{}, map[string]map[string]any{}
+			}
+			f.posted[ch] = append(f.posted[ch], msg)
+			f.byTS[c.TS] = msg
 		}
-		f.posted[ch] = append(f.posted[ch], msg)
 		return chatAnswer{OK: true, Channel: ch, TS: c.TS, Message: msg}, true
 	case "chat.update":
 		ts := c.Field("ts")
@@ -532,10 +538,8 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		f.next++
 		msg := f.echo(c, ts)
 		msg["edited"] = map[string]any{"user": fakeBotID, "ts": f.stamp()}
-		for _, m := range f.posted[c.Field("channel")] {
-			if m["ts"] == ts {
-				m["text"], m["blocks"], m["edited"] = msg["text"], msg["blocks"], msg["edited"]
-			}
+		if m := f.byTS[ts]; m != nil {
+			m["text"], m["blocks"], m["edited"] = msg["text"], msg["blocks"], msg["edited"]
 		}
 		return chatAnswer{OK: true, Channel: c.Field("channel"), TS: ts, Text: c.Field("text"), Message: msg}, true
 	case "chat.delete":
@@ -546,7 +550,7 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if isUser(c.Field("channel")) { // chat.delete takes a conversation's id, not a person's
 			return failure("channel_not_found"), false
 		}
-		if !slices.ContainsFunc(f.posted[c.Field("channel")], func(m map[string]any) bool { return m["ts"] == ts }) {
+		if f.hook == nil && !slices.ContainsFunc(f.posted[c.Field("channel")], func(m map[string]any) bool { return m["ts"] == ts }) {
 			return failure("message_not_found"), false
 		}
 		f.gone[ts] = true
