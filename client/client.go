@@ -84,6 +84,18 @@ func WithPollWait(d time.Duration) ClientOption {
 	}
 }
 
+// WithRetryFor sets how long a wait, or a create that may have reached the
+// bridge, keeps trying while the bridge can't be reached or answers 502,
+// 503 or 429 (default 2 minutes): past it the call fails, and the request
+// it waited on is left pending, for the caller to wait on again or cancel.
+func WithRetryFor(d time.Duration) ClientOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.retryFor = d
+		}
+	}
+}
+
 // New returns a client of the bridge at baseURL, e.g. http://127.0.0.1:8080.
 func New(baseURL string, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(baseURL)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -187,10 +188,16 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	if out.err != nil {
 		s.log.Info("ended without an answer", "tool_call_id", a.toolCallID, "err", out.err)
 	}
+	// The wait gave up (the bridge unreachable for the client's whole retry
+	// window) on a request still pending: the tool call fails, and a retry
+	// by the model asks again, so the request is withdrawn, or someone
+	// would answer it for nobody. It stays running until then, for Close.
+	abandoned := err != nil && ctx.Err() == nil && rec != nil && rec.ID != "" && rec.Status == client.StatusPending
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.running, a)
+	if !abandoned {
+		delete(s.running, a)
+	}
 	a.out = out
 	close(a.done)
 	s.event("ended")
@@ -199,6 +206,38 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 		s.forget(a)
 	case a.refs == 0:
 		s.arm(a) // nobody took it: keep it for a retry
+	}
+	s.mu.Unlock()
+	if abandoned {
+		s.withdraw(ctx, rec)
+		s.mu.Lock()
+		delete(s.running, a)
+		s.mu.Unlock()
+	}
+}
+
+// withdrawFor bounds how long a request a wait gave up on is withdrawn for
+// while the bridge can't be reached.
+const withdrawFor = 10 * time.Minute
+
+// withdraw cancels rec's request, trying until the bridge answers, for
+// withdrawFor, or until ctx ends (Close).
+func (s *Server) withdraw(ctx context.Context, rec *client.Record) {
+	ctx, cancel := context.WithTimeout(ctx, withdrawFor)
+	defer cancel()
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		_, err := s.bridge.Cancel(ctx, rec.ID)
+		var ce *client.Error
+		if err == nil || errors.As(err, &ce) && ce.Status < 500 && ce.Status != http.StatusTooManyRequests {
+			s.log.Info("withdrew a request whose wait gave up", "request_id", rec.ID, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.log.Warn("withdrawing a request whose wait gave up failed; it stays pending until it expires", "request_id", rec.ID, "err", err)
+			return
+		case <-time.After(backoff):
+		}
 	}
 }
 

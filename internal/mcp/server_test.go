@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,13 +52,14 @@ func newBridge(t *testing.T, yaml string) string {
 }
 
 // start connects an MCP client to a new Server with opts on the bridge at
-// url, or on a new bridge when url is "".
-func start(t *testing.T, url string, opts Options) *env {
+// url, or on a new bridge when url is "", through a bridge client with
+// copts.
+func start(t *testing.T, url string, opts Options, copts ...client.ClientOption) *env {
 	t.Helper()
 	if url == "" {
 		url = newBridge(t, "")
 	}
-	bc, err := client.New(url, client.WithPollWait(time.Second))
+	bc, err := client.New(url, append([]client.ClientOption{client.WithPollWait(time.Second)}, copts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,5 +682,58 @@ func TestKeys(t *testing.T) {
 	}
 	if s.opts.Reattach != DefaultReattach || s.opts.ProgressInterval != DefaultProgressInterval {
 		t.Errorf("defaults: reattach %s, progress %s", s.opts.Reattach, s.opts.ProgressInterval)
+	}
+}
+
+// A wait that gives up (the bridge unreachable for the client's whole retry
+// window) fails the tool call, and its request is withdrawn once the bridge
+// answers again: the model's retry asks anew, and the first request is not
+// left for someone to answer for nobody.
+func TestGivenUpWaitWithdrawsItsRequest(t *testing.T) {
+	bridgeURL := newBridge(t, "")
+	target, err := url.Parse(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	// Without X-Forwarded-For, which an open bridge refuses.
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() { // as a bridge that went away: the connection drops
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	e := start(t, proxy.URL, Options{}, client.WithRetryFor(300*time.Millisecond))
+	direct, err := client.New(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	call := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+	rec := e.pending(t, client.KindQuestion, 1)[0]
+	down.Store(true)
+	if got := text(t, await(t, "the tool call", call), true); !strings.HasPrefix(got, "ASKBRIDGE_UNREACHABLE: ") {
+		t.Fatalf("the tool call = %q; want ASKBRIDGE_UNREACHABLE", got)
+	}
+	down.Store(false)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, err := direct.Get(ctx, rec.ID, 0)
+		if err == nil && got.Status == client.StatusCancelled {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("request %s: %+v, %v after %s; want it withdrawn", rec.ID, got, err, within)
+		case <-tick.C:
+		}
 	}
 }
