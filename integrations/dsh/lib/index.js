@@ -346,9 +346,10 @@ export class Answerer {
       return await this.#wait(kind, rec, stop.signal)
     } catch (err) {
       if (!stop.signal.aborted) {
-        // The wait gave up. A request under a fresh key can't be found by a
-        // later ask of the call: nobody would ever read its answer.
-        if (rec !== undefined && !rec.noProvider && key === undefined) this.#track(this.#withdraw(kind, rec.id))
+        // The wait gave up, and the call fails: the harness, still running,
+        // asks no more under its id, and a retry by the model is a call of
+        // its own. Left pending, the request would be answered for nobody.
+        if (rec !== undefined && !rec.noProvider) this.#track(this.#withdraw(kind, rec.id))
         throw err
       }
       // Unloaded, a request under its call's key is left for a restarted

@@ -644,6 +644,17 @@ describe('faults between the plugin and the bridge', () => {
     assert.equal((await person.get('question', lost[0].id)).status, 'cancelled', 'the question the lost create made is withdrawn')
   })
 
+  test('a wait given up on withdraws its request, under the call id too: the call failed, and nobody would read its answer', async () => {
+    const text = unique('Rebuild the index?')
+    const callId = `call_${Math.random().toString(36).slice(2)}`
+    const { answerer } = faulty({ retryFor: 1 }, { get: Array(1000).fill('refused') })
+    const asking = track(answerer.ask({ callId, questions: [{ id: 'q', question: text }] }))
+    const rec = await person.question(text)
+    assert.equal((await rejection(asking, 10_000)).code, 'ASKBRIDGE_UNREACHABLE')
+    await within(Promise.all([...answerer.withdrawals]), 10_000, 'the withdrawal')
+    assert.equal((await person.get('question', rec.id)).status, 'cancelled', 'the question nobody waits for is withdrawn')
+  })
+
   test('a create that never connected fails at once, and withdraws nothing', async () => {
     const { answerer, calls } = faulty({}, { create: ['refused'], cancelByToolCall: [] })
     const err = await rejection(track(answerer.ask({ questions: [{ id: 'q', question: unique('Anyone?') }] })), 5000)
