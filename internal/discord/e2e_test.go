@@ -1001,3 +1001,38 @@ func TestEmptyFormOfSeveralQuestionsIsRefused(t *testing.T) {
 		t.Errorf("status %v, answer %s: the request was answered with nothing", rec.M["status"], rec.Raw("answer"))
 	}
 }
+
+// A form covers the message on a phone: a question longer than a Label's
+// description (100 characters, one line) is shown in full at the top of
+// the form that answers it, as a Text Display.
+func TestFormShowsALongQuestionInFull(t *testing.T) {
+	b := start(t, defaultTarget)
+	long := "The nightly backup of orders-db failed at 02:14 with ENOSPC on /var/lib/pg. " +
+		"Before I retry, which volume should I move the WAL archive to, and should I keep the last 3 or the last 7 base backups?\n" +
+		"Reply with the mount point and the count, e.g. /mnt/wal2, 7."
+	shown := func(t *testing.T, resp map[string]any) {
+		t.Helper()
+		if respType(resp) != 9 {
+			t.Fatalf("got %v, want a modal", resp)
+		}
+		comps, _ := data(resp)["components"].([]any)
+		first, _ := comps[0].(map[string]any)
+		text, _ := first["content"].(string)
+		if first["type"] != float64(10) || !strings.Contains(text, "base backups?") || !strings.Contains(text, "/mnt/wal2, 7.") {
+			t.Errorf("the form's first component is %v; want the question in full", first)
+		}
+	}
+	t.Run("a lone free-text question", func(t *testing.T) {
+		id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{"id": "wal", "question": long}}})
+		msg := b.fake.WaitCalls(t, "create", 1)[0]
+		shown(t, b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil)))
+	})
+	t.Run("several questions", func(t *testing.T) {
+		id := b.create(t, "/v1/questions", map[string]any{"questions": []any{
+			map[string]any{"id": "wal", "question": long},
+			map[string]any{"id": "go", "question": "Retry now?", "options": []any{map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}},
+		}})
+		msg := b.fake.WaitCalls(t, "create", 2)[1]
+		shown(t, b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil)))
+	})
+}

@@ -11,6 +11,7 @@ package discord
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -241,6 +242,10 @@ func InvalidModal(data map[string]any) []string {
 				add("%s: type %v in a Label", where, inner["type"])
 			}
 			bad = append(bad, invalidCustomID(where, inner, ids)...)
+		case float64(componentTextDisplay):
+			if n := runes(str(m, "content")); n == 0 || n > 4000 {
+				add("%s.content: %d characters, not 1-4000", where, n)
+			}
 		case float64(componentRow):
 			row, _ := m["components"].([]any)
 			if len(row) != 1 {
@@ -359,6 +364,9 @@ func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
 		"optional select, min 0":      {modal(label(map[string]any{"type": 3, "custom_id": "s", "required": false, "min_values": 0, "options": opts(2)})), true},
 		"required select, min 0":      {modal(label(map[string]any{"type": 3, "custom_id": "s", "min_values": 0, "options": opts(2)})), false},
 		"text in a row without label": {modal(row(map[string]any{"type": 4, "custom_id": "t", "style": 1})), false},
+		"text display":                {modal(map[string]any{"type": 10, "content": "Which volume?"}), true},
+		"empty text display":          {modal(map[string]any{"type": 10, "content": ""}), false},
+		"text display too long":       {modal(map[string]any{"type": 10, "content": strings.Repeat("x", 4001)}), false},
 	} {
 		if bad := InvalidModal(tc.data); (len(bad) == 0) != tc.ok {
 			t.Errorf("%s: %v; want ok %v", name, bad, tc.ok)

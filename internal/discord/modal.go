@@ -61,10 +61,31 @@ func textModal(rec *pending.Record) *response {
 	if label == "" {
 		label = surface.OneLine(q.Question)
 	}
-	comp := labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel),
-		Description: surface.Truncate(surface.OneLine(q.Question), maxLabelDesc),
-		Component:   typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0))}
-	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", []any{comp})
+	var comps []any
+	desc := surface.Truncate(surface.OneLine(q.Question), maxLabelDesc)
+	if cutShort(q) {
+		comps, desc = append(comps, fullText(q.Question)), ""
+	}
+	comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel),
+		Description: desc, Component: typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0))})
+	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", comps)
+}
+
+// cutShort reports whether q's text loses something as a Label's
+// description or a field's placeholder: one line of 100 characters.
+func cutShort(q seam.Question) bool {
+	return surface.Len(q.Question) > maxLabelDesc || strings.ContainsAny(q.Question, "\r\n")
+}
+
+// fullText shows text, questions, in full at the top of a modal (a Text
+// Display, type 10): on a phone the form covers the message, and a Label's
+// description or a placeholder holds one line of 100 characters.
+func fullText(text string) textDisplay {
+	seal := func(s string) string { return sealed(esc(s)) }
+	head, note, _ := surface.Shorten(text, maxTextDisplay-100, seal, func(rest string) string {
+		return fmt.Sprintf("\n*… %d more characters: see the message.*", surface.Len(rest))
+	})
+	return textDisplay{Type: componentTextDisplay, Content: head + note}
 }
 
 // typedField is the field of question i, which has no options: a text
@@ -105,7 +126,11 @@ func otherModal(rec *pending.Record, i int) *response {
 		label, title = "Your feedback on the plan", "Feedback"
 	}
 	row := textRow(otherField(i), label, surface.OneLine(q.Question), "", true, true, maxTextValue)
-	return modal(rec, surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, []discordgo.MessageComponent{row})
+	comps := []any{row}
+	if cutShort(q) {
+		comps = []any{fullText(q.Question), row}
+	}
+	return modal(rec, surface.Ref{Verb: surface.VerbOther, ID: rec.ID, Q: i}, title, comps)
 }
 
 // rejectModal asks for an optional reason before rejecting an approval.
@@ -159,6 +184,18 @@ func sheetModal(rec *pending.Record) *response {
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel), Description: desc,
 				Component: modalSelect{Type: componentSelect, CustomID: selectField(i, p), MinValues: 0, MaxValues: maxV, Required: false, Options: selectOptions(q, p)}})
 		}
+	}
+	// The questions a Label's description cuts, in full, while room is
+	// left: reading them comes before an optional free-text field.
+	var full []string
+	for i, q := range qs {
+		if cutShort(q) {
+			full = append(full, questionText(i, q))
+		}
+	}
+	if len(full) > 0 && used < maxModalFields {
+		comps = append([]any{fullText(strings.Join(full, "\n\n"))}, comps...)
+		used++
 	}
 	for i, q := range qs {
 		if used == maxModalFields {

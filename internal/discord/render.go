@@ -36,6 +36,7 @@ const (
 	maxFieldLabel    = 45 // text input label, and Label component label
 	maxLabelDesc     = 100
 	maxTextValue     = 4000
+	maxTextDisplay   = 4000
 	maxCustomID      = 100
 	maxButtonURL     = 512
 

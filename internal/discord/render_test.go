@@ -126,6 +126,12 @@ func checkModal(t *testing.T, resp *response) {
 	}
 	for _, c := range cs {
 		m := c.(map[string]any)
+		if m["type"] == float64(componentTextDisplay) {
+			if n := surface.Len(str(m, "content")); n == 0 || n > maxTextDisplay {
+				t.Errorf("a text display %d long", n)
+			}
+			continue
+		}
 		inner := m["component"]
 		if m["type"] == float64(1) {
 			inner = m["components"].([]any)[0]

@@ -30,10 +30,11 @@ const (
 	channelPublicThread       = 11
 	channelPrivateThread      = 12
 
-	componentRow    = 1
-	componentSelect = 3
-	componentText   = 4
-	componentLabel  = 18
+	componentRow         = 1
+	componentSelect      = 3
+	componentText        = 4
+	componentTextDisplay = 10
+	componentLabel       = 18
 )
 
 // interaction is an interaction as Discord sends it, over the endpoint or
@@ -271,6 +272,13 @@ func gone(in *interaction) *response {
 // Modal components, written by hand: discordgo's TextInput always sends a
 // label, which a text input inside a Label must not have, and it has no
 // Label component.
+// textDisplay is a Text Display component (type 10): markdown, up to 4000
+// characters, at the top level of a modal among its Labels.
+type textDisplay struct {
+	Type    int    `json:"type"` // 10
+	Content string `json:"content"`
+}
+
 type labelComponent struct {
 	Type        int    `json:"type"` // 18
 	Label       string `json:"label"`
