@@ -484,16 +484,48 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		Components:      &m.components,
 		AllowedMentions: mentions(""),
 	}
-	err := s.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
-		_, err := s.api.ChannelMessageEditComplex(edit, opts...)
-		return err
-	})
+	editMessage := func() error {
+		return s.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
+			_, err := s.api.ChannelMessageEditComplex(edit, opts...)
+			return err
+		})
+	}
+	err := editMessage()
+	if archived(err) {
+		// Its thread was closed (by a person, or by Discord after a week
+		// without a message): one that is not locked can be opened again,
+		// which any member who may post there can do, and the message
+		// edited. Left, it would keep its buttons. A locked thread stays
+		// shut to a bot without Manage Threads.
+		if oerr := s.openThread(ctx, p.Channel); oerr != nil {
+			s.log.Info("the thread of an ended request's message is archived and could not be opened", "request_id", rec.ID, "thread", p.Channel, "err", oerr)
+		} else {
+			s.log.Info("opened the archived thread of an ended request's message to edit it", "request_id", rec.ID, "thread", p.Channel)
+			err = editMessage()
+		}
+	}
 	if err != nil && uneditable(err) {
 		// Retrying would not help: a finisher would try for an hour.
 		s.log.Info("a message of an ended request cannot be edited; leaving it", "request_id", rec.ID, "message_id", p.MessageID, "err", err)
 		return nil
 	}
 	return err
+}
+
+// archived reports whether Discord refused a call because its thread is
+// archived (400, 50083): closed, or locked (which archives it too).
+func archived(err error) bool {
+	var re *discordgo.RESTError
+	return errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodePerformedOperationOnArchivedThread
+}
+
+// openThread unarchives thread.
+func (s *Surface) openThread(ctx context.Context, thread string) error {
+	open := false
+	return s.call(ctx, "open thread", func(opts ...discordgo.RequestOption) error {
+		_, err := s.api.ChannelEditComplex(thread, &discordgo.ChannelEdit{Archived: &open}, opts...)
+		return err
+	})
 }
 
 // uneditable reports whether an edit failed because the message can never

@@ -935,6 +935,27 @@ func TestEndOfAnUneditableMessage(t *testing.T) {
 	}
 }
 
+// A request whose message is in a thread that was closed (archived, not
+// locked: by a person, or by Discord after a week without a message) is
+// edited all the same: the thread is opened again, and the edit lands.
+func TestEndInAClosedThreadIsEdited(t *testing.T) {
+	b := start(t, threadTarget)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+	id := b.create(t, "/v1/questions", cleanupQuestion()) // posted in the session's thread
+	b.fake.ArchiveThread(thread)
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	edits := b.fake.Calls("edit")
+	if len(edits) != 1 || edits[0].Channel != thread || !noControls(edits[0].Body) {
+		t.Fatalf("edits that landed: %+v; want the cancelled request's message in the thread, without controls", edits)
+	}
+	if opened := b.fake.Calls("modify channel"); len(opened) != 1 || opened[0].Channel != thread {
+		t.Errorf("thread opened: %+v; want it opened once", opened)
+	}
+}
+
 // TestPlanOfLinksIsPosted: a long plan full of markdown links (file
 // references, as agents write them) is posted, its first part with the
 // question and the rest below, every message within Discord's limits

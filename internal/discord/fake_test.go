@@ -104,8 +104,8 @@ type fakeHold struct {
 // fakeThread is a thread as the fake knows it: the channel it is in, and
 // what a moderator did to it.
 type fakeThread struct {
-	parent          string
-	deleted, locked bool
+	parent                    string
+	deleted, locked, archived bool
 }
 
 // FakeCall is one call the fake answered. Kind is "create", "edit", "delete",
@@ -175,6 +175,17 @@ func (f *FakeDiscord) LockThread(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.threads[id].locked = true
+}
+
+// ArchiveThread archives (closes) a thread the fake started, as a person
+// does or as Discord does after a week without a message: posts in it and
+// edits of its messages then fail (400 Thread is archived, 50083) until it
+// is opened again (PATCH archived false, which a bot may do while the
+// thread is not locked; a locked one only with Manage Threads).
+func (f *FakeDiscord) ArchiveThread(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.threads[id].archived = true
 }
 
 // Hold holds the first call of kind from now on that match accepts (nil:
@@ -293,6 +304,8 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		c.Kind = "app"
 	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "channels":
 		c.Kind, c.Channel = "channel", path[1]
+	case r.Method == http.MethodPatch && len(path) == 2 && path[0] == "channels":
+		c.Kind, c.Channel = "modify channel", path[1]
 	case r.Method == http.MethodGet && path[0] == "gateway" && f.GatewayURL != "":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"url": %q, "shards": 1}`, f.GatewayURL)
@@ -334,8 +347,20 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case th.deleted:
 			fail = &FakeFail{Status: http.StatusNotFound, Code: 10003, Message: "Unknown Channel"}
-		case th.locked:
+		case th.locked, th.archived:
 			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50083, Message: "Thread is archived"}
+		}
+	}
+	if th := f.threads[c.Channel]; fail == nil && c.Kind == "modify channel" {
+		switch {
+		case th == nil || th.deleted:
+			fail = &FakeFail{Status: http.StatusNotFound, Code: 10003, Message: "Unknown Channel"}
+		case body["archived"] != false || len(body) != 1:
+			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50035, Message: "Invalid Form Body (the fake opens threads, nothing else)"}
+		case th.locked: // only Manage Threads opens a locked thread
+			fail = &FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions"}
+		default:
+			th.archived = false
 		}
 	}
 	f.next++
@@ -507,6 +532,12 @@ func (f *FakeDiscord) apply(c FakeCall, author, id string) (string, map[string]a
 		f.threads[c.MessageID] = &fakeThread{parent: c.Channel}
 		f.mu.Unlock()
 		return c.MessageID, map[string]any{"id": c.MessageID, "type": 11, "parent_id": c.Channel, "name": body["name"]}
+	case "modify channel":
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		th := f.threads[c.Channel]
+		return c.Channel, map[string]any{"id": c.Channel, "type": 11, "parent_id": th.parent, "name": "thread",
+			"thread_metadata": map[string]any{"archived": th.archived, "locked": th.locked, "auto_archive_duration": 10080}}
 	}
 	return c.MessageID, nil
 }
