@@ -66,6 +66,10 @@ type Dispatcher struct {
 	metrics        *Metrics
 	log            *slog.Logger
 	creating       inflight // creates under way; see Drain
+	// draining is closed once Drain begins: work in the background that
+	// may be left undone (settleLost's) stops then.
+	draining  chan struct{}
+	drainOnce sync.Once
 	// postFor bounds a post, the creator's or a reposter's: the posting
 	// lease it holds (tests shorten it).
 	postFor time.Duration
@@ -83,6 +87,7 @@ func New(store *pending.Store, cfg *config.Config, surfaces map[string]Surface, 
 		metrics:        m,
 		log:            log,
 		postFor:        pending.PostingLease,
+		draining:       make(chan struct{}),
 	}
 	for name := range surfaces {
 		m.surface(name)
@@ -374,9 +379,10 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 // create failed (503), and asks again. Asked under a tool_call_id, the
 // retry finds the same request: its lease is released, so the retry posts
 // it at once. Asked without one, the retry is another request, and this
-// one is abandoned, or a reposter would post it for nobody. One try within
-// settleTimeout comes before the create answers; while Redis does not
-// answer, the rest go on in the background, for half the lease.
+// one is abandoned, or a reposter would post it for nobody. One try, of a
+// second at most, comes before the create answers (its reply lost, Redis
+// is likely up); while Redis does not answer, the rest go on in the
+// background, for half the lease or until Drain.
 func (d *Dispatcher) settleLost(ctx context.Context, lost *pending.LostCreateError, keyed bool) {
 	settle := func(ctx context.Context) error {
 		var err error
@@ -387,7 +393,7 @@ func (d *Dispatcher) settleLost(ctx context.Context, lost *pending.LostCreateErr
 		}
 		return err
 	}
-	first, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	first, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	err := settle(first)
 	cancel()
 	if err == nil || !pending.IsUnavailable(err) {
@@ -400,6 +406,8 @@ func (d *Dispatcher) settleLost(ctx context.Context, lost *pending.LostCreateErr
 			select {
 			case <-ctx.Done():
 				d.log.Warn("a create Redis did not answer may have left its request unposted; a reposter posts it once its lease passes", "request_id", lost.ID, "err", err)
+				return
+			case <-d.draining:
 				return
 			case <-time.After(backoff):
 			}
@@ -448,6 +456,7 @@ var ErrStopping = errors.New("this replica is stopping")
 // server gave up on its handler is refused rather than run against a Redis
 // client about to close.
 func (d *Dispatcher) Drain(ctx context.Context) {
+	d.drainOnce.Do(func() { close(d.draining) })
 	select {
 	case <-d.creating.stop():
 	case <-ctx.Done():
