@@ -171,10 +171,14 @@ func TestParseInput(t *testing.T) {
 	}{
 		{InputNumber, "3.5", "3.5"},
 		{InputNumber, " -12 ", "-12"},
-		{InputNumber, "+1e3", "+1e3"},
+		{InputNumber, "+1e3", "1e3"},
 		{InputNumber, "2.5E-3", "2.5E-3"},
-		{InputNumber, ".5", ".5"},
-		{InputNumber, "5.", "5."},
+		{InputNumber, ".5", "0.5"},
+		{InputNumber, "-.50", "-0.50"},
+		{InputNumber, "5.", "5"},
+		{InputNumber, "007.10", "7.10"},
+		{InputNumber, "-0", "-0"},
+		{InputNumber, "000", "0"},
 		{InputNumber, "1_000", ""},
 		{InputNumber, "0x10", ""},
 		{InputNumber, "0x1p4", ""},
@@ -186,6 +190,9 @@ func TestParseInput(t *testing.T) {
 		{InputNumber, "", ""},
 		{InputInteger, "42", "42"},
 		{InputInteger, "-7", "-7"},
+		{InputInteger, " +4 ", "4"},
+		{InputInteger, "007", "7"},
+		{InputInteger, "-0", "0"},
 		{InputInteger, "1_000", ""},
 		{InputInteger, "0x10", ""},
 		{InputInteger, "1e3", ""},
@@ -199,6 +206,9 @@ func TestParseInput(t *testing.T) {
 		}
 		if tc.want != "" && (err != nil || got != tc.want) {
 			t.Errorf("ParseInput(%s, %q) = %q, %v; want %q", tc.typ, tc.text, got, err, tc.want)
+		}
+		if (tc.typ == InputNumber || tc.typ == InputInteger) && err == nil && !json.Valid([]byte(got)) {
+			t.Errorf("ParseInput(%s, %q) = %q: not a JSON number", tc.typ, tc.text, got)
 		}
 	}
 }

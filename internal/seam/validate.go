@@ -183,22 +183,27 @@ func (q *Question) validateInput(where string) error {
 var decimal = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 
 // ParseInput checks text against a typed input field and returns it in
-// canonical form: trimmed, booleans as "true" or "false".
+// canonical form: trimmed, booleans as "true" or "false", numbers as JSON
+// writes them (" +4 " is "4", "007" is "7", ".50" is "0.50"), with every
+// digit the person typed, so that an agent can read one as JSON.
 func ParseInput(typ, text string) (string, error) {
 	s := strings.TrimSpace(text)
 	switch typ {
 	case InputInteger:
-		if _, err := strconv.ParseInt(s, 10, 64); errors.Is(err, strconv.ErrRange) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
 			// An agent reads it as an int64 (docs/api.md).
 			return "", fmt.Errorf("%s is not a whole number from %d to %d", quoteTyped(s), math.MinInt64, math.MaxInt64)
 		} else if err != nil {
 			return "", fmt.Errorf("%s is not a whole number", quoteTyped(s))
 		}
+		return strconv.FormatInt(n, 10), nil
 	case InputNumber:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !decimal.MatchString(s) {
 			return "", fmt.Errorf("%s is not a number", quoteTyped(s))
 		}
+		return jsonNumber(s), nil
 	case InputBoolean:
 		switch strings.ToLower(s) {
 		case "true", "yes", "y":
@@ -209,6 +214,31 @@ func ParseInput(typ, text string) (string, error) {
 		return "", fmt.Errorf("%s is not true or false", quoteTyped(s))
 	}
 	return s, nil
+}
+
+// jsonNumber writes s, which decimal matches, as a JSON number: no "+", no
+// leading zeros, a digit on each side of a point, its digits kept.
+func jsonNumber(s string) string {
+	sign := ""
+	switch s[0] {
+	case '-':
+		sign, s = "-", s[1:]
+	case '+':
+		s = s[1:]
+	}
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i:]
+	}
+	whole, frac, point := strings.Cut(mant, ".")
+	whole = strings.TrimLeft(whole, "0")
+	if whole == "" {
+		whole = "0"
+	}
+	if point && frac != "" {
+		whole += "." + frac
+	}
+	return sign + whole + exp
 }
 
 // quoteTyped quotes what a person typed for an error shown beside the
