@@ -130,9 +130,14 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	rec, err := c.Create(ctx, req, 0)
-	if err == nil {
+	switch {
+	case err == nil && rec.Status == client.StatusPending:
 		fmt.Fprintf(stderr, "asked: id %s (tool_call_id %s), waiting for an answer; Ctrl-C withdraws it\n", rec.ID, rec.ToolCallID)
 		rec, err = c.Wait(ctx, rec)
+	case err == nil:
+		// The tool_call_id names a request that ended already (a run
+		// interrupted before this one): its outcome, not a second ask.
+		fmt.Fprintf(stderr, "found: id %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", rec.ID, rec.ToolCallID, rec.Status)
 	}
 	return askOutcome(rec, err, stdout, stderr)
 }

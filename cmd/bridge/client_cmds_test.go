@@ -325,6 +325,25 @@ func TestAskInterrupted(t *testing.T) {
 	}
 }
 
+// Run again under the --tool-call-id of a question that ended (withdrawn
+// by Ctrl-C), ask says it found that question ended, rather than that it
+// asked and waits.
+func TestAskUnderAnEndedToolCallID(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	rec, err := c.Create(context.Background(), client.QuestionRequest{Questions: []client.Question{{ID: "q1", Question: "Deploy?"}}, ToolCallID: "deploy-42"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cancel(context.Background(), rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := cli("ask", "--server", url, "--question", "Deploy?", "--tool-call-id", "deploy-42")
+	if r.code != exitCancelled || strings.Contains(r.stderr, "asked:") || !strings.Contains(r.stderr, "found: id "+rec.ID+" (tool_call_id deploy-42) ended already, cancelled; give another --tool-call-id") {
+		t.Errorf("ask = %+v; want exit %d, saying it found the question ended", r, exitCancelled)
+	}
+}
+
 func TestAnswerApproval(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
