@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -209,15 +210,19 @@ func CheckResponse(resp *http.Response) error {
 }
 
 // ParseRetryAfter reads a Retry-After header: seconds, possibly fractional,
-// or an HTTP date. It returns 0 when v is empty or unreadable.
+// or an HTTP date. It returns 0 when v is empty or unreadable, and at most
+// a day: a wait that long is one no call makes, and is given up on.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 || secs > 24*3600 {
+		switch {
+		case secs <= 0 || math.IsNaN(secs):
 			return 0
+		case secs > 24*3600:
+			return 24 * time.Hour
 		}
 		return time.Duration(secs * float64(time.Second))
 	}

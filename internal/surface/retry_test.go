@@ -178,6 +178,9 @@ func TestParseRetryAfter(t *testing.T) {
 		"3":                             3 * time.Second,
 		"0.25":                          250 * time.Millisecond,
 		"-1":                            0,
+		"86401":                         24 * time.Hour, // given up on, not taken for none
+		"1e30":                          24 * time.Hour,
+		"NaN":                           0,
 		"soon":                          0,
 		"Thu, 01 Jan 2026 00:00:10 GMT": 10 * time.Second,
 	} {
