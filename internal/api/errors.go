@@ -94,7 +94,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return // the client went away; nobody reads the answer
 	}
 	e := toError(err)
-	if s.inMemory && e.Code == CodeNotFound {
+	if s.inMemory && errors.Is(err, pending.ErrNotFound) {
 		// An agent still waiting on a request this bridge made before it
 		// last started would otherwise not know why it vanished.
 		e = apiErr(e.Status, e.Code, e.Message+" (if it was made before this bridge last started, it is gone: this bridge keeps requests in memory, with no redis.url)")

@@ -341,10 +341,12 @@ func (s *Server) waitFor(r *http.Request, rec *pending.Record, d time.Duration, 
 	return nil, discarded(err, rec.Client)
 }
 
-// discarded is err, from reading a request, or when the request was
-// discarded because no target took it (a caller re-attached while its
-// create was posting it), and owner is "" or its client, the NO_PROVIDER
-// its create returned.
+// discarded is err, from reading or waiting on a request, or when the
+// request was discarded because no target took it (a caller re-attached
+// while its create was posting it), and owner is "" or its client, the
+// NO_PROVIDER its create returned. Only reads and waits say so: a cancel
+// or an answer of the id finds nothing to act on (404), and a lookup by
+// tool_call_id finds no request (404).
 func discarded(err error, owner string) error {
 	var d *pending.DiscardedError
 	if errors.As(err, &d) && (owner == "" || owner == d.Client) {
@@ -474,7 +476,7 @@ func owner(c Client) string {
 func (s *Server) lookup(r *http.Request, kind seam.Kind, c Client) (*pending.Record, error) {
 	rec, err := s.store.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return nil, discarded(err, owner(c))
+		return nil, err
 	}
 	if owner(c) != "" && rec.Client != owner(c) {
 		return nil, pending.ErrNotFound
@@ -497,23 +499,29 @@ func article(kind seam.Kind) string {
 	return "a " + string(kind)
 }
 
+// get answers GET /v1/questions/{id}: the request, held with ?wait=. A
+// request discarded because no target took it is the NO_PROVIDER its
+// create returned (see discarded).
 func (s *Server) get(kind seam.Kind) func(http.ResponseWriter, *http.Request, Client) error {
 	return func(w http.ResponseWriter, r *http.Request, c Client) error {
-		wait, err := s.wait(r)
+		rec, err := s.read(r, kind, c)
 		if err != nil {
-			return err
-		}
-		var rec *pending.Record
-		if wait > 0 {
-			rec, err = s.await(r, kind, c, wait)
-		} else {
-			rec, err = s.lookup(r, kind, c)
-		}
-		if err != nil {
-			return err
+			return discarded(err, owner(c))
 		}
 		return writeJSON(w, http.StatusOK, recordOf(rec))
 	}
+}
+
+// read reads the request r names, held as its ?wait= says.
+func (s *Server) read(r *http.Request, kind seam.Kind, c Client) (*pending.Record, error) {
+	wait, err := s.wait(r)
+	if err != nil {
+		return nil, err
+	}
+	if wait > 0 {
+		return s.await(r, kind, c, wait)
+	}
+	return s.lookup(r, kind, c)
 }
 
 // await holds a GET ?wait= until the request leaves pending or the wait
@@ -551,8 +559,14 @@ func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, C
 			if err != nil {
 				return err
 			}
+			// Not NO_PROVIDER for one discarded: an asker looks up its
+			// tool_call_id to learn whether to create, and it should.
 			r.SetPathValue("id", pending.IDFor(c.Name, kind, tc))
-			return s.get(kind)(w, r, c)
+			rec, err := s.read(r, kind, c)
+			if err != nil {
+				return err
+			}
+			return writeJSON(w, http.StatusOK, recordOf(rec))
 		}
 		if !c.Can(ScopeAnswer) {
 			return apiErr(http.StatusForbidden, CodeForbidden, "listing requests needs the answer scope; an asker reads its own with ?tool_call_id=")

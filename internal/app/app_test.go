@@ -186,4 +186,12 @@ func TestNotFoundSaysInMemory(t *testing.T) {
 			t.Errorf("GET %s: %d %+v; want 404 NOT_FOUND %q", tc.a.URL(), code, e, tc.want)
 		}
 	}
+	// Other 404s are not requests lost in a restart.
+	id := apptest.Create(t, embedded.URL(), "/v1/questions", map[string]any{"questions": []any{map[string]any{"id": "q", "question": "Deploy?"}}})
+	for _, path := range []string{"/v1/nosuchthing", "/v1/approvals/" + id} {
+		code, rec := apptest.Do(t, embedded.URL(), "GET", path, nil)
+		if msg := rec.Raw("error"); code != 404 || strings.Contains(msg, "last started") {
+			t.Errorf("GET %s: %d %s; want a 404 that says nothing of a restart", path, code, msg)
+		}
+	}
 }

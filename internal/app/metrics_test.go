@@ -115,6 +115,17 @@ routes:
 	if status, rec := apptest.Do(t, a.URL(), http.MethodGet, "/v1/questions/"+id, nil); status != http.StatusServiceUnavailable || !strings.Contains(rec.Raw("error"), `"NO_PROVIDER"`) {
 		t.Errorf("a read after the discard: %d %s; want 503 NO_PROVIDER", status, rec.Raw("error"))
 	}
+	// Only reads and waits tell of the discard: a cancel, an answer or a
+	// lookup by tool_call_id find nothing (404), as for any unknown id.
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodDelete, "/v1/questions/" + id},
+		{http.MethodPost, "/v1/questions/" + id + "/answer"},
+		{http.MethodGet, "/v1/questions?tool_call_id=call-slow-1"},
+	} {
+		if status, rec := apptest.Do(t, a.URL(), tc.method, tc.path, map[string]any{"answers": []any{}}); status != http.StatusNotFound {
+			t.Errorf("%s %s after the discard: %d %s; want 404", tc.method, tc.path, status, rec.Raw("error"))
+		}
+	}
 	// Asked again, it is posted afresh.
 	if status, rec := apptest.Do(t, a.URL(), http.MethodPost, "/v1/questions", question); status != http.StatusCreated {
 		t.Errorf("asked again once the target takes it: %d %v; want 201", status, rec.M)
