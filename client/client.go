@@ -611,6 +611,12 @@ func apiError(status int, data []byte) *Error {
 	return &Error{Status: status, Message: msg}
 }
 
+// Transient reports whether a call that failed with err may succeed if
+// made again: a network error, a gateway error, 429, or 503 other than
+// NO_PROVIDER. A Wait that gives up after the client's retries
+// (WithRetryFor) fails with such an error.
+func Transient(err error) bool { return transient(err) }
+
 // transient reports whether a failed call may succeed if made again: a
 // network error, a gateway error, 429, or 503 other than NO_PROVIDER.
 func transient(err error) bool {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -192,12 +191,9 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	// window) on a request still pending: the tool call fails, and a retry
 	// by the model asks again, so the request is withdrawn, or someone
 	// would answer it for nobody. It stays running until then, for Close.
-	abandoned := err != nil && ctx.Err() == nil && rec != nil && rec.ID != "" && rec.Status == client.StatusPending
+	abandoned := err != nil && ctx.Err() == nil && client.Transient(err) && rec != nil && rec.ID != "" && rec.Status == client.StatusPending
 
 	s.mu.Lock()
-	if !abandoned {
-		delete(s.running, a)
-	}
 	a.out = out
 	close(a.done)
 	s.event("ended")
@@ -210,36 +206,49 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	s.mu.Unlock()
 	if abandoned {
 		s.withdraw(ctx, rec)
-		s.mu.Lock()
-		delete(s.running, a)
-		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	delete(s.running, a)
+	s.event("settled")
+	s.mu.Unlock()
 }
 
 // withdrawFor bounds how long a request a wait gave up on is withdrawn for
 // while the bridge can't be reached.
 const withdrawFor = 10 * time.Minute
 
-// withdraw cancels rec's request, trying until the bridge answers, for
-// withdrawFor, or until ctx ends (Close).
-func (s *Server) withdraw(ctx context.Context, rec *client.Record) {
-	ctx, cancel := context.WithTimeout(ctx, withdrawFor)
+// withdraw cancels rec's request, trying while the bridge fails as it may
+// not for long (client.Transient), for withdrawFor. Once ask, the ask's
+// context, ends (Close), it tries a last time, for lastWithdraw.
+func (s *Server) withdraw(ask context.Context, rec *client.Record) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ask), withdrawFor)
 	defer cancel()
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		_, err := s.bridge.Cancel(ctx, rec.ID)
-		var ce *client.Error
-		if err == nil || errors.As(err, &ce) && ce.Status < 500 && ce.Status != http.StatusTooManyRequests {
+		if err == nil || !client.Transient(err) {
 			s.log.Info("withdrew a request whose wait gave up", "request_id", rec.ID, "err", err)
 			return
 		}
 		select {
+		case <-ask.Done():
+			last, cancel := context.WithTimeout(ctx, lastWithdraw)
+			_, err = s.bridge.Cancel(last, rec.ID)
+			cancel()
+			if err == nil || !client.Transient(err) {
+				return
+			}
 		case <-ctx.Done():
-			s.log.Warn("withdrawing a request whose wait gave up failed; it stays pending until it expires", "request_id", rec.ID, "err", err)
-			return
 		case <-time.After(backoff):
+			continue
 		}
+		s.log.Warn("withdrawing a request whose wait gave up failed; it stays pending until it expires", "request_id", rec.ID, "err", err)
+		return
 	}
 }
+
+// lastWithdraw bounds the last try at withdrawing a request as the server
+// closes.
+const lastWithdraw = 5 * time.Second
 
 // wait waits for the outcome of a on behalf of one tool call and detaches
 // the call. tick, when not nil, is called every progress interval while it

@@ -75,7 +75,7 @@ type Server struct {
 	closed  bool
 	wg      sync.WaitGroup // forward goroutines
 
-	trace func(event string) // test hook: "detached" (a call went away), "ended" (a request); s.mu is held
+	trace func(event string) // test hook: "detached" (a call went away), "ended" (a request), "settled" (its withdrawal too, if it needed one); s.mu is held
 }
 
 // New returns a server that forwards tool calls to bridge.

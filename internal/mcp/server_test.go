@@ -737,3 +737,81 @@ func TestGivenUpWaitWithdrawsItsRequest(t *testing.T) {
 		}
 	}
 }
+
+// A wait that ends for good (here 503 NO_PROVIDER: its request was
+// discarded) is not one that gave up: nothing is withdrawn.
+func TestEndedWaitWithdrawsNothing(t *testing.T) {
+	bridgeURL := newBridge(t, "")
+	target, err := url.Parse(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deletes atomic.Int32
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodDelete:
+			deletes.Add(1)
+		case r.Method == http.MethodGet && r.URL.Query().Has("wait"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":{"code":"NO_PROVIDER","message":"no user-questions answerer accepted the request: no target took it"}}`)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	e := start(t, proxy.URL, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if got := text(t, await(t, "the tool call", e.call(ctx, "ask_user_question", questions(yesNo("web")), "")), true); !strings.HasPrefix(got, "NO_PROVIDER: ") {
+		t.Fatalf("the tool call = %q; want NO_PROVIDER", got)
+	}
+	e.event(t, "settled")
+	if n := deletes.Load(); n != 0 {
+		t.Errorf("%d DELETEs after a wait that ended for good; want none", n)
+	}
+}
+
+// Closed while it still withdraws a request whose wait gave up (the bridge
+// away), the server tries a last time before it returns.
+func TestCloseTriesTheLastWithdrawal(t *testing.T) {
+	bridgeURL := newBridge(t, "")
+	target, err := url.Parse(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down, closing atomic.Bool
+	refused := make(chan struct{}, 100) // a DELETE the bridge, away, did not take
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() && !(closing.Load() && r.Method == http.MethodDelete) {
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
+			}
+			if r.Method == http.MethodDelete {
+				refused <- struct{}{}
+			}
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	e := start(t, proxy.URL, Options{}, client.WithRetryFor(300*time.Millisecond))
+	direct, err := client.New(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	call := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+	rec := e.pending(t, client.KindQuestion, 1)[0]
+	down.Store(true)
+	await(t, "the tool call", call)
+	await(t, "a refused withdrawal", refused)
+	closing.Store(true) // the bridge takes DELETEs again, as the server closes
+	e.srv.Close()
+	if got, err := direct.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
+		t.Errorf("request %s after Close: %+v, %v; want it withdrawn", rec.ID, got, err)
+	}
+}
