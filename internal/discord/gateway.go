@@ -47,8 +47,13 @@ func (h *Interactions) gateway(ctx context.Context) error {
 		}
 	}()
 	for {
+		// Within a third of the lease: a Redis that takes the command and
+		// never answers (packets dropped) must not hold the check below
+		// past the lease.
 		sent := time.Now()
-		ok, err := h.s.store.Lease(ctx, gatewayLease, holder, ttl)
+		lctx, cancel := context.WithTimeout(ctx, ttl/3)
+		ok, err := h.s.store.Lease(lctx, gatewayLease, holder, ttl)
+		cancel()
 		if err == nil && ok {
 			renewed = sent
 		}

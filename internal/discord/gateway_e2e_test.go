@@ -148,44 +148,51 @@ func TestGatewayRefusedTokenStops(t *testing.T) {
 
 // A lease holder that can't reach Redis leaves the gateway before its
 // lease passes: the replica that takes the lease over is then the only
-// one Discord delivers interactions to.
+// one Discord delivers interactions to. Redis may refuse (a closed port)
+// or take the command and never answer (packets dropped).
 func TestGatewayHolderCutOffFromRedisDisconnects(t *testing.T) {
-	fake := discord.NewFakeDiscord(t, botToken)
-	gw := fake.StartGateway(t)
-	cfg, err := config.Parse([]byte(gatewayYAML(fake)))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		hang bool
+	}{{"refused", false}, {"never answered", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := discord.NewFakeDiscord(t, botToken)
+			gw := fake.StartGateway(t)
+			cfg, err := config.Parse([]byte(gatewayYAML(fake)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			url, prefix := apptest.Redis(t)
+			const ttl = 300 * time.Millisecond
+			replica := func(hooks ...redis.Hook) {
+				rdb, err := pending.Dial(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { rdb.Close() })
+				for _, h := range hooks {
+					rdb.AddHook(h)
+				}
+				store := pending.New(rdb, pending.Options{Prefix: prefix})
+				s, err := discord.New(cfg, discord.Options{Store: store, LeaseTTL: ttl})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { s.Interactions(storeResolver{store}).Run(ctx); close(done) }()
+				t.Cleanup(func() { cancel(); <-done })
+			}
+			cut := &redisCut{hang: tc.hang}
+			replica(cut)
+			gw.WaitSessions(t, 1, 10*time.Second) // the first holds the lease
+			cut.on.Store(true)
+			replica()
+			gw.WaitIdentified(t)
+			gw.WaitIdentified(t) // the second, once the lease passed
+			gw.WaitSessions(t, 1, 10*ttl)
+		})
 	}
-	url, prefix := apptest.Redis(t)
-	const ttl = 300 * time.Millisecond
-	replica := func(hooks ...redis.Hook) *discord.Surface {
-		rdb, err := pending.Dial(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rdb.Close() })
-		for _, h := range hooks {
-			rdb.AddHook(h)
-		}
-		store := pending.New(rdb, pending.Options{Prefix: prefix})
-		s, err := discord.New(cfg, discord.Options{Store: store, LeaseTTL: ttl})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { s.Interactions(storeResolver{store}).Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		return s
-	}
-	cut := new(redisCut)
-	replica(cut)
-	gw.WaitSessions(t, 1, 10*time.Second) // the first holds the lease
-	cut.on.Store(true)
-	replica()
-	gw.WaitIdentified(t)
-	gw.WaitIdentified(t) // the second, once the lease passed
-	gw.WaitSessions(t, 1, 10*ttl)
 }
 
 // storeResolver resolves through the store alone, as a replica without a
@@ -196,8 +203,13 @@ func (r storeResolver) Resolve(ctx context.Context, id string, res pending.Resol
 	return r.s.Resolve(ctx, id, res)
 }
 
-// redisCut fails every command, once on, as an unreachable Redis does.
-type redisCut struct{ on atomic.Bool }
+// redisCut fails every command, once on, as an unreachable Redis does:
+// at once, or, with hang, when the command's context ends (go-redis's
+// deadline on a connection whose packets are dropped).
+type redisCut struct {
+	on   atomic.Bool
+	hang bool
+}
 
 var errCut = fmt.Errorf("dial tcp 10.0.0.5:6379: %w", syscall.ETIMEDOUT)
 
@@ -206,8 +218,13 @@ func (c *redisCut) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *redisCut) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if c.on.Load() {
-			cmd.SetErr(errCut)
-			return errCut
+			err := errCut
+			if c.hang {
+				<-ctx.Done()
+				err = ctx.Err()
+			}
+			cmd.SetErr(err)
+			return err
 		}
 		return next(ctx, cmd)
 	}
