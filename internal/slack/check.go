@@ -130,12 +130,19 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 	return fs
 }
 
+// person reports whether a target's channel is a person's id (U…, or W…
+// on Enterprise Grid): chat.postMessage posts in the app's DM with them,
+// a conversation with an id of its own (D…).
+func person(channel string) bool {
+	return strings.HasPrefix(channel, "U") || strings.HasPrefix(channel, "W")
+}
+
 // channelNotFound is the finding for channel_not_found, with the bot's name.
 const channelNotFound = "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot"
 
 func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) {
 	what := "slack channel " + id
-	if strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W") {
+	if person(id) {
 		// A person's id: chat.postMessage posts in the app's DM with
 		// them, which conversations.info does not know by that id.
 		fs.Add(surface.Note, what, "a person: messages go to @%s's DM with them, which only --post can check", bot)

@@ -371,20 +371,26 @@ func okCount(calls []slacktest.FakeCall) int {
 // again (and may show twice, the first copy never edited), so that it is
 // asked at all.
 func TestFaultSlackPostAppliedThenFailed(t *testing.T) {
+	const all = "chat:write,usergroups:read,channels:history,groups:history"
 	for _, tc := range []struct {
-		name     string
-		fail     slacktest.FakeFail
-		scopes   string
-		messages int
+		name      string
+		fail      slacktest.FakeFail
+		scopes    string
+		historyRL bool // the history lookup is rate limited once
+		messages  int
 	}{
-		{"internal_error", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read,channels:history,groups:history", 1},
-		{"HTTP 500", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true}, "chat:write,usergroups:read,channels:history,groups:history", 1},
-		{"without channels:history", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read", 2},
+		{"internal_error", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, false, 1},
+		{"HTTP 500", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true}, all, false, 1},
+		{"the lookup rate limited", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, true, 1},
+		{"without channels:history", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read", false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := start(t, defaultTarget)
 			b.fake.Scopes = tc.scopes
 			b.fake.FailNext("chat.postMessage", tc.fail)
+			if tc.historyRL {
+				b.fake.FailNext("conversations.history", slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+			}
 			id := b.create(t, "/v1/questions", cleanupQuestion())
 			msgs := b.fake.Messages(channel)
 			if len(msgs) != tc.messages {
@@ -432,5 +438,22 @@ func TestFaultSlackThreadPostAppliedThenFailed(t *testing.T) {
 	posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
 	if len(posts) != 1 || posts[0].(map[string]any)["message_id"] != msgs[1]["ts"] {
 		t.Errorf("recorded posts %v; want the reply, %v", posts, msgs[1]["ts"])
+	}
+}
+
+// A person's DM has an id the bridge learns only from the post's answer:
+// there is nothing to look in, and the request is posted again.
+func TestFaultSlackDMPostAppliedThenFailed(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: UADA`)
+	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "internal_error", Applied: true})
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	if n := len(b.fake.Calls("conversations.history")) + len(b.fake.Calls("conversations.replies")); n != 0 {
+		t.Errorf("%d history lookups for a DM; want none", n)
+	}
+	posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+	if msgs := b.fake.Messages("DADA"); len(posts) != 1 || len(msgs) != 2 || posts[0].(map[string]any)["message_id"] != msgs[1]["ts"] {
+		t.Errorf("recorded %v of %d messages in the DM; want the second of two", posts, len(msgs))
 	}
 }

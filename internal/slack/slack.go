@@ -213,7 +213,10 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		return s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
 			if !maybe.IsZero() {
 				found, err := s.findPost(ctx, tc.Channel, thread, maybe, rec.ID, rec.Hash)
+				status, _ := surface.StatusOf(err)
 				switch {
+				case status == http.StatusTooManyRequests:
+					return err // looked for again once Slack's Retry-After has passed
 				case err != nil:
 					log.Warn("Slack failed a post that it may have made; looking for the message failed, so it is posted again and may show twice", "err", err)
 				case found != "":
@@ -224,7 +227,9 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			}
 			began := s.now()
 			channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{m.text, m.blocks, thread})
-			if status, _ := surface.StatusOf(err); status >= 500 && maybe.IsZero() {
+			// A person's DM is a conversation the bridge does not know the
+			// id of before the post answers: nothing to look in.
+			if status, _ := surface.StatusOf(err); status >= 500 && maybe.IsZero() && !person(tc.Channel) {
 				// A minute early: Slack's clock, which dates the message,
 				// may be behind this one.
 				maybe = began.Add(-time.Minute)
