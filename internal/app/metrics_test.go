@@ -18,19 +18,7 @@ import (
 // Slack outage would read as requests created and never resolved. One that
 // a target took is counted. The failed post is, from 0.
 func TestCreatedCountsOnlyRequestsATargetTook(t *testing.T) {
-	const token = "xoxb-1111-2222-METRICSBOTTOKEN"
-	fake := slacktest.NewFakeSlack(t, token)
-	url, prefix := apptest.Redis(t)
-	a := apptest.Start(t, apptest.Config(t, fmt.Sprintf(`
-slack:
-  bot_token: %s
-  signing_secret: metrics-signing-secret
-  api_url: %s
-routes:
-  - name: default
-    targets:
-      - slack: {channel: C0AGENTS}
-`, token, fake.URL), url, prefix), app.Options{})
+	a, fake := startOnSlack(t)
 	question := map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}}
 	// A configured surface's failures are there from the start, at 0: an
 	// alert on their increase sees the first one.
@@ -52,6 +40,25 @@ routes:
 	if got, want := samples(t, a, "askbridge_requests_created_total"), `askbridge_requests_created_total{kind="question",route="default"} 1`; got != want {
 		t.Errorf("after a create that was posted: %q; want %q", got, want)
 	}
+}
+
+// startOnSlack starts a replica whose default route posts to a fake
+// Slack's channel C0AGENTS.
+func startOnSlack(t *testing.T) (*app.App, *slacktest.FakeSlack) {
+	const token = "xoxb-1111-2222-METRICSBOTTOKEN"
+	fake := slacktest.NewFakeSlack(t, token)
+	url, prefix := apptest.Redis(t)
+	a := apptest.Start(t, apptest.Config(t, fmt.Sprintf(`
+slack:
+  bot_token: %s
+  signing_secret: metrics-signing-secret
+  api_url: %s
+routes:
+  - name: default
+    targets:
+      - slack: {channel: C0AGENTS}
+`, token, fake.URL), url, prefix), app.Options{})
+	return a, fake
 }
 
 // samples is the replica's samples of the labelled metric name.
@@ -80,19 +87,7 @@ func samples(t *testing.T, a *app.App, name string) string {
 // any read after it get the 503 NO_PROVIDER the create got, not a 404 for
 // a request that never was: an agent's harness falls through on it.
 func TestReattachToADiscardedCreateIsNoProvider(t *testing.T) {
-	const token = "xoxb-1111-2222-DISCARDBOTTOKEN"
-	fake := slacktest.NewFakeSlack(t, token)
-	url, prefix := apptest.Redis(t)
-	a := apptest.Start(t, apptest.Config(t, fmt.Sprintf(`
-slack:
-  bot_token: %s
-  signing_secret: discard-signing-secret
-  api_url: %s
-routes:
-  - name: default
-    targets:
-      - slack: {channel: C0AGENTS}
-`, token, fake.URL), url, prefix), app.Options{})
+	a, fake := startOnSlack(t)
 	question := map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}, "tool_call_id": "call-slow-1"}
 	post := fake.Hold("chat.postMessage")
 	fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "not_in_channel"})

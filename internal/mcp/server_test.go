@@ -691,34 +691,16 @@ func TestKeys(t *testing.T) {
 // left for someone to answer for nobody.
 func TestGivenUpWaitWithdrawsItsRequest(t *testing.T) {
 	bridgeURL := newBridge(t, "")
-	target, err := url.Parse(bridgeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var down atomic.Bool
-	// Without X-Forwarded-For, which an open bridge refuses.
-	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() { // as a bridge that went away: the connection drops
-			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-				c.Close()
-			}
-			return
+	proxy := proxyTo(t, bridgeURL, func(w http.ResponseWriter, r *http.Request) bool {
+		if down.Load() {
+			dropConnection(w)
 		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	e := start(t, proxy.URL, Options{}, client.WithRetryFor(300*time.Millisecond))
-	direct, err := client.New(bridgeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+		return down.Load()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	call := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
-	rec := e.pending(t, client.KindQuestion, 1)[0]
-	down.Store(true)
+	_, direct, call, rec := askThenGoAway(ctx, t, proxy, bridgeURL, &down)
 	if got := text(t, await(t, "the tool call", call), true); !strings.HasPrefix(got, "ASKBRIDGE_UNREACHABLE: ") {
 		t.Fatalf("the tool call = %q; want ASKBRIDGE_UNREACHABLE", got)
 	}
@@ -741,14 +723,8 @@ func TestGivenUpWaitWithdrawsItsRequest(t *testing.T) {
 // A wait that ends for good (here 503 NO_PROVIDER: its request was
 // discarded) is not one that gave up: nothing is withdrawn.
 func TestEndedWaitWithdrawsNothing(t *testing.T) {
-	bridgeURL := newBridge(t, "")
-	target, err := url.Parse(bridgeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var deletes atomic.Int32
-	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxy := proxyTo(t, newBridge(t, ""), func(w http.ResponseWriter, r *http.Request) bool {
 		switch {
 		case r.Method == http.MethodDelete:
 			deletes.Add(1)
@@ -756,12 +732,11 @@ func TestEndedWaitWithdrawsNothing(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, `{"error":{"code":"NO_PROVIDER","message":"no user-questions answerer accepted the request: no target took it"}}`)
-			return
+			return true
 		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	e := start(t, proxy.URL, Options{})
+		return false
+	})
+	e := start(t, proxy, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	if got := text(t, await(t, "the tool call", e.call(ctx, "ask_user_question", questions(yesNo("web")), "")), true); !strings.HasPrefix(got, "NO_PROVIDER: ") {
@@ -777,36 +752,21 @@ func TestEndedWaitWithdrawsNothing(t *testing.T) {
 // away), the server tries a last time before it returns.
 func TestCloseTriesTheLastWithdrawal(t *testing.T) {
 	bridgeURL := newBridge(t, "")
-	target, err := url.Parse(bridgeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var down, closing atomic.Bool
 	refused := make(chan struct{}, 100) // a DELETE the bridge, away, did not take
-	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() && !(closing.Load() && r.Method == http.MethodDelete) {
-			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-				c.Close()
-			}
-			if r.Method == http.MethodDelete {
-				refused <- struct{}{}
-			}
-			return
+	proxy := proxyTo(t, bridgeURL, func(w http.ResponseWriter, r *http.Request) bool {
+		if !down.Load() || closing.Load() && r.Method == http.MethodDelete {
+			return false
 		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	e := start(t, proxy.URL, Options{}, client.WithRetryFor(300*time.Millisecond))
-	direct, err := client.New(bridgeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+		dropConnection(w)
+		if r.Method == http.MethodDelete {
+			refused <- struct{}{}
+		}
+		return true
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	call := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
-	rec := e.pending(t, client.KindQuestion, 1)[0]
-	down.Store(true)
+	e, direct, call, rec := askThenGoAway(ctx, t, proxy, bridgeURL, &down)
 	await(t, "the tool call", call)
 	await(t, "a refused withdrawal", refused)
 	closing.Store(true) // the bridge takes DELETEs again, as the server closes
@@ -814,4 +774,48 @@ func TestCloseTriesTheLastWithdrawal(t *testing.T) {
 	if got, err := direct.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
 		t.Errorf("request %s after Close: %+v, %v; want it withdrawn", rec.ID, got, err)
 	}
+}
+
+// proxyTo serves a proxy in front of the bridge at bridgeURL: each call is
+// first handed to intercept, which answers it itself (true) or lets it
+// through. It sends no X-Forwarded-For, which an open bridge refuses.
+func proxyTo(t *testing.T, bridgeURL string, intercept func(w http.ResponseWriter, r *http.Request) bool) string {
+	t.Helper()
+	target, err := url.Parse(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !intercept(w, r) {
+			forward.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy.URL
+}
+
+// dropConnection answers r as a bridge that went away does: the connection
+// drops.
+func dropConnection(w http.ResponseWriter) {
+	if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+		c.Close()
+	}
+}
+
+// askThenGoAway starts a server on the bridge behind proxy, whose client
+// gives up after 300 ms of failures, makes a tool call, and once its
+// request is pending takes the bridge away (down). direct reaches the
+// bridge itself.
+func askThenGoAway(ctx context.Context, t *testing.T, proxy, bridgeURL string, down *atomic.Bool) (e *env, direct *client.Client, call <-chan result, rec client.Record) {
+	t.Helper()
+	e = start(t, proxy, Options{}, client.WithRetryFor(300*time.Millisecond))
+	direct, err := client.New(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call = e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+	rec = e.pending(t, client.KindQuestion, 1)[0]
+	down.Store(true)
+	return e, direct, call, rec
 }
