@@ -1057,3 +1057,33 @@ func TestFormShowsALongQuestionInFull(t *testing.T) {
 		shown(t, b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil)))
 	})
 }
+
+// A single-choice question whose options a form splits into two lists:
+// the second says to choose in one list only, and a pick in both is
+// refused in words that say so.
+func TestSplitSingleChoiceSaysOneList(t *testing.T) {
+	b := start(t, defaultTarget)
+	var opts []any
+	for i := range 30 {
+		opts = append(opts, map[string]any{"label": fmt.Sprintf("svc-%02d", i)})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{
+		map[string]any{"id": "svc", "question": "Which service to roll back?", "options": opts},
+		map[string]any{"id": "why", "question": "Why?"},
+	}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	raw, _ := json.Marshal(data(resp))
+	if !strings.Contains(string(raw), "one option in all, in one list only") {
+		t.Errorf("the form does not say to choose in one list: %s", raw)
+	}
+	modalID, _ := data(resp)["custom_id"].(string)
+	resp = b.click(t, discord.Submit(msg, ada, modalID,
+		discord.LabelSelect("q0p0", "3"), discord.LabelSelect("q0p1", "27"), discord.LabelText("q1", "a reason")))
+	if c := content(resp); !isEphemeral(resp) || !strings.Contains(c, "takes one option, and 2 were chosen (one in each of its lists)") {
+		t.Errorf("two picks told %q", c)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("status %v; want still pending", rec.M["status"])
+	}
+}

@@ -177,9 +177,12 @@ func sheetModal(rec *pending.Record) *response {
 			if q.MultiSelect {
 				maxV = len(selectOptions(q, p))
 			}
-			label := name
+			label, desc := name, desc
 			if parts(q) > 1 {
 				label = partHolder(q, p, fmt.Sprintf("%d. options", i+1))
+			}
+			if parts(q) > 1 && !q.MultiSelect && p > 0 {
+				desc = "Or choose here: one option in all, in one list only."
 			}
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel), Description: desc,
 				Component: modalSelect{Type: componentSelect, CustomID: selectField(i, p), MinValues: 0, MaxValues: maxV, Required: false, Options: selectOptions(q, p)}})
@@ -251,6 +254,11 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 					it.Selected = append(it.Selected, l)
 				}
 			}
+		}
+		if !q.MultiSelect && len(it.Selected) > 1 {
+			// Its options in two lists, each took a pick (a form can't
+			// tie them together): say so, in the person's words.
+			return seam.Answer{}, fmt.Sprintf("%s takes one option, and %d were chosen (one in each of its lists). Nothing was saved; open the form again and choose in one list only.", esc(fieldName(i, q)), len(it.Selected))
 		}
 		if len(q.Options) == 0 && r.Verb == surface.VerbAnswer {
 			v := fs[textField(i)].value
