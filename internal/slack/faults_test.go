@@ -376,20 +376,23 @@ func TestFaultSlackPostAppliedThenFailed(t *testing.T) {
 		name      string
 		fail      slacktest.FakeFail
 		scopes    string
-		historyRL bool // the history lookup is rate limited once
+		historyRL string // the history lookup is rate limited once, this Retry-After
 		messages  int
 	}{
-		{"internal_error", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, false, 1},
-		{"HTTP 500", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true}, all, false, 1},
-		{"the lookup rate limited", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, true, 1},
-		{"without channels:history", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read", false, 2},
+		{"internal_error", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, "", 1},
+		{"HTTP 500", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true}, all, "", 1},
+		{"the lookup rate limited", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, "1", 1},
+		// A minute's wait (conversations.history for an app outside the
+		// Marketplace) leaves the post no time: it is posted again.
+		{"the lookup rate limited for a minute", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, "60", 2},
+		{"without channels:history", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read", "", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := start(t, defaultTarget)
 			b.fake.Scopes = tc.scopes
 			b.fake.FailNext("chat.postMessage", tc.fail)
-			if tc.historyRL {
-				b.fake.FailNext("conversations.history", slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+			if tc.historyRL != "" {
+				b.fake.FailNext("conversations.history", slacktest.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: tc.historyRL})
 			}
 			id := b.create(t, "/v1/questions", cleanupQuestion())
 			msgs := b.fake.Messages(channel)

@@ -163,6 +163,32 @@ func (s *Surface) call(ctx context.Context, method string, f func(context.Contex
 	return fmt.Errorf("slack %s: %w", method, err)
 }
 
+// lookFor is findPost, looking again once after a 429 if Slack's
+// Retry-After leaves ctx room to post after it (lookupRoom): for an app
+// outside Slack's Marketplace conversations.history takes one call a
+// minute, about what a post has in all. A wait that does not fit is an
+// error: the post is tried again, since a message posted twice, the second
+// recorded, beats one unrecorded and the request refused.
+func (s *Surface) lookFor(ctx context.Context, channel, thread string, since time.Time, rec *pending.Record) (string, error) {
+	found, err := s.findPost(ctx, channel, thread, since, rec.ID, rec.Hash)
+	status, wait := surface.StatusOf(err)
+	if status != http.StatusTooManyRequests {
+		return found, err
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+lookupRoom {
+		return "", fmt.Errorf("%w (waiting %s would leave no time to post)", err, wait)
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(max(wait, time.Second)):
+	}
+	return s.findPost(ctx, channel, thread, since, rec.ID, rec.Hash)
+}
+
+// lookupRoom is what a post needs after a lookup's wait: a post's time.
+const lookupRoom = 15 * time.Second
+
 func (s *Surface) groupMembers(ctx context.Context, group string) ([]string, error) {
 	var users []string
 	err := s.call(ctx, "usergroups.users.list", func(ctx context.Context) (err error) {
@@ -212,11 +238,8 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	post := func() error {
 		return s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
 			if !maybe.IsZero() {
-				found, err := s.findPost(ctx, tc.Channel, thread, maybe, rec.ID, rec.Hash)
-				status, _ := surface.StatusOf(err)
+				found, err := s.lookFor(ctx, tc.Channel, thread, maybe, rec)
 				switch {
-				case status == http.StatusTooManyRequests:
-					return err // looked for again once Slack's Retry-After has passed
 				case err != nil:
 					log.Warn("Slack failed a post that it may have made; looking for the message failed, so it is posted again and may show twice", "err", err)
 				case found != "":
