@@ -187,11 +187,13 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	if out.err != nil {
 		s.log.Info("ended without an answer", "tool_call_id", a.toolCallID, "err", out.err)
 	}
-	// The wait gave up (the bridge unreachable for the client's whole retry
-	// window) on a request still pending: the tool call fails, and a retry
-	// by the model asks again, so the request is withdrawn, or someone
-	// would answer it for nobody. It stays running until then, for Close.
-	abandoned := err != nil && ctx.Err() == nil && client.Transient(err) && rec != nil && rec.ID != "" && rec.Status == client.StatusPending
+	// The wait failed (the bridge unreachable for the client's whole retry
+	// window, or an error of the bridge's) on a request still pending: the
+	// tool call fails, and a retry by the model asks again, so the request
+	// is withdrawn, or someone would answer it for nobody. Not when the
+	// wait ended for good: the request is gone, or this server may not
+	// touch it. It stays running until then, for Close.
+	abandoned := err != nil && ctx.Err() == nil && !endedForGood(err) && rec != nil && rec.ID != "" && rec.Status == client.StatusPending
 
 	s.mu.Lock()
 	a.out = out
@@ -213,33 +215,46 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	s.mu.Unlock()
 }
 
+// endedForGood reports whether a wait that failed with err ended for good:
+// the request is gone (NOT_FOUND, or NO_PROVIDER: no target took it), or
+// the bridge refuses this server's token. Withdrawing it would fail too.
+func endedForGood(err error) bool {
+	switch client.CodeOf(err) {
+	case client.CodeNotFound, client.CodeNoProvider, client.CodeUnauthorized, client.CodeForbidden:
+		return true
+	}
+	return false
+}
+
 // withdrawFor bounds how long a request a wait gave up on is withdrawn for
 // while the bridge can't be reached.
 const withdrawFor = 10 * time.Minute
 
 // withdraw cancels rec's request, trying while the bridge fails as it may
 // not for long (client.Transient), for withdrawFor. Once ask, the ask's
-// context, ends (Close), it tries a last time, for lastWithdraw.
+// context, ends (Close), it makes a last try, and stops lastWithdraw
+// after ask ended, a call under way included.
 func (s *Server) withdraw(ask context.Context, rec *client.Record) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ask), withdrawFor)
 	defer cancel()
+	stop := context.AfterFunc(ask, func() { time.AfterFunc(lastWithdraw, cancel) })
+	defer stop()
+	closing := false
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		_, err := s.bridge.Cancel(ctx, rec.ID)
 		if err == nil || !client.Transient(err) {
 			s.log.Info("withdrew a request whose wait gave up", "request_id", rec.ID, "err", err)
 			return
 		}
-		select {
-		case <-ask.Done():
-			last, cancel := context.WithTimeout(ctx, lastWithdraw)
-			_, err = s.bridge.Cancel(last, rec.ID)
-			cancel()
-			if err == nil || !client.Transient(err) {
-				return
+		if !closing {
+			select {
+			case <-ask.Done():
+				closing = true // a last try
+				continue
+			case <-ctx.Done():
+			case <-time.After(backoff):
+				continue
 			}
-		case <-ctx.Done():
-		case <-time.After(backoff):
-			continue
 		}
 		s.log.Warn("withdrawing a request whose wait gave up failed; it stays pending until it expires", "request_id", rec.ID, "err", err)
 		return

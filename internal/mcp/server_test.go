@@ -819,3 +819,61 @@ func askThenGoAway(ctx context.Context, t *testing.T, proxy, bridgeURL string, d
 	down.Store(true)
 	return e, direct, call, rec
 }
+
+// A wait that fails with an error of the bridge's (500 INTERNAL, say) fails
+// the tool call, and the request, still pending, is withdrawn.
+func TestFailedWaitWithdrawsItsRequest(t *testing.T) {
+	bridgeURL := newBridge(t, "")
+	proxy := proxyTo(t, bridgeURL, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || !r.URL.Query().Has("wait") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+		return true
+	})
+	e := start(t, proxy, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if got := text(t, await(t, "the tool call", e.call(ctx, "ask_user_question", questions(yesNo("web")), "")), true); !strings.HasPrefix(got, "INTERNAL: ") {
+		t.Fatalf("the tool call = %q; want INTERNAL", got)
+	}
+	e.event(t, "settled")
+	direct, err := client.New(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := direct.Pending(ctx)
+	if err != nil || len(list.Questions) != 0 {
+		t.Errorf("pending after the failed wait: %+v, %v; want it withdrawn", list, err)
+	}
+}
+
+// Closed while a withdrawal waits on a bridge that never answers, the
+// server stops within its last try's bound, not the client's 30 s grace.
+func TestCloseDoesNotWaitOnASilentBridge(t *testing.T) {
+	bridgeURL := newBridge(t, "")
+	var down atomic.Bool
+	silent := make(chan struct{}, 100) // a DELETE held unanswered
+	proxy := proxyTo(t, bridgeURL, func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case !down.Load():
+			return false
+		case r.Method == http.MethodDelete:
+			silent <- struct{}{}
+			<-r.Context().Done()
+		default:
+			dropConnection(w)
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	e, _, call, _ := askThenGoAway(ctx, t, proxy, bridgeURL, &down)
+	await(t, "the tool call", call)
+	await(t, "a withdrawal the bridge holds", silent)
+	closed := make(chan struct{})
+	go func() { e.srv.Close(); close(closed) }()
+	await(t, "Close", closed)
+}
