@@ -49,7 +49,10 @@ func (h *Interactions) gateway(ctx context.Context) error {
 	for {
 		// Within a third of the lease: a Redis that takes the command and
 		// never answers (packets dropped) must not hold the check below
-		// past the lease.
+		// past the lease. (go-redis reads past a context's deadline until
+		// its ReadTimeout, 3 s by default, so a renewal can take a third of
+		// the lease and 3 s; with the 30 s lease that still disconnects
+		// before the lease passes.)
 		sent := time.Now()
 		lctx, cancel := context.WithTimeout(ctx, ttl/3)
 		ok, err := h.s.store.Lease(lctx, gatewayLease, holder, ttl)
