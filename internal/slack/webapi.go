@@ -112,13 +112,7 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 	if err != nil {
 		return chatReply{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.apiURL+method, bytes.NewReader(b))
-	if err != nil {
-		return chatReply{}, err
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("Authorization", "Bearer "+s.cfg.BotToken.Reveal())
-	resp, err := s.http.Do(req)
+	resp, err := s.send(ctx, method, "application/json; charset=utf-8", bytes.NewReader(b))
 	if err != nil {
 		return chatReply{}, err
 	}
@@ -129,9 +123,6 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 	}()
-	if err := surface.CheckResponse(resp); err != nil {
-		return chatReply{}, err
-	}
 	r, err := readChatReply(resp.Body)
 	if err != nil {
 		return r, fmt.Errorf("reading the answer: %w", err)
@@ -189,6 +180,28 @@ func readChatReply(r io.Reader) (chatReply, error) {
 	return out, err
 }
 
+// send makes one attempt at Web API method, body being of contentType,
+// with the bot token, and returns Slack's answer if it is one
+// (surface.CheckResponse); the caller closes its body.
+func (s *Surface) send(ctx context.Context, method, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.apiURL+method, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Authorization", "Bearer "+s.cfg.BotToken.Reveal())
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := surface.CheckResponse(resp); err != nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // the connection back to the pool
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp, nil
+}
+
 // findPost returns the ts of the message of request id posted in channel
 // (in thread, when not "") since since, or "" when there is none: the
 // message of a chat.postMessage that Slack answered with an error after it
@@ -204,20 +217,11 @@ func (s *Surface) findPost(ctx context.Context, channel, thread string, since ti
 		method = "conversations.replies"
 		form.Set("ts", thread)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.apiURL+method, strings.NewReader(form.Encode()))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Authorization", "Bearer "+s.cfg.BotToken.Reveal())
-	resp, err := s.http.Do(req)
+	resp, err := s.send(ctx, method, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
-	if err := surface.CheckResponse(resp); err != nil {
-		return "", err
-	}
 	var r struct {
 		OK       bool   `json:"ok"`
 		Error    string `json:"error"`
