@@ -408,8 +408,8 @@ func TestTypedFieldError(t *testing.T) {
 	}
 }
 
-// TestBooleanFieldIsYesOrNo: a boolean field is a select of Yes and No,
-// its prefill chosen, and the question is shown whole beside it (a
+// TestBooleanFieldIsYesOrNo: a boolean field is a radio group of Yes and
+// No (on a phone both show in the form), its prefill chosen, and the question is shown whole beside it (a
 // field's label is cut at 45 characters).
 func TestBooleanFieldIsYesOrNo(t *testing.T) {
 	b := start(t, defaultTarget)
@@ -421,8 +421,8 @@ func TestBooleanFieldIsYesOrNo(t *testing.T) {
 	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
 	in := discord.Find(data(resp), "q0")
 	opts, _ := in["options"].([]any)
-	if respType(resp) != 9 || in == nil || in["type"] != float64(3) || len(opts) != 2 {
-		t.Fatalf("Answer… got %v; want a modal with a Yes/No select", resp)
+	if respType(resp) != 9 || in == nil || in["type"] != float64(21) || len(opts) != 2 {
+		t.Fatalf("Answer… got %v; want a modal with a Yes/No radio group", resp)
 	}
 	if no, _ := opts[1].(map[string]any); no["label"] != "No" || no["default"] != true {
 		t.Errorf("options %v; want No chosen, as prefilled", opts)
@@ -431,7 +431,7 @@ func TestBooleanFieldIsYesOrNo(t *testing.T) {
 		t.Errorf("the question is not shown whole: %s", raw)
 	}
 	modalID, _ := data(resp)["custom_id"].(string)
-	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.LabelSelect("q0", "true"))); respType(resp) != 7 {
+	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, data(resp), map[string][]string{"q0": {"true"}})...)); respType(resp) != 7 {
 		t.Fatalf("the submission got %v", resp)
 	}
 	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"canary","selected":[],"custom":"true"}]}` {
@@ -532,11 +532,11 @@ func TestMultiSelect(t *testing.T) {
 	}
 	resp := b.click(t, discord.Click(msg, bob, "ab:answer:"+id+":0:0", nil))
 	sel := discord.Find(data(resp), "q0p0")
-	if respType(resp) != 9 || sel == nil || sel["max_values"] != float64(3) || discord.Find(data(resp), "q0o") == nil {
-		t.Fatalf("Answer… got %v; want a form with the multi-select and a text field", resp)
+	if respType(resp) != 9 || sel == nil || sel["type"] != float64(22) || sel["max_values"] != float64(3) || discord.Find(data(resp), "q0o") == nil {
+		t.Fatalf("Answer… got %v; want a form with a checkbox group of the three and a text field", resp)
 	}
 	modalID, _ := data(resp)["custom_id"].(string)
-	resp = b.click(t, discord.Submit(msg, bob, modalID, discord.LabelSelect("q0p0", "2", "0"), discord.LabelText("q0o", "canary first")))
+	resp = b.click(t, discord.Submit(msg, bob, modalID, discord.Fill(t, data(resp), map[string][]string{"q0p0": {"2", "0"}, "q0o": {"canary first"}})...))
 	if respType(resp) != 7 {
 		t.Fatalf("the submission got %v", resp)
 	}
@@ -569,15 +569,19 @@ func TestSeveralQuestionsOneBatch(t *testing.T) {
 			}
 		}
 	}
+	if db := discord.Find(d, "q0p0"); db == nil || db["type"] != float64(21) {
+		t.Errorf("the database question's field is %v; want a radio group", db)
+	}
 	modalID := d["custom_id"].(string)
+	fill := func(port string) []any {
+		return discord.Fill(t, d, map[string][]string{"q0p0": {"1"}, "q1": {"billing"}, "q2": {port}})
+	}
 
-	resp = b.click(t, discord.Submit(msg, ada, modalID,
-		discord.LabelSelect("q0p0", "1"), discord.LabelText("q1", "billing"), discord.LabelText("q2", "80x"), discord.LabelText("q0o", "")))
+	resp = b.click(t, discord.Submit(msg, ada, modalID, fill("80x")...))
 	if !isEphemeral(resp) || !strings.Contains(content(resp), "Question 3 must be a whole number") {
 		t.Errorf("a bad port got %v", resp)
 	}
-	resp = b.click(t, discord.Submit(msg, ada, modalID,
-		discord.LabelSelect("q0p0", "1"), discord.LabelText("q1", "billing"), discord.LabelText("q2", "8080"), discord.LabelText("q0o", "")))
+	resp = b.click(t, discord.Submit(msg, ada, modalID, fill("8080")...))
 	if respType(resp) != 7 {
 		t.Fatalf("the batch got %v", resp)
 	}
@@ -1013,8 +1017,7 @@ func TestEmptyFormOfSeveralQuestionsIsRefused(t *testing.T) {
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
 	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
 	modalID, _ := data(resp)["custom_id"].(string)
-	resp = b.click(t, discord.Submit(msg, ada, modalID,
-		discord.LabelSelect("q0p0"), discord.LabelSelect("q1p0"), discord.LabelText("q0o", ""), discord.LabelText("q1o", " ")))
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, data(resp), map[string][]string{"q1o": {" "}})...))
 	if !isEphemeral(resp) || !strings.Contains(content(resp), "Nothing was chosen, so nothing was saved") {
 		t.Errorf("an empty form got type %d %q; want it refused, as a lone question's is", respType(resp), content(resp))
 	}
@@ -1078,8 +1081,7 @@ func TestSplitSingleChoiceSaysOneList(t *testing.T) {
 		t.Errorf("the form does not say to choose in one list: %s", raw)
 	}
 	modalID, _ := data(resp)["custom_id"].(string)
-	resp = b.click(t, discord.Submit(msg, ada, modalID,
-		discord.LabelSelect("q0p0", "3"), discord.LabelSelect("q0p1", "27"), discord.LabelText("q1", "a reason")))
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, data(resp), map[string][]string{"q0p0": {"3"}, "q0p1": {"27"}, "q1": {"a reason"}})...))
 	if c := content(resp); !isEphemeral(resp) || !strings.Contains(c, "takes one option, and 2 were chosen (one in each of its lists)") {
 		t.Errorf("two picks told %q", c)
 	}

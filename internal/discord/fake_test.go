@@ -658,6 +658,62 @@ func LabelSelect(customID string, values ...string) any {
 	return map[string]any{"type": 18, "id": 1, "component": map[string]any{"type": 3, "id": 2, "custom_id": customID, "values": values}}
 }
 
+// Fill is what Discord sends when a person submits the modal whose data
+// is modal, having chosen or typed picks (by custom_id): each component as
+// the modal showed it, in its order, a text input with its text ("" where
+// none), a select or checkbox group with its values, a radio group with
+// its one value or null, a Text Display with its id only. A pick the modal
+// has no field for, or two for a radio group, fails t: no person could
+// send it.
+func Fill(t testing.TB, modal map[string]any, picks map[string][]string) []any {
+	t.Helper()
+	used := map[string]bool{}
+	input := func(c map[string]any, id int) map[string]any {
+		cid, _ := c["custom_id"].(string)
+		got, ok := picks[cid]
+		used[cid] = ok
+		out := map[string]any{"type": c["type"], "id": id, "custom_id": cid}
+		switch c["type"] {
+		case float64(4):
+			out["value"] = strings.Join(got, "")
+		case float64(21):
+			if len(got) > 1 {
+				t.Fatalf("%d picks in radio group %s", len(got), cid)
+			}
+			out["value"] = nil
+			if len(got) == 1 {
+				out["value"] = got[0]
+			}
+		default:
+			out["values"] = append([]string{}, got...)
+		}
+		return out
+	}
+	var out []any
+	cs, _ := modal["components"].([]any)
+	for i, c := range cs {
+		m, _ := c.(map[string]any)
+		id := 2*i + 1
+		switch m["type"] {
+		case float64(18):
+			inner, _ := m["component"].(map[string]any)
+			out = append(out, map[string]any{"type": 18, "id": id, "component": input(inner, id+1)})
+		case float64(1):
+			row, _ := m["components"].([]any)
+			inner, _ := row[0].(map[string]any)
+			out = append(out, map[string]any{"type": 1, "id": id, "components": []any{input(inner, id+1)}})
+		default:
+			out = append(out, map[string]any{"type": m["type"], "id": id})
+		}
+	}
+	for cid := range picks {
+		if !used[cid] {
+			t.Fatalf("the modal has no field %s: %v", cid, modal)
+		}
+	}
+	return out
+}
+
 // Components returns the components of a created or edited message, and
 // of an interaction response's data, flattened: rows and their children.
 func Components(body map[string]any) []map[string]any {

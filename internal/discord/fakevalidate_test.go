@@ -201,6 +201,70 @@ func invalidSelect(where string, m map[string]any, inModal bool) []string {
 	return bad
 }
 
+// invalidGroup checks a radio group (2-10 options, at most one a default,
+// no min or max) or a checkbox group (1-10 options; min_values 0-10,
+// default 1, and 0 only where required is false; max_values 1-10, default
+// the options' count). Their options take label, value and description,
+// each up to 100 characters, and default.
+func invalidGroup(where string, m map[string]any) []string {
+	var bad []string
+	add := func(format string, a ...any) { bad = append(bad, where+": "+fmt.Sprintf(format, a...)) }
+	radio := m["type"] == float64(componentRadioGroup)
+	opts, _ := m["options"].([]any)
+	if least := map[bool]int{true: 2, false: 1}[radio]; len(opts) < least || len(opts) > 10 {
+		add("%d options, not %d-10", len(opts), least)
+	}
+	values, defaults := map[string]bool{}, 0
+	for k, o := range opts {
+		om, _ := o.(map[string]any)
+		l, v, d := runes(str(om, "label")), runes(str(om, "value")), runes(str(om, "description"))
+		if l == 0 || l > 100 || v == 0 || v > 100 || d > 100 {
+			add("options.%d: label %d, value %d, description %d characters", k, l, v, d)
+		}
+		for key := range om {
+			if key != "label" && key != "value" && key != "description" && key != "default" {
+				add("options.%d: a group's option takes no %s", k, key)
+			}
+		}
+		if values[str(om, "value")] {
+			add("options.%d: value %q is used twice", k, str(om, "value"))
+		}
+		values[str(om, "value")] = true
+		if om["default"] == true {
+			defaults++
+		}
+	}
+	required := true
+	if r, ok := m["required"].(bool); ok {
+		required = r
+	}
+	_, hasMin := m["min_values"]
+	_, hasMax := m["max_values"]
+	if radio {
+		if hasMin || hasMax {
+			add("a radio group takes no min_values or max_values")
+		}
+		if defaults > 1 {
+			add("%d options chosen by default in a radio group", defaults)
+		}
+		return bad
+	}
+	minV, maxV := 1, len(opts)
+	if v, ok := m["min_values"].(float64); ok {
+		minV = int(v)
+	}
+	if v, ok := m["max_values"].(float64); ok {
+		maxV = int(v)
+	}
+	if minV < 0 || minV > 10 || maxV < 1 || maxV > 10 || minV > maxV || maxV > len(opts) {
+		add("min_values %d, max_values %d for %d options", minV, maxV, len(opts))
+	}
+	if minV == 0 && required {
+		add("min_values 0 needs required false")
+	}
+	return bad
+}
+
 // InvalidModal lists what Discord would refuse in the data of a MODAL
 // response.
 func InvalidModal(data map[string]any) []string {
@@ -238,6 +302,8 @@ func InvalidModal(data map[string]any) []string {
 				bad = append(bad, invalidTextInput(where, inner)...)
 			case float64(componentSelect):
 				bad = append(bad, invalidSelect(where, inner, true)...)
+			case float64(componentRadioGroup), float64(componentCheckboxGroup):
+				bad = append(bad, invalidGroup(where, inner)...)
 			default:
 				add("%s: type %v in a Label", where, inner["type"])
 			}
@@ -359,14 +425,23 @@ func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
 		data map[string]any
 		ok   bool
 	}{
-		"text in a label":             {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 1})), true},
-		"labelled text in a label":    {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 1, "label": "x"})), false},
-		"optional select, min 0":      {modal(label(map[string]any{"type": 3, "custom_id": "s", "required": false, "min_values": 0, "options": opts(2)})), true},
-		"required select, min 0":      {modal(label(map[string]any{"type": 3, "custom_id": "s", "min_values": 0, "options": opts(2)})), false},
-		"text in a row without label": {modal(row(map[string]any{"type": 4, "custom_id": "t", "style": 1})), false},
-		"text display":                {modal(map[string]any{"type": 10, "content": "Which volume?"}), true},
-		"empty text display":          {modal(map[string]any{"type": 10, "content": ""}), false},
-		"text display too long":       {modal(map[string]any{"type": 10, "content": strings.Repeat("x", 4001)}), false},
+		"text in a label":                {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 1})), true},
+		"labelled text in a label":       {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 1, "label": "x"})), false},
+		"optional select, min 0":         {modal(label(map[string]any{"type": 3, "custom_id": "s", "required": false, "min_values": 0, "options": opts(2)})), true},
+		"required select, min 0":         {modal(label(map[string]any{"type": 3, "custom_id": "s", "min_values": 0, "options": opts(2)})), false},
+		"text in a row without label":    {modal(row(map[string]any{"type": 4, "custom_id": "t", "style": 1})), false},
+		"text display":                   {modal(map[string]any{"type": 10, "content": "Which volume?"}), true},
+		"empty text display":             {modal(map[string]any{"type": 10, "content": ""}), false},
+		"text display too long":          {modal(map[string]any{"type": 10, "content": strings.Repeat("x", 4001)}), false},
+		"radio group":                    {modal(label(map[string]any{"type": 21, "custom_id": "r", "required": false, "options": opts(2)})), true},
+		"radio group of one":             {modal(label(map[string]any{"type": 21, "custom_id": "r", "options": opts(1)})), false},
+		"radio group of 11":              {modal(label(map[string]any{"type": 21, "custom_id": "r", "options": opts(11)})), false},
+		"radio group with max_values":    {modal(label(map[string]any{"type": 21, "custom_id": "r", "max_values": 1, "options": opts(3)})), false},
+		"radio option with an emoji":     {modal(label(map[string]any{"type": 21, "custom_id": "r", "options": []any{map[string]any{"label": "a", "value": "0", "emoji": nil}, map[string]any{"label": "b", "value": "1"}}})), false},
+		"checkbox group, optional":       {modal(label(map[string]any{"type": 22, "custom_id": "c", "required": false, "min_values": 0, "max_values": 1, "options": opts(1)})), true},
+		"checkbox group, min 0 required": {modal(label(map[string]any{"type": 22, "custom_id": "c", "min_values": 0, "options": opts(3)})), false},
+		"checkbox group of 11":           {modal(label(map[string]any{"type": 22, "custom_id": "c", "required": false, "min_values": 0, "options": opts(11)})), false},
+		"checkbox group in a row":        {modal(row(map[string]any{"type": 22, "custom_id": "c", "options": opts(2)})), false},
 	} {
 		if bad := InvalidModal(tc.data); (len(bad) == 0) != tc.ok {
 			t.Errorf("%s: %v; want ok %v", name, bad, tc.ok)

@@ -89,8 +89,8 @@ func fullText(text string) textDisplay {
 }
 
 // typedField is the field of question i, which has no options: a text
-// input, one line for a number, or, for a boolean, a select of Yes and
-// No, answered as "true" and "false" (a phone need not type "true"),
+// input, one line for a number, or, for a boolean, a radio group of Yes
+// and No, answered as "true" and "false" (a phone need not type "true"),
 // the prefill chosen.
 func typedField(i int, q seam.Question, required bool) any {
 	typ, prefill := seam.InputString, ""
@@ -99,12 +99,8 @@ func typedField(i int, q seam.Question, required bool) any {
 	}
 	if typ == seam.InputBoolean {
 		v, _ := seam.ParseInput(seam.InputBoolean, prefill)
-		least := 0
-		if required {
-			least = 1
-		}
-		return modalSelect{Type: componentSelect, CustomID: textField(i), MinValues: least, MaxValues: 1, Required: required,
-			Options: []discordgo.SelectMenuOption{
+		return radioGroup{Type: componentRadioGroup, CustomID: textField(i), Required: required,
+			Options: []groupOption{
 				{Label: "Yes", Value: "true", Default: v == "true"},
 				{Label: "No", Value: "false", Default: v == "false"},
 			}}
@@ -150,8 +146,8 @@ func sheetFits(qs []seam.Question) bool {
 }
 
 // sheetModal holds every question of rec in one modal, in request order,
-// so the answer is one batch: Label components (type 18) around selects
-// for options and text inputs for text, then a free-text field for
+// so the answer is one batch: Label components (type 18) around groups
+// or selects for options (choices) and text inputs for text, then a free-text field for
 // questions with options while room is left. Among several questions, one
 // left empty is skipped. Call it only when sheetFits.
 func sheetModal(rec *pending.Record) *response {
@@ -173,10 +169,6 @@ func sheetModal(rec *pending.Record) *response {
 			continue
 		}
 		for p := range parts(q) {
-			maxV := 1
-			if q.MultiSelect {
-				maxV = len(selectOptions(q, p))
-			}
 			label, desc := name, desc
 			if parts(q) > 1 {
 				label = partHolder(q, p, fmt.Sprintf("%d. options", i+1))
@@ -185,7 +177,7 @@ func sheetModal(rec *pending.Record) *response {
 				desc = "Or choose here: one option in all, in one list only."
 			}
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel), Description: desc,
-				Component: modalSelect{Type: componentSelect, CustomID: selectField(i, p), MinValues: 0, MaxValues: maxV, Required: false, Options: selectOptions(q, p)}})
+				Component: choices(i, p, q)})
 		}
 	}
 	// The questions a Label's description cuts, in full, while room is
@@ -216,6 +208,33 @@ func sheetModal(rec *pending.Record) *response {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
 	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, comps)
+}
+
+// choices is the field of part p of question i's options in a form, none
+// of them required (among several questions one may be skipped): a radio
+// group for one of 2-10 options, a checkbox group for any of up to 10,
+// which on a phone show every option in the form, and a select, a list
+// over the form, for more.
+func choices(i, p int, q seam.Question) any {
+	opts := selectOptions(q, p)
+	group := func() []groupOption {
+		out := make([]groupOption, len(opts))
+		for k, o := range opts {
+			out[k] = groupOption{Label: o.Label, Value: o.Value, Description: o.Description}
+		}
+		return out
+	}
+	switch n := len(opts); {
+	case parts(q) == 1 && !q.MultiSelect && n >= 2 && n <= maxGroupOptions:
+		return radioGroup{Type: componentRadioGroup, CustomID: selectField(i, p), Required: false, Options: group()}
+	case parts(q) == 1 && q.MultiSelect && n <= maxGroupOptions:
+		return checkboxGroup{Type: componentCheckboxGroup, CustomID: selectField(i, p), MinValues: 0, MaxValues: n, Required: false, Options: group()}
+	}
+	maxV := 1
+	if q.MultiSelect {
+		maxV = len(opts)
+	}
+	return modalSelect{Type: componentSelect, CustomID: selectField(i, p), MinValues: 0, MaxValues: maxV, Required: false, Options: opts}
 }
 
 // msgTooBig is what someone who wants to answer a request too large for a

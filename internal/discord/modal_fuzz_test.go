@@ -17,8 +17,9 @@ import (
 // FuzzInteractions reaches the same code through a running replica and
 // checks only that it answers; this checks what it decides:
 //
-//   - fields finds every text input and select with a custom_id, however
-//     deep, and nothing else (checked against a walk written apart);
+//   - fields finds every text input, select and radio or checkbox group
+//     with a custom_id, however deep, and nothing else (checked against a
+//     walk written apart);
 //   - an answer chooses only options whose index a select of that
 //     question submitted, answers only the question an Other… modal
 //     showed, and is normalised (normalising it again changes nothing);
@@ -26,14 +27,22 @@ import (
 //     header and the person's text;
 //   - a rejection's note is the note field's, within the seam's limit.
 func FuzzModalSubmit(f *testing.F) {
-	seed := func(cs ...any) {
+	seedFor := func(which uint8, cs ...any) {
 		b, _ := json.Marshal(map[string]any{"custom_id": "ab:answer:abcdefghijklmnop:0:0:0123abcd", "components": cs})
-		f.Add(uint8(0), b)
+		f.Add(which, b)
 	}
+	seed := func(cs ...any) { seedFor(0, cs...) }
 	seed(LabelSelect("q0p0", "1"), LabelText("q0o", ""))
 	seed(LabelSelect("q0p0", "0", "2"), LabelSelect("q0p1", "26"), LabelText("q0o", "and more"))
 	seed(LabelSelect("q0p0", "-1"), LabelSelect("q0p1", "999"))
 	seed(LabelSelect("q0", "true"))
+	radio := func(id string, v any) any {
+		return map[string]any{"type": 18, "component": map[string]any{"type": 21, "custom_id": id, "value": v}}
+	}
+	seedFor(2, radio("q0", "false"))
+	seedFor(1, radio("q0p0", nil), LabelText("q1", "7"))
+	seedFor(1, map[string]any{"type": 10, "id": 1}, radio("q0p0", "1"), LabelText("q1", "12"), LabelText("q0o", ""))
+	seedFor(3, map[string]any{"type": 18, "component": map[string]any{"type": 22, "custom_id": "q0p0", "values": []string{"2", "0"}}}, LabelText("q1", "after 5pm"))
 	seed(LabelText("q0", "  "), LabelText("q1", "42"))
 	seed(LabelText("q1", "forty-two <@1>"))
 	seed(TextRow("q0o", "keep the logs @everyone"))
@@ -41,7 +50,7 @@ func FuzzModalSubmit(f *testing.F) {
 	seed(map[string]any{"type": 1, "components": []any{map[string]any{"type": 18, "component": map[string]any{"type": 1, "components": []any{map[string]any{"type": 4, "custom_id": "q0o", "value": "deep"}}}}}})
 	seed(map[string]any{"type": 4, "custom_id": "q0", "value": "x", "values": []string{"1", "2"}})
 	seed(map[string]any{"type": 3, "custom_id": "", "values": []string{"0"}}, map[string]any{"type": 99, "custom_id": "q0p0", "values": []string{"0"}})
-	f.Add(uint8(3), []byte(`{"custom_id":"ab:reject:abcdefghijklmnop:0:0:0123abcd","components":[{"type":1,"components":[{"type":4,"custom_id":"note","value":"not on prod [docs](https://evil.example)"}]}]}`))
+	f.Add(uint8(4), []byte(`{"custom_id":"ab:reject:abcdefghijklmnop:0:0:0123abcd","components":[{"type":1,"components":[{"type":4,"custom_id":"note","value":"not on prod [docs](https://evil.example)"}]}]}`))
 	f.Add(uint8(1), []byte(`{"custom_id":"ab:other:abcdefghijklmnop:0:0","components":[{"type":1,"components":[{"type":4,"custom_id":"q0o","value":"my own answer"}]}]}`))
 	f.Add(uint8(1), []byte(`{"custom_id":"ab:other:abcdefghijklmnop:7:0","components":[]}`))
 	f.Add(uint8(2), []byte(`{"components":[{"type":1,"components":[{"type":3,"custom_id":"q0p0","values":["x"]}]}]}`))
@@ -92,8 +101,9 @@ func FuzzModalSubmit(f *testing.F) {
 }
 
 // modalRecords are requests whose modals the fuzzed data submits: one
-// question with 30 options (two selects) and Other…, a typed pair, a
-// boolean, and an approval.
+// question with 30 options (two selects) and Other…, a typed pair (a
+// radio group and a number), a boolean, a checkbox group and a text, and
+// an approval.
 func modalRecords() []*pending.Record {
 	var many []seam.Option
 	for i := range 30 {
@@ -106,6 +116,10 @@ func modalRecords() []*pending.Record {
 			{ID: "n", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger, Required: true}},
 		}},
 		{Questions: []seam.Question{{ID: "ok", Question: "OK?", Input: &seam.Input{Type: seam.InputBoolean}}}},
+		{Questions: []seam.Question{
+			{ID: "envs", Question: "Where?", MultiSelect: true, Options: []seam.Option{{Label: "dev"}, {Label: "staging"}, {Label: "prod"}}},
+			{ID: "note", Question: "Anything else?"},
+		}},
 	}
 	var recs []*pending.Record
 	for _, q := range qs {
@@ -130,8 +144,14 @@ func walkInputs(cs []wireComponent) map[string]field {
 	for len(stack) > 0 {
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if c.CustomID != "" && (c.Type == 4 || c.Type == 3) {
+		switch {
+		case c.CustomID == "":
+		case c.Type == 4 || c.Type == 3 || c.Type == 22:
 			out[c.CustomID] = field{value: c.Value, values: c.Values}
+		case c.Type == 21 && c.Value == "":
+			out[c.CustomID] = field{values: []string{}}
+		case c.Type == 21:
+			out[c.CustomID] = field{values: []string{c.Value}}
 		}
 		for i := len(c.Components) - 1; i >= 0; i-- {
 			stack = append(stack, &c.Components[i])

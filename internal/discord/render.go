@@ -28,6 +28,7 @@ const (
 	// emoji); a phone cuts a longer one short.
 	maxButtonShown   = 38
 	maxSelectOptions = 25
+	maxGroupOptions  = 10  // a form's radio group (2-10) or checkbox group (1-10)
 	maxOptionText    = 100 // select option label, value and description
 	maxSelectHolder  = 150 // select placeholder
 	maxInputHolder   = 100 // text input placeholder

@@ -148,6 +148,9 @@ func checkModal(t *testing.T, resp *response) {
 		if im["type"] == float64(3) && len(im["options"].([]any)) > maxSelectOptions {
 			t.Errorf("modal select too big")
 		}
+		if (im["type"] == float64(componentRadioGroup) || im["type"] == float64(componentCheckboxGroup)) && len(im["options"].([]any)) > maxGroupOptions {
+			t.Errorf("a group of %d options", len(im["options"].([]any)))
+		}
 	}
 }
 

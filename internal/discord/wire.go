@@ -35,6 +35,11 @@ const (
 	componentText        = 4
 	componentTextDisplay = 10
 	componentLabel       = 18
+	// A form's radio group (one of 2-10 options) and checkbox group (any
+	// of 1-10), in a Label: on a phone every option shows in the form,
+	// where a select opens a list over it.
+	componentRadioGroup    = 21
+	componentCheckboxGroup = 22
 )
 
 // interaction is an interaction as Discord sends it, over the endpoint or
@@ -127,7 +132,8 @@ type modalData struct {
 }
 
 // wireComponent is any component of a submitted modal: an action row or a
-// Label (type 18) around a text input or a select.
+// Label (type 18) around a text input, a select or a group. A radio group
+// with nothing chosen sends a null value.
 type wireComponent struct {
 	Type       int             `json:"type"`
 	CustomID   string          `json:"custom_id"`
@@ -140,7 +146,7 @@ type wireComponent struct {
 // field is what one input of a submitted modal holds.
 type field struct {
 	value  string   // a text input's
-	values []string // a select's
+	values []string // a select's or a group's: a radio group's choice, if any
 }
 
 // fields collects a modal's inputs by custom_id, whatever wraps them.
@@ -148,8 +154,17 @@ func fields(cs []wireComponent) map[string]field {
 	out := map[string]field{}
 	var walk func(c wireComponent)
 	walk = func(c wireComponent) {
-		if c.CustomID != "" && (c.Type == componentText || c.Type == componentSelect) {
-			out[c.CustomID] = field{value: c.Value, values: c.Values}
+		if c.CustomID != "" {
+			switch c.Type {
+			case componentText, componentSelect, componentCheckboxGroup:
+				out[c.CustomID] = field{value: c.Value, values: c.Values}
+			case componentRadioGroup:
+				f := field{values: []string{}}
+				if c.Value != "" {
+					f.values = append(f.values, c.Value)
+				}
+				out[c.CustomID] = f
+			}
 		}
 		if c.Component != nil {
 			walk(*c.Component)
@@ -293,6 +308,31 @@ type modalSelect struct {
 	MaxValues int                          `json:"max_values"`
 	Required  bool                         `json:"required"`
 	Options   []discordgo.SelectMenuOption `json:"options"`
+}
+
+// groupOption is an option of a radio or checkbox group: unlike a
+// select's, it takes no emoji.
+type groupOption struct {
+	Label       string `json:"label"`
+	Value       string `json:"value"`
+	Description string `json:"description,omitempty"`
+	Default     bool   `json:"default,omitempty"`
+}
+
+type radioGroup struct {
+	Type     int           `json:"type"` // 21
+	CustomID string        `json:"custom_id"`
+	Required bool          `json:"required"` // always sent: Discord's default is true
+	Options  []groupOption `json:"options"`
+}
+
+type checkboxGroup struct {
+	Type      int           `json:"type"` // 22
+	CustomID  string        `json:"custom_id"`
+	MinValues int           `json:"min_values"` // 0 needs required false
+	MaxValues int           `json:"max_values"`
+	Required  bool          `json:"required"`
+	Options   []groupOption `json:"options"`
 }
 
 type modalText struct {
