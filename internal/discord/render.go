@@ -216,7 +216,12 @@ type builder struct {
 	spill  []spilled
 }
 
-type spilled struct{ title, text string } // text unescaped
+// spilled is text a message had no room for, posted in the messages that
+// follow under title; text is unescaped.
+type spilled struct {
+	title, text string
+	code        bool // a tool call's arguments: read as code, every piece
+}
 
 // embed adds an embed holding as much of text (unescaped) as fits in max
 // characters escaped, and queues the rest under title. A note in the
@@ -225,12 +230,13 @@ func (b *builder) embed(title, prefix, text string, max int, colour int) {
 	title = surface.Truncate(title, maxEmbedTitle)
 	max = min(max, maxEmbedDesc, embedBudget-b.used-surface.Len(title))
 	if max < 200 {
-		b.spill = append(b.spill, spilled{title, text})
+		b.spill = append(b.spill, spilled{title: title, text: text})
 		return
 	}
-	head, note, rest := surface.Shorten(text, max-surface.Len(prefix), esc, moreNote)
+	head, note, rest := surface.Shorten(text, max-surface.Len(prefix)-4, esc, moreNote)
+	head, rest = surface.CloseFence(head, rest)
 	if rest != "" {
-		b.spill = append(b.spill, spilled{title, rest})
+		b.spill = append(b.spill, spilled{title: title, text: rest})
 	}
 	e := &discordgo.MessageEmbed{Title: title, Description: prefix + head + note, Color: colour}
 	b.embeds = append(b.embeds, e)
@@ -259,9 +265,15 @@ func (b *builder) more(id string) []*discordgo.MessageEmbed {
 				last.Description += fmt.Sprintf("\n\n*… %d more characters are too long to post in Discord. The whole request is in the bridge's web inbox, at /r/%s.*", left, id)
 				return out
 			}
-			var head string
-			head, rest = surface.Cut(rest, room, esc)
-			out = append(out, &discordgo.MessageEmbed{Title: surface.Truncate(sp.title+" (continued)", maxEmbedTitle), Description: esc(head), Color: colourLive})
+			var head, desc string
+			if sp.code {
+				head, rest = surface.Cut(rest, room-8, surface.NoFence)
+				desc = "```\n" + surface.NoFence(head) + "\n```"
+			} else {
+				head, rest = surface.CutFenced(rest, room, esc)
+				desc = esc(head)
+			}
+			out = append(out, &discordgo.MessageEmbed{Title: surface.Truncate(sp.title+" (continued)", maxEmbedTitle), Description: desc, Color: colourLive})
 		}
 	}
 	return out
@@ -558,7 +570,7 @@ func renderQuestions(b *builder, rec *pending.Record, colour int) {
 		if surface.Len(text) > per {
 			head, _ := surface.Cut(full, per-60, func(s string) string { return sealed(esc(s)) })
 			text = sealed(esc(head)) + "… *(in full below)*"
-			b.spill = append(b.spill, spilled{fmt.Sprintf("Question %d", i+1), full})
+			b.spill = append(b.spill, spilled{title: fmt.Sprintf("Question %d", i+1), text: full})
 		}
 		if n := len(descs); n > 0 && surface.Len(descs[n-1])+2+surface.Len(text) <= maxEmbedDesc {
 			descs[n-1] += "\n\n" + text
@@ -612,7 +624,7 @@ func renderApproval(b *builder, rec *pending.Record, colour int) {
 		head, note, rest := surface.Shorten(args, room, surface.NoFence, moreNote)
 		if rest != "" {
 			// What is allowed is read in full: the rest follows.
-			b.spill = append(b.spill, spilled{"Arguments, continued", rest})
+			b.spill = append(b.spill, spilled{title: "Arguments", text: rest, code: true})
 		}
 		e := &discordgo.MessageEmbed{Title: "Arguments", Description: "```\n" + head + "\n```" + note, Color: colour}
 		b.embeds = append(b.embeds, e)

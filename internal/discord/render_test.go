@@ -561,22 +561,24 @@ func TestEscBackslashedBacktick(t *testing.T) {
 	}
 }
 
-// An argument holding a run of backticks must not end the arguments' code
-// block: what follows would render as markdown (a masked link, say).
 // TestLongArgumentsAreReadInFull: arguments longer than the message holds
-// go on in the messages that follow; before, the rest was cut with
-// nowhere to read it.
+// go on in the messages that follow, as code there too (as markdown,
+// `*cache*` would show in italics, without its asterisks); before, the
+// rest was cut with nowhere to read it.
 func TestLongArgumentsAreReadInFull(t *testing.T) {
 	tail := "END-OF-THE-MANIFEST"
-	args, _ := json.Marshal(map[string]string{"manifest": strings.Repeat("spec line; ", 600) + tail})
+	args, _ := json.Marshal(map[string]string{"manifest": strings.Repeat("spec line; ", 600) + "rm -rf *cache* " + tail})
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
 		Approval: &seam.Approval{ToolName: "kubectl_apply", Arguments: args}}
 	m := render(rec, "", true)
 	var more string
 	for _, e := range m.more {
 		more += e.Title + "\n" + e.Description + "\n"
+		if e.Title != "Arguments (continued)" || !strings.HasPrefix(e.Description, "```\n") || !strings.HasSuffix(e.Description, "\n```") || strings.Count(e.Description, "```") != 2 {
+			t.Errorf("a message after holds %q: %q; want the arguments as code", e.Title, e.Description)
+		}
 	}
-	if !strings.Contains(more, "Arguments, continued") || !strings.Contains(more, tail) {
+	if !strings.Contains(more, "rm -rf *cache* "+tail) {
 		t.Errorf("the arguments' rest does not follow: %q", more)
 	}
 	for _, e := range m.embeds {
@@ -586,6 +588,8 @@ func TestLongArgumentsAreReadInFull(t *testing.T) {
 	}
 }
 
+// An argument holding a run of backticks must not end the arguments' code
+// block: what follows would render as markdown (a masked link, say).
 func TestArgumentsKeepTheirCodeBlock(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"cmd": "echo '````' '``````' [Approve](https://evil.example)"})
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
@@ -636,5 +640,38 @@ func TestIntroSaysTheExpiryOnlyWhilePending(t *testing.T) {
 		if got := intro(rec); strings.Contains(got, "expires") {
 			t.Errorf("a request %s: intro = %q; want no expiry", st, got)
 		}
+	}
+}
+
+// A plan whose code block is cut between embeds (the message's, and the
+// messages that follow) has each part closed and opened again: Discord
+// renders each embed on its own, and a lone fence shows as text, the code
+// beside it as markdown.
+func TestPlanCodeBlockCutStaysCode(t *testing.T) {
+	var plan strings.Builder
+	plan.WriteString("Steps:\n\n1. Apply this patch:\n\n```go\n")
+	for range 400 {
+		plan.WriteString("func f_x_(p *T) { return *p.next_ptr_ } // line\n")
+	}
+	plan.WriteString("```\n\n2. Run the tests.\n")
+	q := seam.Question{ID: "plan", Question: "Approve the plan?", Detail: plan.String(),
+		Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}},
+		Intent:  &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true)
+	n, lines := 0, 0
+	for _, e := range append(m.embeds, m.more...) {
+		if !strings.Contains(e.Description, "next_ptr") {
+			continue
+		}
+		n++
+		lines += strings.Count(e.Description, "next_ptr")
+		if c := strings.Count(e.Description, "```"); c%2 != 0 {
+			t.Errorf("embed %d holds %d fences: starts %q, ends %q", n, c, e.Description[:40], e.Description[len(e.Description)-40:])
+		}
+	}
+	if n < 3 || lines < 400 {
+		t.Fatalf("the plan's code is in %d embeds, %d lines of 400; the test wants it cut, and whole", n, lines)
 	}
 }

@@ -27,9 +27,11 @@ import (
 //     Slack shows them as typed;
 //   - that fromMarkdown, on each of the texts, shows the same characters
 //     as the agent wrote but for the Markdown marks it converts (*, _, #
-//     and the blanks around a heading's marks), and no more _ or #;
+//     and the blanks around a heading's marks, a fence's info string),
+//     and no more _ or #;
 //   - that a detail or a reason is shown whole: what the message and its
-//     thread show of it, unescaped as Slack does, is fromMarkdown's text.
+//     thread show of it, unescaped as Slack does, less the fences a cut
+//     adds to keep a code block closed, is fromMarkdown's text.
 //     It is checked where those are the message's only mrkdwn sections: a
 //     live question without options, a live approval without arguments.
 //
@@ -52,6 +54,7 @@ func FuzzMrkdwn(f *testing.F) {
 		{"Migrating **all** rows of `users` (~2 min of __read-only__ time).\n\n## Why\nThe `users_old` table is unused since v4.2.", "", "psql", "", "", shapeApproval},
 		{"## Plan\n1. **Stop** the `billing` worker\n2. Run `make migrate`", "Go ahead?", "Yes", "Migrate now", "ops <@U1>", shapeEnded | shapeOptions},
 		{strings.Repeat("Step **1** & <!channel>\n", 400), "Long?", "L", "", "", 0},
+		{"## Patch\n```go\n" + strings.Repeat("x := *p.next_ptr_ & 1 // **not** bold\n", 300) + "```\ndone", "Apply?", "A", "", "", 0},
 	} {
 		f.Add(s.detail, s.question, s.label, s.desc, s.who, s.shape)
 	}
@@ -98,7 +101,18 @@ func FuzzMrkdwn(f *testing.F) {
 // underscores or hashes than md had.
 func checkMarks(t *testing.T, md, shown string) {
 	t.Helper()
-	if got, want := unmarked(shown), unmarked(md); got != want {
+	mdLines, shownLines := strings.Split(md, "\n"), strings.Split(shown, "\n")
+	if len(mdLines) != len(shownLines) {
+		t.Fatalf("fromMarkdown(%q) = %q: %d lines, not %d", md, shown, len(shownLines), len(mdLines))
+	}
+	for i, l := range shownLines {
+		// A fence that opens a code block loses its info string
+		// ("```go"), which mrkdwn would show as code.
+		if strings.TrimLeft(l, " ") == "```" && strings.HasPrefix(strings.TrimLeft(mdLines[i], " "), "```") {
+			shownLines[i] = mdLines[i]
+		}
+	}
+	if got, want := unmarked(strings.Join(shownLines, "\n")), unmarked(md); got != want {
 		t.Fatalf("fromMarkdown(%q) = %q:\nits characters %q\nthe agent's     %q", md, shown, got, want)
 	}
 	for _, mark := range "_#" {
@@ -249,32 +263,51 @@ var continued = regexp.MustCompile(`^\*[A-Za-z ]+, continued:\*\n`)
 // reason), unescaped: its mrkdwn sections, then its replies' without their
 // title; whole is false when some of it is in neither.
 func shownText(m message) (text string, whole bool) {
-	var b strings.Builder
+	var pieces []string
 	sections := func(blocks []slackapi.Block) {
 		for _, bl := range blocks {
 			if s, ok := bl.(*slackapi.SectionBlock); ok && s.Text != nil && s.Text.Type == slackapi.MarkdownType {
-				b.WriteString(s.Text.Text)
+				pieces = append(pieces, unescape.Replace(s.Text.Text))
 			}
 		}
 	}
 	sections(m.blocks)
-	head := unescape.Replace(b.String())
-	b.Reset()
+	inMessage := len(pieces)
 	for _, r := range m.replies {
 		if c, ok := r[len(r)-1].(*slackapi.ContextBlock); ok && strings.Contains(c.ContextElements.Elements[0].(*slackapi.TextBlockObject).Text, "too long to post") {
 			return "", false
 		}
 		sections(r)
 	}
-	tail := unescape.Replace(b.String())
-	if len(m.replies) > 0 {
-		loc := continued.FindStringIndex(tail)
-		if loc == nil {
+	if len(pieces) > inMessage {
+		loc := continued.FindStringIndex(pieces[inMessage])
+		if loc == nil || loc[0] != 0 {
 			return "", false
 		}
-		tail = tail[loc[1]:]
+		pieces[inMessage] = pieces[inMessage][loc[1]:]
 	}
-	return head + tail, true
+	return joinCut(pieces), true
+}
+
+// joinCut joins the pieces of a text cut into sections, taking out the
+// fences a cut adds to close a code block and open it again: a piece that
+// ends in "\n```", a fence it has one too many of without it, and the
+// next that starts with "```\n".
+func joinCut(pieces []string) string {
+	var b strings.Builder
+	opened := false // the piece before closed a block that this one opens again
+	for i, p := range pieces {
+		closes := i+1 < len(pieces) && strings.HasSuffix(p, "\n```") && strings.Count(p, "```")%2 == 0 && strings.HasPrefix(pieces[i+1], "```\n")
+		if opened {
+			p = strings.TrimPrefix(p, "```\n")
+		}
+		if closes {
+			p = strings.TrimSuffix(p, "\n```")
+		}
+		b.WriteString(p)
+		opened = closes
+	}
+	return b.String()
 }
 
 // unmarked is s without the Markdown marks fromMarkdown converts or drops,

@@ -217,8 +217,15 @@ func stringEnd(raw []byte, start int) int {
 type builder struct {
 	short    bool // a message Slack refused as too long: see renderShort
 	blocks   []slackapi.Block
-	used     int             // text in blocks so far
-	overflow strings.Builder // unescaped text for the thread
+	used     int       // text in blocks so far
+	overflow []spilled // for the thread
+}
+
+// spilled is text the message had no room for, posted in its thread under
+// title (mrkdwn); text is unescaped.
+type spilled struct {
+	title, text string
+	code        bool // a tool call's arguments: read as code, every piece
 }
 
 // budget is the text all of the message's blocks may hold: half as much
@@ -252,7 +259,7 @@ func (b *builder) sections(s string, limit, maxBlocks int) (rest string) {
 		if room < 100 {
 			break
 		}
-		head, tail := surface.Cut(s, room, esc)
+		head, tail := surface.CutFenced(s, room, esc)
 		e := esc(head)
 		b.add(slackapi.NewSectionBlock(mrkdwn(e), nil, nil))
 		limit -= surface.Len(e)
@@ -264,15 +271,9 @@ func (b *builder) sections(s string, limit, maxBlocks int) (rest string) {
 
 // spill queues text for the thread under a title.
 func (b *builder) spill(title, text string) {
-	if text == "" {
-		return
+	if text != "" {
+		b.overflow = append(b.overflow, spilled{title: title, text: text})
 	}
-	if b.overflow.Len() > 0 {
-		b.overflow.WriteString("\n\n")
-	}
-	b.overflow.WriteString(title)
-	b.overflow.WriteString("\n")
-	b.overflow.WriteString(text)
 }
 
 // moreNote is the line under text that continues in the thread.
@@ -282,23 +283,44 @@ func moreNote(rest string) string {
 
 func (b *builder) message(text string, id string) message {
 	m := message{text: text, blocks: b.blocks}
-	if b.overflow.Len() == 0 {
-		return m
+	// A section per piece, the spill's title above its first: code cut
+	// into code blocks, text where it keeps its code blocks closed.
+	type piece struct {
+		mrkdwn string
+		n      int // characters of the request's text in it
 	}
-	rest := b.overflow.String()
-	for rest != "" && len(m.replies) < maxReplies {
+	var pieces []piece
+	for _, sp := range b.overflow {
+		title, rest := esc(sp.title)+"\n", sp.text
+		for rest != "" {
+			var head, p string
+			if sp.code {
+				head, rest = surface.Cut(rest, maxSectionText-surface.Len(title)-6, codeBlock)
+				p = title + "```" + codeBlock(head) + "```"
+			} else {
+				head, rest = surface.CutFenced(rest, maxSectionText-surface.Len(title), esc)
+				p = title + esc(head)
+			}
+			pieces = append(pieces, piece{p, surface.Len(head)})
+			title = ""
+		}
+	}
+	for len(pieces) > 0 && len(m.replies) < maxReplies {
 		var reply []slackapi.Block
-		for rest != "" && len(reply) < replySections {
-			var piece string
-			piece, rest = surface.Cut(rest, maxSectionText, esc)
-			reply = append(reply, slackapi.NewSectionBlock(mrkdwn(esc(piece)), nil, nil))
+		for len(pieces) > 0 && len(reply) < replySections {
+			reply = append(reply, slackapi.NewSectionBlock(mrkdwn(pieces[0].mrkdwn), nil, nil))
+			pieces = pieces[1:]
 		}
 		m.replies = append(m.replies, reply)
 	}
-	if rest != "" {
+	if len(pieces) > 0 {
+		left := 0
+		for _, p := range pieces {
+			left += p.n
+		}
 		last := &m.replies[len(m.replies)-1]
 		*last = append(*last, slackapi.NewContextBlock("", mrkdwn(fmt.Sprintf(
-			"_… %d more characters are too long to post in Slack. The whole request is in the bridge's web inbox, at /r/%s._", surface.Len(rest), id))))
+			"_… %d more characters are too long to post in Slack. The whole request is in the bridge's web inbox, at /r/%s._", left, id))))
 	}
 	return m
 }
@@ -404,7 +426,7 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 	room := b.budget() - b.used - max(textLen(controls...), statusReserve)
 	if listing != "" {
 		rest := b.sections(listing, min(room/2, maxSectionText), 1)
-		room -= surface.Len(esc(listing[:len(listing)-len(rest)]))
+		room -= surface.Len(esc(listing)) - surface.Len(esc(rest))
 		if rest != "" {
 			b.context(moreNote(rest))
 			b.spill("*Options, continued:*", rest)
@@ -575,7 +597,7 @@ func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 		}
 		b.add(slackapi.NewSectionBlock(mrkdwn(text), nil, nil))
 	}
-	if b.overflow.Len() > 0 {
+	if len(b.overflow) > 0 {
 		b.context("_Some questions are shortened here; the thread below has them in full._")
 	}
 	if live {
@@ -631,7 +653,7 @@ func renderApproval(b *builder, rec *pending.Record, live bool) string {
 		if rest != "" {
 			// What is allowed is read in full: the rest goes to the thread.
 			b.context(moreNote(rest))
-			b.spill("*Arguments, continued:*", rest)
+			b.overflow = append(b.overflow, spilled{title: "*Arguments, continued:*", text: rest, code: true})
 			argsCut = true
 		}
 	}

@@ -802,3 +802,69 @@ func TestIntroSaysTheExpiryOnlyWhilePending(t *testing.T) {
 		}
 	}
 }
+
+// The rest of an approval's arguments, posted in the thread to be read in
+// full, stays code: as bare mrkdwn Slack would show `*cache*` bold,
+// without its asterisks, and the command allowed is not the one read.
+func TestArgumentsContinuedStayCode(t *testing.T) {
+	cmd := strings.Repeat("echo keep; ", 400) + "rm -rf ./build *cache* ~/old~ `id`"
+	args, _ := json.Marshal(map[string]string{"cmd": cmd})
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Approval: &seam.Approval{ToolName: "bash", Arguments: args}}
+	m := render(rec, "", true)
+	found := false
+	for _, reply := range m.replies {
+		for _, b := range walkBlocks(t, reply) {
+			text := str(obj(b, "text"), "text")
+			i := strings.Index(text, "*cache*")
+			if i < 0 {
+				continue
+			}
+			found = true
+			if strings.Count(text[:i], "```")%2 != 1 || strings.Count(text, "```")%2 != 0 {
+				t.Errorf("the continued arguments are not in a code block: %q", text[max(0, i-80):])
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the end of the arguments is not in the thread: %d replies", len(m.replies))
+	}
+}
+
+// A long plan whose code block is cut between sections (the message's,
+// and its thread's) has each part closed and opened again: Slack formats
+// each section on its own, and a lone fence shows as text, the code
+// beside it as mrkdwn.
+func TestPlanCodeBlockCutStaysCode(t *testing.T) {
+	var plan strings.Builder
+	plan.WriteString("## Steps\n\n1. Apply this patch:\n\n```go\n")
+	for range 400 {
+		plan.WriteString("func f_x_(p *T) { return *p.next_ptr_ } // line\n")
+	}
+	plan.WriteString("```\n\n2. Run the tests.\n")
+	q := seam.Question{ID: "plan", Question: "Approve the plan?", Detail: plan.String(),
+		Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}},
+		Intent:  &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true)
+	blocks := walkBlocks(t, m.blocks)
+	for _, reply := range m.replies {
+		blocks = append(blocks, walkBlocks(t, reply)...)
+	}
+	n, lines := 0, 0
+	for _, b := range blocks {
+		text := str(obj(b, "text"), "text")
+		if str(b, "type") != "section" || !strings.Contains(text, "next_ptr") {
+			continue
+		}
+		n++
+		lines += strings.Count(text, "next_ptr")
+		if c := strings.Count(text, "```"); c%2 != 0 {
+			t.Errorf("section %d holds %d fences: starts %q, ends %q", n, c, text[:40], text[len(text)-40:])
+		}
+	}
+	if n < 3 || lines < 400 {
+		t.Fatalf("the plan's code is in %d sections, %d lines of 400; the test wants it cut, and whole", n, lines)
+	}
+}

@@ -104,6 +104,34 @@ func Cut(s string, max int, esc func(string) string) (head, rest string) {
 	return s[:cut], s[cut:]
 }
 
+// fenceEnd closes a code block a cut left open; fenceStart opens it again.
+const fenceEnd, fenceStart = "\n```", "```\n"
+
+// CutFenced is Cut for markdown that may hold ``` code blocks, which Slack
+// and Discord format block by block (a section, an embed): where a head
+// leaves a block open it is closed, still within max, and the rest opens
+// it again (CloseFence).
+func CutFenced(s string, max int, esc func(string) string) (head, rest string) {
+	if head, rest = Cut(s, max, esc); rest == "" {
+		return head, rest
+	}
+	return CloseFence(Cut(s, max-len(fenceEnd), esc))
+}
+
+// CloseFence closes a ``` code block that head, cut from rest, leaves
+// open, appending "\n```", and opens it again, "```\n" at the start of
+// rest (always these, so a reader can join the two as they were): a
+// surface formats each block of a message on its own, and there a lone
+// fence shows as text and the code beside it as markdown. Unlike Cut's,
+// head+rest then holds one fence pair more than the text they were cut
+// from.
+func CloseFence(head, rest string) (string, string) {
+	if rest == "" || strings.Count(head, "```")%2 == 0 {
+		return head, rest
+	}
+	return head + fenceEnd, fenceStart + rest
+}
+
 // Split cuts s into pieces that are each, escaped with esc, at most max
 // long; joined they are s. max must leave room for one escaped character.
 func Split(s string, max int, esc func(string) string) []string {

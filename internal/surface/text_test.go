@@ -68,3 +68,25 @@ func TestAskerOnOneLine(t *testing.T) {
 		}
 	}
 }
+
+func TestCutFenced(t *testing.T) {
+	for _, tc := range []struct {
+		s          string
+		max        int
+		head, rest string
+	}{
+		{"short", 10, "short", ""},
+		{"no code here at all, just words", 12, "no code ", "here at all, just words"},
+		{"```\nabc\ndef\nghi\n```", 14, "```\nabc\n\n```", "```\ndef\nghi\n```"},
+		{"```\nabcdefghijklmnop\n```", 14, "```\nabcdef\n```", "```\nghijklmnop\n```"},
+		{"```\na\n```\nthen more text", 14, "```\na\n```\n", "then more text"},
+	} {
+		head, rest := CutFenced(tc.s, tc.max, nil)
+		if head != tc.head || rest != tc.rest {
+			t.Errorf("CutFenced(%q, %d) = %q, %q; want %q, %q", tc.s, tc.max, head, rest, tc.head, tc.rest)
+		}
+		if Len(head) > tc.max {
+			t.Errorf("CutFenced(%q, %d): head %d long", tc.s, tc.max, Len(head))
+		}
+	}
+}
