@@ -12,7 +12,7 @@ import (
 // blocks) untouched, and links, which mrkdwn shows as typed anyway.
 // Escaping (esc) comes after, as for any text.
 func fromMarkdown(md string) string {
-	if !strings.ContainsAny(md, "#*_") {
+	if !strings.ContainsAny(md, "#*_") && !strings.Contains(md, "```") {
 		return md
 	}
 	lines := strings.Split(md, "\n")
@@ -26,6 +26,11 @@ func fromMarkdown(md string) string {
 			continue
 		case strings.HasPrefix(t, "```"), strings.HasPrefix(t, "~~~"):
 			fence = t[:3]
+			if fence == "```" && len(strings.TrimSpace(t)) > 3 && !strings.Contains(t[3:], "`") {
+				// mrkdwn highlights nothing: "```go" would show "go"
+				// as the code's first line.
+				lines[i] = l[:len(l)-len(t)] + "```"
+			}
 			continue
 		}
 		if m := mdHeading.FindStringSubmatch(l); m != nil {

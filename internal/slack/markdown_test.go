@@ -30,6 +30,9 @@ func TestFromMarkdown(t *testing.T) {
 		{"**a** and **b**", "*a* and *b*"},
 		{"__a__ __b__", "*a* *b*"},
 		{"x__a__ __b__y", "x__a__ __b__y"},
+		{"Apply:\n```go\nfunc f() {}\n```", "Apply:\n```\nfunc f() {}\n```"}, // mrkdwn would show "go"
+		{"  ```sh\n**x**\n  ```", "  ```\n**x**\n  ```"},
+		{"```a`b\n```", "```a`b\n```"}, // not a fence's info string: left as written
 	} {
 		if got := fromMarkdown(tc.in); got != tc.want {
 			t.Errorf("fromMarkdown(%q) = %q; want %q", tc.in, got, tc.want)
