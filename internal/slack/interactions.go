@@ -743,8 +743,9 @@ func same(rec *pending.Record, res pending.Resolution) bool {
 		reflect.DeepEqual(rec.Answer, res.Answer) && reflect.DeepEqual(rec.Decision, res.Decision)
 }
 
-// submit handles a modal's submission. What is wrong with a field is
-// answered in the modal (response_action errors); a request that ended
+// submit handles a modal's submission. What is wrong with a field, or a
+// failure that may pass, is answered in the modal (response_action
+// errors), which keeps what was typed; a request that ended
 // meanwhile replaces the modal with a notice; otherwise the modal closes
 // and the answer is recorded after the answer to Slack.
 func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallback) *slackapi.ViewSubmissionResponse {
@@ -765,14 +766,13 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", surface.MsgGone)))
 	case err != nil:
 		h.log.Warn("reading a submitted request failed", "request_id", r.ID, "err", err)
-		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", surface.MsgTrouble)))
+		return tryAgain(cb.View, "The bridge could not record that just now.")
 	}
 	if ok, err := h.s.who.allowed(ctx, h.s.target(rec, o.Channel, o.TS), cb.User.ID); !ok {
-		text := surface.MsgCantAnswer
 		if err != nil && !errors.Is(err, errNoTarget) {
-			text = msgCantCheck
+			return tryAgain(cb.View, "The bridge could not check whether you may answer this.")
 		}
-		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", text)))
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", surface.MsgCantAnswer)))
 	}
 	values := viewValues{}
 	if cb.View.State != nil {
@@ -795,6 +795,19 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	res.Kind, res.From, res.Hash = rec.Kind, rec, rec.Hash
 	h.work.Go(func(ctx context.Context) { h.finish(ctx, *res, c) })
 	return nil
+}
+
+// tryAgain answers a submission that failed for a moment (Redis, or
+// Slack's list of a user group), saying what failed, as the error of the
+// view's first field: the modal stays open with what the person typed,
+// which a notice in its place would throw away, and Submit tries again.
+func tryAgain(v slackapi.View, failed string) *slackapi.ViewSubmissionResponse {
+	for _, b := range v.Blocks.BlockSet {
+		if in, ok := b.(*slackapi.InputBlock); ok && in.BlockID != "" {
+			return slackapi.NewErrorsViewSubmissionResponse(map[string]string{in.BlockID: failed + " What you wrote is kept: tap Submit again in a moment."})
+		}
+	}
+	return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", failed+" Please try again in a moment.")))
 }
 
 // submission is what a modal's values mean for rec: a resolution, or the

@@ -3,12 +3,15 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/askbridge/askbridge/internal/pending"
@@ -260,5 +263,84 @@ func TestTruncateMrkdwn(t *testing.T) {
 		if got := truncateMrkdwn(c.in, max); got != c.want || surface.Len(got) > max {
 			t.Errorf("truncateMrkdwn(%q, %d) = %q, want %q", c.in, max, got, c.want)
 		}
+	}
+}
+
+// down fails every Redis command while on: Redis gone for a moment.
+type down struct{ on atomic.Bool }
+
+func (d *down) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (d *down) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if d.on.Load() {
+			err := errors.New("connection refused (test)")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (d *down) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if d.on.Load() {
+			return errors.New("connection refused (test)")
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A form sent while Redis is away for a moment stays open with what was
+// typed in it (response_action errors), saying to send it again: a notice
+// in its place threw away answers typed on a phone. Sent again, it
+// answers the request.
+func TestSubmitDuringAHiccupKeepsTheForm(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	redisDown := &down{}
+	s, store, _ := newSurface(t, fake, redisDown)
+	ctx := context.Background()
+	rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{
+			{ID: "why", Question: "Why did the deploy fail?"},
+			{ID: "fix", Question: "What should change?"},
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Post(ctx, rec, target); err != nil {
+		t.Fatal(err)
+	}
+	msg := fake.Calls("chat.postMessage")[0]
+	serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil))
+	opened := fake.WaitCalls(t, "views.open", 1)[0]
+	typed := map[string]any{
+		"q0": slacktest.TextValue("the migration timed out on the orders table"),
+		"q1": slacktest.TextValue("roll back first"),
+	}
+
+	redisDown.on.Store(true)
+	body := serve(t, s, store, slacktest.ViewSubmission(opened, ada, typed))
+	redisDown.on.Store(false)
+	var resp struct {
+		Action string            `json:"response_action"`
+		Errors map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || !strings.Contains(resp.Errors["q0"], "tap Submit again") {
+		t.Fatalf("a submission during a Redis hiccup got %s; want the form kept, its first field saying to send it again", body)
+	}
+	if got, err := store.Get(ctx, rec.ID); err != nil || got.Status != seam.StatusPending {
+		t.Fatalf("after the hiccup: %v, %v", got, err)
+	}
+
+	if body := serve(t, s, store, slacktest.ViewSubmission(opened, ada, typed)); body != "" {
+		t.Fatalf("sent again: %s; want the form closed", body)
+	}
+	got, err := store.Get(ctx, rec.ID)
+	if err != nil || got.Status != seam.StatusAnswered {
+		t.Fatalf("sent again: %v, %v", got, err)
+	}
+	if raw, _ := json.Marshal(got.Answer); !strings.Contains(string(raw), "roll back first") {
+		t.Errorf("answer %s", raw)
 	}
 }
