@@ -320,7 +320,7 @@ func (s *Server) checkCSRF(token, cookie string) bool {
 // secure reports whether r reached the bridge over https: directly, behind
 // a proxy that says so, or by a base_url that does.
 func (s *Server) secure(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") || strings.HasPrefix(s.base, "https://")
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") || s.https
 }
 
 func (s *Server) setSession(w http.ResponseWriter, r *http.Request, name string) {

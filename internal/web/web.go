@@ -61,7 +61,7 @@ type Server struct {
 	signer     *Signer
 	links      *Links
 	root       string // the path base_url puts the app under, without a trailing slash: "" at the root
-	base       string
+	https      bool   // base_url's scheme, which url.Parse writes in lower case: https makes the cookie Secure
 	sessionTTL time.Duration
 	poll       time.Duration
 	keepAlive  time.Duration
@@ -125,7 +125,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{
 		store: o.Store, dispatch: o.Dispatcher, tokens: newTokens(o.Tokens),
-		signer: o.Signer, links: o.Links, base: strings.TrimRight(o.BaseURL, "/"), root: root,
+		signer: o.Signer, links: o.Links, https: strings.HasPrefix(origin, "https://"), root: root,
 		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now, log: o.Logger.With("surface", surfaceName),
 		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
 	}

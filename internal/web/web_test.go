@@ -1251,3 +1251,22 @@ func TestSlowSignInIsAnswered(t *testing.T) {
 		t.Errorf("a sign-in whose body stops coming: %d, cookies %v; want it refused", res.StatusCode, res.Cookies())
 	}
 }
+
+// A base_url config takes as https in any case (url.Parse writes the
+// scheme in lower case) makes the session cookie Secure behind a proxy
+// that says nothing of https: "HTTPS://" made it a plain cookie, which a
+// browser sends over http too.
+func TestHTTPSBaseURLInAnyCase(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	for base, want := range map[string]bool{"https://bridge.example.com": true, "HTTPS://bridge.example.com": true, "Https://bridge.example.com/askbridge": true, "http://bridge.example.com": false} {
+		w, err := New(Options{Store: b.store, Dispatcher: b.disp, Tokens: defaultTokens, Signer: NewSigner(testSecret),
+			BaseURL: base, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("%s: %v", base, err)
+		}
+		if got := w.secure(httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/web/signin", nil)); got != want {
+			t.Errorf("base_url %s: secure = %v, want %v", base, got, want)
+		}
+		w.Shutdown()
+	}
+}
