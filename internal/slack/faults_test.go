@@ -386,6 +386,9 @@ func TestFaultSlackPostAppliedThenFailed(t *testing.T) {
 		// Marketplace) leaves the post no time: it is posted again.
 		{"the lookup rate limited for a minute", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, "60", 2},
 		{"without channels:history", slacktest.FakeFail{Error: "internal_error", Applied: true}, "chat:write,usergroups:read", "", 2},
+		// The bridge's message is its bot's: another app's copy of its
+		// blocks is not taken for it.
+		{"another app's copy", slacktest.FakeFail{Error: "internal_error", Applied: true, AppliedBy: "B0OTHERAPP"}, all, "", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := start(t, defaultTarget)

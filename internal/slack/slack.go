@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -61,6 +62,34 @@ type Surface struct {
 	// post to: there a click's carried target key is not enough to
 	// decide who may answer (see Interactions.quick).
 	mixed map[string]bool
+
+	botMu sync.Mutex
+	botID string // the app's bot, from auth.test once a lookup needs it (ownBot)
+}
+
+// ownBot returns the bot id of the bridge's token, asking Slack
+// (auth.test) the first time: a message found in a conversation's history
+// is the bridge's only when its bot posted it; another app may copy its
+// blocks.
+func (s *Surface) ownBot(ctx context.Context) (string, error) {
+	s.botMu.Lock()
+	defer s.botMu.Unlock()
+	if s.botID != "" {
+		return s.botID, nil
+	}
+	var who *slackapi.AuthTestResponse
+	err := s.call(ctx, "auth.test", func(ctx context.Context) (err error) {
+		who, err = s.api.AuthTestContext(ctx)
+		return err
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case who.BotID == "":
+		return "", errors.New("slack auth.test: the token is not a bot's (no bot_id)")
+	}
+	s.botID = who.BotID
+	return s.botID, nil
 }
 
 // New builds the Slack surface of cfg: its slack: section and the Slack

@@ -209,8 +209,13 @@ func (s *Surface) send(ctx context.Context, method, contentType string, body io.
 // post). It reads the conversation's history, which needs the
 // channels:history scope (groups:history for a private channel). A message
 // is the request's when it is the bot's and a control in it names id, in a
-// block named for hash, the request's body (see carry).
+// block named for hash, the request's body (see carry), and the bridge's
+// bot posted it (ownBot).
 func (s *Surface) findPost(ctx context.Context, channel, thread string, since time.Time, id, hash string) (string, error) {
+	bot, err := s.ownBot(ctx)
+	if err != nil {
+		return "", err
+	}
 	method := "conversations.history"
 	form := url.Values{"channel": {channel}, "oldest": {fmt.Sprintf("%d.000000", since.Unix())}, "inclusive": {"true"}, "limit": {"15"}}
 	if thread != "" {
@@ -247,7 +252,7 @@ func (s *Surface) findPost(ctx context.Context, channel, thread string, since ti
 		return "", slackapi.SlackErrorResponse{Err: cmp.Or(r.Error, "no error code")}
 	}
 	for _, m := range r.Messages {
-		if m.BotID == "" {
+		if m.BotID != bot {
 			continue
 		}
 		for _, b := range m.Blocks {

@@ -99,6 +99,9 @@ type FakeFail struct {
 	// Slack's internal_error and fatal_error may ("It's possible some
 	// aspect of the operation succeeded before the error was raised").
 	Applied bool
+	// AppliedBy, with Applied, makes the message carried out another
+	// app's: its bot_id, as if that app had copied the request's blocks.
+	AppliedBy string
 }
 
 // NewFakeSlack starts a fake that accepts token and stops with t.
@@ -331,7 +334,11 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	case token != f.Token:
 		resp = failure("invalid_auth")
 	case fail != nil && fail.Applied:
-		f.answer(&call)
+		if ans, ok := f.answer(&call); ok && fail.AppliedBy != "" {
+			if msg, _ := ans.(chatAnswer); msg.Message != nil {
+				msg.Message["bot_id"] = fail.AppliedBy
+			}
+		}
 		if call.Status = cmp.Or(fail.Status, http.StatusOK); call.Status == http.StatusOK {
 			resp = failure(fail.Error)
 		}
