@@ -344,3 +344,16 @@ func TestSubmitDuringAHiccupKeepsTheForm(t *testing.T) {
 		t.Errorf("answer %s", raw)
 	}
 }
+
+// In a form an option's label is shown whole where Slack's 75 characters
+// hold it: the number a message's buttons carry (for labels a phone cuts
+// on a button) is not put in front of it there, where it cut the label.
+func TestFormShowsWholeLabels(t *testing.T) {
+	long := "Yes, delete the three stale files from the staging bucket and their caches!"
+	q := seam.Question{ID: "q", Question: "Clean up?", Options: []seam.Option{{Label: long}, {Label: "No"}}}
+	rec := questionRecord(q, seam.Question{ID: "r", Question: "Anything else?"})
+	raw, _ := json.Marshal(answerModal(rec, origin{}).Blocks)
+	if !strings.Contains(string(raw), `"text":"`+long+`"`) {
+		t.Errorf("the form does not show the %d-character label whole: %s", surface.Len(long), raw)
+	}
+}
