@@ -46,7 +46,56 @@ func Truncate(s string, max int) string {
 	if space > 0 && Len(s[:space]) >= (max-Len(ellipsis))*3/4 {
 		end = len(strings.TrimRight(s[:space], " "))
 	}
-	return s[:end] + ellipsis
+	return s[:wholeChars(s, end)] + ellipsis
+}
+
+// wholeChars moves a cut of s at byte end back out of a character as
+// people see it (a grapheme cluster), so that no part is left on either
+// side: before a combining mark (the letter would lose its accent, a Thai
+// syllable its vowel), an emoji's variation selector, skin tone or tag,
+// after a zero-width joiner (a family emoji cut to one person and a
+// joiner), or between the two letters of a flag. A cut inside a cluster
+// longer than the head stays where it was. It approximates Unicode's
+// rules (UAX #29) for the text agents send, without their tables.
+func wholeChars(s string, end int) int {
+	at := end
+	for at > 0 && at < len(s) {
+		next, _ := utf8.DecodeRuneInString(s[at:])
+		prev, size := utf8.DecodeLastRuneInString(s[:at])
+		if !extends(next) && prev != '\u200d' && !(isRegional(next) && regionalRun(s[:at])%2 == 1) {
+			return at
+		}
+		at -= size
+	}
+	if at == 0 {
+		return end
+	}
+	return at
+}
+
+// extends reports whether r joins the character before it.
+func extends(r rune) bool {
+	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc) ||
+		r == '\u200d' || // zero-width joiner: extends, and what follows it joins too
+		r >= 0xFE00 && r <= 0xFE0F || r >= 0xE0100 && r <= 0xE01EF || // variation selectors
+		r >= 0x1F3FB && r <= 0x1F3FF || // skin tones
+		r >= 0xE0020 && r <= 0xE007F // tags (the flags of England, Scotland, Wales)
+}
+
+func isRegional(r rune) bool { return r >= 0x1F1E6 && r <= 0x1F1FF }
+
+// regionalRun is how many regional indicators s ends with.
+func regionalRun(s string) int {
+	n := 0
+	for s != "" {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if !isRegional(r) {
+			break
+		}
+		n++
+		s = s[:len(s)-size]
+	}
+	return n
 }
 
 // Cut splits s so that its head, once escaped with esc (nil: as is), is
@@ -89,6 +138,7 @@ func Cut(s string, max int, esc func(string) string) (head, rest string) {
 	if end == len(s) {
 		return s, ""
 	}
+	end = wholeChars(s, end)
 	cut := end
 	if nl := strings.LastIndexByte(s[:end], '\n'); nl >= 0 && nl+1 >= end*3/4 {
 		cut = nl + 1

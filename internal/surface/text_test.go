@@ -1,8 +1,11 @@
 package surface
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/internal/seam"
 )
@@ -88,5 +91,50 @@ func TestCutFenced(t *testing.T) {
 		if Len(head) > tc.max {
 			t.Errorf("CutFenced(%q, %d): head %d long", tc.s, tc.max, Len(head))
 		}
+	}
+}
+
+// A cut, by Truncate or Cut, leaves no character as people see it in
+// part: not a flag's one letter, not an emoji sequence ending in a
+// joiner, not a letter without its combining mark.
+func TestCutsKeepWholeCharacters(t *testing.T) {
+	texts := map[string]string{
+		"flags":     "Regions: " + strings.Repeat("🇺🇸🇩🇪🇫🇷🇯🇵", 10),
+		"zwj":       "Team " + strings.Repeat("👩‍👩‍👧‍👦", 10),
+		"skin tone": strings.Repeat("👍🏽", 40),
+		"combining": strings.Repeat("e\u0301", 80),
+		"thai":      strings.Repeat("ที่นี่", 30),
+		"keycap":    strings.Repeat("1\uFE0F\u20E3", 40),
+	}
+	whole := func(t *testing.T, how, head, rest string) {
+		t.Helper()
+		last, _ := utf8.DecodeLastRuneInString(head)
+		next, _ := utf8.DecodeRuneInString(rest)
+		switch {
+		case last == '\u200d':
+			t.Errorf("%s: cut after a zero-width joiner: %q", how, head[max(0, len(head)-12):])
+		case unicode.In(next, unicode.Mn, unicode.Me, unicode.Mc) || next >= 0x1F3FB && next <= 0x1F3FF || next == '\uFE0F':
+			t.Errorf("%s: cut before %U, which belongs to the character before it", how, next)
+		case next >= 0x1F1E6 && next <= 0x1F1FF && utf8.RuneCountInString(head[strings.LastIndex(head, " ")+1:])%2 == 1: // the flags follow the last space
+			t.Errorf("%s: a flag cut in half: ends %q", how, head[max(0, len(head)-8):])
+		}
+	}
+	for name, s := range texts {
+		for max := 60; max <= 80; max++ {
+			head := strings.TrimSuffix(Truncate(s, max), ellipsis)
+			whole(t, fmt.Sprintf("%s: Truncate(%d)", name, max), head, s[len(head):])
+			if Len(head)+Len(ellipsis) > max {
+				t.Errorf("%s: Truncate(%d) is %d long", name, max, Len(head)+Len(ellipsis))
+			}
+			head, rest := Cut(s, max, nil)
+			whole(t, fmt.Sprintf("%s: Cut(%d)", name, max), head, rest)
+			if head+rest != s || Len(head) > max {
+				t.Errorf("%s: Cut(%d) = %d long, or not s", name, max, Len(head))
+			}
+		}
+	}
+	// One cluster longer than the room: cut where it fits, as before.
+	if got := Truncate(strings.Repeat("e\u0301", 2)+strings.Repeat("\u0301", 50), 10); Len(got) > 10 || got == ellipsis {
+		t.Errorf("a run of marks: %q", got)
 	}
 }
