@@ -30,6 +30,9 @@ func (r chatRequest) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"thread_ts":`...)
 		b = appendString(b, r.ThreadTS)
 	}
+	if r.Broadcast {
+		b = append(b, `,"reply_broadcast":true`...)
+	}
 	b = append(b, `,"text":`...)
 	b = appendString(b, r.Text)
 	if len(r.Blocks) > 0 {

@@ -63,7 +63,7 @@ func TestChatRequestJSON(t *testing.T) {
 				&slackapi.ButtonBlockElement{Type: slackapi.METButton},
 			}}},
 		}
-		req := chatRequest{Channel: "C1", TS: s, ThreadTS: s, Text: s, Blocks: blocks}
+		req := chatRequest{Channel: "C1", TS: s, ThreadTS: s, Broadcast: s != "plain", Text: s, Blocks: blocks}
 		if !sameJSON(t, "tricky "+s, req) {
 			t.Errorf("%q: blocks of the kinds written by hand went through encoding/json", s)
 		}

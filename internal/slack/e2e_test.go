@@ -1068,28 +1068,52 @@ func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
 	}
 }
 
+// A session's requests go into one thread, the later ones shown in the
+// channel too (Slack tells only those who follow a thread of a reply in
+// it, and nobody follows it by clicking a button), unless the target's
+// mention calls people to them; the text a request continues with in its
+// thread stays there.
 func TestThreadBySession(t *testing.T) {
-	b := start(t, `
+	for _, tc := range []struct {
+		name, mention string
+		broadcast     string
+	}{
+		{"no mention", "", "true"},
+		{"a mention", `"<!subteam^S0ONCALL>"`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := `
       - slack:
-          channel: `+channel+`
-          thread_by_session: true`)
-	ask := func(session string) {
-		q := cleanupQuestion()
-		q["caller"] = map[string]any{"name": "deploy-bot", "session": session}
-		b.create(t, "/v1/questions", q)
-	}
-	ask("run-1")
-	ask("run-1")
-	ask("run-2")
-	posts := b.fake.WaitCalls(t, "chat.postMessage", 3)
-	if th := posts[0].Field("thread_ts"); th != "" {
-		t.Errorf("the first request of a session went into thread %q", th)
-	}
-	if th := posts[1].Field("thread_ts"); th != posts[0].TS {
-		t.Errorf("the second request of run-1 went to thread %q, want %q", th, posts[0].TS)
-	}
-	if th := posts[2].Field("thread_ts"); th != "" {
-		t.Errorf("another session's request went into thread %q", th)
+          channel: ` + channel + `
+          thread_by_session: true`
+			if tc.mention != "" {
+				target += `
+          mention: ` + tc.mention
+			}
+			b := start(t, target)
+			ask := func(session, detail string) {
+				q := cleanupQuestion()
+				q["caller"] = map[string]any{"name": "deploy-bot", "session": session}
+				q["questions"].([]any)[0].(map[string]any)["detail"] = detail
+				b.create(t, "/v1/questions", q)
+			}
+			ask("run-1", "")
+			ask("run-1", strings.Repeat("A step of the plan. ", 800)) // continues in the thread
+			ask("run-2", "")
+			posts := b.fake.WaitCalls(t, "chat.postMessage", 4)
+			if th := posts[0].Field("thread_ts"); th != "" {
+				t.Errorf("the first request of a session went into thread %q", th)
+			}
+			if th, bc := posts[1].Field("thread_ts"), posts[1].Field("reply_broadcast"); th != posts[0].TS || bc != tc.broadcast {
+				t.Errorf("the second request of run-1 went to thread %q (reply_broadcast %q), want %q (%q)", th, bc, posts[0].TS, tc.broadcast)
+			}
+			if th, bc := posts[2].Field("thread_ts"), posts[2].Field("reply_broadcast"); th != posts[0].TS || bc != "" || !strings.HasPrefix(posts[2].Field("text"), "Continued") {
+				t.Errorf("the second request's continuation: thread %q, reply_broadcast %q, text %q; want in the thread only", th, bc, posts[2].Field("text"))
+			}
+			if th, bc := posts[3].Field("thread_ts"), posts[3].Field("reply_broadcast"); th != "" || bc != "" {
+				t.Errorf("another session's request went into thread %q (reply_broadcast %q)", th, bc)
+			}
+		})
 	}
 }
 

@@ -278,7 +278,10 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 				}
 			}
 			began := s.now()
-			channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{m.text, m.blocks, thread})
+			// A session's later request goes into its thread, where Slack
+			// tells only those who follow it: also in the channel, unless
+			// the target's mention calls people to it.
+			channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{text: m.text, blocks: m.blocks, thread: thread, broadcast: tc.Mention == ""})
 			// A person's DM is a conversation the bridge does not know the
 			// id of before the post answers: nothing to look in.
 			if status, _ := surface.StatusOf(err); status >= 500 && maybe.IsZero() && !person(tc.Channel) {
@@ -326,7 +329,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	for i, reply := range m.replies {
 		text := fmt.Sprintf("Continued (%d of %d)", i+1, len(m.replies))
 		err := s.call(ctx, "chat.postMessage", func(ctx context.Context) error {
-			_, _, err := s.postMessage(ctx, channel, chatMessage{text, reply, root})
+			_, _, err := s.postMessage(ctx, channel, chatMessage{text: text, blocks: reply, thread: root})
 			return err
 		})
 		if err != nil {

@@ -33,6 +33,9 @@ type chatMessage struct {
 	text   string
 	blocks []slackapi.Block
 	thread string // thread_ts, to post into a thread
+	// broadcast also shows the thread's reply in the channel (Slack's
+	// "Also send to #channel"), where it is seen.
+	broadcast bool
 }
 
 // chatRequest is the body of a chat.postMessage or chat.update call.
@@ -40,6 +43,7 @@ type chatRequest struct {
 	Channel     string           `json:"channel"`
 	TS          string           `json:"ts,omitempty"`        // chat.update: the message to replace
 	ThreadTS    string           `json:"thread_ts,omitempty"` // chat.postMessage: the thread to post into
+	Broadcast   bool             `json:"reply_broadcast,omitempty"`
 	Text        string           `json:"text"`
 	Blocks      []slackapi.Block `json:"blocks,omitempty"`
 	UnfurlLinks bool             `json:"unfurl_links"`
@@ -60,7 +64,7 @@ type chatReply struct {
 // postMessage posts m to channel and returns where it went.
 func (s *Surface) postMessage(ctx context.Context, channel string, m chatMessage) (ch, ts string, err error) {
 	r, err := s.chatCall(ctx, "chat.postMessage", chatRequest{
-		Channel: channel, ThreadTS: m.thread, Text: m.text, Blocks: m.blocks,
+		Channel: channel, ThreadTS: m.thread, Broadcast: m.broadcast && m.thread != "", Text: m.text, Blocks: m.blocks,
 	})
 	if err == nil && (r.Channel == "" || r.TS == "") {
 		// Slack names every message it posts; without a ts it could

@@ -52,11 +52,11 @@ func BenchmarkChatCalls(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		_, ts, err := s.postMessage(ctx, "C0AGENTS", chatMessage{live.text, live.blocks, ""})
+		_, ts, err := s.postMessage(ctx, "C0AGENTS", chatMessage{text: live.text, blocks: live.blocks})
 		if err != nil || ts != "1700000000.000100" {
 			b.Fatalf("postMessage: %q, %v", ts, err)
 		}
-		if err := s.updateMessage(ctx, "C0AGENTS", ts, chatMessage{done.text, done.blocks, ""}); err != nil {
+		if err := s.updateMessage(ctx, "C0AGENTS", ts, chatMessage{text: done.text, blocks: done.blocks}); err != nil {
 			b.Fatalf("updateMessage: %v", err)
 		}
 	}

@@ -517,6 +517,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		msg := f.echo(c, c.TS)
 		if th := c.Field("thread_ts"); th != "" {
 			msg["thread_ts"] = th
+			if c.Field("reply_broadcast") == "true" {
+				msg["subtype"] = "thread_broadcast" // also shown in the channel
+			}
 		}
 		if isUser(ch) {
 			// Slack posts in the app's DM with the person, and answers
