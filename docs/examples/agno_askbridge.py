@@ -23,6 +23,9 @@ and checks what comes back.
     python3 agno_askbridge.py --demo --server http://127.0.0.1:8080
     python3 agno_askbridge.py --demo --start-bridge ./bridge    # runs `bridge serve` itself
 
+Each run asks under tool_call_ids of its own, so it can be repeated against
+the same bridge (--runs 2 does, as CI does).
+
 Environment: BRIDGE_SERVER (default of --server), BRIDGE_TOKEN (the agent's
 token, ask scope), BRIDGE_ANSWER_TOKEN (the demo person's, answer scope;
 neither is needed for an open bridge).
@@ -34,6 +37,7 @@ import http.server
 import json
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
@@ -418,10 +422,15 @@ def _expect(what, got, want):
 
 
 def demo(agent, person):
+    # The bridge hands back the request already made under a tool_call_id,
+    # even one that has ended, so each run's ids are its own: with fixed ids
+    # a second run against the same bridge would find nothing pending.
+    run = secrets.token_hex(4)
+
     # A ToolExecution as Agno serialises it (to_dict), paused for user input:
     # the agent filled subject; the person must give the rest.
     send = {
-        "tool_call_id": "call_send_1", "tool_name": "send_report",
+        "tool_call_id": f"call_send_{run}", "tool_name": "send_report",
         "tool_args": {"subject": "Q3 report"},
         "requires_user_input": True,
         "user_input_schema": [
@@ -444,7 +453,7 @@ def demo(agent, person):
             {"id": "urgent", "selected": [], "custom": "yes"},
         ]})
 
-    t = threading.Thread(target=_person, args=(person, "questions", "agno:call_send_1:input", answer_send, errors))
+    t = threading.Thread(target=_person, args=(person, "questions", f"agno:call_send_{run}:input", answer_send, errors))
     t.start()
     fill_tool(agent, send)
     t.join()
@@ -456,7 +465,7 @@ def demo(agent, person):
 
     # A list field answered with text that is not JSON: asked again, saying
     # why, under a tool_call_id of its own; the JSON answer fills it.
-    tag = {"tool_call_id": "call_tag_1", "tool_name": "tag_report", "user_input_schema": [
+    tag = {"tool_call_id": f"call_tag_{run}", "tool_name": "tag_report", "user_input_schema": [
         {"name": "tags", "field_type": "list", "description": "Which tags?", "value": None}]}
 
     def answer_tags(text):
@@ -471,7 +480,7 @@ def demo(agent, person):
         answer_tags('["q3", "urgent"]')(rec)
 
     threads = [threading.Thread(target=_person, args=(person, "questions", tc, respond, errors)) for tc, respond in [
-        ("agno:call_tag_1:input", answer_tags("q3, urgent")), ("agno:call_tag_1:input:2", answer_tags_again)]]
+        (f"agno:call_tag_{run}:input", answer_tags("q3, urgent")), (f"agno:call_tag_{run}:input:2", answer_tags_again)]]
     for t in threads:
         t.start()
     fill_tool(agent, tag)
@@ -483,10 +492,11 @@ def demo(agent, person):
     print("list input:", json.dumps(tag["user_input_schema"][0]["value"]))
 
     # Two tool calls paused for confirmation: one rejected with a note, one allowed.
-    for call_id, outcome, note, want_confirmed in [
+    for name, outcome, note, want_confirmed in [
         ("call_del_1", "rejected", "not the prod table", False),
         ("call_del_2", "allowed-once", None, True),
     ]:
+        call_id = f"{name}_{run}"
         tool = {"tool_call_id": call_id, "tool_name": "delete_rows", "tool_args": {"table": "events", "older_than_days": 30},
                 "requires_confirmation": True}
 
@@ -500,9 +510,9 @@ def demo(agent, person):
         t.join()
         if errors:
             raise AssertionError("; ".join(errors))
-        _expect(f"{call_id} confirmed", tool["confirmed"], want_confirmed)
-        _expect(f"{call_id} note", tool["confirmation_note"], note)
-        print("confirmation:", call_id, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
+        _expect(f"{name} confirmed", tool["confirmed"], want_confirmed)
+        _expect(f"{name} note", tool["confirmation_note"], note)
+        print("confirmation:", name, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
 
     # A restarting bridge answers 503 UNAVAILABLE, its proxy 502, or the
     # connection breaks mid-answer: the create (safe to send again: its
@@ -510,8 +520,8 @@ def demo(agent, person):
     flaky = _Flaky(agent.server, ["503", "502", "cut"])
     try:
         patient = Bridge(flaky.url, agent.token, poll_wait=5)
-        tool = {"tool_call_id": "call_del_3", "tool_name": "delete_rows", "tool_args": {"table": "events"}, "requires_confirmation": True}
-        t = threading.Thread(target=_person, args=(person, "approvals", "agno:call_del_3:confirm",
+        tool = {"tool_call_id": f"call_del_3_{run}", "tool_name": "delete_rows", "tool_args": {"table": "events"}, "requires_confirmation": True}
+        t = threading.Thread(target=_person, args=(person, "approvals", f"agno:call_del_3_{run}:confirm",
                                                     lambda rec: person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": "allowed-once"}), errors))
         t.start()
         confirm_tool(patient, tool)
@@ -599,6 +609,8 @@ def main():
     p.add_argument("--demo", action="store_true", help="run the self-test against a bridge")
     p.add_argument("--server", default=os.environ.get("BRIDGE_SERVER", "http://127.0.0.1:8080"))
     p.add_argument("--start-bridge", metavar="BINARY", help="start `BINARY serve` on a free port and use it")
+    p.add_argument("--runs", type=int, default=1, metavar="N",
+                   help="run the self-test N times against the same bridge (each run asks under new tool_call_ids)")
     args = p.parse_args()
     if not args.demo:
         p.print_help()
@@ -609,7 +621,8 @@ def main():
     try:
         agent = Bridge(args.server, os.environ.get("BRIDGE_TOKEN"), poll_wait=5)
         person = Bridge(args.server, os.environ.get("BRIDGE_ANSWER_TOKEN"))
-        demo(agent, person)
+        for _ in range(args.runs):
+            demo(agent, person)
     finally:
         if proc:
             proc.terminate()
