@@ -262,7 +262,7 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
 		return exitError
 	}
-	if w := cfg.OpenAPIWarning(); w != "" {
+	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "bridge: warning: config %s: %s\n", path, w)
 	}
 	if *connect {

@@ -183,6 +183,67 @@ func TestConfigCheckWarnsOfAnOpenAPI(t *testing.T) {
 	}
 }
 
+// TestConfigCheckWarnsOfAnUnusedSurface: config.example.yaml with its
+// slack: block uncommented and the default route's targets left empty
+// passes, with a warning naming the section and saying to add a target;
+// with a Slack target under the route, no such warning.
+func TestConfigCheckWarnsOfAnUnusedSurface(t *testing.T) {
+	example, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Uncomment the slack: block: "# slack:" and its "#   " lines.
+	var withSlack []string
+	inSlack := false
+	for _, l := range strings.Split(string(example), "\n") {
+		if strings.HasPrefix(l, "# slack:") {
+			inSlack = true
+		}
+		if inSlack && strings.HasPrefix(l, "#") {
+			l = strings.TrimPrefix(l, "# ")
+		} else {
+			inSlack = false
+		}
+		withSlack = append(withSlack, l)
+	}
+	unused := strings.Join(withSlack, "\n")
+	if !strings.Contains(unused, "\nslack:") || !strings.Contains(unused, "\n    targets: []") {
+		t.Fatalf("config.example.yaml has no slack: block to uncomment or no default route with targets: []:\n%s", unused)
+	}
+	used := strings.Replace(unused, "\n    targets: []", "\n    targets: [{slack: {channel: C0123456789}}]", 1)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-LEAK-bot-token")
+	t.Setenv("SLACK_SIGNING_SECRET", "LEAK-signing-secret")
+	const warning = ": the slack: section is set but no route's targets use it"
+	for _, tt := range []struct {
+		name, yaml string
+		warned     bool
+	}{
+		{"no target", unused, true},
+		{"a slack target", used, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := cli("config", "check", path)
+			if r.code != exitOK {
+				t.Fatalf("exit %d; want %d\nstderr:\n%s", r.code, exitOK, r.stderr)
+			}
+			warned := strings.Contains(r.stderr, "bridge: warning: config "+path+warning)
+			if warned != tt.warned {
+				t.Errorf("warned of the unused slack: section %v; want %v\nstderr:\n%s", warned, tt.warned, r.stderr)
+			}
+			if tt.warned && !strings.Contains(r.stderr, "Add a target under a route") {
+				t.Errorf("the warning does not say what to do:\n%s", r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, "LEAK") {
+				t.Errorf("a secret is in the output:\n%s%s", r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
 // TestServeRefusedByRedis: a setting Redis refuses (a wrong password; on a
 // real Redis, a database past its last) stops the bridge at start with
 // Redis's reason, without the URL's password. A Redis that can't be

@@ -70,7 +70,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 		conn.URL = a.embedded.URL()
 		log.Warn("no redis.url or redis.addrs configured: using an EMBEDDED IN-MEMORY Redis; every request is lost when the bridge stops and replicas can't share it. Set redis.url (or redis.addrs) for production.")
 	}
-	if w := cfg.OpenAPIWarning(); w != "" {
+	for _, w := range cfg.Warnings() {
 		log.Warn(w)
 	}
 	health := &redisHealth{log: log}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1022,5 +1023,76 @@ func TestOpenToOutside(t *testing.T) {
 		if strings.Contains(w, "LEAK") {
 			t.Errorf("%s: a secret is in the warning: %s", tt.yaml, w)
 		}
+	}
+}
+
+// TestUnusedSurfaceWarned: a slack: or discord: section that no route's
+// targets use is warned of, naming the section and where to add a target,
+// and no secret; one that a route posts to is not. The target the warning
+// suggests, pasted into the default route, is valid and ends the warning.
+func TestUnusedSurfaceWarned(t *testing.T) {
+	const (
+		slack   = "slack: {bot_token: xoxb-LEAK-bot-token, app_token: xapp-LEAK-app-token}\n"
+		discord = "discord: {bot_token: LEAK-discord-token, application_id: \"123456789012345678\", gateway: true}\n"
+	)
+	unused := func(section string) string {
+		return "the " + section + ": section is set but no route's targets use it"
+	}
+	for _, tt := range []struct {
+		name, yaml string
+		want       []string // the sections warned of, in order
+	}{
+		{"no surfaces", "", nil},
+		{"slack, no routes", slack, []string{"slack"}},
+		{"discord, no routes", discord, []string{"discord"}},
+		{"both, default route with no targets", slack + discord + "routes: [{name: default, targets: []}]\n", []string{"slack", "discord"}},
+		{"slack used", slack + "routes: [{name: default, targets: [{slack: {channel: C1}}]}]\n", nil},
+		{"slack used by another route", slack + "routes: [{name: default}, {name: ops, targets: [{slack: {channel: C1}}]}]\n", nil},
+		{"discord used, slack not", slack + discord + "routes: [{name: default, targets: [{discord: {channel: \"1\"}}]}]\n", []string{"slack"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, tt.yaml, noEnv)
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range c.Warnings() {
+				if strings.Contains(w, "LEAK") {
+					t.Errorf("a secret is in the warning: %s", w)
+				}
+				for _, s := range []string{"slack", "discord"} {
+					if strings.HasPrefix(w, unused(s)) {
+						got = append(got, s)
+						if !strings.Contains(w, "Add a target under a route") {
+							t.Errorf("the warning does not say what to do: %s", w)
+						}
+					}
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("warned of %q; want %q. Warnings: %q", got, tt.want, c.Warnings())
+			}
+		})
+	}
+	for name, section := range map[string]string{"slack's example": slack, "discord's example": discord} {
+		t.Run(name, func(t *testing.T) {
+			ws := mustParse(t, section, noEnv).Warnings()
+			if len(ws) != 1 {
+				t.Fatalf("warnings %q; want one", ws)
+			}
+			i := strings.Index(ws[0], "(e.g. ")
+			j := strings.Index(ws[0], " on the route named default)")
+			if i < 0 || j < i {
+				t.Fatalf("no example in %q", ws[0])
+			}
+			example := ws[0][i+len("(e.g. ") : j]
+			c := mustParse(t, section+"routes:\n  - name: default\n    "+example+"\n", noEnv)
+			if err := c.Validate(); err != nil {
+				t.Errorf("the example %s: %v", example, err)
+			}
+			if ws := c.Warnings(); len(ws) != 0 {
+				t.Errorf("the example %s: still warned %q", example, ws)
+			}
+		})
 	}
 }

@@ -58,6 +58,41 @@ func (c *Config) OpenAPIWarning() string {
 		" Add a token under api.tokens (e.g. {name: agent, token: \"${ASKBRIDGE_TOKEN}\", scopes: [ask, answer]})"
 }
 
+// Warnings are what in a valid c is likely not what was meant, worded for
+// the log and for bridge config check: OpenAPIWarning's, and a slack: or
+// discord: section that no route posts to. They name keys, never their
+// values.
+func (c *Config) Warnings() []string {
+	var ws []string
+	if w := c.OpenAPIWarning(); w != "" {
+		ws = append(ws, w)
+	}
+	slackUsed, discordUsed := false, false
+	for _, r := range c.Routes {
+		for _, t := range r.Targets {
+			slackUsed = slackUsed || t.Slack != nil
+			discordUsed = discordUsed || t.Discord != nil
+		}
+	}
+	// The bridge signs in to a surface no target names and posts nothing
+	// there: the agent's request waits and nothing says why.
+	if c.Slack != nil && !slackUsed {
+		ws = append(ws, unusedSurfaceWarning("slack", "Slack", "{slack: {channel: C0123456789}}"))
+	}
+	if c.Discord != nil && !discordUsed {
+		ws = append(ws, unusedSurfaceWarning("discord", "Discord", `{discord: {channel: "123456789012345678"}}`))
+	}
+	return ws
+}
+
+// unusedSurfaceWarning words a surface section that no route's targets
+// use; target is a flow-style target to paste into a route's targets.
+func unusedSurfaceWarning(section, name, target string) string {
+	return fmt.Sprintf("the %s: section is set but no route's targets use it: the bridge posts nothing to %s,"+
+		" and requests are answered through the API or the web inbox only."+
+		" Add a target under a route (e.g. targets: [%s] on the route named %s)", section, name, target, DefaultRoute)
+}
+
 // Route returns the route with that name; the empty name means the route
 // named "default". The pointer is into c.Routes.
 func (c *Config) Route(name string) (*Route, bool) {
