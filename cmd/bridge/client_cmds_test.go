@@ -535,12 +535,42 @@ func TestSignInLink(t *testing.T) {
 		}
 	}
 
-	tokens := startBridge(t, app.Options{}, func(cfg *config.Config) {
-		cfg.API.Tokens = []config.Token{{Name: "inbox", Token: "tok-inbox-7f3c9e21b4", Scopes: []string{config.ScopeAnswer}}}
+}
+
+// TestSignInLinkWithTokens: a bridge with API tokens gives no sign-in
+// links, whatever the token; signin-link says at once to sign in to its
+// web inbox with an answer-scoped token, and never to set BRIDGE_TOKEN,
+// which leads nowhere. -h says the same.
+func TestSignInLinkWithTokens(t *testing.T) {
+	url := startBridge(t, app.Options{}, func(cfg *config.Config) {
+		cfg.API.Tokens = []config.Token{
+			{Name: "inbox", Token: "tok-inbox-7f3c9e21b4", Scopes: []string{config.ScopeAnswer}},
+			{Name: "agent", Token: "tok-agent-LEAK-0d5a8e", Scopes: []string{config.ScopeAsk}},
+		}
 	})
-	t.Setenv("BRIDGE_TOKEN", "tok-inbox-7f3c9e21b4")
-	if r := cli("signin-link", "--server", tokens); r.code != exitError || !strings.Contains(r.stderr, "sign in to the web inbox with an answer-scoped token") {
-		t.Errorf("signin-link on a bridge with tokens = %+v; want exit 1 saying how to sign in there", r)
+	inbox := "open its web inbox, " + url + "/, and sign in there with an answer-scoped token"
+	for _, tc := range []struct {
+		name, token, want string
+	}{
+		{"no token", "", inbox},
+		{"a token it does not know", "tok-wrong-LEAK-3e9b1c", inbox},
+		{"an ask-scoped token", "tok-agent-LEAK-0d5a8e", inbox},
+		{"an answer-scoped token", "tok-inbox-7f3c9e21b4", "sign in to the web inbox with an answer-scoped token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("BRIDGE_TOKEN", tc.token)
+			r := cli("signin-link", "--server", url)
+			if r.code != exitError || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "set BRIDGE_TOKEN") {
+				t.Errorf("signin-link = %+v; want exit 1 saying %q", r, tc.want)
+			}
+			if strings.Contains(r.stderr, "LEAK") {
+				t.Errorf("a token is in the output: %s", r.stderr)
+			}
+		})
+	}
+	r := cli("signin-link", "-h")
+	if r.code != exitOK || !strings.Contains(r.stdout, "open its web inbox") || !strings.Contains(r.stdout, "answer-scoped token") {
+		t.Errorf("signin-link -h = %+v; want it to say how to sign in to a bridge with tokens", r)
 	}
 }
 
