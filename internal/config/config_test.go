@@ -906,8 +906,7 @@ func TestDocs(t *testing.T) {
 		vars := env(map[string]string{
 			"REDIS_URL":              "redis://redis:6379",
 			"REDIS_PASSWORD":         "pw",
-			"ASKBRIDGE_AGENT_TOKEN":  "agent-7f3c9e21b4a0",
-			"ASKBRIDGE_INBOX_TOKEN":  "inbox-7f3c9e21b4a0",
+			"ASKBRIDGE_ASK_TOKEN":    "ask-7f3c9e21b4a0",
 			"SLACK_BOT_TOKEN":        "xoxb-1",
 			"SLACK_SIGNING_SECRET":   "s",
 			"SLACK_APP_TOKEN":        "xapp-1",
