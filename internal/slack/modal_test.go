@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -342,6 +344,51 @@ func TestSubmitDuringAHiccupKeepsTheForm(t *testing.T) {
 	}
 	if raw, _ := json.Marshal(got.Answer); !strings.Contains(string(raw), "roll back first") {
 		t.Errorf("answer %s", raw)
+	}
+}
+
+// The same when Slack can't list the user group whose member sent the
+// form (its cached list went stale while they typed): the form stays
+// open, saying to send it again, and the request stays pending.
+func TestSubmitDuringAGroupListFailureKeepsTheForm(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	fake.SetGroup("SONCALL", "UOPS")
+	s, store, _ := newSurface(t, fake)
+	ctx := context.Background()
+	rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "oncall",
+		Questions: &seam.Questions{Questions: []seam.Question{
+			{ID: "why", Question: "Why did the deploy fail?"},
+			{ID: "fix", Question: "What should change?"},
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oncall := dispatch.Target{Key: "oncall/0", Config: config.Target{Slack: &config.SlackTarget{Channel: "C3", Responders: config.SlackResponders{Groups: []string{"SONCALL"}}}}}
+	if _, err := s.Post(ctx, rec, oncall); err != nil {
+		t.Fatal(err)
+	}
+	ops := slacktest.SlackUser("UOPS", "ops")
+	msg := fake.Calls("chat.postMessage")[0]
+	serve(t, s, store, slacktest.BlockActions(t, msg, ops, "ab:answer:"+rec.ID, nil, nil))
+	opened := fake.WaitCalls(t, "views.open", 1)[0]
+
+	s.who.mu.Lock()
+	clear(s.who.groups) // stale: typing took longer than the list is kept
+	s.who.mu.Unlock()
+	fail := slacktest.FakeFail{Status: http.StatusServiceUnavailable}
+	fake.FailNext("usergroups.users.list", fail, fail, fail, fail, fail, fail)
+	body := serve(t, s, store, slacktest.ViewSubmission(opened, ops, map[string]any{
+		"q0": slacktest.TextValue("the migration timed out"), "q1": slacktest.TextValue("roll back first"),
+	}))
+	var resp struct {
+		Action string            `json:"response_action"`
+		Errors map[string]string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || !strings.Contains(resp.Errors["q0"], "could not check whether you may answer") {
+		t.Fatalf("a submission Slack's group list failed got %s; want the form kept, saying to send it again", body)
+	}
+	if got, err := store.Get(ctx, rec.ID); err != nil || got.Status != seam.StatusPending {
+		t.Fatalf("after the failure: %v, %v", got, err)
 	}
 }
 

@@ -34,6 +34,7 @@ func newSurface(t *testing.T, fake *slacktest.FakeSlack, hooks ...redis.Hook) (*
 		Routes: []config.Route{
 			{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
 			{Name: "ops", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C2", Responders: config.SlackResponders{Users: []string{"UOPS"}}}}}},
+			{Name: "oncall", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C3", Responders: config.SlackResponders{Groups: []string{"SONCALL"}}}}}},
 		},
 	}
 	s, err := New(cfg, Options{Store: store, Retry: surface.Retry{Sleep: func(ctx context.Context, d time.Duration) error {
