@@ -263,3 +263,46 @@ func TestChatCallsOnTheWire(t *testing.T) {
 		}
 	})
 }
+
+// Looking for a post Slack failed asks Slack who the bridge's bot is
+// (auth.test) once per try of the post, never retrying on its own: those
+// retries, inside the post's, waited out the post's time while Slack
+// failed, and the request showed twice.
+func TestLookupAsksWhoItIsOncePerTry(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, store, waits := newSurface(t, fake)
+	ctx := context.Background()
+	rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "q", Question: "Go?"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := slacktest.FakeFail{Status: http.StatusServiceUnavailable}
+	fake.FailNext("chat.postMessage", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true}, busy, busy)
+	fake.FailNext("auth.test", slices.Repeat([]slacktest.FakeFail{busy}, 30)...)
+	if _, err := s.Post(ctx, rec, target); err != nil {
+		t.Fatal(err)
+	}
+	posts, asked := len(fake.Calls("chat.postMessage")), len(fake.Calls("auth.test"))
+	if asked > posts-1 || len(*waits) > posts-1 {
+		t.Errorf("%d posts, %d auth.test calls, waits %v: want at most one ask and one wait per try after the first", posts, asked, *waits)
+	}
+
+	// Once Slack answers, it is not asked again.
+	fake = slacktest.NewFakeSlack(t, testToken)
+	s, store, _ = newSurface(t, fake)
+	for _, q := range []string{"Go?", "And now?"} {
+		rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+			Questions: &seam.Questions{Questions: []seam.Question{{ID: "q", Question: q}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake.FailNext("chat.postMessage", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true})
+		if _, err := s.Post(ctx, rec, target); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, looked := len(fake.Calls("auth.test")), len(fake.Calls("conversations.history")); n != 1 || looked != 2 {
+		t.Errorf("two lookups asked auth.test %d times (%d lookups); want once", n, looked)
+	}
+}

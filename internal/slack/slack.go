@@ -15,7 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -63,33 +63,27 @@ type Surface struct {
 	// decide who may answer (see Interactions.quick).
 	mixed map[string]bool
 
-	botMu sync.Mutex
-	botID string // the app's bot, from auth.test once a lookup needs it (ownBot)
+	botID atomic.Pointer[string] // the app's bot, from auth.test once a lookup needs it (ownBot)
 }
 
 // ownBot returns the bot id of the bridge's token, asking Slack
-// (auth.test) the first time: a message found in a conversation's history
-// is the bridge's only when its bot posted it; another app may copy its
-// blocks.
+// (auth.test) until it once answers: a message found in a conversation's
+// history is the bridge's only when its bot posted it; another app may
+// copy its blocks. It is asked from within a post's tries, once each
+// (their retries are the post's), and two lookups at once may both ask.
 func (s *Surface) ownBot(ctx context.Context) (string, error) {
-	s.botMu.Lock()
-	defer s.botMu.Unlock()
-	if s.botID != "" {
-		return s.botID, nil
+	if id := s.botID.Load(); id != nil {
+		return *id, nil
 	}
-	var who *slackapi.AuthTestResponse
-	err := s.call(ctx, "auth.test", func(ctx context.Context) (err error) {
-		who, err = s.api.AuthTestContext(ctx)
-		return err
-	})
+	who, err := s.api.AuthTestContext(ctx)
 	switch {
 	case err != nil:
-		return "", err
+		return "", fmt.Errorf("slack auth.test: %w", err)
 	case who.BotID == "":
 		return "", errors.New("slack auth.test: the token is not a bot's (no bot_id)")
 	}
-	s.botID = who.BotID
-	return s.botID, nil
+	s.botID.Store(&who.BotID)
+	return who.BotID, nil
 }
 
 // New builds the Slack surface of cfg: its slack: section and the Slack
