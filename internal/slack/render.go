@@ -56,6 +56,9 @@ const (
 	// of replies, and a last line that says so when even that is not enough.
 	replySections = 3
 	maxReplies    = 8
+	// minPiece is the least room a thread's section is filled with before
+	// the next text goes into a section of its own.
+	minPiece = 100
 	// statusReserve is room kept for the line that says how a request
 	// ended: a name and an answer summary, escaped.
 	statusReserve = 2000
@@ -283,40 +286,62 @@ func moreNote(rest string) string {
 
 func (b *builder) message(text string, id string) message {
 	m := message{text: text, blocks: b.blocks}
-	// A section per piece, the spill's title above its first: code cut
-	// into code blocks, text where it keeps its code blocks closed.
-	type piece struct {
+	// The thread's sections, filled in turn as the text went before (each
+	// spill under its title, the next starting where the last left room):
+	// code cut into code blocks, text where it keeps its code blocks
+	// closed.
+	type section struct {
 		mrkdwn string
 		n      int // characters of the request's text in it
 	}
-	var pieces []piece
+	var sections []section
+	var cur section
+	flush := func() {
+		if cur.mrkdwn != "" {
+			sections = append(sections, cur)
+		}
+		cur = section{}
+	}
 	for _, sp := range b.overflow {
 		title, rest := esc(sp.title)+"\n", sp.text
 		for rest != "" {
+			sep := ""
+			if cur.mrkdwn != "" {
+				sep = "\n\n"
+			}
+			room := maxSectionText - surface.Len(cur.mrkdwn) - len(sep) - surface.Len(title)
+			if room < minPiece && cur.mrkdwn != "" {
+				flush()
+				continue
+			}
 			var head, p string
 			if sp.code {
-				head, rest = surface.Cut(rest, maxSectionText-surface.Len(title)-6, codeBlock)
-				p = title + "```" + codeBlock(head) + "```"
+				head, rest = surface.Cut(rest, room-6, codeBlock)
+				p = "```" + codeBlock(head) + "```"
 			} else {
-				head, rest = surface.CutFenced(rest, maxSectionText-surface.Len(title), esc)
-				p = title + esc(head)
+				head, rest = surface.CutFenced(rest, room, esc)
+				p = esc(head)
 			}
-			pieces = append(pieces, piece{p, surface.Len(head)})
+			cur.mrkdwn += sep + title + p
+			cur.n += surface.Len(head)
 			title = ""
+			if rest != "" {
+				flush()
+			}
 		}
 	}
-	for len(pieces) > 0 && len(m.replies) < maxReplies {
+	flush()
+	for len(sections) > 0 && len(m.replies) < maxReplies {
 		var reply []slackapi.Block
-		for len(pieces) > 0 && len(reply) < replySections {
-			reply = append(reply, slackapi.NewSectionBlock(mrkdwn(pieces[0].mrkdwn), nil, nil))
-			pieces = pieces[1:]
+		for ; len(sections) > 0 && len(reply) < replySections; sections = sections[1:] {
+			reply = append(reply, slackapi.NewSectionBlock(mrkdwn(sections[0].mrkdwn), nil, nil))
 		}
 		m.replies = append(m.replies, reply)
 	}
-	if len(pieces) > 0 {
+	if len(sections) > 0 {
 		left := 0
-		for _, p := range pieces {
-			left += p.n
+		for _, sec := range sections {
+			left += sec.n
 		}
 		last := &m.replies[len(m.replies)-1]
 		*last = append(*last, slackapi.NewContextBlock("", mrkdwn(fmt.Sprintf(

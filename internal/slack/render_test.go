@@ -868,3 +868,35 @@ func TestPlanCodeBlockCutStaysCode(t *testing.T) {
 		t.Fatalf("the plan's code is in %d sections, %d lines of 400; the test wants it cut, and whole", n, lines)
 	}
 }
+
+// What a message has no room for fills its thread's sections: short
+// pieces share one, so text that fits the thread is not cut off there.
+func TestSpillsShareThreadSections(t *testing.T) {
+	var qs []seam.Question
+	for i := range 20 {
+		qs = append(qs, seam.Question{ID: fmt.Sprintf("q%d", i), Question: strings.Repeat("Which one? ", 181)[:1990],
+			Detail: strings.Repeat("Some context here. ", 60)})
+	}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Questions: &seam.Questions{Questions: qs}}
+	m := render(rec, "", true)
+	var thread strings.Builder
+	for _, r := range m.replies {
+		for _, b := range walkBlocks(t, r) {
+			thread.WriteString(str(obj(b, "text"), "text"))
+			els, _ := b["elements"].([]any) // a context block's
+			for _, el := range els {
+				m, _ := el.(map[string]any)
+				thread.WriteString(str(m, "text"))
+			}
+		}
+	}
+	if strings.Contains(thread.String(), "too long to post") {
+		t.Errorf("20 questions of about 3,100 characters, within the thread's %d sections of %d, are cut off there", maxReplies*replySections, maxSectionText)
+	}
+	for i := range qs {
+		if !strings.Contains(thread.String(), fmt.Sprintf("*Question %d in full:*", i+1)) {
+			t.Errorf("question %d is not in the thread", i+1)
+		}
+	}
+}
