@@ -169,15 +169,19 @@ func CutFenced(s string, max int, esc func(string) string) (head, rest string) {
 }
 
 // CloseFence closes a ``` code block that head, cut from rest, leaves
-// open, appending "\n```", and opens it again, "```\n" at the start of
-// rest (always these, so a reader can join the two as they were): a
-// surface formats each block of a message on its own, and there a lone
-// fence shows as text and the code beside it as markdown. Unlike Cut's,
-// head+rest then holds one fence pair more than the text they were cut
-// from.
+// open, appending a fence on a line of its own (at most 4 characters),
+// and opens it again, "```\n" at the start of rest: a surface formats
+// each block of a message on its own, and there a lone fence shows as
+// text and the code beside it as markdown. Unlike Cut's, head+rest then
+// holds one fence pair more than the text they were cut from. Fences are
+// counted as Slack pairs them, wherever they are; Discord takes three
+// backticks inside a code span of two for text, which this counts.
 func CloseFence(head, rest string) (string, string) {
 	if rest == "" || strings.Count(head, "```")%2 == 0 {
 		return head, rest
+	}
+	if strings.HasSuffix(head, "\n") {
+		return head + fenceEnd[1:], fenceStart + rest
 	}
 	return head + fenceEnd, fenceStart + rest
 }

@@ -80,7 +80,7 @@ func TestCutFenced(t *testing.T) {
 	}{
 		{"short", 10, "short", ""},
 		{"no code here at all, just words", 12, "no code ", "here at all, just words"},
-		{"```\nabc\ndef\nghi\n```", 14, "```\nabc\n\n```", "```\ndef\nghi\n```"},
+		{"```\nabc\ndef\nghi\n```", 14, "```\nabc\n```", "```\ndef\nghi\n```"},
 		{"```\nabcdefghijklmnop\n```", 14, "```\nabcdef\n```", "```\nghijklmnop\n```"},
 		{"```\na\n```\nthen more text", 14, "```\na\n```\n", "then more text"},
 	} {
