@@ -194,8 +194,7 @@ func choice(q seam.Question, ticked []int) slackapi.BlockElement {
 	few := len(q.Options) <= maxChoiceOptions
 	// Numbered only where a label is cut, to find it whole in the
 	// message's listing: a button's width does not limit a form's options.
-	cut := slices.ContainsFunc(q.Options, func(o seam.Option) bool { return surface.Len(o.Label) > maxOptionText })
-	opts := options(q, cut, true)
+	opts := options(q, shapeOf(q).cut, true)
 	var initial []*slackapi.OptionBlockObject // the same objects: Slack wants initial options to equal options
 	for n, opt := range opts {
 		if slices.Contains(ticked, n) {

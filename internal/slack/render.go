@@ -484,6 +484,7 @@ type shape struct {
 	buttons  bool // one button per option
 	choice   bool // checkboxes (multi-select with few options)
 	numbered bool // option texts carry their number, since labels are cut
+	cut      bool // a label is longer than an option's text holds
 	listing  bool // the options are listed in full above the controls
 }
 
@@ -507,6 +508,7 @@ func shapeOf(q seam.Question) shape {
 		// the options are listed in full above them.
 		sh.listing = longLabel || anyDesc || sh.buttons && wideLabel
 	}
+	sh.cut = longLabel
 	sh.numbered = longLabel || sh.buttons && wideLabel
 	return sh
 }
