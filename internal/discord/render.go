@@ -126,6 +126,24 @@ func cutCode(s string) (text, code, rest string) {
 	}
 }
 
+// inBlock is surface.InBlock as Discord reads code (cutCode): s[:at]
+// ends inside a block of three or more backticks that closes later in s;
+// three backticks inside a span of one or two are the span's text.
+func inBlock(s string, at int) bool {
+	for off := 0; off < at; {
+		text, code, _ := cutCode(s[off:])
+		if code == "" {
+			return false
+		}
+		start := off + len(text)
+		off = start + len(code)
+		if start < at && at < off {
+			return run(code, 0) >= 3
+		}
+	}
+	return false
+}
+
 // escaped reports whether s[i] follows an odd number of backslashes.
 func escaped(s string, i int) bool {
 	n := 0
@@ -234,7 +252,7 @@ func (b *builder) embed(title, prefix, text string, max int, colour int) {
 		return
 	}
 	head, note, rest := surface.Shorten(text, max-surface.Len(prefix)-4, esc, moreNote)
-	head, rest = surface.CloseFence(head, rest)
+	head, rest = surface.CloseFence(head, rest, inBlock)
 	if rest != "" {
 		b.spill = append(b.spill, spilled{title: title, text: rest})
 	}
@@ -270,7 +288,7 @@ func (b *builder) more(id string) []*discordgo.MessageEmbed {
 				head, rest = surface.Cut(rest, room-8, surface.NoFence)
 				desc = "```\n" + surface.NoFence(head) + "\n```"
 			} else {
-				head, rest = surface.CutFenced(rest, room, esc)
+				head, rest = surface.CutFenced(rest, room, esc, inBlock)
 				desc = esc(head)
 			}
 			out = append(out, &discordgo.MessageEmbed{Title: surface.Truncate(sp.title+" (continued)", maxEmbedTitle), Description: desc, Color: colourLive})

@@ -675,3 +675,46 @@ func TestPlanCodeBlockCutStaysCode(t *testing.T) {
 		t.Fatalf("the plan's code is in %d embeds, %d lines of 400; the test wants it cut, and whole", n, lines)
 	}
 }
+
+// Discord reads three backticks inside a span of one or two as the span's
+// text, not a fence: a cut after one opens no block, where counting
+// fences (Slack's way) would close one in the embed and open one in the
+// next.
+func TestInBlockReadsCodeAsDiscord(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		at   int
+		want bool
+	}{
+		{"a ```\ncode\n``` b", 7, true},
+		{"a ```\ncode\n``` b", 2, false},
+		{"a ```\ncode\n``` b", 14, false},
+		{"type `` ``` `` to open a block, then more words", 20, false},
+		{"type `` ``` `` first\n```\ncode\n```", 26, true},
+		{"```` four\n``` still open? no: closed here ````", 8, true},
+		{"an unclosed ``` fence and words", 20, false},
+		{"\\```not code``` here", 10, false},
+	} {
+		if got := inBlock(tc.s, tc.at); got != tc.want {
+			t.Errorf("inBlock(%q, %d) = %v, want %v", tc.s, tc.at, got, tc.want)
+		}
+	}
+}
+
+func TestPlanSpanOfFencesIsNotCutAsCode(t *testing.T) {
+	plan := "To start a block, type `` ``` `` on a line of its own.\n\n" + strings.Repeat("Then write the steps out in words, one per line, and check each one. ", 150)
+	q := seam.Question{ID: "plan", Question: "Approve the plan?", Detail: plan,
+		Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}},
+		Intent:  &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, CreatedAt: time.Unix(1700000000, 0),
+		Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true)
+	if len(m.more) == 0 {
+		t.Fatal("the plan fits one message; the test wants it cut")
+	}
+	for i, e := range append(m.embeds, m.more...) {
+		if strings.Contains(e.Description, "\n```\n") || strings.HasPrefix(e.Description, "```") || strings.HasSuffix(e.Description, "```") {
+			t.Errorf("embed %d has a fence the plan does not: %q ... %q", i, e.Description[:min(60, len(e.Description))], e.Description[max(0, len(e.Description)-60):])
+		}
+	}
+}

@@ -262,7 +262,7 @@ func (b *builder) sections(s string, limit, maxBlocks int) (rest string) {
 		if room < 100 {
 			break
 		}
-		head, tail := surface.CutFenced(s, room, esc)
+		head, tail := surface.CutFenced(s, room, esc, surface.OddFences)
 		e := esc(head)
 		b.add(slackapi.NewSectionBlock(mrkdwn(e), nil, nil))
 		limit -= surface.Len(e)
@@ -319,7 +319,7 @@ func (b *builder) message(text string, id string) message {
 				head, rest = surface.Cut(rest, room-6, codeBlock)
 				p = "```" + codeBlock(head) + "```"
 			} else {
-				head, rest = surface.CutFenced(rest, room, esc)
+				head, rest = surface.CutFenced(rest, room, esc, surface.OddFences)
 				p = esc(head)
 			}
 			cur.mrkdwn += sep + title + p

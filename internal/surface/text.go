@@ -160,24 +160,31 @@ const fenceEnd, fenceStart = "\n```", "```\n"
 // CutFenced is Cut for markdown that may hold ``` code blocks, which Slack
 // and Discord format block by block (a section, an embed): where a head
 // leaves a block open it is closed, still within max, and the rest opens
-// it again (CloseFence).
-func CutFenced(s string, max int, esc func(string) string) (head, rest string) {
+// it again (CloseFence). inBlock reads s as the surface does.
+func CutFenced(s string, max int, esc func(string) string, inBlock InBlock) (head, rest string) {
 	if head, rest = Cut(s, max, esc); rest == "" {
 		return head, rest
 	}
-	return CloseFence(Cut(s, max-len(fenceEnd), esc))
+	head, rest = Cut(s, max-len(fenceEnd), esc)
+	return CloseFence(head, rest, inBlock)
 }
+
+// InBlock reports whether s[:at] ends inside a ``` code block of s, as a
+// surface reads code.
+type InBlock func(s string, at int) bool
+
+// OddFences is InBlock as Slack's mrkdwn reads it: every three backticks,
+// wherever they are, open or close a block.
+func OddFences(s string, at int) bool { return strings.Count(s[:at], "```")%2 == 1 }
 
 // CloseFence closes a ``` code block that head, cut from rest, leaves
 // open, appending a fence on a line of its own (at most 4 characters),
 // and opens it again, "```\n" at the start of rest: a surface formats
 // each block of a message on its own, and there a lone fence shows as
 // text and the code beside it as markdown. Unlike Cut's, head+rest then
-// holds one fence pair more than the text they were cut from. Fences are
-// counted as Slack pairs them, wherever they are; Discord takes three
-// backticks inside a code span of two for text, which this counts.
-func CloseFence(head, rest string) (string, string) {
-	if rest == "" || strings.Count(head, "```")%2 == 0 {
+// holds one fence pair more than the text they were cut from.
+func CloseFence(head, rest string, inBlock InBlock) (string, string) {
+	if rest == "" || !strings.Contains(head, "```") || !inBlock(head+rest, len(head)) {
 		return head, rest
 	}
 	if strings.HasSuffix(head, "\n") {

@@ -84,13 +84,18 @@ func TestCutFenced(t *testing.T) {
 		{"```\nabcdefghijklmnop\n```", 14, "```\nabcdef\n```", "```\nghijklmnop\n```"},
 		{"```\na\n```\nthen more text", 14, "```\na\n```\n", "then more text"},
 	} {
-		head, rest := CutFenced(tc.s, tc.max, nil)
+		head, rest := CutFenced(tc.s, tc.max, nil, OddFences)
 		if head != tc.head || rest != tc.rest {
 			t.Errorf("CutFenced(%q, %d) = %q, %q; want %q, %q", tc.s, tc.max, head, rest, tc.head, tc.rest)
 		}
 		if Len(head) > tc.max {
 			t.Errorf("CutFenced(%q, %d): head %d long", tc.s, tc.max, Len(head))
 		}
+	}
+	// Where the surface reads no block, none is closed.
+	never := func(string, int) bool { return false }
+	if head, rest := CutFenced("```\nabc\ndef\nghi\n```", 14, nil, never); head != "```\nabc\n" || rest != "def\nghi\n```" {
+		t.Errorf("CutFenced with no block read = %q, %q", head, rest)
 	}
 }
 
