@@ -415,18 +415,23 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// first time, at once).
 	var next func(ctx context.Context, first bool, last string) (string, error)
 	bySession := true // not by a link: the stream ends with its session
+	// until is when the credential that opened the stream expires: the
+	// stream ends then, not at its next read. Zero: it does not expire.
+	var until time.Time
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
-		if s.linked(r.Context(), id, q.Get("e"), q.Get("p"), q.Get("s")) {
-			bySession = false
+		if exp, ok := s.linked(r.Context(), id, q.Get("e"), q.Get("p"), q.Get("s")); ok {
+			bySession, until = false, exp
 		} else {
-			switch _, _, err := s.sessionOf(r); {
+			switch ss, _, err := s.sessionOf(r); {
 			case errors.Is(err, errSignedOut):
 				http.Error(w, "not allowed", http.StatusForbidden)
 				return
 			case err != nil:
 				refuseStream(w, err)
 				return
+			default:
+				until = time.Unix(ss.Exp, 0)
 			}
 		}
 		// One watch for the stream's life: a wait cut short for a
@@ -453,13 +458,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return string(rec.Status), nil
 		}
 	} else {
-		switch _, _, err := s.sessionOf(r); {
+		switch ss, _, err := s.sessionOf(r); {
 		case errors.Is(err, errSignedOut):
 			http.Error(w, "sign in first", http.StatusUnauthorized)
 			return
 		case err != nil:
 			refuseStream(w, err)
 			return
+		default:
+			until = time.Unix(ss.Exp, 0)
 		}
 		// The reads keep their own schedule: a step cut short for a
 		// keep-alive waits out only what is left of the interval.
@@ -480,6 +487,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(s.stop, cancel)
 	defer stop()
+	if !until.IsZero() {
+		// One timer, not a check at every step: a request's page may wait
+		// far longer than that between reads.
+		expired := time.AfterFunc(until.Sub(s.now()), cancel)
+		defer expired.Stop()
+	}
 
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -533,17 +546,28 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// linked reports whether e, p and s are a link to request id as it is now.
-func (s *Server) linked(ctx context.Context, id, e, person, sig string) bool {
+// linked reports whether e, p and s are a link that grants following
+// request id as it is now, and until when: while the request is pending,
+// until the link expires (an expired link grants nothing then); once it
+// has ended, for good (zero), as its page shows its outcome for good.
+func (s *Server) linked(ctx context.Context, id, e, person, sig string) (until time.Time, ok bool) {
 	if sig == "" {
-		return false
+		return time.Time{}, false
 	}
 	rec, err := s.store.Get(ctx, id)
 	if err != nil {
-		return false
+		return time.Time{}, false
 	}
-	_, ok := s.links.check(rec, e, person, sig)
-	return ok
+	grant, ok := s.links.check(rec, e, person, sig)
+	switch {
+	case !ok:
+		return time.Time{}, false
+	case rec.Status != seam.StatusPending:
+		return time.Time{}, true
+	case !s.now().Before(grant.exp):
+		return time.Time{}, false
+	}
+	return grant.exp, true
 }
 
 // refuseStream refuses a stream whose session could not be checked: the

@@ -1270,3 +1270,92 @@ func TestHTTPSBaseURLInAnyCase(t *testing.T) {
 		w.Shutdown()
 	}
 }
+
+// A live stream ends when the credential that opened it expires: a link
+// at its expiry, a session at its end, each by a timer at that moment
+// (the streams below read nothing for seconds, and a request's page far
+// longer), not when the page next reads.
+func TestLiveStreamEndsWithItsCredential(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	b.web.poll, b.web.keepAlive = time.Minute, time.Minute
+	// A session expires on a whole second: one begun on one ends sessionTTL later.
+	wholeSecond := func() { b.clock.add(b.clock.now().Truncate(time.Second).Add(time.Second).Sub(b.clock.now())) }
+	const left = 300 * time.Millisecond // what is left of each credential as its stream opens
+	ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
+
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) (c *http.Client, path string, expires time.Time)
+	}{
+		{"a personal link", func(t *testing.T) (*http.Client, string, time.Time) {
+			rec := b.ask(t, 2*time.Hour, deploy)
+			link, until := b.web.Links().ForPerson(rec, ada, b.clock.now())
+			u, _ := url.Parse(link)
+			return b.browser(t), "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "p": {u.Query().Get("p")}, "s": {u.Query().Get("s")}}.Encode(), until
+		}},
+		{"a link of a request that expires", func(t *testing.T) (*http.Client, string, time.Time) {
+			rec := b.ask(t, 10*time.Minute, deploy)
+			u, _ := url.Parse(b.web.Links().For(rec))
+			return b.browser(t), "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode(), time.Unix(rec.ExpiresAt.Unix(), 0)
+		}},
+		{"a session's inbox", func(t *testing.T) (*http.Client, string, time.Time) {
+			c := b.browser(t)
+			wholeSecond()
+			b.signIn(t, c, "ada-token-7f3c9e21b4")
+			return c, "/web/events", b.clock.now().Add(b.web.sessionTTL)
+		}},
+		{"a session's request page", func(t *testing.T) (*http.Client, string, time.Time) {
+			rec := b.ask(t, 48*time.Hour, deploy)
+			c := b.browser(t)
+			wholeSecond()
+			b.signIn(t, c, "ada-token-7f3c9e21b4")
+			return c, "/web/events?id=" + rec.ID, b.clock.now().Add(b.web.sessionTTL)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, path, expires := tc.open(t)
+			b.clock.add(expires.Sub(b.clock.now()) - left)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			next, events := stream(ctx, t, c, b.srv.URL+path)
+			next() // what the page shows
+			for {
+				select {
+				case _, ok := <-events:
+					if !ok {
+						return
+					}
+				case <-ctx.Done():
+					t.Fatal("the stream is still open after its credential expired")
+				}
+			}
+		})
+	}
+
+	t.Run("an expired link opens no stream to a pending request", func(t *testing.T) {
+		rec := b.ask(t, 2*time.Hour, deploy)
+		link, until := b.web.Links().ForPerson(rec, ada, b.clock.now())
+		b.clock.add(until.Sub(b.clock.now()))
+		u, _ := url.Parse(link)
+		path := "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "p": {u.Query().Get("p")}, "s": {u.Query().Get("s")}}.Encode()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+path, nil)
+		res, err := b.browser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden {
+			t.Fatalf("%d, want 403", res.StatusCode)
+		}
+		// Once the request has ended, the link shows how, for good.
+		if _, err := b.disp.Resolve(context.Background(), rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+			t.Fatal(err)
+		}
+		next, _ := stream(ctx, t, b.browser(t), b.srv.URL+path)
+		if e := next(); e != "cancelled" {
+			t.Fatalf("the stream of an ended request, by its expired link: %q, want cancelled", e)
+		}
+	})
+}
