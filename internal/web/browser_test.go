@@ -30,6 +30,7 @@ import (
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
+	"github.com/askbridge/askbridge/internal/web"
 )
 
 // chromium finds a Chromium or Chrome binary: $BRIDGE_CHROMIUM, else the
@@ -646,6 +647,38 @@ func TestBrowser(t *testing.T) {
 		if got := get(t, a.Store(), rec); got.ResolvedBy == nil || *got.ResolvedBy != ada {
 			t.Errorf("resolved by %+v, want %+v", got.ResolvedBy, ada)
 		}
+	})
+	t.Run("a personal link's page says so when the link expires", func(t *testing.T) {
+		// The bridge ends the page's stream as the link expires and
+		// refuses it from then on; the page, refused, reloads into
+		// the page of an expired link.
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Flush the caches?", Options: []seam.Option{{Label: "Flush"}, {Label: "Keep"}}}))
+		ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
+		link, until := a.Web().Links().ForPerson(get(t, a.Store(), rec), ada, time.Now().Add(3*time.Second-web.PersonalTTL))
+		// A browser of its own, not signed in: a session would let the
+		// stream in after the link expired.
+		tab, cancelTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Navigate(base+link[strings.Index(link, "/r/"):]),
+			chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`)); err != nil {
+			t.Fatalf("open the link: %v", err)
+		}
+		if time.Now().After(until) {
+			t.Fatal("the link expired before its page was live; give it longer")
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(`body.narrow h2`)); err != nil {
+			t.Fatalf("the page of an expired link never said so: %v", err)
+		}
+		title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("body.narrow h2").textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if title != "This link has expired" {
+			t.Errorf("the page says %q, want This link has expired", title)
+		}
+		call(t, base, http.MethodDelete, "/v1/questions/"+rec["id"].(string), "agent-token-7f3c9e21b4", nil)
 	})
 	t.Run("a Send tapped before the script arrives keeps the page", func(t *testing.T) {
 		// On a slow network the form shows before app.js has run. A tap on

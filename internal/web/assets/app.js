@@ -355,7 +355,8 @@
   // answers a reconnect with an error status (503 while Redis is away, 401
   // once the session ended): then a new one is opened after a pause that
   // grows to 30 s. onRefused runs first: the inbox reloads into the
-  // sign-in page when the session has ended.
+  // sign-in page when the session has ended, a request's page into its
+  // "expired" page when its link has.
   function stream(url, onChange, onRefused) {
     if (!window.EventSource) return;
     let pause = 1000;
@@ -391,13 +392,22 @@
     const q = new URLSearchParams(location.search);
     const p = new URLSearchParams({ id });
     if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); if (q.get("p")) p.set("p", q.get("p")); }
+    const busy = () => {
+      const card = document.getElementById("req-" + id);
+      return card && card.querySelector("form[data-busy]");
+    };
     stream(root + "/web/events?" + p.toString(), (status) => {
       const card = document.getElementById("req-" + id);
       if (status === "pending" || !card || card.classList.contains("done")) return;
       // Being sent from here: a reload would cut the send off, and its
       // reply says how the request ended (act).
-      if (card.querySelector("form[data-busy]")) { card.dataset.ended = "1"; return; }
+      if (busy()) { card.dataset.ended = "1"; return; }
       location.reload();
+    }, async () => {
+      // The stream was refused: when the page is too, its link has
+      // expired (410) or its session ended (401), and a reload says so.
+      const res = await fetch(location.href, { method: "HEAD", credentials: "same-origin", cache: "no-store" });
+      if ((res.status === 401 || res.status === 410) && !busy()) location.reload();
     });
   }
   document.documentElement.dataset.ready = "1";
