@@ -418,12 +418,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// until is when the credential that opened the stream expires: the
 	// stream ends then, not at its next read. Zero: it does not expire.
 	var until time.Time
+	var key string // what the stream is counted by (streamLimits)
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
 		if exp, ok := s.linked(r.Context(), id, q.Get("e"), q.Get("p"), q.Get("s")); ok {
 			bySession, until = false, exp
+			key = strings.Join([]string{"link", id, q.Get("e"), q.Get("p"), q.Get("s"), clientNet(r.RemoteAddr)}, "\x00")
 		} else {
-			switch ss, _, err := s.sessionOf(r); {
+			switch ss, cookie, err := s.sessionOf(r); {
 			case errors.Is(err, errSignedOut):
 				http.Error(w, "not allowed", http.StatusForbidden)
 				return
@@ -431,9 +433,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				refuseStream(w, err)
 				return
 			default:
-				until = time.Unix(ss.Exp, 0)
+				until, key = time.Unix(ss.Exp, 0), "session\x00"+sessionDigest(cookie)
 			}
 		}
+		release, full, ok := s.streams.take(key, !bySession)
+		if !ok {
+			s.tooManyStreams(w, r, full)
+			return
+		}
+		defer release()
 		// One watch for the stream's life: a wait cut short for a
 		// keep-alive picks up from the record already read.
 		watch := s.store.Watch(id)
@@ -458,7 +466,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return string(rec.Status), nil
 		}
 	} else {
-		switch ss, _, err := s.sessionOf(r); {
+		switch ss, cookie, err := s.sessionOf(r); {
 		case errors.Is(err, errSignedOut):
 			http.Error(w, "sign in first", http.StatusUnauthorized)
 			return
@@ -466,8 +474,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			refuseStream(w, err)
 			return
 		default:
-			until = time.Unix(ss.Exp, 0)
+			until, key = time.Unix(ss.Exp, 0), "session\x00"+sessionDigest(cookie)
 		}
+		release, full, ok := s.streams.take(key, false)
+		if !ok {
+			s.tooManyStreams(w, r, full)
+			return
+		}
+		defer release()
 		// The reads keep their own schedule: a step cut short for a
 		// keep-alive waits out only what is left of the interval.
 		var due time.Time
@@ -568,6 +582,26 @@ func (s *Server) linked(ctx context.Context, id, e, person, sig string) (until t
 		return time.Time{}, false
 	}
 	return grant.exp, true
+}
+
+// tooManyStreams refuses a stream over a cap of streamLimits: 429 with
+// the web's JSON error, which EventSource does not read (it gives up, and
+// the page opens a new stream after a pause that grows to 30 s), for
+// whoever looks at the response.
+// A full replica is a warning (once a minute), one session's or link's
+// many streams a debug line.
+func (s *Server) tooManyStreams(w http.ResponseWriter, r *http.Request, replicaFull bool) {
+	all, links := s.streams.open()
+	switch {
+	case !replicaFull:
+		s.log.Debug("a live stream refused: too many open for its link or session", "remote", r.RemoteAddr, "streams", all)
+	case s.streams.warnFull(time.Now()):
+		s.log.Warn("live streams opened by links refused: this replica holds as many as it takes; pages opened by links are not updated live until some close",
+			"link_streams", links, "streams", all, "remote", r.RemoteAddr)
+	}
+	w.Header().Set("Retry-After", "30")
+	e := errTooManyStreams
+	writeJSON(w, e.status, map[string]any{"error": map[string]string{"code": e.code, "message": e.msg}})
 }
 
 // refuseStream refuses a stream whose session could not be checked: the

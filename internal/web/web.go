@@ -49,8 +49,13 @@ type Options struct {
 	SessionTTL time.Duration
 	Poll       time.Duration // how often the live inbox looks for changes; default 2 s
 	KeepAlive  time.Duration // how long a live stream stays silent before a comment; default 15 s
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// The caps on live streams: per session, or per link and client
+	// address (DefaultStreamsPerKey), and of those opened by links, on
+	// this replica (DefaultLinkStreams).
+	StreamsPerKey int
+	LinkStreams   int
+	Now           func() time.Time
+	Logger        *slog.Logger
 }
 
 // Server is the web app.
@@ -65,6 +70,7 @@ type Server struct {
 	sessionTTL time.Duration
 	poll       time.Duration
 	keepAlive  time.Duration
+	streams    streamLimits
 	now        func() time.Time
 	log        *slog.Logger
 	once       onceLinks
@@ -91,6 +97,12 @@ func New(o Options) (*Server, error) {
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = 15 * time.Second
+	}
+	if o.StreamsPerKey <= 0 {
+		o.StreamsPerKey = DefaultStreamsPerKey
+	}
+	if o.LinkStreams <= 0 {
+		o.LinkStreams = DefaultLinkStreams
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -126,7 +138,8 @@ func New(o Options) (*Server, error) {
 	s := &Server{
 		store: o.Store, dispatch: o.Dispatcher, tokens: newTokens(o.Tokens),
 		signer: o.Signer, links: o.Links, https: strings.HasPrefix(origin, "https://"), root: root,
-		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now, log: o.Logger.With("surface", surfaceName),
+		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now,
+		streams: streamLimits{perKey: o.StreamsPerKey, links: o.LinkStreams}, log: o.Logger.With("surface", surfaceName),
 		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
 	}
 	cop.SetDenyHandler(http.HandlerFunc(s.crossOrigin))

@@ -1359,3 +1359,105 @@ func TestLiveStreamEndsWithItsCredential(t *testing.T) {
 		}
 	})
 }
+
+// Live streams are capped per session, per link and client address, and,
+// for those opened by links, per replica: one more is refused with 429
+// and the web's JSON error, and a closed one makes room.
+func TestLiveStreamCaps(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	b.web.streams = streamLimits{perKey: 2, links: 3}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	from := func(ip string) *http.Client {
+		c := b.browser(t)
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c.Transport = &http.Transport{DialContext: d.DialContext}
+		return c
+	}
+	linkPath := func(rec *pending.Record) string {
+		u, _ := url.Parse(b.web.Links().For(rec))
+		return "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode()
+	}
+	// open opens a stream and returns its status, its error's code, and
+	// what closes it.
+	open := func(c *http.Client, path string) (int, string, func()) {
+		t.Helper()
+		sctx, scancel := context.WithCancel(ctx)
+		req, _ := http.NewRequestWithContext(sctx, http.MethodGet, b.srv.URL+path, nil)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeIt := func() { scancel(); res.Body.Close() }
+		t.Cleanup(closeIt)
+		if res.StatusCode == http.StatusOK {
+			return res.StatusCode, "", closeIt
+		}
+		var body map[string]any
+		json.NewDecoder(res.Body).Decode(&body)
+		if res.StatusCode == http.StatusTooManyRequests && res.Header.Get("Retry-After") == "" {
+			t.Errorf("a 429 without Retry-After")
+		}
+		closeIt()
+		return res.StatusCode, errCode(body), closeIt
+	}
+	want := func(what string, status int, code string, gotStatus int, gotCode string) {
+		t.Helper()
+		if gotStatus != status || gotCode != code {
+			t.Fatalf("%s: %d %q, want %d %q", what, gotStatus, gotCode, status, code)
+		}
+	}
+	first, second := b.ask(t, time.Hour, deploy), b.ask(t, time.Hour, deploy)
+	here, there := from("127.0.0.1"), from("127.0.0.2")
+
+	st, _, closeFirst := open(here, linkPath(first))
+	want("a link's first stream", 200, "", st, "")
+	st, _, _ = open(here, linkPath(first))
+	want("its second, from the same address", 200, "", st, "")
+	st, code, _ := open(here, linkPath(first))
+	want("its third, from the same address", http.StatusTooManyRequests, CodeTooManyStreams, st, code)
+	st, code, _ = open(there, linkPath(first))
+	want("its third, from another address", 200, "", st, code)
+	st, code, _ = open(here, linkPath(second))
+	want("another link's, on a replica holding all the links' streams it takes", http.StatusTooManyRequests, CodeTooManyStreams, st, code)
+
+	ada := b.browser(t)
+	b.signIn(t, ada, "ada-token-7f3c9e21b4")
+	st, code, _ = open(ada, "/web/events")
+	want("a session's inbox, with the links' streams full", 200, "", st, code)
+	st, code, _ = open(ada, "/web/events?id="+second.ID)
+	want("a session's request page", 200, "", st, code)
+	st, code, _ = open(ada, "/web/events")
+	want("a session's third", http.StatusTooManyRequests, CodeTooManyStreams, st, code)
+	other := b.browser(t)
+	b.signIn(t, other, "ada-token-7f3c9e21b4")
+	st, code, _ = open(other, "/web/events")
+	want("another session's", 200, "", st, code)
+
+	// A stream the page closed makes room, once the bridge has seen it go.
+	closeFirst()
+	for _, links := b.web.streams.open(); links >= 3; _, links = b.web.streams.open() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("a closed stream is still counted")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	st, code, _ = open(here, linkPath(second))
+	want("another link's, once a stream closed", 200, "", st, code)
+}
+
+func TestClientNet(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7:51000":            "192.0.2.7",
+		"[::ffff:192.0.2.7]:51000":   "192.0.2.7",
+		"[2001:db8:1:2:3:4:5:6]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ff::1]:443":   "2001:db8:1:2::/64",
+		"[2001:db8:1:3::1]:443":      "2001:db8:1:3::/64",
+		"pipe":                       "pipe",
+	} {
+		if got := clientNet(in); got != want {
+			t.Errorf("clientNet(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
