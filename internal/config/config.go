@@ -82,6 +82,9 @@ type Web struct {
 	Secret     Secret   `yaml:"secret"`      // signs sessions and answer links; "": a random one per process
 	SessionTTL Duration `yaml:"session_ttl"` // how long a browser stays signed in; default 12h
 	LinkTTL    Duration `yaml:"link_ttl"`    // validity of a link to a request that never expires; default 168h
+	// MaxLinkStreams is how many live streams opened by links one replica
+	// holds at once; default 1000 (docs/web.md, Live streams' limits).
+	MaxLinkStreams int `yaml:"max_link_streams"`
 }
 
 // Slack is the Slack app's credentials and endpoints.

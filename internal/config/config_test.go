@@ -46,7 +46,7 @@ func defaultConfig() *Config {
 			SweepInterval:    Duration(time.Second),
 			MaxWait:          Duration(60 * time.Second),
 		},
-		Web:    Web{SessionTTL: Duration(12 * time.Hour), LinkTTL: Duration(168 * time.Hour)},
+		Web:    Web{SessionTTL: Duration(12 * time.Hour), LinkTTL: Duration(168 * time.Hour), MaxLinkStreams: 1000},
 		Routes: []Route{{Name: "default", Mode: "all"}},
 		Log:    Log{Level: "info", Format: "text"},
 	}
@@ -535,6 +535,8 @@ func TestValidate(t *testing.T) {
 		{"web secret of 32 is fine", func(c *Config) { c.Web.Secret = Secret(strings.Repeat("k", 32)) }, ""},
 		{"web session_ttl 0", func(c *Config) { c.Web.SessionTTL = 0 }, "web.session_ttl: must be more than 0"},
 		{"web link_ttl 0", func(c *Config) { c.Web.LinkTTL = 0 }, "web.link_ttl: must be more than 0"},
+		{"web max_link_streams 0", func(c *Config) { c.Web.MaxLinkStreams = 0 }, "web.max_link_streams: must be at least 1"},
+		{"web max_link_streams 1 is fine", func(c *Config) { c.Web.MaxLinkStreams = 1 }, ""},
 		{"negative default_expires_in", func(c *Config) { c.Store.DefaultExpiresIn = -1 }, "store.default_expires_in: must not be negative"},
 		{"sweep_interval 0", func(c *Config) { c.Store.SweepInterval = 0 }, "store.sweep_interval: must be more than 0"},
 		{"negative max_wait", func(c *Config) { c.Store.MaxWait = Duration(-time.Second) }, "store.max_wait: must not be negative"},

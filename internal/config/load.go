@@ -33,6 +33,9 @@ const (
 
 	DefaultSessionTTL = 12 * time.Hour
 	DefaultLinkTTL    = 168 * time.Hour
+	// DefaultMaxLinkStreams is web.max_link_streams's default, as the web
+	// app's own (web.DefaultLinkStreams).
+	DefaultMaxLinkStreams = 1000
 
 	DefaultLogLevel  = "info"
 	DefaultLogFormat = "text"
@@ -72,8 +75,9 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 		SweepInterval:    Duration(DefaultSweepInterval),
 		MaxWait:          Duration(DefaultMaxWait),
 	}, Web: Web{
-		SessionTTL: Duration(DefaultSessionTTL),
-		LinkTTL:    Duration(DefaultLinkTTL),
+		SessionTTL:     Duration(DefaultSessionTTL),
+		LinkTTL:        Duration(DefaultLinkTTL),
+		MaxLinkStreams: DefaultMaxLinkStreams,
 	}}
 
 	var doc yaml.Node

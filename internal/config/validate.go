@@ -537,6 +537,9 @@ func (v *validator) web(w Web) {
 	if w.LinkTTL <= 0 {
 		v.add("web.link_ttl", "must be more than 0")
 	}
+	if w.MaxLinkStreams < 1 {
+		v.add("web.max_link_streams", "must be at least 1")
+	}
 }
 
 func (v *validator) routes(c *Config) {

@@ -998,3 +998,35 @@ func wantAnswer(t *testing.T, s *pending.Store, rec map[string]any, want string)
 		t.Errorf("resolved by %+v", r.ResolvedBy)
 	}
 }
+
+// web.max_link_streams caps the streams links open on a replica: with 1,
+// a second stream through a link is refused, while a signed-in inbox's
+// is not counted.
+func TestMaxLinkStreamsFromConfig(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	a := apptest.Start(t, apptest.Config(t, inboxConfig+"  max_link_streams: 1\n", url, prefix), app.Options{})
+	rec := create(t, a.URL(), "/v1/questions", questions(seam.Question{ID: "q", Question: "Scale up?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
+	u, err := neturl.Parse(a.Web().Links().For(get(t, a.Store(), rec)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/web/events?" + neturl.Values{"id": {rec["id"].(string)}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	open := func() int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.URL()+path, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res.StatusCode
+	}
+	if got := open(); got != http.StatusOK {
+		t.Fatalf("the first stream: %d", got)
+	}
+	if got := open(); got != http.StatusTooManyRequests {
+		t.Fatalf("the second stream, over web.max_link_streams: %d, want 429", got)
+	}
+}
