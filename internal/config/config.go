@@ -126,10 +126,10 @@ type Target struct {
 
 // SlackTarget is a Slack channel and who may answer there.
 type SlackTarget struct {
-	Channel         string          `yaml:"channel"`           // channel id, e.g. C0123456789
-	Mention         string          `yaml:"mention"`           // e.g. <!subteam^S123> or <@U123>; the only ping
-	Responders      SlackResponders `yaml:"responders"`        // empty: anyone in the channel
-	ThreadBySession bool            `yaml:"thread_by_session"` // one thread per caller session
+	Channel         string          `yaml:"channel"`              // channel id, e.g. C0123456789
+	Mention         string          `yaml:"mention"`              // e.g. <!subteam^S123> or <@U123>; the only ping
+	Responders      SlackResponders `yaml:"responders,omitempty"` // left out: anyone in the channel
+	ThreadBySession bool            `yaml:"thread_by_session"`    // one thread per caller session
 }
 
 // ByConversationID reports whether t names its channel by a conversation
@@ -139,24 +139,29 @@ func (t *SlackTarget) ByConversationID() bool { return isConversationID(t.Channe
 
 var isConversationID = slackID("CGD")
 
-// SlackResponders are who may answer on a Slack target.
+// SlackResponders are who may answer on a Slack target. Written, they
+// must name someone: Parse refuses an empty list, since read as no limit
+// it would let anyone answer (load.go, checker.responders). omitempty
+// keeps `bridge config check` from showing an open target's as empty
+// lists, which it would then refuse.
 type SlackResponders struct {
-	Users  []string `yaml:"users"`  // user ids
-	Groups []string `yaml:"groups"` // user group ids
+	Users  []string `yaml:"users,omitempty"`  // user ids
+	Groups []string `yaml:"groups,omitempty"` // user group ids
 }
 
 // DiscordTarget is a Discord channel and who may answer there.
 type DiscordTarget struct {
-	Channel         string            `yaml:"channel"` // channel id
-	Mention         string            `yaml:"mention"` // e.g. <@&role> or <@user>; the only ping
-	Responders      DiscordResponders `yaml:"responders"`
+	Channel         string            `yaml:"channel"`              // channel id
+	Mention         string            `yaml:"mention"`              // e.g. <@&role> or <@user>; the only ping
+	Responders      DiscordResponders `yaml:"responders,omitempty"` // left out: anyone in the channel
 	ThreadBySession bool              `yaml:"thread_by_session"`
 }
 
-// DiscordResponders are who may answer on a Discord target.
+// DiscordResponders are who may answer on a Discord target; written, they
+// must name someone, as SlackResponders.
 type DiscordResponders struct {
-	Users []string `yaml:"users"` // user ids
-	Roles []string `yaml:"roles"` // role ids
+	Users []string `yaml:"users,omitempty"` // user ids
+	Roles []string `yaml:"roles,omitempty"` // role ids
 }
 
 // Log sets the log output.

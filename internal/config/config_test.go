@@ -375,6 +375,72 @@ func TestUnknownKeys(t *testing.T) {
 	}
 }
 
+// TestEmptyResponders: responders written to name nobody are refused. The
+// bridge reads no one named as no limit, so `users: []` would let anyone
+// in the channel answer; leaving responders out is how to say that.
+func TestEmptyResponders(t *testing.T) {
+	const head = "slack: {bot_token: b, app_token: a}\ndiscord: {bot_token: d, application_id: \"1\", public_key: k}\nroutes:\n  - name: r\n    targets:\n"
+	for _, tc := range []struct {
+		name, targets string
+		want          []string // substrings of the error; none: parses
+	}{
+		{"a slack user list", "      - slack: {channel: C1, responders: {users: []}}\n",
+			[]string{"routes[0].targets[0].slack.responders.users (line 6): an empty list names nobody, and responders that name nobody let anyone in the channel answer; list who may answer, or remove responders to let anyone in the channel answer"}},
+		{"a slack group list", "      - slack:\n          channel: C1\n          responders:\n            groups: []\n",
+			[]string{"routes[0].targets[0].slack.responders.groups (line 9): an empty list names nobody", "remove responders to let anyone"}},
+		{"a discord role list", "      - discord: {channel: \"2\", responders: {roles: []}}\n",
+			[]string{"routes[0].targets[0].discord.responders.roles (line 6): an empty list names nobody", "remove responders to let anyone"}},
+		{"both lists", "      - discord: {channel: \"2\", responders: {users: [], roles: []}}\n",
+			[]string{"discord.responders.users (line 6): an empty list", "discord.responders.roles (line 6): an empty list"}},
+		{"a key with no value", "      - slack:\n          channel: C1\n          responders:\n            users:\n",
+			[]string{"routes[0].targets[0].slack.responders.users (line 9): an empty list names nobody"}},
+		{"a null list", "      - discord: {channel: \"2\", responders: {users: ~}}\n",
+			[]string{"discord.responders.users (line 6): an empty list names nobody"}},
+		{"empty beside a list that names someone", "      - slack: {channel: C1, responders: {users: [U1], groups: []}}\n",
+			[]string{"slack.responders.groups (line 6): an empty list names nobody; list who may answer, or remove the key"}},
+		{"empty responders", "      - slack: {channel: C1, responders: {}}\n",
+			[]string{"routes[0].targets[0].slack.responders (line 6): empty, it names nobody; list groups or users, or remove responders to let anyone in the channel answer"}},
+		{"responders with no value", "      - discord:\n          channel: \"2\"\n          responders:\n",
+			[]string{"routes[0].targets[0].discord.responders (line 8): empty, it names nobody; list roles or users"}},
+		{"an empty list from an anchor", "      - slack: {channel: C1, responders: {users: &none []}}\n      - slack: {channel: C2, responders: {users: *none}}\n",
+			[]string{"targets[0].slack.responders.users (line 6)", "targets[1].slack.responders.users (line 7)"}},
+		{"merged in", "      - slack: {channel: C1, responders: &open {<<: {users: []}}}\n",
+			[]string{"slack.responders.users (line 6): an empty list names nobody"}},
+		// Fine: responders left out, or naming someone.
+		{"left out", "      - slack: {channel: C1}\n      - discord: {channel: \"2\"}\n", nil},
+		{"naming someone", "      - slack: {channel: C1, responders: {groups: [S1]}}\n      - discord: {channel: \"2\", responders: {users: [\"3\"]}}\n", nil},
+		{"naming someone through an anchor", "      - slack: {channel: C1, responders: &r {users: [U1]}}\n      - slack: {channel: C2, responders: *r}\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse([]byte(head+tc.targets), noEnv)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				// What parses, config check shows; what it shows parses back.
+				out, err := c.Effective()
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := parse(out, noEnv)
+				if err != nil {
+					t.Fatalf("Effective() does not parse: %v\n%s", err, out)
+				}
+				sameConfig(t, back, c)
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
 func TestDuration(t *testing.T) {
 	for _, tc := range []struct {
 		in      string

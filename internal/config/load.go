@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -358,6 +359,9 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 		}
 		return
 	}
+	if respondersTypes[t] {
+		c.responders(n, t, path)
+	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // not set: the key keeps its default
 	}
@@ -417,6 +421,55 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 			}
 			c.check(v, ft, joinKey(path, k.Value))
 		}
+	}
+}
+
+// respondersTypes are the types of a target's responders.
+var respondersTypes = map[reflect.Type]bool{
+	reflect.TypeFor[SlackResponders]():   true,
+	reflect.TypeFor[DiscordResponders](): true,
+}
+
+// responders refuses responders, or one of their lists, written to name
+// nobody: `responders: {users: []}`, `users:` with nothing after it, an
+// empty `responders:`. Whoever wrote that meant "nobody yet", or made a
+// mistake; the bridge would read it as no limit at all, and let anyone in
+// the channel answer. Leaving responders out is how to say that.
+func (c *checker) responders(n *yaml.Node, t reflect.Type, path string) {
+	fields := yamlFields(t)
+	empty := func(v *yaml.Node) bool {
+		for v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		return v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" ||
+			v.Kind == yaml.SequenceNode && len(v.Content) == 0 ||
+			v.Kind == yaml.MappingNode && len(v.Content) == 0
+	}
+	if empty(n) {
+		c.errs = append(c.errs, fmt.Errorf("%s (line %d): empty, it names nobody; list %s, or remove responders to let anyone in the channel answer",
+			path, n.Line, strings.Join(slices.Sorted(maps.Keys(fields)), " or ")))
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		return // an alias, or a wrong type check reports
+	}
+	someone := false // another key may name someone: a list, or a merge
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !empty(n.Content[i+1]) {
+			someone = true
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if _, ok := fields[k.Value]; !ok || !empty(v) {
+			continue
+		}
+		why, fix := ", and responders that name nobody let anyone in the channel answer", "remove responders to let anyone in the channel answer"
+		if someone {
+			why, fix = "", "remove the key"
+		}
+		c.errs = append(c.errs, fmt.Errorf("%s (line %d): an empty list names nobody%s; list who may answer, or %s",
+			joinKey(path, k.Value), k.Line, why, fix))
 	}
 }
 
