@@ -1028,25 +1028,57 @@ func TestUnquotedVarInFlowIsNamed(t *testing.T) {
 	}
 }
 
-// TestOpenAPIExampleParses: the api.tokens entry that the open API's
-// warnings suggest can be pasted into a config as it is.
+// TestOpenAPIExampleParses: the api.tokens that the open API's messages
+// suggest can be pasted into a config as they are, with the environment
+// variables config.example.yaml and docs/config.md read tokens from (not
+// the harness plugin's ASKBRIDGE_TOKEN, which is a client's), and give
+// each client one scope, as those do: an agent's token that could answer
+// would answer its own questions.
 func TestOpenAPIExampleParses(t *testing.T) {
-	c := &Config{Listen: "0.0.0.0:8080"}
-	c.setDefaults()
-	msg := c.Validate().Error()
-	i := strings.Index(msg, "(e.g. ")
-	j := strings.Index(msg[i:], "})")
-	if i < 0 || j < 0 {
-		t.Fatalf("no example in %q", msg)
-	}
-	example := msg[i+len("(e.g. ") : i+j+1]
-	vars := env(map[string]string{"ASKBRIDGE_TOKEN": "0123456789abcdef0123"})
-	c, err := parse([]byte("api:\n  tokens:\n    - "+example+"\n"), vars)
+	doc, err := os.ReadFile("../../config.example.yaml")
 	if err != nil {
-		t.Fatalf("the example %s: %v", example, err)
+		t.Fatal(err)
 	}
-	if err := c.Validate(); err != nil {
-		t.Errorf("the example %s: %v", example, err)
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`\$\{(ASKBRIDGE_[A-Z_]*TOKEN)\}`).FindAllStringSubmatch(string(doc), -1) {
+		vars[m[1]] = fmt.Sprintf("%s-0123456789abcdef", strings.ToLower(m[1]))
+	}
+	if len(vars) == 0 {
+		t.Fatal("config.example.yaml reads no token from the environment")
+	}
+
+	listen := &Config{Listen: "0.0.0.0:8080"}
+	listen.setDefaults()
+	outside := mustParse(t, "slack: {bot_token: b, signing_secret: s}\n", noEnv)
+	for _, m := range []struct{ name, msg string }{
+		{"listen", listen.Validate().Error()},
+		{"OpenAPIWarning", outside.OpenAPIWarning()},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			examples := regexp.MustCompile(`\{name: (?:[^{}]|\$\{[A-Z_]+\})*\}`).FindAllString(m.msg, -1)
+			if len(examples) == 0 {
+				t.Fatalf("no example in %q", m.msg)
+			}
+			c, err := parse([]byte("api:\n  tokens:\n    - "+strings.Join(examples, "\n    - ")+"\n"), env(vars))
+			if err != nil {
+				t.Fatalf("the examples %s: %v", examples, err)
+			}
+			if err := c.Validate(); err != nil {
+				t.Errorf("the examples %s: %v", examples, err)
+			}
+			scopes := map[string]bool{}
+			for _, tok := range c.API.Tokens {
+				if len(tok.Scopes) != 1 {
+					t.Errorf("the example token %s has scopes %v; one client's token has one", tok.Name, tok.Scopes)
+				}
+				for _, s := range tok.Scopes {
+					scopes[s] = true
+				}
+			}
+			if !scopes[ScopeAsk] || !scopes[ScopeAnswer] {
+				t.Errorf("the examples %s don't show both scopes: %v", examples, scopes)
+			}
+		})
 	}
 }
 

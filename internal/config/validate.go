@@ -55,8 +55,18 @@ func (c *Config) OpenAPIWarning() string {
 	}
 	return "no api.tokens: the API is open to anyone who reaches the bridge, and " + strings.Join(by, " and ") +
 		" reach it from outside this machine; whatever forwards those (a proxy, a tunnel) forwards the API too, where anyone may list, ask and answer." +
-		" Add a token under api.tokens (e.g. {name: agent, token: \"${ASKBRIDGE_TOKEN}\", scopes: [ask, answer]})"
+		" Add tokens under api.tokens (" + tokensExample + ")"
 }
+
+// tokensExample is the api.tokens the messages about an open API suggest:
+// those of docs/config.md and config.example.yaml, one client's token per
+// scope, read from the bridge's environment under the names those use.
+// Not one token with both scopes: answer lists and answers every pending
+// request, which an agent's token should not (it could answer its own
+// questions, and everyone else's). Nor ${ASKBRIDGE_TOKEN}: that is the
+// harness plugin's variable, in the client's environment.
+const tokensExample = `e.g. {name: agents, token: "${ASKBRIDGE_ASK_TOKEN}", scopes: [ask]} for the agents, ` +
+	`and {name: inbox, token: "${ASKBRIDGE_ANSWER_TOKEN}", scopes: [answer]} for whoever answers through the API or the web inbox`
 
 // Warnings are what in a valid c is likely not what was meant, worded for
 // the log and for bridge config check: OpenAPIWarning's, and a slack: or
@@ -294,9 +304,8 @@ func (v *validator) listen(c *Config) {
 	}
 	if c.OpenAPI() && !isLoopback(host) {
 		v.add("listen", "%s is not a loopback address, and with no api.tokens the API is open to anyone "+
-			"who can reach it: listen on 127.0.0.1, ::1 or localhost, or add a token under api.tokens "+
-			"(e.g. {name: agent, token: \"${ASKBRIDGE_TOKEN}\", scopes: [ask, answer]}) "+
-			"that clients send as Authorization: Bearer <token>", v.quote(c.Listen))
+			"who can reach it: listen on 127.0.0.1, ::1 or localhost, or add tokens under api.tokens "+
+			"("+tokensExample+") that clients send as Authorization: Bearer <token>", v.quote(c.Listen))
 	}
 }
 
