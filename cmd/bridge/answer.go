@@ -22,9 +22,10 @@ approval is looked up.
 
 A question: --select picks an option by its label, verbatim (repeat it for
 a multi-select question); --custom answers in free text. On a
-single-select question the text overrides: with both, the option is
-dropped, as the API records it ({"selected":[],"custom":TEXT}). In a request of
-several questions --question-id names the one answered and the others are
+multi-select question --custom adds to the options selected; on a
+single-select question it answers in place of an option, so --select and
+--custom together are refused there (the API would drop the option). In a
+request of several questions --question-id names the one answered and the others are
 skipped; --json gives the answers to all of them at once.
 An approval: --allow allows the tool call once, --reject rejects it; --note
 is passed to the agent.
@@ -153,6 +154,14 @@ func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonA
 				rec.ID, len(rec.Questions), strings.Join(ids, ", "))
 		}
 		questionID = rec.Questions[0].ID
+	}
+	for _, q := range rec.Questions {
+		// The API lets free text override a single choice (a form may
+		// send both); typed as two flags, one of them would be dropped
+		// unsaid.
+		if q.ID == questionID && !q.MultiSelect && len(selects) > 0 && strings.TrimSpace(custom) != "" {
+			return client.Answer{}, fmt.Sprintf("question %s takes one answer: --select picks an option, --custom answers in its place; give one of them", q.ID)
+		}
 	}
 	item := client.AnswerItem{ID: questionID, Selected: append([]string{}, selects...), Custom: custom}
 	return client.Answer{Answers: []client.AnswerItem{item}}, ""

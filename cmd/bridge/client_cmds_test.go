@@ -425,6 +425,58 @@ func TestAnswerUsage(t *testing.T) {
 	}
 }
 
+// TestAnswerSelectAndCustom: on a single-select question --custom answers
+// in place of an option, so the two together are refused before anything
+// is sent, rather than the option dropped unsaid; on a multi-select
+// question the text adds to the options (TestAskAndAnswer).
+func TestAnswerSelectAndCustom(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+		{ID: "svc", Question: "Which services?", MultiSelect: true, Options: []client.Option{{Label: "web"}, {Label: "api"}}},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "q1", Question: "Deploy?", Options: []client.Option{{Label: "Yes"}, {Label: "No"}}},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{one.ID, "--select", "Yes", "--custom", "only after lunch"}, "question q1 takes one answer: --select picks an option, --custom answers in its place; give one of them"},
+		{[]string{rec.ID, "--question-id", "env", "--custom", "qa", "--select", "prod"}, "question env takes one answer"},
+	} {
+		r := cli(append([]string{"answer", "--server", url}, tc.args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("answer %q = %+v; want exit %d saying %q", tc.args, r, exitUsage, tc.want)
+		}
+	}
+	for _, id := range []string{rec.ID, one.ID} {
+		if got, err := c.Get(ctx, id, 0); err != nil || got.Status != client.StatusPending {
+			t.Errorf("after a refused answer %s is %+v, %v; want it still pending", id, got, err)
+		}
+	}
+	// The multi-select question of the same request takes both.
+	r := cli("answer", "--server", url, rec.ID, "--question-id", "svc", "--select", "api", "--custom", "and the worker")
+	if r.code != exitOK {
+		t.Fatalf("a multi-select question's --select with --custom: exit %d, %s", r.code, r.stderr)
+	}
+	got, err := c.Get(ctx, rec.ID, 0)
+	if err != nil || got.Answer == nil || len(got.Answer.Answers) != 2 {
+		t.Fatalf("answered %+v, %v", got, err)
+	}
+	if a := got.Answer.Answers[1]; a.ID != "svc" || !slices.Equal(a.Selected, []string{"api"}) || a.Custom != "and the worker" {
+		t.Errorf("svc answered %+v; want api and the text", a)
+	}
+}
+
 func TestPending(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	if r := cli("pending", "--server", url); r.code != exitOK || r.stdout != "nothing pending\n" {
