@@ -26,7 +26,8 @@ multi-select question --custom adds to the options selected; on a
 single-select question it answers in place of an option, so --select and
 --custom together are refused there (the API would drop the option). In a
 request of several questions --question-id names the one answered and the others are
-skipped; --json gives the answers to all of them at once.
+skipped; --json gives the answers to all of them at once. An answer with
+no option and no text (--custom "") is refused: skip questions with --json.
 An approval: --allow allows the tool call once, --reject rejects it; --note
 is passed to the agent.
 Either: --dismiss declines to answer; the agent gets ASK_CANCELLED.
@@ -75,6 +76,11 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "answer", "--dismiss declines to answer; it takes no answer flags")
 	case questionFlags && approvalFlags:
 		return usageErr(stderr, "answer", "question flags (--select, --custom, --json) and approval flags (--allow, --reject) don't mix")
+	case questionFlags && !set["json"] && len(selects) == 0 && strings.TrimSpace(*custom) == "":
+		// Sent, it would answer the question as skipped, for good: an
+		// empty --custom "$TEXT", or --question-id with the answer left
+		// out.
+		return usageErr(stderr, "answer", "no answer given: --select an option or --custom TEXT (--custom is empty or blank); to skip questions, give --json, or decline with --dismiss")
 	case !*dismiss && !questionFlags && !*allow && !*reject:
 		return usageErr(stderr, "answer", "say how to answer: --select, --custom, --json, --allow, --reject or --dismiss")
 	}

@@ -477,6 +477,42 @@ func TestAnswerSelectAndCustom(t *testing.T) {
 	}
 }
 
+// TestAnswerEmpty: an answer the flags leave empty (an empty --custom
+// "$TEXT", --question-id alone) is refused before anything is sent: the
+// bridge would record the question as skipped, for good.
+func TestAnswerEmpty(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+		{ID: "why", Question: "Why now?"},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "q1", Question: "Release name?"}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{one.ID, "--custom", ""},
+		{one.ID, "--custom", " \t"},
+		{rec.ID, "--question-id", "env"},
+		{rec.ID, "--question-id", "why", "--custom", " "},
+	} {
+		r := cli(append([]string{"answer", "--server", url}, args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "no answer given") {
+			t.Errorf("answer %q = %+v; want exit %d saying no answer was given", args, r, exitUsage)
+		}
+	}
+	for _, id := range []string{rec.ID, one.ID} {
+		if got, err := c.Get(ctx, id, 0); err != nil || got.Status != client.StatusPending {
+			t.Errorf("after an empty answer %s is %+v, %v; want it still pending", id, got, err)
+		}
+	}
+}
+
 func TestPending(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	if r := cli("pending", "--server", url); r.code != exitOK || r.stdout != "nothing pending\n" {
