@@ -174,6 +174,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// every flag after the file.
 		return usageErr(stderr, "serve", "unexpected argument %q; name the config file with --config (bridge serve --config %s)", fs.Arg(0), fs.Arg(0))
 	}
+	// An empty value reads as the flag left out: --config "$CONFIG" with
+	// CONFIG unset would run the embedded defaults, not the config meant.
+	set := visited(fs)
+	for _, f := range []struct{ name, without string }{
+		{"config", "the embedded defaults"},
+		{"listen", "the config's listen"},
+		{"cpuprofile", "no profile"},
+	} {
+		if set[f.name] && fs.Lookup(f.name).Value.String() == "" {
+			return usageErr(stderr, "serve", "--%s is empty; leave it out for %s", f.name, f.without)
+		}
+	}
 	if _, _, err := net.SplitHostPort(*listen); *listen != "" && err != nil {
 		// Else Validate names the config's key, which the flag overrode.
 		return usageErr(stderr, "serve", "--listen %q is not host:port, such as 127.0.0.1:8080 or :8080", *listen)

@@ -56,6 +56,35 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
+// TestServeEmptyFlag: a flag given an empty value (--config "$CONFIG"
+// with CONFIG unset) is refused, not read as left out: the bridge would
+// run on the embedded defaults, or the config's listen, instead of what
+// was meant.
+func TestServeEmptyFlag(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped before it starts: without the check, serve would start
+	// and stop at once, exit 0.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", "", "--listen", "127.0.0.1:0"}, "--config is empty; leave it out for the embedded defaults"},
+		{[]string{"--config", cfg, "--listen", ""}, "--listen is empty; leave it out for the config's listen"},
+		{[]string{"--config", cfg, "--cpuprofile="}, "--cpuprofile is empty"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := serve(ctx, tc.args, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("serve %q: exit %d, stderr %q; want exit %d saying %q", tc.args, code, stderr.String(), exitUsage, tc.want)
+		}
+	}
+}
+
 func TestConfigCheckUsage(t *testing.T) {
 	valid := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(valid, []byte("listen: 127.0.0.1:0\n"), 0o600); err != nil {
