@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +89,13 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return usageErr(stderr, "ask", "--expires must not be negative")
 	}
 	set := visited(fs)
+	if msg := emptyGiven(fs, set, map[string]string{
+		"route":        "the request's route, or the bridge's default one",
+		"tool-call-id": "a random one",
+		"caller":       "no caller",
+	}); msg != "" {
+		return usageErr(stderr, "ask", "%s", msg)
+	}
 
 	var req client.QuestionRequest
 	if *jsonReq != "" {
@@ -273,6 +282,19 @@ func visited(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// emptyGiven says which of the flags in without (name -> what leaving
+// it out does) was given an empty value, or returns "". Empty, a flag
+// reads as left out: --route "$ROUTE" with ROUTE unset would post to the
+// default route, --tool-call-id "$RUN" ask anew under a random id.
+func emptyGiven(fs *flag.FlagSet, set map[string]bool, without map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(without)) {
+		if set[name] && fs.Lookup(name).Value.String() == "" {
+			return fmt.Sprintf("--%s is empty; leave it out for %s", name, without[name])
+		}
+	}
+	return ""
 }
 
 // durationFlag is fs.Duration, whose error for a number without a unit

@@ -215,6 +215,32 @@ func equalOptions(a, b []client.Option) bool {
 	return true
 }
 
+// TestAskEmptyFlag: a flag given an empty value (--route "$ROUTE" with
+// ROUTE unset) is refused before anything is sent, not read as left out:
+// the question would go to the default route (over the request file's
+// own), or be asked anew under a random tool_call_id.
+func TestAskEmptyFlag(t *testing.T) {
+	req := filepath.Join(t.TempDir(), "req.json")
+	if err := os.WriteFile(req, []byte(`{"questions":[{"id":"a","question":"A?"}],"route":"ops"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--question", "Deploy?", "--route", ""}, "--route is empty; leave it out for the request's route, or the bridge's default one"},
+		{[]string{"--json-request", req, "--route="}, "--route is empty"},
+		{[]string{"--question", "Deploy?", "--tool-call-id", ""}, "--tool-call-id is empty; leave it out for a random one"},
+		{[]string{"--question", "Deploy?", "--caller", ""}, "--caller is empty"},
+	} {
+		// Nothing listens there: without the check, exit 1.
+		r := await(t, "ask", cliAsync(append([]string{"ask", "--server", "http://127.0.0.1:1"}, tc.args...)...))
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("ask %q = %+v; want exit %d saying %q", tc.args, r, exitUsage, tc.want)
+		}
+	}
+}
+
 func TestAskNoProvider(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	r := await(t, "ask", cliAsync("ask", "--server", url, "--question", "Deploy?", "--route", "nope"))

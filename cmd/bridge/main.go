@@ -176,15 +176,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// An empty value reads as the flag left out: --config "$CONFIG" with
 	// CONFIG unset would run the embedded defaults, not the config meant.
-	set := visited(fs)
-	for _, f := range []struct{ name, without string }{
-		{"config", "the embedded defaults"},
-		{"listen", "the config's listen"},
-		{"cpuprofile", "no profile"},
-	} {
-		if set[f.name] && fs.Lookup(f.name).Value.String() == "" {
-			return usageErr(stderr, "serve", "--%s is empty; leave it out for %s", f.name, f.without)
-		}
+	if msg := emptyGiven(fs, visited(fs), map[string]string{
+		"config":     "the embedded defaults",
+		"listen":     "the config's listen",
+		"cpuprofile": "no profile",
+	}); msg != "" {
+		return usageErr(stderr, "serve", "%s", msg)
 	}
 	if _, _, err := net.SplitHostPort(*listen); *listen != "" && err != nil {
 		// Else Validate names the config's key, which the flag overrode.

@@ -53,6 +53,12 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "mcp", "unexpected argument %q", fs.Arg(0))
 	}
+	if msg := emptyGiven(fs, visited(fs), map[string]string{
+		"route":  "the bridge's default route",
+		"caller": "the MCP client's name",
+	}); msg != "" {
+		return usageErr(stderr, "mcp", "%s", msg)
+	}
 	if *progress <= 0 {
 		return usageErr(stderr, "mcp", "--progress-interval must be positive")
 	}

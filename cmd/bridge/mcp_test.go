@@ -165,6 +165,8 @@ func TestMCPUsage(t *testing.T) {
 		{"mcp", "--progress-interval", "0s"},
 		{"mcp", "--expires", "-1m"},
 		{"mcp", "--no-such-flag"},
+		{"mcp", "--route", ""},  // "$ROUTE" unset: not the default route
+		{"mcp", "--caller", ""}, // nor the client's name
 	} {
 		if r := cli(args...); r.code != exitUsage {
 			t.Errorf("bridge %s: exit %d, want %d; stderr %q", strings.Join(args, " "), r.code, exitUsage, r.stderr)
