@@ -62,8 +62,8 @@ func benchCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
+		// Not fs.Usage: parseFlags made it print nothing.
+		return usageErr(stderr, "bench", "unexpected argument %q", fs.Arg(0))
 	}
 	if o.Waiters == 0 {
 		o.Waiters = -1

@@ -338,7 +338,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 			t.Errorf("bridge %s: exit %d, stdout %d bytes, stderr %q", strings.Join(args, " "), code, stdout.Len(), stderr.String())
 		}
 	}
-	for _, args := range [][]string{{"serve", "--nope"}, {"bench", "--nope"}, {"config", "nope"}} {
+	for _, args := range [][]string{{"serve", "--nope"}, {"bench", "--nope"}, {"bench", "nope"}, {"config", "nope"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), "nope") {
 			t.Errorf("bridge %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout.String(), stderr.String())
