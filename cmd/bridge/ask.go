@@ -113,6 +113,10 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if strings.TrimSpace(*question) == "" {
 			return usageErr(stderr, "ask", "--question is required")
 		}
+		if *multi && len(options) == 0 {
+			// The bridge would ask for free text, multi dropped.
+			return usageErr(stderr, "ask", "--multi lets the person select several options: give them with --option")
+		}
 		q := client.Question{ID: *id, Question: *question, Header: *header, Detail: *detail, MultiSelect: *multi}
 		for _, o := range options {
 			label, desc, _ := strings.Cut(o, optionSep)

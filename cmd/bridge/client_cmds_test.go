@@ -218,7 +218,8 @@ func equalOptions(a, b []client.Option) bool {
 // TestAskEmptyFlag: a flag given an empty value (--route "$ROUTE" with
 // ROUTE unset) is refused before anything is sent, not read as left out:
 // the question would go to the default route (over the request file's
-// own), or be asked anew under a random tool_call_id.
+// own), or be asked anew under a random tool_call_id. So is --multi with
+// no --option, which the bridge drops.
 func TestAskEmptyFlag(t *testing.T) {
 	req := filepath.Join(t.TempDir(), "req.json")
 	if err := os.WriteFile(req, []byte(`{"questions":[{"id":"a","question":"A?"}],"route":"ops"}`), 0o600); err != nil {
@@ -232,6 +233,8 @@ func TestAskEmptyFlag(t *testing.T) {
 		{[]string{"--json-request", req, "--route="}, "--route is empty"},
 		{[]string{"--question", "Deploy?", "--tool-call-id", ""}, "--tool-call-id is empty; leave it out for a random one"},
 		{[]string{"--question", "Deploy?", "--caller", ""}, "--caller is empty"},
+		// Not an empty value, but as silent: the bridge asks for free text.
+		{[]string{"--question", "Which?", "--multi"}, "--multi lets the person select several options: give them with --option"},
 	} {
 		// Nothing listens there: without the check, exit 1.
 		r := await(t, "ask", cliAsync(append([]string{"ask", "--server", "http://127.0.0.1:1"}, tc.args...)...))
