@@ -67,6 +67,10 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		// which tells the model its arguments were wrong.
 		return usageErr(stderr, "mcp", "--expires must not be negative")
 	}
+	if *reattach < 0 {
+		// Else read as 0, unsaid.
+		return usageErr(stderr, "mcp", "--reattach must not be negative; 0 withdraws a question at once")
+	}
 	bc, err := newClient(*server)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge: mcp:", err)
@@ -80,7 +84,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Logger:           slog.New(slog.NewTextHandler(stderr, nil)).With("server", *server),
 		Version:          version(),
 	}
-	if *reattach <= 0 {
+	if *reattach == 0 {
 		opts.Reattach = -1 // the package's zero means its default
 	}
 	if *caller != "" {
