@@ -647,6 +647,9 @@ func TestBrowser(t *testing.T) {
 		if got := get(t, a.Store(), rec); got.ResolvedBy == nil || *got.ResolvedBy != ada {
 			t.Errorf("resolved by %+v, want %+v", got.ResolvedBy, ada)
 		}
+		// The page, showing how it ended, closes its stream: a waiter on
+		// the bridge for as long as it is open.
+		apptest.WaitWaiting(t, a, 0)
 	})
 	t.Run("a personal link's page says so when the link expires", func(t *testing.T) {
 		// The bridge ends the page's stream as the link expires and

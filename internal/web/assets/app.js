@@ -13,6 +13,7 @@
   const link = meta("answer-link");
   const root = meta("root"); // the path base_url puts the app under: "" at the root
   const page = document.body.dataset.page;
+  let stopStream = () => {}; // closes the request page's live stream (stream)
 
   function localTimes(root) {
     for (const t of root.querySelectorAll("time[datetime]")) {
@@ -150,6 +151,7 @@
     const out = card.querySelector(".outcome");
     if (focus && out) { out.tabIndex = -1; out.focus(); }
     if (page === "inbox") setTimeout(() => leave(card), 2500);
+    if (page === "request") { stopStream(); if (liveEl) liveEl.remove(); }
   }
 
   async function showEnded(card) {
@@ -357,23 +359,26 @@
   // grows to 30 s. onRefused runs first: the inbox reloads into the
   // sign-in page when the session has ended, a request's page into its
   // "expired" page when its link has.
+  // It returns a function that closes the stream for good.
   function stream(url, onChange, onRefused) {
-    if (!window.EventSource) return;
-    let pause = 1000;
+    if (!window.EventSource) return () => {};
+    let pause = 1000, es = null, timer = 0, stopped = false;
     const open = () => {
-      const es = new EventSource(url);
+      if (stopped) return;
+      es = new EventSource(url);
       es.addEventListener("open", () => { live(true); pause = 1000; });
       es.addEventListener("change", (ev) => { live(true); onChange(ev.data); });
       es.addEventListener("error", () => {
         live(false);
         if (es.readyState !== EventSource.CLOSED) return; // it reconnects itself
-        setTimeout(() => {
+        timer = setTimeout(() => {
           Promise.resolve(onRefused && onRefused()).catch(() => {}).then(open);
         }, pause);
         pause = Math.min(pause * 2, 30000);
       });
     };
     open();
+    return () => { stopped = true; clearTimeout(timer); if (es) es.close(); };
   }
 
   localTimes(document);
@@ -396,7 +401,10 @@
       const card = document.getElementById("req-" + id);
       return card && card.querySelector("form[data-busy]");
     };
-    stream(root + "/web/events?" + p.toString(), (status) => {
+    // An ended request's page has nothing more to learn: it opens no
+    // stream, and closes its own once it shows how the request ended
+    // (showOutcome), rather than hold a connection while the tab is open.
+    if (liveEl) stopStream = stream(root + "/web/events?" + p.toString(), (status) => {
       const card = document.getElementById("req-" + id);
       if (status === "pending" || !card || card.classList.contains("done")) return;
       // Being sent from here: a reload would cut the send off, and its
