@@ -491,17 +491,22 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		})
 	}
 	err := editMessage()
-	if archived(err) {
-		// Its thread was closed (by a person, or by Discord after a week
-		// without a message): one that is not locked can be opened again,
-		// which any member who may post there can do, and the message
-		// edited. Left, it would keep its buttons. A locked thread stays
-		// shut to a bot without Manage Threads.
-		if oerr := s.openThread(ctx, p.Channel); oerr != nil {
+	// Its thread was closed (by a person, or by Discord after a week
+	// without a message): one that is not locked can be opened again,
+	// which any member who may post there can do, the message edited, and
+	// the thread closed again, as it was found. Left, the message would
+	// keep its buttons. A locked thread stays shut to a bot without Manage
+	// Threads. Another edit in the same thread may close it between this
+	// one's opening and its edit: it is opened again, a few times.
+	for try := 0; archived(err) && try < maxThreadOpens; try++ {
+		opened, oerr := s.openThread(ctx, p.Channel)
+		if oerr != nil {
 			s.log.Info("the thread of an ended request's message is archived and could not be opened", "request_id", rec.ID, "thread", p.Channel, "err", oerr)
-		} else {
-			s.log.Info("opened the archived thread of an ended request's message to edit it", "request_id", rec.ID, "thread", p.Channel)
-			err = editMessage()
+			break
+		}
+		s.log.Info("opened the archived thread of an ended request's message to edit it", "request_id", rec.ID, "thread", p.Channel)
+		if err = editMessage(); err == nil {
+			s.closeThread(ctx, rec, p.Channel, opened)
 		}
 	}
 	if err != nil && uneditable(err) {
@@ -519,13 +524,65 @@ func archived(err error) bool {
 	return errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodePerformedOperationOnArchivedThread
 }
 
-// openThread unarchives thread.
-func (s *Surface) openThread(ctx context.Context, thread string) error {
+// maxThreadOpens bounds how many times Finish opens an archived thread
+// to edit one message.
+const maxThreadOpens = 3
+
+// openThread unarchives thread and returns it as Discord then has it.
+func (s *Surface) openThread(ctx context.Context, thread string) (*discordgo.Channel, error) {
 	open := false
-	return s.call(ctx, "open thread", func(opts ...discordgo.RequestOption) error {
-		_, err := s.api.ChannelEditComplex(thread, &discordgo.ChannelEdit{Archived: &open}, opts...)
+	var ch *discordgo.Channel
+	err := s.call(ctx, "open thread", func(opts ...discordgo.RequestOption) (err error) {
+		ch, err = s.api.ChannelEditComplex(thread, &discordgo.ChannelEdit{Archived: &open}, opts...)
 		return err
 	})
+	return ch, err
+}
+
+// closeThread archives thread again after Finish opened it (opened is the
+// thread as its opening left it) and edited a message in it, unless it
+// has moved since: someone wrote in it (which opens a thread too), or it
+// was closed, or closed and opened again. A person is using it then, and
+// it stays as they left it. The bot started the thread, which lets it
+// close it without Manage Threads; should Discord refuse, it stays open.
+func (s *Surface) closeThread(ctx context.Context, rec *pending.Record, thread string, opened *discordgo.Channel) {
+	var now *discordgo.Channel
+	err := s.call(ctx, "read thread", func(opts ...discordgo.RequestOption) (err error) {
+		now, err = s.api.Channel(thread, opts...)
+		return err
+	})
+	if err != nil {
+		s.log.Info("the thread opened to edit an ended request's message could not be read, and is left open", "request_id", rec.ID, "thread", thread, "err", err)
+		return
+	}
+	if moved(opened, now) {
+		s.log.Info("the thread opened to edit an ended request's message was used since, and is left as it is", "request_id", rec.ID, "thread", thread)
+		return
+	}
+	shut := true
+	err = s.call(ctx, "close thread", func(opts ...discordgo.RequestOption) error {
+		_, err := s.api.ChannelEditComplex(thread, &discordgo.ChannelEdit{Archived: &shut}, opts...)
+		return err
+	})
+	switch {
+	case archived(err):
+		// Another edit in it closed it first.
+	case err != nil:
+		s.log.Info("the thread opened to edit an ended request's message could not be closed again", "request_id", rec.ID, "thread", thread, "err", err)
+	}
+}
+
+// moved reports whether a thread changed between two readings, was and
+// now, in a way that says someone used it: a message was posted, or its
+// archive status changed (a status changed twice shows in its timestamp),
+// or it is closed already. A reading without the thread's metadata counts
+// as moved.
+func moved(was, now *discordgo.Channel) bool {
+	if was == nil || now == nil || was.ThreadMetadata == nil || now.ThreadMetadata == nil {
+		return true
+	}
+	return now.ThreadMetadata.Archived || now.LastMessageID != was.LastMessageID ||
+		!now.ThreadMetadata.ArchiveTimestamp.Equal(was.ThreadMetadata.ArchiveTimestamp)
 }
 
 // uneditable reports whether an edit failed because the message can never

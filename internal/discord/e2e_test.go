@@ -941,7 +941,8 @@ func TestEndOfAnUneditableMessage(t *testing.T) {
 
 // A request whose message is in a thread that was closed (archived, not
 // locked: by a person, or by Discord after a week without a message) is
-// edited all the same: the thread is opened again, and the edit lands.
+// edited all the same: the thread is opened again, the edit lands, and
+// the thread is closed again, as it was found.
 func TestEndInAClosedThreadIsEdited(t *testing.T) {
 	b := start(t, threadTarget)
 	b.create(t, "/v1/questions", cleanupQuestion())
@@ -955,8 +956,92 @@ func TestEndInAClosedThreadIsEdited(t *testing.T) {
 	if len(edits) != 1 || edits[0].Channel != thread || !noControls(edits[0].Body) {
 		t.Fatalf("edits that landed: %+v; want the cancelled request's message in the thread, without controls", edits)
 	}
-	if opened := b.fake.Calls("modify channel"); len(opened) != 1 || opened[0].Channel != thread {
-		t.Errorf("thread opened: %+v; want it opened once", opened)
+	var changes []any
+	for _, c := range b.fake.Calls("modify channel") {
+		if c.Channel != thread {
+			t.Errorf("modified channel %s; want only the thread %s", c.Channel, thread)
+		}
+		changes = append(changes, c.Body["archived"])
+	}
+	if fmt.Sprint(changes) != "[false true]" {
+		t.Errorf("the thread's archived set to %v; want opened, then closed again", changes)
+	}
+	if !b.fake.ThreadArchived(thread) {
+		t.Error("the thread is left open; it was archived before the edit")
+	}
+}
+
+// A closed thread opened to edit a message and closed again before the
+// edit (by the edit of another request's message there, done first) is
+// opened again, and the edit lands.
+func TestEndInAThreadClosedAgainBeforeTheEdit(t *testing.T) {
+	b := start(t, threadTarget)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	b.fake.ArchiveThread(thread)
+	edits := 0
+	held, release := b.fake.Hold("edit", func(c discord.FakeCall) bool {
+		edits++
+		return edits == 2
+	})
+	cancelled := apptest.Go(b.URL(), http.MethodDelete, "/v1/questions/"+id, nil)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no edit after the thread was opened")
+	}
+	b.fake.ArchiveThread(thread)
+	release()
+	if r := <-cancelled; r.Err != nil || r.Status != http.StatusOK {
+		t.Fatalf("cancel: %d %v", r.Status, r.Err)
+	}
+	if edits := b.fake.Calls("edit"); len(edits) != 1 || !noControls(edits[0].Body) {
+		t.Fatalf("edits that landed: %+v; want the message without controls", edits)
+	}
+	if !b.fake.ThreadArchived(thread) {
+		t.Error("the thread is left open")
+	}
+}
+
+// A closed thread opened to edit a message, in which a person writes
+// before the edit is done (which would open it anyway), is left open: it
+// is in use again.
+func TestEndInAClosedThreadLeavesItOpenOnceUsed(t *testing.T) {
+	b := start(t, threadTarget)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	b.fake.ArchiveThread(thread)
+	// The edit that follows the opening is held while a person writes.
+	// The first edit is refused (the thread is closed), the second comes
+	// after the opening.
+	edits := 0
+	held, release := b.fake.Hold("edit", func(c discord.FakeCall) bool {
+		edits++
+		return edits == 2
+	})
+	cancelled := apptest.Go(b.URL(), http.MethodDelete, "/v1/questions/"+id, nil)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no edit after the thread was opened")
+	}
+	b.fake.PostInThread(thread)
+	release()
+	if r := <-cancelled; r.Err != nil || r.Status != http.StatusOK {
+		t.Fatalf("cancel: %d %v", r.Status, r.Err)
+	}
+	if edits := b.fake.Calls("edit"); len(edits) != 1 || !noControls(edits[0].Body) {
+		t.Fatalf("edits that landed: %+v; want the message without controls", edits)
+	}
+	if b.fake.ThreadArchived(thread) {
+		t.Error("the thread was closed again under the person who wrote in it")
+	}
+	for _, c := range b.fake.AllCalls("modify channel") {
+		if c.Body["archived"] == true {
+			t.Errorf("the thread was asked to close: %+v", c.Body)
+		}
 	}
 }
 

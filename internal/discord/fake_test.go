@@ -56,6 +56,7 @@ type FakeDiscord struct {
 	chans   map[string]fakeChannel    // what GET /channels/{id} answers, by id
 	acked   map[string]bool           // the interactions a callback answered, by id
 	tokens  map[string]bool           // the interaction tokens answered (by callback or Acknowledge)
+	clock   int                       // see tick
 }
 
 // FakeAppID is the fake's application id.
@@ -101,11 +102,30 @@ type fakeHold struct {
 	release chan struct{}
 }
 
-// fakeThread is a thread as the fake knows it: the channel it is in, and
-// what a moderator did to it.
+// fakeThread is a thread as the fake knows it: the channel it is in,
+// what a moderator did to it, when its archive status last changed (its
+// thread_metadata.archive_timestamp) and its last message.
 type fakeThread struct {
 	parent                    string
 	deleted, locked, archived bool
+	stamp                     time.Time
+	lastMessage               string
+}
+
+// setArchived archives or opens th at now, as Discord does: the archive
+// timestamp moves only when the status changes.
+func (th *fakeThread) setArchived(archived bool, now time.Time) {
+	if th.archived != archived {
+		th.archived, th.stamp = archived, now
+	}
+}
+
+// tick is the fake's clock for threads' archive timestamps: a second
+// later on every call, so that two changes never share a timestamp.
+// Call with f.mu held.
+func (f *FakeDiscord) tick() time.Time {
+	f.clock++
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(f.clock) * time.Second)
 }
 
 // FakeCall is one call the fake answered. Kind is "create", "edit", "delete",
@@ -175,17 +195,40 @@ func (f *FakeDiscord) LockThread(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.threads[id].locked = true
+	f.threads[id].setArchived(true, f.tick())
 }
 
 // ArchiveThread archives (closes) a thread the fake started, as a person
 // does or as Discord does after a week without a message: posts in it and
 // edits of its messages then fail (400 Thread is archived, 50083) until it
 // is opened again (PATCH archived false, which a bot may do while the
-// thread is not locked; a locked one only with Manage Threads).
+// thread is not locked; a locked one only with Manage Threads). The bot,
+// which started the thread, may close it again (PATCH archived true).
 func (f *FakeDiscord) ArchiveThread(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.threads[id].archived = true
+	f.threads[id].setArchived(true, f.tick())
+}
+
+// PostInThread is a person's message in a thread the fake started, which
+// opens it if it was archived and not locked, as Discord does.
+func (f *FakeDiscord) PostInThread(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	th := f.threads[id]
+	if th.locked {
+		f.t.Fatalf("a person without Manage Threads can't post in locked thread %s", id)
+	}
+	th.setArchived(false, f.tick())
+	f.next++
+	th.lastMessage = strconv.FormatInt(f.next, 10)
+}
+
+// ThreadArchived reports whether a thread the fake started is archived.
+func (f *FakeDiscord) ThreadArchived(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.threads[id].archived
 }
 
 // Hold holds the first call of kind from now on that match accepts (nil:
@@ -355,12 +398,18 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case th == nil || th.deleted:
 			fail = &FakeFail{Status: http.StatusNotFound, Code: 10003, Message: "Unknown Channel"}
-		case body["archived"] != false || len(body) != 1:
-			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50035, Message: "Invalid Form Body (the fake opens threads, nothing else)"}
+		case (body["archived"] != false && body["archived"] != true) || len(body) != 1:
+			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50035, Message: "Invalid Form Body (the fake opens and closes threads, nothing else)"}
 		case th.locked: // only Manage Threads opens a locked thread
 			fail = &FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions"}
+		case body["archived"] == true && th.archived:
+			// A thread's settings change only while it is open, or in the
+			// request that opens it.
+			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50083, Message: "Thread is archived"}
 		default:
-			th.archived = false
+			// The bot started the thread: it may close it without
+			// Manage Threads, as a thread's creator may.
+			th.setArchived(body["archived"] == true, f.tick())
 		}
 	}
 	f.next++
@@ -489,6 +538,9 @@ func (f *FakeDiscord) read(c FakeCall) (out map[string]any, status int) {
 		}
 		return app, http.StatusOK
 	case "channel":
+		if th := f.threads[c.Channel]; th != nil && !th.deleted {
+			return th.channel(c.Channel), http.StatusOK
+		}
 		ch, ok := f.chans[c.Channel]
 		switch {
 		case !ok:
@@ -523,23 +575,37 @@ func (f *FakeDiscord) apply(c FakeCall, author, id string) (string, map[string]a
 		}
 		c.MessageID = id
 		f.posted = append(f.posted, c)
+		if th := f.threads[c.Channel]; th != nil {
+			th.lastMessage = id
+		}
 		return id, out
 	case "edit":
 		return c.MessageID, map[string]any{"id": c.MessageID, "channel_id": c.Channel, "type": 0, "content": body["content"], "embeds": body["embeds"], "components": body["components"]}
 	case "thread":
 		// A thread started from a message shares the message's id.
 		f.mu.Lock()
-		f.threads[c.MessageID] = &fakeThread{parent: c.Channel}
+		f.threads[c.MessageID] = &fakeThread{parent: c.Channel, stamp: f.tick()}
 		f.mu.Unlock()
 		return c.MessageID, map[string]any{"id": c.MessageID, "type": 11, "parent_id": c.Channel, "name": body["name"]}
 	case "modify channel":
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		th := f.threads[c.Channel]
-		return c.Channel, map[string]any{"id": c.Channel, "type": 11, "parent_id": th.parent, "name": "thread",
-			"thread_metadata": map[string]any{"archived": th.archived, "locked": th.locked, "auto_archive_duration": 10080}}
+		return c.Channel, f.threads[c.Channel].channel(c.Channel)
 	}
 	return c.MessageID, nil
+}
+
+// channel is thread id as Discord answers it, a channel object of type
+// 11 (public thread) with its thread_metadata.
+func (th *fakeThread) channel(id string) map[string]any {
+	var last any
+	if th.lastMessage != "" {
+		last = th.lastMessage
+	}
+	return map[string]any{"id": id, "type": 11, "guild_id": "1200000000000000003", "parent_id": th.parent, "name": "thread",
+		"owner_id": "1200000000000000002", "last_message_id": last, "rate_limit_per_user": 0, "flags": 0,
+		"thread_metadata": map[string]any{"archived": th.archived, "locked": th.locked, "auto_archive_duration": 10080,
+			"archive_timestamp": th.stamp.Format("2006-01-02T15:04:05.000000+00:00")}}
 }
 
 func (f *FakeDiscord) record(c FakeCall) {
