@@ -581,6 +581,25 @@ func TestSeveralQuestionsOneBatch(t *testing.T) {
 	if !isEphemeral(resp) || !strings.Contains(content(resp), "Question 3 must be a whole number") {
 		t.Errorf("a bad port got %v", resp)
 	}
+	// Fix my answers… opens the form as it was sent: the radio group's
+	// choice, the name and the bad port to correct, with what is wrong.
+	if fix := discord.Find(data(resp), "ab:draft:"); fix == nil {
+		t.Errorf("no button to open the form again: %v", resp)
+	} else {
+		again := data(b.click(t, discord.Click(discord.Reply(msg, data(resp)), ada, fix["custom_id"].(string), nil)))
+		if got := prefilledOptions(discord.Find(again, "q0p0")); fmt.Sprint(got) != "[1]" {
+			t.Errorf("the database chosen again: %v; want MySQL, as sent", got)
+		}
+		if in := discord.Find(again, "q1"); in == nil || in["value"] != "billing" {
+			t.Errorf("the name: %v", in)
+		}
+		if in := discord.Find(again, "q2"); in == nil || in["value"] != "80x" {
+			t.Errorf("the port: %v", in)
+		}
+		if raw, _ := json.Marshal(again); !strings.Contains(string(raw), `"description":"Must be a whole number`) {
+			t.Errorf("the form does not say what is wrong with the port: %s", raw)
+		}
+	}
 	resp = b.click(t, discord.Submit(msg, ada, modalID, fill("8080")...))
 	if respType(resp) != 7 {
 		t.Fatalf("the batch got %v", resp)
@@ -1148,7 +1167,9 @@ func TestFormShowsALongQuestionInFull(t *testing.T) {
 
 // A single-choice question whose options a form splits into two lists:
 // the second says to choose in one list only, and a pick in both is
-// refused in words that say so.
+// refused in words that say so, with a button that opens the form again
+// filled as it was sent (but for the two picks), for that person only;
+// sent again with one pick, it answers.
 func TestSplitSingleChoiceSaysOneList(t *testing.T) {
 	b := start(t, defaultTarget)
 	var opts []any
@@ -1156,7 +1177,7 @@ func TestSplitSingleChoiceSaysOneList(t *testing.T) {
 		opts = append(opts, map[string]any{"label": fmt.Sprintf("svc-%02d", i)})
 	}
 	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{
-		map[string]any{"id": "svc", "question": "Which service to roll back?", "options": opts},
+		map[string]any{"id": "svc", "header": "Service", "question": "Which service to roll back?", "options": opts},
 		map[string]any{"id": "why", "question": "Why?"},
 	}})
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
@@ -1165,12 +1186,72 @@ func TestSplitSingleChoiceSaysOneList(t *testing.T) {
 	if !strings.Contains(string(raw), "one option in all, in one list only") {
 		t.Errorf("the form does not say to choose in one list: %s", raw)
 	}
-	modalID, _ := data(resp)["custom_id"].(string)
-	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, data(resp), map[string][]string{"q0p0": {"3"}, "q0p1": {"27"}, "q1": {"a reason"}})...))
-	if c := content(resp); !isEphemeral(resp) || !strings.Contains(c, "takes one option, and 2 were chosen (one in each of its lists)") {
+	form := data(resp)
+	modalID, _ := form["custom_id"].(string)
+	const why = "the deploy at 14:02 broke the checkout"
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, form, map[string][]string{
+		"q0p0": {"3"}, "q0p1": {"27"}, "q1": {why}, "q0o": {"or the one after it"}})...))
+	if c := content(resp); !isEphemeral(resp) || !strings.Contains(c, "Service takes one option, and 2 were chosen, one in each of its lists (svc-03 and svc-27): choose one, in one list only.") {
 		t.Errorf("two picks told %q", c)
 	}
 	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
 		t.Errorf("status %v; want still pending", rec.M["status"])
 	}
+	fix := discord.Find(data(resp), "ab:draft:"+id+":")
+	if fix == nil || fix["type"] != float64(2) {
+		t.Fatalf("no button to open the form again: %v", resp)
+	}
+	told := discord.Reply(msg, data(resp))
+
+	// Someone else's click (the message is ada's alone; a forged one) opens
+	// the form empty: ada's draft is hers.
+	resp = b.click(t, discord.Click(told, bob, fix["custom_id"].(string), nil))
+	if in := discord.Find(data(resp), "q1"); respType(resp) != 9 || in == nil || in["value"] != nil {
+		t.Errorf("bob's click got %v; want the form, empty", resp)
+	}
+
+	resp = b.click(t, discord.Click(told, ada, fix["custom_id"].(string), nil))
+	if respType(resp) != 9 {
+		t.Fatalf("Fix my answers… got %v; want the form", resp)
+	}
+	again := data(resp)
+	if in := discord.Find(again, "q1"); in == nil || in["value"] != why {
+		t.Errorf("the reason typed is not kept: %v", in)
+	}
+	if in := discord.Find(again, "q0o"); in == nil || in["value"] != "or the one after it" {
+		t.Errorf("the other answer typed is not kept: %v", in)
+	}
+	for _, part := range []string{"q0p0", "q0p1"} {
+		if in := discord.Find(again, part); in == nil || len(prefilledOptions(in)) != 0 {
+			t.Errorf("%s comes back chosen: %v; want both lists cleared", part, in)
+		}
+	}
+	if raw, _ := json.Marshal(again); !strings.Contains(string(raw), `"description":"You chose svc-03 and svc-27: choose one, in one list only."`) {
+		t.Errorf("the form does not say what to fix beside the question: %s", raw)
+	}
+	// The form as sent again: one pick, the rest as it came back.
+	resp = b.click(t, discord.Submit(told, ada, again["custom_id"].(string), discord.Fill(t, again, map[string][]string{"q0p1": {"27"}, "q0o": {""}})...))
+	if respType(resp) == 4 {
+		t.Fatalf("the fixed form got %q", content(resp))
+	}
+	want := `{"answers":[{"id":"svc","selected":["svc-27"]},{"id":"why","selected":[],"custom":"` + why + `"}]}`
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != want {
+		t.Errorf("answer %s\nwant   %s", got, want)
+	}
+	if by := b.get(t, "/v1/questions", id).M["answered_by"]; !strings.Contains(fmt.Sprint(by), "ada") {
+		t.Errorf("answered by %v; want ada", by)
+	}
+}
+
+// prefilledOptions are the values of a select's or group's options
+// chosen by default.
+func prefilledOptions(c map[string]any) []string {
+	var out []string
+	opts, _ := c["options"].([]any)
+	for _, o := range opts {
+		if m, _ := o.(map[string]any); m["default"] == true {
+			out = append(out, fmt.Sprint(m["value"]))
+		}
+	}
+	return out
 }

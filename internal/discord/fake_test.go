@@ -662,6 +662,7 @@ func base(typ int, msg FakeCall, member map[string]any, data map[string]any) map
 	if msg.Parent != "" {
 		ch = map[string]any{"id": msg.Channel, "type": 11, "parent_id": msg.Parent}
 	}
+	flags, _ := msg.Body["flags"].(float64) // an ephemeral message's 64
 	return map[string]any{
 		"id":             strconv.FormatInt(1400000000000000000+interactionSeq.Add(1), 10),
 		"application_id": "1100000000000000001",
@@ -673,7 +674,7 @@ func base(typ int, msg FakeCall, member map[string]any, data map[string]any) map
 		"channel":        ch,
 		"member":         member,
 		"message": map[string]any{
-			"id": msg.MessageID, "channel_id": msg.Channel, "type": 0, "flags": 0,
+			"id": msg.MessageID, "channel_id": msg.Channel, "type": 0, "flags": flags,
 			"content": msg.Body["content"], "embeds": msg.Body["embeds"], "components": msg.Body["components"],
 			"author": map[string]any{"id": "1100000000000000001", "username": "askbridge", "bot": true},
 		},
@@ -694,6 +695,14 @@ func Click(msg FakeCall, member map[string]any, customID string, values []string
 		data["values"] = values
 	}
 	return base(3, msg, member, data)
+}
+
+// Reply is the message an interaction response of type 4 (CHANNEL_MESSAGE_WITH_SOURCE)
+// with data posted in msg's channel, ephemeral when its flags say so, as
+// a click on it carries it.
+func Reply(msg FakeCall, data map[string]any) FakeCall {
+	return FakeCall{Kind: "reply", Channel: msg.Channel, Parent: msg.Parent,
+		MessageID: strconv.FormatInt(1450000000000000000+interactionSeq.Add(1), 10), Body: data}
 }
 
 // Submit is a MODAL_SUBMIT interaction of a modal opened from msg.
@@ -728,9 +737,11 @@ func LabelSelect(customID string, values ...string) any {
 // is modal, having chosen or typed picks (by custom_id): each component as
 // the modal showed it, in its order, a text input with its text ("" where
 // none), a select or checkbox group with its values, a radio group with
-// its one value or null, a Text Display with its id only. A pick the modal
-// has no field for, or two for a radio group, fails t: no person could
-// send it.
+// its one value or null, a Text Display with its id only. A field without
+// a pick sends what the modal filled it with: a text input's value, the
+// options chosen by default; a pick of nothing ({} or "") empties it. A
+// pick the modal has no field for, or two for a radio group, fails t: no
+// person could send it.
 func Fill(t testing.TB, modal map[string]any, picks map[string][]string) []any {
 	t.Helper()
 	used := map[string]bool{}
@@ -738,6 +749,9 @@ func Fill(t testing.TB, modal map[string]any, picks map[string][]string) []any {
 		cid, _ := c["custom_id"].(string)
 		got, ok := picks[cid]
 		used[cid] = ok
+		if !ok {
+			got = prefilled(c)
+		}
 		out := map[string]any{"type": c["type"], "id": id, "custom_id": cid}
 		switch c["type"] {
 		case float64(4):
@@ -775,6 +789,26 @@ func Fill(t testing.TB, modal map[string]any, picks map[string][]string) []any {
 	for cid := range picks {
 		if !used[cid] {
 			t.Fatalf("the modal has no field %s: %v", cid, modal)
+		}
+	}
+	return out
+}
+
+// prefilled is what a modal's input c holds before the person touches it:
+// a text input's value, the options chosen by default.
+func prefilled(c map[string]any) []string {
+	if c["type"] == float64(4) {
+		if v, _ := c["value"].(string); v != "" {
+			return []string{v}
+		}
+		return nil
+	}
+	var out []string
+	opts, _ := c["options"].([]any)
+	for _, o := range opts {
+		if m, _ := o.(map[string]any); m["default"] == true {
+			v, _ := m["value"].(string)
+			out = append(out, v)
 		}
 	}
 	return out

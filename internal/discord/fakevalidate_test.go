@@ -3,8 +3,10 @@ package discord
 // What Discord refuses with 400 Invalid Form Body (code 50035), as the
 // fake checks it: the limits of a message (content, embeds, legacy action
 // rows and their buttons and selects) and of a modal (Label or action row
-// around a text input or a string select). Lengths are counted in code
-// points, as Discord counts them.
+// around a text input, a string select or a radio or checkbox group, and
+// what they are filled with: a text input's value within its max_length,
+// no more options chosen by default than a select or group takes).
+// Lengths are counted in code points, as Discord counts them.
 // (docs: developers/components/reference.mdx, developers/resources/message.mdx,
 // developers/interactions/receiving-and-responding.mdx)
 
@@ -163,7 +165,7 @@ func invalidSelect(where string, m map[string]any, inModal bool) []string {
 	if len(opts) == 0 || len(opts) > 25 {
 		add("%d options, not 1-25", len(opts))
 	}
-	values := map[string]bool{}
+	values, defaults := map[string]bool{}, 0
 	for k, o := range opts {
 		om, _ := o.(map[string]any)
 		l, v, d := runes(str(om, "label")), runes(str(om, "value")), runes(str(om, "description"))
@@ -174,6 +176,9 @@ func invalidSelect(where string, m map[string]any, inModal bool) []string {
 			add("options.%d: value %q is used twice", k, str(om, "value"))
 		}
 		values[str(om, "value")] = true
+		if om["default"] == true {
+			defaults++
+		}
 	}
 	if n := runes(str(m, "placeholder")); n > 150 {
 		add("placeholder: %d characters, more than 150", n)
@@ -187,6 +192,9 @@ func invalidSelect(where string, m map[string]any, inModal bool) []string {
 	}
 	if minV < 0 || minV > 25 || maxV < 1 || maxV > 25 || minV > maxV || maxV > len(opts) {
 		add("min_values %d, max_values %d for %d options", minV, maxV, len(opts))
+	}
+	if defaults > maxV {
+		add("%d options chosen by default, more than max_values %d", defaults, maxV)
 	}
 	required := true
 	if r, ok := m["required"].(bool); ok {
@@ -258,6 +266,9 @@ func invalidGroup(where string, m map[string]any) []string {
 	}
 	if minV < 0 || minV > 10 || maxV < 1 || maxV > 10 || minV > maxV || maxV > len(opts) {
 		add("min_values %d, max_values %d for %d options", minV, maxV, len(opts))
+	}
+	if defaults > maxV {
+		add("%d options chosen by default, more than max_values %d", defaults, maxV)
 	}
 	if minV == 0 && required {
 		add("min_values 0 needs required false")
@@ -421,6 +432,12 @@ func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
 		return v
 	}
 	label := func(c any) any { return map[string]any{"type": 18, "label": "L", "component": c} }
+	chosen := func(os []any, which ...int) []any {
+		for _, k := range which {
+			os[k].(map[string]any)["default"] = true
+		}
+		return os
+	}
 	for name, tc := range map[string]struct {
 		data map[string]any
 		ok   bool
@@ -442,6 +459,12 @@ func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
 		"checkbox group, min 0 required": {modal(label(map[string]any{"type": 22, "custom_id": "c", "min_values": 0, "options": opts(3)})), false},
 		"checkbox group of 11":           {modal(label(map[string]any{"type": 22, "custom_id": "c", "required": false, "min_values": 0, "options": opts(11)})), false},
 		"checkbox group in a row":        {modal(row(map[string]any{"type": 22, "custom_id": "c", "options": opts(2)})), false},
+		"select with a default":          {modal(label(map[string]any{"type": 3, "custom_id": "s", "required": false, "min_values": 0, "options": chosen(opts(3), 1)})), true},
+		"select of one, two defaults":    {modal(label(map[string]any{"type": 3, "custom_id": "s", "required": false, "min_values": 0, "options": chosen(opts(3), 0, 2)})), false},
+		"radio group, two defaults":      {modal(label(map[string]any{"type": 21, "custom_id": "r", "required": false, "options": chosen(opts(3), 0, 2)})), false},
+		"checkbox group, defaults":       {modal(label(map[string]any{"type": 22, "custom_id": "c", "required": false, "min_values": 0, "max_values": 2, "options": chosen(opts(3), 0, 2)})), true},
+		"checkbox group, over max":       {modal(label(map[string]any{"type": 22, "custom_id": "c", "required": false, "min_values": 0, "max_values": 1, "options": chosen(opts(3), 0, 2)})), false},
+		"text with a value":              {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 2, "value": "typed before", "max_length": 4000})), true},
 	} {
 		if bad := InvalidModal(tc.data); (len(bad) == 0) != tc.ok {
 			t.Errorf("%s: %v; want ok %v", name, bad, tc.ok)

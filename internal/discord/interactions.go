@@ -221,16 +221,20 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 		return h.late(rec, res, in)
 	}
 	switch r.Verb {
-	case surface.VerbAnswer:
+	case surface.VerbAnswer, surface.VerbDraft:
 		if rec.Kind != seam.KindQuestion {
 			return deferredUpdate()
+		}
+		var d *draft
+		if r.Verb == surface.VerbDraft {
+			d = h.draftOf(ctx, rec, in)
 		}
 		qs := rec.Questions.Questions
 		switch {
 		case len(qs) == 1 && len(qs[0].Options) == 0:
-			return textModal(rec)
+			return textModal(rec, d)
 		case sheetFits(qs):
-			return sheetModal(rec)
+			return sheetModal(rec, d)
 		case h.s.opt.Links != nil:
 			return h.personalLink(rec, in, msgTooBigForLink)
 		}
@@ -290,12 +294,12 @@ func (h *Interactions) modalSubmit(ctx context.Context, in *interaction, r surfa
 	if refusal != nil {
 		return refusal
 	}
-	res, problem := submission(rec, fs, r)
+	res, no := submission(rec, fs, r)
 	switch {
 	case rec.Status != seam.StatusPending:
 		return h.late(rec, res, in)
-	case problem != "":
-		return ephemeral(problem)
+	case no != nil:
+		return h.refuse(ctx, rec, in, r, fs, no)
 	case res == nil:
 		return ephemeral(surface.MsgTrouble)
 	}

@@ -55,7 +55,10 @@ func fieldName(i int, q seam.Question) string {
 // when the question says so, required as surface.TextRequired says, in a
 // Label whose description holds the question (a field's own label is cut
 // at 45 characters).
-func textModal(rec *pending.Record) *response {
+//
+// d, when not nil, is what the person sent in it before, refused: the form
+// is filled with it, and says beside the question what to change.
+func textModal(rec *pending.Record, d *draft) *response {
 	q := rec.Questions.Questions[0]
 	label := q.Header
 	if label == "" {
@@ -66,8 +69,11 @@ func textModal(rec *pending.Record) *response {
 	if cutShort(q) {
 		comps, desc = append(comps, fullText(q.Question)), ""
 	}
+	if fix := d.fixOf(0); fix != "" {
+		desc = surface.Truncate(surface.OneLine(fix), maxLabelDesc)
+	}
 	comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel),
-		Description: desc, Component: typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0))})
+		Description: desc, Component: typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0), d)})
 	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", comps)
 }
 
@@ -91,11 +97,14 @@ func fullText(text string) textDisplay {
 // typedField is the field of question i, which has no options: a text
 // input, one line for a number, or, for a boolean, a radio group of Yes
 // and No, answered as "true" and "false" (a phone need not type "true"),
-// the prefill chosen.
-func typedField(i int, q seam.Question, required bool) any {
+// the prefill chosen: the question's, or what the person sent in d.
+func typedField(i int, q seam.Question, required bool, d *draft) any {
 	typ, prefill := seam.InputString, ""
 	if q.Input != nil {
 		typ, prefill = q.Input.Type, q.Input.Value
+	}
+	if v, ok := d.text(textField(i)); ok {
+		prefill = v
 	}
 	if typ == seam.InputBoolean {
 		v, _ := seam.ParseInput(seam.InputBoolean, prefill)
@@ -149,8 +158,10 @@ func sheetFits(qs []seam.Question) bool {
 // so the answer is one batch: Label components (type 18) around groups
 // or selects for options (choices) and text inputs for text, then a free-text field for
 // questions with options while room is left. Among several questions, one
-// left empty is skipped. Call it only when sheetFits.
-func sheetModal(rec *pending.Record) *response {
+// left empty is skipped. Call it only when sheetFits. d, when not nil, is
+// what the person sent in it before, refused: the form is filled with it,
+// and says beside the question to fix what to change.
+func sheetModal(rec *pending.Record, d *draft) *response {
 	qs := rec.Questions.Questions
 	var comps []any
 	used := 0
@@ -163,9 +174,12 @@ func sheetModal(rec *pending.Record) *response {
 			name = fmt.Sprintf("%d. %s", i+1, q.Header)
 		}
 		desc := surface.Truncate(surface.OneLine(q.Question), maxLabelDesc)
+		if fix := d.fixOf(i); fix != "" {
+			desc = surface.Truncate(surface.OneLine(fix), maxLabelDesc)
+		}
 		if len(q.Options) == 0 {
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(name, maxFieldLabel), Description: desc,
-				Component: typedField(i, q, surface.TextRequired(qs, i))})
+				Component: typedField(i, q, surface.TextRequired(qs, i), d)})
 			continue
 		}
 		for p := range parts(q) {
@@ -177,7 +191,7 @@ func sheetModal(rec *pending.Record) *response {
 				desc = "Or choose here: one option in all, in one list only."
 			}
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel), Description: desc,
-				Component: choices(i, p, q)})
+				Component: choices(i, p, q, d.values(selectField(i, p)))})
 		}
 	}
 	// The questions a Label's description cuts, in full, while room is
@@ -200,8 +214,9 @@ func sheetModal(rec *pending.Record) *response {
 			continue
 		}
 		used++
+		other, _ := d.text(otherField(i))
 		comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(fmt.Sprintf("%d. %s", i+1, surface.OtherLabel(q)), maxFieldLabel),
-			Component: modalText{Type: componentText, CustomID: otherField(i), Style: 2, Required: false, MaxLength: maxTextValue}})
+			Component: modalText{Type: componentText, CustomID: otherField(i), Style: 2, Value: surface.Truncate(other, maxTextValue), Required: false, MaxLength: maxTextValue}})
 	}
 	title := "Answer"
 	if len(qs) > 1 {
@@ -214,13 +229,22 @@ func sheetModal(rec *pending.Record) *response {
 // of them required (among several questions one may be skipped): a radio
 // group for one of 2-10 options, a checkbox group for any of up to 10,
 // which on a phone show every option in the form, and a select, a list
-// over the form, for more.
-func choices(i, p int, q seam.Question) any {
+// over the form, for more. The options among chosen (values) are chosen.
+func choices(i, p int, q seam.Question, chosen []string) any {
 	opts := selectOptions(q, p)
+	// At most one chosen where one option is taken: Discord refuses a
+	// radio group or a select with more defaults than it takes.
+	picks := 0
+	for k := range opts {
+		if slices.Contains(chosen, opts[k].Value) && (q.MultiSelect || picks == 0) {
+			opts[k].Default = true
+			picks++
+		}
+	}
 	group := func() []groupOption {
 		out := make([]groupOption, len(opts))
 		for k, o := range opts {
-			out[k] = groupOption{Label: o.Label, Value: o.Value, Description: o.Description}
+			out[k] = groupOption{Label: o.Label, Value: o.Value, Description: o.Description, Default: o.Default}
 		}
 		return out
 	}
@@ -250,13 +274,24 @@ func msgTooBig(id string) string {
 // a public URL.
 const msgTooBigForLink = "This request has more questions or options than one Discord form holds (5 fields): answer it in your browser."
 
+// refusal is why a submitted modal saves nothing, told to the person:
+// say, the whole message; fix, when the form is worth opening again filled
+// as it was sent, what to change in it, and hint, the same said short
+// beside question q's field in that form. clear: question q's choices are
+// left out of that form (they are the mistake).
+type refusal struct {
+	say, fix, hint string
+	q              int
+	clear          bool
+}
+
 // answerFrom reads the answer to the questions a submitted modal held:
 // every question for the answer modal, question r.Q for an other modal.
-// A problem names the field and says how to retry. Discord lets a
+// A refusal names the field and says how to retry. Discord lets a
 // required field through with only spaces in it, and a modal can't show
-// field errors: such a field is a problem, or it would be recorded as an
+// field errors: such a field is refused, or it would be recorded as an
 // answer that says nothing.
-func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.Answer, string) {
+func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.Answer, *refusal) {
 	var a seam.Answer
 	for i, q := range qs.Questions {
 		if r.Verb == surface.VerbOther && i != r.Q {
@@ -267,7 +302,11 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 			for _, v := range fs[selectField(i, p)].values {
 				n, err := strconv.Atoi(v)
 				if err != nil || n < 0 || n >= len(q.Options) {
-					return seam.Answer{}, fmt.Sprintf("%s: that choice is not one of its options. Nothing was saved; open the form again and choose again.", esc(fieldName(i, q)))
+					return seam.Answer{}, &refusal{
+						say:  fmt.Sprintf("%s: that choice is not one of its options. Nothing was saved; open the form again and choose again.", esc(fieldName(i, q))),
+						fix:  fmt.Sprintf("%s: that choice is not one of its options; choose again.", esc(fieldName(i, q))),
+						hint: "That choice is not one of its options: choose again.", q: i, clear: true,
+					}
 				}
 				if l := q.Options[n].Label; !slices.Contains(it.Selected, l) {
 					it.Selected = append(it.Selected, l)
@@ -277,7 +316,12 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 		if !q.MultiSelect && len(it.Selected) > 1 {
 			// Its options in two lists, each took a pick (a form can't
 			// tie them together): say so, in the person's words.
-			return seam.Answer{}, fmt.Sprintf("%s takes one option, and %d were chosen (one in each of its lists). Nothing was saved; open the form again and choose in one list only.", esc(fieldName(i, q)), len(it.Selected))
+			return seam.Answer{}, &refusal{
+				say:  fmt.Sprintf("%s takes one option, and %d were chosen (one in each of its lists). Nothing was saved; open the form again and choose in one list only.", esc(fieldName(i, q)), len(it.Selected)),
+				fix:  fmt.Sprintf("%s takes one option, and %d were chosen, one in each of its lists (%s): choose one, in one list only.", esc(fieldName(i, q)), len(it.Selected), esc(chosenList(it.Selected))),
+				hint: fmt.Sprintf("You chose %s: choose one, in one list only.", chosenList(it.Selected)),
+				q:    i, clear: true,
+			}
 		}
 		if len(q.Options) == 0 && r.Verb == surface.VerbAnswer {
 			v := fs[textField(i)].value
@@ -288,12 +332,20 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 			switch {
 			case strings.TrimSpace(v) == "":
 				if surface.TextRequired(qs.Questions, i) {
-					return seam.Answer{}, fmt.Sprintf("%s was left blank. Nothing was saved; click Answer… and type an answer.", esc(fieldName(i, q)))
+					return seam.Answer{}, &refusal{
+						say:  fmt.Sprintf("%s was left blank. Nothing was saved; click Answer… and type an answer.", esc(fieldName(i, q))),
+						fix:  fmt.Sprintf("%s was left blank: type an answer.", esc(fieldName(i, q))),
+						hint: "Left blank: type an answer.", q: i,
+					}
 				}
 			case q.Input != nil:
 				if _, err := seam.ParseInput(q.Input.Type, v); err != nil {
-					return seam.Answer{}, fmt.Sprintf("%s must be %s: %v. Nothing was saved; click Answer… to try again.",
-						esc(fieldName(i, q)), strings.ToLower(surface.InputHint(q.Input.Type)), esc(err.Error()))
+					return seam.Answer{}, &refusal{
+						say: fmt.Sprintf("%s must be %s: %v. Nothing was saved; click Answer… to try again.",
+							esc(fieldName(i, q)), strings.ToLower(surface.InputHint(q.Input.Type)), esc(err.Error())),
+						fix:  fmt.Sprintf("%s must be %s: %v.", esc(fieldName(i, q)), strings.ToLower(surface.InputHint(q.Input.Type)), esc(err.Error())),
+						hint: fmt.Sprintf("Must be %s: %v.", strings.ToLower(surface.InputHint(q.Input.Type)), err), q: i,
+					}
 				}
 			}
 		}
@@ -305,28 +357,37 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 			if q.IsPlanReview() {
 				what = "Your feedback"
 			}
-			return seam.Answer{}, fmt.Sprintf("%s was left blank. Nothing was saved; click %s and type it.", what, otherLabel(q))
+			return seam.Answer{}, &refusal{say: fmt.Sprintf("%s was left blank. Nothing was saved; click %s and type it.", what, otherLabel(q))}
 		}
 		a.Answers = append(a.Answers, it)
 	}
 	if r.Verb == surface.VerbAnswer && surface.EmptyAnswer(qs.Questions, a) {
-		return seam.Answer{}, "Nothing was chosen, so nothing was saved: click Answer… and choose an option or write an answer."
+		return seam.Answer{}, &refusal{say: "Nothing was chosen, so nothing was saved: click Answer… and choose an option or write an answer."}
 	}
-	return a, ""
+	return a, nil
+}
+
+// chosenList names the options chosen, in the order of the lists: "a and
+// b", "a, b and c".
+func chosenList(labels []string) string {
+	if len(labels) < 2 {
+		return strings.Join(labels, "")
+	}
+	return strings.Join(labels[:len(labels)-1], ", ") + " and " + labels[len(labels)-1]
 }
 
 // submission is what a submitted modal means for rec: a resolution, or a
-// problem to tell the person (nothing is stored), or neither when the
+// refusal to tell the person (nothing is stored), or neither when the
 // modal does not fit rec.
-func submission(rec *pending.Record, fs map[string]field, r surface.Ref) (*pending.Resolution, string) {
+func submission(rec *pending.Record, fs map[string]field, r surface.Ref) (*pending.Resolution, *refusal) {
 	switch {
 	case (r.Verb == surface.VerbAnswer || r.Verb == surface.VerbOther) && rec.Kind == seam.KindQuestion:
 		if r.Verb == surface.VerbOther && r.Q >= len(rec.Questions.Questions) {
-			return nil, ""
+			return nil, nil
 		}
-		a, problem := answerFrom(rec.Questions, fs, r)
-		if problem != "" {
-			return nil, problem
+		a, no := answerFrom(rec.Questions, fs, r)
+		if no != nil {
+			return nil, no
 		}
 		norm, err := rec.Questions.Normalize(a)
 		if err != nil {
@@ -335,15 +396,16 @@ func submission(rec *pending.Record, fs map[string]field, r surface.Ref) (*pendi
 			if errors.As(err, &se) {
 				msg = se.Message
 			}
-			return nil, "Nothing was saved: " + esc(msg) + ". Click the button again to retry." // msg quotes the agent's text
+			// msg quotes the agent's text
+			return nil, &refusal{say: "Nothing was saved: " + esc(msg) + ". Click the button again to retry.", fix: esc(msg) + ".", q: -1}
 		}
-		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, ""
+		return &pending.Resolution{Status: seam.StatusAnswered, Answer: &norm}, nil
 	case r.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
 		d, err := seam.Decision{Outcome: seam.OutcomeRejected, Note: fs[noteField].value}.Normalize()
 		if err != nil {
-			return nil, "Nothing was saved: " + err.Error()
+			return nil, &refusal{say: "Nothing was saved: " + err.Error()}
 		}
-		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &d}, ""
+		return &pending.Resolution{Status: seam.StatusAnswered, Decision: &d}, nil
 	}
-	return nil, ""
+	return nil, nil
 }

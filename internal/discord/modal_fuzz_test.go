@@ -73,11 +73,24 @@ func FuzzModalSubmit(f *testing.F) {
 			// checked by FuzzCustomID.
 			r = surface.Ref{Verb: []string{surface.VerbAnswer, surface.VerbOther, surface.VerbReject, surface.VerbPick}[int(which/8)%4], ID: rec.ID, Q: int(which/32) % 3}
 		}
-		res, problem := submission(rec, fs, r)
-		if problem != "" {
-			checkInert(t, "problem", problem)
+		res, no := submission(rec, fs, r)
+		if no != nil {
+			checkInert(t, "refusal", no.say)
+			checkInert(t, "refusal's fix", no.fix)
 			if res != nil {
-				t.Fatalf("both a resolution and a problem (%q)", problem)
+				t.Fatalf("both a resolution and a refusal (%q)", no.say)
+			}
+			// The form opened again from what was sent is one Discord
+			// takes, however forged the submission.
+			if r.Verb == surface.VerbAnswer && no.fix != "" && rec.Kind == seam.KindQuestion {
+				d := newDraft(rec, fs, no)
+				qs := rec.Questions.Questions
+				switch {
+				case len(qs) == 1 && len(qs[0].Options) == 0:
+					checkModal(t, textModal(rec, d))
+				case sheetFits(qs):
+					checkModal(t, sheetModal(rec, d))
+				}
 			}
 		}
 		if res == nil {

@@ -113,6 +113,9 @@ func checkMessage(t *testing.T, body map[string]any) {
 
 func checkModal(t *testing.T, resp *response) {
 	t.Helper()
+	for _, bad := range InvalidResponse(toMap(t, resp)) {
+		t.Errorf("Discord would refuse the modal: %s", bad)
+	}
 	d := toMap(t, resp)["data"].(map[string]any)
 	if n := surface.Len(str(d, "title")); n == 0 || n > maxModalTitle {
 		t.Errorf("modal title %d long", n)
@@ -227,9 +230,9 @@ func TestExtremeRequestsStayWithinLimits(t *testing.T) {
 				}
 			}
 			if len(qs) == 1 && len(qs[0].Options) == 0 {
-				checkModal(t, textModal(rec))
+				checkModal(t, textModal(rec, nil))
 			} else if sheetFits(qs) {
-				checkModal(t, sheetModal(rec))
+				checkModal(t, sheetModal(rec, nil))
 			}
 		})
 	}
@@ -502,13 +505,13 @@ func TestEmptyFormAnswersNothing(t *testing.T) {
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending,
 		Questions: &seam.Questions{Questions: []seam.Question{{ID: "regions", Question: "Which regions?", MultiSelect: true, Options: opts}}}}
 	r := surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}
-	res, problem := submission(rec, map[string]field{}, r)
-	if res != nil || !strings.Contains(problem, "nothing was saved") {
-		t.Fatalf("empty form: %+v, %q; want nothing saved, and said", res, problem)
+	res, no := submission(rec, map[string]field{}, r)
+	if res != nil || no == nil || !strings.Contains(no.say, "nothing was saved") {
+		t.Fatalf("empty form: %+v, %+v; want nothing saved, and said", res, no)
 	}
-	res, problem = submission(rec, map[string]field{selectField(0, 1): {values: []string{"27"}}}, r)
-	if problem != "" || res == nil || res.Answer.Answers[0].Selected[0] != "region-27" {
-		t.Fatalf("a choice: %+v, %q", res, problem)
+	res, no = submission(rec, map[string]field{selectField(0, 1): {values: []string{"27"}}}, r)
+	if no != nil || res == nil || res.Answer.Answers[0].Selected[0] != "region-27" {
+		t.Fatalf("a choice: %+v, %+v", res, no)
 	}
 }
 

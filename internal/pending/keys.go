@@ -106,6 +106,12 @@ func (k keys) request(id string, open ...seam.Kind) []string {
 	return out
 }
 
+// draft is a STRING: what the person who on a surface is known as who
+// last sent in a form of request id that was refused (the surface's own
+// encoding), kept for a short while so that the form can be opened again
+// filled as it was sent.
+func (k keys) draft(id, who string) string { return k.tag(shard(id)) + "draft:" + id + ":" + who }
+
 // thread is a STRING: the thread (root message) a caller session's requests
 // go into on one surface and channel. Its key hashes the session, so agent
 // text never becomes part of a key.

@@ -2040,3 +2040,32 @@ func TestCreateSentTwice(t *testing.T) {
 		}
 	})
 }
+
+// TestDraft: a draft saved on one replica is read on another, by the same
+// person only, replaced by a later one, and kept for its TTL.
+func TestDraft(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s, other := b.store(), b.store()
+		if d, err := other.Draft(ctx, "req1", "U1"); err != nil || d != "" {
+			t.Fatalf("before any: %q, %v", d, err)
+		}
+		if err := s.SaveDraft(ctx, "req1", "U1", "first", 30*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveDraft(ctx, "req1", "U1", "second", 30*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := other.Draft(ctx, "req1", "U1"); err != nil || d != "second" {
+			t.Fatalf("the person's draft: %q, %v; want the later one", d, err)
+		}
+		for _, k := range [][2]string{{"req1", "U2"}, {"req2", "U1"}} {
+			if d, err := other.Draft(ctx, k[0], k[1]); err != nil || d != "" {
+				t.Errorf("draft of %s by %s: %q, %v; want none", k[0], k[1], d, err)
+			}
+		}
+		if ttl := b.rdb.PTTL(ctx, s.keys.draft("req1", "U1")).Val(); ttl <= 29*time.Minute || ttl > 30*time.Minute {
+			t.Fatalf("draft's TTL %v; want 30m", ttl)
+		}
+	})
+}

@@ -23,6 +23,7 @@ const (
 	VerbAllow   = "allow"   // allows an approval once
 	VerbReject  = "reject"  // opens the reject form of an approval
 	VerbLink    = "link"    // asks for a personal web link (see Links.ForPerson)
+	VerbDraft   = "draft"   // opens a refused form again, filled as it was sent
 )
 
 const refPrefix = "ab"
