@@ -537,3 +537,69 @@ func TestSlowEditHoldsUpNoExpiry(t *testing.T) {
 		}
 	})
 }
+
+// A message that a request's posting did not record (Slack posted it and
+// answered an error; the post made again is the one recorded) is adopted
+// when someone clicks it: recorded once, and on an ended request put in
+// the finish index, so that it is edited too. One the request lists
+// already is left as it was recorded.
+func TestAdoptPost(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+
+		t.Run("on a pending request", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			rec := posted(t, s, question("alice", ""), "1.2")
+			listed := Post{Surface: "slack", Target: "other/0", Channel: "C1", MessageID: "1.2"}
+			if ended, added, err := s.AdoptPost(ctx, rec.ID, listed); err != nil || added || ended != nil {
+				t.Fatalf("AdoptPost of a listed message = %v, %v, %v; want nothing done", ended, added, err)
+			}
+			if got := mustGet(t, s, rec.ID).Posts; len(got) != 1 || got[0].Target != "" {
+				t.Fatalf("posts %+v; want the one recorded, as it was", got)
+			}
+			copyOf := Post{Surface: "slack", Target: "default/0", Channel: "D1", MessageID: "1.1"}
+			if ended, added, err := s.AdoptPost(ctx, rec.ID, copyOf); err != nil || !added || ended != nil {
+				t.Fatalf("AdoptPost of a copy = %v, %v, %v; want it added, the request pending", ended, added, err)
+			}
+			if _, ok := mustGet(t, s, rec.ID).PostOf("slack", "D1", "1.1"); !ok {
+				t.Fatal("the adopted copy is not listed")
+			}
+			if at, ok := b.finishScore(s, rec.ID); ok {
+				t.Fatalf("a pending request is in the finish index (at %v)", at)
+			}
+		})
+
+		t.Run("on an ended request that was edited", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			rec := posted(t, s, question("alice", ""), "2.2")
+			got, err := s.Resolve(ctx, rec.ID, answered("U1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Edited(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			ended, added, err := s.AdoptPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C1", MessageID: "2.1"})
+			if err != nil || !added || ended == nil || ended.Status != seam.StatusAnswered || len(ended.Posts) != 2 {
+				t.Fatalf("AdoptPost = %+v, %v, %v; want the ended request with both messages", ended, added, err)
+			}
+			if at, ok := b.finishScore(s, rec.ID); !ok || !at.Equal(b.clock.Now().Add(FinishGrace)) {
+				t.Fatalf("finish index score = %v, %v; want the grace from now", at, ok)
+			}
+			// Adopted again (the click delivered twice): already listed.
+			if ended, added, err := s.AdoptPost(ctx, rec.ID, Post{Surface: "slack", Channel: "C1", MessageID: "2.1"}); err != nil || added || ended != nil {
+				t.Fatalf("AdoptPost again = %v, %v, %v; want nothing done", ended, added, err)
+			}
+		})
+
+		t.Run("on a request that is gone", func(t *testing.T) {
+			b := b.fresh(t)
+			s := b.store()
+			if _, _, err := s.AdoptPost(ctx, "nosuchrequest", Post{Surface: "slack", Channel: "C1", MessageID: "3.1"}); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("AdoptPost = %v; want ErrNotFound", err)
+			}
+		})
+	})
+}

@@ -705,12 +705,14 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 // KEYS[4] finish index.
 // ARGV[1] id, ARGV[2] field, ARGV[3] post JSON, ARGV[4] audit cap,
 // ARGV[5] surface, ARGV[6] channel, ARGV[7] message id, ARGV[8] when a
-// sweeper may take over the edits, ms.
+// sweeper may take over the edits, ms, ARGV[9] "1" to leave a post
+// already recorded as it is.
 // Returns {0} not found, {1} recorded on a pending request, {2, HGETALL}
-// recorded on one that has ended.
+// recorded on one that has ended, {3} recorded already (ARGV[9] "1").
 var addPostScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return {0} end
+if ARGV[9] == '1' and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then return {3} end
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'event', 'posted', 'id', ARGV[1], 'surface', ARGV[5], 'channel', ARGV[6], 'message', ARGV[7])
 if st == 'pending' then return {1} end
@@ -724,27 +726,49 @@ return {2, redis.call('HGETALL', KEYS[1])}
 // the request as it ended, this post included: the caller must edit its
 // messages, then call Edited; else a sweeper does.
 func (s *Store) AddPost(ctx context.Context, id string, p Post) (ended *Record, err error) {
+	ended, _, err = s.addPost(ctx, id, p, false)
+	return ended, err
+}
+
+// AdoptPost is AddPost for a message its request's posting did not
+// record, found since (a person clicked it): Slack may post a message it
+// reports it failed to, and the post made again is a second copy. Unless
+// the request lists it already, it is recorded, and added says so: then,
+// as with AddPost, a request that has ended comes back, to have the
+// message edited, and is in the finish index meanwhile. A message the
+// request lists is left to whoever recorded it.
+func (s *Store) AdoptPost(ctx context.Context, id string, p Post) (ended *Record, added bool, err error) {
+	return s.addPost(ctx, id, p, true)
+}
+
+func (s *Store) addPost(ctx context.Context, id string, p Post, adopt bool) (ended *Record, added bool, err error) {
 	now := s.opt.Now()
 	if p.PostedAt.IsZero() {
 		p.PostedAt = now.UTC()
 	}
 	b, _ := json.Marshal(p)
+	only := "0"
+	if adopt {
+		only = "1"
+	}
 	out, err := s.batch.run(ctx, addPostScript, s.keys.request(id),
 		id, p.field(), b, s.opt.AuditMaxLen, p.Surface, p.Channel, p.MessageID,
-		now.Add(FinishGrace).UnixMilli()).Slice()
+		now.Add(FinishGrace).UnixMilli(), only).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("add post to %s: %w", id, unavailable(err))
+		return nil, false, fmt.Errorf("add post to %s: %w", id, unavailable(err))
 	}
 	switch code(out) {
 	case 0:
-		return nil, fmt.Errorf("add post to %s: %w", id, ErrNotFound)
+		return nil, false, fmt.Errorf("add post to %s: %w", id, ErrNotFound)
 	case 1:
-		return nil, nil
+		return nil, true, nil
+	case 3:
+		return nil, false, nil
 	}
 	if ended, err = decodeRecord(out[1].([]any)); err != nil {
-		return nil, fmt.Errorf("add post to %s: %w", id, err)
+		return nil, false, fmt.Errorf("add post to %s: %w", id, err)
 	}
-	return ended, nil
+	return ended, true, nil
 }
 
 // List returns pending requests of one kind, newest first, at most limit
