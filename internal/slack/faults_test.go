@@ -6,8 +6,10 @@ package slack_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -447,19 +449,183 @@ func TestFaultSlackThreadPostAppliedThenFailed(t *testing.T) {
 	}
 }
 
-// A person's DM has an id the bridge learns only from the post's answer:
-// there is nothing to look in, and the request is posted again.
+// A person's DM has an id the bridge learns only from a post's answer:
+// after a post Slack made and failed, the first to a person, the request
+// is posted again, and then looked for in the DM (im:history). The later
+// copy is deleted: the request shows once, recorded, and is edited when
+// it ends. Without im:history both copies stay; the later is recorded
+// (TestFaultSlackCopyClicked: a click on the other makes it known).
 func TestFaultSlackDMPostAppliedThenFailed(t *testing.T) {
+	const history = "chat:write,channels:history,groups:history,im:history"
+	for _, tc := range []struct {
+		name     string
+		scopes   string
+		delete   *slacktest.FakeFail // how chat.delete fails
+		messages int
+	}{
+		{"with im:history", history, nil, 1},
+		// Both copies are recorded then, and both edited.
+		{"with im:history, Slack refusing the delete", history, &slacktest.FakeFail{Error: "cant_delete_message"}, 2},
+		{"without im:history", "chat:write,channels:history,groups:history", nil, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, `
+      - slack:
+          channel: UADA`)
+			b.fake.Scopes = tc.scopes
+			b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "internal_error", Applied: true})
+			if tc.delete != nil {
+				b.fake.FailNext("chat.delete", *tc.delete)
+			}
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			msgs := b.fake.Messages("DADA")
+			if len(msgs) != tc.messages {
+				t.Fatalf("%d messages in the DM; want %d", len(msgs), tc.messages)
+			}
+			first := b.fake.Calls("chat.postMessage")[0].TS
+			if msgs[0]["ts"] != first {
+				t.Errorf("the first message is %v; want the first copy, %v", msgs[0]["ts"], first)
+			}
+			var want []any // the ts of the copies recorded
+			switch {
+			case tc.scopes != history:
+				want = []any{msgs[1]["ts"]} // the one posted again: the other is unknown
+			default:
+				for _, m := range msgs {
+					want = append(want, m["ts"])
+				}
+			}
+			posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+			var got []any
+			for _, p := range posts {
+				if p.(map[string]any)["channel"] != "DADA" {
+					t.Errorf("a post recorded in %v; want DADA", p.(map[string]any)["channel"])
+				}
+				got = append(got, p.(map[string]any)["message_id"])
+			}
+			if !reflect.DeepEqual(sortedAny(got), sortedAny(want)) {
+				t.Fatalf("recorded posts %v; want %v", got, want)
+			}
+			answer(t, b, id)
+			b.fake.WaitCalls(t, "chat.update", len(want))
+			if live := liveMessages(b.fake, "DADA"); len(live) != tc.messages-len(want) {
+				t.Errorf("messages %v keep their controls after the answer; want %d", live, tc.messages-len(want))
+			}
+		})
+	}
+}
+
+func sortedAny(v []any) []string {
+	out := make([]string, 0, len(v))
+	for _, x := range v {
+		out = append(out, fmt.Sprint(x))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Once the bridge has posted to a person, it knows their DM's id: a later
+// post Slack made and failed is looked for there first, and not made again.
+func TestFaultSlackDMKnownPostAppliedThenFailed(t *testing.T) {
 	b := start(t, `
       - slack:
           channel: UADA`)
+	b.fake.Scopes = "chat:write,im:history"
+	b.create(t, "/v1/questions", cleanupQuestion())
 	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "internal_error", Applied: true})
 	id := b.create(t, "/v1/questions", cleanupQuestion())
-	if n := len(b.fake.Calls("conversations.history")) + len(b.fake.Calls("conversations.replies")); n != 0 {
-		t.Errorf("%d history lookups for a DM; want none", n)
+	if n := len(b.fake.Calls("chat.postMessage")); n != 2 {
+		t.Errorf("%d posts; want 2, the failed one not made again", n)
+	}
+	if n := len(b.fake.Calls("chat.delete")); n != 0 {
+		t.Errorf("%d deletes; want none", n)
 	}
 	posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
-	if msgs := b.fake.Messages("DADA"); len(posts) != 1 || len(msgs) != 2 || posts[0].(map[string]any)["message_id"] != msgs[1]["ts"] {
+	if msgs := b.fake.Messages("DADA"); len(msgs) != 2 || len(posts) != 1 || posts[0].(map[string]any)["message_id"] != msgs[1]["ts"] {
 		t.Errorf("recorded %v of %d messages in the DM; want the second of two", posts, len(msgs))
 	}
+}
+
+// Where the bridge can't look for a post Slack made and failed (a DM
+// without im:history, a channel without channels:history), the request
+// shows twice, the later copy recorded. A click on the other copy is
+// how the bridge learns of it: the click counts as any other, and every
+// copy loses its controls when the request ends, however it ends.
+func TestFaultSlackCopyClicked(t *testing.T) {
+	for _, where := range []struct {
+		name, target, channel string
+	}{
+		{"DM without im:history", `
+      - slack:
+          channel: UADA`, "DADA"},
+		{"channel without channels:history", `
+      - slack:
+          channel: ` + channel, channel},
+	} {
+		for _, tc := range []struct {
+			name  string
+			ended bool // the request ends before the click on the unrecorded copy
+		}{
+			{"the copy's click answers", false},
+			{"the copy is clicked once the request has ended", true},
+		} {
+			t.Run(where.name+"/"+tc.name, func(t *testing.T) {
+				b := start(t, where.target)
+				b.fake.Scopes = "chat:write"
+				b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "internal_error", Applied: true})
+				id := b.create(t, "/v1/questions", cleanupQuestion())
+				if msgs := b.fake.Messages(where.channel); len(msgs) != 2 {
+					t.Fatalf("%d messages; want 2, the first unrecorded", len(msgs))
+				}
+				first := b.fake.Calls("chat.postMessage")[0]
+				if tc.ended {
+					answer(t, b, id)
+					b.fake.WaitCalls(t, "chat.update", 1)
+				}
+				b.click(t, slacktest.BlockActions(t, first, ada, "ab:pick:"+id+":0:0", nil, nil))
+				if tc.ended {
+					b.fake.WaitFor(t, "ada told it is over", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+						return len(ephemerals(calls, "UADA")) == 1
+					})
+				} else {
+					rec := b.wait(t, "/v1/questions", id)
+					if by := rec.Raw("answered_by"); rec.M["status"] != "answered" || !strings.Contains(by, `"UADA"`) {
+						t.Fatalf("%v by %s; want answered by ada, through the copy", rec.M["status"], by)
+					}
+					if notes := ephemerals(b.fake.Calls(""), "UADA"); len(notes) != 0 {
+						t.Errorf("ada was told %q", notes)
+					}
+				}
+				b.fake.WaitFor(t, "both copies edited", 10*time.Second, func([]slacktest.FakeCall) bool {
+					return len(liveMessages(b.fake, where.channel)) == 0
+				})
+				posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+				if len(posts) != 2 {
+					t.Errorf("recorded posts %v; want both copies", posts)
+				}
+			})
+		}
+	}
+}
+
+// answer answers the cleanup question id through the API.
+func answer(t *testing.T, b bridge, id string) {
+	t.Helper()
+	if status, rec := b.do(t, http.MethodPost, "/v1/questions/"+id+"/answer",
+		map[string]any{"answers": []any{map[string]any{"id": "cleanup", "selected": []string{"No, keep them"}}}}); status != http.StatusOK {
+		t.Fatalf("answer: %d %v", status, rec.M)
+	}
+}
+
+// liveMessages returns the ts of the messages in channel that have
+// controls.
+func liveMessages(fake *slacktest.FakeSlack, channel string) []any {
+	var out []any
+	for _, m := range fake.Messages(channel) {
+		raw, _ := json.Marshal(m["blocks"])
+		if strings.Contains(string(raw), `"type":"actions"`) {
+			out = append(out, m["ts"])
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -375,7 +376,10 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		h.work.Go(func(ctx context.Context) { h.gone(ctx, c) })
 		return
 	}
-	t := h.s.target(rec, c.channel, c.ts)
+	key, t := h.s.target(rec, c.channel, c.ts, c.user.ID)
+	if rec.Status == seam.StatusPending {
+		h.work.Go(func(ctx context.Context) { h.adopt(ctx, rec, key, c) })
+	}
 	ok, known := false, true
 	if t != nil {
 		ok, known = h.s.who.cached(t, c.user.ID)
@@ -460,7 +464,13 @@ func (h *Interactions) act(ctx context.Context, c click) {
 		h.gone(ctx, c)
 		return
 	}
-	if !h.mayAnswer(ctx, h.s.target(rec, c.channel, c.ts), c) {
+	key, t := h.s.target(rec, c.channel, c.ts, c.user.ID)
+	if rec.Status == seam.StatusPending {
+		// Before the resolve: the request it ends lists the message,
+		// and its end edits it with the others.
+		h.adopt(ctx, rec, key, c)
+	}
+	if !h.mayAnswer(ctx, t, c) {
 		return
 	}
 	if c.ref.Verb == surface.VerbLink {
@@ -582,30 +592,80 @@ func (h *Interactions) late(ctx context.Context, rec *pending.Record, res *pendi
 	h.tell(ctx, c, surface.LateReply(rec, statusFormat))
 }
 
-// finishUnrecorded edits c's message to how rec ended when rec does not
-// list it among its posts: its recording failed (Redis refused it), or its
-// post's reply was lost while another target took the request. Ending rec
-// edited only the messages it lists; nothing else would take this one's
-// controls off.
-//
-// Not while rec's create may still be under way (it is bounded by the
-// posting lease): a click that beats the recording of its message is
-// far likelier then, and the replica recording it edits it, learning of
-// the end (under bridge bench's instant clicks, a third of the messages
-// were edited twice, and chat.update is rate-limited per channel). A
-// message whose recording failed that early is edited by a click after.
-func (h *Interactions) finishUnrecorded(ctx context.Context, rec *pending.Record, c click) {
-	if rec == nil || rec.Status == seam.StatusPending || c.channel == "" || c.ts == "" {
-		return
-	}
-	if h.s.now().Sub(rec.CreatedAt) < pending.PostingLease {
+// adopt records c's message on rec, pending, when rec does not list it
+// (see Store.AdoptPost): a click that beat the recording of its message,
+// or a copy its posting never recorded. Slack may answer a post with an
+// error after making it, and the post made again is a second copy: when
+// the bridge could not look for the first (no history scope), a click is
+// how it learns of it, and the request's end then edits every copy.
+func (h *Interactions) adopt(ctx context.Context, rec *pending.Record, key string, c click) {
+	if c.channel == "" || c.ts == "" {
 		return
 	}
 	if _, listed := rec.PostOf(surfaceName, c.channel, c.ts); listed {
 		return
 	}
-	if err := h.s.Finish(ctx, rec, pending.Post{Surface: surfaceName, Channel: c.channel, MessageID: c.ts}); err != nil {
-		h.log.Warn("editing a clicked message its request does not list failed", "request_id", rec.ID, "err", err)
+	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread}
+	ended, added, err := h.s.store.AdoptPost(ctx, rec.ID, p)
+	switch {
+	case err != nil:
+		h.log.Warn("recording a clicked message its request does not list failed", "request_id", rec.ID, "ts", c.ts, "err", err)
+	case added && ended != nil:
+		// It ended meanwhile; its end edited those it listed then.
+		h.endCopy(ctx, ended, p)
+	}
+}
+
+// finishUnrecorded edits c's message to how rec ended when rec does not
+// list it among its posts: its recording failed (Redis refused it), its
+// post's reply was lost while another target took the request, or Slack
+// answered its post with an error after making it, and the post made
+// again is the one recorded. Ending rec edited only the messages it
+// lists. The message is recorded on it (Store.AdoptPost), which puts the
+// request in the finish index: should this edit fail, a finisher edits
+// every message again, this one too, FinishGrace later.
+func (h *Interactions) finishUnrecorded(ctx context.Context, rec *pending.Record, c click) {
+	if rec == nil || rec.Status == seam.StatusPending || c.channel == "" || c.ts == "" {
+		return
+	}
+	if _, listed := rec.PostOf(surfaceName, c.channel, c.ts); listed {
+		return
+	}
+	key, _ := h.s.target(rec, c.channel, c.ts, c.user.ID)
+	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread}
+	ended, added, err := h.s.store.AdoptPost(ctx, rec.ID, p)
+	switch {
+	case err != nil:
+		h.log.Warn("recording a clicked message its request does not list failed", "request_id", rec.ID, "ts", c.ts, "err", err)
+	case !added:
+		return // recorded since, by whoever edits it
+	case ended != nil:
+		rec = ended
+	}
+	h.endCopy(ctx, rec, p)
+}
+
+// endCopy edits p, a message of rec, which has ended, that a click showed
+// and rec did not list as it ended.
+//
+// Not while rec's create may still be under way (it is bounded by the
+// posting lease) and rec lists no other message in p's conversation: a
+// click is far likelier then to have beaten the recording of its
+// message, and the replica recording it learns of the end and edits it
+// (under bridge bench's instant clicks, editing it here too had a third
+// of the messages edited twice, and chat.update is rate-limited per
+// channel); recorded here first, a finisher edits it should that replica
+// not. Another message of rec in the conversation is the one its create
+// recorded there: p is a copy nothing else would edit soon.
+func (h *Interactions) endCopy(ctx context.Context, rec *pending.Record, p pending.Post) {
+	sibling := slices.ContainsFunc(rec.Posts, func(q pending.Post) bool {
+		return q.Surface == surfaceName && q.Channel == p.Channel && q.MessageID != p.MessageID
+	})
+	if !sibling && h.s.now().Sub(rec.CreatedAt) < pending.PostingLease {
+		return
+	}
+	if err := h.s.Finish(ctx, rec, p); err != nil {
+		h.log.Warn("editing a clicked message its request did not list failed", "request_id", rec.ID, "ts", p.MessageID, "err", err)
 	}
 }
 
@@ -768,7 +828,8 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 		h.log.Warn("reading a submitted request failed", "request_id", r.ID, "err", err)
 		return tryAgain(cb.View, "The bridge could not record that just now.")
 	}
-	if ok, err := h.s.who.allowed(ctx, h.s.target(rec, o.Channel, o.TS), cb.User.ID); !ok {
+	key, t := h.s.target(rec, o.Channel, o.TS, cb.User.ID)
+	if ok, err := h.s.who.allowed(ctx, t, cb.User.ID); !ok {
 		if err != nil && !errors.Is(err, errNoTarget) {
 			return tryAgain(cb.View, "The bridge could not check whether you may answer this.")
 		}
@@ -793,7 +854,10 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 		return refusal
 	}
 	res.Kind, res.From, res.Hash = rec.Kind, rec, rec.Hash
-	h.work.Go(func(ctx context.Context) { h.finish(ctx, *res, c) })
+	h.work.Go(func(ctx context.Context) {
+		h.adopt(ctx, rec, key, c)
+		h.finish(ctx, *res, c)
+	})
 	return nil
 }
 

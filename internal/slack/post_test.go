@@ -306,3 +306,26 @@ func TestLookupAsksWhoItIsOncePerTry(t *testing.T) {
 		t.Errorf("two lookups asked auth.test %d times (%d lookups); want once", n, looked)
 	}
 }
+
+// A DM's history is read with im:history, not a channel's scope: Slack
+// refuses it without, naming the scope it lacks.
+func TestFindPostsInADMNeedsIMHistory(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, store, _ := newSurface(t, fake)
+	ctx := context.Background()
+	rec := createQuestion(t, store)
+	dm := dispatch.Target{Key: "default/0", Config: config.Target{Slack: &config.SlackTarget{Channel: "UADA"}}}
+	posts, err := s.Post(ctx, rec, dm)
+	if err != nil || len(posts) != 1 || posts[0].Channel != "DADA" {
+		t.Fatalf("Post to a person = %+v, %v; want a post in their DM", posts, err)
+	}
+	since := time.Now().Add(-time.Minute)
+	fake.Scopes = "chat:write,channels:history,groups:history"
+	if _, err := s.findPosts(ctx, "DADA", "", since, rec.ID, rec.Hash); !refusedWith(err, "missing_scope") || !strings.Contains(err.Error(), "im:history") {
+		t.Errorf("reading a DM without im:history: %v; want missing_scope, needs im:history", err)
+	}
+	fake.Scopes = "chat:write,im:history"
+	if found, err := s.findPosts(ctx, "DADA", "", since, rec.ID, rec.Hash); err != nil || !slices.Equal(found, []string{posts[0].MessageID}) {
+		t.Errorf("reading a DM with im:history found %v, %v; want %s", found, err, posts[0].MessageID)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,14 +58,18 @@ type Surface struct {
 	who    *responders
 	links  surface.Links
 
-	targets map[string]*config.SlackTarget   // by target key, "route/index"
-	routes  map[string][]*config.SlackTarget // by route name
+	targets map[string]*config.SlackTarget // by target key, "route/index"
+	routes  map[string][]string            // the keys of each route's targets, by route name
 	// mixed are the channels that targets with different responders
 	// post to: there a click's carried target key is not enough to
 	// decide who may answer (see Interactions.quick).
 	mixed map[string]bool
 
 	botID atomic.Pointer[string] // the app's bot, from auth.test once a lookup needs it (ownBot)
+	// convs are the conversation ids that targets configured by a
+	// person's id or a channel's name posted to, by configured channel
+	// (see conversation).
+	convs sync.Map
 }
 
 // ownBot returns the bot id of the bridge's token, asking Slack
@@ -134,7 +140,7 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		now:     opt.Now,
 		links:   opt.Links,
 		targets: map[string]*config.SlackTarget{},
-		routes:  map[string][]*config.SlackTarget{},
+		routes:  map[string][]string{},
 		mixed:   map[string]bool{},
 	}
 	s.who = newResponders(s.groupMembers, opt.GroupTTL, opt.Now)
@@ -145,7 +151,7 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 				continue
 			}
 			s.targets[dispatch.TargetKey(r.Name, i)] = t.Slack
-			s.routes[r.Name] = append(s.routes[r.Name], t.Slack)
+			s.routes[r.Name] = append(s.routes[r.Name], dispatch.TargetKey(r.Name, i))
 			if f, ok := first[t.Slack.Channel]; !ok {
 				first[t.Slack.Channel] = t.Slack
 			} else if !slices.Equal(f.Responders.Users, t.Slack.Responders.Users) || !slices.Equal(f.Responders.Groups, t.Slack.Responders.Groups) {
@@ -186,27 +192,27 @@ func (s *Surface) call(ctx context.Context, method string, f func(context.Contex
 	return fmt.Errorf("slack %s: %w", method, err)
 }
 
-// lookFor is findPost, looking again once after a 429 if Slack's
+// lookFor is findPosts, looking again once after a 429 if Slack's
 // Retry-After leaves ctx room to post after it (lookupRoom): for an app
 // outside Slack's Marketplace conversations.history takes one call a
 // minute, about what a post has in all. A wait that does not fit is an
 // error: the post is tried again, since a message posted twice, the second
 // recorded, beats one unrecorded and the request refused.
-func (s *Surface) lookFor(ctx context.Context, channel, thread string, since time.Time, rec *pending.Record) (string, error) {
-	found, err := s.findPost(ctx, channel, thread, since, rec.ID, rec.Hash)
+func (s *Surface) lookFor(ctx context.Context, channel, thread string, since time.Time, rec *pending.Record) ([]string, error) {
+	found, err := s.findPosts(ctx, channel, thread, since, rec.ID, rec.Hash)
 	status, wait := surface.StatusOf(err)
 	if status != http.StatusTooManyRequests {
 		return found, err
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+lookupRoom {
-		return "", fmt.Errorf("%w (waiting %s would leave no time to post)", err, wait)
+		return nil, fmt.Errorf("%w (waiting %s would leave no time to post)", err, wait)
 	}
 	select {
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return nil, ctx.Err()
 	case <-time.After(max(wait, time.Second)):
 	}
-	return s.findPost(ctx, channel, thread, since, rec.ID, rec.Hash)
+	return s.findPosts(ctx, channel, thread, since, rec.ID, rec.Hash)
 }
 
 // lookupRoom is what a post needs after a lookup's wait: a post's time.
@@ -256,18 +262,24 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	// maybe is when the first attempt began whose failure may have come
 	// after Slack posted the message: Slack has no idempotency key, so
 	// before trying again the bridge looks for that message, lest it be
-	// posted twice, the first copy unrecorded and never edited.
+	// posted twice, the first copy unrecorded and never edited. It looks
+	// in the conversation Slack posts to, whose id a target configured
+	// by a person's id (their DM with the app) or by a channel's name
+	// learns from a post's answer; unknown yet, it looks once the post
+	// made again has answered (sweep). looked says it did look first.
 	var maybe time.Time
+	var looked bool
 	post := func() error {
 		return s.call(ctx, "chat.postMessage", func(ctx context.Context) (err error) {
-			if !maybe.IsZero() {
-				found, err := s.lookFor(ctx, tc.Channel, thread, maybe, rec)
+			if in := s.conversation(tc.Channel); !maybe.IsZero() && in != "" {
+				looked = true
+				found, err := s.lookFor(ctx, in, thread, maybe, rec)
 				switch {
 				case err != nil:
 					log.Warn("Slack failed a post that it may have made; looking for the message failed, so it is posted again and may show twice", "err", err)
-				case found != "":
-					log.Warn("Slack failed a post that it had made; the message is kept, not posted again", "ts", found)
-					channel, ts = tc.Channel, found
+				case len(found) > 0:
+					log.Warn("Slack failed a post that it had made; the message is kept, not posted again", "ts", found[0])
+					channel, ts = in, found[0]
 					return nil
 				}
 			}
@@ -276,12 +288,13 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			// tells only those who follow it: also in the channel, unless
 			// the target's mention calls people to it.
 			channel, ts, err = s.postMessage(ctx, tc.Channel, chatMessage{text: m.text, blocks: m.blocks, thread: thread, broadcast: tc.Mention == ""})
-			// A person's DM is a conversation the bridge does not know the
-			// id of before the post answers: nothing to look in.
-			if status, _ := surface.StatusOf(err); status >= 500 && maybe.IsZero() && !person(tc.Channel) {
+			if err == nil {
+				s.learnConversation(tc.Channel, channel)
+			}
+			if status, _ := surface.StatusOf(err); status >= 500 && maybe.IsZero() {
 				// A minute early: Slack's clock, which dates the message,
 				// may be behind this one.
-				maybe = began.Add(-time.Minute)
+				maybe, looked = began.Add(-time.Minute), false
 			}
 			return err
 		})
@@ -309,6 +322,13 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
 	}
+	posts := []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: ts, Thread: thread}}
+	if !maybe.IsZero() && !looked {
+		// Posted again without a look first: the conversation's id came
+		// with this post's answer.
+		posts = s.sweep(ctx, log, rec, channel, thread, maybe, ts)
+		ts = posts[0].MessageID
+	}
 	if session != "" && thread == "" {
 		// Two first requests of a session posted at once may both start a
 		// thread; the first recorded is the session's from then on.
@@ -333,7 +353,78 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			break
 		}
 	}
-	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: ts, Thread: thread, PostedAt: s.now().UTC()}}, nil
+	for i := range posts {
+		posts[i].PostedAt = s.now().UTC()
+	}
+	return posts, nil
+}
+
+// sweep looks in channel (in thread) for the copies of rec posted since
+// since, ts, just posted, among them: a post Slack failed after it had
+// made it, then made again without looking first, for want of the
+// conversation's id. The oldest copy is kept and the others deleted, ts
+// among them, so that the request shows once; it returns the copies kept,
+// the oldest first: with a copy Slack would not delete, each of them,
+// every one to be edited when the request ends. A look that fails keeps
+// ts alone, and the copy it did not find is left to a click (Interactions
+// records a message it does not list when someone clicks it).
+func (s *Surface) sweep(ctx context.Context, log *slog.Logger, rec *pending.Record, channel, thread string, since time.Time, ts string) []pending.Post {
+	keep := []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: ts, Thread: thread}}
+	found, err := s.lookFor(ctx, channel, thread, since, rec)
+	if err != nil {
+		log.Warn("Slack failed a post that it may have made, and it was posted again; looking for the first copy failed, so the request may show twice", "err", err)
+		return keep
+	}
+	if !slices.Contains(found, ts) {
+		found = append(found, ts)
+	}
+	if len(found) == 1 {
+		return keep
+	}
+	slices.Sort(found) // a ts is the time of its message, fixed width: the oldest first
+	keep = keep[:0]
+	for i, copyTS := range found {
+		p := pending.Post{Surface: surfaceName, Channel: channel, MessageID: copyTS, Thread: thread}
+		if i == 0 {
+			keep = append(keep, p)
+			continue
+		}
+		err := s.call(ctx, "chat.delete", func(ctx context.Context) error {
+			_, _, err := s.api.DeleteMessageContext(ctx, channel, copyTS)
+			return err
+		})
+		switch {
+		case err == nil || refusedWith(err, "message_not_found"):
+			log.Warn("Slack failed a post that it had made, and it was posted again; the later copy is deleted", "kept", found[0], "deleted", copyTS)
+		default:
+			log.Warn("Slack failed a post that it had made, and it was posted again; deleting the later copy failed, so both are kept and edited when the request ends", "ts", copyTS, "err", err)
+			keep = append(keep, p)
+		}
+	}
+	return keep
+}
+
+// conversation returns the id of the conversation a target's channel
+// posts to: the channel itself when it is a conversation's id, else (a
+// person's id, whose DM with the app has an id of its own, or a channel's
+// name) the id Slack answered a post there with, "" before this replica
+// has posted there.
+func (s *Surface) conversation(channel string) string {
+	if (&config.SlackTarget{Channel: channel}).ByConversationID() {
+		return channel
+	}
+	if id, ok := s.convs.Load(channel); ok {
+		return id.(string)
+	}
+	return ""
+}
+
+// learnConversation remembers that a post to a target's channel went to
+// conversation id.
+func (s *Surface) learnConversation(channel, id string) {
+	if channel != id && id != "" {
+		s.convs.Store(channel, id)
+	}
 }
 
 // Finish edits a message of an ended request: the request stays readable,
@@ -471,34 +562,55 @@ func (s *Surface) ephemeral(ctx context.Context, channel, thread, user, text str
 	})
 }
 
-// target is the configured target a message of rec was posted to: the
-// post's recorded target while it still posts to that channel, else (a
-// click that beat the recording, a message whose recording failed, or
-// routes edited since: the recorded key may name another target now) the
-// route's Slack target in that channel. When several of the route's
-// targets post to the channel with different responders, an unrecorded
-// message can't say which posted it, and it is nil: taking the first
-// would let anyone answer a restricted target's message when the first
-// is open.
-func (s *Surface) target(rec *pending.Record, channel, ts string) *config.SlackTarget {
+// target is the configured target a message of rec was posted to, and
+// its key: the post's recorded target while it still posts to that
+// channel, else (a click that beat the recording, a message whose
+// recording failed or whose post Slack answered with an error, or routes
+// edited since: the recorded key may name another target now) the
+// route's Slack target that posts to that channel, user having clicked
+// there (see postsTo). When several of the route's targets post to the
+// channel with different responders, an unrecorded message can't say
+// which posted it, and it is nil: taking the first would let anyone
+// answer a restricted target's message when the first is open.
+func (s *Surface) target(rec *pending.Record, channel, ts, user string) (string, *config.SlackTarget) {
 	if p, ok := rec.PostOf(surfaceName, channel, ts); ok {
 		// A target configured by a channel's name, or by a user (a DM),
 		// posts where Slack says: its channel can't be compared.
 		if t, ok := s.targets[p.Target]; ok && (t.Channel == channel || !t.ByConversationID()) {
-			return t
+			return p.Target, t
 		}
 	}
-	var found *config.SlackTarget
-	for _, t := range s.routes[rec.Route] {
+	var found string
+	for _, key := range s.routes[rec.Route] {
+		t, first := s.targets[key], s.targets[found]
 		switch {
-		case t.Channel != channel:
-		case found == nil:
-			found = t
-		case !slices.Equal(found.Responders.Users, t.Responders.Users) || !slices.Equal(found.Responders.Groups, t.Responders.Groups):
-			return nil
+		case !s.postsTo(t, channel, user):
+		case found == "":
+			found = key
+		case !slices.Equal(first.Responders.Users, t.Responders.Users) || !slices.Equal(first.Responders.Groups, t.Responders.Groups):
+			return "", nil
 		}
 	}
-	return found
+	if found == "" {
+		return "", nil
+	}
+	return found, s.targets[found]
+}
+
+// postsTo reports whether target t posts to conversation channel, where
+// user clicked. A target configured by a person's id posts to their DM
+// with the app (D…), where nobody else can click; one configured by a
+// channel's name posts where Slack said when this replica posted there.
+func (s *Surface) postsTo(t *config.SlackTarget, channel, user string) bool {
+	switch {
+	case t.Channel == channel:
+		return true
+	case t.ByConversationID():
+		return false
+	case person(t.Channel) && strings.HasPrefix(channel, "D") && t.Channel == user:
+		return true
+	}
+	return s.conversation(t.Channel) == channel
 }
 
 // linkable reports whether a target's messages may carry the signed

@@ -206,19 +206,20 @@ func (s *Surface) send(ctx context.Context, method, contentType string, body io.
 	return resp, nil
 }
 
-// findPost returns the ts of the message of request id posted in channel
-// (in thread, when not "") since since, or "" when there is none: the
+// findPosts returns the ts of every message of request id posted in
+// channel (in thread, when not "") since since, as Slack lists them (the
+// newest first in a channel, the oldest first in a thread), or none: the
 // message of a chat.postMessage that Slack answered with an error after it
 // had posted it (internal_error, fatal_error and 5xx may come after the
-// post). It reads the conversation's history, which needs the
-// channels:history scope (groups:history for a private channel). A message
-// is the request's when it is the bot's and a control in it names id, in a
-// block named for hash, the request's body (see carry), and the bridge's
-// bot posted it (ownBot).
-func (s *Surface) findPost(ctx context.Context, channel, thread string, since time.Time, id, hash string) (string, error) {
+// post). It reads the conversation's history, which needs the scope of
+// its kind: channels:history, groups:history for a private channel,
+// im:history for a DM. A message is the request's when a control in it
+// names id, in a block named for hash, the request's body (see carry),
+// and the bridge's bot posted it (ownBot).
+func (s *Surface) findPosts(ctx context.Context, channel, thread string, since time.Time, id, hash string) ([]string, error) {
 	bot, err := s.ownBot(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	method := "conversations.history"
 	form := url.Values{"channel": {channel}, "oldest": {fmt.Sprintf("%d.000000", since.Unix())}, "inclusive": {"true"}, "limit": {"15"}}
@@ -228,7 +229,7 @@ func (s *Surface) findPost(ctx context.Context, channel, thread string, since ti
 	}
 	resp, err := s.send(ctx, method, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var r struct {
@@ -247,14 +248,16 @@ func (s *Surface) findPost(ctx context.Context, channel, thread string, since ti
 		} `json:"messages"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&r); err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
+		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	if !r.OK {
 		if r.Needed != "" {
-			return "", fmt.Errorf("%w (needs %s)", slackapi.SlackErrorResponse{Err: r.Error}, r.Needed)
+			return nil, fmt.Errorf("%w (needs %s)", slackapi.SlackErrorResponse{Err: r.Error}, r.Needed)
 		}
-		return "", slackapi.SlackErrorResponse{Err: cmp.Or(r.Error, "no error code")}
+		return nil, slackapi.SlackErrorResponse{Err: cmp.Or(r.Error, "no error code")}
 	}
+	var found []string
+messages:
 	for _, m := range r.Messages {
 		if m.BotID != bot {
 			continue
@@ -265,10 +268,11 @@ func (s *Surface) findPost(ctx context.Context, channel, thread string, since ti
 			}
 			for _, el := range b.Elements {
 				if ref, err := surface.ParseRef(el.ActionID); err == nil && ref.ID == id {
-					return m.TS, nil
+					found = append(found, m.TS)
+					continue messages
 				}
 			}
 		}
 	}
-	return "", nil
+	return found, nil
 }

@@ -651,8 +651,18 @@ func (f *FakeSlack) stamp() string {
 // Marketplace, its most: 15). f.mu is held.
 func (f *FakeSlack) history(c *FakeCall) (any, bool) {
 	ch := c.Field("channel")
-	private := f.chans[ch].Private
-	if need := map[bool]string{false: "channels:history", true: "groups:history"}[private]; !slices.Contains(strings.Split(f.Scopes, ","), need) {
+	// Each kind of conversation has its scope: a public channel's history
+	// is channels:history, a private one's groups:history, a DM's (D…)
+	// im:history. Slack refuses a token without it before it looks at the
+	// conversation, naming the scope it lacks.
+	need := "channels:history"
+	switch {
+	case strings.HasPrefix(ch, "D"):
+		need = "im:history"
+	case f.chans[ch].Private:
+		need = "groups:history"
+	}
+	if !slices.Contains(strings.Split(f.Scopes, ","), need) {
 		return map[string]any{"ok": false, "error": "missing_scope", "needed": need, "provided": f.Scopes}, false
 	}
 	if known, ok := f.chans[ch]; ok && !known.Member {
