@@ -376,10 +376,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		h.work.Go(func(ctx context.Context) { h.gone(ctx, c) })
 		return
 	}
-	key, t := h.s.target(rec, c.channel, c.ts, c.user.ID)
-	if rec.Status == seam.StatusPending {
-		h.work.Go(func(ctx context.Context) { h.adopt(ctx, rec, key, c) })
-	}
+	_, t := h.s.target(rec, c.channel, c.ts, c.user.ID)
 	ok, known := false, true
 	if t != nil {
 		ok, known = h.s.who.cached(t, c.user.ID)
@@ -465,11 +462,6 @@ func (h *Interactions) act(ctx context.Context, c click) {
 		return
 	}
 	key, t := h.s.target(rec, c.channel, c.ts, c.user.ID)
-	if rec.Status == seam.StatusPending {
-		// Before the resolve: the request it ends lists the message,
-		// and its end edits it with the others.
-		h.adopt(ctx, rec, key, c)
-	}
 	if !h.mayAnswer(ctx, t, c) {
 		return
 	}
@@ -486,6 +478,9 @@ func (h *Interactions) act(ctx context.Context, c click) {
 	case res != nil: // nil: a control that does not fit its request
 		// The request read, and no other created under its id since.
 		res.Kind, res.From, res.Hash = rec.Kind, rec, rec.Hash
+		// Recorded before the resolve, the message is among those the
+		// resolve's end edits.
+		h.adopt(ctx, rec, key, c)
 		h.finish(ctx, *res, c)
 	}
 }
@@ -593,8 +588,10 @@ func (h *Interactions) late(ctx context.Context, rec *pending.Record, res *pendi
 }
 
 // adopt records c's message on rec, pending, when rec does not list it
-// (see Store.AdoptPost): a click that beat the recording of its message,
-// or a copy its posting never recorded. Slack may answer a post with an
+// (see Store.AdoptPost), just before c's answer resolves rec: a click
+// that beat the recording of its message, or a copy its posting never
+// recorded. (Not on a click that answers nothing: a request with a post
+// recorded is no longer one whose posting failed, to be discarded.) Slack may answer a post with an
 // error after making it, and the post made again is a second copy: when
 // the bridge could not look for the first (no history scope), a click is
 // how it learns of it, and the request's end then edits every copy.

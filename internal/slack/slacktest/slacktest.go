@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -716,14 +717,15 @@ func (f *FakeSlack) known(channel string) bool {
 
 // Messages returns the messages in channel that were posted and not
 // deleted, as conversations.history holds them: each call carried out,
-// whatever it was answered.
+// whatever it was answered. Each is a copy, as it is now: an edit
+// replaces the fake's own as the caller reads it.
 func (f *FakeSlack) Messages(channel string) []map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []map[string]any
 	for _, m := range f.posted[channel] {
 		if ts, _ := m["ts"].(string); !f.gone[ts] {
-			out = append(out, m)
+			out = append(out, maps.Clone(m))
 		}
 	}
 	return out
