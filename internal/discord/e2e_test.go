@@ -990,77 +990,59 @@ func TestEndInAClosedThreadIsEdited(t *testing.T) {
 	}
 }
 
-// A closed thread opened to edit a message and closed again before the
-// edit (by the edit of another request's message there, done first) is
-// opened again, and the edit lands.
-func TestEndInAThreadClosedAgainBeforeTheEdit(t *testing.T) {
-	b := start(t, threadTarget)
-	b.create(t, "/v1/questions", cleanupQuestion())
-	thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
-	id := b.create(t, "/v1/questions", cleanupQuestion())
-	b.fake.ArchiveThread(thread)
-	edits := 0
-	held, release := b.fake.Hold("edit", func(c discord.FakeCall) bool {
-		edits++
-		return edits == 2
-	})
-	cancelled := apptest.Go(b.URL(), http.MethodDelete, "/v1/questions/"+id, nil)
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no edit after the thread was opened")
-	}
-	b.fake.ArchiveThread(thread)
-	release()
-	if r := <-cancelled; r.Err != nil || r.Status != http.StatusOK {
-		t.Fatalf("cancel: %d %v", r.Status, r.Err)
-	}
-	if edits := b.fake.Calls("edit"); len(edits) != 1 || !noControls(edits[0].Body) {
-		t.Fatalf("edits that landed: %+v; want the message without controls", edits)
-	}
-	if !b.fake.ThreadArchived(thread) {
-		t.Error("the thread is left open")
-	}
-}
-
-// A closed thread opened to edit a message, in which a person writes
-// before the edit is done (which would open it anyway), is left open: it
-// is in use again.
-func TestEndInAClosedThreadLeavesItOpenOnceUsed(t *testing.T) {
-	b := start(t, threadTarget)
-	b.create(t, "/v1/questions", cleanupQuestion())
-	thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
-	id := b.create(t, "/v1/questions", cleanupQuestion())
-	b.fake.ArchiveThread(thread)
-	// The edit that follows the opening is held while a person writes.
-	// The first edit is refused (the thread is closed), the second comes
-	// after the opening.
-	edits := 0
-	held, release := b.fake.Hold("edit", func(c discord.FakeCall) bool {
-		edits++
-		return edits == 2
-	})
-	cancelled := apptest.Go(b.URL(), http.MethodDelete, "/v1/questions/"+id, nil)
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no edit after the thread was opened")
-	}
-	b.fake.PostInThread(thread)
-	release()
-	if r := <-cancelled; r.Err != nil || r.Status != http.StatusOK {
-		t.Fatalf("cancel: %d %v", r.Status, r.Err)
-	}
-	if edits := b.fake.Calls("edit"); len(edits) != 1 || !noControls(edits[0].Body) {
-		t.Fatalf("edits that landed: %+v; want the message without controls", edits)
-	}
-	if b.fake.ThreadArchived(thread) {
-		t.Error("the thread was closed again under the person who wrote in it")
-	}
-	for _, c := range b.fake.AllCalls("modify channel") {
-		if c.Body["archived"] == true {
-			t.Errorf("the thread was asked to close: %+v", c.Body)
-		}
+// A closed thread opened to edit a message, that changes before the edit
+// is done: closed again (by the edit of another request's message there,
+// done first), it is opened again and the edit lands, and it is closed
+// after; written in by a person (which would open it anyway), it is left
+// open: it is in use again.
+func TestEndInAThreadThatChangesBeforeTheEdit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		meanwhile func(f *discord.FakeDiscord, thread string)
+		archived  bool // at the end
+	}{
+		{"closed again", (*discord.FakeDiscord).ArchiveThread, true},
+		{"written in", (*discord.FakeDiscord).PostInThread, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, threadTarget)
+			b.create(t, "/v1/questions", cleanupQuestion())
+			thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			b.fake.ArchiveThread(thread)
+			// The first edit is refused (the thread is closed); the
+			// second, after the opening, is held while the thread changes.
+			edits := 0
+			held, release := b.fake.Hold("edit", func(c discord.FakeCall) bool {
+				edits++
+				return edits == 2
+			})
+			cancelled := apptest.Go(b.URL(), http.MethodDelete, "/v1/questions/"+id, nil)
+			select {
+			case <-held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no edit after the thread was opened")
+			}
+			tc.meanwhile(b.fake, thread)
+			release()
+			if r := <-cancelled; r.Err != nil || r.Status != http.StatusOK {
+				t.Fatalf("cancel: %d %v", r.Status, r.Err)
+			}
+			if edits := b.fake.Calls("edit"); len(edits) != 1 || !noControls(edits[0].Body) {
+				t.Fatalf("edits that landed: %+v; want the message without controls", edits)
+			}
+			if got := b.fake.ThreadArchived(thread); got != tc.archived {
+				t.Errorf("the thread archived at the end: %v; want %v", got, tc.archived)
+			}
+			if tc.archived {
+				return
+			}
+			for _, c := range b.fake.AllCalls("modify channel") {
+				if c.Body["archived"] == true {
+					t.Errorf("the thread was asked to close: %+v", c.Body)
+				}
+			}
+		})
 	}
 }
 

@@ -1025,6 +1025,22 @@ func stream(ctx context.Context, t *testing.T, c *http.Client, url string) (next
 	}, lines
 }
 
+// waitEnded reads events until the stream ends, failing t with why when
+// ctx ends first.
+func waitEnded(ctx context.Context, t *testing.T, events <-chan string, why string) {
+	t.Helper()
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal(why)
+		}
+	}
+}
+
 func TestLiveEvents(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
@@ -1060,16 +1076,7 @@ func TestLiveEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		for {
-			select {
-			case _, ok := <-events:
-				if !ok {
-					return
-				}
-			case <-ctx.Done():
-				t.Fatal("the stream of a signed-out session is still open")
-			}
-		}
+		waitEnded(ctx, t, events, "the stream of a signed-out session is still open")
 	})
 	t.Run("shutdown ends streams", func(t *testing.T) {
 		b.web.Shutdown()
@@ -1319,16 +1326,7 @@ func TestLiveStreamEndsWithItsCredential(t *testing.T) {
 			defer cancel()
 			next, events := stream(ctx, t, c, b.srv.URL+path)
 			next() // what the page shows
-			for {
-				select {
-				case _, ok := <-events:
-					if !ok {
-						return
-					}
-				case <-ctx.Done():
-					t.Fatal("the stream is still open after its credential expired")
-				}
-			}
+			waitEnded(ctx, t, events, "the stream is still open after its credential expired")
 		})
 	}
 
