@@ -600,8 +600,7 @@ func (s *Server) tooManyStreams(w http.ResponseWriter, r *http.Request, replicaF
 			"link_streams", links, "streams", all, "remote", r.RemoteAddr)
 	}
 	w.Header().Set("Retry-After", "30")
-	e := errTooManyStreams
-	writeJSON(w, e.status, map[string]any{"error": map[string]string{"code": e.code, "message": e.msg}})
+	writeError(w, errTooManyStreams)
 }
 
 // refuseStream refuses a stream whose session could not be checked: the

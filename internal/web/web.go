@@ -309,6 +309,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// writeError writes e as the API writes its errors:
+// {"error":{"code","message","field"}}.
+func writeError(w http.ResponseWriter, e *webError) {
+	body := map[string]string{"code": e.code, "message": e.msg}
+	if e.field != "" {
+		body["field"] = e.field
+	}
+	writeJSON(w, e.status, map[string]any{"error": body})
+}
+
 // api adapts a JSON handler: its error is written as
 // {"error":{"code","message","field"}}.
 func (s *Server) api(h func(http.ResponseWriter, *http.Request) error) http.Handler {
@@ -321,11 +331,7 @@ func (s *Server) api(h func(http.ResponseWriter, *http.Request) error) http.Hand
 			if e.status >= 500 {
 				s.log.Log(r.Context(), s.store.LogLevel(err), "web call failed", "path", r.URL.Path, "status", e.status, "err", err)
 			}
-			body := map[string]string{"code": e.code, "message": e.msg}
-			if e.field != "" {
-				body["field"] = e.field
-			}
-			writeJSON(w, e.status, map[string]any{"error": body})
+			writeError(w, e)
 		}
 	})
 }
