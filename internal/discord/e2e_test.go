@@ -824,6 +824,35 @@ func TestDeadSessionThread(t *testing.T) {
 	})
 }
 
+// A session's thread that was closed (archived, not locked: by a person,
+// or by Discord after a week without a message) takes the session's next
+// request, whose message opens it again, as any message sent in an
+// archived thread does on Discord: no new thread, no call to open it.
+func TestClosedSessionThreadTakesTheNextRequest(t *testing.T) {
+	b := start(t, threadTarget)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	thread := b.fake.WaitCalls(t, "thread", 1)[0].MessageID
+	b.fake.ArchiveThread(thread)
+
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	if msg := b.fake.WaitCalls(t, "create", 2)[1]; msg.Channel != thread {
+		t.Fatalf("the session's next request went to %s; want its closed thread %s", msg.Channel, thread)
+	}
+	if n := len(b.fake.AllCalls("thread")); n != 1 {
+		t.Errorf("%d threads started; want the session's one", n)
+	}
+	if n := len(b.fake.AllCalls("modify channel")); n != 0 {
+		t.Errorf("%d calls to change the thread; want none (the message opens it)", n)
+	}
+	if b.fake.ThreadArchived(thread) {
+		t.Error("the thread is still closed after a message was sent in it")
+	}
+	p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+	if len(p) != 1 || p[0].(map[string]any)["channel"] != thread {
+		t.Errorf("recorded posts %v; want one in the thread %s", p, thread)
+	}
+}
+
 // A click on a message whose request the store no longer has (its post's
 // reply was lost and the request discarded) edits that message in the
 // answer: nothing else would take its buttons off.

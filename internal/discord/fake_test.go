@@ -199,11 +199,12 @@ func (f *FakeDiscord) LockThread(id string) {
 }
 
 // ArchiveThread archives (closes) a thread the fake started, as a person
-// does or as Discord does after a week without a message: posts in it and
-// edits of its messages then fail (400 Thread is archived, 50083) until it
-// is opened again (PATCH archived false, which a bot may do while the
-// thread is not locked; a locked one only with Manage Threads). The bot,
-// which started the thread, may close it again (PATCH archived true).
+// does or as Discord does after a week without a message: edits of its
+// messages then fail (400 Thread is archived, 50083) until it is opened
+// again, by a message sent in it or by PATCH archived false (which a bot
+// may do while the thread is not locked; a locked one only with Manage
+// Threads). The bot, which started the thread, may close it again (PATCH
+// archived true), as a thread's creator may.
 func (f *FakeDiscord) ArchiveThread(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -390,8 +391,12 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case th.deleted:
 			fail = &FakeFail{Status: http.StatusNotFound, Code: 10003, Message: "Unknown Channel"}
-		case th.locked, th.archived:
+		case th.locked, th.archived && c.Kind == "edit":
 			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50083, Message: "Thread is archived"}
+		case th.archived:
+			// A message sent in an archived thread opens it again,
+			// unless a moderator locked it (Discord's Threads topic).
+			th.setArchived(false, f.tick())
 		}
 	}
 	if th := f.threads[c.Channel]; fail == nil && c.Kind == "modify channel" {
