@@ -359,8 +359,8 @@ type messageCreate struct {
 }
 
 // create posts one message to channel, with nonce: a create Discord
-// applied but answered with a 5xx is retried, and the retry must not post
-// the message twice (the copy would never be recorded, so never edited,
+// applied but answered with a 5xx, or not at all, is retried, and the
+// retry must not post the message twice (the copy would never be recorded, so never edited,
 // and keep live controls).
 func (s *Surface) create(ctx context.Context, channel string, send *discordgo.MessageSend, nonce string) (*discordgo.Message, error) {
 	body := &messageCreate{MessageSend: send, Nonce: nonce, EnforceNonce: true}
@@ -436,9 +436,9 @@ func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *p
 		return err
 	})
 	if alreadyStarted(err) {
-		// A try that Discord carried out but answered with a 5xx: the
-		// retry finds the thread there, and a thread started from a
-		// message shares its id.
+		// A try that Discord carried out but answered with a 5xx, or
+		// not at all: the retry finds the thread there, and a thread
+		// started from a message shares its id.
 		return msgID, nil
 	}
 	if err == nil && (th == nil || th.ID == "") {

@@ -151,6 +151,10 @@ type FakeFail struct {
 	// Applied: Discord carried the call out before the failure, as when
 	// a proxy in front of it answers 502 for a create that went through.
 	Applied bool
+	// Drop closes the connection without an answer, as a proxy or the
+	// network may once the call is in (after carrying it out, with
+	// Applied). The call is recorded with Status 0.
+	Drop bool
 }
 
 // NewFakeDiscord starts a fake that accepts token and stops with t.
@@ -422,6 +426,14 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if fail != nil && fail.Applied {
 		c.MessageID, _ = f.apply(c, r.Header.Get("Authorization"), id)
+	}
+	if fail != nil && fail.Drop {
+		c.Status = 0
+		f.record(c)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
 	}
 	if fail != nil {
 		c.Status = fail.Status

@@ -106,60 +106,72 @@ func TestFaultDiscordGlobalRateLimit(t *testing.T) {
 	}
 }
 
-// TestFaultDiscordCreateAppliedThen502: Discord posts the message but the
-// answer is lost to a 502 (from a proxy in front of it, say), and the
-// bridge tries again. The retry carries the first try's nonce with
-// enforce_nonce, so Discord answers with the message it posted: one
-// message, recorded, and edited when the request ends. Without the nonce
-// a second copy went up that was never recorded, so never edited: its
-// buttons stayed live after the request ended.
-func TestFaultDiscordCreateAppliedThen502(t *testing.T) {
-	b := start(t, defaultTarget)
-	b.fake.FailNext("create", discord.FakeFail{Status: http.StatusBadGateway, Applied: true})
-	id := b.create(t, "/v1/questions", cleanupQuestion())
+// TestFaultDiscordCreateAppliedThenFailed: Discord posts the message but
+// the answer is lost, to a 502 (from a proxy in front of it, say) or to a
+// connection dropped before it came, and the bridge tries again. The
+// retry carries the first try's nonce with enforce_nonce, so Discord
+// answers with the message it posted: one message, recorded, and edited
+// when the request ends. Without the nonce a second copy went up that was
+// never recorded, so never edited: its buttons stayed live after the
+// request ended. (Until 2026-12-05 a dropped connection was not tried
+// again: the agent got NO_PROVIDER, and the message stayed live.)
+func TestFaultDiscordCreateAppliedThenFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail discord.FakeFail
+	}{
+		{"502", discord.FakeFail{Status: http.StatusBadGateway, Applied: true}},
+		{"connection dropped", discord.FakeFail{Drop: true, Applied: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			b.fake.FailNext("create", tc.fail)
+			id := b.create(t, "/v1/questions", cleanupQuestion())
 
-	posted := b.fake.Posted()
-	if len(posted) != 1 {
-		t.Errorf("%d messages posted for one request; want 1", len(posted))
-	}
-	msg := posted[0]
-	tries := b.fake.AllCalls("create")
-	if len(tries) != 2 || tries[0].Status != http.StatusBadGateway || tries[1].MessageID != msg.MessageID {
-		var got []string
-		for _, c := range tries {
-			got = append(got, fmt.Sprintf("%d %s", c.Status, c.MessageID))
-		}
-		t.Errorf("creates answered %v; want a 502 and a retry answered with message %s", got, msg.MessageID)
-	}
-	nonce, _ := tries[0].Body["nonce"].(string)
-	if nonce == "" || len(nonce) > 25 || tries[1].Body["nonce"] != nonce || tries[1].Body["enforce_nonce"] != true {
-		t.Errorf("nonces %v and %v (enforce_nonce %v); want one nonce of at most 25 characters on both tries, enforced",
-			tries[0].Body["nonce"], tries[1].Body["nonce"], tries[1].Body["enforce_nonce"])
-	}
-	p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
-	if len(p) != 1 || p[0].(map[string]any)["message_id"] != msg.MessageID {
-		t.Errorf("recorded posts %v; want message %s alone", p, msg.MessageID)
-	}
+			posted := b.fake.Posted()
+			if len(posted) != 1 {
+				t.Errorf("%d messages posted for one request; want 1", len(posted))
+			}
+			msg := posted[0]
+			tries := b.fake.AllCalls("create")
+			if len(tries) != 2 || tries[0].Status != tc.fail.Status || tries[1].MessageID != msg.MessageID {
+				var got []string
+				for _, c := range tries {
+					got = append(got, fmt.Sprintf("%d %s", c.Status, c.MessageID))
+				}
+				t.Errorf("creates answered %v; want %d and a retry answered with message %s", got, tc.fail.Status, msg.MessageID)
+			}
+			nonce, _ := tries[0].Body["nonce"].(string)
+			if nonce == "" || len(nonce) > 25 || tries[1].Body["nonce"] != nonce || tries[1].Body["enforce_nonce"] != true {
+				t.Errorf("nonces %v and %v (enforce_nonce %v); want one nonce of at most 25 characters on both tries, enforced",
+					tries[0].Body["nonce"], tries[1].Body["nonce"], tries[1].Body["enforce_nonce"])
+			}
+			p, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+			if len(p) != 1 || p[0].(map[string]any)["message_id"] != msg.MessageID {
+				t.Errorf("recorded posts %v; want message %s alone", p, msg.MessageID)
+			}
 
-	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
-		t.Fatalf("cancel: %d", status)
-	}
-	// The request's recorded messages are edited in one go: once one is,
-	// a message not edited by then never will be.
-	b.fake.WaitCalls(t, "edit", 1)
-	edited := map[string]bool{}
-	for _, e := range b.fake.Calls("edit") {
-		edited[e.MessageID] = noControls(e.Body)
-	}
-	for _, m := range posted {
-		if !edited[m.MessageID] {
-			t.Errorf("message %s keeps its controls after the request was cancelled", m.MessageID)
-		}
-	}
+			if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+				t.Fatalf("cancel: %d", status)
+			}
+			// The request's recorded messages are edited in one go: once one is,
+			// a message not edited by then never will be.
+			b.fake.WaitCalls(t, "edit", 1)
+			edited := map[string]bool{}
+			for _, e := range b.fake.Calls("edit") {
+				edited[e.MessageID] = noControls(e.Body)
+			}
+			for _, m := range posted {
+				if !edited[m.MessageID] {
+					t.Errorf("message %s keeps its controls after the request was cancelled", m.MessageID)
+				}
+			}
 
-	// The next request's message is a message of its own.
-	b.create(t, "/v1/questions", cleanupQuestion())
-	if got := b.fake.Posted(); len(got) != len(posted)+1 || got[len(got)-1].MessageID == msg.MessageID {
-		t.Errorf("after the next request %d messages are posted; want one more, a new one", len(got))
+			// The next request's message is a message of its own.
+			b.create(t, "/v1/questions", cleanupQuestion())
+			if got := b.fake.Posted(); len(got) != len(posted)+1 || got[len(got)-1].MessageID == msg.MessageID {
+				t.Errorf("after the next request %d messages are posted; want one more, a new one", len(got))
+			}
+		})
 	}
 }

@@ -367,11 +367,12 @@ func okCount(calls []slacktest.FakeCall) int {
 }
 
 // Slack may answer a chat.postMessage with internal_error or a 5xx after it
-// has posted the message. With the history scope the bridge finds that
-// message instead of posting the request again: one message, recorded,
-// and edited when the request ends. Without it the request is posted
-// again (and may show twice, the first copy never edited), so that it is
-// asked at all.
+// has posted the message, and a connection may drop once the post is in,
+// before or after Slack made it. With the history scope the bridge finds
+// that message instead of posting the request again: one message,
+// recorded, and edited when the request ends. Without it the request is
+// posted again (and may show twice, the first copy never edited), so that
+// it is asked at all.
 func TestFaultSlackPostAppliedThenFailed(t *testing.T) {
 	const all = "chat:write,usergroups:read,channels:history,groups:history"
 	for _, tc := range []struct {
@@ -383,6 +384,9 @@ func TestFaultSlackPostAppliedThenFailed(t *testing.T) {
 	}{
 		{"internal_error", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, "", 1},
 		{"HTTP 500", slacktest.FakeFail{Status: http.StatusInternalServerError, Applied: true}, all, "", 1},
+		{"the connection dropped after the post", slacktest.FakeFail{Drop: true, Applied: true}, all, "", 1},
+		{"the connection dropped before the post", slacktest.FakeFail{Drop: true}, all, "", 1},
+		{"dropped, without channels:history", slacktest.FakeFail{Drop: true, Applied: true}, "chat:write,usergroups:read", "", 2},
 		{"the lookup rate limited", slacktest.FakeFail{Error: "internal_error", Applied: true}, all, "1", 1},
 		// A minute's wait (conversations.history for an app outside the
 		// Marketplace) leaves the post no time: it is posted again.

@@ -291,7 +291,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			if err == nil {
 				s.learnConversation(tc.Channel, channel)
 			}
-			if status, _ := surface.StatusOf(err); status >= 500 && maybe.IsZero() {
+			if surface.MayHaveApplied(err) && maybe.IsZero() {
 				// A minute early: Slack's clock, which dates the message,
 				// may be behind this one.
 				maybe, looked = began.Add(-time.Minute), false

@@ -8,11 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -20,9 +23,11 @@ import (
 
 // Retry is the one retry policy of every call a surface makes to its
 // platform: a 2xx answer is done; a 429 waits Retry-After and tries again;
-// a 5xx tries again after a growing backoff; any other failure (other 4xx,
-// Slack's {"ok":false}, a network error) fails at once. ctx is checked
-// before every attempt and during every wait, and the attempts are bounded.
+// a 5xx, or a call sent and never answered (its connection dropped, or
+// its attempt timed out), tries again after a growing backoff; any other
+// failure (other 4xx, Slack's {"ok":false}, another network error) fails
+// at once. ctx is checked before every attempt and during every wait, and
+// the attempts are bounded.
 //
 // The zero value is the default policy.
 type Retry struct {
@@ -32,9 +37,9 @@ type Retry struct {
 	RateLimitWait time.Duration // wait after a 429 that names no Retry-After; default 1s
 	MaxWait       time.Duration // a 429 asking for longer fails at once; default 60s
 
-	// Once marks a call that a 5xx may have applied, a POST that is not
-	// idempotent: a 5xx is not tried again (a 429 and a failure to
-	// connect, which apply nothing, still are).
+	// Once marks a call that a 5xx or a lost answer may have applied, a
+	// POST that is not idempotent: neither is tried again (a 429 and a
+	// failure to connect, which apply nothing, still are).
 	Once bool
 
 	// Sleep waits d or until ctx ends. Tests replace it to record the waits
@@ -128,7 +133,7 @@ func (r Retry) classify(err error, backoff *time.Duration) (time.Duration, bool)
 			wait = r.RateLimitWait
 		}
 		return wait, wait <= r.MaxWait
-	case notSent(err), status >= 500 && !r.Once:
+	case notSent(err), MayHaveApplied(err) && !r.Once:
 		wait := *backoff
 		*backoff = min(2**backoff, r.MaxBackoff)
 		return wait, true
@@ -139,10 +144,31 @@ func (r Retry) classify(err error, backoff *time.Duration) (time.Duration, bool)
 // notSent reports whether err is a failure to connect (refused, no route,
 // a name that did not resolve): the call never reached the platform, so
 // trying again can't apply it twice. A failure once connected may have
-// been applied, and is not retried.
+// been applied (unanswered).
 func notSent(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// unanswered reports whether err is a call that went out and got no
+// answer: the connection dropped (reset, closed) or the attempt timed out
+// once connected. The platform may have carried it out, as with a 5xx.
+func unanswered(err error) bool {
+	var ue *url.Error
+	if !errors.As(err, &ue) || notSent(err) {
+		return false
+	}
+	return ue.Timeout() || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// MayHaveApplied reports whether a call that failed with err may have been
+// carried out all the same: the platform answered with a 5xx (or Slack's
+// internal_error), or never answered at all. Trying such a call again may
+// do it twice, unless the call is idempotent or looks first.
+func MayHaveApplied(err error) bool {
+	status, _ := StatusOf(err)
+	return status >= 500 || unanswered(err)
 }
 
 // Slack's {"ok":false} errors that mean "try again later" rather than "this

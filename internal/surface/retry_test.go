@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -45,6 +46,13 @@ func refused() error {
 		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
 }
 
+// reset is what an HTTP client returns when the connection is reset after
+// the request went out.
+func reset() error {
+	return &url.Error{Op: "Post", URL: "https://slack.com/api/chat.postMessage",
+		Err: &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}
+}
+
 func TestRetryPolicy(t *testing.T) {
 	status := func(code int) error { return slackapi.StatusCodeError{Code: code, Status: http.StatusText(code)} }
 	for _, tc := range []struct {
@@ -67,7 +75,9 @@ func TestRetryPolicy(t *testing.T) {
 		{"ok:false fails at once", []error{slackapi.SlackErrorResponse{Err: "channel_not_found"}}, true, 1, nil},
 		{"a refused connection backs off (nothing was sent)", []error{refused(), refused()}, false, 3, []time.Duration{500 * time.Millisecond, time.Second}},
 		{"a name that did not resolve backs off", []error{&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "slack.com", IsTemporary: true}}}, false, 2, []time.Duration{500 * time.Millisecond}},
-		{"a failure once connected fails at once (it may have been applied)", []error{&url.Error{Op: "Post", URL: "https://slack.com/api/chat.postMessage", Err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}}}, true, 1, nil},
+		{"a connection reset once sent backs off as a 5xx", []error{reset()}, false, 2, []time.Duration{500 * time.Millisecond}},
+		{"a connection closed once sent backs off as a 5xx", []error{&url.Error{Op: "Post", URL: "https://slack.com/api/chat.postMessage", Err: io.EOF}}, false, 2, []time.Duration{500 * time.Millisecond}},
+		{"another failure once connected fails at once", []error{&url.Error{Op: "Post", URL: "https://slack.com/api/chat.postMessage", Err: errors.New("tls: bad certificate")}}, true, 1, nil},
 		{"an untyped network error fails at once", []error{errors.New("dial tcp: connection refused")}, true, 1, nil},
 		{"a Retry-After beyond MaxWait fails at once", []error{&slackapi.RateLimitedError{RetryAfter: 2 * time.Minute}}, true, 1, nil},
 		{"attempts are bounded", []error{status(500), status(500), status(500), status(500), status(500), status(500)}, true, 5,
@@ -75,6 +85,7 @@ func TestRetryPolicy(t *testing.T) {
 		{"once: a 5xx fails at once (it may have been applied)", []error{status(500)}, true, 1, nil},
 		{"once: a 429 still waits", []error{&HTTPError{Status: 429, RetryAfter: time.Second}}, false, 2, []time.Duration{time.Second}},
 		{"once: a refused connection still backs off", []error{refused()}, false, 2, []time.Duration{500 * time.Millisecond}},
+		{"once: a connection reset once sent fails at once (it may have been applied)", []error{reset()}, true, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, waits := recorder()
@@ -201,5 +212,44 @@ func TestNotSentIsWhatAClientReturns(t *testing.T) {
 	_, err = http.Post("http://"+addr+"/api/chat.postMessage", "application/json", strings.NewReader("{}"))
 	if err == nil || !notSent(err) {
 		t.Errorf("notSent(%v) = false, want true", err)
+	}
+}
+
+// What an HTTP client returns for a call that reached the platform and got
+// no answer (the connection closed, or the attempt timed out) may have
+// been applied; a 4xx, or a call that never went out, was not.
+func TestMayHaveAppliedIsWhatAClientReturns(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/drop":
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				c.Close()
+			}
+		case "/slow":
+			<-release
+		default:
+			http.Error(w, "no", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	client := &http.Client{Timeout: 50 * time.Millisecond}
+	post := func(path string) error {
+		resp, err := client.Post(srv.URL+path, "application/json", strings.NewReader("{}"))
+		if err == nil {
+			err = CheckResponse(resp)
+			resp.Body.Close()
+		}
+		return err
+	}
+	for path, want := range map[string]bool{"/drop": true, "/slow": true, "/missing": false} {
+		if err := post(path); err == nil || MayHaveApplied(err) != want {
+			t.Errorf("%s: MayHaveApplied(%v) = %v, want %v", path, err, !want, want)
+		}
+	}
+	if err := refused(); MayHaveApplied(err) {
+		t.Errorf("MayHaveApplied(%v) = true for a call that never went out", err)
 	}
 }

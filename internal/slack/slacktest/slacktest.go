@@ -103,6 +103,10 @@ type FakeFail struct {
 	// AppliedBy, with Applied, makes the message carried out another
 	// app's: its bot_id, as if that app had copied the request's blocks.
 	AppliedBy string
+	// Drop closes the connection without an answer, as a proxy or the
+	// network may once the call is in; with Applied, after carrying it
+	// out. The call is recorded with Status 0.
+	Drop bool
 }
 
 // NewFakeSlack starts a fake that accepts token and stops with t.
@@ -343,6 +347,7 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		if call.Status = cmp.Or(fail.Status, http.StatusOK); call.Status == http.StatusOK {
 			resp = failure(fail.Error)
 		}
+	case fail != nil && fail.Drop:
 	case fail != nil && fail.Status != 0:
 		call.Status = fail.Status
 	case fail != nil:
@@ -350,10 +355,19 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		resp, call.OK = f.answer(&call)
 	}
+	if fail != nil && fail.Drop {
+		call.Status, call.OK = 0, false
+	}
 	hook := f.keep(call)
 	f.mu.Unlock()
 	if hook != nil {
 		defer hook(call)
+	}
+	if fail != nil && fail.Drop {
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close()
+		}
+		return
 	}
 
 	if call.Status != http.StatusOK {
@@ -421,10 +435,19 @@ func (f *FakeSlack) respond(w http.ResponseWriter, r *http.Request) {
 		call.User, call.OK = parts[1], true
 	}
 	call.Status = status
+	if fail != nil && fail.Drop {
+		call.Status, call.OK = 0, false
+	}
 	hook := f.keep(call)
 	f.mu.Unlock()
 	if hook != nil {
 		defer hook(call)
+	}
+	if fail != nil && fail.Drop {
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close()
+		}
+		return
 	}
 	w.WriteHeader(status)
 	io.WriteString(w, answer)
