@@ -133,6 +133,7 @@ func TestConfigCheckUsage(t *testing.T) {
 // exits 1 on a problem, with no secret in its output.
 func TestConfigCheckConnect(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, "xoxb-LEAK-bot")
+	fake.Scopes += ",channels:read" // C1 can be read
 	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
 	m := miniredis.RunT(t)
 	m.RequireAuth("LEAK-pw")

@@ -68,8 +68,9 @@ func TestCheck(t *testing.T) {
 	}, {
 		name: "scopes the bridge does not ask for",
 		setup: func(f *slacktest.FakeSlack) {
-			f.SetChannel("C2", slacktest.FakeChannel{Name: "ops", Archived: true, Member: true})
-			f.FailNext("conversations.info", slacktest.FakeFail{Error: "missing_scope"})
+			f.Scopes = "chat:write,usergroups:read,channels:history,groups:history,groups:read" // no channels:read
+			f.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+			f.SetChannel("C2", slacktest.FakeChannel{Name: "ops", Private: true, Archived: true, Member: true})
 			f.FailNext("usergroups.users.list", slacktest.FakeFail{Error: "missing_scope"})
 		},
 		want: []string{
@@ -107,6 +108,7 @@ func TestCheck(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := slacktest.NewFakeSlack(t, testToken)
+			fake.Scopes += ",channels:read,groups:read" // the channels can be read
 			if tc.setup != nil {
 				tc.setup(fake)
 			}

@@ -550,6 +550,34 @@ func TestFaultSlackDMKnownPostAppliedThenFailed(t *testing.T) {
 	}
 }
 
+// A group DM's history takes mpim:history, not a private channel's
+// groups:history: with it a post Slack made and failed is found there and
+// not made again; with groups:history only, it shows twice.
+func TestFaultSlackGroupDMPostAppliedThenFailed(t *testing.T) {
+	for _, tc := range []struct {
+		scopes   string
+		messages int
+	}{
+		{"chat:write,mpim:history", 1},
+		{"chat:write,channels:history,groups:history", 2},
+	} {
+		t.Run(tc.scopes, func(t *testing.T) {
+			b := start(t, `
+      - slack:
+          channel: G0TEAM`)
+			b.fake.SetChannel("G0TEAM", slacktest.FakeChannel{Name: "mpdm-ada--bo--askbridge-1", Member: true, GroupDM: true})
+			b.fake.Scopes = tc.scopes
+			b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "internal_error", Applied: true})
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			msgs := b.fake.Messages("G0TEAM")
+			posts, _ := b.get(t, "/v1/questions", id).M["posts"].([]any)
+			if len(msgs) != tc.messages || len(posts) != 1 || posts[0].(map[string]any)["message_id"] != msgs[len(msgs)-1]["ts"] {
+				t.Errorf("recorded %v of %d messages in the group DM; want the last of %d", posts, len(msgs), tc.messages)
+			}
+		})
+	}
+}
+
 // Where the bridge can't look for a post Slack made and failed (a DM
 // without im:history, a channel without channels:history), the request
 // shows twice, the later copy recorded. A click on the other copy is

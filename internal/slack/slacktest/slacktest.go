@@ -203,11 +203,14 @@ func (f *FakeSlack) SetGroup(group string, users ...string) {
 	f.groups[group] = users
 }
 
-// FakeChannel is a channel as conversations.info describes it.
+// FakeChannel is a conversation as conversations.info describes it: a
+// public channel, a private one, a group DM (GroupDM), or, when its id is
+// a D…, the bot's DM with a person.
 type FakeChannel struct {
 	Name     string
 	Member   bool // the bot is in it
 	Private  bool
+	GroupDM  bool // a group DM (an mpim): private, with no name of its own
 	Archived bool
 }
 
@@ -641,9 +644,21 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if !ok {
 			return failure("channel_not_found"), false
 		}
+		// Reading a conversation takes its kind's scope (channels:read,
+		// groups:read, im:read, mpim:read), as reading its history does.
+		if need := f.scopeOf(id, "read"); !f.granted(need) {
+			return missingScope(need, f.Scopes), false
+		}
+		if strings.HasPrefix(id, "D") {
+			return map[string]any{"ok": true, "channel": map[string]any{
+				"id": id, "is_im": true, "user": "U" + id[1:], "is_archived": false, "is_org_shared": false,
+				"created": 1700000000, "is_user_deleted": false, "priority": 0,
+			}}, true
+		}
+		private := ch.Private || ch.GroupDM
 		return map[string]any{"ok": true, "channel": map[string]any{
-			"id": id, "name": ch.Name, "is_channel": !ch.Private, "is_group": false, "is_im": false, "is_mpim": false,
-			"is_private": ch.Private, "is_archived": ch.Archived, "is_general": false, "is_member": ch.Member,
+			"id": id, "name": ch.Name, "is_channel": !private, "is_group": false, "is_im": false, "is_mpim": ch.GroupDM,
+			"is_private": private, "is_archived": ch.Archived, "is_general": false, "is_member": ch.Member,
 			"created": 1700000000, "creator": "U0CREATOR1", "name_normalized": ch.Name,
 		}}, true
 	case "conversations.history", "conversations.replies":
@@ -675,19 +690,10 @@ func (f *FakeSlack) stamp() string {
 // Marketplace, its most: 15). f.mu is held.
 func (f *FakeSlack) history(c *FakeCall) (any, bool) {
 	ch := c.Field("channel")
-	// Each kind of conversation has its scope: a public channel's history
-	// is channels:history, a private one's groups:history, a DM's (D…)
-	// im:history. Slack refuses a token without it before it looks at the
-	// conversation, naming the scope it lacks.
-	need := "channels:history"
-	switch {
-	case strings.HasPrefix(ch, "D"):
-		need = "im:history"
-	case f.chans[ch].Private:
-		need = "groups:history"
-	}
-	if !slices.Contains(strings.Split(f.Scopes, ","), need) {
-		return map[string]any{"ok": false, "error": "missing_scope", "needed": need, "provided": f.Scopes}, false
+	// Slack refuses a token without the scope of the conversation's kind
+	// before it looks at the conversation, naming the scope it lacks.
+	if need := f.scopeOf(ch, "history"); !f.granted(need) {
+		return missingScope(need, f.Scopes), false
 	}
 	if known, ok := f.chans[ch]; ok && !known.Member {
 		return failure("not_in_channel"), false
@@ -729,6 +735,32 @@ func (f *FakeSlack) history(c *FakeCall) (any, bool) {
 		return map[string]any{"ok": true, "messages": out, "has_more": more}, true
 	}
 	return map[string]any{"ok": true, "messages": out, "has_more": more, "pin_count": 0, "channel_actions_ts": nil, "channel_actions_count": 0}, true
+}
+
+// scopeOf returns the scope that lets a bot token do what ("read",
+// "history") in conversation id: each kind of conversation has its own,
+// a public channel's channels:…, a private one's groups:…, a group DM's
+// mpim:… and a DM's (D…) im:…. f.mu is held.
+func (f *FakeSlack) scopeOf(id, what string) string {
+	switch {
+	case strings.HasPrefix(id, "D"):
+		return "im:" + what
+	case f.chans[id].GroupDM:
+		return "mpim:" + what
+	case f.chans[id].Private:
+		return "groups:" + what
+	}
+	return "channels:" + what
+}
+
+// granted reports whether the token has scope. f.mu is held.
+func (f *FakeSlack) granted(scope string) bool {
+	return slices.Contains(strings.Split(f.Scopes, ","), scope)
+}
+
+// missingScope is Slack's refusal of a call the token lacks a scope for.
+func missingScope(needed, provided string) map[string]any {
+	return map[string]any{"ok": false, "error": "missing_scope", "needed": needed, "provided": provided}
 }
 
 // known reports whether channel is one the fake knows of; any "C" one is,
