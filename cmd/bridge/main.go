@@ -228,8 +228,9 @@ as <secret>. Exits 0 when the file is valid, 1 when it is not.
 
 With --connect it then connects with the file's credentials instead of
 printing the configuration: Redis answers; the Slack bot token signs in
-and may post (chat:write), the bot is in each target's channel, each
-responders group can be read and has members;
+and may post (chat:write), the bot is in each target's channel, the
+token may read its history (so that a post Slack fails after making it
+is not made twice), each responders group can be read and has members;
 the Discord bot token signs in, application_id and public_key are the
 bot's application's, Discord sends interactions where the bridge takes
 them, the bot can see each target's channel. It changes nothing and

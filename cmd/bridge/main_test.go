@@ -150,15 +150,24 @@ func TestConfigCheckConnect(t *testing.T) {
 	}
 	good := write("redis://:LEAK-pw@"+m.Addr()+"/0", "C1")
 	for _, tc := range []struct {
-		name string
-		args []string
-		code int
-		want []string
+		name   string
+		args   []string
+		code   int
+		want   []string
+		absent []string
 	}{{
-		name: "all set",
-		args: []string{"config", "check", "--connect", good},
+		name:   "all set",
+		args:   []string{"config", "check", "--connect", good},
+		code:   exitOK,
+		want:   []string{"ok      redis: answers PING\n", "ok      slack: signed in to Fake Workspace", "ok      slack channel C1: #deploys, and @askbridge is in it\n"},
+		absent: []string{"the token lacks"}, // channels:history, as the manifest asks
+	}, {
+		// The manifest's scopes leave out im:history: a post Slack fails
+		// after making it can't be looked for in a person's DM.
+		name: "a person, without im:history",
+		args: []string{"config", "check", "--connect", write("redis://:LEAK-pw@"+m.Addr()+"/0", "U0ADA")},
 		code: exitOK,
-		want: []string{"ok      redis: answers PING\n", "ok      slack: signed in to Fake Workspace", "ok      slack channel C1: #deploys, and @askbridge is in it\n"},
+		want: []string{"note    slack channel U0ADA: the token lacks im:history, needed to read this DM: when Slack fails a post it has made here (internal_error), the bridge can't find the message and posts the request again, which may then show twice; add im:history (OAuth & Permissions, Bot Token Scopes) and reinstall the app\n"},
 	}, {
 		name: "the flag after the file",
 		args: []string{"config", "check", good, "--connect"},
@@ -183,6 +192,11 @@ func TestConfigCheckConnect(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(r.stdout, w) {
 					t.Errorf("stdout has no %q:\n%s", w, r.stdout)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(r.stdout, a) {
+					t.Errorf("stdout has %q:\n%s", a, r.stdout)
 				}
 			}
 			if strings.Contains(r.stdout+r.stderr, "LEAK") {

@@ -22,7 +22,8 @@ import (
 // members). With post, each channel is checked by posting a message to it
 // and deleting it; without, by reading the channel, and nothing in Slack
 // changes. A check Slack does not let the token make (a scope the bridge
-// itself does not need) is a note, not a problem.
+// itself does not need) is a note, not a problem; so is a channel whose
+// history the token can't read (checkHistory).
 func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bool) surface.Findings {
 	var fs surface.Findings
 	sc := cfg.Slack
@@ -52,19 +53,9 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 		return fs // every other call would fail the same way
 	}
 	fs.Add(surface.Fine, "slack", "signed in to %s (%s) as %s (%s)", who.Team, who.TeamID, who.User, who.UserID)
-	if granted, ok := scopes.get(); ok {
-		if !slices.Contains(granted, "chat:write") {
-			fs.Add(surface.Problem, "slack", "the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app")
-		}
-		var lacks []string
-		for _, s := range []string{"channels:history", "groups:history"} {
-			if !slices.Contains(granted, s) {
-				lacks = append(lacks, s)
-			}
-		}
-		if len(lacks) > 0 {
-			fs.Add(surface.Note, "slack", "the token lacks %s: when Slack fails a post it has made (internal_error), the bridge can't find the message in the channel and posts the request again, which may then show twice; add it and reinstall the app", strings.Join(lacks, " and "))
-		}
+	granted, scoped := scopes.get()
+	if scoped && !slices.Contains(granted, "chat:write") {
+		fs.Add(surface.Problem, "slack", "the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app")
 	}
 	if sc.AppToken.Reveal() != "" {
 		if _, _, err := api.StartSocketModeContext(ctx); err != nil {
@@ -85,10 +76,14 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 			targets = append(targets, t.Slack)
 			if ch := t.Slack.Channel; !channels[ch] {
 				channels[ch] = true
+				var info *slackapi.Channel
 				if post {
 					postTo(ctx, api, ch, who.User, &fs)
 				} else {
-					checkChannel(ctx, api, ch, who.User, &fs)
+					info = checkChannel(ctx, api, ch, who.User, &fs)
+				}
+				if scoped {
+					checkHistory(ch, info, granted, &fs)
 				}
 			}
 			for _, g := range t.Slack.Responders.Groups {
@@ -140,13 +135,16 @@ func person(channel string) bool {
 // channelNotFound is the finding for channel_not_found, with the bot's name.
 const channelNotFound = "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot"
 
-func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) {
+// checkChannel reads channel id (conversations.info) and says whether
+// the bot can post there. It returns what Slack said of the channel, nil
+// when it did not read it.
+func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs *surface.Findings) *slackapi.Channel {
 	what := "slack channel " + id
 	if person(id) {
 		// A person's id: chat.postMessage posts in the app's DM with
 		// them, which conversations.info does not know by that id.
 		fs.Add(surface.Note, what, "a person: messages go to @%s's DM with them, which only --post can check", bot)
-		return
+		return nil
 	}
 	ch, err := api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id})
 	switch {
@@ -156,6 +154,9 @@ func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs 
 		fs.Add(surface.Problem, what, channelNotFound, bot)
 	case err != nil:
 		fs.Add(surface.Problem, what, "conversations.info failed: %s", checkReason(err))
+	case ch.IsIM:
+		// A DM has no name, and Slack does not say is_member of it.
+		fs.Add(surface.Fine, what, "@%s's DM with %s", bot, ch.User)
 	case ch.IsArchived:
 		fs.Add(surface.Problem, what, "#%s is archived: nothing can be posted there", ch.Name)
 	case !ch.IsMember:
@@ -163,6 +164,68 @@ func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs 
 	default:
 		fs.Add(surface.Fine, what, "#%s, and @%s is in it", ch.Name, bot)
 	}
+	if err != nil {
+		return nil
+	}
+	return ch
+}
+
+// conversationKind is a kind of Slack conversation, with the scope that
+// reads its history (conversations.history, conversations.replies).
+type conversationKind struct{ name, history string }
+
+var (
+	publicChannel  = conversationKind{"public channel", "channels:history"}
+	privateChannel = conversationKind{"private channel", "groups:history"}
+	groupDM        = conversationKind{"group DM", "mpim:history"}
+	directMessage  = conversationKind{"DM", "im:history"}
+)
+
+// kindsOf returns the kinds of conversation a target's channel id may
+// be: the one Slack said (ch, from conversations.info), else each that
+// its id allows.
+func kindsOf(id string, ch *slackapi.Channel) []conversationKind {
+	switch {
+	case ch != nil && ch.IsIM:
+		return []conversationKind{directMessage}
+	case ch != nil && ch.IsMpIM:
+		return []conversationKind{groupDM}
+	case ch != nil && (ch.IsPrivate || ch.IsGroup):
+		return []conversationKind{privateChannel}
+	case ch != nil:
+		return []conversationKind{publicChannel}
+	case person(id) || strings.HasPrefix(id, "D"):
+		return []conversationKind{directMessage} // a person's posts go to the app's DM with them
+	case strings.HasPrefix(id, "G"):
+		return []conversationKind{privateChannel, groupDM} // a group DM's id, or an older private channel's
+	default:
+		return []conversationKind{publicChannel, privateChannel} // C…, or a channel's name
+	}
+}
+
+// checkHistory notes a target's channel whose history the token (with
+// the scopes granted) can't read. When Slack fails a post it has made
+// (internal_error), the bridge looks there for the message before posting
+// again; it can't without the history scope of the conversation's kind,
+// and the request may then show twice. ch is what Slack said of the
+// channel, nil when it was not read: then every kind its id allows counts.
+func checkHistory(id string, ch *slackapi.Channel, granted []string, fs *surface.Findings) {
+	kinds := kindsOf(id, ch)
+	var lacks, of []string
+	for _, k := range kinds {
+		if !slices.Contains(granted, k.history) {
+			lacks, of = append(lacks, k.history), append(of, k.name)
+		}
+	}
+	if len(lacks) == 0 {
+		return
+	}
+	scopes := strings.Join(lacks, " and ")
+	read := "this " + of[0]
+	if len(kinds) > 1 {
+		read = "it if it is a " + strings.Join(of, " or a ") + " (not checked)"
+	}
+	fs.Add(surface.Note, "slack channel "+id, "the token lacks %s, needed to read %s: when Slack fails a post it has made here (internal_error), the bridge can't find the message and posts the request again, which may then show twice; add %s (OAuth & Permissions, Bot Token Scopes) and reinstall the app", scopes, read, scopes)
 }
 
 // postTo posts surface.CheckText to channel id and deletes it.

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,9 +91,10 @@ func TestCheck(t *testing.T) {
 		want: []string{
 			"ok      slack: signed in",
 			"PROBLEM slack: the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app",
-			"note    slack: the token lacks channels:history and groups:history: when Slack fails a post it has made (internal_error), the bridge can't find the message",
 			"ok      slack channel C1",
+			"note    slack channel C1: the token lacks channels:history, needed to read this public channel: when Slack fails a post it has made here (internal_error), the bridge can't find the message",
 			"ok      slack channel C2",
+			"note    slack channel C2: the token lacks channels:history",
 			"ok      slack group S1",
 		},
 	}, {
@@ -206,6 +208,116 @@ func TestCheckPostToAUser(t *testing.T) {
 	}
 	if deletes := fake.Calls("chat.delete"); len(deletes) != 1 || !deletes[0].OK || deletes[0].Field("channel") != "D0ADA" {
 		t.Errorf("deletes %+v; want one, in the DM the message went to", deletes)
+	}
+}
+
+// TestCheckHistoryScopes: a target's channel whose history the token
+// can't read is a note naming the scope it takes, which depends on the
+// conversation's kind: when Slack fails a post it has made, the bridge
+// can't look there for the message and posts the request again. The kind
+// is what conversations.info says; where the channel was not read, every
+// kind its id allows counts. A scope no target needs is not asked for.
+func TestCheckHistoryScopes(t *testing.T) {
+	const manifest = "chat:write,usergroups:read,channels:history,groups:history" // deploy/slack-app-manifest.yaml's
+	const read = ",channels:read,groups:read,im:read,mpim:read"
+	lacks := func(channel, scopes, read string) string {
+		return "note    slack channel " + channel + ": the token lacks " + scopes + ", needed to read " + read +
+			": when Slack fails a post it has made here (internal_error), the bridge can't find the message and posts the request again, which may then show twice; add " +
+			scopes + " (OAuth & Permissions, Bot Token Scopes) and reinstall the app\n"
+	}
+	for _, tc := range []struct {
+		name     string
+		scopes   string
+		channels []string // the targets' channels, one route
+		post     bool
+		want     []string // the history notes, in order
+	}{{
+		name:     "a person, without im:history",
+		scopes:   manifest,
+		channels: []string{"U0ADA"},
+		want:     []string{lacks("U0ADA", "im:history", "this DM")},
+	}, {
+		name:     "a person, posted to, without im:history",
+		scopes:   manifest,
+		channels: []string{"U0ADA"},
+		post:     true,
+		want:     []string{lacks("U0ADA", "im:history", "this DM")},
+	}, {
+		name:     "a person, with im:history",
+		scopes:   manifest + ",im:history",
+		channels: []string{"U0ADA"},
+	}, {
+		name:     "a DM read, without im:history",
+		scopes:   manifest + read,
+		channels: []string{"D0ADA"},
+		want:     []string{lacks("D0ADA", "im:history", "this DM")},
+	}, {
+		name:     "a group DM read, without mpim:history",
+		scopes:   manifest + read,
+		channels: []string{"G0TEAM", "CPUBLIC", "CPRIVATE"},
+		want:     []string{lacks("G0TEAM", "mpim:history", "this group DM")},
+	}, {
+		name:     "channels read, each lacking its own scope",
+		scopes:   "chat:write,channels:history" + read,
+		channels: []string{"CPUBLIC", "CPRIVATE"},
+		want:     []string{lacks("CPRIVATE", "groups:history", "this private channel")},
+	}, {
+		name:     "a public channel read, without channels:history",
+		scopes:   "chat:write,groups:history" + read,
+		channels: []string{"CPUBLIC", "CPRIVATE"},
+		want:     []string{lacks("CPUBLIC", "channels:history", "this public channel")},
+	}, {
+		name:     "channels not read, with both scopes",
+		scopes:   manifest,
+		channels: []string{"CPUBLIC", "CPRIVATE"},
+	}, {
+		name:     "a channel not read, lacking one kind's scope",
+		scopes:   "chat:write,channels:history",
+		channels: []string{"CPUBLIC"},
+		want:     []string{lacks("CPUBLIC", "groups:history", "it if it is a private channel (not checked)")},
+	}, {
+		name:     "a channel posted to, lacking both kinds' scopes",
+		scopes:   "chat:write" + read,
+		channels: []string{"CPUBLIC"},
+		post:     true,
+		want:     []string{lacks("CPUBLIC", "channels:history and groups:history", "it if it is a public channel or a private channel (not checked)")},
+	}, {
+		name:     "an older private channel's or a group DM's id, not read",
+		scopes:   manifest,
+		channels: []string{"G0UNKNOWN"},
+		post:     true,
+		want:     []string{lacks("G0UNKNOWN", "mpim:history", "it if it is a group DM (not checked)")},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			fake.Scopes = tc.scopes
+			fake.SetChannel("CPUBLIC", slacktest.FakeChannel{Name: "deploys", Member: true})
+			fake.SetChannel("CPRIVATE", slacktest.FakeChannel{Name: "ops", Member: true, Private: true})
+			fake.SetChannel("G0TEAM", slacktest.FakeChannel{Name: "mpdm-ada--bo--askbridge-1", Member: true, GroupDM: true})
+			fake.SetChannel("G0UNKNOWN", slacktest.FakeChannel{Name: "old-ops", Member: true, Private: true})
+			fake.SetChannel("D0ADA", slacktest.FakeChannel{Member: true})
+			var targets []config.Target
+			for _, ch := range tc.channels {
+				targets = append(targets, config.Target{Slack: &config.SlackTarget{Channel: ch}})
+			}
+			cfg := &config.Config{
+				Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+				Routes: []config.Route{{Name: "default", Targets: targets}},
+			}
+			fs := Check(context.Background(), cfg, http.DefaultClient, tc.post)
+			var notes []string
+			for _, f := range fs {
+				if f.Level == surface.Problem {
+					t.Errorf("a problem: %s", f)
+				}
+				if strings.Contains(f.Text, "history") {
+					notes = append(notes, f.String()+"\n")
+				}
+			}
+			if !slices.Equal(notes, tc.want) {
+				t.Errorf("history notes:\n%s\nwant:\n%s\nall findings:\n%s", strings.Join(notes, ""), strings.Join(tc.want, ""), findings(fs))
+			}
+		})
 	}
 }
 
