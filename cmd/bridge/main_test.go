@@ -167,7 +167,7 @@ func TestConfigCheckConnect(t *testing.T) {
 		name: "a person, without im:history",
 		args: []string{"config", "check", "--connect", write("redis://:LEAK-pw@"+m.Addr()+"/0", "U0ADA")},
 		code: exitOK,
-		want: []string{"note    slack channel U0ADA: the token lacks im:history, needed to read this DM: when Slack fails a post it has made here (internal_error), the bridge can't find the message and posts the request again, which may then show twice; add im:history (OAuth & Permissions, Bot Token Scopes) and reinstall the app\n"},
+		want: []string{"note    slack channel U0ADA: the token lacks im:history, needed to read this DM: when Slack fails a post it has made here (internal_error, or an answer lost), the bridge can't find the message and posts the request again, which may then show twice; add im:history (OAuth & Permissions, Bot Token Scopes) and reinstall the app\n"},
 	}, {
 		name: "the flag after the file",
 		args: []string{"config", "check", good, "--connect"},

@@ -205,9 +205,9 @@ func kindsOf(id string, ch *slackapi.Channel) []conversationKind {
 
 // checkHistory notes a target's channel whose history the token (with
 // the scopes granted) can't read. When Slack fails a post it has made
-// (internal_error), the bridge looks there for the message before posting
-// again; it can't without the history scope of the conversation's kind,
-// and the request may then show twice. ch is what Slack said of the
+// (internal_error, or its answer lost), the bridge looks there for the
+// message before posting again; it can't without the history scope of
+// the conversation's kind, and the request may then show twice. ch is what Slack said of the
 // channel, nil when it was not read: then every kind its id allows counts.
 func checkHistory(id string, ch *slackapi.Channel, granted []string, fs *surface.Findings) {
 	kinds := kindsOf(id, ch)
@@ -225,7 +225,7 @@ func checkHistory(id string, ch *slackapi.Channel, granted []string, fs *surface
 	if len(kinds) > 1 {
 		read = "it if it is a " + strings.Join(of, " or a ") + " (not checked)"
 	}
-	fs.Add(surface.Note, "slack channel "+id, "the token lacks %s, needed to read %s: when Slack fails a post it has made here (internal_error), the bridge can't find the message and posts the request again, which may then show twice; add %s (OAuth & Permissions, Bot Token Scopes) and reinstall the app", scopes, read, scopes)
+	fs.Add(surface.Note, "slack channel "+id, "the token lacks %s, needed to read %s: when Slack fails a post it has made here (internal_error, or an answer lost), the bridge can't find the message and posts the request again, which may then show twice; add %s (OAuth & Permissions, Bot Token Scopes) and reinstall the app", scopes, read, scopes)
 }
 
 // postTo posts surface.CheckText to channel id and deletes it.

@@ -92,7 +92,7 @@ func TestCheck(t *testing.T) {
 			"ok      slack: signed in",
 			"PROBLEM slack: the token lacks the chat:write scope, so the bridge can't post: add it (OAuth & Permissions, Bot Token Scopes) and reinstall the app",
 			"ok      slack channel C1",
-			"note    slack channel C1: the token lacks channels:history, needed to read this public channel: when Slack fails a post it has made here (internal_error), the bridge can't find the message",
+			"note    slack channel C1: the token lacks channels:history, needed to read this public channel: when Slack fails a post it has made here (internal_error, or an answer lost), the bridge can't find the message",
 			"ok      slack channel C2",
 			"note    slack channel C2: the token lacks channels:history",
 			"ok      slack group S1",
@@ -222,7 +222,7 @@ func TestCheckHistoryScopes(t *testing.T) {
 	const read = ",channels:read,groups:read,im:read,mpim:read"
 	lacks := func(channel, scopes, read string) string {
 		return "note    slack channel " + channel + ": the token lacks " + scopes + ", needed to read " + read +
-			": when Slack fails a post it has made here (internal_error), the bridge can't find the message and posts the request again, which may then show twice; add " +
+			": when Slack fails a post it has made here (internal_error, or an answer lost), the bridge can't find the message and posts the request again, which may then show twice; add " +
 			scopes + " (OAuth & Permissions, Bot Token Scopes) and reinstall the app\n"
 	}
 	for _, tc := range []struct {
