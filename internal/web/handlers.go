@@ -595,7 +595,7 @@ func (s *Server) tooManyStreams(w http.ResponseWriter, r *http.Request, replicaF
 	switch {
 	case !replicaFull:
 		s.log.Debug("a live stream refused: too many open for its link or session", "remote", r.RemoteAddr, "streams", all)
-	case s.streams.warnFull(time.Now()):
+	case s.streams.warnFull(s.now()):
 		s.log.Warn("live streams opened by links refused: this replica holds as many as it takes; pages opened by links are not updated live until some close",
 			"link_streams", links, "streams", all, "remote", r.RemoteAddr)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,4 +201,31 @@ func errCode(m map[string]any) string {
 	e, _ := m["error"].(map[string]any)
 	s, _ := e["code"].(string)
 	return s
+}
+
+// logRecorder is a slog.Handler that keeps the messages of the records
+// at level or above.
+type logRecorder struct {
+	level slog.Level
+	mu    sync.Mutex
+	msgs  []string
+}
+
+func (h *logRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, r.Message)
+	return nil
+}
+
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler      { return h }
+
+// messages returns the messages kept so far.
+func (h *logRecorder) messages() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.msgs)
 }

@@ -1445,6 +1445,48 @@ func TestLiveStreamCaps(t *testing.T) {
 	want("another link's, once a stream closed", 200, "", st, code)
 }
 
+// A replica full of links' streams warns of it once a minute at most, by
+// the server's clock: refusals within a minute of the warning are not
+// logged again, the first one a minute after it is.
+func TestFullReplicaWarnsOnceAMinute(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	b.web.streams = streamLimits{perKey: 10, links: 1}
+	logs := &logRecorder{level: slog.LevelWarn}
+	b.web.log = slog.New(logs)
+	rec := b.ask(t, 2*time.Hour, deploy)
+	u, _ := url.Parse(b.web.Links().For(rec))
+	path := b.srv.URL + "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream(ctx, t, b.browser(t), path) // the one stream the replica takes from links
+
+	for i, step := range []struct {
+		after    time.Duration // on the clock since the last refusal
+		warnings int           // logged in all, after this refusal
+	}{
+		{0, 1},                // the first
+		{0, 1},                // at once again
+		{59 * time.Second, 1}, // within the minute
+		{time.Second, 2},      // a minute after the first warning
+		{30 * time.Second, 2},
+		{30 * time.Second, 3},
+	} {
+		b.clock.add(step.after)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+		res, err := b.browser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("refusal %d: %d, want 429", i, res.StatusCode)
+		}
+		if got := logs.messages(); len(got) != step.warnings {
+			t.Fatalf("after refusal %d, %v on: %d warnings, want %d: %q", i, step.after, len(got), step.warnings, got)
+		}
+	}
+}
+
 func TestClientNet(t *testing.T) {
 	for in, want := range map[string]string{
 		"192.0.2.7:51000":            "192.0.2.7",
