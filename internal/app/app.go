@@ -122,7 +122,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	})
 	a.web, err = web.New(web.Options{
 		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, Signer: signer, Links: links,
-		BaseURL: cfg.BaseURL, SessionTTL: cfg.Web.SessionTTL.D(), LinkStreams: cfg.Web.MaxLinkStreams, Logger: log,
+		BaseURL: cfg.BaseURL, SessionTTL: cfg.Web.SessionTTL.D(), LinkStreams: cfg.Web.MaxLinkStreams, Registry: reg, Logger: log,
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1003,8 +1004,8 @@ func wantAnswer(t *testing.T, s *pending.Store, rec map[string]any, want string)
 }
 
 // web.max_link_streams caps the streams links open on a replica: with 1,
-// a second stream through a link is refused, while a signed-in inbox's
-// is not counted.
+// a second stream through a link is refused, and counted in
+// askbridge_web_streams_refused_total.
 func TestMaxLinkStreamsFromConfig(t *testing.T) {
 	url, prefix := apptest.Redis(t)
 	a := apptest.Start(t, apptest.Config(t, inboxConfig+"  max_link_streams: 1\n", url, prefix), app.Options{})
@@ -1031,5 +1032,22 @@ func TestMaxLinkStreamsFromConfig(t *testing.T) {
 	}
 	if got := open(); got != http.StatusTooManyRequests {
 		t.Fatalf("the second stream, over web.max_link_streams: %d, want 429", got)
+	}
+	// The refusal is counted, by its cap, in the replica's metrics.
+	res, err := http.Get(a.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var got []string
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, "askbridge_web_streams_refused_total{") {
+			got = append(got, strings.TrimSpace(line))
+		}
+	}
+	want := []string{`askbridge_web_streams_refused_total{cap="link"} 0`, `askbridge_web_streams_refused_total{cap="replica"} 1`, `askbridge_web_streams_refused_total{cap="session"} 0`}
+	if !slices.Equal(got, want) {
+		t.Errorf("/metrics: %q, want %q", got, want)
 	}
 }

@@ -436,9 +436,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				until, key = time.Unix(ss.Exp, 0), "session\x00"+sessionDigest(cookie)
 			}
 		}
-		release, full, ok := s.streams.take(key, !bySession)
+		release, over, ok := s.streams.take(key, !bySession)
 		if !ok {
-			s.tooManyStreams(w, r, full)
+			s.tooManyStreams(w, r, over)
 			return
 		}
 		defer release()
@@ -476,9 +476,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		default:
 			until, key = time.Unix(ss.Exp, 0), "session\x00"+sessionDigest(cookie)
 		}
-		release, full, ok := s.streams.take(key, false)
+		release, over, ok := s.streams.take(key, false)
 		if !ok {
-			s.tooManyStreams(w, r, full)
+			s.tooManyStreams(w, r, over)
 			return
 		}
 		defer release()
@@ -587,13 +587,14 @@ func (s *Server) linked(ctx context.Context, id, e, person, sig string) (until t
 // tooManyStreams refuses a stream over a cap of streamLimits: 429 with
 // the web's JSON error, which EventSource does not read (it gives up, and
 // the page opens a new stream after a pause that grows to 30 s), for
-// whoever looks at the response.
+// whoever looks at the response. Each refusal is counted, by its cap.
 // A full replica is a warning (once a minute), one session's or link's
 // many streams a debug line.
-func (s *Server) tooManyStreams(w http.ResponseWriter, r *http.Request, replicaFull bool) {
+func (s *Server) tooManyStreams(w http.ResponseWriter, r *http.Request, over streamCap) {
+	s.refused.WithLabelValues(string(over)).Inc()
 	all, links := s.streams.open()
 	switch {
-	case !replicaFull:
+	case over != capReplica:
 		s.log.Debug("a live stream refused: too many open for its link or session", "remote", r.RemoteAddr, "streams", all)
 	case s.streams.warnFull(s.now()):
 		s.log.Warn("live streams opened by links refused: this replica holds as many as it takes; pages opened by links are not updated live until some close",

@@ -58,6 +58,7 @@ type bench struct {
 	srv   *httptest.Server
 	clock *clock
 	mr    *miniredis.Miniredis
+	reg   *prometheus.Registry // the web app's metrics
 }
 
 var defaultTokens = []api.Token{
@@ -82,10 +83,11 @@ func newBench(t *testing.T, tokens []api.Token) *bench {
 		t.Fatal(err)
 	}
 	signer := NewSigner(testSecret)
+	reg := prometheus.NewRegistry()
 	w, err := New(Options{
 		Store: store, Dispatcher: disp, Tokens: tokens, Signer: signer,
 		Links: NewLinks(signer, "http://bridge.test", time.Hour), Poll: 20 * time.Millisecond,
-		Now: clk.now, Logger: log,
+		Registry: reg, Now: clk.now, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +96,7 @@ func newBench(t *testing.T, tokens []api.Token) *bench {
 	w.Mount(mx)
 	srv := httptest.NewServer(api.WithBodyDeadline(mx)) // as the app's server serves it
 	t.Cleanup(func() { w.Shutdown(); srv.Close() })
-	return &bench{web: w, store: store, disp: disp, srv: srv, clock: clk, mr: m}
+	return &bench{web: w, store: store, disp: disp, srv: srv, clock: clk, mr: m, reg: reg}
 }
 
 // ask creates a question request.
@@ -228,4 +230,28 @@ func (h *logRecorder) messages() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.msgs)
+}
+
+// counts returns the samples of the counter name on b's registry, by the
+// value of its label.
+func (b *bench) counts(t *testing.T, name, label string) map[string]float64 {
+	t.Helper()
+	families, err := b.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					got[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return got
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Default caps on the live streams (GET /web/events) of one replica. A
@@ -63,17 +65,32 @@ var errTooManyStreams = &webError{http.StatusTooManyRequests, CodeTooManyStreams
 // above (HTTP 429).
 const CodeTooManyStreams = "TOO_MANY_STREAMS"
 
+// A streamCap is one of the caps of streamLimits, as the cap label of
+// askbridge_web_streams_refused_total names it.
+type streamCap string
+
+const (
+	capSession streamCap = "session" // a session's streams (streamsPerKey)
+	capLink    streamCap = "link"    // a link's from one client address (streamsPerKey)
+	capReplica streamCap = "replica" // the links' streams of this replica (web.max_link_streams)
+)
+
+// streamCaps are every cap, to start their series at 0.
+var streamCaps = []streamCap{capSession, capLink, capReplica}
+
 // take counts a stream for key, and for the links' cap when link is
-// true, and returns what uncounts it; or refuses it, over a cap, and
-// says whether that was the replica's (for links) rather than key's.
-func (l *streamLimits) take(key string, link bool) (release func(), replicaFull bool, ok bool) {
+// true (key is then a link's, else a session's), and returns what
+// uncounts it; or refuses it, over the cap it names.
+func (l *streamLimits) take(key string, link bool) (release func(), over streamCap, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
+	case l.byKey[key] >= l.perKey && link:
+		return nil, capLink, false
 	case l.byKey[key] >= l.perKey:
-		return nil, false, false
+		return nil, capSession, false
 	case link && l.linked >= l.links:
-		return nil, true, false
+		return nil, capReplica, false
 	}
 	if l.byKey == nil {
 		l.byKey = map[string]int{}
@@ -91,7 +108,24 @@ func (l *streamLimits) take(key string, link bool) (release func(), replicaFull 
 		if link {
 			l.linked--
 		}
-	}, false, true
+	}, "", true
+}
+
+// newRefusedStreams is askbridge_web_streams_refused_total, registered on
+// reg unless it is nil, with each cap's series at 0 from the start: an
+// alert on their increase sees the first refusal after a start.
+func newRefusedStreams(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "askbridge_web_streams_refused_total",
+		Help: "Live web streams (GET /web/events) refused with 429 TOO_MANY_STREAMS, by the cap they were over: session, link (one link from one client address), or replica (the streams links opened on this replica, web.max_link_streams).",
+	}, []string{"cap"})
+	for _, over := range streamCaps {
+		c.WithLabelValues(string(over))
+	}
+	if reg != nil {
+		reg.MustRegister(c)
+	}
+	return c
 }
 
 // open returns how many streams are counted, in all and for links.

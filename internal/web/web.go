@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
@@ -54,6 +56,7 @@ type Options struct {
 	// this replica (DefaultLinkStreams).
 	StreamsPerKey int
 	LinkStreams   int
+	Registry      prometheus.Registerer // where the web app's metrics go; nil: nowhere
 	Now           func() time.Time
 	Logger        *slog.Logger
 }
@@ -71,6 +74,7 @@ type Server struct {
 	poll       time.Duration
 	keepAlive  time.Duration
 	streams    streamLimits
+	refused    *prometheus.CounterVec // streams refused over a cap, by cap
 	now        func() time.Time
 	log        *slog.Logger
 	once       onceLinks
@@ -139,7 +143,7 @@ func New(o Options) (*Server, error) {
 		store: o.Store, dispatch: o.Dispatcher, tokens: newTokens(o.Tokens),
 		signer: o.Signer, links: o.Links, https: strings.HasPrefix(origin, "https://"), root: root,
 		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now,
-		streams: streamLimits{perKey: o.StreamsPerKey, links: o.LinkStreams}, log: o.Logger.With("surface", surfaceName),
+		streams: streamLimits{perKey: o.StreamsPerKey, links: o.LinkStreams}, refused: newRefusedStreams(o.Registry), log: o.Logger.With("surface", surfaceName),
 		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
 	}
 	cop.SetDenyHandler(http.HandlerFunc(s.crossOrigin))

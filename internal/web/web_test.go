@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -1407,6 +1408,15 @@ func TestLiveStreamCaps(t *testing.T) {
 	}
 	first, second := b.ask(t, time.Hour, deploy), b.ask(t, time.Hour, deploy)
 	here, there := from("127.0.0.1"), from("127.0.0.2")
+	// Each refusal is counted by its cap, each cap from 0.
+	refused := map[string]float64{"session": 0, "link": 0, "replica": 0}
+	counted := func(what string) {
+		t.Helper()
+		if got := b.counts(t, "askbridge_web_streams_refused_total", "cap"); !maps.Equal(got, refused) {
+			t.Errorf("%s: askbridge_web_streams_refused_total %v, want %v", what, got, refused)
+		}
+	}
+	counted("at start")
 
 	st, _, closeFirst := open(here, linkPath(first))
 	want("a link's first stream", 200, "", st, "")
@@ -1414,10 +1424,14 @@ func TestLiveStreamCaps(t *testing.T) {
 	want("its second, from the same address", 200, "", st, "")
 	st, code, _ := open(here, linkPath(first))
 	want("its third, from the same address", http.StatusTooManyRequests, CodeTooManyStreams, st, code)
+	refused["link"]++
+	counted("over a link's cap")
 	st, code, _ = open(there, linkPath(first))
 	want("its third, from another address", 200, "", st, code)
 	st, code, _ = open(here, linkPath(second))
 	want("another link's, on a replica holding all the links' streams it takes", http.StatusTooManyRequests, CodeTooManyStreams, st, code)
+	refused["replica"]++
+	counted("over the replica's cap")
 
 	ada := b.browser(t)
 	b.signIn(t, ada, "ada-token-7f3c9e21b4")
@@ -1427,6 +1441,8 @@ func TestLiveStreamCaps(t *testing.T) {
 	want("a session's request page", 200, "", st, code)
 	st, code, _ = open(ada, "/web/events")
 	want("a session's third", http.StatusTooManyRequests, CodeTooManyStreams, st, code)
+	refused["session"]++
+	counted("over a session's cap")
 	other := b.browser(t)
 	b.signIn(t, other, "ada-token-7f3c9e21b4")
 	st, code, _ = open(other, "/web/events")
