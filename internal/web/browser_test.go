@@ -684,6 +684,45 @@ func TestBrowser(t *testing.T) {
 		}
 		call(t, base, http.MethodDelete, "/v1/questions/"+rec["id"].(string), "agent-token-7f3c9e21b4", nil)
 	})
+	t.Run("a signed-in browser's page outlives its link", func(t *testing.T) {
+		// This browser signed in at the start, and opens a personal link:
+		// the bridge ends the page's stream as the link expires, the
+		// stream opens again under the session, and so does the answer,
+		// sent through the expired link: it goes by the session.
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Purge the queue?", Options: []seam.Option{{Label: "Purge"}, {Label: "Keep"}}}))
+		ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
+		link, until := a.Web().Links().ForPerson(get(t, a.Store(), rec), ada, time.Now().Add(3*time.Second-web.PersonalTTL))
+		c := card(rec)
+		tab, cancelTab := chromedp.NewContext(bctx)
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Navigate(base+link[strings.Index(link, "/r/"):]),
+			chromedp.WaitVisible(c+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
+			// The page marks the stream's end, which the link's expiry brings.
+			chromedp.Evaluate[chromedp.Void](`new MutationObserver(() => {
+				if (document.getElementById("live").classList.contains("off")) document.documentElement.dataset.dropped = "1";
+			}).observe(document.getElementById("live"), { attributes: true })`)); err != nil {
+			t.Fatalf("open the link: %v", err)
+		}
+		if time.Now().After(until) {
+			t.Fatal("the link expired before its page was watched; give it longer")
+		}
+		if err := chromedp.Do(ctx, chromedp.WaitReady(`html[data-dropped="1"]`), chromedp.WaitVisible(`#live:not(.off)`)); err != nil {
+			t.Fatalf("the page's stream never ended with its link and opened again: %v", err)
+		}
+		// How the answer went: its outcome, or the form's error.
+		if err := chromedp.Do(ctx, chromedp.Click(c+` input[value="Purge"]`), chromedp.Click(c+" button[type=submit]"),
+			chromedp.WaitVisible(c+" .outcome, "+c+" .form-err:not(:empty)")); err != nil {
+			t.Fatalf("the answer never came back: %v", err)
+		}
+		if msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("`+c+` .form-err")?.textContent ?? ""`)); err != nil || msg != "" {
+			t.Fatalf("the answer through the expired link was refused: %q, %v", msg, err)
+		}
+		if got := get(t, a.Store(), rec); got.ResolvedBy == nil || *got.ResolvedBy != (pending.Responder{Surface: "web", UserID: "ada", Name: "ada"}) {
+			t.Errorf("resolved by %+v, want the session's ada", got.ResolvedBy)
+		}
+	})
 	t.Run("a Send tapped before the script arrives keeps the page", func(t *testing.T) {
 		// On a slow network the form shows before app.js has run. A tap on
 		// Send then must not submit the form natively: a GET to the page's

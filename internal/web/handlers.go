@@ -100,53 +100,61 @@ func (s *Server) outcome(w http.ResponseWriter, r *http.Request) error {
 }
 
 // request is the page of one request: opened by a signed link, or by a
-// signed-in answerer.
+// signed-in answerer. A browser that is both gets the session's CSRF token
+// with the link: once the link expires, the page's answers go by the
+// session (responderOf), as its stream does (events), and the page of
+// the expired link is the session's.
 func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	q := r.URL.Query()
 	data := map[string]any{}
-	switch {
-	case q.Has("s"):
+	var rec *pending.Record
+	var expired error // the page of the link, expired: unless signed in
+	if q.Has("s") {
 		// The link is checked against the request as it is now (see
 		// Links.Path).
-		rec, err := s.store.Get(r.Context(), id)
-		if err != nil {
+		var err error
+		if rec, err = s.store.Get(r.Context(), id); err != nil {
 			return err
 		}
-		grant, ok := s.links.check(rec, q.Get("e"), q.Get("p"), q.Get("s"))
-		if !ok {
-			return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge for this request. Copy it again from the message, whole."}
-		}
-		link := q.Get("e") + "." + q.Get("s")
-		if q.Has("p") {
-			link += "." + q.Get("p")
-		}
-		data["Link"] = link
-		if rec.Status == seam.StatusPending && !s.now().Before(grant.exp) {
-			if grant.who != nil {
-				return &pageErr{http.StatusGone, "This link has expired", "Tap Open in browser on the message again for a new one."}
-			}
-			return &pageErr{http.StatusGone, "This link has expired", "The link expired with its request."}
-		}
-		if grant.who != nil {
-			data["Person"] = cmp.Or(grant.who.Name, grant.who.UserID)
-		}
-		data["Card"] = s.card(rec)
-	default:
-		_, cookie, err := s.sessionOf(r)
+		grant, err := s.grant(rec, q.Get("e"), q.Get("p"), q.Get("s"))
 		switch {
-		case errors.Is(err, errSignedOut):
-			return s.showSignIn(w, http.StatusUnauthorized, "Sign in to see this request.")
+		case errors.Is(err, errBadLink):
+			return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge for this request. Copy it again from the message, whole."}
+		case err != nil && grant.who != nil:
+			expired = &pageErr{http.StatusGone, "This link has expired", "Tap Open in browser on the message again for a new one."}
 		case err != nil:
-			return err
+			expired = &pageErr{http.StatusGone, "This link has expired", "The link expired with its request."}
+		default:
+			link := q.Get("e") + "." + q.Get("s")
+			if q.Has("p") {
+				link += "." + q.Get("p")
+			}
+			data["Link"] = link
+			if grant.who != nil {
+				data["Person"] = cmp.Or(grant.who.Name, grant.who.UserID)
+			}
 		}
-		data["CSRF"] = s.csrfToken(cookie)
-		rec, err := s.store.Get(r.Context(), id)
-		if err != nil {
-			return err
-		}
-		data["Card"] = s.card(rec)
 	}
+	_, cookie, err := s.sessionOf(r)
+	switch {
+	case err == nil:
+		data["CSRF"] = s.csrfToken(cookie)
+	case data["Link"] != nil:
+		// The link will do, whatever became of a session.
+	case errors.Is(err, errSignedOut) && expired != nil:
+		return expired
+	case errors.Is(err, errSignedOut):
+		return s.showSignIn(w, http.StatusUnauthorized, "Sign in to see this request.")
+	default:
+		return err
+	}
+	if rec == nil {
+		if rec, err = s.store.Get(r.Context(), id); err != nil {
+			return err
+		}
+	}
+	data["Card"] = s.card(rec)
 	s.render(w, http.StatusOK, "request", data)
 	return nil
 }
@@ -240,6 +248,9 @@ const linkHeader = "X-Askbridge-Link"
 // responderOf authenticates a state-changing call on request id: by a
 // signed link for exactly that request, as read now, or by a session with
 // its CSRF token. It returns who answers, and the request when it read it.
+// A link that grants nothing (one that expired while its page was open)
+// gives way to the browser's session, if it has one, as the page's stream
+// does (events): a signed-in answerer may answer any request.
 func (s *Server) responderOf(w http.ResponseWriter, r *http.Request, id string) (*pending.Responder, *pending.Record, error) {
 	if l := r.Header.Get(linkHeader); l != "" {
 		rec, err := s.store.Get(r.Context(), id)
@@ -248,35 +259,66 @@ func (s *Server) responderOf(w http.ResponseWriter, r *http.Request, id string) 
 		}
 		e, rest, _ := strings.Cut(l, ".")
 		sig, person, _ := strings.Cut(rest, ".")
-		grant, ok := s.links.check(rec, e, person, sig)
-		if !ok {
-			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link does not grant answering this request", ""}
-		}
-		// An expired link still gets the outcome of a request that
-		// ended, as its page shows it (resolve writes it).
-		if rec.Status == seam.StatusPending && !s.now().Before(grant.exp) {
-			return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "this link has expired", ""}
-		}
-		if grant.who != nil {
+		grant, err := s.grant(rec, e, person, sig)
+		switch {
+		case err == nil && grant.who != nil:
 			return grant.who, rec, nil
+		case err == nil:
+			return &pending.Responder{Surface: surfaceName, UserID: "link", Name: "someone with the link"}, rec, nil
 		}
-		return &pending.Responder{Surface: surfaceName, UserID: "link", Name: "someone with the link"}, rec, nil
+		switch by, serr := s.sessionResponder(w, r); {
+		case errors.Is(serr, errSignedOut):
+			return nil, nil, err // the link's refusal
+		case serr != nil:
+			return nil, nil, serr
+		default:
+			return by, rec, nil
+		}
 	}
-	ss, cookie, err := s.sessionOf(r)
-	switch {
-	case errors.Is(err, errSignedOut):
+	by, err := s.sessionResponder(w, r)
+	if errors.Is(err, errSignedOut) {
 		return nil, nil, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first: your session has ended", ""}
-	case err != nil:
-		return nil, nil, err
+	}
+	return by, nil, err
+}
+
+// sessionResponder authenticates a call by the browser's session and the
+// session's CSRF token, or returns errSignedOut without a current session.
+func (s *Server) sessionResponder(w http.ResponseWriter, r *http.Request) (*pending.Responder, error) {
+	ss, cookie, err := s.sessionOf(r)
+	if err != nil {
+		return nil, err
 	}
 	token, err := sentCSRF(w, r)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !s.checkCSRF(token, cookie) {
-		return nil, nil, &webError{http.StatusForbidden, api.CodeForbidden, "the CSRF token is missing or wrong; reload the page", ""}
+		return nil, &webError{http.StatusForbidden, api.CodeForbidden, "the CSRF token is missing or wrong; reload the page", ""}
 	}
-	return &pending.Responder{Surface: surfaceName, UserID: ss.Name, Name: ss.Name}, nil, nil
+	return &pending.Responder{Surface: surfaceName, UserID: ss.Name, Name: ss.Name}, nil
+}
+
+// A link that grants nothing, as grant says.
+var (
+	errBadLink     = &webError{http.StatusForbidden, api.CodeForbidden, "this link does not grant answering this request", ""}
+	errLinkExpired = &webError{http.StatusForbidden, api.CodeForbidden, "this link has expired", ""}
+)
+
+// grant checks a link's e, person (of a personal link, or empty) and sig
+// against rec, as read now: what the link grants, or errBadLink; or what
+// it granted and errLinkExpired, for a link expired while rec is pending.
+// The link of an ended request grants for good: its page shows how it
+// ended, and an answer sent through it gets that (resolve writes it).
+func (s *Server) grant(rec *pending.Record, e, person, sig string) (linkGrant, error) {
+	g, ok := s.links.check(rec, e, person, sig)
+	switch {
+	case !ok:
+		return linkGrant{}, errBadLink
+	case rec.Status == seam.StatusPending && !s.now().Before(g.exp):
+		return g, errLinkExpired
+	}
+	return g, nil
 }
 
 // sentCSRF returns the CSRF token a call carries: in X-CSRF-Token, as the
@@ -561,9 +603,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // linked reports whether e, p and s are a link that grants following
-// request id as it is now, and until when: while the request is pending,
-// until the link expires (an expired link grants nothing then); once it
-// has ended, for good (zero), as its page shows its outcome for good.
+// request id as it is now (grant), and until when: while the request is
+// pending, until the link expires; once it has ended, for good (zero), as
+// its page shows its outcome for good.
 func (s *Server) linked(ctx context.Context, id, e, person, sig string) (until time.Time, ok bool) {
 	if sig == "" {
 		return time.Time{}, false
@@ -572,14 +614,12 @@ func (s *Server) linked(ctx context.Context, id, e, person, sig string) (until t
 	if err != nil {
 		return time.Time{}, false
 	}
-	grant, ok := s.links.check(rec, e, person, sig)
+	grant, err := s.grant(rec, e, person, sig)
 	switch {
-	case !ok:
+	case err != nil:
 		return time.Time{}, false
 	case rec.Status != seam.StatusPending:
 		return time.Time{}, true
-	case !s.now().Before(grant.exp):
-		return time.Time{}, false
 	}
 	return grant.exp, true
 }

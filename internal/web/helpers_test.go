@@ -68,12 +68,19 @@ var defaultTokens = []api.Token{
 
 func newBench(t *testing.T, tokens []api.Token) *bench {
 	t.Helper()
+	return newBenchConfig(t, tokens, nil)
+}
+
+// newBenchConfig is newBench with the dispatcher's config parsed from
+// yaml.
+func newBenchConfig(t *testing.T, tokens []api.Token, yaml []byte) *bench {
+	t.Helper()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	clk := &clock{t: time.Now()}
 	store := pending.New(rdb, pending.Options{Now: clk.now, Recheck: 50 * time.Millisecond})
-	cfg, err := config.Parse(nil)
+	cfg, err := config.Parse(yaml)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1359,6 +1359,105 @@ func TestLiveStreamEndsWithItsCredential(t *testing.T) {
 	})
 }
 
+// A browser that is signed in and holds a link keeps its page when the
+// link expires: the page carries the session's CSRF token beside the
+// link, its stream, ended at the link's expiry, opens again under the
+// session, and its answer, sent with the expired link and the CSRF token
+// as the page's script sends it, goes by the session (not 403, "this link
+// has expired"); the expired link's page, opened again, is the session's.
+// Without a session, or without its CSRF token, the expired link is
+// refused as before.
+func TestSignedInBrowserOutlivesItsLink(t *testing.T) {
+	// Requests never expire unless they say so: a link to one expires
+	// link_ttl after it was created.
+	b := newBenchConfig(t, defaultTokens, []byte("store:\n  default_expires_in: 0s\n"))
+	b.web.poll, b.web.keepAlive = time.Minute, time.Minute
+	ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
+	for _, tc := range []struct {
+		name string
+		link func(t *testing.T) (rec *pending.Record, path string, until time.Time)
+	}{
+		{"a personal link", func(t *testing.T) (*pending.Record, string, time.Time) {
+			rec := b.ask(t, 2*time.Hour, deploy)
+			link, until := b.web.Links().ForPerson(rec, ada, b.clock.now())
+			return rec, link[strings.Index(link, "/r/"):], until
+		}},
+		{"a link of a request that never expires", func(t *testing.T) (*pending.Record, string, time.Time) {
+			rec := b.ask(t, 0, deploy)
+			if !rec.ExpiresAt.IsZero() {
+				t.Fatalf("the request expires at %v", rec.ExpiresAt)
+			}
+			path := b.web.Links().Path(rec)
+			u, _ := url.Parse(path)
+			e, _ := strconv.ParseInt(u.Query().Get("e"), 10, 64)
+			return rec, path, time.Unix(e, 0)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, path, until := tc.link(t)
+			u, _ := url.Parse(path)
+			c := b.browser(t)
+			csrf := b.signIn(t, c, "ada-token-7f3c9e21b4")
+
+			status, page := b.page(t, c, path)
+			if status != http.StatusOK || !strings.Contains(page, `<meta name="answer-link"`) {
+				t.Fatalf("the link's page, signed in: %d, want 200 with the link", status)
+			}
+			if !strings.Contains(page, `<meta name="csrf-token" content="`+csrf+`"`) {
+				t.Errorf("the link's page, signed in, lacks the session's CSRF token: its answers can't go by the session")
+			}
+			link := u.Query().Get("e") + "." + u.Query().Get("s")
+			if p := u.Query().Get("p"); p != "" {
+				link += "." + p
+			}
+
+			// The page's stream, opened by the link just before it
+			// expires, ends at the expiry and opens again, as EventSource
+			// does, under the session.
+			b.clock.add(until.Sub(b.clock.now()) - 300*time.Millisecond)
+			q := url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}
+			if p := u.Query().Get("p"); p != "" {
+				q.Set("p", p)
+			}
+			events := b.srv.URL + "/web/events?" + q.Encode()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			next, lines := stream(ctx, t, c, events)
+			next()
+			waitEnded(ctx, t, lines, "the link's stream is still open after the link expired")
+			b.clock.add(until.Sub(b.clock.now()))
+			next, _ = stream(ctx, t, c, events)
+			if e := next(); e != "pending" {
+				t.Fatalf("the stream again, under the session: %q, want pending", e)
+			}
+
+			ans := map[string]any{"answers": []map[string]any{{"id": "deploy", "selected": []string{"No"}}}}
+			anon := b.browser(t)
+			if status, body := b.post(t, anon, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: link}, ans); status != http.StatusForbidden {
+				t.Errorf("through the expired link, not signed in: %d %v, want 403", status, body)
+			}
+			if status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: link, "X-CSRF-Token": "forged"}, ans); status != http.StatusForbidden {
+				t.Errorf("through the expired link, signed in, a wrong CSRF token: %d %v, want 403", status, body)
+			}
+			if status, _ := b.page(t, anon, path); status != http.StatusGone {
+				t.Errorf("the expired link's page, not signed in: %d, want 410", status)
+			}
+			status, page = b.page(t, c, path)
+			if status != http.StatusOK || !strings.Contains(page, `<form class="answer"`) || !strings.Contains(page, `<meta name="csrf-token" content="`+csrf+`"`) || strings.Contains(page, `name="answer-link"`) {
+				t.Errorf("the expired link's page, signed in: %d, want 200, the form, the CSRF token and no link:\n%s", status, page)
+			}
+
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: link, "X-CSRF-Token": csrf}, ans)
+			if status != http.StatusOK {
+				t.Fatalf("the answer through the expired link, signed in: %d %v, want 200", status, body)
+			}
+			if got := b.get(t, rec.ID); got.Status != seam.StatusAnswered || got.ResolvedBy == nil || *got.ResolvedBy != (pending.Responder{Surface: "web", UserID: "ada", Name: "ada"}) {
+				t.Errorf("%s, by %+v; want answered by the session's ada", got.Status, got.ResolvedBy)
+			}
+		})
+	}
+}
+
 // Live streams are capped per session, per link and client address, and,
 // for those opened by links, per replica: one more is refused with 429
 // and the web's JSON error, and a closed one makes room.
