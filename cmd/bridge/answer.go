@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 const answerUsage = `usage: bridge answer ID [--select LABEL]... [--custom TEXT] [--question-id QID]
@@ -136,9 +137,14 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // or returns why it can't.
 func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonAnswer string) (client.Answer, string) {
 	if jsonAnswer != "" {
-		// Strictly: the bridge ignores unknown fields, so a misspelt
-		// "selected" would answer the question as skipped, for good.
+		// Strictly: a misspelt "selected" would answer the question as
+		// skipped, for good, and so would a field given twice, decoded
+		// here keeping the last and sent on without the other: refused
+		// as the API refuses such a body.
 		var a client.Answer
+		if msg := seam.DuplicateKeyMessage([]byte(jsonAnswer)); msg != "" {
+			return a, "--json: " + msg
+		}
 		dec := json.NewDecoder(strings.NewReader(jsonAnswer))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {

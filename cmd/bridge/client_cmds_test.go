@@ -542,6 +542,28 @@ func TestAnswerEmpty(t *testing.T) {
 	}
 }
 
+// TestAnswerJSONDuplicateKey: --json that names a field twice is refused
+// before anything is sent, as the API refuses such a body. Decoded and sent
+// again, it would keep the last of the two: a skip, recorded for good.
+func TestAnswerJSONDuplicateKey(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cli("answer", "--server", url, rec.ID, "--json", `{"answers":[{"id":"env","selected":["prod"],"selected":[]}]}`)
+	if want := `answers[0] holds "selected" twice; send it once`; r.code != exitUsage || !strings.Contains(r.stderr, want) || r.stdout != "" {
+		t.Errorf("answer = %+v; want exit %d saying %q", r, exitUsage, want)
+	}
+	if got, err := c.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusPending {
+		t.Errorf("after a refused answer %s is %+v, %v; want it still pending", rec.ID, got, err)
+	}
+}
+
 func TestPending(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	if r := cli("pending", "--server", url); r.code != exitOK || r.stdout != "nothing pending\n" {
