@@ -46,7 +46,7 @@ first " :: ") to show a description under it. A question without options
 is answered with free text. For several questions, typed input fields or a
 plan-review intent, pass the whole request body (as POST /v1/questions
 takes it) with --json-request; --route, --expires, --tool-call-id and
---caller still apply to it.
+--caller still apply to it (--caller sets the caller's name only).
 
 exit status:
   0  answered
@@ -134,7 +134,14 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		req.ToolCallID = *toolCallID
 	}
 	if set["caller"] {
-		req.Caller = &client.Caller{Name: *caller}
+		// It names who asks; the rest of a --json-request's caller stays:
+		// its agent and session, and delegated, which the bridge refuses.
+		who := client.Caller{}
+		if req.Caller != nil {
+			who = *req.Caller
+		}
+		who.Name = *caller
+		req.Caller = &who
 	}
 
 	c, err := newClient(*server)

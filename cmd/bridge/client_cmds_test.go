@@ -373,6 +373,38 @@ func TestAskUnderAnEndedToolCallID(t *testing.T) {
 	}
 }
 
+// TestAskCallerFlagKeepsTheRequestsCaller: --caller names who asks; the
+// rest of the caller of a --json-request (agent, session, delegated) stays.
+// Dropped, a delegated child's request would be asked instead of refused.
+func TestAskCallerFlagKeepsTheRequestsCaller(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	req := write("req.json", `{"questions":[{"id":"a","question":"A?"}],"caller":{"agent":"a-7","name":"file-bot","session":"run-9"}}`)
+	asked := cliAsync("ask", "--server", url, "--json-request", req, "--caller", "cli-bot")
+	p := awaitPending(t, url)
+	if want := (client.Caller{Agent: "a-7", Name: "cli-bot", Session: "run-9"}); p.Caller == nil || *p.Caller != want {
+		t.Errorf("caller = %+v, want %+v", p.Caller, want)
+	}
+	if r := cli("answer", "--server", url, p.ID, "--dismiss"); r.code != exitOK {
+		t.Fatalf("dismiss: %+v", r)
+	}
+	await(t, "ask", asked)
+
+	delegated := write("delegated.json", `{"questions":[{"id":"a","question":"A?"}],"caller":{"agent":"a-8","delegated":true}}`)
+	r := await(t, "ask", cliAsync("ask", "--server", url, "--json-request", delegated, "--caller", "cli-bot"))
+	if r.code != exitError || !strings.Contains(r.stderr, "DELEGATED_CALLER") || strings.Contains(r.stderr, "asked:") {
+		t.Errorf("ask of a delegated caller = %+v; want exit %d with DELEGATED_CALLER", r, exitError)
+	}
+}
+
 func TestAnswerApproval(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
