@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,6 +205,41 @@ func TestConfigCheckConnect(t *testing.T) {
 				t.Errorf("a secret is in the output:\n%s%s", r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// TestConfigCheckConnectRedisDown: a Redis that can't be reached is one
+// finding on stdout. go-redis's own lines about each dial that failed,
+// which it writes to the process's stderr by itself, are not added to it.
+func TestConfigCheckConnectRedisDown(t *testing.T) {
+	if path := os.Getenv("BRIDGE_TEST_CHECK_CONFIG"); path != "" {
+		os.Exit(run([]string{"config", "check", "--connect", path}, strings.NewReader(""), os.Stdout, os.Stderr))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: every dial is refused
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("redis: {url: \"redis://"+addr+"/0\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// In a process of its own: go-redis writes to the real stderr.
+	child := exec.Command(os.Args[0], "-test.run=^TestConfigCheckConnectRedisDown$")
+	child.Env = append(os.Environ(), "BRIDGE_TEST_CHECK_CONFIG="+cfg)
+	var stdout, stderr bytes.Buffer
+	child.Stdout, child.Stderr = &stdout, &stderr
+	err = child.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitError {
+		t.Errorf("config check --connect: %v; want exit %d", err, exitError)
+	}
+	if !strings.Contains(stdout.String(), "PROBLEM redis: PING failed") {
+		t.Errorf("stdout has no PING finding:\n%s", stdout.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr, beside the finding:\n%s", stderr.String())
 	}
 }
 

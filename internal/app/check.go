@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -43,6 +44,9 @@ func checkRedisConn(ctx context.Context, r config.Redis) surface.Findings {
 		fs.Add(surface.Note, "redis", "no redis.url or redis.addrs: the bridge runs an embedded in-memory Redis (one replica; every request is lost when it stops)")
 		return fs
 	}
+	// go-redis writes a line to stderr for each dial that fails, beside
+	// the one finding that says so.
+	defer logRedisTo(slog.New(slog.DiscardHandler), func() bool { return false })()
 	rdb, err := pending.Connect(conn)
 	if err != nil {
 		fs.Add(surface.Problem, "redis", "%v", err)
