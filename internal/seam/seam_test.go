@@ -163,6 +163,16 @@ func TestUnknownLabelListsTheOptions(t *testing.T) {
 	}
 }
 
+// A label sent for a question without options says how such a question
+// is answered, rather than list its options: none.
+func TestLabelForAFreeTextQuestion(t *testing.T) {
+	q := parseQuestions(t, `{"questions":[{"id":"why","question":"Why now?"}]}`)
+	_, err := q.Normalize(Answer{Answers: []AnswerItem{{ID: "why", Selected: []string{"because"}}}})
+	if want := `"because" is not an option of question "why", which has none: answer it in free text, with custom`; err == nil || err.Error() != want {
+		t.Errorf("error %v; want %s", err, want)
+	}
+}
+
 // TestParseInput: typed input takes what a person types and JSON or the
 // web inbox would read, not Go's literal forms.
 func TestParseInput(t *testing.T) {

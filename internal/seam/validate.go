@@ -348,7 +348,11 @@ func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
 	selected := make([]string, 0, len(it.Selected))
 	seen := make(map[string]bool, len(it.Selected))
 	for _, l := range it.Selected {
-		if !q.HasOption(l) {
+		switch {
+		case q.HasOption(l):
+		case len(q.Options) == 0:
+			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q, which has none: answer it in free text, with custom", l, q.ID)
+		default:
 			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q; its options: %s", l, q.ID, q.optionList())
 		}
 		if !seen[l] {
