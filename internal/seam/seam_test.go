@@ -173,6 +173,16 @@ func TestLabelForAFreeTextQuestion(t *testing.T) {
 	}
 }
 
+// An answer item without an id says which item it is and what it lacks,
+// not that the request has no question "".
+func TestAnswerItemWithoutID(t *testing.T) {
+	q := parseQuestions(t, `{"questions":[{"id":"why","question":"Why now?"},{"id":"when","question":"When?"}]}`)
+	_, err := q.Normalize(Answer{Answers: []AnswerItem{{ID: "why", Custom: "because"}, {Custom: "now"}}})
+	if want := `answers[1] has no id: name the question it answers ("why", "when")`; err == nil || err.Error() != want {
+		t.Errorf("error %v; want %s", err, want)
+	}
+}
+
 // TestParseInput: typed input takes what a person types and JSON or the
 // web inbox would read, not Go's literal forms.
 func TestParseInput(t *testing.T) {

@@ -293,7 +293,10 @@ func isObject(raw []byte) bool {
 // the selection of a single-select question, typed input in canonical form.
 func (r Questions) Normalize(a Answer) (Answer, error) {
 	byID := make(map[string]AnswerItem, len(a.Answers))
-	for _, it := range a.Answers {
+	for i, it := range a.Answers {
+		if it.ID == "" {
+			return Answer{}, invalid("", "answers[%d] has no id: name the question it answers (%s)", i, r.idList())
+		}
 		if !r.has(it.ID) {
 			return Answer{}, invalid(it.ID, "the answer names question %q, which the request does not have", it.ID)
 		}
@@ -311,6 +314,15 @@ func (r Questions) Normalize(a Answer) (Answer, error) {
 		out.Answers = append(out.Answers, it)
 	}
 	return out, nil
+}
+
+// idList lists r's question ids for an error, quoted.
+func (r Questions) idList() string {
+	ids := make([]string, 0, len(r.Questions))
+	for _, q := range r.Questions {
+		ids = append(ids, strconv.Quote(q.ID))
+	}
+	return strings.Join(ids, ", ")
 }
 
 func (r Questions) has(id string) bool {
