@@ -103,11 +103,11 @@ func regionalRun(s string) int {
 // space, when one lies in the last quarter of the head. Both parts are
 // returned unescaped; head+rest == s.
 func Cut(s string, max int, esc func(string) string) (head, rest string) {
-	whole := s
-	if esc != nil {
-		whole = esc(s)
-	}
-	if Len(whole) <= max { // most text fits: one escape, not one per rune
+	// Most text fits: one escape, not one per rune. Text longer than max
+	// is not escaped whole, since no escape shortens text (one that did
+	// would still be cut right, rune by rune): a long text is cut many
+	// times, and escaping all that is left at each cut was quadratic.
+	if Len(s) <= max && (esc == nil || Len(esc(s)) <= max) {
 		return s, ""
 	}
 	n, end := 0, 0

@@ -99,6 +99,27 @@ func TestCutFenced(t *testing.T) {
 	}
 }
 
+// Cut escapes the head it cuts, not the whole text: a long text is cut
+// many times, one section after the other, and escaping what is left at
+// every cut made that quadratic.
+func TestCutEscapesTheHeadNotTheWhole(t *testing.T) {
+	s := strings.Repeat("<a & b> ", 1<<17) // 1 MiB, that grows when escaped
+	escaped := 0
+	esc := func(s string) string {
+		escaped += len(s)
+		return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	}
+	const max = 3000
+	head, rest := Cut(s, max, esc)
+	n := escaped
+	if head+rest != s || rest == "" || Len(esc(head)) > max {
+		t.Fatalf("Cut = %d, %d bytes, the head %d long escaped", len(head), len(rest), Len(esc(head)))
+	}
+	if n > 4*len(head) {
+		t.Errorf("cutting a head of %d bytes off %d escaped %d bytes", len(head), len(s), n)
+	}
+}
+
 // A cut, by Truncate or Cut, leaves no character as people see it in
 // part: not a flag's one letter, not an emoji sequence ending in a
 // joiner, not a letter without its combining mark.
