@@ -289,28 +289,31 @@ func (b *builder) message(text string, id string) message {
 	// The thread's sections, filled in turn as the text went before (each
 	// spill under its title, the next starting where the last left room):
 	// code cut into code blocks, text where it keeps its code blocks
-	// closed.
-	type section struct {
-		mrkdwn string
-		n      int // characters of the request's text in it
-	}
-	var sections []section
-	var cur section
+	// closed. Text past the sections the replies hold is counted, not cut
+	// into sections no reply posts: a request at the limits spills
+	// millions of characters.
+	const posted = maxReplies * replySections
+	var sections []string
+	cur, left := "", 0
 	flush := func() {
-		if cur.mrkdwn != "" {
+		if cur != "" {
 			sections = append(sections, cur)
 		}
-		cur = section{}
+		cur = ""
 	}
 	for _, sp := range b.overflow {
 		title, rest := esc(sp.title)+"\n", sp.text
 		for rest != "" {
+			if len(sections) == posted {
+				left += surface.Len(rest)
+				break
+			}
 			sep := ""
-			if cur.mrkdwn != "" {
+			if cur != "" {
 				sep = "\n\n"
 			}
-			room := maxSectionText - surface.Len(cur.mrkdwn) - len(sep) - surface.Len(title)
-			if room < minPiece && cur.mrkdwn != "" {
+			room := maxSectionText - surface.Len(cur) - len(sep) - surface.Len(title)
+			if room < minPiece && cur != "" {
 				flush()
 				continue
 			}
@@ -322,8 +325,7 @@ func (b *builder) message(text string, id string) message {
 				head, rest = surface.CutFenced(rest, room, esc, surface.OddFences)
 				p = esc(head)
 			}
-			cur.mrkdwn += sep + title + p
-			cur.n += surface.Len(head)
+			cur += sep + title + p
 			title = ""
 			if rest != "" {
 				flush()
@@ -331,18 +333,14 @@ func (b *builder) message(text string, id string) message {
 		}
 	}
 	flush()
-	for len(sections) > 0 && len(m.replies) < maxReplies {
+	for len(sections) > 0 {
 		var reply []slackapi.Block
 		for ; len(sections) > 0 && len(reply) < replySections; sections = sections[1:] {
-			reply = append(reply, slackapi.NewSectionBlock(mrkdwn(sections[0].mrkdwn), nil, nil))
+			reply = append(reply, slackapi.NewSectionBlock(mrkdwn(sections[0]), nil, nil))
 		}
 		m.replies = append(m.replies, reply)
 	}
-	if len(sections) > 0 {
-		left := 0
-		for _, sec := range sections {
-			left += sec.n
-		}
+	if left > 0 {
 		last := &m.replies[len(m.replies)-1]
 		*last = append(*last, slackapi.NewContextBlock("", mrkdwn(fmt.Sprintf(
 			"_… %d more characters are too long to post in Slack. The whole request is in the bridge's web inbox, at /r/%s._", left, id))))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -898,5 +899,49 @@ func TestSpillsShareThreadSections(t *testing.T) {
 		if !strings.Contains(thread.String(), fmt.Sprintf("*Question %d in full:*", i+1)) {
 			t.Errorf("question %d is not in the thread", i+1)
 		}
+	}
+}
+
+// A thread that can't hold all a message had no room for ends with a note
+// of how many of the request's characters are left out: the text it leaves,
+// not the fences that cutting that text's code blocks into sections would
+// add.
+func TestFullThreadCountsTheTextLeft(t *testing.T) {
+	words := strings.Repeat("Some words of context here. ", 1700)
+	code := "```\n" + strings.Repeat("x := 1 // a line of code\n", 1500) + "```"
+	var qs []seam.Question
+	total := 0
+	for i := range 20 {
+		q := seam.Question{ID: fmt.Sprintf("q%d", i), Question: "Which one?", Detail: words}
+		if i >= 2 { // past what the thread holds
+			q.Detail = code
+		}
+		qs = append(qs, q)
+		total += surface.Len(questionText(i, q))
+	}
+	m := render(questionRecord(qs...), "", true)
+	title := regexp.MustCompile(`(\n\n)?\*Question \d+ in full:\*\n`)
+	shown := 0
+	for _, r := range m.replies {
+		for _, b := range r {
+			if s, ok := b.(*slackapi.SectionBlock); ok {
+				shown += surface.Len(title.ReplaceAllString(s.Text.Text, ""))
+			}
+		}
+	}
+	if len(m.replies) != maxReplies {
+		t.Fatalf("%d replies; the test wants a full thread", len(m.replies))
+	}
+	last := m.replies[maxReplies-1]
+	note, _ := last[len(last)-1].(*slackapi.ContextBlock)
+	var left int
+	if note == nil {
+		t.Fatal("a full thread without a note")
+	}
+	if _, err := fmt.Sscanf(note.ContextElements.Elements[0].(*slackapi.TextBlockObject).Text, "_… %d more characters are too long to post", &left); err != nil {
+		t.Fatal(err)
+	}
+	if left != total-shown {
+		t.Errorf("the note counts %d characters left; the thread shows %d of %d, leaving %d", left, shown, total, total-shown)
 	}
 }
