@@ -41,7 +41,8 @@ func Truncate(s string, max int) string {
 		if r == ' ' {
 			space = i
 		}
-		end = i + len(string(r))
+		_, size := utf8.DecodeRuneInString(s[i:]) // 1 for a byte of invalid UTF-8, which r reads as U+FFFD
+		end = i + size
 	}
 	if space > 0 && Len(s[:space]) >= (max-Len(ellipsis))*3/4 {
 		end = len(strings.TrimRight(s[:space], " "))
@@ -120,7 +121,8 @@ func Cut(s string, max int, esc func(string) string) (head, rest string) {
 			break
 		}
 		n += w
-		end = i + utf8.RuneLen(r)
+		_, size := utf8.DecodeRuneInString(s[i:]) // 1 for a byte of invalid UTF-8, which r reads as U+FFFD
+		end = i + size
 	}
 	// Rune by rune misses an escape that depends on what follows a rune
 	// (Discord's "](" becomes "]\u200b(" but neither rune alone changes):

@@ -164,3 +164,21 @@ func TestCutsKeepWholeCharacters(t *testing.T) {
 		t.Errorf("a run of marks: %q", got)
 	}
 }
+
+// A byte of invalid UTF-8 ranges as U+FFFD, three bytes long when
+// encoded, but is one byte of s: a cut counted from the rune's encoding
+// ran past it, into the next character or out of s.
+func TestCutsOfInvalidUTF8(t *testing.T) {
+	for _, s := range []string{"a\xffb", "a\xffbbbb", "\xff\xfe\xfd\xfc", "ab\xff"} {
+		for max := 1; max <= len(s)+1; max++ {
+			head, rest := Cut(s, max, nil)
+			if head+rest != s || Len(head) > max {
+				t.Errorf("Cut(%q, %d) = %q, %q", s, max, head, rest)
+			}
+			got := Truncate(s, max+1)
+			if got != s && (!strings.HasPrefix(s, strings.TrimSuffix(got, ellipsis)) || Len(got) > max+1) {
+				t.Errorf("Truncate(%q, %d) = %q", s, max+1, got)
+			}
+		}
+	}
+}
