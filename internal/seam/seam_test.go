@@ -59,6 +59,8 @@ func TestValidate(t *testing.T) {
 		{"empty", `{"questions":[]}`, CodeEmptyQuestions},
 		{"missing", `{}`, CodeEmptyQuestions},
 		{"no id", `{"questions":[{"question":"x"}]}`, CodeInvalidRequest},
+		{"blank id", `{"questions":[{"id":" ","question":"x"}]}`, CodeInvalidRequest},
+		{"id of unicode spaces", `{"questions":[{"id":"\u00a0\u3000","question":"x"}]}`, CodeInvalidRequest},
 		{"no text", `{"questions":[{"id":"a","question":"  "}]}`, CodeInvalidRequest},
 		{"duplicate id", `{"questions":[{"id":"a","question":"x"},{"id":"a","question":"y"}]}`, CodeInvalidRequest},
 		{"duplicate label", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"A"}]}]}`, CodeInvalidRequest},

@@ -88,6 +88,10 @@ func (q *Question) validate(i int) error {
 	switch {
 	case q.ID == "":
 		return invalid(where, "%s has no id", where)
+	case strings.TrimSpace(q.ID) == "":
+		// The answer echoes it, and nobody can tell " " from "  " (or
+		// from no id) in a message or a log.
+		return invalid(where, "%s: id %q is blank; give it one with something besides spaces", where, q.ID)
 	case len(q.ID) > MaxIDLen || hasControl(q.ID):
 		return invalid(where, "%s: id must be at most %d bytes without control characters", where, MaxIDLen)
 	}
