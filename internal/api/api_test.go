@@ -152,6 +152,7 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"too large", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", big, 413, "TOO_LARGE"},
 		{"no questions", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[]}`, 400, "EMPTY_QUESTIONS"},
 		{"blank id", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":" ","question":"x"}]}`, 400, "INVALID_REQUEST"},
+		{"multiSelect and multi_select disagree", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","multiSelect":true,"multi_select":false,"options":[{"label":"A"},{"label":"B"}]}]}`, 400, "INVALID_REQUEST"},
 		{"duplicate ids", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"},{"id":"a","question":"y"}]}`, 400, "INVALID_REQUEST"},
 		{"duplicate labels", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","options":[{"label":"A"},{"label":"A"}]}]}`, 400, "INVALID_REQUEST"},
 		{"empty label", "POST", "/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x","options":[{"label":" "}]}]}`, 400, "INVALID_REQUEST"},

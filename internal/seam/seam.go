@@ -10,6 +10,7 @@ package seam
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 )
 
 // Kind tells a question request from an approval request.
@@ -144,20 +145,30 @@ type Question struct {
 }
 
 // UnmarshalJSON accepts both spellings of multi-select: multiSelect (the
-// seam's) and multi_select (the model-facing tool schema's).
+// seam's) and multi_select (the model-facing tool schema's). Both given
+// with the same value is that value; with different values it is refused,
+// since either reading would ask the question in a way its sender did not
+// mean (one label where several were wanted, or the reverse).
 func (q *Question) UnmarshalJSON(b []byte) error {
 	type plain Question
 	var raw struct {
 		plain
+		MultiCamel *bool `json:"multiSelect"` // shadows plain's, to tell false from absent
 		MultiSnake *bool `json:"multi_select"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
 	*q = Question(raw.plain)
-	if raw.MultiSnake != nil && *raw.MultiSnake {
-		q.MultiSelect = true
+	camel, snake := raw.MultiCamel, raw.MultiSnake
+	if camel != nil && snake != nil && *camel != *snake {
+		where := "a question"
+		if q.ID != "" {
+			where = "question " + strconv.Quote(q.ID)
+		}
+		return invalid(q.ID, "%s gives multiSelect %t and multi_select %t; they are two spellings of one field: send one", where, *camel, *snake)
 	}
+	q.MultiSelect = camel != nil && *camel || snake != nil && *snake
 	return nil
 }
 

@@ -47,6 +47,40 @@ func TestQuestionJSON(t *testing.T) {
 	}
 }
 
+// TestMultiSelectSpellings: multiSelect and multi_select given together
+// with one value are that value; with two, neither wins silently.
+func TestMultiSelectSpellings(t *testing.T) {
+	const opts = `"options":[{"label":"A"},{"label":"B"}]`
+	for _, tt := range []struct {
+		name, fields string
+		multi        bool
+	}{
+		{"both true", `"multiSelect":true,"multi_select":true`, true},
+		{"both false", `"multiSelect":false,"multi_select":false`, false},
+		{"snake true, camel null", `"multiSelect":null,"multi_select":true`, true},
+		{"camel alone", `"multiSelect":true`, true},
+		{"snake alone", `"multi_select":true`, true},
+	} {
+		q := parseQuestions(t, `{"questions":[{"id":"a","question":"x",`+tt.fields+`,`+opts+`}]}`)
+		if got := q.Questions[0].MultiSelect; got != tt.multi {
+			t.Errorf("%s: multiSelect = %t, want %t", tt.name, got, tt.multi)
+		}
+	}
+	for _, fields := range []string{
+		`"multiSelect":true,"multi_select":false`,
+		`"multi_select":true,"multiSelect":false`,
+		`"MultiSelect":false,"Multi_Select":true`, // keys match fields as encoding/json matches them
+	} {
+		var q Questions
+		err := json.Unmarshal([]byte(`{"questions":[{"id":"a","question":"x",`+fields+`,`+opts+`}]}`), &q)
+		var se *Error
+		if !errors.As(err, &se) || se.Code != CodeInvalidRequest || se.Field != "a" ||
+			!strings.Contains(se.Message, `question "a" gives multiSelect`) || !strings.Contains(se.Message, "send one") {
+			t.Errorf("%s: %v; want INVALID_REQUEST naming question a and both spellings", fields, err)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	long := strings.Repeat("é", MaxLabelLen+1)
 	tests := []struct {
