@@ -727,10 +727,21 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 	if r := do(t, "GET", u+"/v1/questions?tool_call_id=x&wait=-1", "tok-ask-a-7f3c9e21b4", ""); r.Status != 400 || !strings.Contains(r.Raw, `wait: \"-1\" is negative`) {
 		t.Errorf("wait=-1: %d %s, want 400 saying it is negative", r.Status, r.Raw)
 	}
+	// At most 1e9 seconds, written either way: "1000000h" once made a
+	// request that expired in 2141. Past 290 years time.ParseDuration
+	// itself fails, which is still too long, not "not a duration".
+	for _, long := range []string{`1000000001`, `"1e10"`, `"1000000h"`, `"277778h"`, `"3000000h"`, `"99999999999999999999s"`} {
+		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", q(long)); r.Status != 400 || r.code() != "INVALID_REQUEST" || !strings.Contains(r.Raw, "is out of range; the most is 1e9 seconds") {
+			t.Errorf("expires_in %s: %d %s, want 400 saying it is out of range", long, r.Status, r.Raw)
+		}
+	}
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=x&wait=1000000h", "tok-ask-a-7f3c9e21b4", ""); r.Status != 400 || !strings.Contains(r.Raw, "is out of range") {
+		t.Errorf("wait=1000000h: %d %s, want 400 saying it is out of range", r.Status, r.Raw)
+	}
 	for expires, want := range map[string]time.Duration{
 		`"90s"`: 90 * time.Second, `90`: 90 * time.Second, `"90"`: 90 * time.Second,
 		`1.5`: 1500 * time.Millisecond, `"1e2"`: 100 * time.Second, `".5"`: 500 * time.Millisecond,
-		`"1h30m"`: 90 * time.Minute,
+		`"1h30m"`: 90 * time.Minute, `1000000000`: 1e9 * time.Second, `"277777h"`: 277777 * time.Hour,
 	} {
 		r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", q(expires))
 		if r.Status != 201 {

@@ -286,6 +286,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // sign: strconv.ParseFloat alone also takes NaN, Inf, 1_000 and 0x1p4.
 var seconds = regexp.MustCompile(`^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 
+// goDuration is what time.ParseDuration reads, so that one it fails on
+// for its size alone (over 290 years) is told from one that is no duration.
+var goDuration = regexp.MustCompile(`^\+?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// maxDuration is the longest expires_in or wait, written either way: a
+// number of seconds or a duration ("277777h"). About 31 years.
+const maxDuration = 1e9 * time.Second
+
 func parseDuration(s string) (time.Duration, error) {
 	if s == "" || s == "null" {
 		return 0, nil
@@ -296,16 +304,23 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	if seconds.MatchString(s) {
 		secs, err := strconv.ParseFloat(s, 64)
-		if err != nil || secs > 1e9 {
-			return 0, fmt.Errorf("duration %q is out of range", s)
+		if err != nil || secs > maxDuration.Seconds() {
+			return 0, outOfRange(s)
 		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	switch {
+	case err != nil && goDuration.MatchString(s), d > maxDuration:
+		return 0, outOfRange(s)
+	case err != nil || d < 0:
 		return 0, fmt.Errorf("%q is not a duration; write 30s, 10m or a number of seconds", s)
 	}
 	return d, nil
+}
+
+func outOfRange(s string) error {
+	return fmt.Errorf("duration %q is out of range; the most is 1e9 seconds (about 31 years)", s)
 }
 
 // wait returns the ?wait= of r, capped at the server's maximum.
