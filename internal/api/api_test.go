@@ -181,6 +181,7 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"approval waited on as question", "GET", "/v1/questions/" + aid + "?wait=60s", "tok-answer-7f3c9e21b4", nil, 404, "NOT_FOUND"},
 		{"label not an option", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["Maybe"]}]}`, 400, "INVALID_REQUEST"},
 		{"two labels for single-select", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["Yes (Recommended)","No"]}]}`, 400, "INVALID_REQUEST"},
+		{"an option selected twice", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["No","No"]}]}`, 400, "INVALID_REQUEST"},
 		{"unknown question id", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"other","selected":[]}]}`, 400, "INVALID_REQUEST"},
 		{"misspelt answer field", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selcted":["No"]}]}`, 400, "INVALID_REQUEST"},
 		{"an answer field given twice", "POST", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[{"id":"deploy","selected":["No"],"selected":[]}]}`, 400, "INVALID_REQUEST"},

@@ -14,7 +14,7 @@ func FuzzQuestions(f *testing.F) {
 	f.Add([]byte(`{"questions":[{"id":"cleanup","question":"Proceed with the destructive cleanup?","header":"Confirm","options":[{"label":"Yes, delete them (Recommended)","description":"Removes the three stale files."},{"label":"No, keep them"}]}]}`),
 		[]byte(`{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`))
 	f.Add([]byte(`{"questions":[{"id":"envs","question":"Which environments?","options":[{"label":"staging"},{"label":"prod"}],"multi_select":true}]}`),
-		[]byte(`{"answers":[{"id":"envs","selected":["prod","staging","prod"],"custom":" and dev "}]}`))
+		[]byte(`{"answers":[{"id":"envs","selected":["prod","staging"],"custom":" and dev "}]}`))
 	f.Add([]byte(`{"questions":[{"id":"replicas","question":"How many?","input":{"type":"integer","value":3}}]}`),
 		[]byte(`{"answers":[{"id":"replicas","selected":[],"custom":" 5 "}]}`))
 	f.Add([]byte(`{"questions":[{"id":"plan","question":"Approve the plan?","detail":"# Plan\n1. a","intent":{"type":"plan_review","approve":"Approve"},"options":[{"label":"Approve"},{"label":"Keep planning"}]}]}`),

@@ -143,12 +143,14 @@ func TestNormalize(t *testing.T) {
 		field              string // the question a refusal names
 	}{
 		{"reordered, trimmed, custom overrides single, skips filled in",
-			`{"answers":[{"id":"flag","selected":[],"custom":" Yes "},{"id":"multi","selected":["Z","X","Z"],"custom":" more "},{"id":"single","selected":["B"],"custom":" other "}]}`,
+			`{"answers":[{"id":"flag","selected":[],"custom":" Yes "},{"id":"multi","selected":["Z","X"],"custom":" more "},{"id":"single","selected":["B"],"custom":" other "}]}`,
 			`{"answers":[{"id":"single","selected":[],"custom":"other"},{"id":"multi","selected":["Z","X"],"custom":"more"},{"id":"count","selected":[]},{"id":"flag","selected":[],"custom":"true"},{"id":"text","selected":[]}]}`, ""},
 		{"verbatim label with suffix",
 			`{"answers":[{"id":"single","selected":["A (Recommended)"]},{"id":"flag","custom":"no"},{"id":"count","custom":"-3"},{"id":"text","custom":"   "}]}`,
 			`{"answers":[{"id":"single","selected":["A (Recommended)"]},{"id":"multi","selected":[]},{"id":"count","selected":[],"custom":"-3"},{"id":"flag","selected":[],"custom":"false"},{"id":"text","selected":[]}]}`, ""},
 		{"label without suffix", `{"answers":[{"id":"single","selected":["A"]},{"id":"flag","custom":"y"}]}`, "", "single"},
+		{"an option twice", `{"answers":[{"id":"multi","selected":["X","Z","X"]},{"id":"flag","custom":"y"}]}`, "", "multi"},
+		{"an option twice, single-select", `{"answers":[{"id":"single","selected":["B","B"]},{"id":"flag","custom":"y"}]}`, "", "single"},
 		{"two for single", `{"answers":[{"id":"single","selected":["A (Recommended)","B"]},{"id":"flag","custom":"y"}]}`, "", "single"},
 		{"not an integer", `{"answers":[{"id":"count","custom":"3.5"},{"id":"flag","custom":"y"}]}`, "", "count"},
 		{"required missing", `{"answers":[{"id":"single","selected":["B"]}]}`, "", "flag"},
@@ -177,6 +179,17 @@ func TestNormalize(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", out, tt.want)
 			}
 		})
+	}
+}
+
+// An option selected twice is refused, naming it: no surface sends one
+// twice, so an answerer that does has a bug, and dropping the repeat
+// would hide it.
+func TestRepeatedOptionIsNamed(t *testing.T) {
+	q := parseQuestions(t, `{"questions":[{"id":"envs","question":"?","multiSelect":true,"options":[{"label":"prod"},{"label":"staging"}]}]}`)
+	_, err := q.Normalize(Answer{Answers: []AnswerItem{{ID: "envs", Selected: []string{"staging", "prod", "staging"}}}})
+	if want := `the answer to question "envs" selects "staging" twice; select each option once`; err == nil || err.Error() != want {
+		t.Errorf("error %v; want %s", err, want)
 	}
 }
 

@@ -365,16 +365,19 @@ func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
 	seen := make(map[string]bool, len(it.Selected))
 	for _, l := range it.Selected {
 		switch {
+		case seen[l]:
+			// No surface sends one twice (Slack's and Discord's selects,
+			// the web inbox's checkboxes); an answerer that does has a
+			// bug worth hearing of, not a set it meant.
+			return AnswerItem{}, invalid(q.ID, "the answer to question %q selects %q twice; select each option once", q.ID, l)
 		case q.HasOption(l):
 		case len(q.Options) == 0:
 			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q, which has none: answer it in free text, with custom", l, q.ID)
 		default:
 			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q; its options: %s", l, q.ID, q.optionList())
 		}
-		if !seen[l] {
-			seen[l] = true
-			selected = append(selected, l)
-		}
+		seen[l] = true
+		selected = append(selected, l)
 	}
 	if !q.MultiSelect && len(selected) > 1 {
 		return AnswerItem{}, invalid(q.ID, "question %q takes one option, the answer selects %d", q.ID, len(selected))
