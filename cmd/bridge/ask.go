@@ -46,7 +46,12 @@ first " :: ") to show a description under it. A question without options
 is answered with free text. For several questions, typed input fields or a
 plan-review intent, pass the whole request body (as POST /v1/questions
 takes it) with --json-request; --route, --expires, --tool-call-id and
---caller still apply to it (--caller sets the caller's name only).
+--caller still apply to it (--caller sets the caller's name only). It is
+read more strictly than the API reads it: a top-level key other than
+questions, tool_call_id, caller, route and expires_in is refused, where
+the API ignores unknown keys (newer harnesses add some), so that a
+misspelt one (expire_in) is an error, not a setting that silently does
+not apply.
 
 exit status:
   0  answered

@@ -481,6 +481,14 @@ func TestAnswerUsage(t *testing.T) {
 	if r.code != exitError || !strings.Contains(r.stderr, `unknown key "expire_in"`) {
 		t.Errorf("ask --json-request with a misspelt key = %+v, want exit 1 naming the key", r)
 	}
+	// The help says so: it points at the API's body, which ignores an
+	// unknown key, and names the keys --json-request takes.
+	help := strings.Join(strings.Fields(cli("ask", "-h").stdout), " ")
+	for _, want := range []string{"more strictly than the API", "other than questions, tool_call_id, caller, route and expires_in is refused", "the API ignores unknown keys"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("bridge ask -h does not say %q", want)
+		}
+	}
 	if got, err := c.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusPending {
 		t.Errorf("after usage errors the question is %+v, %v; want it still pending", got, err)
 	}
