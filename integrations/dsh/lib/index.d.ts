@@ -13,9 +13,9 @@ export { UserQuestionError }
 
 /** Plugin config. Every key is optional. */
 export interface Config {
-  /** Base URL of the bridge. Default: `$ASKBRIDGE_URL`, else `http://127.0.0.1:8080`. */
+  /** Base URL of the bridge. Default: `$ASKBRIDGE_URL`, else `$BRIDGE_SERVER`, else `http://127.0.0.1:8080`. */
   url?: string
-  /** Bearer token with the `ask` scope. Default: `$ASKBRIDGE_TOKEN`; none for an open bridge on loopback. */
+  /** Bearer token with the `ask` scope. Default: `$ASKBRIDGE_TOKEN`, else `$BRIDGE_TOKEN`; none for an open bridge on loopback. */
   token?: string
   /** The bridge route to post to; default the bridge's `default` route. */
   route?: string

@@ -93,18 +93,35 @@ function optBool (value, key, dflt) {
   return value
 }
 
+/**
+ * The first of the environment variables names that is set and not empty,
+ * as {value, from}: the plugin's own names first, then those of the
+ * bridge's CLI, MCP server and Agno example (BRIDGE_SERVER, BRIDGE_TOKEN),
+ * so that one environment serves them all.
+ */
+function fromEnv (...names) {
+  for (const name of names) {
+    const value = process.env[name]
+    if (value !== undefined && value !== '') return { value, from: `$${name}` }
+  }
+  return undefined
+}
+
 /** Validate the plugin config and fill in defaults. */
 export function resolveConfig (config = {}) {
   config ??= {}
-  const url = optString(config.url, 'url') ?? process.env.ASKBRIDGE_URL ?? 'http://127.0.0.1:8080'
+  const configured = optString(config.url, 'url')
+  const { value: url, from } = configured !== undefined
+    ? { value: configured, from: 'config.url' }
+    : fromEnv('ASKBRIDGE_URL', 'BRIDGE_SERVER') ?? { value: 'http://127.0.0.1:8080' }
   let parsed
   try {
     parsed = new URL(url)
   } catch {
-    throw new TypeError(`askbridge: config.url ${JSON.stringify(url)} is not a URL; write e.g. http://127.0.0.1:8080`)
+    throw new TypeError(`askbridge: ${from} ${JSON.stringify(url)} is not a URL; write e.g. http://127.0.0.1:8080`)
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new TypeError(`askbridge: config.url ${JSON.stringify(url)} must be an http:// or https:// URL`)
+    throw new TypeError(`askbridge: ${from} ${JSON.stringify(url)} must be an http:// or https:// URL`)
   }
   let expiresIn = config.expiresIn
   if (expiresIn === null || expiresIn === '') expiresIn = undefined
@@ -113,7 +130,7 @@ export function resolveConfig (config = {}) {
   }
   return {
     url: url.replace(/\/+$/, ''),
-    token: optString(config.token, 'token') ?? process.env.ASKBRIDGE_TOKEN ?? '',
+    token: optString(config.token, 'token') ?? fromEnv('ASKBRIDGE_TOKEN', 'BRIDGE_TOKEN')?.value ?? '',
     route: optString(config.route, 'route'),
     expiresIn,
     caller: optString(config.caller, 'caller') ?? 'dsh',

@@ -1,0 +1,117 @@
+// The plugin's config: where the bridge's URL and token come from when the
+// config leaves them out, and how a config the plugin can't use is refused.
+
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { Context } from '@deepseek-ai/cordis'
+import { UserQuestionService } from '@deepseek-ai/dsh-user-questions'
+import askbridge, { resolveConfig } from '../lib/index.js'
+import { ASK_TOKEN, Person, buildBridge, cleanup, startBridge, unique, within, writeConfig } from './bridge.js'
+
+const ENV = ['ASKBRIDGE_URL', 'ASKBRIDGE_TOKEN', 'BRIDGE_SERVER', 'BRIDGE_TOKEN']
+
+/** Run fn with exactly the variables of `vars` set among ENV, then put the environment back. */
+async function withEnv (vars, fn) {
+  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]))
+  for (const k of ENV) delete process.env[k]
+  Object.assign(process.env, vars)
+  try {
+    return await fn()
+  } finally {
+    for (const k of ENV) {
+      if (saved[k] === undefined) delete process.env[k]
+      else process.env[k] = saved[k]
+    }
+  }
+}
+
+describe('the bridge and token from the environment', () => {
+  test('BRIDGE_SERVER and BRIDGE_TOKEN, as the CLI, MCP server and Agno example read them', async () => {
+    await withEnv({ BRIDGE_SERVER: 'http://bridge.test:9000/', BRIDGE_TOKEN: 'cli-token' }, () => {
+      const o = resolveConfig({})
+      assert.equal(o.url, 'http://bridge.test:9000')
+      assert.equal(o.token, 'cli-token')
+    })
+  })
+
+  test("the plugin's own ASKBRIDGE_URL and ASKBRIDGE_TOKEN come first", async () => {
+    await withEnv({
+      ASKBRIDGE_URL: 'http://own.test:1', ASKBRIDGE_TOKEN: 'own-token',
+      BRIDGE_SERVER: 'http://cli.test:2', BRIDGE_TOKEN: 'cli-token',
+    }, () => {
+      const o = resolveConfig({})
+      assert.equal(o.url, 'http://own.test:1')
+      assert.equal(o.token, 'own-token')
+    })
+  })
+
+  test('the config comes before either', async () => {
+    await withEnv({
+      ASKBRIDGE_URL: 'http://own.test:1', ASKBRIDGE_TOKEN: 'own-token',
+      BRIDGE_SERVER: 'http://cli.test:2', BRIDGE_TOKEN: 'cli-token',
+    }, () => {
+      const o = resolveConfig({ url: 'http://config.test:3', token: 'config-token' })
+      assert.equal(o.url, 'http://config.test:3')
+      assert.equal(o.token, 'config-token')
+    })
+  })
+
+  test('an empty variable is unset, as the CLI takes it', async () => {
+    await withEnv({ ASKBRIDGE_URL: '', ASKBRIDGE_TOKEN: '', BRIDGE_SERVER: 'http://cli.test:2', BRIDGE_TOKEN: 'cli-token' }, () => {
+      const o = resolveConfig({})
+      assert.equal(o.url, 'http://cli.test:2')
+      assert.equal(o.token, 'cli-token')
+    })
+    await withEnv({}, () => {
+      const o = resolveConfig({})
+      assert.equal(o.url, 'http://127.0.0.1:8080')
+      assert.equal(o.token, '')
+    })
+  })
+
+  test('a bad URL names the variable it came from', async () => {
+    await withEnv({ BRIDGE_SERVER: 'bridge.test:9000' }, () => {
+      assert.throws(() => resolveConfig({}), (err) => err instanceof TypeError &&
+        err.message === 'askbridge: $BRIDGE_SERVER "bridge.test:9000" must be an http:// or https:// URL')
+    })
+    await withEnv({ ASKBRIDGE_URL: 'not a url' }, () => {
+      assert.throws(() => resolveConfig({}), /^TypeError: askbridge: \$ASKBRIDGE_URL "not a url" is not a URL/)
+    })
+  })
+})
+
+describe('a harness with only BRIDGE_SERVER and BRIDGE_TOKEN set', () => {
+  let build, bridge, ctx
+
+  before(async () => {
+    build = await buildBridge()
+    bridge = await startBridge(build.bin, await writeConfig(build.dir))
+  })
+
+  after(async () => {
+    await ctx?.fiber.dispose()
+    await bridge?.stop()
+    await cleanup(build?.dir)
+  })
+
+  test('asks that bridge with that token', async () => {
+    await withEnv({ BRIDGE_SERVER: bridge.url, BRIDGE_TOKEN: ASK_TOKEN }, async () => {
+      ctx = new Context()
+      await ctx.plugin(UserQuestionService)
+      await ctx.plugin(askbridge, { pollWait: 5 })
+    })
+    // The provider is registered once the userQuestions service is injected.
+    const deadline = Date.now() + 5000
+    while (ctx.userQuestions.provider === undefined) {
+      if (Date.now() > deadline) throw new Error('askbridge did not register as the userQuestions provider')
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    const text = unique('Ship it?')
+    const asking = ctx.userQuestions.ask({ questions: [{ id: 'ship', question: text, options: [{ label: 'Yes' }, { label: 'No' }] }] })
+    asking.catch(() => {})
+    const person = new Person(bridge.url)
+    const rec = await person.question(text)
+    await person.answer(rec.id, [{ id: 'ship', selected: ['Yes'] }])
+    assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'ship', selected: ['Yes'] }] })
+  })
+})
