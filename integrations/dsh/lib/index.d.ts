@@ -11,7 +11,7 @@ import { UserQuestionError } from '@deepseek-ai/dsh-user-questions'
 
 export { UserQuestionError }
 
-/** Plugin config. Every key is optional. */
+/** Plugin config. Every key is optional; any other key fails the plugin's load (a TypeError naming it). */
 export interface Config {
   /** Base URL of the bridge. Default: `$ASKBRIDGE_URL`, else `$BRIDGE_SERVER`, else `http://127.0.0.1:8080`. */
   url?: string

@@ -107,9 +107,39 @@ function fromEnv (...names) {
   return undefined
 }
 
+/** The plugin's config keys; index.d.ts's Config has the same. */
+const CONFIG_KEYS = Object.freeze(['url', 'token', 'route', 'expiresIn', 'caller', 'pollWait', 'retryFor', 'timeout', 'questions', 'approvals'])
+
+/** A key as a person may have meant it: case, - and _ aside (expires_in is expiresIn). */
+function squash (key) {
+  return key.toLowerCase().replace(/[-_]/g, '')
+}
+
+/**
+ * Refuse a config that is not an object, or that has a key the plugin does
+ * not know: a misspelt one (expires_in for expiresIn) would otherwise
+ * silently not apply. Thrown as the other config errors are, a TypeError
+ * from apply(), which cordis logs and rejects the plugin's load with (its
+ * own schema errors are TypeErrors too).
+ */
+function checkKeys (config) {
+  if (typeof config !== 'object' || Array.isArray(config)) {
+    throw new TypeError(`askbridge: config must be an object with the keys ${CONFIG_KEYS.join(', ')}; not ${JSON.stringify(config)}`)
+  }
+  const unknown = Object.keys(config).filter((k) => !CONFIG_KEYS.includes(k)).map((k) => {
+    const meant = CONFIG_KEYS.find((known) => squash(known) === squash(k))
+    return `config.${k}` + (meant === undefined ? '' : ` (did you mean ${meant}?)`)
+  })
+  if (unknown.length > 0) {
+    const are = unknown.length === 1 ? 'is not a key' : 'are not keys'
+    throw new TypeError(`askbridge: ${unknown.join(', ')} ${are} of the plugin's config; its keys are ${CONFIG_KEYS.join(', ')}`)
+  }
+}
+
 /** Validate the plugin config and fill in defaults. */
 export function resolveConfig (config = {}) {
   config ??= {}
+  checkKeys(config)
   const configured = optString(config.url, 'url')
   const { value: url, from } = configured !== undefined
     ? { value: configured, from: 'config.url' }

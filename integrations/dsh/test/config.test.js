@@ -2,6 +2,7 @@
 // config leaves them out, and how a config the plugin can't use is refused.
 
 import assert from 'node:assert/strict'
+import { readFile } from 'node:fs/promises'
 import { after, before, describe, test } from 'node:test'
 import { Context } from '@deepseek-ai/cordis'
 import { UserQuestionService } from '@deepseek-ai/dsh-user-questions'
@@ -77,6 +78,45 @@ describe('the bridge and token from the environment', () => {
     await withEnv({ ASKBRIDGE_URL: 'not a url' }, () => {
       assert.throws(() => resolveConfig({}), /^TypeError: askbridge: \$ASKBRIDGE_URL "not a url" is not a URL/)
     })
+  })
+})
+
+describe('a key the plugin does not know', () => {
+  test('is refused, naming it, what it may have meant, and the keys there are', () => {
+    assert.throws(() => resolveConfig({ url: 'http://127.0.0.1:1', expires_in: '30m' }), (err) => err instanceof TypeError &&
+      err.message === "askbridge: config.expires_in (did you mean expiresIn?) is not a key of the plugin's config; " +
+        'its keys are url, token, route, expiresIn, caller, pollWait, retryFor, timeout, questions, approvals')
+    assert.throws(() => resolveConfig({ PollWait: 5, bridge: 'x' }),
+      /^TypeError: askbridge: config\.PollWait \(did you mean pollWait\?\), config\.bridge are not keys of the plugin's config; its keys are /)
+    assert.throws(() => resolveConfig('http://127.0.0.1:1'), /^TypeError: askbridge: config must be an object with the keys url, /)
+  })
+
+  test("the keys it names are index.d.ts's Config, each of which is taken", async () => {
+    const dts = await readFile(new URL('../lib/index.d.ts', import.meta.url), 'utf8')
+    const body = dts.match(/export interface Config \{([\s\S]*?)\n\}/)[1]
+    const declared = [...body.matchAll(/^ {2}(\w+)\?:/gm)].map((m) => m[1])
+    const named = (() => {
+      try { resolveConfig({ nope: 1 }) } catch (err) { return err.message.split('its keys are ')[1].split(', ') }
+    })()
+    assert.deepEqual(named, declared)
+    const sample = {
+      url: 'http://127.0.0.1:1', token: 't', route: 'r', expiresIn: '30m', caller: 'c',
+      pollWait: 5, retryFor: 5, timeout: 5, questions: true, approvals: false,
+    }
+    assert.deepEqual(Object.keys(sample).sort(), [...declared].sort())
+    assert.doesNotThrow(() => resolveConfig(sample))
+  })
+
+  test('fails the plugin\'s load, as its other config errors do, and answers nothing', async () => {
+    const ctx = new Context()
+    try {
+      await ctx.plugin(UserQuestionService)
+      await assert.rejects(async () => { await ctx.plugin(askbridge, { url: 'http://127.0.0.1:1', expires_in: '30m' }) },
+        (err) => err instanceof TypeError && /config\.expires_in \(did you mean expiresIn\?\)/.test(err.message))
+      await assert.rejects(ctx.userQuestions.ask({ questions: [{ id: 'a', question: 'x' }] }), { code: 'NO_PROVIDER' })
+    } finally {
+      await ctx.fiber.dispose()
+    }
   })
 })
 
