@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/internal/api"
+	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -122,7 +123,10 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 		case errors.Is(err, errBadLink):
 			return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge for this request. Copy it again from the message, whole."}
 		case err != nil && grant.who != nil:
-			expired = &pageErr{http.StatusGone, "This link has expired", "Tap Open in browser on the message again for a new one."}
+			expired = &pageErr{http.StatusGone, "This link has expired", "The request is still waiting: tap Open in browser on the message again for a new link."}
+		case err != nil && rec.ExpiresAt.IsZero():
+			// The request never expires; its links last web.link_ttl.
+			expired = &pageErr{http.StatusGone, "This link has expired", "The request is still waiting, but links to it last " + config.Duration(s.links.ttl).String() + " (web.link_ttl): answer it on the message in chat, or sign in to the inbox."}
 		case err != nil:
 			expired = &pageErr{http.StatusGone, "This link has expired", "The link expired with its request."}
 		default:

@@ -713,8 +713,8 @@ func TestSignedLinks(t *testing.T) {
 		u, _ := url.Parse(p)
 		hdr := map[string]string{linkHeader: u.Query().Get("e") + "." + u.Query().Get("s")}
 		b.clock.add(31 * time.Minute) // past its expiry; the sweeper has not run
-		if status, _ := b.page(t, anon, p); status != http.StatusGone {
-			t.Errorf("an expired link's page: %d, want 410", status)
+		if status, page := b.page(t, anon, p); status != http.StatusGone || !strings.Contains(page, "expired with its request") {
+			t.Errorf("an expired link's page: %d, want 410, expired with its request:\n%s", status, page)
 		}
 		ans := map[string]any{"answers": []any{map[string]any{"id": "deploy", "selected": []string{"No"}}}}
 		if status, _ := b.post(t, anon, "/web/requests/"+third.ID+"/answer", hdr, ans); status != http.StatusForbidden {
@@ -1439,8 +1439,14 @@ func TestSignedInBrowserOutlivesItsLink(t *testing.T) {
 			if status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", map[string]string{linkHeader: link, "X-CSRF-Token": "forged"}, ans); status != http.StatusForbidden {
 				t.Errorf("through the expired link, signed in, a wrong CSRF token: %d %v, want 403", status, body)
 			}
-			if status, _ := b.page(t, anon, path); status != http.StatusGone {
+			status, page = b.page(t, anon, path)
+			if status != http.StatusGone {
 				t.Errorf("the expired link's page, not signed in: %d, want 410", status)
+			}
+			// The request is still waiting: the page says where else to
+			// answer it, not that it ended.
+			if strings.Contains(page, "with its request") || !strings.Contains(page, "still waiting") {
+				t.Errorf("the expired link's page, not signed in, says:\n%s", page)
 			}
 			status, page = b.page(t, c, path)
 			if status != http.StatusOK || !strings.Contains(page, `<form class="answer"`) || !strings.Contains(page, `<meta name="csrf-token" content="`+csrf+`"`) || strings.Contains(page, `name="answer-link"`) {
