@@ -46,7 +46,7 @@ type App struct {
 
 // Options tune an App beyond its config; tests use them.
 type Options struct {
-	Now     func() time.Time // the store's clock; default time.Now
+	Now     func() time.Time // the clock of the store and of the web pages; default time.Now
 	Recheck time.Duration    // waiters' re-read interval; default the store's
 }
 
@@ -123,6 +123,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	a.web, err = web.New(web.Options{
 		Store: a.store, Dispatcher: a.dispatch, Tokens: tokens, Signer: signer, Links: links,
 		BaseURL: cfg.BaseURL, SessionTTL: cfg.Web.SessionTTL.D(), LinkStreams: cfg.Web.MaxLinkStreams, Registry: reg, Logger: log,
+		Now: opt.Now,
 	})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/discord"
 	"github.com/askbridge/askbridge/internal/surface"
+	"github.com/askbridge/askbridge/internal/web"
 )
 
 // startLinked starts a replica with a public URL, so that its messages
@@ -62,6 +63,14 @@ func personalLink(t *testing.T, resp map[string]any) (path, header string) {
 // answerByLink answers id through the web with a link's header.
 func answerByLink(t *testing.T, b bridge, id, header, body string) {
 	t.Helper()
+	if status := sendByLink(t, b, id, header, body); status != http.StatusOK {
+		t.Fatalf("answering through the link: %d", status)
+	}
+}
+
+// sendByLink sends an answer through a link and returns the status.
+func sendByLink(t *testing.T, b bridge, id, header, body string) int {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/web/requests/"+id+"/answer", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Askbridge-Link", header)
@@ -70,9 +79,7 @@ func answerByLink(t *testing.T, b bridge, id, header, body string) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("answering through the link: %d", res.StatusCode)
-	}
+	return res.StatusCode
 }
 
 // A target that limits its responders can't put a link anyone may answer
@@ -175,6 +182,24 @@ func TestPersonalLinkTooLongForAButton(t *testing.T) {
 	}
 	q := u.Query()
 	answerByLink(t, b, id, q.Get("e")+"."+q.Get("s")+"."+q.Get("p"), `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`)
+}
+
+// A personal link lasts an hour on the bridge's clock, the one that
+// stamps and expires requests: the web pages that take the link read it
+// too.
+func TestPersonalLinkEndsOnTheBridgesClock(t *testing.T) {
+	clk := apptest.NewClock(time.Now())
+	b := startLinkedWith(t, "https://bridge.example.com/", defaultTarget, "3h", app.Options{Now: clk.Now})
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	_, header := personalLink(t, b.click(t, discord.Click(msg, ada, "ab:link:"+id+":0:0", nil)))
+	clk.Advance(web.PersonalTTL + time.Minute)
+	if status := sendByLink(t, b, id, header, `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`); status != http.StatusForbidden {
+		t.Errorf("an answer through a personal link an hour and a minute old: %d, want 403", status)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("the request is %v, want pending", rec.M["status"])
+	}
 }
 
 // A request past its expiry that no sweeper has expired yet (sweeps an
