@@ -132,6 +132,18 @@ func person(channel string) bool {
 	return strings.HasPrefix(channel, "U") || strings.HasPrefix(channel, "W")
 }
 
+// readScopes says which scope conversations.info needs to read channel id,
+// by the kinds of conversation its id may be.
+func readScopes(id string) string {
+	switch {
+	case strings.HasPrefix(id, "D"):
+		return "a DM needs the im:read scope"
+	case strings.HasPrefix(id, "G"):
+		return "it needs the groups:read scope (mpim:read for a group DM)"
+	}
+	return "a channel needs the channels:read scope (groups:read for a private one)"
+}
+
 // channelNotFound is the finding for channel_not_found, with the bot's name.
 const channelNotFound = "Slack knows no such channel, or it is private and @%s is not in it: check the ID (channel details, at the bottom) and invite the bot"
 
@@ -149,7 +161,7 @@ func checkChannel(ctx context.Context, api *slackapi.Client, id, bot string, fs 
 	ch, err := api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: id})
 	switch {
 	case refusedWith(err, "missing_scope"):
-		fs.Add(surface.Note, what, "not checked: reading a channel needs the channels:read scope (groups:read for a private one), which the bridge does not; make sure @%s is in it", bot)
+		fs.Add(surface.Note, what, "not checked: reading %s, which the bridge does not; make sure @%s is in it", readScopes(id), bot)
 	case refusedWith(err, "channel_not_found"):
 		fs.Add(surface.Problem, what, channelNotFound, bot)
 	case err != nil:

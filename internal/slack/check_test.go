@@ -321,6 +321,33 @@ func TestCheckHistoryScopes(t *testing.T) {
 	}
 }
 
+// A conversation the token may not read is not checked, and the note
+// names the read scope its kind of id needs: a DM's is im:read, not
+// channels:read.
+func TestCheckNamesTheReadScopeOfTheKind(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	fake.Scopes = "chat:write"
+	fake.SetChannel("D0ADA", slacktest.FakeChannel{Member: true})
+	fake.SetChannel("G0TEAM", slacktest.FakeChannel{Name: "mpdm-ada--bo--askbridge-1", Member: true, GroupDM: true})
+	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{
+			{Slack: &config.SlackTarget{Channel: "D0ADA"}}, {Slack: &config.SlackTarget{Channel: "G0TEAM"}}, {Slack: &config.SlackTarget{Channel: "C1"}},
+		}}},
+	}
+	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
+	for _, want := range []string{
+		"slack channel D0ADA: not checked: reading a DM needs the im:read scope,",
+		"slack channel G0TEAM: not checked: reading it needs the groups:read scope (mpim:read for a group DM),",
+		"slack channel C1: not checked: reading a channel needs the channels:read scope (groups:read for a private one),",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+}
+
 // A responders group with no members leaves nobody to answer where it is
 // the only responder; beside responders.users it is worth a note only.
 func TestCheckEmptyGroup(t *testing.T) {
