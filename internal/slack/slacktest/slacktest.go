@@ -664,6 +664,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 	case "conversations.history", "conversations.replies":
 		return f.history(c)
 	case "usergroups.users.list":
+		if !f.granted("usergroups:read") {
+			return missingScope("usergroups:read", f.Scopes), false
+		}
 		users, ok := f.groups[c.Field("usergroup")]
 		if !ok {
 			return failure("no_such_subteam"), false
