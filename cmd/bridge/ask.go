@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/api"
 )
 
 // Exit statuses of bridge ask for a question that ended unanswered, one per
@@ -333,6 +334,10 @@ func (d *duration) Set(s string) error {
 			return fmt.Errorf("a duration needs a unit: write %ss, %sm or %sh", s, s, s)
 		}
 		return errors.New("not a duration such as 90s, 30m or 2h")
+	}
+	if v > api.MaxDuration {
+		// The bridge would refuse every request that carries it.
+		return errors.New("out of range; the most is 1e9 seconds (about 31 years)")
 	}
 	*d = duration(v)
 	return nil

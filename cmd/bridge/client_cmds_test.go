@@ -470,6 +470,7 @@ func TestAnswerUsage(t *testing.T) {
 		{[]string{"ask", "--json-request", "-", "--option", "x"}, exitUsage},
 		{[]string{"ask", "--bogus"}, exitUsage},
 		{[]string{"ask", "--question", "Q?", "--expires", "-1m"}, exitUsage},
+		{[]string{"ask", "--question", "Q?", "--expires", "1000000h"}, exitUsage},
 		{[]string{"pending", "extra"}, exitUsage},
 	} {
 		r := cli(append(tc.args, "--server", url)...)

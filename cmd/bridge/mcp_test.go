@@ -164,7 +164,8 @@ func TestMCPUsage(t *testing.T) {
 		{"mcp", "extra"},
 		{"mcp", "--progress-interval", "0s"},
 		{"mcp", "--expires", "-1m"},
-		{"mcp", "--reattach", "-1m"}, // not read as 0
+		{"mcp", "--expires", "1000000h"}, // the bridge would refuse every call
+		{"mcp", "--reattach", "-1m"},     // not read as 0
 		{"mcp", "--no-such-flag"},
 		{"mcp", "--route", ""},  // "$ROUTE" unset: not the default route
 		{"mcp", "--caller", ""}, // nor the client's name

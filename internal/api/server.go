@@ -290,9 +290,9 @@ var seconds = regexp.MustCompile(`^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 // for its size alone (over 290 years) is told from one that is no duration.
 var goDuration = regexp.MustCompile(`^\+?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
-// maxDuration is the longest expires_in or wait, written either way: a
+// MaxDuration is the longest expires_in or wait, written either way: a
 // number of seconds or a duration ("277777h"). About 31 years.
-const maxDuration = 1e9 * time.Second
+const MaxDuration = 1e9 * time.Second
 
 func parseDuration(s string) (time.Duration, error) {
 	if s == "" || s == "null" {
@@ -304,14 +304,14 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	if seconds.MatchString(s) {
 		secs, err := strconv.ParseFloat(s, 64)
-		if err != nil || secs > maxDuration.Seconds() {
+		if err != nil || secs > MaxDuration.Seconds() {
 			return 0, outOfRange(s)
 		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)
 	switch {
-	case err != nil && goDuration.MatchString(s), d > maxDuration:
+	case err != nil && goDuration.MatchString(s), d > MaxDuration:
 		return 0, outOfRange(s)
 	case err != nil || d < 0:
 		return 0, fmt.Errorf("%q is not a duration; write 30s, 10m or a number of seconds", s)
