@@ -473,7 +473,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		} else {
 			switch ss, cookie, err := s.sessionOf(r); {
 			case errors.Is(err, errSignedOut):
-				http.Error(w, "not allowed", http.StatusForbidden)
+				writeError(w, &webError{http.StatusForbidden, api.CodeForbidden, "following this request takes a link that grants it, or a session", ""})
 				return
 			case err != nil:
 				refuseStream(w, err)
@@ -514,7 +514,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	} else {
 		switch ss, cookie, err := s.sessionOf(r); {
 		case errors.Is(err, errSignedOut):
-			http.Error(w, "sign in first", http.StatusUnauthorized)
+			writeError(w, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first", ""})
 			return
 		case err != nil:
 			refuseStream(w, err)
@@ -651,8 +651,7 @@ func (s *Server) tooManyStreams(w http.ResponseWriter, r *http.Request, over str
 // refuseStream refuses a stream whose session could not be checked: the
 // store, which knows the sessions signed out, can't be read.
 func refuseStream(w http.ResponseWriter, err error) {
-	e := toError(err)
-	http.Error(w, e.msg, e.status)
+	writeError(w, toError(err))
 }
 
 // pendingFingerprint is the ids of the pending questions, then of the

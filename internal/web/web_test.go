@@ -1552,6 +1552,12 @@ func TestLiveStreamCaps(t *testing.T) {
 	b.signIn(t, other, "ada-token-7f3c9e21b4")
 	st, code, _ = open(other, "/web/events")
 	want("another session's", 200, "", st, code)
+	// Refused for want of a credential, a stream says so in the one
+	// error shape, as every other refusal does.
+	st, code, _ = open(there, "/web/events")
+	want("the inbox's, not signed in", http.StatusUnauthorized, api.CodeUnauthorized, st, code)
+	st, code, _ = open(there, "/web/events?id="+first.ID)
+	want("a request's, with neither a link nor a session", http.StatusForbidden, api.CodeForbidden, st, code)
 
 	// A stream the page closed makes room, once the bridge has seen it go.
 	closeFirst()
