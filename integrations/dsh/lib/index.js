@@ -227,7 +227,10 @@ function questionOf (q) {
   if (Array.isArray(q.options)) {
     out.options = q.options.map((o) => (o?.description === undefined ? { label: o?.label } : { label: o.label, description: o.description }))
   }
-  if (q.multiSelect === true || q.multi_select === true) out.multiSelect = true
+  // Both spellings go as sent: the bridge refuses the two disagreeing,
+  // where taking either would ask the question as its sender did not mean.
+  if (typeof q.multiSelect === 'boolean') out.multiSelect = q.multiSelect
+  if (typeof q.multi_select === 'boolean') out.multi_select = q.multi_select
   // An intent changes presentation only, and the seam's tags are open: one
   // the bridge does not know (a newer harness's) is left out, so the person
   // gets the generic option list instead of the bridge refusing it.

@@ -243,6 +243,13 @@ describe('provider API (dsh-user-questions 0.1.0-rc.8)', () => {
     await rejectsWith(asking, 'ASK_CANCELLED', 'the user cancelled ask_user_question')
   })
 
+  test('multiSelect and multi_select that disagree are refused, not read as either', async () => {
+    const err = await rejectsWith(track(ctx.userQuestions.ask({
+      questions: [{ id: 'm', question: unique('Pick?'), multiSelect: false, multi_select: true, options: [{ label: 'a' }, { label: 'b' }] }],
+    })), 'INVALID_REQUEST')
+    assert.match(err.message, /multi_select/)
+  })
+
   test('the bridge refuses a malformed request with the seam code', async () => {
     const err = await rejectsWith(track(ctx.userQuestions.ask({
       questions: [{ id: 'dup', question: unique('Dup?'), options: [{ label: 'A' }, { label: 'A' }] }],
