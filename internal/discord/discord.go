@@ -360,8 +360,8 @@ type messageCreate struct {
 
 // create posts one message to channel, with nonce: a create Discord
 // applied but answered with a 5xx, or not at all, is retried, and the
-// retry must not post the message twice (the copy would never be recorded, so never edited,
-// and keep live controls).
+// retry must not post the message twice (the copy would never be
+// recorded, so never edited, and keep live controls).
 func (s *Surface) create(ctx context.Context, channel string, send *discordgo.MessageSend, nonce string) (*discordgo.Message, error) {
 	body := &messageCreate{MessageSend: send, Nonce: nonce, EnforceNonce: true}
 	endpoint := discordgo.EndpointChannelMessages(channel)

@@ -219,8 +219,9 @@ func kindsOf(id string, ch *slackapi.Channel) []conversationKind {
 // the scopes granted) can't read. When Slack fails a post it has made
 // (internal_error, or its answer lost), the bridge looks there for the
 // message before posting again; it can't without the history scope of
-// the conversation's kind, and the request may then show twice. ch is what Slack said of the
-// channel, nil when it was not read: then every kind its id allows counts.
+// the conversation's kind, and the request may then show twice. ch is
+// what Slack said of the channel, nil when it was not read: then every
+// kind its id allows counts.
 func checkHistory(id string, ch *slackapi.Channel, granted []string, fs *surface.Findings) {
 	kinds := kindsOf(id, ch)
 	var lacks, of []string

@@ -133,7 +133,7 @@ func (r Retry) classify(err error, backoff *time.Duration) (time.Duration, bool)
 			wait = r.RateLimitWait
 		}
 		return wait, wait <= r.MaxWait
-	case notSent(err), MayHaveApplied(err) && !r.Once:
+	case notSent(err), (status >= 500 || unanswered(err)) && !r.Once: // MayHaveApplied, status read once
 		wait := *backoff
 		*backoff = min(2**backoff, r.MaxBackoff)
 		return wait, true
