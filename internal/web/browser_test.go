@@ -699,6 +699,7 @@ func TestBrowser(t *testing.T) {
 		defer cancel()
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Navigate(base+link[strings.Index(link, "/r/"):]),
 			chromedp.WaitVisible(c+" form.answer"), chromedp.WaitVisible(`#live:not(.off)`),
+			chromedp.WaitVisible(`header .who[title="answering as"]`),
 			// The page marks the stream's end, which the link's expiry brings.
 			chromedp.Evaluate[chromedp.Void](`new MutationObserver(() => {
 				if (document.getElementById("live").classList.contains("off")) document.documentElement.dataset.dropped = "1";
@@ -710,6 +711,11 @@ func TestBrowser(t *testing.T) {
 		}
 		if err := chromedp.Do(ctx, chromedp.WaitReady(`html[data-dropped="1"]`), chromedp.WaitVisible(`#live:not(.off)`)); err != nil {
 			t.Fatalf("the page's stream never ended with its link and opened again: %v", err)
+		}
+		// The header says whom the page now answers as: the session, no
+		// longer the person the link named.
+		if err := chromedp.Do(ctx, chromedp.WaitReady(`header .who[title="signed in as"]`)); err != nil {
+			t.Fatalf("the header still names the link's person: %v", err)
 		}
 		// How the answer went: its outcome, or the form's error.
 		if err := chromedp.Do(ctx, chromedp.Click(c+` input[value="Purge"]`), chromedp.Click(c+" button[type=submit]"),

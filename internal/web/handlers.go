@@ -465,6 +465,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// stream ends then, not at its next read. Zero: it does not expire.
 	var until time.Time
 	var key string // what the stream is counted by (streamLimits)
+	// by is whom a link's page answers as once its link grants nothing
+	// and the session took over: the page shows it (app.js).
+	var by string
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
 		if exp, ok := s.linked(r.Context(), id, q.Get("e"), q.Get("p"), q.Get("s")); ok {
@@ -480,6 +483,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return
 			default:
 				until, key = time.Unix(ss.Exp, 0), "session\x00"+sessionDigest(cookie)
+				if q.Has("s") {
+					by = ss.Name
+				}
 			}
 		}
 		release, over, ok := s.streams.take(key, !bySession)
@@ -561,6 +567,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 3000\n\n")
+	if by != "" {
+		fmt.Fprint(w, "event: by\ndata: "+strings.NewReplacer("\n", "", "\r", "").Replace(by)+"\n\n")
+	}
 	rc.Flush()
 
 	var last string

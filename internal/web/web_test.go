@@ -987,7 +987,8 @@ func TestXSS(t *testing.T) {
 }
 
 // stream opens a live event stream and returns its lines as they come:
-// "data: ..." lines without the prefix, and comments as they are.
+// a change event's data, another event's as "name: data", and comments
+// as they are.
 func stream(ctx context.Context, t *testing.T, c *http.Client, url string) (next func() string, events <-chan string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -1002,9 +1003,17 @@ func stream(ctx context.Context, t *testing.T, c *http.Client, url string) (next
 	lines := make(chan string, 10)
 	go func() {
 		sc := bufio.NewScanner(res.Body)
+		event := ""
 		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if e, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				event = e
+			} else if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				if event != "" && event != "change" {
+					d = event + ": " + d
+				}
 				lines <- d
+			} else if sc.Text() == "" {
+				event = ""
 			} else if strings.HasPrefix(sc.Text(), ":") {
 				lines <- sc.Text()
 			}
@@ -1427,6 +1436,11 @@ func TestSignedInBrowserOutlivesItsLink(t *testing.T) {
 			waitEnded(ctx, t, lines, "the link's stream is still open after the link expired")
 			b.clock.add(until.Sub(b.clock.now()))
 			next, _ = stream(ctx, t, c, events)
+			// The page shows whom it now answers as: the session, not
+			// the person the link named.
+			if e := next(); e != "by: ada" {
+				t.Errorf("the stream again, under the session, begins with %q, want by: ada", e)
+			}
 			if e := next(); e != "pending" {
 				t.Fatalf("the stream again, under the session: %q, want pending", e)
 			}

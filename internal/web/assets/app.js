@@ -352,6 +352,22 @@
     }
   }
 
+  // signedInAs shows whom the page answers as once its link grants
+  // nothing and the browser's session took over its stream and answers:
+  // not the chat person the link named.
+  function signedInAs(name) {
+    const top = document.querySelector("header.top");
+    if (!top) return;
+    let who = top.querySelector(".who");
+    if (!who) {
+      who = document.createElement("span");
+      who.className = "who";
+      top.append(who);
+    }
+    who.textContent = name;
+    who.title = "signed in as";
+  }
+
   // stream keeps a live stream open. EventSource reconnects by itself
   // after a dropped connection, but gives up for good when the bridge
   // answers a reconnect with an error status (503 while Redis is away, 401
@@ -368,6 +384,7 @@
       es = new EventSource(url);
       es.addEventListener("open", () => { live(true); pause = 1000; });
       es.addEventListener("change", (ev) => { live(true); onChange(ev.data); });
+      es.addEventListener("by", (ev) => signedInAs(ev.data));
       es.addEventListener("error", () => {
         live(false);
         if (es.readyState !== EventSource.CLOSED) return; // it reconnects itself
