@@ -101,6 +101,11 @@ func (h *Interactions) refuse(ctx context.Context, rec *pending.Record, in *inte
 	resp.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 		button(surface.Ref{Verb: surface.VerbDraft, ID: rec.ID, Tag: surface.HashTag(rec.Hash)}, fixLabel, discordgo.PrimaryButton),
 	}}}
+	if onNote(in) {
+		// Sent from the form an earlier note's button opened: this note
+		// takes its place rather than piling up below it.
+		return replaced(resp)
+	}
 	return resp
 }
 

@@ -599,6 +599,13 @@ func TestSeveralQuestionsOneBatch(t *testing.T) {
 		if raw, _ := json.Marshal(again); !strings.Contains(string(raw), `"description":"Must be a whole number`) {
 			t.Errorf("the form does not say what is wrong with the port: %s", raw)
 		}
+		// Sent wrong again from there: the new note takes the place of the
+		// one the form came from, rather than piling up below it.
+		note := discord.Reply(msg, data(resp))
+		again2 := b.click(t, discord.Submit(note, ada, again["custom_id"].(string), discord.Fill(t, again, map[string][]string{"q2": {"80y"}})...))
+		if respType(again2) != 7 || discord.Find(data(again2), "ab:draft:") == nil || !strings.Contains(content(again2), "Question 3 must be a whole number") {
+			t.Errorf("the form sent wrong again from its note got %v; want the note replaced by the new one, its button kept", again2)
+		}
 	}
 	resp = b.click(t, discord.Submit(msg, ada, modalID, fill("8080")...))
 	if respType(resp) != 7 {
@@ -1245,12 +1252,26 @@ func TestSplitSingleChoiceSaysOneList(t *testing.T) {
 	if respType(resp) == 4 {
 		t.Fatalf("the fixed form got %q", content(resp))
 	}
+	// The form was opened from the note only ada sees, which said nothing
+	// was saved: it now says what was, and its button is gone.
+	if c := content(resp); respType(resp) != 7 || !noControls(data(resp)) || !strings.Contains(c, "Answered by ada · Service: svc-27") {
+		t.Errorf("the fixed form was answered %v; want its note updated to the outcome, without its button", resp)
+	}
+	if edit := b.fake.WaitCalls(t, "edit", 1)[0]; edit.MessageID != msg.MessageID || !noControls(edit.Body) {
+		t.Errorf("the request's message was edited to %v; want it without controls", edit)
+	}
 	want := `{"answers":[{"id":"svc","selected":["svc-27"]},{"id":"why","selected":[],"custom":"` + why + `"}]}`
 	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != want {
 		t.Errorf("answer %s\nwant   %s", got, want)
 	}
 	if by := b.get(t, "/v1/questions", id).M["answered_by"]; !strings.Contains(fmt.Sprint(by), "ada") {
 		t.Errorf("answered by %v; want ada", by)
+	}
+	// A note of an earlier refusal, its button tapped once the request is
+	// over: the note says so in its place and loses the button.
+	resp = b.click(t, discord.Click(told, ada, fix["custom_id"].(string), nil))
+	if respType(resp) != 7 || !noControls(data(resp)) || !strings.HasPrefix(content(resp), "Already answered by ada") {
+		t.Errorf("Fix my answers… after the end got %v; want its note updated to say the request is over, without its button", resp)
 	}
 }
 

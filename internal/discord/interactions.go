@@ -382,11 +382,19 @@ func (h *Interactions) late(rec *pending.Record, res *pending.Resolution, in *in
 		mine := *res
 		mine.By = responder(in)
 		if same(rec, mine) {
-			if inPlaceable(in) {
+			switch {
+			case inPlaceable(in):
 				return update(render(rec, "", false))
+			case onNote(in):
+				return replaced(ephemeral(surface.StatusLine(rec, statusFormat)))
 			}
 			return deferredUpdate()
 		}
+	}
+	if onNote(in) {
+		// A note's button outlived its request: the note says so in its
+		// place, and loses the button.
+		return replaced(ephemeral(surface.LateReply(rec, statusFormat)))
 	}
 	return ephemeral(surface.LateReply(rec, statusFormat))
 }
@@ -403,6 +411,27 @@ func same(rec *pending.Record, res pending.Resolution) bool {
 // message (not an ephemeral one) that UPDATE_MESSAGE can show the outcome in.
 func inPlaceable(in *interaction) bool {
 	return in.Message != nil && in.Message.ID != "" && in.Message.Flags&flagEphemeral == 0
+}
+
+// onNote reports whether the interaction came from a note only its person
+// sees (an ephemeral message, as a refused form's, whose "Fix my answers…"
+// opened the form just submitted). UPDATE_MESSAGE replaces such a note in
+// place, as it edits any message a component is on; left, it would go on
+// saying that nothing was saved, its button live, after the answer was.
+func onNote(in *interaction) bool {
+	return in.Message != nil && in.Message.ID != "" && in.Message.Flags&flagEphemeral != 0
+}
+
+// replaced is r, an ephemeral message, as the update of the note the
+// interaction came from: its text, and its components or none (an update
+// keeps whatever it leaves out).
+func replaced(r *response) *response {
+	d := *r.Data
+	d.Flags &^= flagEphemeral // an update does not change a message's flags
+	if d.Components == nil {
+		d.Components = []discordgo.MessageComponent{}
+	}
+	return &response{Type: respUpdate, Data: &d, sent: r.sent}
 }
 
 type resolved struct {
@@ -496,6 +525,10 @@ func (h *Interactions) settled(rec *pending.Record, res pending.Resolution, in *
 		return (<-sl.ch).update()
 	case r.err == nil && inPlaceable(in):
 		return update(render(r.rec, "", false))
+	case r.err == nil && onNote(in):
+		// The request's messages are edited by Finish; the note the form
+		// came from says the answer is in.
+		return replaced(ephemeral(surface.StatusLine(r.rec, statusFormat)))
 	case r.err == nil:
 		return deferredUpdate()
 	case errors.Is(r.err, pending.ErrAlreadyResolved) && r.rec != nil:
