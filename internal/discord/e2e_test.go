@@ -682,12 +682,58 @@ func TestDismissAndCancelEditMessages(t *testing.T) {
 
 	id = b.create(t, "/v1/questions", cleanupQuestion())
 	msg = b.fake.WaitCalls(t, "create", 2)[1]
-	resp := b.click(t, discord.Click(msg, ada, "ab:dismiss:"+id+":0:0", nil))
-	if respType(resp) != 7 || !strings.Contains(content(resp), "Dismissed by ada") {
-		t.Errorf("dismiss got %v", resp)
+	// Dismiss sits beside the options: on a phone a slip of the thumb
+	// would end the request. It asks first, in a note only ada sees.
+	resp := b.click(t, discord.Click(msg, ada, discord.Find(msg.Body, "ab:dismiss:"+id+":")["custom_id"].(string), nil))
+	sure := discord.Find(data(resp), "ab:dismiss:"+id+":")
+	if !isEphemeral(resp) || sure == nil || !strings.Contains(content(resp), "Dismiss this question?") {
+		t.Fatalf("Dismiss got %v; want a note only ada sees asking to confirm, with a button", resp)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Fatalf("Dismiss ended the request before it was confirmed: %v", rec.M["status"])
+	}
+	resp = b.click(t, discord.Click(discord.Reply(msg, data(resp)), ada, sure["custom_id"].(string), nil))
+	if respType(resp) != 7 || !noControls(data(resp)) || !strings.Contains(content(resp), "Dismissed by ada") {
+		t.Errorf("the confirmation got %v; want its note to say the request was dismissed", resp)
 	}
 	if rec := b.wait(t, "/v1/questions", id); rec.M["status"] != "dismissed" {
 		t.Errorf("status %v", rec.M["status"])
+	}
+	if edit := b.fake.WaitCalls(t, "edit", 2)[1]; edit.MessageID != msg.MessageID || !noControls(edit.Body) || !strings.Contains(discord.Text(edit.Body), "Dismissed by ada") {
+		t.Errorf("the request's message was edited to %v; want it dismissed, without controls", edit)
+	}
+}
+
+// Allow once answers at once, but where the request goes on in the
+// messages below its own (long arguments), it asks first: on a phone the
+// rest is out of sight.
+func TestAllowOnceOfALongRequestAsksFirst(t *testing.T) {
+	b := start(t, defaultTarget)
+	short := b.create(t, "/v1/approvals", map[string]any{"tool_name": "kubectl_apply", "reason": "Roll out v2", "arguments": map[string]any{"file": "deploy.yaml"}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	if resp := b.click(t, discord.Click(msg, bob, discord.Find(msg.Body, "ab:allow:"+short+":")["custom_id"].(string), nil)); respType(resp) != 7 || !strings.Contains(content(resp), "Allowed once") {
+		t.Errorf("Allow once of a short request got %v; want it allowed at once", resp)
+	}
+
+	long := b.create(t, "/v1/approvals", map[string]any{"tool_name": "kubectl_apply", "reason": "Roll out v2",
+		"arguments": map[string]any{"manifest": strings.Repeat("kind: Deployment\nreplicas: 3\n", 400)}})
+	msg = b.fake.WaitCalls(t, "create", 2)[1]
+	if n := len(b.fake.Calls("create")); n < 3 {
+		t.Fatalf("%d messages posted; want the request's and the rest of its arguments after it", n)
+	}
+	resp := b.click(t, discord.Click(msg, bob, discord.Find(msg.Body, "ab:allow:"+long+":")["custom_id"].(string), nil))
+	sure := discord.Find(data(resp), "ab:allow:"+long+":")
+	if !isEphemeral(resp) || sure == nil || !strings.Contains(content(resp), "messages below") {
+		t.Fatalf("Allow once of a long request got %v; want a note asking to confirm, with a button", resp)
+	}
+	if rec := b.get(t, "/v1/approvals", long); rec.M["status"] != "pending" {
+		t.Fatalf("the request was allowed before it was confirmed: %v", rec.M["status"])
+	}
+	if resp := b.click(t, discord.Click(discord.Reply(msg, data(resp)), bob, sure["custom_id"].(string), nil)); respType(resp) != 7 || !strings.Contains(content(resp), "Allowed once") {
+		t.Errorf("the confirmation got %v", resp)
+	}
+	if got := b.wait(t, "/v1/approvals", long).Raw("decision"); got != `{"outcome":"allowed-once"}` {
+		t.Errorf("decision %s", got)
 	}
 }
 

@@ -254,6 +254,14 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 			return ephemeral(surface.MsgNoPublicURL)
 		}
 		return h.personalLink(rec, in, "")
+	case surface.VerbDismiss:
+		if r.O != confirmed {
+			return confirm(rec, surface.VerbDismiss, msgConfirmDismiss, "Dismiss the question", discordgo.DangerButton)
+		}
+	case surface.VerbAllow:
+		if r.O != confirmed && rec.Kind == seam.KindApproval && continues(rec) {
+			return confirm(rec, surface.VerbAllow, msgConfirmAllow(rec.Approval.ToolName), "Allow once", discordgo.SuccessButton)
+		}
 	}
 	switch {
 	case problem != "":
@@ -263,6 +271,36 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 	}
 	return h.settle(ctx, rec, *res, in)
 }
+
+// confirmed is the O of a control that does what another asked to
+// confirm (see confirm).
+const confirmed = 1
+
+// confirm asks the person who tapped a control that ends a request in a
+// way a slip of the thumb should not (Dismiss; Allow once on a request
+// whose text goes on past its message) to confirm it, in a note only they
+// see: Discord's buttons have no confirmation of their own (Slack's do,
+// and the Slack surface asks there). The note's button, verb's control
+// with O confirmed, does it; the note's own "Dismiss message" leaves the
+// request as it was.
+func confirm(rec *pending.Record, verb, text, label string, style discordgo.ButtonStyle) *response {
+	r := ephemeral(text)
+	r.Data.Components = []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+		button(surface.Ref{Verb: verb, ID: rec.ID, O: confirmed, Tag: surface.HashTag(rec.Hash)}, label, style),
+	}}}
+	return r
+}
+
+const msgConfirmDismiss = "Dismiss this question? The agent is told that you declined to answer."
+
+func msgConfirmAllow(tool string) string {
+	return "The request to run **" + plain(surface.Truncate(tool, 100)) + "** is longer than its message: the rest of it " +
+		"follows in the messages below. Read them before you allow it. Allow it once?"
+}
+
+// continues reports whether rec's message has no room for all of its
+// text: the rest is in the messages posted after it.
+func continues(rec *pending.Record) bool { return len(render(rec, "", true).more) > 0 }
 
 // personalLink answers with a link of rec's for the person who clicked,
 // whom load has checked may answer it, seen by them alone; why, when not
