@@ -403,8 +403,10 @@ export class Answerer {
         throw err
       }
       // Unloaded, a request under its call's key is left for a restarted
-      // harness to re-attach to; one under a fresh key can't be.
-      if (why === 'turn' || key === undefined) await this.#withdraw(kind, rec?.id, rec === undefined ? body : undefined)
+      // harness to re-attach to; one under a fresh key can't be. The
+      // withdrawal goes on without the call: an aborted turn is freed at
+      // once, not after a slow or restarting bridge has taken the DELETE.
+      if (why === 'turn' || key === undefined) this.#track(this.#withdraw(kind, rec?.id, rec === undefined ? body : undefined))
       throw kind === 'question' ? questionEnd('ASK_ABORTED', turnSignal?.reason) : approvalEnd('ASK_ABORTED', turnSignal?.reason)
     } finally {
       turnSignal?.removeEventListener('abort', onTurn)

@@ -230,7 +230,12 @@ describe('provider API (dsh-user-questions 0.1.0-rc.8)', () => {
     const rec = await person.question(text)
     turn.abort(new Error('turn interrupted'))
     await rejectsWith(asking, 'ASK_ABORTED', SEAM_MESSAGES.ASK_ABORTED, 5000)
-    const after = await person.get('question', rec.id)
+    // The withdrawal goes on after the call is freed: wait for it to land.
+    const deadline = Date.now() + 5000
+    let after
+    while ((after = await person.get('question', rec.id)).status === 'pending' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
     assert.equal(after.status, 'cancelled')
     assert.deepEqual(after.error, { code: 'ASK_ABORTED', message: 'ask_user_question was aborted before the user answered' })
   })

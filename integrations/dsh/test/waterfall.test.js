@@ -73,6 +73,17 @@ async function dispose (ctx) {
   await ctx.fiber.dispose()
 }
 
+/**
+ * Settle once every withdrawal the answerer has going has ended, retries
+ * it starts on the way included; fail after `ms`.
+ */
+function withdrawalsEnded (answerer, ms, what) {
+  const all = async () => {
+    while (answerer.withdrawals.size > 0) await Promise.allSettled([...answerer.withdrawals])
+  }
+  return within(all(), ms, what)
+}
+
 async function rejection (promise, ms = 15_000) {
   return within(promise.then(
     (v) => { throw new Error(`expected a rejection, got ${JSON.stringify(v)}`) },
@@ -256,7 +267,7 @@ describe('user-questions/request waterfall (newer harness)', () => {
     assert.ok(err instanceof UserQuestionError)
     assert.equal(err.code, 'ASK_ABORTED')
     assert.equal(err.message, SEAM_MESSAGES.ASK_ABORTED)
-    assert.equal((await person.get('question', rec.id)).status, 'cancelled')
+    assert.equal((await eventually('question', rec.id, (r) => r.status !== 'pending')).status, 'cancelled')
     assert.equal(h.downstream.questions.length, 0, 'an abort is not a decline')
   })
 
@@ -264,14 +275,16 @@ describe('user-questions/request waterfall (newer harness)', () => {
     // A proxy holds the create on its way to the bridge, as a slow network
     // would, and forwards everything else at once.
     const held = []
-    let heldOne
+    let heldOne, withdrawn
     const arrived = new Promise((resolve) => { heldOne = resolve })
+    const withdrawal = new Promise((resolve) => { withdrawn = resolve })
     const proxy = await proxyBridge(async (req, url, forward) => {
       if (req.method === 'POST') {
         held.push(forward)
         heldOne()
       } else {
-        await forward()
+        const r = await forward()
+        if (req.method === 'DELETE') withdrawn(r)
       }
     })
     try {
@@ -289,6 +302,7 @@ describe('user-questions/request waterfall (newer harness)', () => {
       const err = await rejection(asking, 5000)
       assert.equal(err.code, 'ASK_ABORTED')
       // The create lands after the withdrawal: it finds the request cancelled.
+      await within(withdrawal, 5000, 'the withdrawal at the bridge')
       const landed = await held[0]()
       assert.equal(landed.status, 200)
       assert.equal(landed.body.status, 'cancelled')
@@ -307,8 +321,9 @@ describe('user-questions/request waterfall (newer harness)', () => {
     const seen = []
     let held
     let createdAgain
-    let heldOne
+    let heldOne, withdrawn
     const arrived = new Promise((resolve) => { heldOne = resolve })
+    const withdrawal = new Promise((resolve) => { withdrawn = resolve })
     const proxy = await proxyBridge(async (req, url, forward, res) => {
       seen.push(`${req.method} ${url.pathname}${url.searchParams.has('tool_call_id') ? '?tool_call_id' : ''}`)
       if (req.method === 'POST' && held === undefined) {
@@ -319,6 +334,7 @@ describe('user-questions/request waterfall (newer harness)', () => {
       } else {
         const r = await forward()
         if (req.method === 'POST') createdAgain = r.body.id
+        if (req.method === 'DELETE') withdrawn(r)
       }
     })
     try {
@@ -335,6 +351,7 @@ describe('user-questions/request waterfall (newer harness)', () => {
       turn.abort()
       const err = await rejection(asking, 5000)
       assert.equal(err.code, 'ASK_ABORTED')
+      await within(withdrawal, 5000, 'the withdrawal at the bridge')
       assert.deepEqual(seen, ['POST /v1/questions', 'DELETE /v1/questions?tool_call_id', 'POST /v1/questions', `DELETE /v1/questions/${createdAgain}`])
       assert.equal((await person.get('question', createdAgain)).status, 'cancelled')
       // The first create lands last: it finds the same request, cancelled.
@@ -750,10 +767,64 @@ describe('faults between the plugin and the bridge', () => {
     const rec = await person.question(text)
     turn.abort()
     assert.equal((await rejection(asking, 5000)).code, 'ASK_ABORTED')
+    // The first try has failed once what it started has settled; its retry goes on.
+    await within(Promise.all([...answerer.withdrawals]), 5000, 'the first try')
     answerer.close()
-    await within(Promise.all([...answerer.withdrawals]), 5000, 'the last try')
+    await withdrawalsEnded(answerer, 5000, 'the last try')
     assert.equal(calls.cancel, 2)
     assert.equal((await person.get('question', rec.id)).status, 'cancelled')
+  })
+
+  test('the turn aborted while the bridge is slow to take the withdrawal: ASK_ABORTED at once, withdrawn after', async () => {
+    const text = unique('Pause the rollout?')
+    let release
+    const slow = new Promise((resolve) => { release = resolve })
+    const { answerer, calls } = faulty({}, { cancel: [() => slow], cancelByToolCall: [() => slow] })
+    const turn = new AbortController()
+    const asking = track(answerer.ask({ questions: [{ id: 'q', question: text }], signal: turn.signal }))
+    const rec = await person.question(text)
+    turn.abort()
+    assert.equal((await rejection(asking, 1000)).code, 'ASK_ABORTED')
+    assert.equal(calls.cancel, 1, 'the withdrawal is on its way')
+    release()
+    await withdrawalsEnded(answerer, 10_000, 'the withdrawal')
+    assert.equal((await person.get('question', rec.id)).status, 'cancelled')
+    answerer.close()
+  })
+
+  test('the turn aborted while its create and the bridge are slow: ASK_ABORTED at once, withdrawn by tool_call_id after', async () => {
+    // A proxy holds the create, and the withdrawal by tool_call_id until
+    // released, as a bridge slow to answer would.
+    const held = []
+    let heldOne
+    const arrived = new Promise((resolve) => { heldOne = resolve })
+    let release
+    const slow = new Promise((resolve) => { release = resolve })
+    const proxy = await proxyBridge(async (req, url, forward) => {
+      if (req.method === 'POST') {
+        held.push(forward)
+        heldOne()
+        return
+      }
+      if (req.method === 'DELETE') await slow
+      await forward()
+    })
+    try {
+      const { answerer } = faulty({ url: `http://127.0.0.1:${proxy.address().port}` }, {})
+      const turn = new AbortController()
+      const asking = track(answerer.ask({ questions: [{ id: 'q', question: unique('Pause the other rollout?') }], signal: turn.signal }))
+      await within(arrived, 5000, 'the create at the proxy')
+      turn.abort()
+      assert.equal((await rejection(asking, 1000)).code, 'ASK_ABORTED')
+      release()
+      await withdrawalsEnded(answerer, 10_000, 'the withdrawal')
+      const landed = await held[0]()
+      assert.equal(landed.body.status, 'cancelled', 'the late create finds its request withdrawn')
+      answerer.close()
+    } finally {
+      proxy.closeAllConnections()
+      proxy.close()
+    }
   })
 
   test('a withdrawal refused while the bridge restarts is tried again', async () => {
@@ -764,7 +835,7 @@ describe('faults between the plugin and the bridge', () => {
     const rec = await person.question(text)
     turn.abort()
     assert.equal((await rejection(asking, 5000)).code, 'ASK_ABORTED')
-    await within(Promise.all([...answerer.withdrawals]), 10_000, 'the withdrawal')
+    await withdrawalsEnded(answerer, 10_000, 'the withdrawal')
     assert.equal(calls.cancel, 3)
     assert.equal((await person.get('question', rec.id)).status, 'cancelled')
     answerer.close()
