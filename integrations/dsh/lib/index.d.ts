@@ -19,7 +19,7 @@ export interface Config {
   token?: string
   /** The bridge route to post to; default the bridge's `default` route. */
   route?: string
-  /** How long a request stays answerable on the bridge (`"30m"`, or seconds); default the route's. */
+  /** How long a request stays answerable on the bridge (a Go duration such as `"30m"`, or seconds, at most 1e9); default the route's. */
   expiresIn?: string | number
   /** `caller.name` shown to the people who answer. Default `"dsh"`. */
   caller?: string

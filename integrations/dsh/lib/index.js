@@ -136,6 +136,59 @@ function checkKeys (config) {
   }
 }
 
+/**
+ * A token as fetch sends it (HTTP whitespace at its ends dropped), or a
+ * TypeError naming where it came from when it holds a character no
+ * Authorization header carries as the bridge has it: fetch would refuse a
+ * line break with the token in its message, and send a non-ASCII one in
+ * other bytes than the bridge's. The token itself is never in the error.
+ */
+function checkToken (token, from) {
+  const trimmed = token.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '')
+  const bad = /[^\x20-\x7e\t]/.exec(trimmed)
+  if (bad !== null) {
+    const c = bad[0].charCodeAt(0)
+    const what = c === 0x0a || c === 0x0d ? 'a line break' : c < 0x20 || c === 0x7f ? 'a control character' : 'a character that is not ASCII'
+    throw new TypeError(`askbridge: ${from} holds ${what} (at index ${bad.index} of the token, which is not shown); a token is one line of ASCII`)
+  }
+  return trimmed
+}
+
+// expires_in as the bridge reads it (internal/api/server.go parseDuration):
+// a number of seconds, or a Go duration, at most 1e9 seconds either way.
+const SECONDS = /^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/
+const GO_DURATION = /^\+?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$/
+const UNIT_SECONDS = { ns: 1e-9, us: 1e-6, 'µs': 1e-6, 'μs': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 }
+const MAX_EXPIRES_IN = 1e9
+
+/**
+ * config.expiresIn checked as the bridge will read it, so that one it
+ * refuses fails the load instead of every ask (as INVALID_REQUEST, which
+ * the model would take for its own mistake).
+ */
+function expiresInOf (value) {
+  if (value === undefined || value === null || value === '') return undefined
+  const shown = typeof value === 'string' ? JSON.stringify(value) : String(value)
+  const refuse = (why) => new TypeError(`askbridge: config.expiresIn ${shown} ${why}; write a duration such as "30m" or "1h30m", or a number of seconds`)
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value < 0) throw refuse('is not a number of seconds from 0')
+    if (value > MAX_EXPIRES_IN) throw refuse('is over the bridge\'s limit of 1e9 seconds')
+    return value
+  }
+  if (typeof value !== 'string') throw refuse('is neither a duration nor a number of seconds')
+  let secs
+  if (SECONDS.test(value)) {
+    secs = Number(value)
+  } else if (GO_DURATION.test(value)) {
+    secs = 0
+    for (const [, n, unit] of value.matchAll(/(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) secs += Number(n) * UNIT_SECONDS[unit]
+  } else {
+    throw refuse(value.startsWith('-') ? 'is negative' : 'is not a duration')
+  }
+  if (!(secs <= MAX_EXPIRES_IN)) throw refuse('is over the bridge\'s limit of 1e9 seconds')
+  return value
+}
+
 /** Validate the plugin config and fill in defaults. */
 export function resolveConfig (config = {}) {
   config ??= {}
@@ -150,17 +203,25 @@ export function resolveConfig (config = {}) {
   } catch {
     throw new TypeError(`askbridge: ${from} ${JSON.stringify(url)} is not a URL; write e.g. http://127.0.0.1:8080`)
   }
+  if (parsed.username !== '' || parsed.password !== '') {
+    // Not shown: the password would be in the error, and fetch refuses
+    // such a URL anyway.
+    throw new TypeError(`askbridge: ${from} carries a user name or password, which the plugin can't send (the URL is not shown); `
+      + 'give the bridge\'s URL without them, and the token in config.token or $ASKBRIDGE_TOKEN')
+  }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new TypeError(`askbridge: ${from} ${JSON.stringify(url)} must be an http:// or https:// URL`)
   }
-  let expiresIn = config.expiresIn
-  if (expiresIn === null || expiresIn === '') expiresIn = undefined
-  if (expiresIn !== undefined && typeof expiresIn !== 'string' && !(typeof expiresIn === 'number' && expiresIn >= 0)) {
-    throw new TypeError('askbridge: config.expiresIn must be a duration such as "30m" or a number of seconds')
+  if (parsed.search !== '' || parsed.hash !== '' || url.includes('?') || url.includes('#')) {
+    throw new TypeError(`askbridge: ${from} ${JSON.stringify(url)} must be the bridge's base URL, without a query or fragment: the plugin adds /v1/... to it`)
   }
+  const expiresIn = expiresInOf(config.expiresIn)
+  const tokenFrom = optString(config.token, 'token') !== undefined
+    ? { value: config.token, from: 'config.token' }
+    : fromEnv('ASKBRIDGE_TOKEN', 'BRIDGE_TOKEN') ?? { value: '', from: '' }
   return {
     url: url.replace(/\/+$/, ''),
-    token: optString(config.token, 'token') ?? fromEnv('ASKBRIDGE_TOKEN', 'BRIDGE_TOKEN')?.value ?? '',
+    token: checkToken(tokenFrom.value, tokenFrom.from),
     route: optString(config.route, 'route'),
     expiresIn,
     caller: optString(config.caller, 'caller') ?? 'dsh',

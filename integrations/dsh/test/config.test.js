@@ -120,6 +120,97 @@ describe('a key the plugin does not know', () => {
   })
 })
 
+describe('a config every ask would fail on fails the load instead', () => {
+  const SECRET = 'hunter2-s3cret'
+
+  test('a token with a line break or a character that is not ASCII, naming where it came from, never showing it', async () => {
+    const cases = [
+      [{ token: `${SECRET}\nsecond-line` }, {}, 'config.token', 'a line break'],
+      [{}, { ASKBRIDGE_TOKEN: `${SECRET}\r\nx` }, '$ASKBRIDGE_TOKEN', 'a line break'],
+      [{}, { BRIDGE_TOKEN: `${SECRET}\u0007x` }, '$BRIDGE_TOKEN', 'a control character'],
+      [{ token: `${SECRET}-tök€n` }, {}, 'config.token', 'a character that is not ASCII'],
+    ]
+    for (const [config, env, from, what] of cases) {
+      await withEnv(env, () => {
+        assert.throws(() => resolveConfig({ url: 'http://127.0.0.1:1', ...config }), (err) => {
+          assert.ok(err instanceof TypeError, err.stack)
+          assert.ok(err.message.startsWith(`askbridge: ${from} holds ${what} `), err.message)
+          assert.ok(!err.message.includes(SECRET), 'the token is not in the error')
+          return true
+        })
+      })
+    }
+    // Whitespace at its ends is no part of it, as fetch sends it.
+    await withEnv({ ASKBRIDGE_TOKEN: ` ${SECRET}\n` }, () => assert.equal(resolveConfig({}).token, SECRET))
+  })
+
+  test('a URL with a password, refused without showing it', async () => {
+    for (const [config, env, from] of [
+      [{ url: `http://dsh:${SECRET}@127.0.0.1:8080` }, {}, 'config.url'],
+      [{}, { ASKBRIDGE_URL: `https://dsh:${SECRET}@bridge.test` }, '$ASKBRIDGE_URL'],
+    ]) {
+      await withEnv(env, () => {
+        assert.throws(() => resolveConfig(config), (err) => {
+          assert.ok(err instanceof TypeError, err.stack)
+          assert.ok(err.message.startsWith(`askbridge: ${from} carries a user name or password`), err.message)
+          assert.ok(!err.message.includes(SECRET), 'the password is not in the error')
+          return true
+        })
+      })
+    }
+  })
+
+  test('a URL with a query or a fragment, to which /v1/... can\'t be added', () => {
+    for (const url of ['http://127.0.0.1:8080/?token=x', 'http://127.0.0.1:8080/#inbox', 'http://127.0.0.1:8080?']) {
+      assert.throws(() => resolveConfig({ url }), (err) => err instanceof TypeError &&
+        err.message === `askbridge: config.url ${JSON.stringify(url)} must be the bridge's base URL, without a query or fragment: the plugin adds /v1/... to it`)
+    }
+    assert.equal(resolveConfig({ url: 'https://tools.test/askbridge/' }).url, 'https://tools.test/askbridge')
+  })
+
+  describe('expiresIn, read as the bridge reads it', () => {
+    let build, bridge
+
+    before(async () => {
+      build = await buildBridge()
+      bridge = await startBridge(build.bin, await writeConfig(build.dir))
+    })
+
+    after(async () => {
+      await bridge?.stop()
+      await cleanup(build?.dir)
+    })
+
+    test('what the bridge refuses fails the load, naming the key; what it takes loads', async () => {
+      const refused = ['30 minutes', '1d', '-5m', '-1', '5m ', 'P1D', '277778h', '2e9', 1e10, -1, Infinity, NaN, true, {}]
+      const taken = ['30m', '1h30m', '1.5h', '90s', '500ms', '1800', '1e3', '.5', '277777h', '1e9', 1800, 0.5, 1e9]
+      for (const value of refused) {
+        assert.throws(() => resolveConfig({ expiresIn: value }), (err) => err instanceof TypeError &&
+          err.message.startsWith(`askbridge: config.expiresIn ${typeof value === 'string' ? JSON.stringify(value) : String(value)} `), String(value))
+      }
+      for (const value of taken) assert.equal(resolveConfig({ expiresIn: value }).expiresIn, value)
+      // The bridge agrees: it takes every value the plugin takes, and refuses
+      // the strings and numbers the plugin refuses (JSON has no NaN or Infinity).
+      const ask = async (value) => {
+        const resp = await fetch(`${bridge.url}/v1/questions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ASK_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ questions: [{ id: 'q', question: unique('How long?') }], expires_in: value }),
+        })
+        const body = await resp.json()
+        if (resp.ok) {
+          await fetch(`${bridge.url}/v1/questions/${body.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ASK_TOKEN}` } })
+        }
+        return resp.status
+      }
+      for (const value of taken) assert.equal(await ask(value), 201, `the bridge takes ${JSON.stringify(value)}`)
+      for (const value of refused.filter((v) => typeof v === 'string' || Number.isFinite(v))) {
+        assert.equal(await ask(value), 400, `the bridge refuses ${JSON.stringify(value)}`)
+      }
+    })
+  })
+})
+
 describe('a harness with only BRIDGE_SERVER and BRIDGE_TOKEN set', () => {
   let build, bridge, ctx
 
