@@ -51,6 +51,22 @@ function networkCause (err) {
   return { code, message: message ?? String(err) }
 }
 
+/**
+ * The error of a redirect, naming its target (without its query or any
+ * user name or password) and, when the target ends in the path asked for,
+ * the url to configure instead.
+ */
+function redirected (resp, method, path, url) {
+  let to = 'an address that is not a URL'
+  let fix = 'set url to the address the bridge answers at itself'
+  try {
+    const u = new URL(resp.headers.get('location') ?? '', url)
+    to = u.origin + u.pathname
+    if (u.pathname.endsWith(path)) fix = `set url to ${u.origin + u.pathname.slice(0, -path.length)}`
+  } catch {}
+  return new BridgeError(resp.status, '', `HTTP ${resp.status} redirects ${method} ${path} to ${to}: ${fix}`)
+}
+
 /** Whether a failed call may succeed if made again. */
 export function transient (err) {
   if (err instanceof NetworkError) return true
@@ -117,6 +133,10 @@ export class BridgeClient {
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: signals,
+        // Followed, a redirect turns a POST into a GET and, to another
+        // origin (http to https), drops the token: the bridge's answer
+        // would be a 401 for a token that was sent.
+        redirect: 'manual',
       })
       text = await resp.text()
     } catch (err) {
@@ -133,6 +153,7 @@ export class BridgeClient {
     } catch {
       data = undefined
     }
+    if (resp.status >= 300 && resp.status <= 399) throw redirected(resp, method, path, url)
     if (resp.status < 200 || resp.status > 299) {
       const e = data?.error
       if (e && typeof e.code === 'string' && e.code !== '') {

@@ -3,6 +3,7 @@
 // answered through its answer API.
 
 import assert from 'node:assert/strict'
+import { createServer } from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import { Context } from '@deepseek-ai/cordis'
 import { UserQuestionError, UserQuestionService } from '@deepseek-ai/dsh-user-questions'
@@ -301,6 +302,24 @@ describe('provider API: bridge down', () => {
       'ASKBRIDGE_UNREACHABLE', undefined, 5000)
     assert.ok(Date.now() - start < 3000, `took ${Date.now() - start} ms`)
     assert.match(err.message, new RegExp(`^askbridge at ${url} can't be reached: .*ECONNREFUSED`))
+  })
+
+  test('a URL that redirects (a proxy sending http to https): an error naming the url to set, not a 401 for a dropped token', async () => {
+    // Redirected, fetch would turn the POST into a GET and, the target
+    // being another origin, drop the token: the bridge would say 401.
+    const target = bridge.url.replace('127.0.0.1', 'localhost')
+    const proxy = createServer((req, res) => res.writeHead(301, { location: target + req.url }).end())
+    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${proxy.address().port}`
+      const ctx = await harness({ url })
+      const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Moved?') }] })),
+        'ASKBRIDGE_ERROR', undefined, 5000)
+      assert.equal(err.status, 301)
+      assert.equal(err.message, `askbridge at ${url}: HTTP 301 redirects POST /v1/questions to ${target}/v1/questions: set url to ${target}`)
+    } finally {
+      proxy.close()
+    }
   })
 
   test('the bridge dies mid-wait: ASKBRIDGE_UNREACHABLE once retryFor has passed', async () => {
