@@ -189,6 +189,17 @@ function expiresInOf (value) {
   return value
 }
 
+const MAX_ROUTE = 100 // bytes, the bridge's limit on route
+
+/** config.route, refused at load when the bridge would refuse it at every ask. */
+function routeOf (value) {
+  const route = optString(value, 'route')
+  if (route !== undefined && Buffer.byteLength(route) > MAX_ROUTE) {
+    throw new TypeError(`askbridge: config.route is ${Buffer.byteLength(route)} bytes long; the bridge's route names are at most ${MAX_ROUTE}`)
+  }
+  return route
+}
+
 /** Validate the plugin config and fill in defaults. */
 export function resolveConfig (config = {}) {
   config ??= {}
@@ -222,7 +233,7 @@ export function resolveConfig (config = {}) {
   return {
     url: url.replace(/\/+$/, ''),
     token: checkToken(tokenFrom.value, tokenFrom.from),
-    route: optString(config.route, 'route'),
+    route: routeOf(config.route),
     expiresIn,
     caller: optString(config.caller, 'caller') ?? 'dsh',
     pollWait: seconds(config.pollWait, 'pollWait', 25, 1, 600),

@@ -168,6 +168,12 @@ describe('a config every ask would fail on fails the load instead', () => {
     assert.equal(resolveConfig({ url: 'https://tools.test/askbridge/' }).url, 'https://tools.test/askbridge')
   })
 
+  test('a route name longer than the bridge takes', () => {
+    assert.throws(() => resolveConfig({ route: 'é'.repeat(51) }), (err) => err instanceof TypeError &&
+      err.message === "askbridge: config.route is 102 bytes long; the bridge's route names are at most 100")
+    assert.equal(resolveConfig({ route: 'é'.repeat(50) }).route, 'é'.repeat(50))
+  })
+
   describe('expiresIn, read as the bridge reads it', () => {
     let build, bridge
 
