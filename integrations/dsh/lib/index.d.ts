@@ -126,7 +126,11 @@ export declare class Answerer {
   askOrNext(request: AskbridgeQuestionRequest, next: () => Promise<AskUserQuestionAnswer>): Promise<AskUserQuestionAnswer>
   /** Waterfall: the person's decision, or `next()` when no answerer on the bridge takes it. */
   approve<T>(request: AskbridgeApprovalRequest, next: () => Promise<T>): Promise<AskbridgeApprovalOutcome | T>
-  /** Stop every wait (no DELETE: a restarted agent re-attaches). */
+  /**
+   * Stop every wait; each rejects with ASK_ABORTED. A request under its call
+   * id stays pending for a restarted agent to re-attach to; one under a fresh
+   * tool_call_id, which nothing could find again, is withdrawn.
+   */
   close(): void
 }
 
