@@ -3,6 +3,7 @@
 // answered through its answer API.
 
 import assert from 'node:assert/strict'
+import { readFile, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import { Context } from '@deepseek-ai/cordis'
@@ -290,6 +291,34 @@ describe('provider API: ends without an answer', () => {
     assert.equal(err.status, 401)
     assert.equal(err.bridgeCode, 'UNAUTHORIZED')
     assert.match(err.message, new RegExp(`askbridge at ${bridge.url}`))
+  })
+})
+
+describe('provider API: a wait longer than the bridge holds a call', () => {
+  test('re-polls past store.max_wait until the person answers', async () => {
+    const file = await writeConfig(build.dir)
+    await writeFile(file, (await readFile(file, 'utf8')).replace('max_wait: 30s', 'max_wait: 1s'))
+    const short = await startBridge(build.bin, file)
+    try {
+      const ctx = await harness({ url: short.url, pollWait: 5 })
+      const text = unique('Still waiting?')
+      const asking = track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: text, options: [{ label: 'Yes' }, { label: 'No' }] }] }))
+      const someone = new Person(short.url)
+      const rec = await someone.question(text)
+      // Answered only once the bridge has ended three of the plugin's long-polls still pending.
+      const deadline = Date.now() + 15_000
+      for (;;) {
+        const metrics = await (await fetch(`${short.url}/metrics`)).text()
+        const polls = Number(/^askbridge_http_request_duration_seconds_count\{code="200",route="GET \/v1\/questions\/\{id\}"\} (\d+)$/m.exec(metrics)?.[1] ?? 0)
+        if (polls >= 3) break
+        if (Date.now() > deadline) throw new Error(`the plugin polled ${polls} times in 15 s`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      await someone.answer(rec.id, [{ id: 'q', selected: ['No'] }])
+      assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'q', selected: ['No'] }] })
+    } finally {
+      await short.stop()
+    }
   })
 })
 
