@@ -129,9 +129,10 @@ export declare class Answerer {
   /**
    * Stop every wait; each rejects with ASK_ABORTED. A request under its call
    * id stays pending for a restarted agent to re-attach to; one under a fresh
-   * tool_call_id, which nothing could find again, is withdrawn.
+   * tool_call_id, which nothing could find again, is withdrawn. Resolves
+   * once the withdrawals on their way have ended, or after 5 s.
    */
-  close(): void
+  close(): Promise<void>
 }
 
 declare const plugin: {

@@ -69,6 +69,7 @@ const MAX_CALL_ID = 200 // bytes, the bridge's limit on tool_call_id
 const MAX_CALLER = 200 // characters of caller.agent/name/session
 const MAX_ROUNDS = 100 // approvals decided before under one key: see #create
 const MAX_REASON = 4000 // characters of an approval reason
+const CLOSE_WAIT_MS = 5000 // the longest an unload waits for withdrawals on their way
 
 // ---------------------------------------------------------------- config
 
@@ -347,13 +348,35 @@ export class Answerer {
       graceMs: 10_000,
     })
     this.inflight = new Set()
+    this.runs = new Set() // settle when their #run has ended
     this.closing = new AbortController() // ends the withdrawals still being retried
     this.withdrawals = new Set() // their promises, for tests to wait on
   }
 
+  /**
+   * Stop every wait. Resolves once the withdrawals on their way have ended,
+   * or after CLOSE_WAIT_MS: a harness that exits once the plugin is
+   * unloaded (an aborted turn, then Ctrl-C) does not cut them off, and a
+   * bridge that is slow to take them holds the unload up a bounded while.
+   */
   close () {
     for (const stop of [...this.inflight]) stop()
     this.closing.abort(new Error('the askbridge plugin was unloaded'))
+    return this.#drain(CLOSE_WAIT_MS)
+  }
+
+  async #drain (ms) {
+    let timer
+    const late = new Promise((resolve) => { timer = setTimeout(resolve, ms) })
+    const ended = (async () => {
+      await Promise.allSettled([...this.runs]) // each tracks its withdrawal before it ends
+      while (this.withdrawals.size > 0) await Promise.allSettled([...this.withdrawals])
+    })()
+    try {
+      await Promise.race([ended, late])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   // -------------------------------------------------------------- questions
@@ -458,6 +481,9 @@ export class Answerer {
     const onUnload = () => { why ??= 'unload'; stop.abort(new Error('the askbridge plugin was unloaded')) }
     turnSignal?.addEventListener('abort', onTurn, { once: true })
     this.inflight.add(onUnload)
+    let ended
+    const run = new Promise((resolve) => { ended = resolve })
+    this.runs.add(run)
     const key = keyOf(callId)
     body.tool_call_id = key !== undefined ? toolCallID(key) : newToolCallID()
     let rec
@@ -483,6 +509,8 @@ export class Answerer {
     } finally {
       turnSignal?.removeEventListener('abort', onTurn)
       this.inflight.delete(onUnload)
+      this.runs.delete(run)
+      ended()
     }
   }
 

@@ -759,6 +759,37 @@ describe('faults between the plugin and the bridge', () => {
     assert.equal((await person.get('question', b.id)).status, 'pending', 'a restarted harness may re-attach to it')
   })
 
+  test('unloaded: the unload waits for the withdrawals on their way, so a harness that then exits does not cut them off', async () => {
+    let arrived, release
+    const deleting = new Promise((resolve) => { arrived = resolve })
+    const held = new Promise((resolve) => { release = resolve })
+    const proxy = await proxyBridge(async (req, url, forward) => {
+      if (req.method === 'DELETE') {
+        arrived()
+        await held
+      }
+      await forward()
+    })
+    try {
+      const text = unique('Reindex the search?')
+      const h = await harness({ url: `http://127.0.0.1:${proxy.address().port}` })
+      const asking = track(h.ctx.userQuestions.ask({ agent: fakeAgent('session-unload-wait'), questions: [{ id: 'q', question: text }] }))
+      const rec = await person.question(text)
+      let disposed = false
+      const disposing = dispose(h.ctx).then(() => { disposed = true })
+      await within(deleting, 5000, 'the withdrawal at the proxy')
+      assert.equal(disposed, false, 'the unload waits for the withdrawal')
+      release()
+      await within(disposing, 10_000, 'the unload')
+      assert.equal((await person.get('question', rec.id)).status, 'cancelled', 'withdrawn by the time the unload ended')
+      assert.equal((await rejection(asking, 5000)).code, 'ASK_ABORTED')
+    } finally {
+      release()
+      proxy.closeAllConnections()
+      proxy.close()
+    }
+  })
+
   test('unloaded, a withdrawal still being retried gets one last try', async () => {
     const text = unique('Stop the canary?')
     const { answerer, calls } = faulty({ retryFor: 30 }, { cancel: ['refused'] })
