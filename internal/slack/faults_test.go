@@ -595,11 +595,15 @@ func TestFaultSlackCopyClicked(t *testing.T) {
           channel: ` + channel, channel},
 	} {
 		for _, tc := range []struct {
-			name  string
-			ended bool // the request ends before the click on the unrecorded copy
+			name   string
+			ended  bool   // the request ends before the click on the unrecorded copy
+			button string // the control clicked
 		}{
-			{"the copy's click answers", false},
-			{"the copy is clicked once the request has ended", true},
+			{"the copy's click answers", false, "ab:pick:"},
+			{"the copy is clicked once the request has ended", true, "ab:pick:"},
+			// A button that opens a modal (Other…, Answer…, Reject) is as
+			// late: no modal, the person is told, and the copy edited.
+			{"the copy's Other… is clicked once the request has ended", true, "ab:other:"},
 		} {
 			t.Run(where.name+"/"+tc.name, func(t *testing.T) {
 				b := start(t, where.target)
@@ -614,7 +618,7 @@ func TestFaultSlackCopyClicked(t *testing.T) {
 					answer(t, b, id)
 					b.fake.WaitCalls(t, "chat.update", 1)
 				}
-				b.click(t, slacktest.BlockActions(t, first, ada, "ab:pick:"+id+":0:0", nil, nil))
+				b.click(t, slacktest.BlockActions(t, first, ada, tc.button+id, nil, nil))
 				if tc.ended {
 					b.fake.WaitFor(t, "ada told it is over", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 						return len(ephemerals(calls, "UADA")) == 1
@@ -638,6 +642,34 @@ func TestFaultSlackCopyClicked(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestFaultSlackCopyModalSubmittedLate: a modal opened from a copy the
+// request does not list, and submitted once the request has ended, is
+// told too late, and the copy loses its controls like the others.
+func TestFaultSlackCopyModalSubmittedLate(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: `+channel)
+	b.fake.Scopes = "chat:write"
+	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "internal_error", Applied: true})
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	if msgs := b.fake.Messages(channel); len(msgs) != 2 {
+		t.Fatalf("%d messages; want 2, the first unrecorded", len(msgs))
+	}
+	first := b.fake.Calls("chat.postMessage")[0]
+	b.click(t, slacktest.BlockActions(t, first, ada, "ab:other:"+id, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	answer(t, b, id)
+	b.fake.WaitCalls(t, "chat.update", 1)
+
+	body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0o": slacktest.TextValue("after the freeze")}))
+	if !strings.Contains(body, `"response_action":"update"`) || !strings.Contains(body, "Too late") {
+		t.Errorf("the late submission got %s; want the modal replaced with a Too late notice", body)
+	}
+	b.fake.WaitFor(t, "both copies edited", 10*time.Second, func([]slacktest.FakeCall) bool {
+		return len(liveMessages(b.fake, channel)) == 0
+	})
 }
 
 // answer answers the cleanup question id through the API.

@@ -386,7 +386,9 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		return
 	}
 	if rec.Status != seam.StatusPending {
-		h.tellLater(c, surface.LateReply(rec, statusFormat))
+		// As a late click that answers: told, and its message edited
+		// should rec not list it (a copy), which would keep its buttons.
+		h.work.Go(func(ctx context.Context) { h.late(ctx, rec, nil, c) })
 		return
 	}
 	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text, Respond: c.respond}
@@ -845,6 +847,9 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 				return nil // the same submission delivered again: close the modal
 			}
 		}
+		// The message the modal was opened from keeps its controls if
+		// rec does not list it (a copy): edited as a late click's is.
+		h.work.Go(func(ctx context.Context) { h.finishUnrecorded(ctx, rec, c) })
 		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Too late", surface.LateReply(rec, statusFormat))))
 	}
 	if res == nil {
