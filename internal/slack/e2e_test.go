@@ -142,7 +142,7 @@ func (b bridge) click(t *testing.T, payload any) string {
 	if status != http.StatusOK {
 		t.Fatalf("interaction: %d %s", status, body)
 	}
-	if errs := slacktest.ViewResponseErrors(body); len(errs) > 0 {
+	if errs := slacktest.SubmissionErrors(payload, body); len(errs) > 0 {
 		t.Errorf("Slack would refuse the answer %s: %v", body, errs)
 	}
 	return body

@@ -37,7 +37,7 @@ func serve(t *testing.T, s *Surface, store *pending.Store, payload map[string]an
 	if w.Code != http.StatusOK {
 		t.Fatalf("interaction: %d %s", w.Code, w.Body)
 	}
-	if errs := slacktest.ViewResponseErrors(w.Body.String()); len(errs) > 0 {
+	if errs := slacktest.SubmissionErrors(payload, w.Body.String()); len(errs) > 0 {
 		t.Errorf("Slack would refuse the answer %s: %v", w.Body, errs)
 	}
 	return w.Body.String()

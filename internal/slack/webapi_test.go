@@ -219,6 +219,38 @@ func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
 	})
 }
 
+// TestFakeSlackUpdateSemantics: chat.update as Slack documents it. Without
+// blocks, an edit keeps the message's blocks ("If you don't include this
+// field, the message's previous blocks will be retained"), so an edit that
+// sent none would leave the buttons live; and it takes a conversation's
+// id, never a person's ("ensure that this value is a DM ID").
+func TestFakeSlackUpdateSemantics(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	button := map[string]any{"type": "button", "action_id": "a", "text": map[string]any{"type": "plain_text", "text": "Yes"}}
+	if ok, code, _ := fakeCall(t, fake, "chat.postMessage", map[string]any{"channel": "C1", "text": "t",
+		"blocks": []any{map[string]any{"type": "actions", "elements": []any{button}}}}); !ok {
+		t.Fatalf("chat.postMessage: %s", code)
+	}
+	ts := fake.Calls("chat.postMessage")[0].TS
+	if ok, code, _ := fakeCall(t, fake, "chat.update", map[string]any{"channel": "C1", "ts": ts, "text": "answered"}); !ok {
+		t.Fatalf("chat.update: %s", code)
+	}
+	if blocks := fake.Messages("C1")[0]["blocks"]; len(blocks.([]map[string]any)) != 1 {
+		t.Errorf("an edit of the text alone left blocks %v; Slack keeps the message's", blocks)
+	}
+	if ok, code, _ := fakeCall(t, fake, "chat.update", map[string]any{"channel": "C1", "ts": ts, "text": "answered", "blocks": []any{}}); !ok {
+		t.Fatalf("chat.update: %s", code)
+	}
+	if blocks := fake.Messages("C1")[0]["blocks"]; len(blocks.([]map[string]any)) != 0 {
+		t.Errorf("an edit with no blocks left %v; an empty array removes them", blocks)
+	}
+	for _, ch := range []string{"UADA", ""} {
+		if ok, code, _ := fakeCall(t, fake, "chat.update", map[string]any{"channel": ch, "ts": ts, "text": "t"}); ok || code != "channel_not_found" {
+			t.Errorf("chat.update in channel %q answered ok=%v %s; want channel_not_found", ch, ok, code)
+		}
+	}
+}
+
 // A view_submission's answer is held to what Slack takes, as a views.*
 // call is.
 func TestViewResponseErrors(t *testing.T) {
@@ -233,6 +265,20 @@ func TestViewResponseErrors(t *testing.T) {
 	} {
 		if got := len(slacktest.ViewResponseErrors(body)) > 0; got != refused {
 			t.Errorf("%s: refused %v, want %v", body, got, refused)
+		}
+	}
+	// Errors name input blocks of the view submitted: one keyed to a
+	// section, or to no block, shows no field's error in Slack.
+	opened := slacktest.FakeCall{Method: "views.open", JSON: map[string]any{"view": map[string]any{"type": "modal", "blocks": []any{
+		map[string]any{"type": "section", "block_id": "s0", "text": map[string]any{"type": "plain_text", "text": "Ship it?"}},
+		map[string]any{"type": "input", "block_id": "q0", "label": map[string]any{"type": "plain_text", "text": "Why?"},
+			"element": map[string]any{"type": "plain_text_input", "action_id": "v"}},
+	}}}}
+	submitted := slacktest.ViewSubmission(opened, slacktest.SlackUser("UADA", "ada"), nil)
+	for key, refused := range map[string]bool{"q0": false, "s0": true, "q9": true} {
+		body := `{"response_action":"errors","errors":{"` + key + `":"Type an answer."}}`
+		if got := len(slacktest.SubmissionErrors(submitted, body)) > 0; got != refused {
+			t.Errorf("errors keyed %s: refused %v, want %v", key, got, refused)
 		}
 	}
 }

@@ -370,3 +370,40 @@ func ViewResponseErrors(body string) []string {
 	}
 	return k.errs
 }
+
+// SubmissionErrors is ViewResponseErrors for body, the answer to the
+// view_submission payload submitted, held to that view too: errors name
+// the block_id of an input block the view has. Slack shows an error keyed
+// otherwise (a section's, or none of the view's) as no field's, and the
+// person sees only a generic failure ("We had some trouble connecting";
+// slackapi/bolt-js#1267, slackapi/bolt-python#922). For any other payload
+// it is ViewResponseErrors.
+func SubmissionErrors(submitted any, body string) []string {
+	errs := ViewResponseErrors(body)
+	p, _ := submitted.(map[string]any)
+	view, _ := p["view"].(map[string]any)
+	if p["type"] != "view_submission" || view == nil || len(errs) > 0 {
+		return errs
+	}
+	var resp struct {
+		Action string         `json:"response_action"`
+		Errors map[string]any `json:"errors"`
+	}
+	if json.Unmarshal([]byte(body), &resp) != nil || resp.Action != "errors" {
+		return nil
+	}
+	inputs := map[string]bool{}
+	for _, b := range list(view["blocks"]) {
+		if m, _ := b.(map[string]any); m["type"] == "input" {
+			id, _ := m["block_id"].(string)
+			inputs[id] = true
+		}
+	}
+	var k kit
+	for id := range resp.Errors {
+		if !inputs[id] {
+			k.fail("/errors/"+id, "names no input block of the view")
+		}
+	}
+	return k.errs
+}

@@ -566,6 +566,11 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if ts == "" || f.gone[ts] {
 			return failure("message_not_found"), false
 		}
+		// chat.update takes a conversation's id; a person's is refused
+		// ("For direct messages, ensure that this value is a DM ID").
+		if ch := c.Field("channel"); ch == "" || isUser(ch) {
+			return failure("channel_not_found"), false
+		}
 		if errs := messageErrors(c.rawBlocks()); len(errs) > 0 {
 			return refusal("invalid_blocks", errs), false
 		}
@@ -574,6 +579,12 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		}
 		f.next++
 		msg := f.echo(c, ts)
+		if m := f.byTS[ts]; m != nil && !c.has("blocks") {
+			// "If you don't include this field, the message's previous
+			// blocks will be retained": an edit of the text alone keeps
+			// every button.
+			msg["blocks"] = m["blocks"]
+		}
 		msg["edited"] = map[string]any{"user": fakeBotID, "ts": f.stamp()}
 		if m := f.byTS[ts]; m != nil {
 			m["text"], m["blocks"], m["edited"] = msg["text"], msg["blocks"], msg["edited"]
