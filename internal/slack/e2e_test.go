@@ -526,6 +526,11 @@ func TestTypedInputModal(t *testing.T) {
 	if field == nil || field["initial_value"] != "3" || field["type"] != "plain_text_input" {
 		t.Fatalf("the modal's field is not a prefilled text input: %v", opened.Blocks())
 	}
+	// What the field takes is said below it: the prefill hides the
+	// placeholder that says it too.
+	if hint, _ := modalBlock(opened, "q0")["hint"].(map[string]any); hint["text"] != "A whole number" {
+		t.Errorf("the field's hint is %v; want it to say it takes a whole number", hint)
+	}
 
 	body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue("three")}))
 	var resp struct {

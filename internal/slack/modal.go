@@ -155,7 +155,14 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			} else {
 				el = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
 			}
-			blocks = append(blocks, input(choiceBlock(i), questionLabel(q), el, !surface.TextRequired(qs, i)))
+			in := input(choiceBlock(i), questionLabel(q), el, !surface.TextRequired(qs, i))
+			if typ == seam.InputInteger || typ == seam.InputNumber {
+				// Below the field, where it stays: the placeholder says
+				// it too, but a prefill or the first digit typed hides
+				// it, and the person learns of the type from a refusal.
+				in.Hint = plain(surface.InputHint(typ))
+			}
+			blocks = append(blocks, in)
 			continue
 		}
 		blocks = append(blocks,
