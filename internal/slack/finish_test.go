@@ -171,3 +171,49 @@ func TestClickAfterExpiry(t *testing.T) {
 	}
 	waitEdited(t, b)
 }
+
+// TestModalAfterExpiry: a button that opens a modal, clicked after the
+// request's expiry but before a sweeper has expired it, opens no form to
+// fill in for nothing: the person is told it expired, as a click that
+// answers is.
+func TestModalAfterExpiry(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, botToken)
+	b, id, msg := startOverdue(t, fake, configYAML(fake, defaultTarget))
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:other:"+id, nil, nil))
+	calls := fake.WaitFor(t, "a note to ada", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		return len(ephemerals(calls, "UADA")) == 1
+	})
+	if got := ephemerals(calls, "UADA")[0]; got != "Already expired unanswered" {
+		t.Errorf("ada was told %q", got)
+	}
+	if opened := fake.Calls("views.open"); len(opened) != 0 {
+		t.Errorf("a form was opened for an expired request: %v", opened[0].View()["title"])
+	}
+}
+
+// TestSubmitAfterExpiry: a modal opened in time and submitted after the
+// request's expiry, before a sweeper has expired it, says so in the
+// modal; it closed as if the answer were taken, and the person heard
+// otherwise only later, apart from it.
+func TestSubmitAfterExpiry(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, botToken)
+	url, prefix := apptest.Redis(t)
+	clk := apptest.NewClock(time.Now())
+	yaml := strings.Replace(configYAML(fake, defaultTarget), "sweep_interval: 50ms", "sweep_interval: 1h", 1)
+	b := startOptions(t, fake, yaml, url, prefix, app.Options{Now: clk.Now})
+	q := cleanupQuestion()
+	q["expires_in"] = "60s"
+	id := b.create(t, "/v1/questions", q)
+	msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:other:"+id, nil, nil))
+	opened := fake.WaitCalls(t, "views.open", 1)[0]
+	clk.Advance(61 * time.Second)
+
+	body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0o": slacktest.TextValue("after the freeze")}))
+	if !strings.Contains(body, `"response_action":"update"`) || !strings.Contains(body, "Already expired unanswered") {
+		t.Errorf("a submission after the expiry got %s; want the modal to say the request expired", body)
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["answer"] != nil {
+		t.Errorf("the request after a late submission: %v", rec.M)
+	}
+}

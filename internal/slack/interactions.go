@@ -391,6 +391,12 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		h.work.Go(func(ctx context.Context) { h.late(ctx, rec, nil, c) })
 		return
 	}
+	if surface.Overdue(rec, h.s.store.Now()) {
+		// Past its expiry, not yet swept: a form filled in now would be
+		// refused on submit. Told as a click that answers is.
+		h.tellLater(c, surface.MsgOverdue)
+		return
+	}
 	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text, Respond: c.respond}
 	var view slackapi.ModalViewRequest
 	switch {
@@ -851,6 +857,12 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 		// rec does not list it (a copy): edited as a late click's is.
 		h.work.Go(func(ctx context.Context) { h.finishUnrecorded(ctx, rec, c) })
 		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Too late", surface.LateReply(rec, statusFormat))))
+	}
+	if surface.Overdue(rec, h.s.store.Now()) {
+		// Past its expiry, not yet swept: the resolve would refuse it
+		// once the modal had closed as if it were taken. Said here, in
+		// the modal, instead.
+		return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Too late", surface.MsgOverdue)))
 	}
 	if res == nil {
 		return refusal
