@@ -220,6 +220,11 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 	if rec.Status != seam.StatusPending {
 		return h.late(rec, res, in)
 	}
+	if opensForm(r.Verb) && surface.Overdue(rec, h.s.store.Now()) {
+		// Past its expiry, not yet swept: a form filled in now would be
+		// refused on submit.
+		return ephemeral(surface.MsgOverdue)
+	}
 	switch r.Verb {
 	case surface.VerbAnswer, surface.VerbDraft:
 		if rec.Kind != seam.KindQuestion {
@@ -270,6 +275,15 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 		return deferredUpdate() // a control that does not fit its request
 	}
 	return h.settle(ctx, rec, *res, in)
+}
+
+// opensForm reports whether a control of verb opens a form (a modal).
+func opensForm(verb string) bool {
+	switch verb {
+	case surface.VerbAnswer, surface.VerbDraft, surface.VerbOther, surface.VerbReject:
+		return true
+	}
+	return false
 }
 
 // confirmed is the O of a control that does what another asked to

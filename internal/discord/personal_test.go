@@ -218,6 +218,34 @@ func TestNoPersonalLinkForAnOverdueRequest(t *testing.T) {
 	}
 }
 
+// Nor does a form open for a request past its expiry and not yet swept:
+// what the person filled in would be refused on submit. They are told at
+// the tap, as for a link.
+func TestNoFormForAnOverdueRequest(t *testing.T) {
+	clk := apptest.NewClock(time.Now())
+	b := startLinkedWith(t, "https://bridge.example.com/", defaultTarget, "1h", app.Options{Now: clk.Now})
+	q := cleanupQuestion()
+	q["expires_in"] = "60s"
+	question := b.create(t, "/v1/questions", q)
+	approval := b.create(t, "/v1/approvals", map[string]any{"tool_name": "kubectl_apply", "arguments": map[string]any{"file": "deploy.yaml"}, "expires_in": "60s"})
+	msgs := b.fake.WaitCalls(t, "create", 2)
+	clk.Advance(61 * time.Second)
+	for _, prefix := range []string{"ab:other:" + question + ":", "ab:reject:" + approval + ":"} {
+		var resp map[string]any
+		for _, m := range msgs {
+			if c := discord.Find(m.Body, prefix); c != nil {
+				resp = b.click(t, discord.Click(m, ada, c["custom_id"].(string), nil))
+			}
+		}
+		if resp == nil {
+			t.Fatalf("no control %s… was posted", prefix)
+		}
+		if !isEphemeral(resp) || content(resp) != surface.MsgOverdue {
+			t.Errorf("%s…: ada got %v, want told it is past its expiry", prefix, resp)
+		}
+	}
+}
+
 // A replica that has lost its base_url since another posted the button
 // (a rolling change of config) says so, and hands out no link.
 func TestNoPersonalLinkWithoutAPublicURL(t *testing.T) {
