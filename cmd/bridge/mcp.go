@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/signal"
+	"syscall"
 
 	"github.com/askbridge/askbridge/client"
 	mcpserver "github.com/askbridge/askbridge/internal/mcp"
@@ -90,6 +92,11 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *caller != "" {
 		opts.Caller = &client.Caller{Name: *caller}
 	}
+	// A client that dies closes stdout and stderr with stdin. Go kills a
+	// process whose write to fd 1 or 2 meets a closed pipe with SIGPIPE,
+	// which would end bridge mcp before it withdrew what its calls wait
+	// for; ignored, the write fails, stdin ends, and Close withdraws them.
+	signal.Ignore(syscall.SIGPIPE)
 	srv := mcpserver.New(bc, opts)
 	opts.Logger.Info("serving MCP on stdio", "reattach", *reattach, "progress_interval", *progress)
 	err = srv.Run(ctx, mcpserver.Stdio(stdin, stdout, opts.Logger))

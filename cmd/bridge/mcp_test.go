@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -176,5 +177,65 @@ func TestMCPUsage(t *testing.T) {
 	}
 	if r := cli("mcp", "-h"); r.code != exitOK || !strings.Contains(r.stdout, "ask_user_question") {
 		t.Errorf("bridge mcp -h: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestMCPClientDiesWithdraws: an MCP client that dies (kill -9, a crash)
+// closes every pipe of bridge mcp at once. Writing to a closed stdout or
+// stderr must not kill the command with SIGPIPE before it has withdrawn
+// what its calls waited for: it sees stdin end, withdraws, and exits 0.
+func TestMCPClientDiesWithdraws(t *testing.T) {
+	if os.Getenv("BRIDGE_TEST_MCP_CHILD") == "1" {
+		os.Exit(run([]string{"mcp", "--server", os.Getenv("BRIDGE_TEST_MCP_SERVER")}, os.Stdin, os.Stdout, os.Stderr))
+	}
+	url := startBridge(t, app.Options{})
+	child := exec.Command(os.Args[0], "-test.run=^TestMCPClientDiesWithdraws$")
+	child.Env = append(os.Environ(), "BRIDGE_TEST_MCP_CHILD=1", "BRIDGE_TEST_MCP_SERVER="+url)
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := child.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"dying-agent","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"go","question":"Ship?"}]}}}`,
+	} {
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := awaitPending(t, url)
+
+	// The client dies: its ends of the three pipes close together.
+	stdout.(*os.File).Close()
+	stderr.(*os.File).Close()
+	stdin.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("bridge mcp exited with %v when its client died, want 0", err)
+		}
+	case <-time.After(within):
+		t.Fatal("bridge mcp still runs after its client died")
+	}
+	c, _ := client.New(url)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if got, err := c.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
+		t.Errorf("question after the client died = %s, %v; want cancelled", got.Status, err)
 	}
 }
