@@ -109,7 +109,12 @@ class Bridge:
             rec = self._riding_out(lambda: self.call("POST", path, body), retry=False)
         while rec["status"] == "pending":
             wait = f"{path}/{urllib.parse.quote(rec['id'])}?wait={self.poll_wait}s"
+            started = time.monotonic()
             rec = self._riding_out(lambda: self.call("GET", wait, wait=self.poll_wait))
+            if rec["status"] == "pending":
+                # A bridge that holds no call (store.max_wait: 0) answers at
+                # once: poll it at most once a second, as the Go client does.
+                time.sleep(max(0, min(self.poll_wait, 1) - (time.monotonic() - started)))
         if rec["status"] != "answered":
             err = rec.get("error") or {"code": rec["status"].upper(), "message": rec["status"]}
             raise BridgeError(err["code"], err["message"])
@@ -541,6 +546,25 @@ def demo(agent, person):
     finally:
         flaky.close()
     print("rode out 503, 502 and a cut-off answer; NO_PROVIDER not retried")
+
+    # A bridge that holds no call (store.max_wait: 0) answers every wait at
+    # once, still pending: polled at most once a second, not in a busy loop.
+    unheld = Bridge(agent.server, agent.token, poll_wait=5)
+    polls, started = [], time.monotonic()
+
+    def call_unheld(method, path, body=None, wait=0):
+        if method == "GET":
+            polls.append(path)
+            if time.monotonic() - started > 1.5:
+                person.call("POST", f"/v1/approvals/{polls[0].split('/')[3].split('?')[0]}/decision", {"outcome": "allowed-once"})
+            return agent.call(method, path.replace("?wait=5s", "?wait=0s"))
+        return agent.call(method, path, body)
+
+    unheld.call = call_unheld
+    unheld.ask("approvals", approval_request({"tool_call_id": f"call_poll_{run}", "tool_name": "poll"}))
+    if len(polls) > 4:
+        raise AssertionError(f"{len(polls)} polls in about 2 s of a bridge that holds no call: a busy loop")
+    print("polled a bridge that holds no call", len(polls), "times in", round(time.monotonic() - started, 1), "s")
 
     # Something else at the bridge's address answers 200 with a web page.
     flaky = _Flaky(agent.server, ["html"])
