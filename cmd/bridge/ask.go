@@ -40,7 +40,9 @@ prints the answer on stdout as the seam's JSON, one line:
 
 selected holds the chosen option labels verbatim; a free-text answer is in
 "custom". The request's id is printed on stderr as soon as it is created.
-Ctrl-C withdraws the question before exiting.
+Ctrl-C withdraws the question before exiting. A wait that fails (the
+bridge unreachable for two minutes) leaves the question asked, and says
+so: run the command again with the --tool-call-id it names to wait for it.
 
 --option takes the label verbatim, or "LABEL :: DESCRIPTION" (split at the
 first " :: ") to show a description under it. A question without options
@@ -172,6 +174,12 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
 		fmt.Fprintln(stderr, "bridge: ask:", hint(err))
+		if rec != nil && rec.ID != "" && rec.ToolCallID != "" {
+			// The wait failed (the bridge down for longer than the
+			// client's retries, say), not the question: a person may still
+			// answer it, and the caller can still get that answer.
+			fmt.Fprintf(stderr, "bridge: ask: question %s is still pending on the bridge: run it again with --tool-call-id %s to wait for it\n", rec.ID, rec.ToolCallID)
+		}
 		return exitError
 	}
 	if rec.Status == client.StatusAnswered && rec.Answer != nil {

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -769,5 +773,48 @@ func TestDurationFlagsNameTheUnit(t *testing.T) {
 	r := cli("ask", "--server", "http://127.0.0.1:1", "--question", "Deploy?", "--expires", "soon")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "not a duration such as 90s, 30m or 2h") {
 		t.Errorf("--expires soon = %+v; want exit 2 giving examples", r)
+	}
+}
+
+// TestAskWaitFailedSaysHowToWaitAgain: when ask's wait fails for good (here
+// a proxy that answers every wait 500; in life also a bridge down for
+// longer than the client's retries), the question stays asked on the
+// bridge. ask says so, and how to wait for it again: the same command
+// under the question's tool_call_id, which re-attaches to it.
+func TestAskWaitFailedSaysHowToWaitAgain(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No X-Forwarded-For (Rewrite adds none): an open bridge refuses a call
+	// a proxy forwarded.
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+
+	r := await(t, "ask", cliAsync("ask", "--server", proxy.URL, "--question", "Deploy?"))
+	p := awaitPending(t, url)
+	want := "run it again with --tool-call-id " + p.ToolCallID + " to wait for it"
+	if r.code != exitError || !strings.Contains(r.stderr, "INTERNAL") || !strings.Contains(r.stderr, "question "+p.ID+" is still pending") || !strings.Contains(r.stderr, want) {
+		t.Fatalf("ask = %+v; want exit 1, the error, and that the question is still pending: %q", r, want)
+	}
+
+	// As it says: asked again under that tool_call_id, it waits for the same question.
+	again := cliAsync("ask", "--server", url, "--question", "Deploy?", "--tool-call-id", p.ToolCallID)
+	c, _ := client.New(url)
+	if _, err := c.Answer(context.Background(), p.ID, client.Answer{Answers: []client.AnswerItem{{ID: "q1", Custom: "yes"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := await(t, "ask again", again); r.code != exitOK || r.stdout != `{"answers":[{"id":"q1","selected":[],"custom":"yes"}]}`+"\n" {
+		t.Errorf("ask again = %+v; want the answer to the question already asked", r)
 	}
 }
