@@ -40,9 +40,10 @@ prints the answer on stdout as the seam's JSON, one line:
 
 selected holds the chosen option labels verbatim; a free-text answer is in
 "custom". The request's id is printed on stderr as soon as it is created.
-Ctrl-C withdraws the question before exiting. A wait that fails (the
-bridge unreachable for two minutes) leaves the question asked, and says
-so: run the command again with the --tool-call-id it names to wait for it.
+Ctrl-C (SIGINT, SIGTERM, or SIGHUP as its terminal closes) withdraws the
+question before exiting. A wait that fails (the bridge unreachable for two
+minutes) leaves the question asked, and says so: run the command again
+with the --tool-call-id it names to wait for it.
 
 --option takes the label verbatim, or "LABEL :: DESCRIPTION" (split at the
 first " :: ") to show a description under it. A question without options
@@ -61,7 +62,7 @@ exit status:
   1  error: the bridge is unreachable, no answerer took the question
      (NO_PROVIDER), the request is invalid, ...
   2  usage
-  3  cancelled (ASK_ABORTED): the question was withdrawn (Ctrl-C)
+  3  cancelled (ASK_ABORTED): the question was withdrawn (Ctrl-C, SIGTERM, SIGHUP)
   4  dismissed (ASK_CANCELLED): a person declined to answer
   5  expired (ASK_TIMED_OUT): nobody answered before it expired (--expires)
 

@@ -100,15 +100,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// stopOnSignal returns a context that ends at the first SIGINT or SIGTERM:
-// serve then stops in order (waiting up to a minute for posts in flight),
-// ask withdraws its question. The signals' default action is back before
-// the context ends, so that a second one stops the process at once.
-// (signal.NotifyContext keeps catching them until stop is called.)
+// stopOnSignal returns a context that ends at the first SIGINT, SIGTERM or
+// SIGHUP (the terminal closed): serve then stops in order (waiting up to a
+// minute for posts in flight), ask and mcp withdraw their questions. The
+// signals' default action is back before the context ends, so that a
+// second one stops the process at once. (signal.NotifyContext keeps
+// catching them until stop is called.) A SIGHUP ignored at start (nohup)
+// stays ignored.
 func stopOnSignal() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	stopping := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		stopping = append(stopping, syscall.SIGHUP)
+	}
+	signal.Notify(sigs, stopping...)
 	go func() {
 		select {
 		case <-sigs:

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/app"
 )
 
 // TestSecondSignalStopsAtOnce: the first SIGTERM stops the bridge in
@@ -114,5 +120,41 @@ routes:
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the bridge still runs 5 s after a second SIGTERM")
+	}
+}
+
+// TestAskHangUpWithdraws: a bridge ask whose terminal closes gets SIGHUP.
+// It withdraws its question as for Ctrl-C and exits 3, rather than dying
+// with the question left pending, for a person to answer for nobody, until
+// it expires.
+func TestAskHangUpWithdraws(t *testing.T) {
+	if os.Getenv("BRIDGE_TEST_HUP_CHILD") == "1" {
+		os.Exit(run([]string{"ask", "--server", os.Getenv("BRIDGE_TEST_HUP_SERVER"), "--question", "Deploy?"}, strings.NewReader(""), os.Stdout, os.Stderr))
+	}
+	url := startBridge(t, app.Options{})
+	child := exec.Command(os.Args[0], "-test.run=^TestAskHangUpWithdraws$")
+	child.Env = append(os.Environ(), "BRIDGE_TEST_HUP_CHILD=1", "BRIDGE_TEST_HUP_SERVER="+url)
+	var stderr bytes.Buffer
+	child.Stderr = &stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	rec := awaitPending(t, url)
+	child.Process.Signal(syscall.SIGHUP)
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitCancelled {
+			t.Errorf("bridge ask after SIGHUP: %v, want exit %d; stderr:\n%s", err, exitCancelled, stderr.String())
+		}
+	case <-time.After(within):
+		t.Fatal("bridge ask still runs after SIGHUP")
+	}
+	c, _ := client.New(url)
+	if got, err := c.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
+		t.Errorf("question after SIGHUP = %+v, %v; want cancelled", got, err)
 	}
 }
