@@ -114,7 +114,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 		}
 		var err error
-		if req, err = readRequest(*jsonReq, stdin); err != nil {
+		if req, err = readRequest(ctx, *jsonReq, stdin); err != nil {
 			fmt.Fprintln(stderr, "bridge: ask:", err)
 			return exitError
 		}
@@ -207,18 +207,36 @@ func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 }
 
 // readRequest reads a question request body from path, or stdin for "-".
-func readRequest(path string, stdin io.Reader) (client.QuestionRequest, error) {
-	var (
+// It gives up when ctx ends (Ctrl-C) before the body is read: a stdin that
+// nothing writes to would otherwise swallow the first Ctrl-C.
+func readRequest(ctx context.Context, path string, stdin io.Reader) (client.QuestionRequest, error) {
+	type read struct {
 		data []byte
 		err  error
-	)
-	if path == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(path)
 	}
-	if err != nil {
-		return client.QuestionRequest{}, err
+	got := make(chan read, 1)
+	go func() {
+		var r read
+		if path == "-" {
+			r.data, r.err = io.ReadAll(stdin)
+		} else {
+			r.data, r.err = os.ReadFile(path)
+		}
+		got <- r
+	}()
+	var data []byte
+	select {
+	case r := <-got:
+		if r.err != nil {
+			return client.QuestionRequest{}, r.err
+		}
+		data = r.data
+	case <-ctx.Done():
+		from := path
+		if path == "-" {
+			from = "stdin"
+		}
+		return client.QuestionRequest{}, fmt.Errorf("interrupted while reading the request from %s; nothing was asked", from)
 	}
 	var req client.QuestionRequest
 	if err := json.Unmarshal(data, &req); err != nil {

@@ -818,3 +818,44 @@ func TestAskWaitFailedSaysHowToWaitAgain(t *testing.T) {
 		t.Errorf("ask again = %+v; want the answer to the question already asked", r)
 	}
 }
+
+// blockedReader is a stdin nobody writes to: Read says it was called, then
+// blocks until the reader is closed.
+type blockedReader struct {
+	reading chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func (r *blockedReader) Read([]byte) (int, error) {
+	r.once.Do(func() { close(r.reading) })
+	<-r.closed
+	return 0, io.EOF
+}
+
+// TestAskInterruptedReadingRequest: Ctrl-C while ask waits for the request
+// on stdin (--json-request -, and nothing piped in yet) stops it at once,
+// as it does once the question is asked, rather than being swallowed until
+// a second Ctrl-C kills it.
+func TestAskInterruptedReadingRequest(t *testing.T) {
+	stdin := &blockedReader{reading: make(chan struct{}), closed: make(chan struct{})}
+	defer close(stdin.closed)
+	done := make(chan cliResult, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"ask", "--server", "http://127.0.0.1:1", "--json-request", "-"}, stdin, &stdout, &stderr)
+		done <- cliResult{code, stdout.String(), stderr.String()}
+	}()
+	select {
+	case <-stdin.reading:
+	case <-time.After(within):
+		t.Fatal("ask did not read stdin")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, "ask", done)
+	if r.code != exitError || !strings.Contains(r.stderr, "interrupted") {
+		t.Errorf("ask = %+v; want exit 1, interrupted", r)
+	}
+}
