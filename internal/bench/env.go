@@ -401,15 +401,6 @@ func (f *flow) costs(ctx context.Context) (cost, error) {
 	return c, nil
 }
 
-// selfCPU is the CPU time this process has used, user and system.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // close stops the replicas and the fake Slack, and deletes the run's keys
 // from a Redis it was given.
 func (c *cluster) close(ctx context.Context) error {

@@ -15,7 +15,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/askbridge/askbridge/internal/app"
@@ -258,26 +257,6 @@ func until(ctx context.Context, d time.Duration, what string, cond func() bool) 
 			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
-	}
-	return nil
-}
-
-// raiseFileLimit raises the soft limit on open files to at least need,
-// up to the hard limit.
-func raiseFileLimit(need uint64) error {
-	var l syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
-		return err
-	}
-	if l.Cur >= need {
-		return nil
-	}
-	l.Cur = min(need, l.Max)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
-		return err
-	}
-	if l.Cur < need {
-		return fmt.Errorf("the open-file limit is %d and this needs about %d (raise ulimit -n, or pass fewer --waiters)", l.Cur, need)
 	}
 	return nil
 }
