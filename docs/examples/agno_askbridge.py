@@ -329,13 +329,25 @@ def fill_tool(bridge, target, review_filled=False, attempts=3):
 
 def resolve_paused(bridge, run):
     """Resolve every pause of a paused Agno run through the bridge: Agno 2's
-    run.active_requirements, or the tools of older versions."""
+    run.active_requirements, or the tools of older versions.
+
+    A requirement that is neither user input nor a confirmation (an external
+    execution, or a kind of pause newer than this module) raises ValueError,
+    naming it, before anything is asked: left unresolved, it would pause the
+    continued run again, and a `while run.is_paused` loop would never end.
+    Resolve such requirements yourself first."""
     requirements = _get(run, "active_requirements")
     if requirements is not None:
+        requirements = list(requirements)
+        for req in requirements:
+            if not (_get(req, "needs_user_input") or _get(req, "needs_confirmation")):
+                tool = _get(req, "tool_execution") or req
+                raise ValueError(f"askbridge: the run is paused on {_get(tool, 'tool_name') or 'a tool'} for something "
+                                 "other than user input or a confirmation, which resolve_paused does not resolve; resolve it first")
         for req in requirements:
             if _get(req, "needs_user_input"):
                 fill_tool(bridge, req)
-            elif _get(req, "needs_confirmation"):
+            else:
                 confirm_tool(bridge, req)
         return
     for tool in _get(run, "tools_requiring_user_input") or []:
@@ -613,6 +625,17 @@ def demo(agent, person):
         raise AssertionError("a request to an unknown route was accepted")
     except BridgeError as e:
         _expect("unknown route", e.code, "NO_PROVIDER")
+
+    # A pause resolve_paused can't resolve (here an external execution) is
+    # refused before anything is asked, not left for the loop to meet again.
+    external = {"tool_execution": {"tool_call_id": f"call_ext_{run}", "tool_name": "run_migration"},
+                "needs_external_execution": True}
+    confirmation = {"tool_execution": {"tool_call_id": f"call_ok_{run}", "tool_name": "deploy"}, "needs_confirmation": True}
+    try:
+        resolve_paused(Bridge(nobody, retry_for=1), {"active_requirements": [confirmation, external]})
+        raise AssertionError("a pause for an external execution was taken as resolved")
+    except ValueError as e:
+        _expect("an external execution names its tool", "run_migration" in str(e), True)
 
 
 def start_bridge(binary):
