@@ -165,6 +165,7 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			blocks = append(blocks, in)
 			continue
 		}
+		blocks = appendCut(blocks, q)
 		blocks = append(blocks,
 			input(choiceBlock(i), questionLabel(q), choice(q, nil), true),
 			input(otherBlock(i), surface.OtherLabel(q), textInput(true, "Optional", "", maxInputLength), true))
@@ -192,6 +193,24 @@ func yesNo(prefill string) *slackapi.RadioButtonsBlockElement {
 		el.InitialOption = opts[1]
 	}
 	return el
+}
+
+// appendCut appends to blocks, when a label or description of q's is
+// longer than a form's option shows (maxOptionText), q's options in full,
+// as the message lists them: on a phone the form covers the message.
+func appendCut(blocks []slackapi.Block, q seam.Question) []slackapi.Block {
+	cut := slices.ContainsFunc(q.Options, func(o seam.Option) bool {
+		return surface.Len(o.Label) > maxOptionText || surface.Len(o.Description) > maxOptionText
+	})
+	if !cut {
+		return blocks
+	}
+	const more = " (in full in the message)"
+	listing := surface.OptionListing(q, shapeOf(q).cut)
+	if t := surface.Truncate(listing, maxSectionText-len(more)); t != listing {
+		listing = t + more
+	}
+	return append(blocks, slackapi.NewContextBlock("", plain(listing)))
 }
 
 // choice is the element that chooses among q's options in a modal: radio
@@ -236,6 +255,7 @@ func otherModal(rec *pending.Record, i int, o origin, ticked []int) slackapi.Mod
 	}
 	var blocks []slackapi.Block
 	if q.MultiSelect && len(q.Options) > 0 {
+		blocks = appendCut(blocks, q)
 		blocks = append(blocks, input(choiceBlock(i), questionLabel(q), choice(q, ticked), true))
 		label = "Something else"
 	} else {

@@ -404,3 +404,23 @@ func TestFormShowsWholeLabels(t *testing.T) {
 		t.Errorf("the form does not show the %d-character label whole: %s", surface.Len(long), raw)
 	}
 }
+
+// A description or label longer than a form's option shows (75
+// characters) is cut there, and the form lists the options in full above
+// its choice, as the message does: on a phone the form covers the
+// message. Options that fit add nothing.
+func TestFormListsCutOptionsInFull(t *testing.T) {
+	long := "Removes the three stale files from the staging bucket, and then their caches on every edge."
+	cut := seam.Question{ID: "q", Question: "Clean up?", MultiSelect: true, Options: []seam.Option{{Label: "Yes", Description: long}, {Label: "No"}}}
+	fits := seam.Question{ID: "r", Question: "Region?", Options: []seam.Option{{Label: "eu", Description: "Frankfurt"}, {Label: "us"}}}
+	rec := questionRecord(cut, fits)
+	for name, v := range map[string]slackapi.ModalViewRequest{"answer": answerModal(rec, origin{}), "other": otherModal(rec, 0, origin{}, nil)} {
+		raw, _ := json.Marshal(v.Blocks)
+		if !strings.Contains(string(raw), `"type":"context","elements":[{"type":"plain_text","text":"• Yes — `+long+`\n• No"`) {
+			t.Errorf("the %s form does not list the options in full: %s", name, raw)
+		}
+		if n := strings.Count(string(raw), `"type":"context"`); n != 1 {
+			t.Errorf("the %s form has %d context blocks, want 1 (the options that fit add none)", name, n)
+		}
+	}
+}
