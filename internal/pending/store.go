@@ -1066,26 +1066,37 @@ const PostingLease = time.Minute
 // posted message and whose posting lease has passed.
 //
 // KEYS[1] record.
-// ARGV[1] now ms, ARGV[2] new lease end ms.
+// ARGV[1] now ms, ARGV[2] new lease end ms, ARGV[3] a token of this call,
+// kept on the record beside the lease it takes.
+// A lease this very call took (its token is on the record) is claimed: the
+// reply was lost and go-redis sent the script again.
 // Returns 1 when claimed, 0 otherwise.
 var claimPostingScript = redis.NewScript(`
-local rec = redis.call('HMGET', KEYS[1], 'status', 'posting')
+local rec = redis.call('HMGET', KEYS[1], 'status', 'posting', 'posting_call')
 if rec[1] ~= 'pending' then return 0 end
-if rec[2] and tonumber(rec[2]) > tonumber(ARGV[1]) then return 0 end
+if rec[2] and tonumber(rec[2]) > tonumber(ARGV[1]) then
+  if rec[3] == ARGV[3] and rec[2] == ARGV[2] then return 1 end
+  return 0
+end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, 5) == 'post:' then return 0 end
 end
-redis.call('HSET', KEYS[1], 'posting', ARGV[2])
+redis.call('HSET', KEYS[1], 'posting', ARGV[2], 'posting_call', ARGV[3])
 return 1
 `)
 
 // ClaimPosting takes the right to post a pending request that nothing was
 // posted for: after a crash between storing and posting, exactly one of
 // any number of replicas gets it. Claimed, rec.Lease is the lease taken.
+// A call whose script go-redis sent again, its first reply lost, still
+// gets its claim.
 func (s *Store) ClaimPosting(ctx context.Context, rec *Record) (bool, error) {
 	now := s.opt.Now()
 	lease := now.Add(PostingLease).UnixMilli()
-	n, err := claimPostingScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID)}, now.UnixMilli(), lease).Int()
+	var call [8]byte
+	rand.Read(call[:])
+	n, err := claimPostingScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID)}, now.UnixMilli(), lease,
+		hex.EncodeToString(call[:])).Int()
 	if err != nil {
 		return false, fmt.Errorf("claim posting of %s: %w", rec.ID, unavailable(err))
 	}

@@ -2069,3 +2069,34 @@ func TestDraft(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimPostingSentTwice: a claim whose reply is lost is sent again by
+// go-redis, after the script took the lease. The resend is still this
+// call's claim: taken for another's (the lease it just took), it told the
+// reposter or the re-attaching create not to post, and the request waited
+// a whole lease, a minute, for the next reposter. Another call's claim
+// under that lease, even in the same millisecond, is still refused.
+func TestClaimPostingSentTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		twice := new(sendTwice)
+		s := b.storeOn(b.client(twice))
+		rec := mustCreate(t, s, question("alice", "call-claim-twice"))
+		b.clock.Advance(PostingLease + time.Second) // the creator died before posting
+		twice.arm()
+		ok, err := s.ClaimPosting(ctx, rec)
+		if !twice.sent() {
+			t.Fatal("the claim was not sent twice")
+		}
+		if err != nil || !ok {
+			t.Fatalf("ClaimPosting sent twice = %v, %v; want true, as sent once", ok, err)
+		}
+		if want := b.clock.Now().Add(PostingLease).UnixMilli(); rec.Lease != want {
+			t.Errorf("lease %d; want %d", rec.Lease, want)
+		}
+		other := mustGet(t, s, rec.ID)
+		if ok, err := s.ClaimPosting(ctx, other); err != nil || ok {
+			t.Errorf("another call's claim in the same ms = %v, %v; want false", ok, err)
+		}
+	})
+}
