@@ -382,7 +382,10 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 // one is abandoned, or a reposter would post it for nobody. One try, of a
 // second at most, comes before the create answers (its reply lost, Redis
 // is likely up); while Redis does not answer, the rest go on in the
-// background, for half the lease or until Drain.
+// background, for half the lease or until Drain. A create whose caller
+// left while it was on its way (lost.Over) is the same, but all in the
+// background once the script is over: settled before it ran, it would
+// settle nothing.
 func (d *Dispatcher) settleLost(ctx context.Context, lost *pending.LostCreateError, keyed bool) {
 	settle := func(ctx context.Context) error {
 		var err error
@@ -393,15 +396,31 @@ func (d *Dispatcher) settleLost(ctx context.Context, lost *pending.LostCreateErr
 		}
 		return err
 	}
-	first, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	err := settle(first)
-	cancel()
-	if err == nil || !pending.IsUnavailable(err) {
-		return
+	err := pending.ErrUnavailable
+	if lost.Over == nil {
+		first, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		err = settle(first)
+		cancel()
+		if err == nil || !pending.IsUnavailable(err) {
+			return
+		}
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pending.PostingLease/2)
 		defer cancel()
+		if lost.Over != nil {
+			select {
+			case <-lost.Over:
+			case <-ctx.Done():
+				d.log.Warn("a create whose caller left did not end in time; a reposter posts its request once its lease passes", "request_id", lost.ID)
+				return
+			case <-d.draining:
+				return
+			}
+			if err = settle(ctx); err == nil || !pending.IsUnavailable(err) {
+				return
+			}
+		}
 		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 			select {
 			case <-ctx.Done():

@@ -752,3 +752,100 @@ func (h *refuseAddPost) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *refuseAddPost) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// TestCreateWhoseCallerLeftMidScript: an agent that gives up on a create
+// (a client timeout, a dropped connection) while its script is on its way
+// to a slow Redis gets an error, and the script runs all the same: the
+// request is stored, unposted, under a posting lease its create no longer
+// uses. Like a create whose reply was lost, it is settled once the script
+// is over: without a tool_call_id it is abandoned (nobody knows its id,
+// and a reposter would post it for nobody a minute later); with one, its
+// lease is released, so the agent's retry posts it at once rather than a
+// reposter a minute later.
+func TestCreateWhoseCallerLeftMidScript(t *testing.T) {
+	for _, tc := range []struct {
+		name, toolCallID string
+	}{{"without a tool_call_id", ""}, {"with a tool_call_id", "call-left-1"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newChat()
+			e, _ := setup(t, c)
+			ctx, cancel := context.WithCancel(context.Background())
+			slow := &leaveMidScript{leave: cancel, release: make(chan struct{})}
+			d := e.replicaWith(t, nil, slow)
+			nr := question("", tc.toolCallID)
+			nr.ID = pending.NewID(nr)
+			if _, _, err := d.Create(ctx, nr); !errors.Is(err, context.Canceled) {
+				t.Fatalf("the create its caller left: %v; want context.Canceled", err)
+			}
+			close(slow.release) // Redis's reply comes back: the script ran
+			bg := context.Background()
+			if tc.toolCallID == "" {
+				pollUntil(t, "the request its caller left abandoned", func() bool {
+					_, err := e.store.Get(bg, nr.ID)
+					return errors.Is(err, pending.ErrNotFound)
+				})
+				e.clk.Add(pending.PostingLease + time.Second)
+				if err := d.Repost(bg); err != nil {
+					t.Fatal(err)
+				}
+				if n := len(c.channels()); n != 0 {
+					t.Errorf("%d messages posted for a request nobody waits for; want none", n)
+				}
+				return
+			}
+			var retry *pending.Record
+			pollUntil(t, "the agent's retry posted at once", func() bool {
+				var err error
+				retry, _, err = d.Create(bg, question("", tc.toolCallID))
+				return err == nil && len(retry.Posts) > 0
+			})
+			if retry.ID != nr.ID || len(c.channels()) != len(retry.Posts) {
+				t.Errorf("the retry: id %s (want %s), %d posts recorded, %d made", retry.ID, nr.ID, len(retry.Posts), len(c.channels()))
+			}
+		})
+	}
+}
+
+// pollUntil waits until cond holds, failing the test after 5 s.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// leaveMidScript runs the first script in Redis, then has its caller leave
+// (cancels its context) and holds the reply until release is closed: a
+// slow Redis's reply to a create whose agent gave up.
+type leaveMidScript struct {
+	once    sync.Once
+	leave   func()
+	release chan struct{}
+}
+
+func (h *leaveMidScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *leaveMidScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := cmd.Name(); err == nil && (n == "evalsha" || n == "eval") {
+			first := false
+			h.once.Do(func() { first = true })
+			if first {
+				h.leave()
+				<-h.release
+			}
+		}
+		return err
+	}
+}
+
+func (h *leaveMidScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -62,6 +62,14 @@ type scriptRun struct {
 // whatever the context's deadline (ContextTimeoutEnabled is off), seconds
 // against a Redis that does not answer, and a caller must not.
 func (bt *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd, _ := bt.runOrLeave(ctx, script, keys, args...)
+	return cmd
+}
+
+// runOrLeave is run that, when ctx ends first, also returns a channel
+// closed once the run is over: it ran, failed, or was dropped unsent.
+// Whoever must undo what the run may have done waits for it first.
+func (bt *batcher) runOrLeave(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, <-chan struct{}) {
 	r := &scriptRun{ctx: ctx, script: script, keys: keys, args: args}
 	b, first := bt.join(r)
 	if first {
@@ -69,11 +77,11 @@ func (bt *batcher) run(ctx context.Context, script *redis.Script, keys []string,
 	}
 	select {
 	case <-b.done:
-		return r.cmd
+		return r.cmd, nil
 	case <-ctx.Done():
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ctx.Err())
-		return cmd
+		return cmd, b.done
 	}
 }
 

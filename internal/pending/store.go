@@ -256,11 +256,12 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		fID, id, fKind, string(nr.Kind), fStatus, string(seam.StatusPending), fClient, nr.Client,
 		fToolCallID, nr.ToolCallID, fRoute, nr.Route, fCaller, caller, fBody, body, fHash, hash,
 		fCreated, now.UnixMilli(), fExpires, expires, fPosting, lease, fCreatedBy, call}
-	res, err := s.batch.run(ctx, createScript, s.keys.request(id, nr.Kind), args...).Slice()
+	cmd, over := s.batch.runOrLeave(ctx, createScript, s.keys.request(id, nr.Kind), args...)
+	res, err := cmd.Slice()
 	if err != nil {
 		err = fmt.Errorf("create %s: %w", id, unavailable(err))
-		if IsUnavailable(err) {
-			return nil, false, &LostCreateError{ID: id, Lease: lease, err: err}
+		if IsUnavailable(err) || over != nil {
+			return nil, false, &LostCreateError{ID: id, Lease: lease, Over: over, err: err}
 		}
 		return nil, false, err
 	}
@@ -1015,10 +1016,14 @@ func (s *Store) CountPending(ctx context.Context) (int64, error) {
 // the posting lease Lease, which only this Create's caller holds. Left so,
 // it would be posted by a reposter once the lease passed: for nobody when
 // its caller, told the create failed, asked again under another id.
-// Abandon or ReleasePosting settles it. It is ErrUnavailable.
+// Abandon or ReleasePosting settles it. It is ErrUnavailable, or, when
+// the Create's caller left (its context ended) while the script was on its
+// way, that context's error: then Over is closed once the script has run
+// or was dropped unsent, and a settling before that may come too early.
 type LostCreateError struct {
 	ID    string
 	Lease int64
+	Over  <-chan struct{} // nil when the script is over
 	err   error
 }
 
