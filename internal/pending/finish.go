@@ -2,8 +2,11 @@ package pending
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -86,16 +89,34 @@ func (s *Store) editedKeys(rec *Record) []string {
 
 // claimFinishScript takes over the ended requests of one shard whose edits
 // are due: it moves each one's score to the end of the claim, so that no
-// other finisher takes it meanwhile.
+// other finisher takes it meanwhile. The end of the claim has a random
+// fraction of a millisecond taken off, which tells this call's claims
+// from another's: ids already at exactly that score were taken by this
+// very call, whose reply was lost and which go-redis sent again.
 //
 // KEYS[1] finish index.
 // ARGV[1] now ms, ARGV[2] end of the claim ms, ARGV[3] batch.
 // Returns the ids taken over.
 var claimFinishScript = redis.NewScript(`
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], ARGV[2], id) end
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[2], ARGV[2])
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])) do
+  redis.call('ZADD', KEYS[1], ARGV[2], id)
+  ids[#ids + 1] = id
+end
 return ids
 `)
+
+// claimEnd is the score that a claim made at now gives the requests it
+// takes: the end of the claim, less a random fraction of a millisecond
+// (k/4096 ms, exact in a float64 for centuries), so that it is due from
+// the same millisecond as the end itself and is this call's alone.
+func claimEnd(now time.Time) string {
+	var b [2]byte
+	rand.Read(b[:])
+	k := 1 + int(binary.BigEndian.Uint16(b[:]))%4095
+	end := float64(now.Add(finishClaim).UnixMilli()) - float64(k)/4096
+	return strconv.FormatFloat(end, 'f', -1, 64)
+}
 
 // Unfinished takes over the ended requests whose messages are still
 // unedited FinishGrace after their end, and returns them as they are now.
@@ -113,7 +134,7 @@ func (s *Store) Unfinished(ctx context.Context) ([]*Record, error) {
 		// restart or failover, on a node that never ran it) can't fall
 		// back to EVAL as Script.Run does alone. The script is short.
 		claims[sh] = claimFinishScript.Eval(ctx, pipe, []string{s.keys.finish(sh)},
-			now.UnixMilli(), now.Add(finishClaim).UnixMilli(), finishBatch)
+			now.UnixMilli(), claimEnd(now), finishBatch)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("unfinished: %w", unavailable(err))

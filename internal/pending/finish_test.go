@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +55,9 @@ func (b *backend) finishScore(s *Store, id string) (time.Time, bool) {
 	if err != nil {
 		b.t.Fatalf("ZSCORE: %v", err)
 	}
-	return time.UnixMilli(int64(ms)).UTC(), true
+	// A claim's score is a fraction of a millisecond short of its end
+	// (claimEnd): due from the millisecond above.
+	return time.UnixMilli(int64(math.Ceil(ms))).UTC(), true
 }
 
 // unfinished calls Unfinished and returns the ids, sorted.
@@ -602,4 +606,60 @@ func TestAdoptPost(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestUnfinishedSentTwice: a finisher's claims whose reply is lost are sent
+// again by go-redis, after the scripts moved the claimed requests past
+// now. The resend still hands this finisher what the first run took:
+// taken for claimed by another, they waited out the claim, 3 minutes, with
+// their messages' controls live. Another finisher's claim in the same
+// millisecond still takes nothing.
+func TestUnfinishedSentTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		twice := new(sendPipelineTwice)
+		s, other := b.storeOn(b.client(twice)), b.store()
+		rec := posted(t, s, question("alice", ""), "7.1")
+		if _, err := s.Resolve(ctx, rec.ID, answered("U1")); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(FinishGrace)
+		twice.arm()
+		recs, err := s.Unfinished(ctx)
+		if !twice.sent() {
+			t.Fatal("the claims were not sent twice")
+		}
+		if err != nil || len(recs) != 1 || recs[0].ID != rec.ID {
+			t.Fatalf("Unfinished sent twice = %v, %v; want [%s], as sent once", ids(recs), err, rec.ID)
+		}
+		if got := unfinished(t, other); len(got) != 0 {
+			t.Errorf("another finisher in the same millisecond took %v; want nothing", got)
+		}
+	})
+}
+
+// sendPipelineTwice is a go-redis hook that, once armed, sends the next
+// pipeline twice and returns the second replies: what go-redis does when
+// the first replies are lost after Redis ran them.
+type sendPipelineTwice struct {
+	armed, done atomic.Bool
+}
+
+func (h *sendPipelineTwice) arm()       { h.done.Store(false); h.armed.Store(true) }
+func (h *sendPipelineTwice) sent() bool { return h.done.Load() }
+
+func (h *sendPipelineTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sendPipelineTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *sendPipelineTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.armed.CompareAndSwap(true, false) {
+			if err := next(ctx, cmds); err != nil {
+				return err
+			}
+			h.done.Store(true)
+		}
+		return next(ctx, cmds)
+	}
 }
