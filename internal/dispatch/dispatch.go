@@ -581,12 +581,16 @@ func (d *Dispatcher) Finished(ctx context.Context, rec *pending.Record) {
 }
 
 // finishOne edits one message of rec and reports whether it succeeded. A
-// message on a surface this replica does not run counts as done: no
-// replica with this config could edit it.
+// message on a surface this replica does not run is not edited: replicas
+// may differ while their config changes (Discord being added, say), and
+// a finisher, which every replica runs, leaves it to one that runs it, or
+// gives it up an hour after the request's end.
 func (d *Dispatcher) finishOne(ctx context.Context, rec *pending.Record, p pending.Post) bool {
 	s, ok := d.surfaces[p.Surface]
 	if !ok {
-		return true
+		d.log.Info("a finished request's message is on a surface this replica does not run; left to a finisher on one that does",
+			"request_id", rec.ID, "surface", p.Surface, "message_id", p.MessageID)
+		return false
 	}
 	if err := s.Finish(ctx, rec, p); err != nil {
 		d.log.Warn("editing a finished request's message failed",

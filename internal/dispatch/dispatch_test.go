@@ -543,6 +543,53 @@ func TestFailedEditIsLeftToTheFinisher(t *testing.T) {
 	}
 }
 
+// TestMessageOnASurfaceThisReplicaLacks: replicas whose configs differ
+// (one runs Discord, the other not yet) share requests. A request that
+// ends on the one without Discord keeps its Discord message in the finish
+// index, and a finisher that runs Discord edits it; counted as done, it
+// kept its buttons for good.
+func TestMessageOnASurfaceThisReplicaLacks(t *testing.T) {
+	c := newChat()
+	e, slackOnly := setup(t, c)
+	ctx := context.Background()
+	rec, _, err := slackOnly.Create(ctx, question("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := pending.Post{Surface: "discord", Channel: "D1", MessageID: "m1"}
+	if _, err := e.store.AddPost(ctx, rec.ID, msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slackOnly.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.unedited(t); n != 1 {
+		t.Fatalf("%d requests left for a finisher once the replica without Discord ended it; want 1", n)
+	}
+
+	discord := newChat()
+	cfg, err := config.Parse([]byte(routesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := dispatch.New(e.store, cfg, map[string]dispatch.Surface{"slack": c, "discord": discord}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Add(pending.FinishGrace)
+	recs, err := e.store.Unfinished(ctx)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Unfinished = %v, %v; want the request", recs, err)
+	}
+	both.Finished(ctx, recs[0])
+	if got := discord.finished["m1"]; got != seam.StatusCancelled {
+		t.Errorf("the Discord message shows %q, want cancelled", got)
+	}
+	if n := e.unedited(t); n != 0 {
+		t.Errorf("%d requests left for a finisher once every message is edited; want 0", n)
+	}
+}
+
 func TestEditedRequestLeavesNothingForTheSweeper(t *testing.T) {
 	c := newChat()
 	e, d := setup(t, c)
