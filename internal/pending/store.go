@@ -120,7 +120,7 @@ func (s *Store) Ping(ctx context.Context) error {
 var scripts = []*redis.Script{
 	createScript, resolveScript, addPostScript, discardScript, claimPostingScript,
 	editedScript, claimFinishScript, leaseScript, releaseScript, setThreadScript, forgetThreadScript, withdrawScript,
-	releasePostingScript,
+	releasePostingScript, dropGoneScript,
 }
 
 // LoadScripts loads the Store's scripts into Redis, on every master of a

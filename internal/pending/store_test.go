@@ -1184,6 +1184,69 @@ func TestWithdraw(t *testing.T) {
 	})
 }
 
+// TestSweepKeepsARequestCreatedAgain: a sweep that finds a due request
+// gone drops its index entries; should the request be created again under
+// its id (its tool_call_id asked again) between the sweep's read and the
+// drop, the entries are the new request's, and stay: dropped, it would
+// never expire, nor be listed.
+func TestSweepKeepsARequestCreatedAgain(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		other := b.store()
+		nr := question("alice", "call-again")
+		nr.ExpiresIn = time.Minute
+		rec := mustCreate(t, other, nr)
+		if err := b.rdb.Del(ctx, other.keys.record(rec.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(2 * time.Minute)
+		// Once the sweep's resolve has found the record gone, the
+		// request is created again.
+		after := &afterScript{do: func() { mustCreate(t, other, nr) }}
+		s := b.storeOn(b.client(after))
+		after.armed.Store(true)
+		if recs, err := s.Sweep(ctx); err != nil || len(recs) != 0 {
+			t.Fatalf("Sweep = %v, %v; want nothing", recs, err)
+		}
+		if after.armed.Load() {
+			t.Fatal("the request was not created again during the sweep")
+		}
+		sh := shard(rec.ID)
+		for _, key := range []string{s.keys.due(sh), s.keys.open(seam.KindQuestion, sh)} {
+			if err := b.rdb.ZScore(ctx, key, rec.ID).Err(); err != nil {
+				t.Errorf("%s lost the request created again: %v", key, err)
+			}
+		}
+		b.clock.Advance(2 * time.Minute)
+		if recs, err := s.Sweep(ctx); err != nil || len(recs) != 1 || recs[0].ID != rec.ID {
+			t.Errorf("Sweep past the new request's expiry = %v, %v; want it expired", recs, err)
+		}
+	})
+}
+
+// afterScript is a go-redis hook that, once armed, runs do after the next
+// script run has returned.
+type afterScript struct {
+	armed atomic.Bool
+	do    func()
+}
+
+func (h *afterScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *afterScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n := cmd.Name(); (n == "evalsha" || n == "eval") && err == nil && h.armed.CompareAndSwap(true, false) {
+			h.do()
+		}
+		return err
+	}
+}
+
+func (h *afterScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 func TestSweepDropsDeletedRecords(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()

@@ -16,6 +16,17 @@ import (
 // sweepBatch bounds how many due requests of one shard one sweep expires.
 const sweepBatch = 100
 
+// dropGoneScript drops a request's index entries while it has no record.
+//
+// KEYS as keys.request with every kind's open index.
+// ARGV[1] id.
+var dropGoneScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+return 1
+`)
+
 // Sweep expires the requests whose expiry has passed and returns the ones
 // this call expired. Every replica may sweep at once: each due request is
 // claimed by the resolve script, so exactly one of them expires it and
@@ -32,18 +43,17 @@ func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
 		return nil, fmt.Errorf("sweep: %w", unavailable(err))
 	}
 	var expired []*Record
-	for sh, c := range cmds {
+	for _, c := range cmds {
 		for _, id := range c.Val() {
 			rec, err := s.Resolve(ctx, id, Resolution{Status: seam.StatusExpired, IfDue: true})
 			switch {
 			case err == nil:
 				expired = append(expired, rec)
 			case errors.Is(err, ErrNotFound):
-				// The record is gone (deleted by hand): drop its index entries.
-				s.rdb.ZRem(ctx, s.keys.due(sh), id)
-				for _, kind := range kinds {
-					s.rdb.ZRem(ctx, s.keys.open(kind, sh), id)
-				}
+				// The record is gone (deleted by hand, or discarded): drop
+				// its index entries, unless a request was created under its
+				// id since (its tool_call_id asked again), whose they are.
+				dropGoneScript.Run(ctx, s.rdb, s.keys.request(id, kinds...), id)
 			case errors.Is(err, ErrAlreadyResolved), errors.Is(err, ErrNotDue):
 				// Another replica won, or the clocks of two replicas disagree.
 			default:
