@@ -42,6 +42,9 @@ var (
 	// ErrNotOffered is a Resolution whose Offered label is none of the
 	// request's options: nothing was changed.
 	ErrNotOffered = errors.New("the answer is not one the request offers")
+	// ErrOtherRoute is a Resolution whose Route is not the request's:
+	// nothing was changed.
+	ErrOtherRoute = errors.New("the request is not on the route the answer came through")
 )
 
 // Options tune a Store. The zero value of every field has a default.
@@ -531,6 +534,13 @@ type Resolution struct {
 	// than from the stored request: unless it is one of the request's
 	// options, nothing changes and Resolve returns ErrNotOffered.
 	Offered string
+	// Route, when set, is the route the answer came through, taken from a
+	// click's own payload (the target a Slack button names) rather than
+	// from the stored request: a request on another route is not
+	// changed, and Resolve returns ErrOtherRoute. Hash alone does not
+	// bind the click to its route's responders: a request's hash is no
+	// secret to whoever can see its message.
+	Route string
 }
 
 // resolveScript ends a pending request: first writer wins. A request with
@@ -549,7 +559,8 @@ type Resolution struct {
 // ARGV[16] the required hash, or empty, ARGV[17] on a cluster the shard's
 // wake channel, or empty, ARGV[18] a token of this call, kept on the
 // record it ends, ARGV[19] an option as the body holds it ("label":"...",
-// JSON-encoded as the body is), which the body must hold, or empty.
+// JSON-encoded as the body is), which the body must hold, or empty,
+// ARGV[20] the required route, or empty.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON", so
 // waiters need not read the record again: with SPUBLISH on the shard's
 // channel on a cluster, else (or where SPUBLISH is unknown: Redis before
@@ -561,7 +572,8 @@ type Resolution struct {
 // as that run was: the reply was lost and go-redis sent the script again.
 // Returns {0} not found, {1, HGETALL or the post fields} resolved now,
 // {2, HGETALL} already resolved, {3} not due, {4, HGETALL} expired now,
-// {5} not an option of the request (ARGV[19]).
+// {5} not an option of the request (ARGV[19]), {6} not on the route
+// ARGV[20].
 var resolveScript = redis.NewScript(`
 local function ended(done, fresh)
   local all = redis.call('HGETALL', KEYS[1])
@@ -576,11 +588,12 @@ local function ended(done, fresh)
   if done == 1 and ARGV[15] == '1' then return {1, posts} end
   return {done, all}
 end
-local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'hash', 'ended_by_call')
+local rec = redis.call('HMGET', KEYS[1], 'status', 'kind', 'client', 'expires', 'hash', 'ended_by_call', 'route')
 if not rec[1] then return {0} end
 if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
 if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
 if ARGV[16] ~= '' and rec[5] ~= ARGV[16] then return {0} end
+if ARGV[20] ~= '' and rec[7] ~= ARGV[20] then return {6} end
 if ARGV[19] ~= '' and not string.find(redis.call('HGET', KEYS[1], 'body') or '', ARGV[19], 1, true) then return {5} end
 if rec[1] ~= 'pending' then
   if ARGV[18] ~= '' and rec[6] == ARGV[18] then
@@ -662,7 +675,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:]), offered).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:]), offered, res.Route).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}
@@ -677,6 +690,8 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotDue)
 	case 5:
 		return nil, fmt.Errorf("resolve %s: %w", id, ErrNotOffered)
+	case 6:
+		return nil, fmt.Errorf("resolve %s: %w", id, ErrOtherRoute)
 	case 4:
 		s.w.wake(id, &ending{string(seam.StatusExpired), strconv.FormatInt(now.UnixMilli(), 10), "", ""})
 	}

@@ -460,6 +460,27 @@ func TestResolve(t *testing.T) {
 			}
 		})
 
+		// Route is the route a click's own payload names (the target a
+		// Slack button carries): a request on another route changes
+		// nothing, even with its own hash.
+		t.Run("route names the request's route", func(t *testing.T) {
+			nr := question("alice", "call-route")
+			nr.Route = "prod"
+			rec := mustCreate(t, s, nr)
+			res := answered("U1")
+			res.Hash, res.Route = rec.Hash, "default"
+			if got, err := s.Resolve(ctx, rec.ID, res); !errors.Is(err, ErrOtherRoute) || got != nil {
+				t.Errorf("Resolve through another route = %v, %v; want nil, ErrOtherRoute", got, err)
+			}
+			if got := mustGet(t, s, rec.ID); got.Status != seam.StatusPending {
+				t.Fatalf("status = %s after a resolution through another route; want pending", got.Status)
+			}
+			res.Route = "prod"
+			if got, err := s.Resolve(ctx, rec.ID, res); err != nil || got.Status != seam.StatusAnswered {
+				t.Errorf("Resolve through its own route = %+v, %v; want it answered", got, err)
+			}
+		})
+
 		t.Run("first answer wins across replicas", func(t *testing.T) {
 			b := b.sub(t)
 			replicas := []*Store{s, b.store(withRetention(time.Hour))}

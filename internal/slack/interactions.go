@@ -538,7 +538,13 @@ func (h *Interactions) quick(ctx context.Context, c click) bool {
 	if !h.mayAnswer(ctx, t, c) {
 		return true
 	}
-	h.finish(ctx, cv.resolution(c.ref.Verb), c)
+	// The target decided who may answer only for requests of its own
+	// route: a value naming an open target of one route must not answer
+	// a request of another, whose targets limit their responders (its
+	// id and hash are in its message, for whoever sees it).
+	res := cv.resolution(c.ref.Verb)
+	res.Route = h.s.routeOf[cv.target]
+	h.finish(ctx, res, c)
 	return true
 }
 
@@ -789,6 +795,11 @@ func (h *Interactions) finish(ctx context.Context, res pending.Resolution, c cli
 		h.gone(ctx, c)
 	case errors.Is(err, pending.ErrAlreadyResolved) && got != nil:
 		h.late(ctx, got, &res, c)
+	case errors.Is(err, pending.ErrOtherRoute):
+		// A button's value altered on its way, naming a target of
+		// another route than its request's: nothing was recorded.
+		h.log.Warn("a click named a target of another route than its request's; nothing was recorded", "request_id", c.ref.ID, "user", c.user.ID)
+		h.tell(ctx, c, surface.MsgCantAnswer)
 	case errors.Is(err, pending.ErrNotOffered):
 		// A button's value altered on its way: nothing was recorded.
 		h.log.Warn("a click carried an option the request does not offer; nothing was recorded", "request_id", c.ref.ID, "user", c.user.ID)

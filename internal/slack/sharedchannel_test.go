@@ -142,3 +142,117 @@ func TestUnlistedMessageInAChannelTwoTargetsShare(t *testing.T) {
 		}
 	}
 }
+
+// TestCarriedTargetOfAnotherRoute: route default posts to C0, open to
+// anyone there; route prod posts to C1, limited to its responders. Eve,
+// who may answer in C0 and sees prod's messages in C1 (their request's id
+// and hash with them), clicks a button of a message in C0 whose value and
+// action_id came back naming a prod request and C0's open target (a value
+// not as posted). The open target decides only for its own route's
+// requests: nothing is recorded, she is told she can't answer, and the
+// message she clicked, another request's, is left as it is.
+func TestCarriedTargetOfAnotherRoute(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	store := embeddedStore(t)
+	open := &config.SlackTarget{Channel: "C0"}
+	prodTarget := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UADA"}}}
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{
+			{Name: "default", Targets: []config.Target{{Slack: open}}},
+			{Name: "prod", Targets: []config.Target{{Slack: prodTarget}}},
+		},
+	}
+	s, err := New(cfg, Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eve := slacktest.SlackUser("UEVE", "eve")
+
+	// post creates nr, posts it through the target key names and records
+	// the post; it returns the request and its message.
+	post := func(nr pending.NewRequest, key string, tc *config.SlackTarget) (*pending.Record, slacktest.FakeCall) {
+		t.Helper()
+		rec, _, err := store.Create(ctx, nr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := dispatch.Target{Key: key, Config: config.Target{Slack: tc}}
+		n := len(fake.Calls("chat.postMessage"))
+		posts, err := s.Post(ctx, rec, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		posts[0].Target = key
+		if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
+			t.Fatal(err)
+		}
+		return rec, fake.Calls("chat.postMessage")[n]
+	}
+	_, inC0 := post(pending.NewRequest{Kind: seam.KindQuestion, Route: "default", Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "lunch", Question: "Lunch?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}, "default/0", open)
+
+	approval := pending.NewRequest{Kind: seam.KindApproval, Route: "prod",
+		Approval: &seam.Approval{ToolName: "kubectl_delete", Reason: "the prod namespace"}}
+	question := pending.NewRequest{Kind: seam.KindQuestion, Route: "prod", Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "q", Question: "Delete the prod namespace?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}
+	for _, tc := range []struct {
+		name    string
+		nr      pending.NewRequest
+		control string // the clicked control's action_id, after its request's id
+	}{
+		{"allow once", approval, "ab:allow:"},
+		{"dismiss", question, "ab:dismiss:"},
+		{"an option", question, "ab:pick:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, inC1 := post(tc.nr, "prod/0", prodTarget)
+			// The prod message's control, as clicked on the message in C0.
+			p := slacktest.BlockActions(t, inC1, eve, tc.control+rec.ID, nil, nil)
+			p["container"].(map[string]any)["channel_id"] = "C0"
+			p["container"].(map[string]any)["message_ts"] = inC0.TS
+			p["channel"].(map[string]any)["id"] = "C0"
+			p["message"].(map[string]any)["ts"] = inC0.TS
+			action := actionOf(p)
+			v, _ := action["value"].(string)
+			if !strings.Contains(v, `"prod/0"`) {
+				t.Fatalf("the button carries %q; want it to name prod/0", v)
+			}
+			action["value"] = strings.Replace(v, `"prod/0"`, `"default/0"`, 1)
+
+			n := len(fake.Calls(""))
+			serve(t, s, store, p)
+			got, err := store.Get(ctx, rec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != seam.StatusPending {
+				t.Fatalf("someone not among prod's responders ended its request: %s by %+v", got.Status, got.ResolvedBy)
+			}
+			var told []string
+			for _, c := range fake.Calls("")[n:] {
+				if _, text, ok := c.Ephemeral(); ok {
+					told = append(told, text)
+				}
+			}
+			if len(told) != 1 || told[0] != surface.MsgCantAnswer {
+				t.Errorf("told %q; want %q", told, surface.MsgCantAnswer)
+			}
+			if k := countSince(fake, n, "chat.update"); k != 0 {
+				t.Errorf("the clicked message, another request's, was edited (%d chat.update calls)", k)
+			}
+		})
+	}
+}
+
+// countSince is how many of fake's calls of method came after its first n.
+func countSince(fake *slacktest.FakeSlack, n int, method string) int {
+	k := 0
+	for _, c := range fake.Calls("")[n:] {
+		if c.Method == method {
+			k++
+		}
+	}
+	return k
+}
