@@ -530,9 +530,11 @@ type Resolution struct {
 	// resolve it knowing that its answer fits.
 	Hash string
 	// Offered, when set, is the option label the answer picks, taken from
-	// a click's own payload (Slack's one-click buttons carry it) rather
-	// than from the stored request: unless it is one of the request's
-	// options, nothing changes and Resolve returns ErrNotOffered.
+	// a click's own payload (Slack's one-click buttons carry it, with the
+	// question's id) rather than from the stored request: unless the
+	// request asks one single-choice question with no typed field, the
+	// Answer's one item names it and Offered is one of its options,
+	// nothing changes and Resolve returns ErrNotOffered.
 	Offered string
 	// Route, when set, is the route the answer came through, taken from a
 	// click's own payload (the target a Slack button names) rather than
@@ -558,9 +560,10 @@ type Resolution struct {
 // edits, ms, ARGV[15] '1' to return only the post fields when resolved now,
 // ARGV[16] the required hash, or empty, ARGV[17] on a cluster the shard's
 // wake channel, or empty, ARGV[18] a token of this call, kept on the
-// record it ends, ARGV[19] an option as the body holds it ("label":"...",
-// JSON-encoded as the body is), which the body must hold, or empty,
-// ARGV[20] the required route, or empty.
+// record it ends, ARGV[19] an option's label, or empty: the request must
+// then ask one single-choice question with no typed field, whose id is
+// ARGV[21] and which offers that label, ARGV[20] the required route, or
+// empty.
 // Publishes "id\nstatus\nresolved ms\nresponder JSON\nresult JSON", so
 // waiters need not read the record again: with SPUBLISH on the shard's
 // channel on a cluster, else (or where SPUBLISH is unknown: Redis before
@@ -594,7 +597,19 @@ if ARGV[7] ~= '' and rec[2] ~= ARGV[7] then return {0} end
 if ARGV[8] ~= '' and rec[3] ~= ARGV[8] then return {0} end
 if ARGV[16] ~= '' and rec[5] ~= ARGV[16] then return {0} end
 if ARGV[20] ~= '' and rec[7] ~= ARGV[20] then return {6} end
-if ARGV[19] ~= '' and not string.find(redis.call('HGET', KEYS[1], 'body') or '', ARGV[19], 1, true) then return {5} end
+if ARGV[19] ~= '' then
+  local ok, body = pcall(cjson.decode, redis.call('HGET', KEYS[1], 'body') or '')
+  local qs = ok and type(body) == 'table' and body['questions']
+  local q = type(qs) == 'table' and #qs == 1 and qs[1]
+  local offered = false
+  if type(q) == 'table' and q['id'] == ARGV[21] and q['multiSelect'] ~= true
+      and (q['input'] == nil or q['input'] == cjson.null) and type(q['options']) == 'table' then
+    for _, o in ipairs(q['options']) do
+      if type(o) == 'table' and o['label'] == ARGV[19] then offered = true break end
+    end
+  end
+  if not offered then return {5} end
+end
 if rec[1] ~= 'pending' then
   if ARGV[18] ~= '' and rec[6] == ARGV[18] then
     if rec[1] == ARGV[2] then return ended(1, false) end
@@ -664,18 +679,18 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	// request ended by call answers as the first run did.
 	var call [8]byte
 	rand.Read(call[:])
-	var offered []byte
+	var offeredQ string // the question Offered must be an option of
 	if res.Offered != "" {
-		// As json.Marshal wrote the body: a quote inside a string value
-		// is escaped there, so this can match only an option's label.
-		label, _ := json.Marshal(res.Offered)
-		offered = append([]byte(`"label":`), label...)
+		if res.Answer == nil || len(res.Answer.Answers) != 1 {
+			return nil, fmt.Errorf("resolve %s: %w", id, ErrNotOffered)
+		}
+		offeredQ = res.Answer.Answers[0].ID
 	}
 	now := s.opt.Now()
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:]), offered, res.Route).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:]), res.Offered, res.Route, offeredQ).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}

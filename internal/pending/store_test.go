@@ -460,6 +460,53 @@ func TestResolve(t *testing.T) {
 			}
 		})
 
+		// Offered's answer names its question, from the click's payload
+		// too: the request's one single-choice question, with no typed
+		// field, or nothing changes.
+		t.Run("offered answers the request's one single-choice question", func(t *testing.T) {
+			pick := func(rec *Record, qid, label string) Resolution {
+				res := answered("U1")
+				res.Hash, res.Offered = rec.Hash, label
+				res.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: qid, Selected: []string{label}}}}
+				return res
+			}
+			one := question("alice", "call-offered-one")
+			one.Questions = &seam.Questions{Questions: []seam.Question{{ID: "ship", Question: "Ship it?",
+				Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}
+			two := question("alice", "call-offered-two") // cleanup, then envs (multi-select)
+			multi := question("alice", "call-offered-multi")
+			multi.Questions = &seam.Questions{Questions: []seam.Question{{ID: "envs", Question: "Where?", MultiSelect: true,
+				Options: []seam.Option{{Label: "staging"}, {Label: "prod"}}}}}
+			typed := question("alice", "call-offered-typed")
+			typed.Questions = &seam.Questions{Questions: []seam.Question{{ID: "ship", Question: "Ship it?",
+				Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}, Input: &seam.Input{Type: "text"}}}}
+			for _, tc := range []struct {
+				name       string
+				nr         NewRequest
+				qid, label string
+			}{
+				{"a question it does not ask", one, "other", "Yes"},
+				{"one of two questions, the other left out", two, "cleanup", "No, keep them"},
+				{"the other question's option", two, "envs", "Yes, delete them (Recommended)"},
+				{"a multi-select question", multi, "envs", "prod"},
+				{"a question with a typed field", typed, "ship", "Yes"},
+			} {
+				tc.nr.ToolCallID = "call-offered-" + tc.name
+				rec := mustCreate(t, s, tc.nr)
+				if got, err := s.Resolve(ctx, rec.ID, pick(rec, tc.qid, tc.label)); !errors.Is(err, ErrNotOffered) || got != nil {
+					t.Errorf("%s: Resolve = %v, %v; want nil, ErrNotOffered", tc.name, got, err)
+				}
+				if got := mustGet(t, s, rec.ID); got.Status != seam.StatusPending {
+					t.Fatalf("%s: status = %s; want pending", tc.name, got.Status)
+				}
+			}
+			one.ToolCallID = "call-offered-fits"
+			rec := mustCreate(t, s, one)
+			if got, err := s.Resolve(ctx, rec.ID, pick(rec, "ship", "No")); err != nil || got.Status != seam.StatusAnswered {
+				t.Errorf("Resolve of its question with an offered label = %+v, %v; want it answered", got, err)
+			}
+		})
+
 		// Route is the route a click's own payload names (the target a
 		// Slack button carries): a request on another route changes
 		// nothing, even with its own hash.

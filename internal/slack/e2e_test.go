@@ -469,6 +469,60 @@ func TestCarriedLabelMustBeOffered(t *testing.T) {
 	}
 }
 
+// TestCarriedAnswerMustFitItsQuestion: a one-click button carries its
+// question's id with its option's label, and the click is resolved without
+// reading the request. A value altered on its way must not record an
+// answer the request's form would refuse: one naming a question the
+// request does not ask, or, on a request of two questions (whose buttons
+// carry nothing), one question's answer with an option of the other's and
+// the rest left out. Nothing is recorded, and the person is told.
+func TestCarriedAnswerMustFitItsQuestion(t *testing.T) {
+	b := start(t, defaultTarget)
+	two := cleanupQuestion()
+	two["questions"] = append(two["questions"].([]any), map[string]any{
+		"id": "envs", "question": "Which environments?", "header": "Envs",
+		"options": []any{map[string]any{"label": "staging"}, map[string]any{"label": "prod"}},
+	})
+	for _, tc := range []struct {
+		name   string
+		body   map[string]any
+		fields func(hash string) []string // the altered value
+	}{
+		{"a question the request does not ask", cleanupQuestion(), func(hash string) []string {
+			return []string{hash, "default/0", "not-asked", "No, keep them"}
+		}},
+		{"another question's option, the rest left out", two, func(hash string) []string {
+			return []string{hash, "default/0", "cleanup", "prod"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(b.fake.Calls("chat.postMessage"))
+			id := b.create(t, "/v1/questions", tc.body)
+			msg := b.fake.WaitCalls(t, "chat.postMessage", n+1)[n]
+			// Dismiss is on every message; its click comes back as an
+			// option's, carrying an answer.
+			forged := slacktest.BlockActions(t, msg, ada, "ab:dismiss:"+id, nil, nil)
+			action := forged["actions"].([]any)[0].(map[string]any)
+			action["action_id"] = "ab:pick:" + id + ":0:1"
+			hash := strings.TrimPrefix(action["block_id"].(string), "ab:")
+			hash, _, _ = strings.Cut(hash, ":")
+			v, _ := json.Marshal(tc.fields(hash))
+			action["value"] = string(v)
+			told := len(ephemerals(b.fake.Calls(""), "UADA"))
+			b.click(t, forged)
+			b.fake.WaitFor(t, "ada told", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+				return len(ephemerals(calls, "UADA")) > told
+			})
+			if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+				t.Fatalf("after a click carrying an answer that does not fit: %v %s; want pending", rec.M["status"], rec.Raw("answer"))
+			}
+			if got := ephemerals(b.fake.Calls(""), "UADA")[told]; got != "That answer is not one of the options; nothing was saved." {
+				t.Errorf("ada was told %q", got)
+			}
+		})
+	}
+}
+
 func TestDoubleClickOnTwoReplicas(t *testing.T) {
 	rs := startReplicas(t, 2, defaultTarget)
 	id := rs[0].create(t, "/v1/questions", cleanupQuestion())
