@@ -28,8 +28,10 @@ const maxButtonValue = 2000
 // its way is not established. So nothing a value says lets anyone answer
 // who could not anyway, nor answer what was not asked: the hash makes the
 // resolve refuse a request that asks something else (one replaced under
-// its tool_call_id), the resolve refuses a label that is none of the
-// request's options (pending.Resolution.Offered), and in a channel that
+// its tool_call_id), the resolve refuses an answer that is not one of
+// the options of the request's one single-choice question
+// (pending.Resolution.Offered) and a request of another route than the
+// named target's (pending.Resolution.Route), and in a channel that
 // targets with different responders share, the click reads the request
 // and checks the target it records (Surface.mixed, Interactions.quick).
 type carried struct {
