@@ -256,3 +256,67 @@ func countSince(fake *slacktest.FakeSlack, n int, method string) int {
 	}
 	return k
 }
+
+// TestNoOriginFindsNoTarget: a modal's submission whose private_metadata
+// names no message (none of the bridge's modals has such a one; a forged
+// or garbled one would), or a click that names no channel, finds no
+// target, whoever submits it. A target configured by a person's id (a DM)
+// or a channel's name, whose conversation this replica has not learned
+// (it never posted there), must not pass for one that posts "nowhere".
+func TestNoOriginFindsNoTarget(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	store := embeddedStore(t)
+	prod := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UBOB"}}}
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "prod", Targets: []config.Target{
+			{Slack: &config.SlackTarget{Channel: "UADA"}}, // ada's DM: open, only she sees it
+			{Slack: &config.SlackTarget{Channel: "#ops"}},
+			{Slack: prod},
+		}}},
+	}
+	s, err := New(cfg, Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eve := slacktest.SlackUser("UEVE", "eve")
+	for _, metadata := range []string{"", "{}", `{"c":""}`, `{"c":"","ts":"DM"}`} {
+		rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindApproval, Route: "prod", ToolCallID: "call-" + metadata,
+			Approval: &seam.Approval{ToolName: "kubectl_delete", Reason: "the prod namespace"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(metadata, "DM") {
+			// The request's message in ada's DM, recorded: its ts with no
+			// conversation must not pass for it.
+			to := dispatch.Target{Key: "prod/0", Config: config.Target{Slack: cfg.Routes[0].Targets[0].Slack}}
+			posts, err := s.Post(ctx, rec, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			posts[0].Target = to.Key
+			if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
+				t.Fatal(err)
+			}
+			metadata = strings.Replace(metadata, "DM", posts[0].MessageID, 1)
+		}
+		body := serve(t, s, store, map[string]any{
+			"type": "view_submission", "team": map[string]any{"id": "T0001"}, "user": eve, "api_app_id": "A0001",
+			"view": map[string]any{
+				"id": "V0001", "type": "modal", "callback_id": surface.Ref{Verb: surface.VerbReject, ID: rec.ID}.String(), "private_metadata": metadata,
+				"state": map[string]any{"values": map[string]any{noteBlock: map[string]any{inputAction: map[string]any{"type": "plain_text_input", "value": "no"}}}},
+			},
+		})
+		got, err := store.Get(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != seam.StatusPending {
+			t.Fatalf("private_metadata %q: eve, no responder of prod, ended its request: %s by %+v", metadata, got.Status, got.ResolvedBy)
+		}
+		if !strings.Contains(body, "can") || !strings.Contains(body, `"response_action":"update"`) {
+			t.Errorf("private_metadata %q: answered %s; want the notice that she can't answer", metadata, body)
+		}
+	}
+}

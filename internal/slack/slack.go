@@ -576,6 +576,14 @@ func (s *Surface) ephemeral(ctx context.Context, channel, thread, user, text str
 // which posted it, and it is nil: taking the first would let anyone
 // answer a restricted target's message when the first is open.
 func (s *Surface) target(rec *pending.Record, channel, ts, user string) (string, *config.SlackTarget) {
+	if channel == "" {
+		// No conversation (a modal's origin that names none): PostOf
+		// would match rec's message in any, a DM's too, by its ts
+		// alone, and postsTo a target configured by a person's id or a
+		// channel's name whose conversation this replica has not
+		// learned (conversation gives "").
+		return "", nil
+	}
 	if p, ok := rec.PostOf(surfaceName, channel, ts); ok {
 		// A target configured by a channel's name, or by a user (a DM),
 		// posts where Slack says: its channel can't be compared.
