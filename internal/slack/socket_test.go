@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -440,5 +441,32 @@ func TestSocketModeStopsWhileDisconnected(t *testing.T) {
 	run.cancel()
 	if err := run.result(t); err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestSocketModeOnlyRefusesTheRequestURL: a bridge that takes interactions
+// over Socket Mode alone (app_token, no signing_secret) has no secret to
+// check the Request URL's signatures with, and refuses every POST there,
+// one signed with an empty secret too: otherwise anyone who reaches it
+// could sign their own clicks.
+func TestSocketModeOnlyRefusesTheRequestURL(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, store := socketSurface(t, fake)
+	rec := createQuestion(t, store)
+	msg := post(t, s, fake, rec, "default/0")
+	body := slacktest.FormBody(slacktest.BlockActions(t, msg, ada, "ab:pick:"+rec.ID+":0:0", nil, nil))
+	for _, secret := range []string{"", "s"} {
+		req := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(body))
+		req.Header = slacktest.Sign(secret, time.Now(), body)
+		w := httptest.NewRecorder()
+		h := s.Interactions(store)
+		h.ServeHTTP(w, req)
+		h.work.Drain()
+		if w.Code != http.StatusUnauthorized {
+			t.Errorf("signed with %q: %d %s, want 401", secret, w.Code, w.Body)
+		}
+	}
+	if got, err := store.Get(context.Background(), rec.ID); err != nil || got.Status != seam.StatusPending {
+		t.Errorf("after refused posts: %v, %v; want it pending", got.Status, err)
 	}
 }
