@@ -1,7 +1,9 @@
 package discord_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -236,5 +238,39 @@ func (c *redisCut) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 			return errCut
 		}
 		return next(ctx, cmds)
+	}
+}
+
+// TestGatewayOnlyRefusesTheEndpoint: a replica that takes interactions
+// over the gateway alone has no discord.public_key, and refuses every
+// POST to /discord/interactions, however signed, a PING too: no key of
+// anyone's may stand in for the application's.
+func TestGatewayOnlyRefusesTheEndpoint(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	gw := fake.StartGateway(t)
+	url, prefix := apptest.Redis(t)
+	b := bridge{App: apptest.Start(t, apptest.Config(t, gatewayYAML(fake), url, prefix), app.Options{}), fake: fake}
+	gw.WaitIdentified(t)
+
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "create", 1)[0]
+	for name, payload := range map[string]map[string]any{
+		"a PING":  discord.Ping(),
+		"a click": discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil),
+	} {
+		body, _ := json.Marshal(payload)
+		req, _ := http.NewRequest(http.MethodPost, b.URL()+"/discord/interactions", bytes.NewReader(body))
+		req.Header = discord.Sign(discord.SigningKey, time.Now(), body)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", name, resp.StatusCode)
+		}
+	}
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+		t.Errorf("after refused interactions: %v; want pending", rec.M["status"])
 	}
 }
