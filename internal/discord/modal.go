@@ -73,7 +73,7 @@ func textModal(rec *pending.Record, d *draft) *response {
 		desc = surface.Truncate(surface.OneLine(fix), maxLabelDesc)
 	}
 	comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel),
-		Description: desc, Component: typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0), d)})
+		Description: desc, Component: typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0), false, d)})
 	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", comps)
 }
 
@@ -97,8 +97,10 @@ func fullText(text string) textDisplay {
 // typedField is the field of question i, which has no options: a text
 // input, one line for a number, or, for a boolean, a radio group of Yes
 // and No, answered as "true" and "false" (a phone need not type "true"),
-// the prefill chosen: the question's, or what the person sent in d.
-func typedField(i int, q seam.Question, required bool, d *draft) any {
+// the prefill chosen: the question's, or what the person sent in d. A
+// boolean that skip allows to leave unanswered (an optional one beside
+// others: a form that answers nothing is refused) also has Skip.
+func typedField(i int, q seam.Question, required, skip bool, d *draft) any {
 	typ, prefill := seam.InputString, ""
 	if q.Input != nil {
 		typ, prefill = q.Input.Type, q.Input.Value
@@ -108,11 +110,16 @@ func typedField(i int, q seam.Question, required bool, d *draft) any {
 	}
 	if typ == seam.InputBoolean {
 		v, _ := seam.ParseInput(seam.InputBoolean, prefill)
-		return radioGroup{Type: componentRadioGroup, CustomID: textField(i), Required: required,
-			Options: []groupOption{
-				{Label: "Yes", Value: "true", Default: v == "true"},
-				{Label: "No", Value: "false", Default: v == "false"},
-			}}
+		opts := []groupOption{
+			{Label: "Yes", Value: "true", Default: v == "true"},
+			{Label: "No", Value: "false", Default: v == "false"},
+		}
+		if skip {
+			// A radio group can't be cleared once tapped: Skip leaves
+			// an optional question unanswered.
+			opts = append(opts, groupOption{Label: surface.SkipLabel, Value: surface.SkipValue})
+		}
+		return radioGroup{Type: componentRadioGroup, CustomID: textField(i), Required: required, Options: opts}
 	}
 	style := 1
 	if typ == seam.InputString || typ == "" {
@@ -179,7 +186,7 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 		}
 		if len(q.Options) == 0 {
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(name, maxFieldLabel), Description: desc,
-				Component: typedField(i, q, surface.TextRequired(qs, i), d)})
+				Component: typedField(i, q, surface.TextRequired(qs, i), !surface.TextRequired(qs, i), d)})
 			continue
 		}
 		for p := range parts(q) {
@@ -325,8 +332,11 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 		}
 		if len(q.Options) == 0 && r.Verb == surface.VerbAnswer {
 			v := fs[textField(i)].value
-			if f := fs[textField(i)]; len(f.values) == 1 { // a boolean's Yes or No
+			if f := fs[textField(i)]; len(f.values) == 1 { // a boolean's Yes, No or Skip
 				v = f.values[0]
+			}
+			if v == surface.SkipValue && q.Input != nil && q.Input.Type == seam.InputBoolean {
+				v = ""
 			}
 			it.Custom = v
 			switch {

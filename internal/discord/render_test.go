@@ -721,3 +721,33 @@ func TestPlanSpanOfFencesIsNotCutAsCode(t *testing.T) {
 		}
 	}
 }
+
+// An optional boolean's radio group offers Skip beside Yes and No (a radio
+// group can't be cleared once tapped or prefilled), which leaves it
+// unanswered; a required one offers Yes and No only.
+func TestOptionalBooleanCanBeSkipped(t *testing.T) {
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "urgent", Question: "Mark it urgent?", Input: &seam.Input{Type: seam.InputBoolean, Value: "true"}},
+		{ID: "notify", Question: "Notify the team?", Input: &seam.Input{Type: seam.InputBoolean, Required: true}},
+	}}}
+	raw, _ := json.Marshal(sheetModal(rec, nil))
+	if n := strings.Count(string(raw), `"value":"`+surface.SkipValue+`"`); n != 1 {
+		t.Errorf("%d Skip options in the form, want 1 (the optional boolean's): %s", n, raw)
+	}
+	r := surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}
+	res, no := submission(rec, map[string]field{textField(0): {values: []string{surface.SkipValue}}, textField(1): {values: []string{"false"}}}, r)
+	if no != nil || res == nil {
+		t.Fatalf("Skip and No: %+v, %+v", res, no)
+	}
+	norm, err := rec.Questions.Normalize(*res.Answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(norm)
+	if want := `{"answers":[{"id":"urgent","selected":[]},{"id":"notify","selected":[],"custom":"false"}]}`; string(got) != want {
+		t.Errorf("answer %s, want %s (urgent skipped)", got, want)
+	}
+	if _, no := submission(rec, map[string]field{textField(0): {values: []string{"true"}}, textField(1): {values: []string{surface.SkipValue}}}, r); no == nil {
+		t.Errorf("Skip on the required boolean was taken")
+	}
+}

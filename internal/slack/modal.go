@@ -151,7 +151,9 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			}
 			var el slackapi.BlockElement
 			if typ == seam.InputBoolean {
-				el = yesNo(prefill)
+				// Skip only beside other questions: a form that answers
+				// nothing is refused.
+				el = yesNo(prefill, !surface.TextRequired(qs, i) && len(qs) > 1)
 			} else {
 				el = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
 			}
@@ -179,11 +181,15 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 
 // yesNo answers a boolean field in one tap, where a text field asked a
 // phone to type "true": Yes and No, answered as "true" and "false", the
-// prefill's chosen.
-func yesNo(prefill string) *slackapi.RadioButtonsBlockElement {
+// prefill's chosen; an optional one also Skip, which leaves it unanswered
+// (radio buttons can't be cleared once tapped).
+func yesNo(prefill string, optional bool) *slackapi.RadioButtonsBlockElement {
 	opts := []*slackapi.OptionBlockObject{
 		slackapi.NewOptionBlockObject("true", plain("Yes"), nil),
 		slackapi.NewOptionBlockObject("false", plain("No"), nil),
+	}
+	if optional {
+		opts = append(opts, slackapi.NewOptionBlockObject(surface.SkipValue, plain(surface.SkipLabel), nil))
 	}
 	el := slackapi.NewRadioButtonsBlockElement(inputAction, opts...)
 	switch v, _ := seam.ParseInput(seam.InputBoolean, prefill); v {
@@ -309,8 +315,11 @@ func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answ
 			}
 		case len(q.Options) == 0 && r.Verb == surface.VerbAnswer:
 			value := v.Value
-			if v.SelectedOption.Value != "" { // a boolean's Yes or No
+			if v.SelectedOption.Value != "" { // a boolean's Yes, No or Skip
 				value = v.SelectedOption.Value
+			}
+			if value == surface.SkipValue && q.Input != nil && q.Input.Type == seam.InputBoolean {
+				value = ""
 			}
 			it.Custom = value
 			switch {

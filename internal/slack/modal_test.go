@@ -424,3 +424,37 @@ func TestFormListsCutOptionsInFull(t *testing.T) {
 		}
 	}
 }
+
+// An optional boolean offers Skip beside Yes and No: radio buttons can't
+// be cleared once tapped or prefilled, and Skip leaves the question
+// unanswered. A required one offers only Yes and No.
+func TestOptionalBooleanCanBeSkipped(t *testing.T) {
+	qs := []seam.Question{
+		{ID: "urgent", Question: "Mark it urgent?", Input: &seam.Input{Type: seam.InputBoolean, Value: "true", Required: false}},
+		{ID: "notify", Question: "Notify the team?", Input: &seam.Input{Type: seam.InputBoolean, Required: true}},
+	}
+	rec := questionRecord(qs...)
+	raw, _ := json.Marshal(answerModal(rec, origin{}).Blocks)
+	if n := strings.Count(string(raw), `"value":"`+surface.SkipValue+`"`); n != 1 {
+		t.Errorf("%d Skip options in the form, want 1 (the optional boolean's): %s", n, raw)
+	}
+	pick := func(v string) map[string]slackapi.BlockAction {
+		return map[string]slackapi.BlockAction{inputAction: {SelectedOption: slackapi.OptionBlockObject{Value: v}}}
+	}
+	r := surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}
+	a, errs := answerFrom(rec.Questions, viewValues{"q0": pick(surface.SkipValue), "q1": pick("false")}, r)
+	if errs != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	norm, err := rec.Questions.Normalize(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(norm)
+	if want := `{"answers":[{"id":"urgent","selected":[]},{"id":"notify","selected":[],"custom":"false"}]}`; string(got) != want {
+		t.Errorf("answer %s, want %s (urgent skipped)", got, want)
+	}
+	if _, errs := answerFrom(rec.Questions, viewValues{"q0": pick("true"), "q1": pick(surface.SkipValue)}, r); errs["q1"] == "" {
+		t.Errorf("Skip on the required boolean was taken: %v", errs)
+	}
+}

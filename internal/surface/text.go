@@ -294,6 +294,14 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// An optional boolean field's third choice, beside Yes and No: radio
+// buttons can't be cleared once tapped (or prefilled), and this one
+// leaves the question unanswered, which an optional question may be.
+const (
+	SkipLabel = "Skip"
+	SkipValue = "skip"
+)
+
 // InputHint describes what a typed input field takes, for a placeholder.
 func InputHint(typ string) string {
 	switch typ {

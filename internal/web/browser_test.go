@@ -312,6 +312,26 @@ func TestBrowser(t *testing.T) {
 		do(t, "send", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), rec, `[{dry [] true}]`)
 	})
+	t.Run("an optional boolean can be left unanswered again", func(t *testing.T) {
+		// Prefilled Yes: tapping Yes again clears it, and the question is
+		// skipped, as an optional question may be.
+		rec := create(t, base, "/v1/questions", questions(
+			seam.Question{ID: "urgent", Question: "Mark it urgent?", Input: &seam.Input{Type: "boolean", Value: "true"}},
+			seam.Question{ID: "to", Question: "Who gets it?"}))
+		c := card(rec)
+		yes := c + ` .opts.two input[value="true"]`
+		do(t, "see it", chromedp.WaitVisible(c+" form.answer"))
+		if got := eval(t, `String(document.querySelector('`+yes+`').checked)`); got != "true" {
+			t.Fatalf("the prefilled Yes is not chosen: %s", got)
+		}
+		do(t, "tap Yes again to clear it", chromedp.Click(yes))
+		if got := eval(t, `String(document.querySelector('`+yes+`').checked)`); got != "false" {
+			t.Fatal("tapping the chosen Yes again left it chosen")
+		}
+		do(t, "answer the other and send", chromedp.SendKeys(c+" textarea.custom", "ops"),
+			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, `[{urgent [] } {to [] ops}]`)
+	})
 	t.Run("right-to-left text reads right to left", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", map[string]any{"caller": map[string]any{"name": "بوت النشر"}, "questions": []seam.Question{{ID: "q", Header: "نشر",
 			Question: "هل تريد النشر إلى الإنتاج؟", Options: []seam.Option{{Label: "نعم (Recommended)", Description: "ينشر الإصدار 2.3"}, {Label: "No"}}}}})

@@ -262,7 +262,8 @@
 
   // On a single choice, writing something else clears the option chosen
   // (what is written replaces it), and tapping the chosen option again
-  // clears it, so that the question can be left unanswered again.
+  // clears it, so that the question can be left unanswered again; so does
+  // tapping an optional boolean's Yes or No again.
   document.addEventListener("input", (ev) => {
     if (!ev.target.classList.contains("custom") || ev.target.value.trim() === "") return;
     const fs = ev.target.closest("fieldset.q");
@@ -271,17 +272,26 @@
     for (const r of rs) r.checked = false;
     fieldError(fs, "");
   });
+  // clearable are the radios of fs that tapping again clears: a single
+  // choice's options, and an optional boolean's Yes and No.
+  function clearable(fs) {
+    if (!fs) return [];
+    if (fs.dataset.type === "boolean") {
+      return fs.hasAttribute("data-required") ? [] : [...fs.querySelectorAll(".opts.two input[type=radio]")];
+    }
+    return choices(fs);
+  }
   let wasChecked = null;
   document.addEventListener("pointerdown", (ev) => {
     const r = ev.target.closest && ev.target.closest("label.opt");
     const input = r && r.querySelector("input[type=radio]");
-    wasChecked = input && input.checked && choices(input.closest("fieldset.q")).includes(input) ? input : null;
+    wasChecked = input && input.checked && clearable(input.closest("fieldset.q")).includes(input) ? input : null;
   });
   // With a keyboard, Delete or Backspace on the chosen option clears it.
   document.addEventListener("keydown", (ev) => {
     const r = ev.target;
     if ((ev.key !== "Delete" && ev.key !== "Backspace") || !(r instanceof HTMLInputElement) || r.type !== "radio" || !r.checked) return;
-    if (!choices(r.closest("fieldset.q")).includes(r)) return;
+    if (!clearable(r.closest("fieldset.q")).includes(r)) return;
     ev.preventDefault();
     r.checked = false;
   });
