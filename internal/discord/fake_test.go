@@ -26,7 +26,9 @@ import (
 // message or response beyond Discord's limits, see InvalidMessage; 404
 // Unknown Message for an edit or delete of a message it did not post in
 // that channel; 400 already acknowledged for an interaction's second
-// callback; 429 with Retry-After and a retry_after body on demand;
+// callback; 404 Unknown Webhook for a follow-up or an edit of the
+// original response before the interaction was answered, or on a token
+// it does not know; 429 with Retry-After and a retry_after body on demand;
 // Discord's JSON errors for threads that were deleted or locked; the
 // earlier message for a create that repeats a nonce with enforce_nonce)
 // and records every call.
@@ -129,7 +131,9 @@ func (f *FakeDiscord) tick() time.Time {
 }
 
 // FakeCall is one call the fake answered. Kind is "create", "edit", "delete",
-// "thread" or "callback".
+// "thread", "callback", "followup" or "original" (Edit Original Interaction
+// Response: after a DEFERRED_UPDATE_MESSAGE, the edit of the message the
+// component was on).
 type FakeCall struct {
 	Kind      string
 	Channel   string
@@ -344,6 +348,8 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		c.Kind, c.MessageID, c.token = "callback", path[1], path[2] // MessageID: the interaction's id
 	case r.Method == http.MethodPost && len(path) == 3 && path[0] == "webhooks":
 		c.Kind, c.app, c.token = "followup", path[1], path[2]
+	case r.Method == http.MethodPatch && len(path) == 5 && path[0] == "webhooks" && path[3] == "messages" && path[4] == "@original":
+		c.Kind, c.app, c.token = "original", path[1], path[2]
 	case r.Method == http.MethodDelete && len(path) == 4 && path[0] == "channels" && path[2] == "messages":
 		c.Kind, c.Channel, c.MessageID = "delete", path[1], path[3]
 	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "users" && path[1] == "@me":
@@ -459,8 +465,8 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	c.Status = http.StatusOK
 	var invalid []string
 	switch c.Kind {
-	case "create", "edit", "followup":
-		invalid = InvalidMessage(body, c.Kind != "edit")
+	case "create", "edit", "followup", "original":
+		invalid = InvalidMessage(body, c.Kind == "create" || c.Kind == "followup")
 	case "callback":
 		invalid = InvalidResponse(body)
 	}
@@ -479,9 +485,9 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(out)
 		return
 	}
-	if c.Kind == "followup" {
-		// A follow-up needs the interaction answered first, and the token
-		// of this application.
+	if c.Kind == "followup" || c.Kind == "original" {
+		// A follow-up, or an edit of the response's message, needs the
+		// interaction answered first, and the token of this application.
 		f.mu.Lock()
 		known := f.tokens[c.token] && c.app == f.App.ID
 		f.mu.Unlock()
@@ -508,10 +514,12 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if c.Kind == "followup" {
-		c.MessageID = id
+	if c.Kind == "followup" || c.Kind == "original" {
+		if c.Kind == "followup" {
+			c.MessageID = id
+		}
 		f.record(c)
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "type": 0, "content": body["content"], "flags": body["flags"]})
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": c.MessageID, "type": 0, "content": body["content"], "components": body["components"], "flags": body["flags"]})
 		return
 	}
 	if c.Kind == "callback" || c.Kind == "delete" {

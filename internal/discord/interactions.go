@@ -529,8 +529,13 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 }
 
 // followUp waits for a resolve that outlasted the ack budget and, once
-// the deferred response reached Discord, tells the person what the
-// response could not: that their answer was not taken, or why.
+// the deferred response reached Discord, shows the person what the
+// response could not. Where an answer in time would have updated the
+// message they acted on (the note a refused form left, whose button
+// opened the form; a message nothing else will edit), that message is
+// edited: after DEFERRED_UPDATE_MESSAGE, Edit Original Interaction
+// Response edits the message the component was on. Else they are told
+// in a follow-up only they see. A request's listed messages are Finish's.
 func (h *Interactions) followUp(ctx context.Context, rec *pending.Record, res pending.Resolution, in *interaction, done <-chan resolved, sent <-chan error) {
 	var r resolved
 	select {
@@ -538,20 +543,12 @@ func (h *Interactions) followUp(ctx context.Context, rec *pending.Record, res pe
 	case <-ctx.Done():
 		return
 	}
-	var text string
-	switch {
-	case r.err == nil:
+	if r.err == nil && !onNote(in) {
+		return // Finish edits the request's messages
+	}
+	resp := h.settled(rec, res, in, nil, r)
+	if resp.Type != respUpdate && resp.Type != respMessage {
 		return
-	case errors.Is(r.err, pending.ErrAlreadyResolved) && r.rec != nil:
-		if same(r.rec, res) {
-			return
-		}
-		text = surface.LateReply(r.rec, statusFormat)
-	case errors.Is(r.err, pending.ErrNotFound):
-		text = surface.MsgGone
-	default:
-		h.log.Warn("resolving a request failed", "request_id", rec.ID, "err", r.err)
-		text = surface.MsgUnconfirmed
 	}
 	select {
 	case err := <-sent:
@@ -561,13 +558,19 @@ func (h *Interactions) followUp(ctx context.Context, rec *pending.Record, res pe
 	case <-ctx.Done():
 		return
 	}
-	if err := h.s.followUp(ctx, in, text); err != nil {
+	if resp.Type == respUpdate {
+		if err := h.s.editOriginal(ctx, in, resp.Data); err != nil {
+			h.log.Warn("showing a person how their click ended failed", "request_id", rec.ID, "err", err)
+		}
+		return
+	}
+	if err := h.s.followUp(ctx, in, resp.Data); err != nil {
 		h.log.Warn("telling a person how their click ended failed", "request_id", rec.ID, "err", err)
 	}
 }
 
 // settled is settle's answer once the resolve r is back, and no outcome
-// came through sl before it.
+// came through sl before it (nil: none was waited for).
 func (h *Interactions) settled(rec *pending.Record, res pending.Resolution, in *interaction, sl *slot, r resolved) *response {
 	switch {
 	case !h.s.inPlace.cancel(sl):

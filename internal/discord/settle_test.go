@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -71,29 +72,51 @@ func (b *blockedResolver) Resolve(ctx context.Context, id string, res pending.Re
 }
 
 // A resolve that outlasts the ack budget is answered with a deferred
-// update; should it then not end the request as the person said, they are
-// told in an ephemeral follow-up, sent once the response reached Discord
-// (the fake refuses a follow-up before). Finish edits the message itself
-// when it did.
+// update; once that response reached Discord (the fake refuses a
+// follow-up, or an edit of the original response, before), the person is
+// shown what an answer in time would have shown them. A note a refused
+// form left (ephemeral, its button having opened the form just sent) is
+// edited in place, through Edit Original Interaction Response, which
+// after a deferred update edits the message the component was on: the
+// answer is in, or the request is over, and its "Fix my answers…" button
+// goes; left, it would go on saying that nothing was saved. So is a
+// request's message nothing else will edit. Otherwise they are told in an
+// ephemeral follow-up; Finish edits the request's messages.
 func TestASlowResolveIsFollowedUp(t *testing.T) {
 	now := time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)
+	const msgID, noteID = "1200000000000000001", "1200000000000000002"
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, CreatedAt: now,
-		Questions: &seam.Questions{Questions: []seam.Question{{ID: "go", Question: "Ship it?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}
+		Questions: &seam.Questions{Questions: []seam.Question{{ID: "go", Question: "Ship it?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}},
+		Posts:     []pending.Post{{Surface: surfaceName, Channel: "1100000000000000001", MessageID: msgID}}}
 	other := *rec
 	other.Status, other.ResolvedAt = seam.StatusAnswered, now
 	other.ResolvedBy = &pending.Responder{Surface: "slack", UserID: "U2", Name: "grace"}
 	other.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "go", Selected: []string{"No"}}}}
+	unlisted := other
+	unlisted.Posts = nil
 	mine := pending.Resolution{Status: seam.StatusAnswered, Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "go", Selected: []string{"Yes"}}}}}
+	taken := *rec
+	taken.Status, taken.ResolvedAt, taken.Answer = seam.StatusAnswered, now, mine.Answer
+	taken.ResolvedBy = &pending.Responder{Surface: surfaceName, UserID: "U1", Name: "ada"}
+	const noteText = "Choose one option. Nothing was saved yet: **Fix my answers…** opens the form again, filled as you sent it."
+	redis := resolved{err: errors.New("LOADING Redis is loading the dataset in memory")}
 
 	for _, tc := range []struct {
 		name string
+		note bool // sent from a refused form's note
 		r    resolved
-		want string // the follow-up's text; "" for none
+		kind string // "followup", "original" or "" for nothing
+		want string // its text
 	}{
-		{"Redis failed", resolved{err: errors.New("LOADING Redis is loading the dataset in memory")}, surface.MsgUnconfirmed},
-		{"another answer came first", resolved{rec: &other, err: pending.ErrAlreadyResolved}, surface.LateReply(&other, statusFormat)},
-		{"the request is gone", resolved{err: pending.ErrNotFound}, surface.MsgGone},
-		{"taken", resolved{rec: &other}, ""},
+		{"Redis failed", false, redis, "followup", surface.MsgUnconfirmed},
+		{"another answer came first", false, resolved{rec: &other, err: pending.ErrAlreadyResolved}, "followup", surface.LateReply(&other, statusFormat)},
+		{"another answer came first, the message unlisted", false, resolved{rec: &unlisted, err: pending.ErrAlreadyResolved}, "original", render(&unlisted, "", false).content},
+		{"the request is gone", false, resolved{err: pending.ErrNotFound}, "original", "*" + surface.MsgGone + "*"},
+		{"taken", false, resolved{rec: &taken}, "", ""},
+		{"a note: taken", true, resolved{rec: &taken}, "original", surface.StatusLine(&taken, statusFormat)},
+		{"a note: another answer came first", true, resolved{rec: &other, err: pending.ErrAlreadyResolved}, "original", surface.LateReply(&other, statusFormat)},
+		{"a note: the request is gone", true, resolved{err: pending.ErrNotFound}, "original", noteText + "\n*" + surface.MsgGone + "*"},
+		{"a note: Redis failed", true, redis, "followup", surface.MsgUnconfirmed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := NewFakeDiscord(t, "bot-token-of-the-follow-up-test")
@@ -105,7 +128,11 @@ func TestASlowResolveIsFollowedUp(t *testing.T) {
 			h := &Interactions{s: &Surface{api: api, inPlace: newInPlace(), log: slog.New(slog.DiscardHandler)},
 				resolve: res, log: slog.New(slog.DiscardHandler), work: surface.NewWork()}
 			in := &interaction{ID: "1300000000000000009", ApplicationID: FakeAppID, Token: "SECRET-INTERACTION-TOKEN",
-				Member: &member{User: user{ID: "U1", Username: "ada"}}, Message: &sourceMessage{ID: "1200000000000000001"}}
+				Member: &member{User: user{ID: "U1", Username: "ada"}}, Message: &sourceMessage{ID: msgID}}
+			if tc.note {
+				in.Type = typeModalSubmit
+				in.Message = &sourceMessage{ID: noteID, Flags: flagEphemeral, Content: noteText}
+			}
 
 			ctx, cancel := context.WithCancel(context.Background())
 			answered := make(chan *response, 1)
@@ -119,25 +146,77 @@ func TestASlowResolveIsFollowedUp(t *testing.T) {
 			res.release <- tc.r
 			fake.Acknowledge(in.Token)
 			resp.delivered(nil)
-			if tc.want == "" {
+			if tc.kind == "" {
 				h.work.Drain()
-				if got := fake.AllCalls("followup"); len(got) != 0 {
-					t.Errorf("followed up %v, want nothing", got)
+				if got := append(fake.AllCalls("followup"), fake.AllCalls("original")...); len(got) != 0 {
+					t.Errorf("sent %v, want nothing", got)
 				}
 				return
 			}
-			got := fake.WaitCalls(t, "followup", 1)[0]
-			if got.Body["content"] != tc.want || got.Body["flags"] != float64(flagEphemeral) {
-				t.Errorf("followed up with %v, want %q for the person alone", got.Body, tc.want)
+			got := fake.WaitCalls(t, tc.kind, 1)[0]
+			h.work.Drain()
+			if n := len(fake.AllCalls("followup")) + len(fake.AllCalls("original")); n != 1 {
+				t.Errorf("%d follow-ups and edits, want 1", n)
 			}
 			if am, _ := got.Body["allowed_mentions"].(map[string]any); am == nil {
-				t.Errorf("a follow-up without allowed_mentions: %v", got.Body)
+				t.Errorf("sent without allowed_mentions: %v", got.Body)
 			}
-			h.work.Drain()
-			if n := len(fake.AllCalls("followup")); n != 1 {
-				t.Errorf("%d follow-ups, want 1", n)
+			switch tc.kind {
+			case "followup":
+				if got.Body["content"] != tc.want || got.Body["flags"] != float64(flagEphemeral) {
+					t.Errorf("followed up with %v, want %q for the person alone", got.Body, tc.want)
+				}
+			case "original":
+				if c, _ := got.Body["content"].(string); !strings.HasSuffix(c, tc.want) {
+					t.Errorf("edited the message to %q, want %q", c, tc.want)
+				}
+				if cs, ok := got.Body["components"].([]any); !ok || len(cs) != 0 {
+					t.Errorf("the edited message keeps its controls: %v", got.Body["components"])
+				}
+				if f, _ := got.Body["flags"].(float64); int(f)&flagEphemeral != 0 {
+					t.Errorf("an edit that sets the ephemeral flag: %v", got.Body)
+				}
 			}
 		})
+	}
+}
+
+// Edit Original Interaction Response is refused, as a follow-up is,
+// before the interaction was answered and on a token Discord does not
+// know (another application's).
+func TestFakeEditsTheOriginalResponseOnlyOnceAnswered(t *testing.T) {
+	fake := NewFakeDiscord(t, "bot-token-of-the-original-test")
+	patch := func(app, token string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPatch, fake.URL+"webhooks/"+app+"/"+token+"/messages/@original",
+			strings.NewReader(`{"content":"Answered by ada","components":[]}`))
+		req.Header.Set("Authorization", "Bot "+fake.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	const token = "SECRET-INTERACTION-TOKEN-1"
+	if status, out := patch(FakeAppID, token); status != http.StatusNotFound || out["code"] != float64(codeUnknownWebhook) {
+		t.Errorf("before the response: %d %v, want 404 Unknown Webhook", status, out)
+	}
+	fake.Acknowledge(token)
+	if status, out := patch("1200000000000000099", token); status != http.StatusNotFound || out["code"] != float64(codeUnknownWebhook) {
+		t.Errorf("another application's: %d %v, want 404 Unknown Webhook", status, out)
+	}
+	if status, out := patch(FakeAppID, "SECRET-INTERACTION-TOKEN-2"); status != http.StatusNotFound {
+		t.Errorf("an unknown token: %d %v, want 404 Unknown Webhook", status, out)
+	}
+	if status, out := patch(FakeAppID, token); status != http.StatusOK || out["content"] != "Answered by ada" {
+		t.Errorf("once answered: %d %v, want the message edited", status, out)
+	}
+	if n := len(fake.Calls("original")); n != 1 {
+		t.Errorf("%d edits recorded, want 1", n)
 	}
 }
 
@@ -163,7 +242,7 @@ func TestFollowUpRidesOutUnknownWebhook(t *testing.T) {
 			in := &interaction{ID: "1300000000000000009", ApplicationID: FakeAppID, Token: "SECRET-INTERACTION-TOKEN"}
 			fake.Acknowledge(in.Token)
 			fake.FailNext("followup", tc.fails...)
-			err = s.followUp(context.Background(), in, surface.MsgUnconfirmed)
+			err = s.followUp(context.Background(), in, ephemeral(surface.MsgUnconfirmed).Data)
 			if (err == nil) != (tc.ok == 1) {
 				t.Errorf("followUp: %v", err)
 			}

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -224,23 +225,34 @@ func update(m message) *response {
 
 func deferredUpdate() *response { return &response{Type: respDeferredUpdate} }
 
-// followUp sends text to the person of interaction in, for their eyes
-// only, after its response: a follow-up message on the interaction's
-// token, which Discord takes for 15 minutes after the interaction. Right
-// after a response through the Interactions Endpoint URL, Discord may not
-// know the token yet (404 Unknown Webhook, discord-api-docs#7220): that
-// is retried for about 8 s. A 5xx is not: it may have posted it (429s and
-// failures to connect are, as every call's).
-func (s *Surface) followUp(ctx context.Context, in *interaction, text string) error {
-	text = surface.Truncate(text, maxContent)
-	data := &responseData{Content: &text, Flags: flagEphemeral, AllowedMentions: mentions("")}
+// followUp sends data, an ephemeral message, to the person of interaction
+// in after its response: a follow-up message on the interaction's token,
+// which Discord takes for 15 minutes after the interaction.
+func (s *Surface) followUp(ctx context.Context, in *interaction, data *responseData) error {
+	return s.webhook(ctx, "interaction follow-up", http.MethodPost,
+		discordgo.EndpointFollowupMessage(in.ApplicationID, in.Token), discordgo.EndpointFollowupMessage(in.ApplicationID, ""), data)
+}
+
+// editOriginal edits the message of interaction in's response with data:
+// after a DEFERRED_UPDATE_MESSAGE, the message the component was on
+// (Edit Original Interaction Response).
+func (s *Surface) editOriginal(ctx context.Context, in *interaction, data *responseData) error {
+	return s.webhook(ctx, "edit interaction response", http.MethodPatch,
+		discordgo.EndpointInteractionResponseActions(in.ApplicationID, in.Token), discordgo.EndpointInteractionResponseActions(in.ApplicationID, ""), data)
+}
+
+// webhook makes a call on an interaction's token, endpoint, with body.
+// Right after a response through the Interactions Endpoint URL, Discord
+// may not know the token yet (404 Unknown Webhook, discord-api-docs#7220):
+// that is retried for about 8 s. A 5xx is not: it may have carried the
+// call out (429s and failures to connect are, as every call's).
+func (s *Surface) webhook(ctx context.Context, name, method, endpoint, bucket string, body *responseData) error {
 	once := s.retry
 	once.Once = true
 	wait := followUpWait
 	for attempt := 1; ; attempt++ {
-		err := s.callWith(ctx, once, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
-			endpoint := discordgo.EndpointFollowupMessage(in.ApplicationID, in.Token)
-			_, err := s.api.RequestWithBucketID("POST", endpoint, data, discordgo.EndpointFollowupMessage(in.ApplicationID, ""), opts...)
+		err := s.callWith(ctx, once, name, func(opts ...discordgo.RequestOption) error {
+			_, err := s.api.RequestWithBucketID(method, endpoint, body, bucket, opts...)
 			return err
 		})
 		if err == nil || attempt == followUpAttempts || !refusedWith(err, codeUnknownWebhook) {
@@ -257,7 +269,7 @@ func (s *Surface) followUp(ctx context.Context, in *interaction, text string) er
 	}
 }
 
-// A follow-up refused as Unknown Webhook is tried followUpAttempts times
+// A call on an interaction's token refused as Unknown Webhook is tried followUpAttempts times
 // in all, followUpWait after the first, doubling: 250 ms to 4 s, about 8 s.
 const (
 	followUpAttempts   = 6
