@@ -130,9 +130,9 @@ func (b bridge) send(t *testing.T, payload any, at time.Time) (int, map[string]a
 	if resp.StatusCode == http.StatusOK && out == nil {
 		t.Fatalf("interaction answered 200 without JSON: %s", raw)
 	}
-	if resp.StatusCode == http.StatusOK {
+	if in, ok := payload.(map[string]any); ok && resp.StatusCode == http.StatusOK {
 		// Discord refuses such a response and shows "This interaction failed".
-		for _, bad := range discord.InvalidResponse(out) {
+		for _, bad := range b.fake.Respond(in, out) {
 			t.Errorf("Discord would refuse the response %s: %s", raw, bad)
 		}
 	}
@@ -1332,4 +1332,37 @@ func prefilledOptions(c map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// Discord takes UPDATE_MESSAGE and DEFERRED_UPDATE_MESSAGE only for an
+// interaction on a message: a command, or a form that no button opened,
+// gets a message only its person sees (send checks every response with
+// the fake's Respond).
+func TestResponsesWithoutAMessage(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	lone := func(in map[string]any) map[string]any { delete(in, "message"); return in }
+	command := lone(discord.Click(msg, ada, "", nil))
+	command["type"], command["data"] = 2, map[string]any{"id": "1300000000000000077", "name": "ask", "type": 1}
+	for name, in := range map[string]map[string]any{
+		"a command":    command,
+		"another form": lone(discord.Submit(msg, ada, "feedback", discord.TextRow("t", "hi"))),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := b.click(t, in); !isEphemeral(got) || content(got) == "" {
+				t.Errorf("answered %v, want a message only the person sees", got)
+			}
+		})
+	}
+	// One of askbridge's forms, sent without the message it was opened
+	// from (Discord never does: they all open from its buttons), answers,
+	// and says so.
+	got := b.click(t, lone(discord.Submit(msg, ada, "ab:other:"+id+":0:0", discord.TextRow("q0o", "keep the logs"))))
+	if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "answered" {
+		t.Fatalf("the form's answer was not taken: %v", rec.M)
+	}
+	if !isEphemeral(got) || !strings.HasPrefix(content(got), "Answered by ada") {
+		t.Errorf("answered %v, want the outcome for the person alone", got)
+	}
 }

@@ -25,8 +25,10 @@ import (
 // Discord does (JSON in, the message out; 400 Invalid Form Body for a
 // message or response beyond Discord's limits, see InvalidMessage; 404
 // Unknown Message for an edit or delete of a message it did not post in
-// that channel; 400 already acknowledged for an interaction's second
-// callback; 404 Unknown Webhook for a follow-up or an edit of the
+// that channel; 400 already acknowledged for a second response to an
+// interaction's token, by callback or after Acknowledge or Respond; 400
+// Invalid Form Body for a callback whose type the interaction, dispatched
+// over its gateway, does not take (RefusedResponse); 404 Unknown Webhook for a follow-up or an edit of the
 // original response before the interaction was answered, or on a token
 // it does not know; 429 with Retry-After and a retry_after body on demand;
 // Discord's JSON errors for threads that were deleted or locked; the
@@ -57,7 +59,8 @@ type FakeDiscord struct {
 	nonces  map[string]map[string]any // the message posted with a nonce, by author and nonce
 	chans   map[string]fakeChannel    // what GET /channels/{id} answers, by id
 	acked   map[string]bool           // the interactions a callback answered, by id
-	tokens  map[string]bool           // the interaction tokens answered (by callback or Acknowledge)
+	tokens  map[string]bool           // the interaction tokens answered (by callback, Acknowledge or Respond)
+	sent    map[string]map[string]any // the interactions dispatched over the gateway, by id
 	clock   int                       // see tick
 }
 
@@ -164,7 +167,7 @@ type FakeFail struct {
 // NewFakeDiscord starts a fake that accepts token and stops with t.
 func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
 	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{}),
-		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{}, acked: map[string]bool{}, tokens: map[string]bool{},
+		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{}, acked: map[string]bool{}, tokens: map[string]bool{}, sent: map[string]map[string]any{},
 		App: FakeApp{ID: FakeAppID, VerifyKey: PublicKeyHex()}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -179,6 +182,86 @@ func (f *FakeDiscord) Acknowledge(token string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tokens[token] = true
+}
+
+// Respond checks resp, the response to interaction that a bridge gave
+// over the Interactions Endpoint URL (its HTTP answer, which Discord takes
+// as the response), as Discord does, and returns what Discord would
+// refuse in it: what InvalidResponse finds, a response type the
+// interaction does not take (RefusedResponse), a second response to the
+// interaction's token. The token is answered from then on: follow-ups
+// and edits of the response are taken on it.
+func (f *FakeDiscord) Respond(interaction, resp map[string]any) []string {
+	bad := InvalidResponse(wire(resp))
+	if why := RefusedResponse(interaction, resp); why != "" {
+		bad = append(bad, why)
+	}
+	token, _ := interaction["token"].(string)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tokens[token] {
+		bad = append(bad, "Interaction has already been acknowledged (40060)")
+	}
+	f.tokens[token] = true
+	return bad
+}
+
+// RefusedResponse is why Discord refuses resp, by its type, as the
+// response to interaction (400 Invalid Form Body, "type: Value must be
+// one of {...}"), or "": a MODAL (9) to a MODAL_SUBMIT or a PING, an
+// UPDATE_MESSAGE (7) or DEFERRED_UPDATE_MESSAGE (6) to an interaction
+// without a message (a slash command, a PING, a form no component
+// opened). (docs: developers/interactions/receiving-and-responding.mdx,
+// Interaction Callback Type: 6 and 7 "only valid for component-based
+// interactions", 9 "not available for MODAL_SUBMIT and PING"; a form a
+// component opened takes 6 and 7 too, twilight-rs/twilight#1697,
+// discord-api-docs#8612; the answer's shape, Rapptz/discord.py#9187.)
+func RefusedResponse(interaction, resp map[string]any) string {
+	interaction, resp = wire(interaction), wire(resp)
+	typ, _ := resp["type"].(float64)
+	it, _ := interaction["type"].(float64)
+	_, onMessage := interaction["message"].(map[string]any)
+	var takes string
+	switch it {
+	case typePing:
+		takes = "{1}"
+	case typeModalSubmit:
+		takes = "{4, 5, 10}"
+		if onMessage {
+			takes = "{4, 5, 6, 7, 10}"
+		}
+	case typeComponent:
+		takes = "{4, 5, 9, 10, 12}"
+		if onMessage {
+			takes = "{4, 5, 6, 7, 9, 10, 12}"
+		}
+	default:
+		takes = "{4, 5, 9, 10, 12}"
+	}
+	switch {
+	case typ == respModal && (it == typeModalSubmit || it == typePing),
+		(typ == respUpdate || typ == respDeferredUpdate) && !onMessage:
+		return fmt.Sprintf("type: Value must be one of %s (a response of type %v to an interaction of type %v)", takes, typ, it)
+	}
+	return ""
+}
+
+// wire is v as JSON carries it: numbers float64.
+func wire(v map[string]any) map[string]any {
+	raw, _ := json.Marshal(v)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+// dispatched records interaction, sent over the gateway, so that its
+// callback is checked against it.
+func (f *FakeDiscord) dispatched(interaction map[string]any) {
+	in := wire(interaction)
+	id, _ := in["id"].(string)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent[id] = in
 }
 
 // FailNext makes the next calls of kind fail, in order.
@@ -500,9 +583,23 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if c.Kind == "callback" {
+		// An interaction takes a response of a type that fits it.
+		f.mu.Lock()
+		in, known := f.sent[c.MessageID]
+		f.mu.Unlock()
+		if why := RefusedResponse(in, body); known && why != "" {
+			c.Status = http.StatusBadRequest
+			f.record(c)
+			w.WriteHeader(c.Status)
+			_ = json.NewEncoder(w).Encode(map[string]any{"message": "Invalid Form Body", "code": 50035,
+				"errors": map[string]any{"type": map[string]any{"_errors": []any{map[string]any{"code": "BASE_TYPE_CHOICES", "message": why}}}}})
+			return
+		}
+	}
+	if c.Kind == "callback" {
 		// An interaction takes one response; later ones are refused.
 		f.mu.Lock()
-		again := f.acked[c.MessageID]
+		again := f.acked[c.MessageID] || f.tokens[c.token]
 		f.acked[c.MessageID] = true
 		f.tokens[c.token] = true
 		f.mu.Unlock()
@@ -690,9 +787,9 @@ func base(typ int, msg FakeCall, member map[string]any, data map[string]any) map
 	flags, _ := msg.Body["flags"].(float64) // an ephemeral message's 64
 	return map[string]any{
 		"id":             strconv.FormatInt(1400000000000000000+interactionSeq.Add(1), 10),
-		"application_id": "1100000000000000001",
+		"application_id": FakeAppID,
 		"type":           typ,
-		"token":          "aW50ZXJhY3Rpb246SECRET-INTERACTION-TOKEN",
+		"token":          "aW50ZXJhY3Rpb246SECRET-INTERACTION-TOKEN-" + strconv.FormatInt(interactionSeq.Add(1), 10),
 		"version":        1,
 		"guild_id":       "1000000000000000001",
 		"channel_id":     msg.Channel,
@@ -737,7 +834,8 @@ func Submit(msg FakeCall, member map[string]any, customID string, components ...
 
 // Ping is Discord's PING.
 func Ping() map[string]any {
-	return map[string]any{"id": "1", "application_id": "1100000000000000001", "type": 1, "token": "t", "version": 1}
+	n := strconv.FormatInt(interactionSeq.Add(1), 10)
+	return map[string]any{"id": "14" + n, "application_id": FakeAppID, "type": 1, "token": "aW50ZXJhY3Rpb246SECRET-PING-TOKEN-" + n, "version": 1}
 }
 
 // TextRow is a classic submitted text input, in its action row.

@@ -17,6 +17,7 @@ import (
 // of INTERACTION_CREATE to every identified session.
 type FakeGateway struct {
 	t     testing.TB
+	f     *FakeDiscord // whose callbacks answer its interactions
 	mu    sync.Mutex
 	conns []*websocket.Conn
 	seq   int
@@ -29,7 +30,7 @@ type FakeGateway struct {
 
 // StartGateway serves a fake gateway and points f's GET /gateway at it.
 func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
-	g := &FakeGateway{t: t, ident: make(chan struct{}, 16), changed: make(chan struct{})}
+	g := &FakeGateway{t: t, f: f, ident: make(chan struct{}, 16), changed: make(chan struct{})}
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
@@ -148,6 +149,7 @@ func (g *FakeGateway) Dispatch(t testing.TB, interaction map[string]any) {
 	g.seq++
 	conns, seq := append([]*websocket.Conn(nil), g.conns...), g.seq+1
 	g.mu.Unlock()
+	g.f.dispatched(interaction)
 	raw, _ := json.Marshal(map[string]any{"op": 0, "t": "INTERACTION_CREATE", "s": seq, "d": interaction})
 	for _, c := range conns {
 		l, _ := g.writeLocks.Load(c)

@@ -11,8 +11,10 @@ package discord
 // developers/interactions/receiving-and-responding.mdx)
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -470,4 +472,86 @@ func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
 			t.Errorf("%s: %v; want ok %v", name, bad, tc.ok)
 		}
 	}
+}
+
+// The fake refuses the interaction responses Discord refuses for the
+// interaction they answer, over the callback endpoint (a gateway
+// interaction's) and in what Respond finds (an Interactions Endpoint
+// URL's), and takes the rest.
+func TestFakeRefusesResponsesTheInteractionDoesNotTake(t *testing.T) {
+	msg := FakeCall{Channel: "1200000000000000001", MessageID: "1300000000000000001", Body: map[string]any{"content": "Ship it?"}}
+	command := func() map[string]any {
+		in := Click(msg, Member("1500000000000000001", "ada"), "", nil)
+		in["type"], in["data"] = typeCommand, map[string]any{"id": "1", "name": "ask", "type": 1}
+		delete(in, "message")
+		return in
+	}
+	modal := map[string]any{"type": respModal, "data": map[string]any{"custom_id": "m", "title": "T", "components": []any{
+		map[string]any{"type": componentLabel, "label": "L", "component": map[string]any{"type": componentText, "custom_id": "t", "style": 1}}}}}
+	say := map[string]any{"type": respMessage, "data": map[string]any{"content": "hi", "flags": flagEphemeral}}
+	for name, tc := range map[string]struct {
+		in   map[string]any
+		resp map[string]any
+		code float64 // Discord's; 0: taken
+	}{
+		"a form to a form":                   {Submit(msg, nil, "ab:x"), modal, 50035},
+		"a form to a PING":                   {Ping(), modal, 50035},
+		"an update to a command":             {command(), map[string]any{"type": respUpdate, "data": map[string]any{"content": "x"}}, 50035},
+		"a deferred update to a command":     {command(), map[string]any{"type": respDeferredUpdate}, 50035},
+		"a deferred update to a PING":        {Ping(), map[string]any{"type": respDeferredUpdate}, 50035},
+		"a deferred update to a lone form":   {func() map[string]any { in := Submit(msg, nil, "ab:x"); delete(in, "message"); return in }(), map[string]any{"type": respDeferredUpdate}, 50035},
+		"a form to a click":                  {Click(msg, nil, "ab:x", nil), modal, 0},
+		"an update to a click":               {Click(msg, nil, "ab:x", nil), map[string]any{"type": respUpdate, "data": map[string]any{"content": "x"}}, 0},
+		"a deferred update to a form's send": {Submit(msg, nil, "ab:x"), map[string]any{"type": respDeferredUpdate}, 0},
+		"a message to a command":             {command(), say, 0},
+		"a PONG to a PING":                   {Ping(), map[string]any{"type": respPong}, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := NewFakeDiscord(t, "bot-token-of-the-response-test")
+			if bad := fake.Respond(tc.in, tc.resp); (len(bad) == 0) != (tc.code == 0) {
+				t.Errorf("Respond: %v; want refused %v", bad, tc.code != 0)
+			}
+			in := wire(tc.in)
+			fake2 := NewFakeDiscord(t, "bot-token-of-the-response-test")
+			fake2.dispatched(in)
+			status, out := callback(t, fake2, in, tc.resp)
+			switch {
+			case tc.code == 0 && status != http.StatusNoContent:
+				t.Errorf("callback: %d %v, want 204", status, out)
+			case tc.code != 0 && (status != http.StatusBadRequest || out["code"] != tc.code):
+				t.Errorf("callback: %d %v, want 400 code %v", status, out, tc.code)
+			}
+			// A second response to the token is refused, whichever way the
+			// first went.
+			if tc.code != 0 {
+				return
+			}
+			if status, out := callback(t, fake2, in, tc.resp); status != http.StatusBadRequest || out["code"] != float64(40060) {
+				t.Errorf("a second callback: %d %v, want 400 already acknowledged", status, out)
+			}
+			if status, out := callback(t, fake, in, tc.resp); status != http.StatusBadRequest || out["code"] != float64(40060) {
+				t.Errorf("a callback after the endpoint's response: %d %v, want 400 already acknowledged", status, out)
+			}
+			if bad := fake2.Respond(tc.in, tc.resp); len(bad) == 0 {
+				t.Error("Respond took a second response to one token")
+			}
+		})
+	}
+}
+
+// callback posts resp as the response to in, on the callback endpoint.
+func callback(t *testing.T, f *FakeDiscord, in, resp map[string]any) (int, map[string]any) {
+	t.Helper()
+	raw, _ := json.Marshal(resp)
+	req, _ := http.NewRequest(http.MethodPost, f.URL+"interactions/"+in["id"].(string)+"/"+in["token"].(string)+"/callback", bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bot "+f.Token)
+	req.Header.Set("Content-Type", "application/json")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&out)
+	return r.StatusCode, out
 }

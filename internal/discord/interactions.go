@@ -135,6 +135,22 @@ func (h *Interactions) Run(ctx context.Context) error {
 func (h *Interactions) handle(ctx context.Context, in *interaction) *response {
 	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
+	resp := h.answer(ctx, in)
+	if in.Message == nil && (resp.Type == respUpdate || resp.Type == respDeferredUpdate) {
+		// Discord takes either only for an interaction on a message (400
+		// Invalid Form Body otherwise), and shows "This interaction
+		// failed". Every form askbridge opens is opened by a button, so
+		// carries its message: this is another form (one a command of the
+		// application opened, say).
+		r := ephemeral(msgNoCommands)
+		r.sent = resp.sent
+		return r
+	}
+	return resp
+}
+
+// answer is handle's response to in.
+func (h *Interactions) answer(ctx context.Context, in *interaction) *response {
 	switch in.Type {
 	case typePing:
 		return pong()
@@ -439,6 +455,8 @@ func (h *Interactions) late(rec *pending.Record, res *pending.Resolution, in *in
 				return update(render(rec, "", false))
 			case onNote(in):
 				return replaced(ephemeral(surface.StatusLine(rec, statusFormat)))
+			case in.Message == nil:
+				return ephemeral(surface.StatusLine(rec, statusFormat))
 			}
 			return deferredUpdate()
 		}
@@ -584,6 +602,8 @@ func (h *Interactions) settled(rec *pending.Record, res pending.Resolution, in *
 		// The request's messages are edited by Finish; the note the form
 		// came from says the answer is in.
 		return replaced(ephemeral(surface.StatusLine(r.rec, statusFormat)))
+	case r.err == nil && in.Message == nil:
+		return ephemeral(surface.StatusLine(r.rec, statusFormat))
 	case r.err == nil:
 		return deferredUpdate()
 	case errors.Is(r.err, pending.ErrAlreadyResolved) && r.rec != nil:

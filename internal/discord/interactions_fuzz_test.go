@@ -73,6 +73,12 @@ func FuzzInteractions(f *testing.F) {
 			if json.Unmarshal(raw, &out) != nil || out["type"] == nil {
 				t.Fatalf("200 without an interaction response: %q", raw)
 			}
+			var in map[string]any
+			if json.Unmarshal(body, &in) == nil {
+				if why := discord.RefusedResponse(in, out); why != "" {
+					t.Fatalf("Discord would refuse the response %s to %s: %s", raw, body, why)
+				}
+			}
 		case http.StatusBadRequest:
 		default:
 			t.Fatalf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
