@@ -504,6 +504,13 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 			s.log.Info("the thread of an ended request's message is archived and could not be opened", "request_id", rec.ID, "thread", p.Channel, "err", oerr)
 			break
 		}
+		if locked(opened) {
+			// Opened by its creator, the bot (Discord's Threads topic
+			// allows it), a locked thread still refuses the edit: it is
+			// closed again, as it was found.
+			s.closeThread(ctx, rec, p.Channel, opened)
+			break
+		}
 		s.log.Info("opened the archived thread of an ended request's message to edit it", "request_id", rec.ID, "thread", p.Channel)
 		if err = editMessage(); err == nil {
 			s.closeThread(ctx, rec, p.Channel, opened)
@@ -522,6 +529,11 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 func archived(err error) bool {
 	var re *discordgo.RESTError
 	return errors.As(err, &re) && re.Message != nil && re.Message.Code == discordgo.ErrCodePerformedOperationOnArchivedThread
+}
+
+// locked reports whether ch is a thread a moderator locked.
+func locked(ch *discordgo.Channel) bool {
+	return ch != nil && ch.ThreadMetadata != nil && ch.ThreadMetadata.Locked
 }
 
 // maxThreadOpens bounds how many times Finish opens an archived thread

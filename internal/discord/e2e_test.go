@@ -1018,6 +1018,13 @@ func TestEndOfAnUneditableMessage(t *testing.T) {
 		}},
 		{"in a deleted thread", (*discord.FakeDiscord).DeleteThread},
 		{"in a locked thread", (*discord.FakeDiscord).LockThread},
+		// Should Discord let the bot open a locked thread it started (its
+		// Threads topic says a creator may), the edit fails all the same,
+		// and the thread is closed again, as it was found.
+		{"in a locked thread its creator may open", func(f *discord.FakeDiscord, thread string) {
+			f.CreatorOpensLocked = true
+			f.LockThread(thread)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := start(t, threadTarget)
@@ -1035,6 +1042,9 @@ func TestEndOfAnUneditableMessage(t *testing.T) {
 			// finish index by now, or never will be.
 			if n, err := b.Store().CountUnedited(context.Background()); err != nil || n != 0 {
 				t.Errorf("%d requests left for a finisher (%v); want none", n, err)
+			}
+			if strings.Contains(tc.name, "locked") && !b.fake.ThreadArchived(thread) {
+				t.Error("the thread is left open; it was archived before the end")
 			}
 		})
 	}

@@ -45,6 +45,13 @@ type FakeDiscord struct {
 	// Endpoint URL.
 	App FakeApp
 
+	// CreatorOpensLocked lets the bot open (unarchive) and close a locked
+	// thread it started, as Discord's Threads topic says a thread's
+	// creator may; its Modify Channel reference says only Manage Threads
+	// may, which the fake follows by default. Posts and edits in a
+	// locked thread fail either way.
+	CreatorOpensLocked bool
+
 	t     testing.TB
 	srv   *httptest.Server
 	mu    sync.Mutex
@@ -498,7 +505,7 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 			fail = &FakeFail{Status: http.StatusNotFound, Code: 10003, Message: "Unknown Channel"}
 		case (body["archived"] != false && body["archived"] != true) || len(body) != 1:
 			fail = &FakeFail{Status: http.StatusBadRequest, Code: 50035, Message: "Invalid Form Body (the fake opens and closes threads, nothing else)"}
-		case th.locked: // only Manage Threads opens a locked thread
+		case th.locked && !f.CreatorOpensLocked: // only Manage Threads opens a locked thread
 			fail = &FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions"}
 		case body["archived"] == true && th.archived:
 			// A thread's settings change only while it is open, or in the
