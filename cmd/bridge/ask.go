@@ -175,10 +175,13 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
 		fmt.Fprintln(stderr, "bridge: ask:", hint(err))
-		if rec != nil && rec.ID != "" && rec.ToolCallID != "" {
+		gone := errors.Is(err, client.ErrNoProvider) || errors.Is(err, client.ErrNotFound)
+		if rec != nil && rec.ID != "" && rec.ToolCallID != "" && !gone {
 			// The wait failed (the bridge down for longer than the
 			// client's retries, say), not the question: a person may still
-			// answer it, and the caller can still get that answer.
+			// answer it, and the caller can still get that answer. Not so
+			// when the bridge said it has the request no more: discarded
+			// (NO_PROVIDER: no target took it) or gone (NOT_FOUND).
 			fmt.Fprintf(stderr, "bridge: ask: question %s is still pending on the bridge: run it again with --tool-call-id %s to wait for it\n", rec.ID, rec.ToolCallID)
 		}
 		return exitError

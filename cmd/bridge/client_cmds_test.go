@@ -859,3 +859,42 @@ func TestAskInterruptedReadingRequest(t *testing.T) {
 		t.Errorf("ask = %+v; want exit 1, interrupted", r)
 	}
 }
+
+// TestAskWaitEndedByTheBridgeSaysNoMore: a wait the bridge answers with
+// NO_PROVIDER (the request was discarded: no target took it) or
+// NOT_FOUND (it is gone) did not fail for want of the bridge: the question
+// is no longer pending there, and ask does not say it is, nor to wait for
+// it again, which would ask it anew under that tool_call_id.
+func TestAskWaitEndedByTheBridgeSaysNoMore(t *testing.T) {
+	for _, tc := range []struct {
+		code   string
+		status int
+	}{{"NO_PROVIDER", http.StatusServiceUnavailable}, {"NOT_FOUND", http.StatusNotFound}} {
+		t.Run(tc.code, func(t *testing.T) {
+			url := startBridge(t, app.Options{})
+			target, err := neturl.Parse(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(tc.status)
+					io.WriteString(w, `{"error":{"code":"`+tc.code+`","message":"the bridge has it no more"}}`)
+					return
+				}
+				forward.ServeHTTP(w, r)
+			}))
+			defer proxy.Close()
+
+			r := await(t, "ask", cliAsync("ask", "--server", proxy.URL, "--question", "Deploy?"))
+			if r.code != exitError || !strings.Contains(r.stderr, tc.code) {
+				t.Fatalf("ask = %+v; want exit 1 with the bridge's %s", r, tc.code)
+			}
+			if strings.Contains(r.stderr, "still pending") || strings.Contains(r.stderr, "to wait for it") {
+				t.Errorf("ask said the question is still pending after the bridge answered %s:\n%s", tc.code, r.stderr)
+			}
+		})
+	}
+}
