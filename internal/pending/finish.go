@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -107,15 +108,25 @@ return ids
 `)
 
 // claimEnd is the score that a claim made at now gives the requests it
-// takes: the end of the claim, less a random fraction of a millisecond
-// (k/4096 ms, exact in a float64 for centuries), so that it is due from
-// the same millisecond as the end itself and is this call's alone.
+// takes: the end of the claim, less a random fraction of a millisecond,
+// so that it is due from the same millisecond as the end itself and is
+// this call's alone.
 func claimEnd(now time.Time) string {
 	var b [2]byte
 	rand.Read(b[:])
-	k := 1 + int(binary.BigEndian.Uint16(b[:]))%4095
-	end := float64(now.Add(finishClaim).UnixMilli()) - float64(k)/4096
-	return strconv.FormatFloat(end, 'f', -1, 64)
+	return claimEndWith(now, binary.BigEndian.Uint16(b[:]))
+}
+
+// claimEndWith is claimEnd with r as its random number. The fraction is
+// k steps of 1/4096 ms while a float64 holds them below the end (until
+// 2039: ms since 1970 then need 42 bits, which leave 1/2048), and of
+// what it holds after: k/4096 rounded there, k = 1 was the end itself.
+func claimEndWith(now time.Time, r uint16) string {
+	end := float64(now.Add(finishClaim).UnixMilli())
+	step := max(end-math.Nextafter(end, 0), 1.0/4096)
+	n := max(int(1/step), 2) // steps in a ms
+	k := 1 + int(r)%(n-1)
+	return strconv.FormatFloat(end-float64(k)*step, 'f', -1, 64)
 }
 
 // Unfinished takes over the ended requests whose messages are still

@@ -663,3 +663,38 @@ func (h *sendPipelineTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 		return next(ctx, cmds)
 	}
 }
+
+// TestClaimEndIsAFractionBelowTheEnd: every claim's score is a float64
+// strictly between the end of the claim and the millisecond before it,
+// so that it is due from the end's millisecond and no integer score (a
+// resolve's or a retry's, which any request in the index may have) is
+// taken for this call's claim; and claims tell one another apart by it.
+// It holds once ms since 1970 need more than the 41 bits they need until
+// 2039, when a float64 has 1/2048 of a ms left below the point, not 1/4096.
+func TestClaimEndIsAFractionBelowTheEnd(t *testing.T) {
+	for _, tc := range []struct {
+		now    time.Time
+		scores int // at least: as many as a float64 holds below the end, but one
+	}{
+		{time.Date(2026, 12, 5, 13, 0, 0, 0, time.UTC), 4095},
+		{time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC), 2047},
+		{time.Date(2150, 6, 1, 0, 0, 0, 0, time.UTC), 1023},
+	} {
+		now := tc.now
+		end := float64(now.Add(finishClaim).UnixMilli())
+		seen := map[float64]bool{}
+		for r := range 1 << 16 {
+			v, err := strconv.ParseFloat(claimEndWith(now, uint16(r)), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(v < end && v > end-1) {
+				t.Fatalf("%s: r %d gives %v, not strictly between %v and a ms before", now.Format("2006"), r, v, end)
+			}
+			seen[v] = true
+		}
+		if len(seen) < tc.scores {
+			t.Errorf("%s: %d scores a claim can have; want %d", now.Format("2006"), len(seen), tc.scores)
+		}
+	}
+}
