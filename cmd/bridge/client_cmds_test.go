@@ -776,6 +776,30 @@ func TestDurationFlagsNameTheUnit(t *testing.T) {
 	}
 }
 
+// failingWaits is a proxy in front of the bridge at url that answers every
+// GET (a wait) with status and body, and forwards the rest. It adds no
+// X-Forwarded-For (Rewrite adds none): an open bridge refuses a call a
+// proxy forwarded.
+func failingWaits(t *testing.T, url string, status int, body string) *httptest.Server {
+	t.Helper()
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy
+}
+
 // TestAskWaitFailedSaysHowToWaitAgain: when ask's wait fails for good (here
 // a proxy that answers every wait 500; in life also a bridge down for
 // longer than the client's retries), the question stays asked on the
@@ -783,23 +807,7 @@ func TestDurationFlagsNameTheUnit(t *testing.T) {
 // under the question's tool_call_id, which re-attaches to it.
 func TestAskWaitFailedSaysHowToWaitAgain(t *testing.T) {
 	url := startBridge(t, app.Options{})
-	target, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No X-Forwarded-For (Rewrite adds none): an open bridge refuses a call
-	// a proxy forwarded.
-	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			io.WriteString(w, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
+	proxy := failingWaits(t, url, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
 
 	r := await(t, "ask", cliAsync("ask", "--server", proxy.URL, "--question", "Deploy?"))
 	p := awaitPending(t, url)
@@ -872,21 +880,7 @@ func TestAskWaitEndedByTheBridgeSaysNoMore(t *testing.T) {
 	}{{"NO_PROVIDER", http.StatusServiceUnavailable}, {"NOT_FOUND", http.StatusNotFound}} {
 		t.Run(tc.code, func(t *testing.T) {
 			url := startBridge(t, app.Options{})
-			target, err := neturl.Parse(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
-			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodGet {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(tc.status)
-					io.WriteString(w, `{"error":{"code":"`+tc.code+`","message":"the bridge has it no more"}}`)
-					return
-				}
-				forward.ServeHTTP(w, r)
-			}))
-			defer proxy.Close()
+			proxy := failingWaits(t, url, tc.status, `{"error":{"code":"`+tc.code+`","message":"the bridge has it no more"}}`)
 
 			r := await(t, "ask", cliAsync("ask", "--server", proxy.URL, "--question", "Deploy?"))
 			if r.code != exitError || !strings.Contains(r.stderr, tc.code) {

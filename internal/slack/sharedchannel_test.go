@@ -76,24 +76,7 @@ func TestCarriedTargetInASharedChannel(t *testing.T) {
 			}
 			action["value"] = strings.Replace(v, `"prod/0"`, `"default/0"`, 1)
 
-			n = len(fake.Calls(""))
-			serve(t, s, store, p)
-			got, err := store.Get(ctx, rec.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Status != seam.StatusPending {
-				t.Fatalf("someone not among prod's responders ended its request: %s by %+v", got.Status, got.ResolvedBy)
-			}
-			var told []string
-			for _, c := range fake.Calls("")[n:] {
-				if _, text, ok := c.Ephemeral(); ok {
-					told = append(told, text)
-				}
-			}
-			if len(told) != 1 || told[0] != surface.MsgCantAnswer {
-				t.Errorf("told %q; want %q", told, surface.MsgCantAnswer)
-			}
+			wantRefused(t, fake, s, store, p, rec.ID)
 		})
 	}
 }
@@ -221,29 +204,39 @@ func TestCarriedTargetOfAnotherRoute(t *testing.T) {
 			}
 			action["value"] = strings.Replace(v, `"prod/0"`, `"default/0"`, 1)
 
-			n := len(fake.Calls(""))
-			serve(t, s, store, p)
-			got, err := store.Get(ctx, rec.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Status != seam.StatusPending {
-				t.Fatalf("someone not among prod's responders ended its request: %s by %+v", got.Status, got.ResolvedBy)
-			}
-			var told []string
-			for _, c := range fake.Calls("")[n:] {
-				if _, text, ok := c.Ephemeral(); ok {
-					told = append(told, text)
-				}
-			}
-			if len(told) != 1 || told[0] != surface.MsgCantAnswer {
-				t.Errorf("told %q; want %q", told, surface.MsgCantAnswer)
-			}
+			n := wantRefused(t, fake, s, store, p, rec.ID)
 			if k := countSince(fake, n, "chat.update"); k != 0 {
 				t.Errorf("the clicked message, another request's, was edited (%d chat.update calls)", k)
 			}
 		})
 	}
+}
+
+// wantRefused serves the click p, by someone not among the responders of
+// request id's target, and checks that id is still pending and that they
+// were told they can't answer, and nothing else. It returns how many calls
+// fake had before the click.
+func wantRefused(t *testing.T, fake *slacktest.FakeSlack, s *Surface, store *pending.Store, p map[string]any, id string) int {
+	t.Helper()
+	n := len(fake.Calls(""))
+	serve(t, s, store, p)
+	got, err := store.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != seam.StatusPending {
+		t.Fatalf("someone not among prod's responders ended its request: %s by %+v", got.Status, got.ResolvedBy)
+	}
+	var told []string
+	for _, c := range fake.Calls("")[n:] {
+		if _, text, ok := c.Ephemeral(); ok {
+			told = append(told, text)
+		}
+	}
+	if len(told) != 1 || told[0] != surface.MsgCantAnswer {
+		t.Errorf("told %q; want %q", told, surface.MsgCantAnswer)
+	}
+	return n
 }
 
 // countSince is how many of fake's calls of method came after its first n.
