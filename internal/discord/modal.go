@@ -98,8 +98,8 @@ func fullText(text string) textDisplay {
 // input, one line for a number, or, for a boolean, a radio group of Yes
 // and No, answered as "true" and "false" (a phone need not type "true"),
 // the prefill chosen: the question's, or what the person sent in d. A
-// boolean that skip allows to leave unanswered (an optional one beside
-// others: a form that answers nothing is refused) also has Skip.
+// boolean that skip allows to leave unanswered (surface.Skippable) also
+// has Skip.
 func typedField(i int, q seam.Question, required, skip bool, d *draft) any {
 	typ, prefill := seam.InputString, ""
 	if q.Input != nil {
@@ -186,7 +186,7 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 		}
 		if len(q.Options) == 0 {
 			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(name, maxFieldLabel), Description: desc,
-				Component: typedField(i, q, surface.TextRequired(qs, i), !surface.TextRequired(qs, i), d)})
+				Component: typedField(i, q, surface.TextRequired(qs, i), surface.Skippable(qs, i), d)})
 			continue
 		}
 		for p := range parts(q) {
@@ -333,10 +333,7 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 		if len(q.Options) == 0 && r.Verb == surface.VerbAnswer {
 			v := fs[textField(i)].value
 			if f := fs[textField(i)]; len(f.values) == 1 { // a boolean's Yes, No or Skip
-				v = f.values[0]
-			}
-			if v == surface.SkipValue && q.Input != nil && q.Input.Type == seam.InputBoolean {
-				v = ""
+				v = surface.BooleanChoice(q, f.values[0])
 			}
 			it.Custom = v
 			switch {

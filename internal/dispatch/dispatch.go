@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,14 @@ func (t Target) Surface() string {
 // TargetKey names target i of a route; each post records it, so a surface
 // can find the target's config (its responders) when a click comes in.
 func TargetKey(route string, i int) string { return fmt.Sprintf("%s/%d", route, i) }
+
+// RouteOfKey is the route of target key, a TargetKey.
+func RouteOfKey(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
 
 type route struct {
 	name      string

@@ -896,3 +896,14 @@ func (h *leaveMidScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *leaveMidScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// RouteOfKey undoes TargetKey, whatever the route's name holds.
+func TestRouteOfKey(t *testing.T) {
+	for _, route := range []string{"default", "ops/prod", "", "a/0"} {
+		for _, i := range []int{0, 12} {
+			if got := dispatch.RouteOfKey(dispatch.TargetKey(route, i)); got != route {
+				t.Errorf("RouteOfKey(TargetKey(%q, %d)) = %q", route, i, got)
+			}
+		}
+	}
+}

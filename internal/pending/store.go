@@ -242,9 +242,7 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 	// call tells this call's create from another's: go-redis sends the
 	// script again when its reply is lost, and the run that finds the
 	// request created by call is still this call's create.
-	var token [8]byte
-	rand.Read(token[:])
-	call := hex.EncodeToString(token[:])
+	call := callToken()
 	now := s.opt.Now()
 	lease := now.Add(PostingLease).UnixMilli()
 	var expires int64
@@ -677,8 +675,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	// call tells this call's script from another's: go-redis sends the
 	// script again when its reply is lost, and the run that finds the
 	// request ended by call answers as the first run did.
-	var call [8]byte
-	rand.Read(call[:])
+	call := callToken()
 	var offeredQ string // the question Offered must be an option of
 	if res.Offered != "" {
 		if res.Answer == nil || len(res.Answer.Answers) != 1 {
@@ -690,7 +687,7 @@ func (s *Store) Resolve(ctx context.Context, id string, res Resolution) (*Record
 	out, err := resolveScript.Run(ctx, s.rdb, s.keys.request(id, kinds...),
 		id, string(res.Status), result, by, now.UnixMilli(), s.opt.Retention.Milliseconds(),
 		string(res.Kind), res.Owner, due, s.keys.wake(), s.opt.AuditMaxLen, surface, user,
-		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, hex.EncodeToString(call[:]), res.Offered, res.Route, offeredQ).Slice()
+		now.Add(FinishGrace).UnixMilli(), postsOnly, res.Hash, shardWake, call, res.Offered, res.Route, offeredQ).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", id, unavailable(err))
 	}
@@ -1120,6 +1117,16 @@ redis.call('HSET', KEYS[1], 'posting', ARGV[2], 'posting_call', ARGV[3])
 return 1
 `)
 
+// callToken returns a token of one call of a script, which the script
+// keeps on the record it changes: go-redis sends a script again when its
+// reply is lost, and the run that finds its own token there knows that
+// the first run was this call's.
+func callToken() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // ClaimPosting takes the right to post a pending request that nothing was
 // posted for: after a crash between storing and posting, exactly one of
 // any number of replicas gets it. Claimed, rec.Lease is the lease taken.
@@ -1128,10 +1135,7 @@ return 1
 func (s *Store) ClaimPosting(ctx context.Context, rec *Record) (bool, error) {
 	now := s.opt.Now()
 	lease := now.Add(PostingLease).UnixMilli()
-	var call [8]byte
-	rand.Read(call[:])
-	n, err := claimPostingScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID)}, now.UnixMilli(), lease,
-		hex.EncodeToString(call[:])).Int()
+	n, err := claimPostingScript.Run(ctx, s.rdb, []string{s.keys.record(rec.ID)}, now.UnixMilli(), lease, callToken()).Int()
 	if err != nil {
 		return false, fmt.Errorf("claim posting of %s: %w", rec.ID, unavailable(err))
 	}

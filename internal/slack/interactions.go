@@ -19,6 +19,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -543,7 +544,7 @@ func (h *Interactions) quick(ctx context.Context, c click) bool {
 	// a request of another, whose targets limit their responders (its
 	// id and hash are in its message, for whoever sees it).
 	res := cv.resolution(c.ref.Verb)
-	res.Route = h.s.routeOf[cv.target]
+	res.Route = dispatch.RouteOfKey(cv.target)
 	h.finish(ctx, res, c)
 	return true
 }

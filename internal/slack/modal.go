@@ -151,9 +151,7 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 			}
 			var el slackapi.BlockElement
 			if typ == seam.InputBoolean {
-				// Skip only beside other questions: a form that answers
-				// nothing is refused.
-				el = yesNo(prefill, !surface.TextRequired(qs, i) && len(qs) > 1)
+				el = yesNo(prefill, surface.Skippable(qs, i))
 			} else {
 				el = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
 			}
@@ -316,10 +314,7 @@ func answerFrom(qs *seam.Questions, values viewValues, r surface.Ref) (seam.Answ
 		case len(q.Options) == 0 && r.Verb == surface.VerbAnswer:
 			value := v.Value
 			if v.SelectedOption.Value != "" { // a boolean's Yes, No or Skip
-				value = v.SelectedOption.Value
-			}
-			if value == surface.SkipValue && q.Input != nil && q.Input.Type == seam.InputBoolean {
-				value = ""
+				value = surface.BooleanChoice(q, v.SelectedOption.Value)
 			}
 			it.Custom = value
 			switch {

@@ -60,7 +60,6 @@ type Surface struct {
 
 	targets map[string]*config.SlackTarget // by target key, "route/index"
 	routes  map[string][]string            // the keys of each route's targets, by route name
-	routeOf map[string]string              // the route of each target, by target key
 	// mixed are the channels that targets with different responders
 	// post to: there a click's carried target key is not enough to
 	// decide who may answer (see Interactions.quick).
@@ -142,7 +141,6 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		links:   opt.Links,
 		targets: map[string]*config.SlackTarget{},
 		routes:  map[string][]string{},
-		routeOf: map[string]string{},
 		mixed:   map[string]bool{},
 	}
 	s.who = newResponders(s.groupMembers, opt.GroupTTL, opt.Now)
@@ -154,7 +152,6 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 			}
 			s.targets[dispatch.TargetKey(r.Name, i)] = t.Slack
 			s.routes[r.Name] = append(s.routes[r.Name], dispatch.TargetKey(r.Name, i))
-			s.routeOf[dispatch.TargetKey(r.Name, i)] = r.Name
 			if f, ok := first[t.Slack.Channel]; !ok {
 				first[t.Slack.Channel] = t.Slack
 			} else if !slices.Equal(f.Responders.Users, t.Slack.Responders.Users) || !slices.Equal(f.Responders.Groups, t.Slack.Responders.Groups) {

@@ -343,6 +343,20 @@ func TextRequired(qs []seam.Question, i int) bool {
 	return len(qs) == 1 && len(q.Options) == 0
 }
 
+// Skippable reports whether question i of qs, a boolean field, offers
+// Skip beside Yes and No: it is optional, and among other questions (a
+// form that answers nothing is refused).
+func Skippable(qs []seam.Question, i int) bool { return !TextRequired(qs, i) && len(qs) > 1 }
+
+// BooleanChoice is the text that choice v of q's field answers: Skip on a
+// boolean answers nothing, which skips the question.
+func BooleanChoice(q seam.Question, v string) string {
+	if v == SkipValue && q.Input != nil && q.Input.Type == seam.InputBoolean {
+		return ""
+	}
+	return v
+}
+
 // NoFence makes s safe inside a markdown code block: no two backticks
 // stay side by side, so that no run of three or more in s (a string
 // argument holding a fence) can end the block early and have the rest
