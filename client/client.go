@@ -48,6 +48,7 @@ const DefaultPollWait = 25 * time.Second
 // Client talks to one bridge. It is safe for concurrent use.
 type Client struct {
 	base     string // scheme://host[:port][/prefix], no trailing slash
+	shown    string // base as errors show it: a password in it hidden
 	token    string
 	hc       *http.Client
 	pollWait time.Duration
@@ -100,10 +101,11 @@ func WithRetryFor(d time.Duration) ClientOption {
 func New(baseURL string, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("bridge URL %q: write it as http://host:port or https://host", baseURL)
+		return nil, fmt.Errorf("bridge URL %q: write it as http://host:port or https://host", redactURL(baseURL))
 	}
 	c := &Client{
 		base:            strings.TrimSuffix(baseURL, "/"),
+		shown:           strings.TrimSuffix(u.Redacted(), "/"),
 		hc:              &http.Client{},
 		pollWait:        DefaultPollWait,
 		backoff:         250 * time.Millisecond,
@@ -122,6 +124,22 @@ func New(baseURL string, opts ...ClientOption) (*Client, error) {
 		return nil, errors.New("API token: starts or ends with white space, or holds a control character (a final newline read from a file?)")
 	}
 	return c, nil
+}
+
+// URL returns the bridge's base URL as logs and messages may show it: a
+// password in it (a proxy's basic auth) is hidden.
+func (c *Client) URL() string { return c.shown }
+
+// redactURL is raw, which New could not use as a URL, without what may be a
+// password: anything before an @.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	if i := strings.LastIndex(raw, "@"); i >= 0 {
+		return "..." + raw[i:]
+	}
+	return raw
 }
 
 // NewToolCallID returns a random tool_call_id. Ask and Create make one up
@@ -218,7 +236,7 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 		case ctx.Err() != nil:
 			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load())
 		case !wrote.Load():
-			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.base, err)
+			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.shown, err)
 		case errors.Is(err, ErrConflict):
 			// The tool_call_id names another request: nothing of this one's.
 			return nil, fmt.Errorf("create %s: %w", kind, err)

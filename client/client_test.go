@@ -468,6 +468,28 @@ api:
 	}
 }
 
+// A password in the bridge's URL (a proxy's basic auth) is a secret: the
+// errors that name the URL hide it.
+func TestErrorsHideTheURLsPassword(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	_, _, err = newClient(t, "http://bob:pw-secret-7f3c@"+addr).Ask(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}})
+	if !errors.Is(err, client.ErrUnreachable) || strings.Contains(err.Error(), "pw-secret") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("Ask error = %v; want ErrUnreachable naming %s, not the password", err, addr)
+	}
+	for _, u := range []string{"http://bob:pw-secret-7f3c@", "bob:pw-secret-7f3c@127.0.0.1:8080"} {
+		if _, err := client.New(u); err == nil || strings.Contains(err.Error(), "pw-secret") {
+			t.Errorf("New(%q) = %v; want an error without the password", u, err)
+		}
+	}
+}
+
 func TestNewRejectsBadURL(t *testing.T) {
 	for _, u := range []string{"127.0.0.1:8080", "ftp://x", "http://", ""} {
 		if _, err := client.New(u); err == nil {

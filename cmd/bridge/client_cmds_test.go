@@ -278,6 +278,26 @@ func TestCommandsBridgeDown(t *testing.T) {
 	}
 }
 
+// A password in --server (a proxy's basic auth) is a secret: what the
+// commands print and log names the bridge without it.
+func TestServerPasswordNotShown(t *testing.T) {
+	r := await(t, "ask", cliAsync("ask", "--server", "http://bob:pw-secret-7f3c@127.0.0.1:1", "--question", "Deploy?"))
+	if r.code != exitError || !strings.Contains(r.stderr, "can't reach the bridge") || strings.Contains(r.stderr, "pw-secret") {
+		t.Errorf("ask = %+v; want exit 1 saying the bridge can't be reached, without the password", r)
+	}
+	u, err := neturl.Parse(startBridge(t, app.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = neturl.UserPassword("bob", "pw-secret-7f3c")
+	p := startMCP(t, "--server", u.String())
+	p.stdin.Close()
+	p.exited(t, exitOK)
+	if log := p.stderr.String(); !strings.Contains(log, "serving MCP on stdio") || strings.Contains(log, "pw-secret") {
+		t.Errorf("bridge mcp stderr = %q; want its start-up line without the password", log)
+	}
+}
+
 // A BRIDGE_TOKEN read from a file with its final newline is named as the
 // problem, not reported as a bridge that can't be reached.
 func TestBadTokenIsNotUnreachable(t *testing.T) {

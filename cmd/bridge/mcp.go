@@ -83,7 +83,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		ExpiresIn:        *expires,
 		ProgressInterval: *progress,
 		Reattach:         *reattach,
-		Logger:           slog.New(slog.NewTextHandler(stderr, nil)).With("server", *server),
+		Logger:           slog.New(slog.NewTextHandler(stderr, nil)).With("server", bc.URL()),
 		Version:          version(),
 	}
 	if *reattach == 0 {
