@@ -71,7 +71,8 @@ func WithToken(token string) ClientOption { return func(c *Client) { c.token = t
 
 // WithHTTPClient sets the HTTP client; default a client of its own with no
 // overall timeout (each call gets a deadline from its wait). A Timeout on
-// hc must exceed the poll wait, or every long-poll fails.
+// hc must exceed the poll wait, or every long-poll fails. Unless hc has a
+// CheckRedirect of its own, the client does not follow redirects (see New).
 func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.hc = hc } }
 
 // WithPollWait sets how long each long-poll asks the bridge to hold the
@@ -98,6 +99,11 @@ func WithRetryFor(d time.Duration) ClientOption {
 }
 
 // New returns a client of the bridge at baseURL, e.g. http://127.0.0.1:8080.
+//
+// A redirect is not followed: it fails the call with an *Error naming where
+// it leads (and the URL to use instead). Followed, a 301 or 302 turns a
+// create into a GET of the request list, and one to another host drops
+// the token.
 func New(baseURL string, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -116,6 +122,11 @@ func New(baseURL string, opts ...ClientOption) (*Client, error) {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.hc.CheckRedirect == nil {
+		hc := *c.hc // the caller's, if given, is left as it is
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c.hc = &hc
 	}
 	if c.token != strings.TrimSpace(c.token) || strings.ContainsFunc(c.token, unicode.IsControl) {
 		// No bridge accepts such a token (its config refuses it), and
@@ -597,6 +608,9 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: reading the response: %w", cl.method, cl.path, err)
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return redirected(resp, cl)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return apiError(resp.StatusCode, data)
 	}
@@ -607,6 +621,24 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		return fmt.Errorf("%s %s: %w: %w", cl.method, cl.path, errBadResponse, err)
 	}
 	return nil
+}
+
+// redirected is the error of a redirect, which the client does not follow:
+// it names where the call was sent and, when that ends in the call's path,
+// the bridge URL to use instead.
+func redirected(resp *http.Response, cl call) *Error {
+	msg := fmt.Sprintf("%s %s: the bridge's URL redirects it (HTTP %d)", cl.method, cl.path, resp.StatusCode)
+	to, err := resp.Location()
+	if err != nil {
+		return &Error{Status: resp.StatusCode, Message: msg + "; use the URL the bridge answers at itself"}
+	}
+	to.User, to.RawQuery, to.ForceQuery, to.Fragment, to.RawFragment = nil, "", false, "", ""
+	msg += " to " + to.String()
+	if base, ok := strings.CutSuffix(to.Path, cl.path); ok {
+		to.Path, to.RawPath = base, ""
+		return &Error{Status: resp.StatusCode, Message: msg + "; use " + to.String() + " as the bridge's URL"}
+	}
+	return &Error{Status: resp.StatusCode, Message: msg + "; use the URL the bridge answers at itself"}
 }
 
 // apiError reads {"error":{"code","message"}}; a body that is not one (a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -487,6 +488,32 @@ func TestErrorsHideTheURLsPassword(t *testing.T) {
 		if _, err := client.New(u); err == nil || strings.Contains(err.Error(), "pw-secret") {
 			t.Errorf("New(%q) = %v; want an error without the password", u, err)
 		}
+	}
+}
+
+// A bridge URL that redirects (http:// where a proxy sends everything to
+// https://) is refused with the URL to use instead. Followed, a 301 turns
+// the create into a GET of the request list (FORBIDDEN for an asker, as if
+// its token were wrong), and a redirect to another host drops the token.
+func TestRedirectNamesTheURLToUse(t *testing.T) {
+	url := newBridge(t, nil, app.Options{})
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusPermanentRedirect} {
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, url+r.URL.RequestURI(), status)
+		}))
+		defer proxy.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		_, _, err := newClient(t, proxy.URL).Ask(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}})
+		if err == nil || errors.Is(err, client.ErrForbidden) || client.Transient(err) || !strings.Contains(err.Error(), "use "+url+" as the bridge's URL") {
+			t.Errorf("Ask through a %d = %v; want an error naming %s as the URL to use", status, err, url)
+		}
+		if ctx.Err() != nil {
+			t.Errorf("Ask through a %d waited for its context to end", status)
+		}
+	}
+	if list, err := newClient(t, url).Pending(context.Background()); err != nil || len(list.Questions) != 0 {
+		t.Errorf("pending on the bridge = %+v, %v; want nothing asked", list, err)
 	}
 }
 
