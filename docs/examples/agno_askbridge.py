@@ -61,6 +61,18 @@ class BridgeError(Exception):
         self.code, self.message, self.status = code, message, status
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: urllib would turn a POST into a GET (of
+    the request list, refused as if the token were wrong) and send the token
+    to wherever a redirect points. Bridge.call names the URL to use instead."""
+
+    def redirect_request(self, *args):
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
 class Bridge:
     """A minimal client of the bridge's v1 API."""
 
@@ -77,11 +89,17 @@ class Bridge:
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
-            with urllib.request.urlopen(req, timeout=wait + 30) as resp:
+            with _opener.open(req, timeout=wait + 30) as resp:
                 raw = resp.read()
         except http.client.IncompleteRead as e:  # the connection broke mid-answer
             raise ConnectionError(f"the answer was cut off: {e!r}") from None
         except urllib.error.HTTPError as e:
+            if 300 <= e.code < 400:
+                to = urllib.parse.urljoin(req.full_url, e.headers.get("Location", ""))
+                to = urllib.parse.urlsplit(to)._replace(query="", fragment="").geturl()
+                asked = urllib.parse.urlsplit(path).path
+                use = f"use {to[: -len(asked)]} as the bridge's URL" if to.endswith(asked) else "use the URL the bridge answers at itself"
+                raise BridgeError("HTTP_%d" % e.code, f"{self.server} redirects {method} {asked} to {to}: {use}", e.code) from None
             try:
                 err = json.load(e)["error"]
             except (ValueError, KeyError, TypeError):
@@ -380,8 +398,8 @@ class _Flaky:
     """Stands in front of the bridge at server as a restarting bridge and its
     proxy do: it answers the first calls with fails, in order ("503": 503
     UNAVAILABLE; "502": a proxy's HTML 502; "cut": an answer cut off;
-    "html": a 200 that is a web page), forwards the rest, and counts each
-    method's calls."""
+    "html": a 200 that is a web page; "301": a redirect to the bridge),
+    forwards the rest, and counts each method's calls."""
 
     def __init__(self, server, fails):
         self.server, self.fails, self.calls = server, list(fails), {}
@@ -405,6 +423,12 @@ class _Flaky:
                     status, out = 503, b'{"error":{"code":"UNAVAILABLE","message":"the bridge can\'t reach its Redis; try again shortly"}}'
                 elif fail in ("502", "html"):
                     status, out, kind = (502 if fail == "502" else 200), b"<html><body>Bad Gateway</body></html>", "text/html"
+                elif fail == "301":
+                    self.send_response(301)
+                    self.send_header("Location", flaky.server + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 else:
                     req = urllib.request.Request(flaky.server + self.path, data=body, method=self.command,
                                                  headers={k: v for k, v in self.headers.items() if k in ("Content-Type", "Authorization")})
@@ -585,6 +609,18 @@ def demo(agent, person):
         raise AssertionError("a web page was taken for the bridge's answer")
     except BridgeError as e:
         _expect("not the bridge", (e.code, flaky.calls), ("BAD_RESPONSE", {"POST": 1}))
+    finally:
+        flaky.close()
+
+    # A URL that redirects (http:// where a proxy sends everything to
+    # https://): refused, naming the URL to use. Followed, the create would
+    # become a GET of the request list (FORBIDDEN, as if the token were wrong).
+    flaky = _Flaky(agent.server, ["301"])
+    try:
+        Bridge(flaky.url, agent.token).ask("approvals", approval_request({"tool_call_id": "call_r", "tool_name": "r"}))
+        raise AssertionError("a redirect was followed")
+    except BridgeError as e:
+        _expect("redirected", (e.code, f"use {agent.server} as the bridge's URL" in e.message, flaky.calls), ("HTTP_301", True, {"POST": 1}))
     finally:
         flaky.close()
 
