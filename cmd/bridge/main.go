@@ -103,10 +103,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // stopOnSignal returns a context that ends at the first SIGINT, SIGTERM or
 // SIGHUP (the terminal closed): serve then stops in order (waiting up to a
 // minute for posts in flight), ask and mcp withdraw their questions. The
-// signals' default action is back before the context ends, so that a
-// second one stops the process at once. (signal.NotifyContext keeps
-// catching them until stop is called.) A SIGHUP ignored at start (nohup)
-// stays ignored.
+// default action of SIGINT and SIGTERM is back before the context ends, so
+// that a second one stops the process at once. (signal.NotifyContext keeps
+// catching them until stop is called.) A second SIGHUP does not: a closing
+// terminal sends it twice (the shell forwards its own to its jobs, and the
+// kernel sends one to the foreground process group as the shell exits),
+// and the second would end bridge ask before it withdrew its question. A
+// SIGHUP ignored at start (nohup) stays ignored.
 func stopOnSignal() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
@@ -120,7 +123,7 @@ func stopOnSignal() (context.Context, context.CancelFunc) {
 		case <-sigs:
 		case <-ctx.Done():
 		}
-		signal.Stop(sigs)
+		signal.Reset(os.Interrupt, syscall.SIGTERM) // SIGHUP: still caught, and dropped
 		cancel()
 	}()
 	return ctx, cancel

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -124,10 +126,12 @@ routes:
 	}
 }
 
-// TestAskHangUpWithdraws: a bridge ask whose terminal closes gets SIGHUP.
-// It withdraws its question as for Ctrl-C and exits 3, rather than dying
-// with the question left pending, for a person to answer for nobody, until
-// it expires.
+// TestAskHangUpWithdraws: a bridge ask whose terminal closes gets SIGHUP,
+// twice: the shell forwards its own to its jobs, and the kernel sends one
+// to the foreground process group as the shell exits. It withdraws its
+// question as for Ctrl-C and exits 3, rather than dying at the second with
+// the question left pending, for a person to answer for nobody, until it
+// expires. The second comes here while the withdrawal is on its way.
 func TestAskHangUpWithdraws(t *testing.T) {
 	if os.Getenv("BRIDGE_TEST_HUP_CHILD") == "1" {
 		os.Exit(run([]string{"ask", "--server", os.Getenv("BRIDGE_TEST_HUP_SERVER"), "--question", "Deploy?"}, strings.NewReader(""), os.Stdout, os.Stderr))
@@ -138,8 +142,23 @@ func TestAskHangUpWithdraws(t *testing.T) {
 		t.Skip("SIGHUP is ignored in this process, so in bridge ask too (nohup)")
 	}
 	url := startBridge(t, app.Options{})
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Between bridge ask and the bridge: holds the withdrawal until released.
+	withdrawing, release := make(chan struct{}, 1), make(chan struct{})
+	bridge := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			withdrawing <- struct{}{}
+			<-release
+		}
+		bridge.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
 	child := exec.Command(os.Args[0], "-test.run=^TestAskHangUpWithdraws$")
-	child.Env = append(os.Environ(), "BRIDGE_TEST_HUP_CHILD=1", "BRIDGE_TEST_HUP_SERVER="+url)
+	child.Env = append(os.Environ(), "BRIDGE_TEST_HUP_CHILD=1", "BRIDGE_TEST_HUP_SERVER="+proxy.URL)
 	var stderr bytes.Buffer
 	child.Stderr = &stderr
 	if err := child.Start(); err != nil {
@@ -148,13 +167,21 @@ func TestAskHangUpWithdraws(t *testing.T) {
 	defer child.Process.Kill()
 	rec := awaitPending(t, url)
 	child.Process.Signal(syscall.SIGHUP)
+	select {
+	case <-withdrawing:
+	case <-time.After(within):
+		close(release)
+		t.Fatal("bridge ask did not withdraw its question after SIGHUP")
+	}
+	child.Process.Signal(syscall.SIGHUP)
+	close(release)
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 	select {
 	case err := <-exited:
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitCancelled {
-			t.Errorf("bridge ask after SIGHUP: %v, want exit %d; stderr:\n%s", err, exitCancelled, stderr.String())
+			t.Errorf("bridge ask after SIGHUP twice: %v, want exit %d; stderr:\n%s", err, exitCancelled, stderr.String())
 		}
 	case <-time.After(within):
 		t.Fatal("bridge ask still runs after SIGHUP")
