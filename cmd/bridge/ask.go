@@ -41,7 +41,8 @@ prints the answer on stdout as the seam's JSON, one line:
 selected holds the chosen option labels verbatim; a free-text answer is in
 "custom". The request's id is printed on stderr as soon as it is created.
 Ctrl-C (SIGINT, SIGTERM, or SIGHUP as its terminal closes) withdraws the
-question before exiting. A wait that fails (the bridge unreachable for two
+question before exiting; signals that come meanwhile (timeout(1) sends
+two) don't cut that short, which takes at most 10 s. A wait that fails (the bridge unreachable for two
 minutes) leaves the question asked, and says so: run the command again
 with the --tool-call-id it names to wait for it.
 

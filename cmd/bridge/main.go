@@ -60,9 +60,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	ctx, stop := stopOnSignal()
-	defer stop()
 	cmd, rest := args[0], args[1:]
+	ctx, stop := stopOnSignal(cmd != "ask" && cmd != "mcp")
+	defer stop()
 	switch cmd {
 	case "serve":
 		return serve(ctx, rest, stdout, stderr)
@@ -102,31 +102,44 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // stopOnSignal returns a context that ends at the first SIGINT, SIGTERM or
 // SIGHUP (the terminal closed): serve then stops in order (waiting up to a
-// minute for posts in flight), ask and mcp withdraw their questions. The
-// default action of SIGINT and SIGTERM is back before the context ends, so
-// that a second one stops the process at once. (signal.NotifyContext keeps
-// catching them until stop is called.) A second SIGHUP does not: a closing
-// terminal sends it twice (the shell forwards its own to its jobs, and the
-// kernel sends one to the foreground process group as the shell exits),
-// and the second would end bridge ask before it withdrew its question. A
-// SIGHUP ignored at start (nohup) stays ignored.
-func stopOnSignal() (context.Context, context.CancelFunc) {
+// minute for posts in flight), ask and mcp withdraw their questions. With
+// again, the default action of SIGINT and SIGTERM is back before the
+// context ends, so that a second one stops the process at once.
+// (signal.NotifyContext keeps catching them until stop is called.) Without
+// it (ask, mcp), every later signal is dropped: their withdrawals are
+// bounded (10 s and 5 s), and signals come in pairs where nobody asked to
+// hurry: timeout(1) sends its SIGTERM to the command and then to its
+// process group, and a closing terminal sends SIGHUP twice (the shell
+// forwards its own to its jobs, the kernel sends one to the foreground
+// process group as the shell exits); the second would end the command
+// before it withdrew its question. A second SIGHUP is dropped either way.
+// A SIGHUP ignored at start (nohup) stays ignored.
+func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	stopping := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if !signal.Ignored(syscall.SIGHUP) {
 		stopping = append(stopping, syscall.SIGHUP)
 	}
+	hup := len(stopping) == 3
 	signal.Notify(sigs, stopping...)
 	go func() {
 		select {
 		case <-sigs:
+			if again {
+				signal.Stop(sigs)
+				if hup {
+					signal.Notify(sigs, syscall.SIGHUP) // caught, and dropped
+				}
+			}
 		case <-ctx.Done():
 		}
-		signal.Reset(os.Interrupt, syscall.SIGTERM) // SIGHUP: still caught, and dropped
 		cancel()
 	}()
-	return ctx, cancel
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
 }
 
 func version() string {

@@ -126,68 +126,74 @@ routes:
 	}
 }
 
-// TestAskHangUpWithdraws: a bridge ask whose terminal closes gets SIGHUP,
-// twice: the shell forwards its own to its jobs, and the kernel sends one
-// to the foreground process group as the shell exits. It withdraws its
-// question as for Ctrl-C and exits 3, rather than dying at the second with
+// TestAskSignalledTwiceWithdraws: a bridge ask that is signalled gets the
+// signal twice more often than not: timeout(1) sends its SIGTERM to the
+// command and then to its process group, and a closing terminal sends
+// SIGHUP twice (the shell forwards its own to its jobs, and the kernel
+// sends one to the foreground process group as the shell exits). It
+// withdraws its question and exits 3, rather than dying at the second with
 // the question left pending, for a person to answer for nobody, until it
 // expires. The second comes here while the withdrawal is on its way.
-func TestAskHangUpWithdraws(t *testing.T) {
-	if os.Getenv("BRIDGE_TEST_HUP_CHILD") == "1" {
-		os.Exit(run([]string{"ask", "--server", os.Getenv("BRIDGE_TEST_HUP_SERVER"), "--question", "Deploy?"}, strings.NewReader(""), os.Stdout, os.Stderr))
+func TestAskSignalledTwiceWithdraws(t *testing.T) {
+	if os.Getenv("BRIDGE_TEST_SIG_CHILD") == "1" {
+		os.Exit(run([]string{"ask", "--server", os.Getenv("BRIDGE_TEST_SIG_SERVER"), "--question", "Deploy?"}, strings.NewReader(""), os.Stdout, os.Stderr))
 	}
-	if signal.Ignored(syscall.SIGHUP) {
-		// Run under nohup (or trap '' HUP): the child inherits the
-		// ignored SIGHUP, which bridge ask leaves ignored, as it should.
-		t.Skip("SIGHUP is ignored in this process, so in bridge ask too (nohup)")
-	}
-	url := startBridge(t, app.Options{})
-	target, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Between bridge ask and the bridge: holds the withdrawal until released.
-	withdrawing, release := make(chan struct{}, 1), make(chan struct{})
-	bridge := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodDelete {
-			withdrawing <- struct{}{}
-			<-release
-		}
-		bridge.ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
-	child := exec.Command(os.Args[0], "-test.run=^TestAskHangUpWithdraws$")
-	child.Env = append(os.Environ(), "BRIDGE_TEST_HUP_CHILD=1", "BRIDGE_TEST_HUP_SERVER="+proxy.URL)
-	var stderr bytes.Buffer
-	child.Stderr = &stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Process.Kill()
-	rec := awaitPending(t, url)
-	child.Process.Signal(syscall.SIGHUP)
-	select {
-	case <-withdrawing:
-	case <-time.After(within):
-		close(release)
-		t.Fatal("bridge ask did not withdraw its question after SIGHUP")
-	}
-	child.Process.Signal(syscall.SIGHUP)
-	close(release)
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitCancelled {
-			t.Errorf("bridge ask after SIGHUP twice: %v, want exit %d; stderr:\n%s", err, exitCancelled, stderr.String())
-		}
-	case <-time.After(within):
-		t.Fatal("bridge ask still runs after SIGHUP")
-	}
-	c, _ := client.New(url)
-	if got, err := c.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
-		t.Errorf("question after SIGHUP = %+v, %v; want cancelled", got, err)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			if signal.Ignored(sig) {
+				// Run under nohup (or trap '' HUP): the child inherits the
+				// ignored signal, which bridge ask leaves ignored, as it should.
+				t.Skipf("%s is ignored in this process, so in bridge ask too (nohup)", sig)
+			}
+			url := startBridge(t, app.Options{})
+			target, err := neturl.Parse(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Between bridge ask and the bridge: holds the withdrawal until released.
+			withdrawing, release := make(chan struct{}, 1), make(chan struct{})
+			bridge := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodDelete {
+					withdrawing <- struct{}{}
+					<-release
+				}
+				bridge.ServeHTTP(w, r)
+			}))
+			defer proxy.Close()
+			child := exec.Command(os.Args[0], "-test.run=^TestAskSignalledTwiceWithdraws$")
+			child.Env = append(os.Environ(), "BRIDGE_TEST_SIG_CHILD=1", "BRIDGE_TEST_SIG_SERVER="+proxy.URL)
+			var stderr bytes.Buffer
+			child.Stderr = &stderr
+			if err := child.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer child.Process.Kill()
+			rec := awaitPending(t, url)
+			child.Process.Signal(sig)
+			select {
+			case <-withdrawing:
+			case <-time.After(within):
+				close(release)
+				t.Fatalf("bridge ask did not withdraw its question after %s", sig)
+			}
+			child.Process.Signal(sig)
+			close(release)
+			exited := make(chan error, 1)
+			go func() { exited <- child.Wait() }()
+			select {
+			case err := <-exited:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != exitCancelled {
+					t.Errorf("bridge ask after %s twice: %v, want exit %d; stderr:\n%s", sig, err, exitCancelled, stderr.String())
+				}
+			case <-time.After(within):
+				t.Fatalf("bridge ask still runs after %s", sig)
+			}
+			c, _ := client.New(url)
+			if got, err := c.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
+				t.Errorf("question after %s twice = %+v, %v; want cancelled", sig, got, err)
+			}
+		})
 	}
 }
