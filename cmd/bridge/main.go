@@ -118,10 +118,10 @@ func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	stopping := []os.Signal{os.Interrupt, syscall.SIGTERM}
-	if !signal.Ignored(syscall.SIGHUP) {
+	hup := !signal.Ignored(syscall.SIGHUP)
+	if hup {
 		stopping = append(stopping, syscall.SIGHUP)
 	}
-	hup := len(stopping) == 3
 	signal.Notify(sigs, stopping...)
 	go func() {
 		select {
