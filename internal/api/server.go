@@ -253,7 +253,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 		}
 		return invalid("the request body is not valid: " + strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if dec.More() {
+	// Not dec.More(): it is false for a stray "}" or "]" after the value,
+	// and {"answers":[]}] would record a skip.
+	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		if rest[0] == '}' || rest[0] == ']' {
+			return invalid(fmt.Sprintf("the request body is not valid JSON: a stray %q after its value", rest[0]))
+		}
 		return invalid("the request body holds more than one JSON value")
 	}
 	return nil
