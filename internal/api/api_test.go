@@ -447,6 +447,30 @@ func TestRestartBetweenCreateAndAnswer(t *testing.T) {
 	}
 }
 
+// TestReattachAfterTheDefaultExpiryChanged: a bridge restarted with
+// another default expiry (store.default_expires_in, or the route's) takes
+// a create sent again under its tool_call_id as the same request: the
+// agent's body is the same, and the request keeps the expiry it got.
+func TestReattachAfterTheDefaultExpiryChanged(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	before := replica(t, tokensYAML, url, prefix, app.Options{})
+	body := `{"tool_call_id":"call-config",` + deployQ[1:]
+	first := do(t, "POST", before.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", body)
+	if first.Status != 201 {
+		t.Fatalf("create: %d %s", first.Status, first.Raw)
+	}
+	for _, yaml := range []string{
+		tokensYAML + "  default_expires_in: 48h\n",
+		tokensYAML + "routes:\n  - {name: default, expires_in: 1h}\n",
+	} {
+		after := replica(t, yaml, url, prefix, app.Options{})
+		again := do(t, "POST", after.URL()+"/v1/questions", "tok-ask-a-7f3c9e21b4", body)
+		if again.Status != 200 || again.str("id") != first.str("id") || again.str("expires_at") != first.str("expires_at") {
+			t.Errorf("create again on a bridge with\n%s\ngot %d %s; want 200 and the first request, as it was", yaml, again.Status, again.Raw)
+		}
+	}
+}
+
 // clock is a fake clock the test moves by hand.
 type clock struct {
 	mu  sync.Mutex

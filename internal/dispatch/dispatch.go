@@ -135,11 +135,9 @@ func (d *Dispatcher) Create(ctx context.Context, nr pending.NewRequest) (*pendin
 	if !ok {
 		return nil, false, noProvider("no route named %q is configured", nr.Route)
 	}
-	if nr.ExpiresIn == 0 {
-		nr.ExpiresIn = rt.expiresIn
-	}
-	if nr.ExpiresIn == 0 {
-		nr.ExpiresIn = d.defaultExpires
+	nr.DefaultExpiresIn = rt.expiresIn
+	if nr.DefaultExpiresIn == 0 {
+		nr.DefaultExpiresIn = d.defaultExpires
 	}
 	// Counted from before the store step, so that Drain waits for every
 	// create that may store a request, and refuses those after it began.

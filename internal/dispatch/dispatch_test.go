@@ -455,7 +455,7 @@ func TestCrashBetweenStoreAndPost(t *testing.T) {
 	ctx := context.Background()
 	// The dead replica got as far as the store.
 	stored := question("default", "call-crash")
-	stored.ExpiresIn = config.DefaultExpiresIn // as the dispatcher fills it in
+	stored.DefaultExpiresIn = config.DefaultExpiresIn // as the dispatcher fills it in
 	rec, _, err := e.store.Create(ctx, stored)
 	if err != nil {
 		t.Fatal(err)

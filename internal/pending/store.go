@@ -198,7 +198,20 @@ type NewRequest struct {
 	Caller     *seam.Caller
 	Questions  *seam.Questions // for KindQuestion, validated
 	Approval   *seam.Approval  // for KindApproval, validated
-	ExpiresIn  time.Duration   // 0: never
+	ExpiresIn  time.Duration   // as the request set it; 0: DefaultExpiresIn
+	// DefaultExpiresIn is the expiry of a request that sets none (its
+	// route's, or the store's default); 0: never. The same request sent
+	// again under its tool_call_id after the default changed (a config
+	// change and a restart) is still the same request (see sameDefaulted).
+	DefaultExpiresIn time.Duration
+}
+
+// expiresIn is the expiry nr's request gets; 0: never.
+func (nr NewRequest) expiresIn() time.Duration {
+	if nr.ExpiresIn == 0 {
+		return nr.DefaultExpiresIn
+	}
+	return nr.ExpiresIn
 }
 
 // createScript stores a new request unless its id exists.
@@ -246,8 +259,8 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 	now := s.opt.Now()
 	lease := now.Add(PostingLease).UnixMilli()
 	var expires int64
-	if nr.ExpiresIn > 0 {
-		expires = now.Add(nr.ExpiresIn).UnixMilli()
+	if d := nr.expiresIn(); d > 0 {
+		expires = now.Add(d).UnixMilli()
 	}
 	var caller []byte
 	if nr.Caller != nil {
@@ -291,13 +304,14 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		}
 		return rec, created, err
 	}
-	if len(earlier) > 0 {
+	if len(earlier) > 0 || nr.ExpiresIn == 0 {
 		// The request may have been created by a bridge that hashed it
-		// otherwise (before canonical hashing): the same request, if one
-		// of those hashes matches.
+		// otherwise (before canonical hashing), or that had another
+		// default expiry: the same request, if one of those hashes
+		// matches.
 		rec, err := s.Get(ctx, id)
 		switch {
-		case err == nil && slices.Contains(earlier, rec.Hash):
+		case err == nil && (slices.Contains(earlier, rec.Hash) || nr.sameDefaulted(rec)):
 			return rec, false, nil
 		case err != nil && !errors.Is(err, ErrNotFound):
 			return nil, false, fmt.Errorf("create %s: %w", id, err)
@@ -365,13 +379,34 @@ func (nr NewRequest) encode() (body []byte, hash string, earlier []string, err e
 	return body, hash, earlier, nil
 }
 
+// sameDefaulted reports whether rec is nr's request, which sets no expiry,
+// as created with the default expiry it got then: the hash holds the
+// expiry a request gets, and a default may change between a create and
+// its retry (a config change and a restart, or replicas part-way through
+// one) while what the agent sends stays the same.
+func (nr NewRequest) sameDefaulted(rec *Record) bool {
+	if nr.ExpiresIn != 0 {
+		return false
+	}
+	then := nr
+	then.DefaultExpiresIn = 0
+	if !rec.ExpiresAt.IsZero() {
+		then.DefaultExpiresIn = rec.ExpiresAt.Sub(rec.CreatedAt)
+	}
+	if then.DefaultExpiresIn == nr.DefaultExpiresIn {
+		return false // hashed so already
+	}
+	_, hash, earlier, err := then.encode()
+	return err == nil && (hash == rec.Hash || slices.Contains(earlier, rec.Hash))
+}
+
 func (nr NewRequest) hash(body []byte) (string, error) {
 	whole, err := json.Marshal(struct {
 		Kind      seam.Kind       `json:"kind"`
 		Route     string          `json:"route"`
 		Body      json.RawMessage `json:"body"`
 		ExpiresIn time.Duration   `json:"expires_in"`
-	}{nr.Kind, nr.Route, body, nr.ExpiresIn})
+	}{nr.Kind, nr.Route, body, nr.expiresIn()})
 	if err != nil {
 		return "", err
 	}

@@ -93,6 +93,13 @@ func TestCreate(t *testing.T) {
 		changedCaller.Caller = &seam.Caller{Agent: "agent-8"}
 		changedExpiry := question("alice", "call-expiry")
 		changedExpiry.ExpiresIn = time.Hour
+		// The expiry a request got by default is not what it is: the same
+		// request sent again after the default changed (a config change,
+		// then a restart) re-attaches.
+		defaultOnce := question("alice", "call-default")
+		defaultOnce.DefaultExpiresIn = 24 * time.Hour
+		defaultChanged := question("alice", "call-default")
+		defaultChanged.DefaultExpiresIn = 48 * time.Hour
 		reordered := approval("alice", "call-order")
 		reordered.Approval.Arguments = []byte(`{"replicas":3, "namespace":"prod", "file":"web.yaml"}`)
 		bigNumber := func(n string) NewRequest {
@@ -110,6 +117,7 @@ func TestCreate(t *testing.T) {
 			{"same tool_call_id, other question text", question("alice", "call-text"), changedText, false, ErrConflict},
 			{"same tool_call_id, other caller (a restarted agent)", question("alice", "call-caller"), changedCaller, true, nil},
 			{"same tool_call_id, other expiry", question("alice", "call-expiry"), changedExpiry, false, ErrConflict},
+			{"same tool_call_id, the default expiry changed", defaultOnce, defaultChanged, true, nil},
 			{"same approval, arguments in another key order", approval("alice", "call-order"), reordered, true, nil},
 			{"same tool_call_id, arguments that differ past float precision", bigNumber("12345678901234567890"), bigNumber("12345678901234567891"), false, ErrConflict},
 			{"other client, same tool_call_id", question("alice", "call-client"), question("bob", "call-client"), false, nil},
@@ -180,6 +188,23 @@ func TestCreate(t *testing.T) {
 			got, created, err := s.Create(ctx, nr)
 			if err != nil || created || got.ID != first.ID {
 				t.Errorf("Create = %+v, created %v, %v; want the first record, created false", got, created, err)
+			}
+		})
+
+		// Bridges before DefaultExpiresIn filled the default in as
+		// ExpiresIn, and hashed it the same: a request they created
+		// re-attaches, and one created here re-attaches on them.
+		t.Run("a request whose expiry they filled in is the same request", func(t *testing.T) {
+			old := question("alice", "call-default-hash")
+			old.ExpiresIn = 24 * time.Hour // as their dispatcher filled it in
+			nr := question("alice", "call-default-hash")
+			nr.DefaultExpiresIn = 24 * time.Hour
+			_, oldHash, _, err := old.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, hash, _, err := nr.encode(); err != nil || hash != oldHash {
+				t.Fatalf("encode: %v; hash %s, theirs %s", err, hash, oldHash)
 			}
 		})
 
