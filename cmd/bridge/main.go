@@ -244,9 +244,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 const configCheckUsage = `usage: bridge config check [--connect [--post]] FILE
 
-Validates the config file FILE, naming the key of every problem, and
-prints the effective configuration: defaults filled in, every secret shown
-as <secret>. Exits 0 when the file is valid, 1 when it is not.
+Validates the config file FILE (or --config FILE, as bridge serve takes
+it), naming the key of every problem, and prints the effective
+configuration: defaults filled in, every secret shown as <secret>. Exits 0
+when the file is valid, 1 when it is not.
 
 With --connect it then connects with the file's credentials instead of
 printing the configuration: Redis answers; the Slack bot token signs in
@@ -269,15 +270,24 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	connect := fs.Bool("connect", false, "connect with the file's credentials and check what the bridge needs (changes nothing)")
 	post := fs.Bool("post", false, "with --connect: post a message to each target's channel and delete it")
+	// As serve names it: "bridge config check --config FILE" would
+	// otherwise be refused with the usage, for a file that may be fine.
+	named := fs.String("config", "", "the config `FILE`, as bridge serve takes it (or name it without the flag)")
 	if code, ok := parseFlags(fs, args, configCheckUsage, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() < 1 {
-		return usageErr(stderr, "config check", "name the config FILE to check")
-	}
-	path := fs.Arg(0)
-	if code, ok := parseFlags(fs, fs.Args()[1:], configCheckUsage, stdout, stderr); !ok {
-		return code
+	path := *named
+	if path == "" {
+		if fs.NArg() < 1 {
+			return usageErr(stderr, "config check", "name the config FILE to check")
+		}
+		path = fs.Arg(0)
+		if code, ok := parseFlags(fs, fs.Args()[1:], configCheckUsage, stdout, stderr); !ok {
+			return code
+		}
+		if *named != "" {
+			return usageErr(stderr, "config check", "one FILE at a time; unexpected --config %q", *named)
+		}
 	}
 	if fs.NArg() != 0 {
 		return usageErr(stderr, "config check", "one FILE at a time; unexpected %q", fs.Arg(0))

@@ -107,6 +107,10 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "check", "--post", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, false},
 		{[]string{"config"}, exitUsage, true},
 		{[]string{"config", "check", valid}, exitOK, false},
+		{[]string{"config", "check", "--config", valid}, exitOK, false}, // as serve takes it
+		{[]string{"config", "check", "--config=" + valid}, exitOK, false},
+		{[]string{"config", "check", "--config", valid, "extra"}, exitUsage, false},
+		{[]string{"config", "check", valid, "--config", valid}, exitUsage, false},
 		{[]string{"config", "check", filepath.Join(t.TempDir(), "missing.yaml")}, exitError, false},
 	} {
 		r := cli(tc.args...)
