@@ -83,6 +83,18 @@ func cutShort(q seam.Question) bool {
 	return surface.Len(q.Question) > maxLabelDesc || strings.ContainsAny(q.Question, "\r\n")
 }
 
+// optionsCut reports whether a form's choice (a radio or checkbox group, a
+// select) cuts an option of q: its label, with its number when labels are
+// long, or its description, at 100 characters.
+func optionsCut(q seam.Question) bool {
+	for i, o := range q.Options {
+		if !strings.HasSuffix(optionText(q, i), o.Label) || surface.Len(o.Description) > maxOptionText {
+			return true
+		}
+	}
+	return false
+}
+
 // fullText shows text, questions, in full at the top of a modal (a Text
 // Display, type 10): on a phone the form covers the message, and a Label's
 // description or a placeholder holds one line of 100 characters.
@@ -201,11 +213,12 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 				Component: choices(i, p, q, d.values(selectField(i, p)))})
 		}
 	}
-	// The questions a Label's description cuts, in full, while room is
-	// left: reading them comes before an optional free-text field.
+	// The questions a Label's description cuts, or whose options the
+	// form's choices cut, in full, while room is left: reading them comes
+	// before an optional free-text field.
 	var full []string
 	for i, q := range qs {
-		if cutShort(q) {
+		if cutShort(q) || optionsCut(q) {
 			full = append(full, questionText(i, q))
 		}
 	}

@@ -624,7 +624,8 @@ func questionText(i int, q seam.Question) string {
 		if q.MultiSelect {
 			kind = "any of"
 		}
-		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, false))
+		// Numbered as a form's choices number long labels.
+		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, longLabels(q)))
 	}
 	return s.String()
 }

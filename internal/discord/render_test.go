@@ -751,3 +751,46 @@ func TestOptionalBooleanCanBeSkipped(t *testing.T) {
 		t.Errorf("Skip on the required boolean was taken")
 	}
 }
+
+// A form's radio buttons, checkboxes and selects show at most 100
+// characters of an option's label (with its number, when labels are
+// long) or description, and on a phone the form covers the message that
+// lists them whole: when one is cut, the form lists the question's
+// options in full above its fields, numbered as its options are. Options
+// that fit add nothing.
+func TestFormListsCutOptionsInFull(t *testing.T) {
+	long := "Removes the three stale files from the staging bucket, then purges their cached copies on every edge location we run."
+	label := strings.Repeat("Roll back the payments service to the build before the schema change ", 2)[:99]
+	for name, tc := range map[string]struct {
+		q    seam.Question
+		want string
+	}{
+		"a long description": {seam.Question{ID: "q", Question: "Clean up?", MultiSelect: true,
+			Options: []seam.Option{{Label: "Yes", Description: long}, {Label: "No"}}}, "• Yes — " + long + "\n• No"},
+		"a label cut by its number": {seam.Question{ID: "q", Question: "Which?", MultiSelect: true,
+			Options: []seam.Option{{Label: label}, {Label: "Keep it"}}}, "1. " + label + "\n2. Keep it"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fits := seam.Question{ID: "r", Question: "Region?", Options: []seam.Option{{Label: "eu", Description: "Frankfurt"}, {Label: "us"}}}
+			for _, qs := range [][]seam.Question{{tc.q}, {tc.q, fits}} {
+				rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending,
+					Questions: &seam.Questions{Questions: qs}}
+				resp := sheetModal(rec, nil)
+				checkModal(t, resp)
+				comps := toMap(t, resp)["data"].(map[string]any)["components"].([]any)
+				first := comps[0].(map[string]any)
+				if first["type"] != float64(componentTextDisplay) || !strings.Contains(str(first, "content"), tc.want) {
+					t.Errorf("%d questions: the form's first component is %v; want the options in full (%q)", len(qs), first, tc.want)
+				}
+				if strings.Contains(str(first, "content"), "Frankfurt") {
+					t.Errorf("%d questions: the options that fit are listed too: %q", len(qs), str(first, "content"))
+				}
+			}
+		})
+	}
+	fits := seam.Question{ID: "r", Question: "Region?", MultiSelect: true, Options: []seam.Option{{Label: "eu", Description: "Frankfurt"}, {Label: "us"}}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, Questions: &seam.Questions{Questions: []seam.Question{fits}}}
+	if raw, _ := json.Marshal(sheetModal(rec, nil)); strings.Contains(string(raw), `"type":10`) {
+		t.Errorf("a form whose options fit lists them: %s", raw)
+	}
+}
