@@ -403,8 +403,9 @@ func listed(q seam.Question) bool {
 	if buttons(q) && wideLabels(q) {
 		return true
 	}
-	for _, o := range q.Options {
-		if o.Description != "" && buttons(q) || surface.Len(o.Label) > maxOptionText || surface.Len(o.Description) > maxOptionText {
+	for i, o := range q.Options {
+		// A select cuts a label at 100 characters, its number included.
+		if o.Description != "" && buttons(q) || surface.Len(o.Description) > maxOptionText || !strings.HasSuffix(optionText(q, i), o.Label) {
 			return true
 		}
 	}

@@ -794,3 +794,24 @@ func TestFormListsCutOptionsInFull(t *testing.T) {
 		t.Errorf("a form whose options fit lists them: %s", raw)
 	}
 }
+
+// A label a select cuts (long labels carry their number, which can push
+// one of 97 to 100 characters past the 100 a select shows) is listed in
+// full in the message, numbered as the select's options are.
+func TestSelectCutLabelsAreListed(t *testing.T) {
+	label := strings.Repeat("Roll back the payments service to the build before the schema change ", 2)[:99]
+	q := seam.Question{ID: "q", Question: "Which?", Options: []seam.Option{{Label: label}, {Label: "Keep it"}}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true)
+	checkMessage(t, toMap(t, map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components}))
+	sel := Components(toMap(t, map[string]any{"components": m.components}))[1]
+	if sel["type"] != float64(componentSelect) {
+		t.Fatalf("the options are not in a select: %v", sel)
+	}
+	if got := str(sel["options"].([]any)[0].(map[string]any), "label"); strings.HasSuffix(got, label) {
+		t.Fatalf("the select shows the label whole (%q); the test wants it cut", got)
+	}
+	if desc := m.embeds[0].Description; !strings.Contains(desc, "1. "+label+"\n2. Keep it") {
+		t.Errorf("the cut label is not listed in full: %q", desc)
+	}
+}
