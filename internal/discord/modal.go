@@ -84,15 +84,10 @@ func cutShort(q seam.Question) bool {
 }
 
 // optionsCut reports whether a form's choice (a radio or checkbox group, a
-// select) cuts an option of q: its label, with its number when labels are
-// long, or its description, at 100 characters.
+// select) cuts an option of q: its label or its description, at 100
+// characters.
 func optionsCut(q seam.Question) bool {
-	for i, o := range q.Options {
-		if !strings.HasSuffix(optionText(q, i), o.Label) || surface.Len(o.Description) > maxOptionText {
-			return true
-		}
-	}
-	return false
+	return cutLabels(q) || slices.ContainsFunc(q.Options, func(o seam.Option) bool { return surface.Len(o.Description) > maxOptionText })
 }
 
 // fullText shows text, questions, in full at the top of a modal (a Text
@@ -251,7 +246,9 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 // which on a phone show every option in the form, and a select, a list
 // over the form, for more. The options among chosen (values) are chosen.
 func choices(i, p int, q seam.Question, chosen []string) any {
-	opts := selectOptions(q, p)
+	// Numbered only where a label is cut, to find it whole in the
+	// listing above: a button's width does not limit a form's options.
+	opts := selectOptions(q, p, cutLabels(q))
 	// At most one chosen where one option is taken: Discord refuses a
 	// radio group or a select with more defaults than it takes.
 	picks := 0

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -405,7 +406,7 @@ func listed(q seam.Question) bool {
 	}
 	for i, o := range q.Options {
 		// A select cuts a label at 100 characters, its number included.
-		if o.Description != "" && buttons(q) || surface.Len(o.Description) > maxOptionText || !strings.HasSuffix(optionText(q, i), o.Label) {
+		if o.Description != "" && buttons(q) || surface.Len(o.Description) > maxOptionText || !strings.HasSuffix(optionText(q, i, longLabels(q)), o.Label) {
 			return true
 		}
 	}
@@ -482,25 +483,32 @@ func otherLabel(q seam.Question) string {
 	return "Other…"
 }
 
-// optionText is an option's text in a select: its label, cut to fit and
-// numbered when labels are cut.
-func optionText(q seam.Question, i int) string {
+// optionText is an option's text in a select: its label, numbered when
+// numbered, cut to fit.
+func optionText(q seam.Question, i int, numbered bool) string {
 	l := q.Options[i].Label
-	if longLabels(q) || surface.Len(l) > maxOptionText {
+	if numbered {
 		l = strconv.Itoa(i+1) + ". " + l
 	}
 	return surface.Truncate(l, maxOptionText)
 }
 
+// cutLabels reports whether a label of q is longer than an option shows
+// (100 characters): its options are then numbered wherever one is cut,
+// and listed in full, so that the two can be matched.
+func cutLabels(q seam.Question) bool {
+	return slices.ContainsFunc(q.Options, func(o seam.Option) bool { return surface.Len(o.Label) > maxOptionText })
+}
+
 // selectOptions are the options of part k of q's selects: 25 each, valued
-// by their index in q.
-func selectOptions(q seam.Question, part int) []discordgo.SelectMenuOption {
+// by their index in q, numbered when numbered.
+func selectOptions(q seam.Question, part int, numbered bool) []discordgo.SelectMenuOption {
 	from := part * maxSelectOptions
 	to := min(from+maxSelectOptions, len(q.Options))
 	out := make([]discordgo.SelectMenuOption, 0, to-from)
 	for i := from; i < to; i++ {
 		out = append(out, discordgo.SelectMenuOption{
-			Label:       optionText(q, i),
+			Label:       optionText(q, i, numbered),
 			Value:       strconv.Itoa(i),
 			Description: surface.Truncate(q.Options[i].Description, maxOptionText),
 		})
@@ -563,7 +571,7 @@ func questionControls(id string, q seam.Question) []discordgo.MessageComponent {
 				Placeholder: surface.Truncate(partHolder(q, p, "Choose an option"), maxSelectHolder),
 				MinValues:   &one,
 				MaxValues:   1,
-				Options:     selectOptions(q, p),
+				Options:     selectOptions(q, p, longLabels(q)),
 			}}})
 		}
 	}
@@ -625,8 +633,8 @@ func questionText(i int, q seam.Question) string {
 		if q.MultiSelect {
 			kind = "any of"
 		}
-		// Numbered as a form's choices number long labels.
-		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, longLabels(q)))
+		// Numbered as a form's choices are.
+		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, cutLabels(q)))
 	}
 	return s.String()
 }

@@ -753,21 +753,20 @@ func TestOptionalBooleanCanBeSkipped(t *testing.T) {
 }
 
 // A form's radio buttons, checkboxes and selects show at most 100
-// characters of an option's label (with its number, when labels are
-// long) or description, and on a phone the form covers the message that
-// lists them whole: when one is cut, the form lists the question's
-// options in full above its fields, numbered as its options are. Options
-// that fit add nothing.
+// characters of an option's label or description, and on a phone the
+// form covers the message that lists them whole: when one is cut, the
+// form lists the question's options in full above its fields, numbered
+// as its options then are. Options that fit add nothing.
 func TestFormListsCutOptionsInFull(t *testing.T) {
 	long := "Removes the three stale files from the staging bucket, then purges their cached copies on every edge location we run."
-	label := strings.Repeat("Roll back the payments service to the build before the schema change ", 2)[:99]
+	label := strings.Repeat("Roll back the payments service to the build before the schema change ", 2)[:130]
 	for name, tc := range map[string]struct {
 		q    seam.Question
 		want string
 	}{
 		"a long description": {seam.Question{ID: "q", Question: "Clean up?", MultiSelect: true,
 			Options: []seam.Option{{Label: "Yes", Description: long}, {Label: "No"}}}, "• Yes — " + long + "\n• No"},
-		"a label cut by its number": {seam.Question{ID: "q", Question: "Which?", MultiSelect: true,
+		"a long label": {seam.Question{ID: "q", Question: "Which?", MultiSelect: true,
 			Options: []seam.Option{{Label: label}, {Label: "Keep it"}}}, "1. " + label + "\n2. Keep it"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -813,5 +812,23 @@ func TestSelectCutLabelsAreListed(t *testing.T) {
 	}
 	if desc := m.embeds[0].Description; !strings.Contains(desc, "1. "+label+"\n2. Keep it") {
 		t.Errorf("the cut label is not listed in full: %q", desc)
+	}
+}
+
+// In a form an option's label is shown whole where its 100 characters
+// hold it: the number a message's select puts in front of labels too long
+// for a button is not put there, where it cut a label of 97 to 100
+// characters.
+func TestFormShowsWholeLabels(t *testing.T) {
+	label := strings.Repeat("Roll back the payments service to the build before the schema change ", 2)[:99]
+	for _, multi := range []bool{false, true} {
+		q := seam.Question{ID: "q", Question: "Which?", MultiSelect: multi, Options: []seam.Option{{Label: label}, {Label: "Keep it"}}}
+		rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending,
+			Questions: &seam.Questions{Questions: []seam.Question{q, {ID: "r", Question: "Anything else?"}}}}
+		resp := sheetModal(rec, nil)
+		checkModal(t, resp)
+		if raw, _ := json.Marshal(resp); !strings.Contains(string(raw), `"label":"`+label+`"`) || strings.Contains(string(raw), `"type":10`) {
+			t.Errorf("multi %v: the form does not show the %d-character label whole, or lists the options: %s", multi, len(label), raw)
+		}
 	}
 }
