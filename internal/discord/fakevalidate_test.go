@@ -2,7 +2,7 @@ package discord
 
 // What Discord refuses with 400 Invalid Form Body (code 50035), as the
 // fake checks it: the limits of a message (content, embeds, legacy action
-// rows and their buttons and selects) and of a modal (Label or action row
+// rows and their buttons and selects, allowed_mentions) and of a modal (Label or action row
 // around a text input, a string select or a radio or checkbox group, and
 // what they are filled with: a text input's value within its max_length,
 // no more options chosen by default than a select or group takes).
@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -34,6 +35,7 @@ func InvalidMessage(body map[string]any, create bool) []string {
 	if n, _ := body["nonce"].(string); runes(n) > 25 {
 		add("nonce: longer than 25")
 	}
+	bad = append(bad, invalidMentions(body["allowed_mentions"])...)
 	embeds, _ := body["embeds"].([]any)
 	rows, _ := body["components"].([]any)
 	if create && content == "" && len(embeds) == 0 && len(rows) == 0 {
@@ -119,6 +121,36 @@ func InvalidMessage(body map[string]any, create bool) []string {
 			default:
 				add("%s: type %v can't be in a message's action row", where, m["type"])
 			}
+		}
+	}
+	return bad
+}
+
+// invalidMentions checks allowed_mentions: parse takes roles, users and
+// everyone, and is exclusive with a list of the same kind (Discord's
+// Allowed Mentions examples: parse ["users"] beside users is a
+// validation error); roles and users hold at most 100 ids each.
+func invalidMentions(v any) []string {
+	am, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var bad []string
+	parse, _ := am["parse"].([]any)
+	for _, p := range parse {
+		switch p {
+		case "roles", "users", "everyone":
+		default:
+			bad = append(bad, fmt.Sprintf("allowed_mentions.parse: %v is not roles, users or everyone", p))
+		}
+	}
+	for _, kind := range []string{"roles", "users"} {
+		ids, _ := am[kind].([]any)
+		if len(ids) > 100 {
+			bad = append(bad, fmt.Sprintf("allowed_mentions.%s: %d ids, more than 100", kind, len(ids)))
+		}
+		if len(ids) > 0 && slices.Contains(parse, any(kind)) {
+			bad = append(bad, fmt.Sprintf("allowed_mentions: parse %q and %s are mutually exclusive", kind, kind))
 		}
 	}
 	return bad
@@ -419,6 +451,9 @@ func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
 		"repeated custom_id":    {map[string]any{"content": "x", "components": []any{row(btn("a"), btn("a"))}}, false},
 		"select of 26":          {map[string]any{"content": "x", "components": []any{row(map[string]any{"type": 3, "custom_id": "s", "options": opts(26)})}}, false},
 		"max_values over count": {map[string]any{"content": "x", "components": []any{row(map[string]any{"type": 3, "custom_id": "s", "max_values": 3, "options": opts(2)})}}, false},
+		"a ping allowed":        {map[string]any{"content": "<@&1> hi", "allowed_mentions": map[string]any{"parse": []any{}, "roles": []any{"1"}}}, true},
+		"parse beside its list": {map[string]any{"content": "<@&1> hi", "allowed_mentions": map[string]any{"parse": []any{"roles"}, "roles": []any{"1"}}}, false},
+		"an unknown parse":      {map[string]any{"content": "hi", "allowed_mentions": map[string]any{"parse": []any{"here"}}}, false},
 	} {
 		var v map[string]any
 		raw, _ := json.Marshal(tc.body)
