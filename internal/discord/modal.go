@@ -43,12 +43,25 @@ func textRow(id, label, placeholder, value string, paragraph, required bool, max
 }
 
 // fieldName is how a question is named to the person: its header, else
-// its text, short.
+// its number, on one line.
 func fieldName(i int, q seam.Question) string {
-	if q.Header != "" {
-		return q.Header
+	if h := surface.OneLine(q.Header); h != "" {
+		return h
 	}
 	return fmt.Sprintf("Question %d", i+1)
+}
+
+// labelName is how a question is named above its field in a form: its
+// header, else its text, on one line (a Label's label is one), never
+// blank (Discord refuses a blank label, and trims spaces to one).
+func labelName(i int, q seam.Question) string {
+	if h := surface.OneLine(q.Header); h != "" {
+		return h
+	}
+	if text := surface.OneLine(q.Question); text != "" {
+		return text
+	}
+	return fieldName(i, q)
 }
 
 // textModal answers a lone question without options: one field, typed
@@ -60,10 +73,7 @@ func fieldName(i int, q seam.Question) string {
 // is filled with it, and says beside the question what to change.
 func textModal(rec *pending.Record, d *draft) *response {
 	q := rec.Questions.Questions[0]
-	label := q.Header
-	if label == "" {
-		label = surface.OneLine(q.Question)
-	}
+	label := labelName(0, q)
 	var comps []any
 	desc := surface.Truncate(surface.OneLine(q.Question), maxLabelDesc)
 	if cutShort(q) {
@@ -183,10 +193,7 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 		used += max(1, parts(q))
 	}
 	for i, q := range qs {
-		name := fmt.Sprintf("%d. %s", i+1, surface.OneLine(q.Question))
-		if q.Header != "" {
-			name = fmt.Sprintf("%d. %s", i+1, q.Header)
-		}
+		name := fmt.Sprintf("%d. %s", i+1, labelName(i, q))
 		desc := surface.Truncate(surface.OneLine(q.Question), maxLabelDesc)
 		if fix := d.fixOf(i); fix != "" {
 			desc = surface.Truncate(surface.OneLine(fix), maxLabelDesc)

@@ -832,3 +832,34 @@ func TestFormShowsWholeLabels(t *testing.T) {
 		}
 	}
 }
+
+// A question's name above its field in a form is one line with something
+// on it: a header of spaces, or of several lines, and a question that is
+// nothing but control characters would leave a Label's label blank (which
+// Discord refuses, and trims spaces to) or break it over lines.
+func TestFormLabelsAreOneNonBlankLine(t *testing.T) {
+	for name, q := range map[string]seam.Question{
+		"a header of spaces":          {ID: "q", Header: "   ", Question: "Which volume?"},
+		"a header of two lines":       {ID: "q", Header: "Volume\n# Pick one", Question: "Which volume?"},
+		"a question of control bytes": {ID: "q", Question: "\x07\x07"},
+		"a typed header of two lines": {ID: "q", Header: "Count\n-# any", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger}},
+		"a header of spaces, options": {ID: "q", Header: " ", Question: "Where?", MultiSelect: true, Options: []seam.Option{{Label: "eu"}, {Label: "us"}}},
+		"a header of lines, options":  {ID: "q", Header: "Region\n\nnow", Question: "Where?", MultiSelect: true, Options: []seam.Option{{Label: "eu"}, {Label: "us"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, qs := range [][]seam.Question{{q}, {q, {ID: "r", Question: "Anything else?"}}} {
+				rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, Questions: &seam.Questions{Questions: qs}}
+				resp := sheetModal(rec, nil)
+				if len(qs) == 1 && len(q.Options) == 0 {
+					resp = textModal(rec, nil)
+				}
+				checkModal(t, resp)
+				for _, c := range toMap(t, resp)["data"].(map[string]any)["components"].([]any) {
+					if l, ok := c.(map[string]any)["label"].(string); ok && (strings.TrimSpace(l) == "" || strings.ContainsAny(l, "\r\n") || strings.TrimRight(l, " ") != l) {
+						t.Errorf("%d questions: a field's label %q is blank, ends in spaces or spans lines", len(qs), l)
+					}
+				}
+			}
+		})
+	}
+}
