@@ -616,7 +616,9 @@ func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 		full := questionText(i, q)
 		text := esc(full)
 		if surface.Len(text) > per {
-			head, _ := surface.Cut(full, per-1, esc)
+			// A code block the cut leaves open is closed: Slack shows a
+			// lone fence as typed, and the code after it as mrkdwn.
+			head, _ := surface.CutFenced(full, per-1, esc, surface.OddFences)
 			text = esc(head) + "…"
 			b.spill(fmt.Sprintf("*Question %d in full:*", i+1), full)
 		}

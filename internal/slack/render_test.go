@@ -870,6 +870,39 @@ func TestPlanCodeBlockCutStaysCode(t *testing.T) {
 	}
 }
 
+// A question of several shortened in the message keeps its code block
+// closed too: an open fence shows as three backticks, and the code after
+// it as mrkdwn.
+func TestShortenedQuestionCodeStaysCode(t *testing.T) {
+	var detail strings.Builder
+	detail.WriteString("Apply this patch:\n\n```go\n")
+	for range 60 {
+		detail.WriteString("func f_x_(p *T) { return *p.next_ptr_ } // line\n")
+	}
+	detail.WriteString("```\n")
+	var qs []seam.Question
+	for i := range 5 {
+		qs = append(qs, seam.Question{ID: fmt.Sprintf("q%d", i), Question: "Apply it?", Detail: detail.String(),
+			Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}})
+	}
+	rec := questionRecord(qs...)
+	m := render(rec, "", true)
+	n := 0
+	for _, b := range walkBlocks(t, m.blocks) {
+		text := str(obj(b, "text"), "text")
+		if str(b, "type") != "section" || !strings.Contains(text, "next_ptr") {
+			continue
+		}
+		n++
+		if c := strings.Count(text, "```"); c%2 != 0 {
+			t.Errorf("section %d holds %d fences: ends %q", n, c, text[len(text)-60:])
+		}
+	}
+	if n != len(qs) || len(m.replies) == 0 {
+		t.Fatalf("%d sections show the code, %d replies; the test wants each question shortened in the message", n, len(m.replies))
+	}
+}
+
 // What a message has no room for fills its thread's sections: short
 // pieces share one, so text that fits the thread is not cut off there.
 func TestSpillsShareThreadSections(t *testing.T) {
