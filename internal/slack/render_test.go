@@ -500,6 +500,32 @@ func TestWideLabelsAreNumbered(t *testing.T) {
 	}
 }
 
+// A CJK character takes about two Latin letters' width, so a button cuts
+// CJK labels of half as many characters short: labels a phone can't show
+// whole are numbered and listed, as Latin ones are.
+func TestWideScriptLabelsAreNumbered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		wide   bool
+	}{
+		{"Japanese", []string{"本番環境にデプロイしてステージング環境を削除する", "本番環境にデプロイしてステージング環境を保持する"}, true},
+		{"Korean", []string{"프로덕션에 배포하고 스테이징 환경을 삭제합니다", "프로덕션에 배포하고 스테이징 환경을 유지합니다"}, true},
+		{"Chinese", []string{"部署到生产环境并删除预发布环境中的全部数据", "部署到生产环境并保留预发布环境中的全部数据"}, true},
+		{"fullwidth", []string{"ＤＥＰＬＯＹ　ＴＯ　ＰＲＯＤＵＣＴＩＯＮ　ＮＯＷ", "ＤＥＰＬＯＹ　ＴＯ　ＳＴＡＧＩＮＧ　ＦＩＲＳＴ"}, true},
+		{"short Japanese", []string{"はい", "いいえ"}, false},
+		{"Latin of the same length", []string{"Deploy and drop staging now", "Deploy and keep staging now"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := seam.Question{ID: "q", Question: "Which?", Options: []seam.Option{{Label: tc.labels[0]}, {Label: tc.labels[1]}}}
+			sh := shapeOf(q)
+			if !sh.buttons || sh.numbered != tc.wide || sh.listing != tc.wide {
+				t.Errorf("labels %q: %+v; want buttons, numbered and listed: %v", tc.labels, sh, tc.wide)
+			}
+		})
+	}
+}
+
 func TestRefRoundTrip(t *testing.T) {
 	r := surface.Ref{Verb: surface.VerbPick, ID: "abcdefghijklmnop", Q: 19, O: 99}
 	got, err := surface.ParseRef(r.String())
