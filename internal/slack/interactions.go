@@ -890,11 +890,16 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 // tryAgain answers a submission that failed for a moment (Redis, or
 // Slack's list of a user group), saying what failed, as the error of the
 // view's first field: the modal stays open with what the person typed,
-// which a notice in its place would throw away, and Submit tries again.
+// which a notice in its place would throw away, and its submit button
+// tries again. The error names that button as it reads (Send, Reject).
 func tryAgain(v slackapi.View, failed string) *slackapi.ViewSubmissionResponse {
+	submit := "Send"
+	if v.Submit != nil && v.Submit.Text != "" {
+		submit = v.Submit.Text
+	}
 	for _, b := range v.Blocks.BlockSet {
 		if in, ok := b.(*slackapi.InputBlock); ok && in.BlockID != "" {
-			return slackapi.NewErrorsViewSubmissionResponse(map[string]string{in.BlockID: failed + " What you wrote is kept: tap Submit again in a moment."})
+			return slackapi.NewErrorsViewSubmissionResponse(map[string]string{in.BlockID: failed + " What you wrote is kept: tap " + submit + " again in a moment."})
 		}
 	}
 	return slackapi.NewUpdateViewSubmissionResponse(ptr(noticeModal("Answer", failed+" Please try again in a moment.")))

@@ -294,9 +294,9 @@ func (d *down) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 }
 
 // A form sent while Redis is away for a moment stays open with what was
-// typed in it (response_action errors), saying to send it again: a notice
-// in its place threw away answers typed on a phone. Sent again, it
-// answers the request.
+// typed in it (response_action errors), saying to send it again with its
+// button as it reads, Send: a notice in its place threw away answers
+// typed on a phone. Sent again, it answers the request.
 func TestSubmitDuringAHiccupKeepsTheForm(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, testToken)
 	redisDown := &down{}
@@ -328,7 +328,7 @@ func TestSubmitDuringAHiccupKeepsTheForm(t *testing.T) {
 		Action string            `json:"response_action"`
 		Errors map[string]string `json:"errors"`
 	}
-	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || !strings.Contains(resp.Errors["q0"], "tap Submit again") {
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Action != "errors" || !strings.Contains(resp.Errors["q0"], "tap Send again") {
 		t.Fatalf("a submission during a Redis hiccup got %s; want the form kept, its first field saying to send it again", body)
 	}
 	if got, err := store.Get(ctx, rec.ID); err != nil || got.Status != seam.StatusPending {
