@@ -152,6 +152,10 @@ func questionOf(group string, qs []seam.Question, i int) questionView {
 			v.Mode = "numeric"
 		case seam.InputNumber:
 			v.Mode = "decimal"
+		case seam.InputBoolean:
+			// Yes or No chosen for any spelling the bridge takes ("True",
+			// "yes"), as Slack's and Discord's forms choose it.
+			v.Value, _ = seam.ParseInput(seam.InputBoolean, in.Value)
 		}
 	}
 	return v

@@ -634,6 +634,38 @@ func TestRequiredFields(t *testing.T) {
 	}
 }
 
+// A boolean field's prefill is chosen as Slack's and Discord's forms
+// choose it: any spelling the bridge takes for it ("True", "yes", " n "),
+// not only "true" and "false". Shown unchosen, an optional one would be
+// sent unanswered, not as the agent prefilled it.
+func TestBooleanPrefill(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
+	for _, tc := range []struct{ value, want string }{
+		{"true", "true"}, {"True", "true"}, {"yes", "true"}, {" false ", "false"}, {"N", "false"}, {"", ""},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			rec := b.ask(t, time.Hour, seam.Question{ID: "b", Question: "Dry run first?", Input: &seam.Input{Type: seam.InputBoolean, Value: tc.value}},
+				seam.Question{ID: "n", Question: "Note?"})
+			_, page := b.page(t, c, "/r/"+rec.ID)
+			var got []string
+			for _, v := range []string{"true", "false"} {
+				at := strings.Index(page, `name="`+rec.ID+`-0-bool" value="`+v+`"`)
+				if at < 0 {
+					t.Fatalf("no %s choice in the page", v)
+				}
+				if strings.Contains(page[at:at+strings.IndexByte(page[at:], '>')], " checked") {
+					got = append(got, v)
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("prefill %q: chosen %q, want %q", tc.value, got, tc.want)
+			}
+		})
+	}
+}
+
 func fmtAnswers(a *seam.Answer) string {
 	if a == nil {
 		return "<nil>"
