@@ -282,6 +282,46 @@ func TestBrowser(t *testing.T) {
 		do(t, "send it", chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), typed, `[{replicas [] 42}]`)
 	})
+	t.Run("a number typed with a decimal comma", func(t *testing.T) {
+		// Where a region writes 0,5, a phone's decimal keypad (iOS's) has a
+		// comma and no point: the comma is read as the point. One before
+		// three digits could group thousands, and is refused, except in a
+		// locale that writes decimal commas.
+		cores := func() map[string]any {
+			return create(t, base, "/v1/questions", questions(seam.Question{ID: "cpu", Header: "CPU", Question: "How many cores?",
+				Input: &seam.Input{Type: "number", Required: true}}))
+		}
+		rec := cores()
+		c := card(rec)
+		do(t, "thousands or a decimal?", chromedp.WaitVisible(c+" input.custom"), chromedp.SendKeys(c+" input.custom", "1,000"),
+			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+` input.custom[aria-invalid="true"]`))
+		if msg := eval(t, `document.querySelector("`+c+` fieldset .err").textContent`); !strings.Contains(msg, "1000") || !strings.Contains(msg, "1.000") {
+			t.Errorf("1,000 is refused with %q, want it to offer 1000 and 1.000", msg)
+		}
+		if got := get(t, a.Store(), rec); got.Status != seam.StatusPending {
+			t.Fatalf("an ambiguous number was sent: %s", got.Status)
+		}
+		eval(t, `(document.querySelector("`+c+` input.custom").value = "", "")`)
+		do(t, "a decimal comma", chromedp.SendKeys(c+" input.custom", "0,5"), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, `[{cpu [] 0.5}]`)
+
+		rec = cores()
+		c = card(rec)
+		tab, cancelTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: "de-DE"})
+			return err
+		}), chromedp.Navigate(base+a.Web().Links().Path(get(t, a.Store(), rec))), chromedp.WaitVisible(c+" input.custom"), chromedp.WaitReady(`html[data-ready="1"]`),
+			chromedp.SendKeys(c+" input.custom", "1,250"), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome")); err != nil {
+			t.Fatalf("in German, answer 1,250: %v", err)
+		}
+		if got := get(t, a.Store(), rec); got.Answer == nil || fmtAnswer(got.Answer) != "[{cpu [] 1.250}]" {
+			t.Errorf("in German, 1,250 was answered as %+v, want 1.250", got.Answer)
+		}
+	})
 	t.Run("a lone free-text question refuses a blank answer", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "why", Question: "What is the rollback plan?"}))
 		c := card(rec)

@@ -25,10 +25,28 @@
     }
   }
 
+  // decimalComma: the page's locale writes 1.5 as "1,5".
+  const decimalComma = (1.5).toLocaleString().includes(",");
+
+  // pointed is a number field's text with a decimal comma made the point
+  // the bridge reads: where a region writes "1,5", a phone's decimal
+  // keypad (iOS's) has a comma and no point to type. A comma before
+  // exactly three digits ("1,000") could also group thousands: outside a
+  // decimal-comma locale it is left as it is, and refused (checkTyped).
+  function pointed(s) {
+    if (!/^[+-]?(\d+,\d*|,\d+)$/.test(s)) return s;
+    if (!decimalComma && /^[+-]?\d{1,3},\d{3}$/.test(s)) return s;
+    return s.replace(",", ".");
+  }
+
   // Checks text against a typed field's type, as the bridge does.
   function checkTyped(type, text, required) {
-    const s = text.trim();
+    let s = text.trim();
     if (s === "") return required ? "This field is required." : "";
+    if (type === "number") {
+      s = pointed(s);
+      if (/^[+-]?\d{1,3},\d{3}$/.test(s)) return "Enter " + s.replace(",", "") + " for thousands, or " + s.replace(",", ".") + " with a decimal point: a comma before three digits could be either.";
+    }
     if (type === "integer" && !/^[+-]?\d+$/.test(s)) return "Enter a whole number, such as 42.";
     // An integer field takes 64 bits, as an agent reads it.
     if (type === "integer" && (BigInt(s) < -(2n ** 63n) || BigInt(s) >= 2n ** 63n)) return "Enter a whole number from -9223372036854775808 to 9223372036854775807.";
@@ -93,6 +111,7 @@
       } else {
         const c = fs.querySelector(".custom");
         custom = c ? c.value.trim() : "";
+        if (fs.dataset.type === "number") custom = pointed(custom);
       }
       if (custom) item.custom = custom;
       answers.push(item);
