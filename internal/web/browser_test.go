@@ -248,6 +248,18 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the answer shows as %q", got)
 		}
 	})
+	t.Run("a string field keeps its prefill's lines", func(t *testing.T) {
+		// A one-line input strips a value's line breaks (the HTML value
+		// sanitization): a draft sent back as it was would come back
+		// with its lines run together. Slack and Discord give a string
+		// field a paragraph too.
+		const draft = "Fix the retry loop\n\nIt gave up after one 5xx."
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "msg", Header: "Commit message", Question: "Edit the commit message?",
+			Input: &seam.Input{Type: "string", Value: draft, Required: true}}))
+		c := card(rec)
+		do(t, "send it as it is", chromedp.WaitVisible(c+" form.answer"), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, "[{msg [] "+draft+"}]")
+	})
 	t.Run("typed field with a validation error", func(t *testing.T) {
 		c := card(typed)
 		do(t, "type a bad value", chromedp.SendKeys(c+" input.custom", "three"), chromedp.Click(c+" button[type=submit]"),
