@@ -227,6 +227,9 @@ func TestBrowser(t *testing.T) {
 		if got := get(t, a.Store(), rec); got.Status != seam.StatusPending {
 			t.Fatalf("an answer whose choice would be dropped was sent: %s", got.Status)
 		}
+		// A deliberate tap, not the second of a double tap: the choice was
+		// made long enough ago.
+		eval(t, `(document.querySelector('`+approve+`').dataset.chosenAt = "0", "")`)
 		do(t, "tap Approve again to clear it", chromedp.Click(approve))
 		if checked() != "false" {
 			t.Fatal("tapping the chosen option again left it chosen")
@@ -383,6 +386,30 @@ func TestBrowser(t *testing.T) {
 		do(t, "answer the other and send", chromedp.SendKeys(c+" textarea.custom", "ops"),
 			chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
 		wantAnswer(t, a.Store(), rec, `[{urgent [] } {to [] ops}]`)
+	})
+	t.Run("a double tap on an option keeps it chosen", func(t *testing.T) {
+		// Tapping the chosen option again clears it, but not as the second
+		// tap of a double tap (a phone sends both): among several questions
+		// the one double-tapped would be sent skipped.
+		rec := create(t, base, "/v1/questions", questions(
+			seam.Question{ID: "go", Question: "Start the migration?", Options: []seam.Option{{Label: "Start"}, {Label: "Hold"}}},
+			seam.Question{ID: "note", Question: "Anything to add?"}))
+		c := card(rec)
+		start := c + ` input[value="Start"]`
+		do(t, "arrives", chromedp.WaitVisible(c+" form.answer"))
+		// Two taps in one instant, each a pointerdown and a click on the
+		// option's label, as a double tap sends them.
+		tap := `(() => { const l = document.querySelector('` + start + `').closest("label");
+			l.dispatchEvent(new PointerEvent("pointerdown", { bubbles: true })); l.click(); })();`
+		if got := eval(t, `(() => { `+tap+tap+` return String(document.querySelector('`+start+`').checked) })()`); got != "true" {
+			t.Fatalf("after a double tap on Start it is chosen: %s, want true", got)
+		}
+		// A deliberate second tap, long enough after, clears it.
+		if got := eval(t, `(() => { document.querySelector('`+start+`').dataset.chosenAt = "0"; `+tap+` return String(document.querySelector('`+start+`').checked) })()`); got != "false" {
+			t.Fatalf("a deliberate tap on the chosen Start left it chosen: %s", got)
+		}
+		do(t, "choose and send", chromedp.Click(start), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome"))
+		wantAnswer(t, a.Store(), rec, `[{go [Start] } {note [] }]`)
 	})
 	t.Run("right-to-left text reads right to left", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", map[string]any{"caller": map[string]any{"name": "بوت النشر"}, "questions": []seam.Question{{ID: "q", Header: "نشر",

@@ -213,11 +213,15 @@
     }
   }
 
+  // doubleTap is how soon a second tap is the second half of a double tap
+  // (a phone sends both), not a tap of its own, in ms.
+  const doubleTap = 400;
+
   // armDismiss asks for a second tap, which dismisses: a deliberate one,
-  // not the second half of a double tap (within 400 ms of the first).
+  // not the second half of a double tap.
   function armDismiss(btn, card, form) {
     if (btn.classList.contains("confirm")) {
-      if (Date.now() - Number(btn.dataset.armedAt) >= 400) act(card, form, "dismiss", {});
+      if (Date.now() - Number(btn.dataset.armedAt) >= doubleTap) act(card, form, "dismiss", {});
       return;
     }
     const label = btn.textContent;
@@ -300,11 +304,18 @@
     }
     return choices(fs);
   }
+  // A tap clears the option chosen by the tap just before it only when it
+  // is not the second half of a double tap, as Dismiss counts taps.
   let wasChecked = null;
   document.addEventListener("pointerdown", (ev) => {
     const r = ev.target.closest && ev.target.closest("label.opt");
     const input = r && r.querySelector("input[type=radio]");
-    wasChecked = input && input.checked && clearable(input.closest("fieldset.q")).includes(input) ? input : null;
+    wasChecked = input && input.checked && clearable(input.closest("fieldset.q")).includes(input) &&
+      Date.now() - Number(input.dataset.chosenAt || 0) >= doubleTap ? input : null;
+  });
+  document.addEventListener("change", (ev) => {
+    const r = ev.target;
+    if (r instanceof HTMLInputElement && r.type === "radio" && r.checked) r.dataset.chosenAt = String(Date.now());
   });
   // With a keyboard, Delete or Backspace on the chosen option clears it.
   document.addEventListener("keydown", (ev) => {
