@@ -656,6 +656,54 @@ func TestBrowser(t *testing.T) {
 		}
 		call(t, base, http.MethodDelete, "/v1/questions/"+rec["id"].(string), "agent-token-7f3c9e21b4", nil)
 	})
+	t.Run("back in view, the page opens its stream again", func(t *testing.T) {
+		// A phone that locks, or leaves the browser, freezes the page, and
+		// may kill its stream's connection without the page hearing of it
+		// (iOS Safari): the page looks live and is not. Here the first
+		// stream is held, never sent, as such a dead one is quiet: back in
+		// view, the page opens a new one, and the card answered meanwhile
+		// goes.
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Flip the switch?", Options: []seam.Option{{Label: "Flip"}, {Label: "Leave"}}}))
+		tab, cancelTab := chromedp.NewContext(bctx)
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		defer cancel()
+		paused := make(chan *fetch.EventRequestPaused, 64)
+		if err := chromedp.Listen(ctx, func(ev any) {
+			if e, ok := ev.(*fetch.EventRequestPaused); ok {
+				paused <- e
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/web/events*"}}})
+			return err
+		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(card(rec))); err != nil {
+			t.Fatalf("open the inbox: %v", err)
+		}
+		select {
+		case <-paused: // the first stream: held for good
+		case <-ctx.Done():
+			t.Fatal("the inbox opened no stream")
+		}
+		call(t, base, http.MethodPost, "/v1/questions/"+rec["id"].(string)+"/answer", "ada-token-7f3c9e21b4", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"Leave"}}}})
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.dispatchEvent(new Event("visibilitychange")), document.visibilityState)`)); err != nil || v != "visible" {
+			t.Fatalf("back in view: %q, %v", v, err)
+		}
+		var again *fetch.EventRequestPaused
+		select {
+		case again = <-paused:
+		case <-time.After(10 * time.Second):
+			t.Fatal("back in view, the page opened no new stream")
+		}
+		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: again.RequestID})
+			return err
+		}), chromedp.WaitNotPresent(card(rec))); err != nil {
+			t.Fatalf("the card answered while the page was away stayed: %v", err)
+		}
+	})
 	t.Run("signed link page", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
 		r := get(t, a.Store(), rec)

@@ -434,6 +434,20 @@
         pause = Math.min(pause * 2, 30000);
       });
     };
+    // A phone that locks, or leaves the browser, freezes the page and may
+    // kill the stream's connection without it hearing of it (iOS Safari),
+    // or keep the page to show again (back-forward cache): the page looks
+    // live and is not. Back in view, it opens the stream anew, whose first
+    // event says what changed meanwhile.
+    const wake = () => {
+      if (stopped || document.visibilityState !== "visible") return;
+      clearTimeout(timer);
+      if (es) es.close();
+      pause = 1000;
+      open();
+    };
+    document.addEventListener("visibilitychange", wake);
+    window.addEventListener("pageshow", (ev) => { if (ev.persisted) wake(); });
     open();
     return () => { stopped = true; clearTimeout(timer); if (es) es.close(); };
   }
