@@ -233,7 +233,7 @@ func inline(s string, depth int) string {
 			continue
 		case c == '[' && depth < maxInlineDepth:
 			if close := find("](", i+1); close >= 0 {
-				if end := strings.IndexByte(s[close+2:], ')'); end >= 0 {
+				if end := linkEnd(s[close+2 : min(len(s), close+2+maxLinkLen)]); end >= 0 {
 					text, href := s[i+1:close], strings.TrimSpace(s[close+2:close+2+end])
 					if u, ok := safeURL(href); ok && !strings.Contains(text, "](") {
 						b.WriteString(anchor(u, inline(text, inLink)))
@@ -248,6 +248,11 @@ func inline(s string, depth int) string {
 				end++
 			}
 			raw := strings.TrimRight(s[i:end], ".,;:!?)]*_")
+			// A ")" that closes a "(" of the URL is the URL's
+			// (wiki/Rust_(language)), as GitHub reads bare links.
+			for open := strings.Count(raw, "(") - strings.Count(raw, ")"); open > 0 && i+len(raw) < end && s[i+len(raw)] == ')'; open-- {
+				raw = s[i : i+len(raw)+1]
+			}
 			if u, ok := safeURL(raw); ok {
 				b.WriteString(anchor(u, html.EscapeString(raw)))
 				i += len(raw)
@@ -258,6 +263,43 @@ func inline(s string, depth int) string {
 		i++
 	}
 	return b.String()
+}
+
+// maxLinkLen bounds a link's destination, in bytes: a "](" with no ")"
+// within it is text. Each "[" looks that far for its ")" at most, so that
+// a line full of them renders in linear time.
+const maxLinkLen = 4096
+
+// maxLinkParens bounds the parentheses nested in a link's destination, as
+// CommonMark's 32 do: past it the first ")" ends the link, so that a long
+// run of "(" costs no more than a scan of 32.
+const maxLinkParens = 32
+
+// linkEnd returns the index in s, what follows a link's "](", of the ")"
+// that ends the destination: the first that closes no "(" of the
+// destination itself (wiki/Rust_(language)), else the first; -1 if none.
+func linkEnd(s string) int {
+	first := strings.IndexByte(s, ')')
+	if first < 0 || strings.IndexByte(s[:first], '(') < 0 {
+		return first
+	}
+	depth := 0
+	for j := 0; j < len(s); j++ {
+		switch s[j] {
+		case '(':
+			if depth++; depth > maxLinkParens {
+				return first
+			}
+		case ')':
+			if depth == 0 {
+				return j
+			}
+			depth--
+		case ' ', '\t':
+			return first // a destination holds no space (safeURL)
+		}
+	}
+	return first
 }
 
 func isWord(c byte) bool {

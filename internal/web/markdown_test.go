@@ -24,7 +24,16 @@ func TestMarkdown(t *testing.T) {
 		{"bare link in a link's text", "[https://e.com/d](https://e.com/d?org=1)", `<p><a href="https://e.com/d?org=1" rel="noopener noreferrer nofollow" target="_blank">https://e.com/d</a></p>` + "\n"},
 		{"bare link deep in emphasis", "**a _b *see https://e.com/x c* d_ e**", `<p><strong>a <em>b <em>see <a href="https://e.com/x" rel="noopener noreferrer nofollow" target="_blank">https://e.com/x</a> c</em> d</em> e</strong></p>` + "\n"},
 		{"escape in link text", "[<b>x</b>](https://e.com)", `<p><a href="https://e.com" rel="noopener noreferrer nofollow" target="_blank">&lt;b&gt;x&lt;/b&gt;</a></p>` + "\n"},
-		{"quote in href", `[x](https://e.com/"onmouseover="alert(1))`, `<p><a href="https://e.com/%22onmouseover=%22alert%281" rel="noopener noreferrer nofollow" target="_blank">x</a>)</p>` + "\n"},
+		{"parentheses in a link", "[Rust](https://en.wikipedia.org/wiki/Rust_(programming_language)) (see)",
+			`<p><a href="https://en.wikipedia.org/wiki/Rust_(programming_language)" rel="noopener noreferrer nofollow" target="_blank">Rust</a> (see)</p>` + "\n"},
+		{"parentheses in a bare link", "see https://en.wikipedia.org/wiki/Rust_(programming_language). (Or https://e.com/a.)",
+			`<p>see <a href="https://en.wikipedia.org/wiki/Rust_(programming_language)" rel="noopener noreferrer nofollow" target="_blank">https://en.wikipedia.org/wiki/Rust_(programming_language)</a>. (Or <a href="https://e.com/a" rel="noopener noreferrer nofollow" target="_blank">https://e.com/a</a>.)</p>` + "\n"},
+		{"quote in href", `[x](https://e.com/"onmouseover="alert(1))`, `<p><a href="https://e.com/%22onmouseover=%22alert%281%29" rel="noopener noreferrer nofollow" target="_blank">x</a></p>` + "\n"},
+		// Past maxLinkLen a "[...](" is text (its URL is still a bare link):
+		// each "[" looks no further for its ")", and a line full of them
+		// renders in linear time, not in seconds.
+		{"a link longer than 4 KB", "[x](https://e.com/" + strings.Repeat("a", 4096) + ")",
+			`<p>[x](<a href="https://e.com/` + strings.Repeat("a", 4096) + `" rel="noopener noreferrer nofollow" target="_blank">https://e.com/` + strings.Repeat("a", 4096) + "</a>)</p>\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := string(Markdown(tc.in)); got != tc.want {
