@@ -299,9 +299,9 @@ func TestBrowser(t *testing.T) {
 	})
 	t.Run("a number typed with a decimal comma", func(t *testing.T) {
 		// Where a region writes 0,5, a phone's decimal keypad (iOS's) has a
-		// comma and no point: the comma is read as the point. One before
-		// three digits could group thousands, and is refused, except in a
-		// locale that writes decimal commas.
+		// comma and no point: the comma is read as the point. A separator
+		// before exactly three digits that could group thousands (a comma
+		// in English, a point in German) is refused.
 		cores := func() map[string]any {
 			return create(t, base, "/v1/questions", questions(seam.Question{ID: "cpu", Header: "CPU", Question: "How many cores?",
 				Input: &seam.Input{Type: "number", Required: true}}))
@@ -330,6 +330,14 @@ func TestBrowser(t *testing.T) {
 			_, err := cdp.Call(ctx, tg, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: "de-DE"})
 			return err
 		}), chromedp.Navigate(base+a.Web().Links().Path(get(t, a.Store(), rec))), chromedp.WaitVisible(c+" input.custom"), chromedp.WaitReady(`html[data-ready="1"]`),
+			// There a point groups thousands: 1.000 is a thousand or one.
+			chromedp.SendKeys(c+" input.custom", "1.000"), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+` input.custom[aria-invalid="true"]`)); err != nil {
+			t.Fatalf("in German, 1.000 was not refused: %v", err)
+		}
+		if msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("`+c+` fieldset .err").textContent`)); err != nil || !strings.Contains(msg, "1000") || !strings.Contains(msg, "1,000") {
+			t.Errorf("in German, 1.000 is refused with %q (%v), want it to offer 1000 and 1,000", msg, err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("`+c+` input.custom").value = ""`),
 			chromedp.SendKeys(c+" input.custom", "1,250"), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome")); err != nil {
 			t.Fatalf("in German, answer 1,250: %v", err)
 		}

@@ -25,28 +25,31 @@
     }
   }
 
-  // decimalComma: the page's locale writes 1.5 as "1,5".
+  // decimalComma: the page's locale writes 1.5 as "1,5", and groups
+  // thousands with a point ("1.000").
   const decimalComma = (1.5).toLocaleString().includes(",");
+  // grouped is a number that the locale's thousands separator before
+  // exactly three digits could group: "1,000" in English, "1.000" in
+  // German, a thousand or one.
+  const grouped = decimalComma ? /^[+-]?\d{1,3}\.\d{3}$/ : /^[+-]?\d{1,3},\d{3}$/;
 
   // pointed is a number field's text with a decimal comma made the point
   // the bridge reads: where a region writes "1,5", a phone's decimal
-  // keypad (iOS's) has a comma and no point to type. A comma before
-  // exactly three digits ("1,000") could also group thousands: outside a
-  // decimal-comma locale it is left as it is, and refused (checkTyped).
+  // keypad (iOS's) has a comma and no point to type.
   function pointed(s) {
-    if (!/^[+-]?(\d+,\d*|,\d+)$/.test(s)) return s;
-    if (!decimalComma && /^[+-]?\d{1,3},\d{3}$/.test(s)) return s;
-    return s.replace(",", ".");
+    return /^[+-]?(\d+,\d*|,\d+)$/.test(s) ? s.replace(",", ".") : s;
   }
 
   // Checks text against a typed field's type, as the bridge does.
   function checkTyped(type, text, required) {
     let s = text.trim();
     if (s === "") return required ? "This field is required." : "";
-    if (type === "number") {
-      s = pointed(s);
-      if (/^[+-]?\d{1,3},\d{3}$/.test(s)) return "Enter " + s.replace(",", "") + " for thousands, or " + s.replace(",", ".") + " with a decimal point: a comma before three digits could be either.";
+    if (type === "number" && grouped.test(s)) {
+      const [mark, group] = decimalComma ? [",", "point"] : [".", "comma"];
+      return "Enter " + s.replace(/[.,]/, "") + " for thousands, or " + s.replace(/[.,]/, mark) + " with a decimal " + (decimalComma ? "comma" : "point") +
+        ": a " + group + " before three digits could be either.";
     }
+    if (type === "number") s = pointed(s);
     if (type === "integer" && !/^[+-]?\d+$/.test(s)) return "Enter a whole number, such as 42.";
     // An integer field takes 64 bits, as an agent reads it.
     if (type === "integer" && (BigInt(s) < -(2n ** 63n) || BigInt(s) >= 2n ** 63n)) return "Enter a whole number from -9223372036854775808 to 9223372036854775807.";
