@@ -28,8 +28,10 @@ import (
 // FakeSlack is a fake Slack Web API: it answers chat.postMessage,
 // chat.update, chat.postEphemeral, views.open, views.update and
 // usergroups.users.list like Slack does (form or JSON bodies in,
-// {"ok":...} out, HTTP 429 with Retry-After on demand) and records every
-// call. It also takes the posts to the response_url of the clicks Click
+// {"ok":...} out, HTTP 429 with Retry-After and {"ok":false,"error":
+// "ratelimited"} on demand, not_authed without a token, invalid_auth with
+// another, missing_scope naming the scope a method needs and the token
+// lacks) and records every call. It also takes the posts to the response_url of the clicks Click
 // makes on its messages, recorded as calls of method "response_url".
 type FakeSlack struct {
 	URL   string // the API base URL, with its final /
@@ -339,6 +341,8 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case badJSON:
 		resp = failure("invalid_json")
+	case token == "":
+		resp = failure("not_authed")
 	case token != f.Token:
 		resp = failure("invalid_auth")
 	case fail != nil && fail.Applied:
@@ -373,10 +377,18 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if call.Status != http.StatusOK {
+	if call.Status == http.StatusTooManyRequests {
+		// As Slack answers a rate limit: 429, Retry-After in seconds, and
+		// a body of its own kind.
 		if fail.RetryAfter != "" {
 			w.Header().Set("Retry-After", fail.RetryAfter)
 		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(call.Status)
+		_ = json.NewEncoder(w).Encode(failure("ratelimited"))
+		return
+	}
+	if call.Status != http.StatusOK {
 		http.Error(w, http.StatusText(call.Status), call.Status)
 		return
 	}
@@ -519,6 +531,11 @@ func (f *FakeSlack) tooLong(blocks any) bool {
 // answer answers a successful call, and says whether it answered ok; f.mu
 // is held.
 func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
+	if strings.HasPrefix(c.Method, "chat.") && !f.granted("chat:write") {
+		// Slack refuses a token without the method's scope before it
+		// looks at anything else, naming the scope it needs.
+		return missingScope("chat:write", f.Scopes), false
+	}
 	switch c.Method {
 	case "chat.postMessage":
 		ch := c.Field("channel")
