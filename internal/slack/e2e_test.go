@@ -1273,6 +1273,22 @@ func TestFailedPostIsNoProvider(t *testing.T) {
 	}
 }
 
+// TestFailedPostNamesTheMissingScope: Slack refuses a token without
+// chat:write with missing_scope and names the scope it needs. The agent's
+// NO_PROVIDER and the log name it too: "missing_scope" alone leaves the
+// team to guess which scope to add. (Until 2026-12-05 neither did.)
+func TestFailedPostNamesTheMissingScope(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.Scopes = "usergroups:read,channels:history,groups:history" // no chat:write
+	status, body := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
+	e, _ := body.M["error"].(map[string]any)
+	if m, _ := e["message"].(string); status != http.StatusServiceUnavailable || e["code"] != "NO_PROVIDER" ||
+		!strings.Contains(m, "missing_scope") || !strings.Contains(m, "chat:write") {
+		t.Errorf("create without chat:write: %d %v; want 503 NO_PROVIDER naming chat:write", status, body)
+	}
+	b.logs.WaitFor(t, "chat:write", 5*time.Second)
+}
+
 func TestSocketMode(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, botToken)
 	sock := fake.SocketMode(appToken)

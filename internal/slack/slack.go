@@ -189,7 +189,7 @@ func (s *Surface) call(ctx context.Context, method string, f func(context.Contex
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("slack %s: %w", method, err)
+	return fmt.Errorf("slack %s: %w", method, withNeeded(err))
 }
 
 // lookFor is findPosts, looking again once after a 429 if Slack's

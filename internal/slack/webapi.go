@@ -54,6 +54,8 @@ type chatRequest struct {
 type chatReply struct {
 	OK      bool   `json:"ok"`
 	Error   string `json:"error"`
+	Needed  string `json:"needed"`   // missing_scope: the scope the method needs
+	Who     string `json:"provided"` // missing_scope: the token's scopes
 	Channel string `json:"channel"`
 	TS      string `json:"ts"`
 	Meta    struct {
@@ -138,7 +140,8 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 		return r, errors.New(`reading the answer: it has neither "ok": true nor an error code`)
 	}
 	if !r.OK {
-		return r, slackapi.SlackErrorResponse{Err: r.Error, ResponseMetadata: slackapi.ResponseMetadata{Messages: r.Meta.Messages}}
+		return r, slackapi.SlackErrorResponse{Err: r.Error, ResponseMetadata: slackapi.ResponseMetadata{Messages: r.Meta.Messages},
+			Needed: r.Needed, Provided: r.Who}
 	}
 	return r, nil
 }
@@ -164,6 +167,10 @@ func readChatReply(r io.Reader) (chatReply, error) {
 			v = &out.OK
 		case "error":
 			v = &out.Error
+		case "needed":
+			v = &out.Needed
+		case "provided":
+			v = &out.Who
 		case "channel":
 			v = &out.Channel
 		case "ts":
@@ -251,10 +258,7 @@ func (s *Surface) findPosts(ctx context.Context, channel, thread string, since t
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
 	if !r.OK {
-		if r.Needed != "" {
-			return nil, fmt.Errorf("%w (needs %s)", slackapi.SlackErrorResponse{Err: r.Error}, r.Needed)
-		}
-		return nil, slackapi.SlackErrorResponse{Err: cmp.Or(r.Error, "no error code")}
+		return nil, withNeeded(slackapi.SlackErrorResponse{Err: cmp.Or(r.Error, "no error code"), Needed: r.Needed})
 	}
 	var found []string
 messages:
@@ -275,4 +279,16 @@ messages:
 		}
 	}
 	return found, nil
+}
+
+// withNeeded is err saying which scope to add when Slack refused the call
+// for the token's want of it (missing_scope, with the scope in "needed"):
+// the code alone leaves the team to guess, and the agent (NO_PROVIDER)
+// and the log see the error's text only.
+func withNeeded(err error) error {
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) && se.Err == "missing_scope" && se.Needed != "" {
+		return fmt.Errorf("%w (needs %s: add the scope under OAuth & Permissions and reinstall the app)", err, se.Needed)
+	}
+	return err
 }
