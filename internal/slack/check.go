@@ -49,7 +49,7 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 
 	who, err := api.AuthTestContext(ctx)
 	if err != nil {
-		fs.Add(surface.Problem, "slack", "auth.test with slack.bot_token failed: %s", checkReason(err))
+		fs.Add(surface.Problem, "slack", "auth.test with slack.bot_token failed: %s%s", checkReason(err), botTokenFix(err))
 		return fs // every other call would fail the same way
 	}
 	fs.Add(surface.Fine, "slack", "signed in to %s (%s) as %s (%s)", who.Team, who.TeamID, who.User, who.UserID)
@@ -254,6 +254,12 @@ func postTo(ctx context.Context, api *slackapi.Client, id, bot string, fs *surfa
 	case refusedWith(err, "channel_not_found"):
 		fs.Add(surface.Problem, what, channelNotFound, bot)
 		return
+	case refusedWith(err, "is_archived"):
+		fs.Add(surface.Problem, what, "it is archived (is_archived): nothing can be posted there; unarchive it, or name another channel")
+		return
+	case restricted(err):
+		fs.Add(surface.Problem, what, "a setting of the channel or the workspace keeps @%s from posting there (%s): allow it to post (the channel's posting permissions), or name another channel", bot, checkReason(err))
+		return
 	case err != nil:
 		fs.Add(surface.Problem, what, "posting failed: %s", checkReason(err))
 		return
@@ -285,14 +291,45 @@ func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surfac
 	return len(users), err == nil
 }
 
+// restricted reports whether Slack refused a post for a setting that
+// keeps the bot from posting where it is a member: who may post in the
+// channel (restricted_action), or a read-only, thread-only or
+// non-threadable channel (restricted_action_…).
+func restricted(err error) bool {
+	var se slackapi.SlackErrorResponse
+	return errors.As(err, &se) && strings.HasPrefix(se.Err, "restricted_action")
+}
+
+// botTokenFix says what to do about Slack refusing slack.bot_token with
+// the error err, "" when err is not such a refusal: each of Slack's
+// codes has its own cause, and a team setting up sees the code alone.
+func botTokenFix(err error) string {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return ""
+	}
+	switch se.Err {
+	case "invalid_auth", "not_authed":
+		return ": Slack knows no such token; copy the Bot User OAuth Token (xoxb-…) again from OAuth & Permissions (reinstalling the app changes it)"
+	case "token_revoked", "account_inactive":
+		return ": the token was revoked, or the app uninstalled; reinstall the app (Install App) and copy its new Bot User OAuth Token"
+	case "token_expired":
+		return ": the app has token rotation on, whose tokens expire after 12 hours, and the bridge does not refresh them; use an app without token rotation"
+	}
+	return ""
+}
+
 // checkReason says why a call failed, without the call's URL's query or
-// anything a token could be in: Slack's error code, an HTTP status, or
-// what stopped the connection.
+// anything a token could be in: Slack's error code (with the scope it
+// needs, for missing_scope), an HTTP status, or what stopped the
+// connection.
 func checkReason(err error) string {
 	var se slackapi.SlackErrorResponse
 	var sc slackapi.StatusCodeError
 	var ue *url.Error
 	switch {
+	case errors.As(err, &se) && se.Err == "missing_scope" && se.Needed != "":
+		return se.Err + " (needs " + se.Needed + ")"
 	case errors.As(err, &se):
 		return se.Err
 	case errors.As(err, &sc):

@@ -100,7 +100,26 @@ func TestCheck(t *testing.T) {
 	}, {
 		name:  "a wrong token",
 		token: "xoxb-wrong",
-		want:  []string{"PROBLEM slack: auth.test with slack.bot_token failed: invalid_auth"},
+		want:  []string{"PROBLEM slack: auth.test with slack.bot_token failed: invalid_auth: Slack knows no such token; copy the Bot User OAuth Token (xoxb-…) again from OAuth & Permissions"},
+	}, {
+		// Each of Slack's refusals of a token has its own cause and fix.
+		name: "a revoked token",
+		setup: func(f *slacktest.FakeSlack) {
+			f.FailNext("auth.test", slacktest.FakeFail{Error: "token_revoked"})
+		},
+		want: []string{"PROBLEM slack: auth.test with slack.bot_token failed: token_revoked: the token was revoked, or the app uninstalled; reinstall the app (Install App) and copy its new Bot User OAuth Token"},
+	}, {
+		name: "an inactive account",
+		setup: func(f *slacktest.FakeSlack) {
+			f.FailNext("auth.test", slacktest.FakeFail{Error: "account_inactive"})
+		},
+		want: []string{"PROBLEM slack: auth.test with slack.bot_token failed: account_inactive: the token was revoked, or the app uninstalled; reinstall"},
+	}, {
+		name: "an expired token",
+		setup: func(f *slacktest.FakeSlack) {
+			f.FailNext("auth.test", slacktest.FakeFail{Error: "token_expired"})
+		},
+		want: []string{"PROBLEM slack: auth.test with slack.bot_token failed: token_expired: the app has token rotation on, whose tokens expire after 12 hours"},
 	}, {
 		name: "Slack failing",
 		setup: func(f *slacktest.FakeSlack) {
@@ -175,6 +194,51 @@ func TestCheckPost(t *testing.T) {
 	got = findings(Check(context.Background(), checkConfig(fake, testToken), http.DefaultClient, true))
 	if !strings.Contains(got, "note    slack channel C1: posted a test message, but deleting it failed (cant_delete_message): delete it by hand") {
 		t.Errorf("findings:\n%s\nwant the message left behind named", got)
+	}
+}
+
+// TestCheckPostRefused: a post Slack refuses says in one line what to
+// do: an archived channel, a channel where a setting keeps the bot from
+// posting, a token without chat:write (naming it, as Slack does).
+func TestCheckPostRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*slacktest.FakeSlack)
+		want  string
+	}{{
+		name: "archived",
+		setup: func(f *slacktest.FakeSlack) {
+			f.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true, Archived: true})
+		},
+		want: "PROBLEM slack channel C1: it is archived (is_archived): nothing can be posted there; unarchive it, or name another channel\n",
+	}, {
+		name: "posting restricted",
+		setup: func(f *slacktest.FakeSlack) {
+			f.FailNext("chat.postMessage", slacktest.FakeFail{Error: "restricted_action"})
+		},
+		want: "PROBLEM slack channel C1: a setting of the channel or the workspace keeps @askbridge from posting there (restricted_action): allow it to post",
+	}, {
+		name: "a read-only channel",
+		setup: func(f *slacktest.FakeSlack) {
+			f.FailNext("chat.postMessage", slacktest.FakeFail{Error: "restricted_action_read_only_channel"})
+		},
+		want: "PROBLEM slack channel C1: a setting of the channel or the workspace keeps @askbridge from posting there (restricted_action_read_only_channel)",
+	}, {
+		name:  "no chat:write",
+		setup: func(f *slacktest.FakeSlack) { f.Scopes = "usergroups:read,channels:history,groups:history" },
+		want:  "PROBLEM slack channel C1: posting failed: missing_scope (needs chat:write)\n",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			tc.setup(fake)
+			cfg := &config.Config{
+				Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+				Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}},
+			}
+			if got := findings(Check(context.Background(), cfg, http.DefaultClient, true)); !strings.Contains(got, tc.want) {
+				t.Errorf("findings:\n%s\nwant %q", got, tc.want)
+			}
+		})
 	}
 }
 
