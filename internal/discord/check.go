@@ -98,10 +98,16 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 	return fs
 }
 
-// postTo posts surface.CheckText to channel id, named name, and deletes it.
+// checkEmbed is the embed of the message a check with post posts: the
+// bridge's messages hold each request's text in embeds, which Discord
+// drops without a word where the bot lacks Embed Links.
+var checkEmbed = &discordgo.MessageEmbed{Description: "Questions are posted in embeds like this one."}
+
+// postTo posts surface.CheckText to channel id, named name, with an
+// embed, and deletes it.
 func postTo(ctx context.Context, api *discordgo.Session, id, name, apiURL string, fs *surface.Findings) {
 	what := "discord channel " + id
-	m, err := api.ChannelMessageSendComplex(id, &discordgo.MessageSend{Content: surface.CheckText, AllowedMentions: mentions("")}, discordgo.WithContext(ctx))
+	m, err := api.ChannelMessageSendComplex(id, &discordgo.MessageSend{Content: surface.CheckText, Embeds: []*discordgo.MessageEmbed{checkEmbed}, AllowedMentions: mentions("")}, discordgo.WithContext(ctx))
 	var re *discordgo.RESTError
 	switch {
 	case errors.As(err, &re) && re.Message != nil && (re.Message.Code == discordgo.ErrCodeMissingPermissions || re.Message.Code == discordgo.ErrCodeMissingAccess):
@@ -111,11 +117,16 @@ func postTo(ctx context.Context, api *discordgo.Session, id, name, apiURL string
 		fs.Add(surface.Problem, what, "#%s: posting failed: %s", name, checkReason(err, apiURL))
 		return
 	}
-	if err := api.ChannelMessageDelete(id, m.ID, discordgo.WithContext(ctx)); err != nil {
+	err = api.ChannelMessageDelete(id, m.ID, discordgo.WithContext(ctx))
+	if err != nil {
 		fs.Add(surface.Note, what, "#%s: posted a test message, but deleting it failed (%s): delete it by hand", name, checkReason(err, apiURL))
-		return
 	}
-	fs.Add(surface.Fine, what, "#%s: posted a test message and deleted it", name)
+	switch {
+	case len(m.Embeds) == 0:
+		fs.Add(surface.Problem, what, "#%s: the bot may post there, but Discord drops its embeds, which hold each question's text (it lacks Embed Links): let it Embed Links in the channel", name)
+	case err == nil:
+		fs.Add(surface.Fine, what, "#%s: posted a test message and deleted it", name)
+	}
 }
 
 // takesMessages reports whether a channel of type t takes messages: not

@@ -219,3 +219,29 @@ func TestCheckPost(t *testing.T) {
 		t.Errorf("a test message allows mentions: %v", creates[0].Body)
 	}
 }
+
+// TestCheckPostWithoutEmbedLinks: where the bot lacks Embed Links,
+// Discord posts its messages without their embeds, and the bridge's hold
+// each question's text: people would see buttons under no question. The
+// test message carries an embed, and one that comes back without it is a
+// problem naming the permission. (Until 2026-12-05 the test message had
+// none, and the check said all was well.)
+func TestCheckPostWithoutEmbedLinks(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	fake.App.InteractionsURL = "https://bridge.example.com/discord/interactions"
+	fake.SetChannel("111", "deploys", true)
+	fake.SetChannel("222", "ops", true)
+	fake.DenyEmbeds("222")
+	got := strings.Join(checkLines(checkConfig(fake, []string{"111", "222"}), true), "\n")
+	for _, w := range []string{
+		"ok      discord channel 111: #deploys: posted a test message and deleted it",
+		"PROBLEM discord channel 222: #ops: the bot may post there, but Discord drops its embeds, which hold each question's text (it lacks Embed Links): let it Embed Links in the channel",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("findings:\n%s\nwant %q", got, w)
+		}
+	}
+	if deletes := fake.Calls("delete"); len(deletes) != 2 {
+		t.Errorf("deletes %+v; want both test messages deleted", deletes)
+	}
+}

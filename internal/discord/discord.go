@@ -321,6 +321,11 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
 	}
+	if len(send.Embeds) > 0 && len(msg.Embeds) == 0 {
+		// Discord drops the embeds of a bot that lacks Embed Links, and
+		// says so only in the message it answers with.
+		log.Warn("Discord posted the request without its embeds, which hold its text: the bot lacks Embed Links in the channel; people there see its buttons under no question until it is let Embed Links")
+	}
 	replyIn, ref := channel, &discordgo.MessageReference{MessageID: msg.ID, ChannelID: channel}
 	if session != "" && thread == "" {
 		if th, err := s.startThread(ctx, channel, msg.ID, rec); err != nil {

@@ -659,6 +659,18 @@ func TestRateLimitStormPostsOnce(t *testing.T) {
 	}
 }
 
+// TestPostWithoutEmbedLinksIsLogged: where the bot lacks Embed Links,
+// Discord posts a request's message without the embeds that hold its
+// text, and says nothing but the message it answers with. The operator
+// is told, once a post, what the people there see and what to grant.
+// (Until 2026-12-05 nothing said so.)
+func TestPostWithoutEmbedLinksIsLogged(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.DenyEmbeds(channel)
+	b.create(t, "/v1/questions", cleanupQuestion())
+	b.logs.WaitFor(t, "Discord posted the request without its embeds, which hold its text: the bot lacks Embed Links in the channel", 5*time.Second)
+}
+
 func TestFailedPostIsNoProvider(t *testing.T) {
 	b := start(t, defaultTarget)
 	b.fake.FailNext("create", discord.FakeFail{Status: 403})

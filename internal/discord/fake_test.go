@@ -60,15 +60,16 @@ type FakeDiscord struct {
 	next  int64
 	wake  chan struct{}
 
-	threads map[string]*fakeThread // the threads it started, by id
-	holds   []*fakeHold
-	posted  []FakeCall                // the creates that posted a message
-	nonces  map[string]map[string]any // the message posted with a nonce, by author and nonce
-	chans   map[string]fakeChannel    // what GET /channels/{id} answers, by id
-	acked   map[string]bool           // the interactions a callback answered, by id
-	tokens  map[string]bool           // the interaction tokens answered (by callback, Acknowledge or Respond)
-	sent    map[string]map[string]any // the interactions dispatched over the gateway, by id
-	clock   int                       // see tick
+	threads  map[string]*fakeThread // the threads it started, by id
+	holds    []*fakeHold
+	posted   []FakeCall                // the creates that posted a message
+	nonces   map[string]map[string]any // the message posted with a nonce, by author and nonce
+	chans    map[string]fakeChannel    // what GET /channels/{id} answers, by id
+	noEmbeds map[string]bool           // the channels where the bot lacks Embed Links (DenyEmbeds)
+	acked    map[string]bool           // the interactions a callback answered, by id
+	tokens   map[string]bool           // the interaction tokens answered (by callback, Acknowledge or Respond)
+	sent     map[string]map[string]any // the interactions dispatched over the gateway, by id
+	clock    int                       // see tick
 }
 
 // FakeAppID is the fake's application id.
@@ -103,6 +104,20 @@ func (f *FakeDiscord) SetChannelType(id, name string, typ int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chans[id] = fakeChannel{name: name, typ: typ}
+}
+
+// DenyEmbeds takes Embed Links from the bot in channel id (and its
+// threads), as a channel's permission overwrite may. Discord then posts
+// and edits its messages without their embeds, and answers with the
+// message as it keeps it ("embeds": []); a message that would be left with
+// no content is refused, 403 Missing Permissions.
+func (f *FakeDiscord) DenyEmbeds(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noEmbeds == nil {
+		f.noEmbeds = map[string]bool{}
+	}
+	f.noEmbeds[id] = true
 }
 
 // fakeHold holds the first call it matches until released.
@@ -497,6 +512,18 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 			// A message sent in an archived thread opens it again,
 			// unless a moderator locked it (Discord's Threads topic).
 			th.setArchived(false, f.tick())
+		}
+	}
+	if in := c.Channel; fail == nil && (c.Kind == "create" || c.Kind == "edit") && body["embeds"] != nil {
+		if th := f.threads[in]; th != nil {
+			in = th.parent // a thread takes its channel's permissions
+		}
+		if f.noEmbeds[in] {
+			if content, _ := body["content"].(string); content == "" {
+				fail = &FakeFail{Status: http.StatusForbidden, Code: 50013, Message: "Missing Permissions"}
+			} else {
+				body["embeds"] = []any{}
+			}
 		}
 	}
 	if th := f.threads[c.Channel]; fail == nil && c.Kind == "modify channel" {
