@@ -44,7 +44,11 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 		Username string `json:"username"`
 	}
 	if err := get(discordgo.EndpointUser("@me"), &me); err != nil {
-		fs.Add(surface.Problem, "discord", "signing in with discord.bot_token failed: %s", checkReason(err, dc.APIURL))
+		fix := ""
+		if tokenRefused(err) {
+			fix = ": Discord knows no such token (it was mistyped, or reset since); copy it again, or reset it (Developer Portal → your app → Bot → Reset Token)"
+		}
+		fs.Add(surface.Problem, "discord", "signing in with discord.bot_token failed: %s%s", checkReason(err, dc.APIURL), fix)
 		return fs // every other call would fail the same way
 	}
 	fs.Add(surface.Fine, "discord", "signed in as %s (%s)", me.Username, me.ID)

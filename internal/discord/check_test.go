@@ -158,7 +158,7 @@ func TestCheck(t *testing.T) {
 		setup: func(f *discord.FakeDiscord, cfg *config.Config) {
 			cfg.Discord.BotToken = "not-the-bot-token"
 		},
-		want: []string{"PROBLEM discord: signing in with discord.bot_token failed: 401: Unauthorized (HTTP 401, code 0)"},
+		want: []string{"PROBLEM discord: signing in with discord.bot_token failed: 401: Unauthorized (HTTP 401, code 0): Discord knows no such token (it was mistyped, or reset since); copy it again, or reset it (Developer Portal → your app → Bot → Reset Token)"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := discord.NewFakeDiscord(t, botToken)
