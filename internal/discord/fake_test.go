@@ -5,6 +5,7 @@ package discord
 // the way Discord sends them.
 
 import (
+	"cmp"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
@@ -30,7 +31,9 @@ import (
 // Invalid Form Body for a callback whose type the interaction, dispatched
 // over its gateway, does not take (RefusedResponse); 404 Unknown Webhook for a follow-up or an edit of the
 // original response before the interaction was answered, or on a token
-// it does not know; 429 with Retry-After and a retry_after body on demand;
+// it does not know; 429 with Retry-After and a retry_after body on demand,
+// with a route's bucket headers (X-RateLimit-Remaining 0, -Reset-After,
+// -Scope) or the global limit's;
 // Discord's JSON errors for threads that were deleted or locked; the
 // earlier message for a create that repeats a nonce with enforce_nonce)
 // and records every call.
@@ -175,8 +178,11 @@ type FakeFail struct {
 	Status     int
 	RetryAfter float64 // seconds, for a 429
 	Global     bool    // a 429 of the global rate limit: X-RateLimit-Global, and no bucket headers
-	Code       int     // Discord's JSON error code; 0 when unset
-	Message    string  // its message; default "Internal Server Error"
+	// Scope is a route's 429's X-RateLimit-Scope: "user" (the default),
+	// or "shared" for a resource's limit shared by every bot.
+	Scope   string
+	Code    int    // Discord's JSON error code; 0 when unset
+	Message string // its message; default "Internal Server Error"
 	// Applied: Discord carried the call out before the failure, as when
 	// a proxy in front of it answers 502 for a create that went through.
 	Applied bool
@@ -566,6 +572,14 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 			if fail.Global {
 				w.Header().Set("X-RateLimit-Global", "true")
 				w.Header().Set("X-RateLimit-Scope", "global")
+			} else {
+				// A route's limit: its bucket, left no calls until it resets.
+				w.Header().Set("X-RateLimit-Limit", "5")
+				w.Header().Set("X-RateLimit-Remaining", "0")
+				w.Header().Set("X-RateLimit-Reset", strconv.FormatFloat(float64(time.Now().UnixMilli())/1000+fail.RetryAfter, 'f', 3, 64))
+				w.Header().Set("X-RateLimit-Reset-After", strconv.FormatFloat(fail.RetryAfter, 'f', -1, 64))
+				w.Header().Set("X-RateLimit-Bucket", "fakebucket"+c.Kind)
+				w.Header().Set("X-RateLimit-Scope", cmp.Or(fail.Scope, "user"))
 			}
 			w.WriteHeader(c.Status)
 			fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": %t}`, fail.RetryAfter, fail.Global)
