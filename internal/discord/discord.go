@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -174,11 +175,43 @@ func (t *rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.URL, req.Host = nu, nu.Host
 	}
 	resp, err := t.next.RoundTrip(req)
-	if rec, ok := req.Context().Value(statusKey{}).(*statusRecord); ok && err == nil {
+	if err != nil {
+		return resp, err
+	}
+	if rec, ok := req.Context().Value(statusKey{}).(*statusRecord); ok {
 		rec.status = resp.StatusCode
 		rec.retryAfter = surface.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
-	return resp, err
+	capBucketWait(resp.Header)
+	return resp, nil
+}
+
+// maxBucketWait is the longest discordgo's rate limiter may hold a call
+// back before sending it. It waits out a bucket's reset (the
+// X-RateLimit-Reset-After of an answer that left the bucket no calls, or
+// of a global 429) in a sleep no context ends, holding the bucket's lock,
+// so every later call to the bucket queues behind it: after a 429 whose
+// bucket resets in minutes, each post to that channel hung that long
+// whatever its deadline, an agent's create among them. Capped, a call
+// sent too early gets a 429, whose Retry-After surface.Retry waits out
+// within the call's deadline, or turns down past surface.Retry.MaxWait.
+// Discord's message buckets (5 calls in 5 s) reset within the cap, so
+// their calls are still spaced out before they are sent.
+const maxBucketWait = 5 * time.Second
+
+// capBucketWait caps the bucket reset an answer's headers tell
+// discordgo's rate limiter to wait for at maxBucketWait. It drops
+// X-RateLimit-Reset, the absolute time, which discordgo reads only when
+// X-RateLimit-Reset-After is missing.
+func capBucketWait(h http.Header) {
+	h.Del("X-RateLimit-Reset")
+	v := h.Get("X-RateLimit-Reset-After")
+	if v == "" {
+		return
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err != nil || secs > maxBucketWait.Seconds() || math.IsNaN(secs) {
+		h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(maxBucketWait.Seconds(), 'f', -1, 64))
+	}
 }
 
 type statusKey struct{}

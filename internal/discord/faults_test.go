@@ -106,6 +106,23 @@ func TestFaultDiscordGlobalRateLimit(t *testing.T) {
 	}
 }
 
+// TestFaultDiscordLongRateLimit: a create answered 429 with a wait past
+// the retry policy's MaxWait, its bucket reset 20 minutes away (Discord's
+// docs show such a 429 for a shared resource), is NO_PROVIDER at once,
+// and the next request to the channel is posted: it is not held until
+// the bucket resets, past its deadline, in discordgo's rate limiter.
+func TestFaultDiscordLongRateLimit(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.FailNext("create", discord.FakeFail{Status: http.StatusTooManyRequests, RetryAfter: 1336.57, Scope: "shared"})
+	if r := apptest.Await(t, apptest.Go(b.URL(), http.MethodPost, "/v1/questions", cleanupQuestion()), 30*time.Second); r.Status != http.StatusServiceUnavailable ||
+		!strings.Contains(r.Rec.Raw("error"), "NO_PROVIDER") {
+		t.Fatalf("the rate-limited create: %d %s; want 503 NO_PROVIDER", r.Status, r.Rec.Raw("error"))
+	}
+	if r := apptest.Await(t, apptest.Go(b.URL(), http.MethodPost, "/v1/questions", cleanupQuestion()), 30*time.Second); r.Status != http.StatusCreated {
+		t.Fatalf("the next create: %d %v; want 201, posted", r.Status, r.Rec.M)
+	}
+}
+
 // TestFaultDiscordCreateAppliedThenFailed: Discord posts the message but
 // the answer is lost, to a 502 (from a proxy in front of it, say) or to a
 // connection dropped before it came, and the bridge tries again. The
