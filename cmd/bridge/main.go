@@ -260,7 +260,8 @@ them, the bot can see each target's channel. It changes nothing and
 exits 1 when it finds a problem. With --post it checks each channel by
 posting a message there and deleting it at once: the only way to know the
 Slack bot is in a channel without the channels:read scope, or that the
-Discord bot may post where it can see.
+Discord bot may post where it can see, embeds included (without Embed
+Links, Discord drops the embeds that hold each question's text).
 
 `
 
