@@ -150,11 +150,19 @@ func (h *Interactions) fromGateway(ctx context.Context, raw []byte) {
 	cancel()
 	ctx, cancel = context.WithDeadline(ctx, answerBy)
 	defer cancel()
-	err := h.s.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
-		endpoint := discordgo.EndpointInteractionResponse(in.ID, in.Token)
-		_, err := h.s.api.RequestWithBucketID("POST", endpoint, resp, discordgo.EndpointInteractionResponse(in.ID, ""), opts...)
-		return err
-	})
+	body, err := json.Marshal(resp)
+	if err == nil {
+		err = h.s.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
+			// The interaction is its callback's bucket (Discord limits it
+			// alone, and not globally), taken from a limiter of its own:
+			// discordgo's keeps every bucket it makes, one per click in
+			// the session's.
+			endpoint := discordgo.EndpointInteractionResponse(in.ID, in.Token)
+			bucket := discordgo.NewRatelimiter().LockBucket(discordgo.EndpointInteractionResponse(in.ID, ""))
+			_, err := h.s.api.RequestWithLockedBucket(http.MethodPost, endpoint, "application/json", body, bucket, 0, opts...)
+			return err
+		})
+	}
 	if err != nil {
 		h.log.Warn("answering a gateway interaction failed", "err", err)
 	}
