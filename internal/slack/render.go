@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -25,7 +24,7 @@ const (
 	// maxButtonShown is about how much of a button's text Slack's clients
 	// show before cutting it short ("may truncate with ~30 characters",
 	// Block Kit's button element): on a phone, two options alike in their
-	// first 30 characters would look the same. Measured with shownWidth:
+	// first 30 characters would look the same. Measured with surface.Width:
 	// CJK text shows half as many characters.
 	maxButtonShown   = 30
 	maxOptionText    = 75
@@ -493,7 +492,7 @@ func shapeOf(q seam.Question) shape {
 	longLabel, wideLabel, anyDesc, longDesc := false, false, false, false
 	for _, o := range q.Options {
 		longLabel = longLabel || surface.Len(o.Label) > maxOptionText
-		wideLabel = wideLabel || shownWidth(o.Label) > maxButtonShown
+		wideLabel = wideLabel || surface.Width(o.Label) > maxButtonShown
 		anyDesc = anyDesc || o.Description != ""
 		longDesc = longDesc || surface.Len(o.Description) > maxOptionText
 	}
@@ -511,49 +510,6 @@ func shapeOf(q seam.Question) shape {
 	sh.cut = longLabel
 	sh.numbered = longLabel || sh.buttons && wideLabel
 	return sh
-}
-
-// shownWidth is how wide s shows, in Latin letters: a CJK ideograph, a
-// Hangul syllable, a kana or a fullwidth form takes about two (Unicode's
-// East Asian Wide and Fullwidth), so a button that shows about 30 Latin
-// letters shows about 15 of them. Other characters count as surface.Len
-// does.
-func shownWidth(s string) int {
-	n := 0
-	for _, r := range s {
-		if eastAsianWide(r) {
-			n += 2
-		} else {
-			n += utf16.RuneLen(r)
-		}
-	}
-	return n
-}
-
-// eastAsianWide reports whether r is in a block of Unicode's East Asian
-// Wide or Fullwidth characters (UAX #11), its main ones, without its
-// tables.
-func eastAsianWide(r rune) bool {
-	switch {
-	case r < 0x1100:
-		return false
-	case r <= 0x115F, // Hangul Jamo, leading consonants
-		0x2E80 <= r && r <= 0x303E,   // CJK radicals, Kangxi, CJK symbols and punctuation
-		0x3041 <= r && r <= 0x33FF,   // kana, Bopomofo, Hangul compatibility Jamo, enclosed CJK
-		0x3400 <= r && r <= 0x4DBF,   // CJK extension A
-		0x4E00 <= r && r <= 0x9FFF,   // CJK unified ideographs
-		0xA000 <= r && r <= 0xA4CF,   // Yi
-		0xA960 <= r && r <= 0xA97F,   // Hangul Jamo extended A
-		0xAC00 <= r && r <= 0xD7A3,   // Hangul syllables
-		0xF900 <= r && r <= 0xFAFF,   // CJK compatibility ideographs
-		0xFE10 <= r && r <= 0xFE19,   // vertical forms
-		0xFE30 <= r && r <= 0xFE6F,   // CJK compatibility forms, small forms
-		0xFF00 <= r && r <= 0xFF60,   // fullwidth forms
-		0xFFE0 <= r && r <= 0xFFE6,   // fullwidth signs
-		0x20000 <= r && r <= 0x3FFFD: // CJK extensions B and on
-		return true
-	}
-	return false
 }
 
 // optionText is an option's text in a select or choice: its label, cut

@@ -24,6 +24,49 @@ func Len(s string) int {
 	return n
 }
 
+// Width is about how wide s shows, in Latin letters, where a client cuts
+// text by width (a button on a phone): a CJK ideograph, a Hangul
+// syllable, a kana or a fullwidth form takes about two (Unicode's East
+// Asian Wide and Fullwidth), so a button that shows about 30 Latin letters
+// shows about 15 of them. Other characters count as Len counts them.
+func Width(s string) int {
+	n := 0
+	for _, r := range s {
+		if eastAsianWide(r) {
+			n += 2
+		} else {
+			n += utf16.RuneLen(r)
+		}
+	}
+	return n
+}
+
+// eastAsianWide reports whether r is in a block of Unicode's East Asian
+// Wide or Fullwidth characters (UAX #11), its main ones, without its
+// tables.
+func eastAsianWide(r rune) bool {
+	switch {
+	case r < 0x1100:
+		return false
+	case r <= 0x115F, // Hangul Jamo, leading consonants
+		0x2E80 <= r && r <= 0x303E,   // CJK radicals, Kangxi, CJK symbols and punctuation
+		0x3041 <= r && r <= 0x33FF,   // kana, Bopomofo, Hangul compatibility Jamo, enclosed CJK
+		0x3400 <= r && r <= 0x4DBF,   // CJK extension A
+		0x4E00 <= r && r <= 0x9FFF,   // CJK unified ideographs
+		0xA000 <= r && r <= 0xA4CF,   // Yi
+		0xA960 <= r && r <= 0xA97F,   // Hangul Jamo extended A
+		0xAC00 <= r && r <= 0xD7A3,   // Hangul syllables
+		0xF900 <= r && r <= 0xFAFF,   // CJK compatibility ideographs
+		0xFE10 <= r && r <= 0xFE19,   // vertical forms
+		0xFE30 <= r && r <= 0xFE6F,   // CJK compatibility forms, small forms
+		0xFF00 <= r && r <= 0xFF60,   // fullwidth forms
+		0xFFE0 <= r && r <= 0xFFE6,   // fullwidth signs
+		0x20000 <= r && r <= 0x3FFFD: // CJK extensions B and on
+		return true
+	}
+	return false
+}
+
 const ellipsis = "…"
 
 // Truncate returns s if Len(s) <= max, else a prefix that fits with "…"

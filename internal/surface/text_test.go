@@ -182,3 +182,25 @@ func TestCutsOfInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// Width counts a CJK or fullwidth character as two Latin letters, as a
+// phone's button shows it, and anything else as Len does.
+func TestWidth(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want int
+	}{
+		{"Deploy", 6},
+		{"デプロイ", 8}, // katakana
+		{"部署", 4},   // ideographs
+		{"배포", 4},   // Hangul syllables
+		{"ＯＫ", 4},   // fullwidth forms
+		{"ｶﾞ", 2},   // halfwidth katakana: narrow
+		{"Déploiement", 11},
+		{"🚀 go", 5}, // outside the BMP: two UTF-16 units, as Len counts it
+	} {
+		if got := Width(tc.s); got != tc.want {
+			t.Errorf("Width(%q) = %d, want %d", tc.s, got, tc.want)
+		}
+	}
+}
