@@ -26,7 +26,8 @@ const (
 	maxButtonLabel = 80
 	// maxButtonShown is the longest button label Discord's design
 	// guidelines have its clients show whole (38 characters without an
-	// emoji); a phone cuts a longer one short.
+	// emoji); a phone cuts a longer one short. Measured with
+	// surface.Width: CJK text shows half as many characters.
 	maxButtonShown   = 38
 	maxSelectOptions = 25
 	maxGroupOptions  = 10  // a form's radio group (2-10) or checkbox group (1-10)
@@ -413,12 +414,12 @@ func listed(q seam.Question) bool {
 	return false
 }
 
-// wideLabels reports whether a label of q is longer than a button shows
+// wideLabels reports whether a label of q is wider than a button shows
 // whole on a phone: two options that differ only past that point would
 // look alike there.
 func wideLabels(q seam.Question) bool {
 	for _, o := range q.Options {
-		if surface.Len(o.Label) > maxButtonShown {
+		if surface.Width(o.Label) > maxButtonShown {
 			return true
 		}
 	}

@@ -475,6 +475,36 @@ func TestWideButtonLabelsAreListed(t *testing.T) {
 	}
 }
 
+// A CJK character shows about two Latin letters wide, so a phone cuts a
+// button of CJK labels at about half of the 38 characters: labels alike
+// until their last words are listed in full and numbered, as Latin ones
+// are, and short ones stay as they are.
+func TestWideScriptButtonLabelsAreListed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		wide   bool
+	}{
+		{"Japanese", []string{"本番環境にデプロイしてステージング環境を削除する", "本番環境にデプロイしてステージング環境を保持する"}, true},
+		{"Korean", []string{"프로덕션에 배포하고 스테이징 환경을 삭제합니다", "프로덕션에 배포하고 스테이징 환경을 유지합니다"}, true},
+		{"Chinese", []string{"部署到生产环境并删除预发布环境中的全部数据", "部署到生产环境并保留预发布环境中的全部数据"}, true},
+		{"short Japanese", []string{"はい", "いいえ"}, false},
+		{"Latin of the same length", []string{"Deploy to production, drop staging now", "Deploy to production, keep staging now"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := seam.Question{ID: "q", Question: "Which?", Options: []seam.Option{{Label: tc.labels[0]}, {Label: tc.labels[1]}}}
+			rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+			m := render(rec, "", true)
+			listed := strings.Contains(m.embeds[0].Description, "1. "+tc.labels[0])
+			b := Components(toMap(t, map[string]any{"components": m.components}))[1] // the first row, then its first button
+			numbered := str(b, "label") == "1. "+tc.labels[0]
+			if b["type"] != float64(discordgo.ButtonComponent) || listed != tc.wide || numbered != tc.wide {
+				t.Errorf("labels %q: a button %v, listed %v, numbered %v; want a button, listed and numbered: %v", tc.labels, b["type"], listed, numbered, tc.wide)
+			}
+		})
+	}
+}
+
 // A gateway interaction's response reaches Discord through a second call,
 // and both must fit Discord's 3 s from when it sent the event: the handler
 // and the callback share the ack budget, the callback keeping part of it
