@@ -107,12 +107,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // context ends, so that a second one stops the process at once.
 // (signal.NotifyContext keeps catching them until stop is called.) Without
 // it (ask, mcp), every later signal is dropped: their withdrawals are
-// bounded (10 s and 5 s), and signals come in pairs where nobody asked to
-// hurry: timeout(1) sends its SIGTERM to the command and then to its
-// process group, and a closing terminal sends SIGHUP twice (the shell
-// forwards its own to its jobs, the kernel sends one to the foreground
-// process group as the shell exits); the second would end the command
-// before it withdrew its question. A second SIGHUP is dropped either way.
+// bounded (the client gives each 10 s), and signals come in pairs where
+// nobody asked to hurry: timeout(1) sends its SIGTERM to the command and
+// then to its process group, and a closing terminal sends SIGHUP twice
+// (the shell forwards its own to its jobs, the kernel sends one to the
+// foreground process group as the shell exits); the second would end the
+// command before it withdrew its question. A second SIGHUP is dropped
+// either way.
 // A SIGHUP ignored at start (nohup) stays ignored.
 func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,14 +124,18 @@ func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
 		stopping = append(stopping, syscall.SIGHUP)
 	}
 	signal.Notify(sigs, stopping...)
+	hups := make(chan os.Signal, 1) // SIGHUP after the first signal, with again: caught, and dropped
 	go func() {
 		select {
 		case <-sigs:
 			if again {
-				signal.Stop(sigs)
+				// SIGHUP is caught on hups before sigs lets it go: a
+				// moment without a channel for it would let a closing
+				// terminal's second SIGHUP end the process.
 				if hup {
-					signal.Notify(sigs, syscall.SIGHUP) // caught, and dropped
+					signal.Notify(hups, syscall.SIGHUP)
 				}
+				signal.Stop(sigs)
 			}
 		case <-ctx.Done():
 		}
@@ -138,6 +143,7 @@ func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
 	}()
 	return ctx, func() {
 		signal.Stop(sigs)
+		signal.Stop(hups)
 		cancel()
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
 )
 
 // TestSecondSignalStopsAtOnce: the first SIGTERM stops the bridge in
@@ -195,5 +196,50 @@ func TestAskSignalledTwiceWithdraws(t *testing.T) {
 				t.Errorf("question after %s twice = %+v, %v; want cancelled", sig, got, err)
 			}
 		})
+	}
+}
+
+// TestServeHangUpsStopInOrder: a bridge serve whose terminal closes gets
+// SIGHUP twice (the shell forwards its own, the kernel sends one as the
+// shell exits), and stops in order at the first: no SIGHUP that comes
+// before it has stopped ends it by the signal's default action. Here they
+// come without pause until it has exited, so that one lands while the
+// first is being handled, to 20 bridges in turn. (Once it has stopped,
+// as run returns, a SIGHUP may end it: nothing is left to do.)
+func TestServeHangUpsStopInOrder(t *testing.T) {
+	if os.Getenv("BRIDGE_TEST_HUPS_CHILD") == "1" {
+		os.Exit(run([]string{"serve", "--listen", "127.0.0.1:0"}, strings.NewReader(""), os.Stdout, os.Stderr))
+	}
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Skip("SIGHUP is ignored in this process, so in bridge serve too (nohup)")
+	}
+	for n := range 20 {
+		child := exec.Command(os.Args[0], "-test.run=^TestServeHangUpsStopInOrder$")
+		child.Env = append(os.Environ(), "BRIDGE_TEST_HUPS_CHILD=1")
+		logs := &apptest.LogBuffer{}
+		child.Stderr = logs
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer child.Process.Kill()
+		logs.WaitFor(t, "askbridge listening", within)
+		exited := make(chan error, 1)
+		go func() { exited <- child.Wait() }()
+		deadline := time.After(within)
+	hangUps:
+		for {
+			select {
+			case err := <-exited:
+				var ee *exec.ExitError
+				if err != nil && !(errors.As(err, &ee) && !ee.Exited() && strings.Contains(logs.String(), "askbridge stopped")) {
+					t.Fatalf("bridge serve %d after SIGHUPs: %v, want it stopped in order; its log:\n%s", n, err, logs.String())
+				}
+				break hangUps
+			case <-deadline:
+				t.Fatalf("bridge serve %d still runs after SIGHUPs", n)
+			default:
+				child.Process.Signal(syscall.SIGHUP)
+			}
+		}
 	}
 }
