@@ -394,6 +394,7 @@ func TestLateClickIsTold(t *testing.T) {
 
 	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil))
 	b.wait(t, "/v1/questions", id)
+	b.fake.WaitCalls(t, "chat.update", 1) // the agent is woken before the edit
 	b.click(t, slacktest.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil))
 
 	calls := b.fake.WaitFor(t, "bob told it is over", 10*time.Second, func(calls []slacktest.FakeCall) bool {
