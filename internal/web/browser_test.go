@@ -549,10 +549,7 @@ func TestBrowser(t *testing.T) {
 			}
 			return v
 		}
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/web/requests/*/answer"}}})
-			return err
-		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c+" form.answer"),
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), pause(&fetch.RequestPattern{URLPattern: "*/web/requests/*/answer"}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c+" form.answer"),
 			chromedp.Click(c+` input[value="Rotate"]`), chromedp.SendKeys(c+" textarea.custom", "after the backup"),
 			chromedp.Focus(c+" button[type=submit]"), chromedp.KeyEvent("\r"), chromedp.WaitVisible(c+" .form-err")); err != nil {
 			t.Fatalf("send while offline: %v", err)
@@ -609,10 +606,7 @@ func TestBrowser(t *testing.T) {
 		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(document.querySelector("`+c+`:not(.leaving)") !== null)`)); err != nil || v != "true" {
 			t.Errorf("the card went before its reply came (%v)", err)
 		}
-		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: reply})
-			return err
-		}), chromedp.WaitVisible(c+" .outcome")); err != nil {
+		if err := chromedp.Do(ctx, resume(reply), chromedp.WaitVisible(c+" .outcome")); err != nil {
 			t.Errorf("the decided card never said how it ended: %v", err)
 		}
 		call(t, base, http.MethodDelete, "/v1/questions/"+next["id"].(string), "agent-token-7f3c9e21b4", nil)
@@ -621,18 +615,7 @@ func TestBrowser(t *testing.T) {
 		// The bridge answers the inbox's first stream with 503, as it does
 		// while Redis is away: EventSource gives up for good on an error
 		// status, so the page must open a new stream itself.
-		tab, cancelTab := chromedp.NewContext(bctx)
-		defer cancelTab()
-		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
-		defer cancel()
-		paused := make(chan *fetch.EventRequestPaused, 64)
-		if err := chromedp.Listen(ctx, func(ev any) {
-			if e, ok := ev.(*fetch.EventRequestPaused); ok {
-				paused <- e
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
+		ctx, paused := pausedTab(t, bctx)
 		go func() {
 			for n := 0; ; n++ {
 				var e *fetch.EventRequestPaused
@@ -652,10 +635,7 @@ func TestBrowser(t *testing.T) {
 				}))
 			}
 		}()
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/web/events*"}}})
-			return err
-		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`)); err != nil {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), pause(&fetch.RequestPattern{URLPattern: "*/web/events*"}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`)); err != nil {
 			t.Fatalf("open the inbox: %v", err)
 		}
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Still live?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))
@@ -672,22 +652,8 @@ func TestBrowser(t *testing.T) {
 		// view, the page opens a new one, and the card answered meanwhile
 		// goes.
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Flip the switch?", Options: []seam.Option{{Label: "Flip"}, {Label: "Leave"}}}))
-		tab, cancelTab := chromedp.NewContext(bctx)
-		defer cancelTab()
-		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
-		defer cancel()
-		paused := make(chan *fetch.EventRequestPaused, 64)
-		if err := chromedp.Listen(ctx, func(ev any) {
-			if e, ok := ev.(*fetch.EventRequestPaused); ok {
-				paused <- e
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/web/events*"}}})
-			return err
-		}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(card(rec))); err != nil {
+		ctx, paused := pausedTab(t, bctx)
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), pause(&fetch.RequestPattern{URLPattern: "*/web/events*"}), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(card(rec))); err != nil {
 			t.Fatalf("open the inbox: %v", err)
 		}
 		select {
@@ -705,10 +671,7 @@ func TestBrowser(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("back in view, the page opened no new stream")
 		}
-		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: again.RequestID})
-			return err
-		}), chromedp.WaitNotPresent(card(rec))); err != nil {
+		if err := chromedp.Do(ctx, resume(again.RequestID), chromedp.WaitNotPresent(card(rec))); err != nil {
 			t.Fatalf("the card answered while the page was away stayed: %v", err)
 		}
 	})
@@ -754,10 +717,7 @@ func TestBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.WaitReady(c+"[data-ended]")); err != nil {
 			t.Fatalf("the page never marked the ending it heard of while sending: %v", err)
 		}
-		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: reply})
-			return err
-		}), chromedp.WaitVisible(c+" .outcome")); err != nil {
+		if err := chromedp.Do(ctx, resume(reply), chromedp.WaitVisible(c+" .outcome")); err != nil {
 			t.Fatalf("the page never said how it ended: %v", err)
 		}
 		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(window.samePage)`)); err != nil || v != "yes" {
@@ -926,20 +886,15 @@ func TestBrowser(t *testing.T) {
 					case <-release:
 					}
 				}
-				chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
-					return err
-				}))
+				chromedp.Do(ctx, resume(e.RequestID))
 			}
 		}()
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-				{URLPattern: "*/assets/app.js"}, {URLPattern: "*", ResourceType: network.ResourceTypeDocument}}})
-			if err != nil {
+			if _, err := pause(&fetch.RequestPattern{URLPattern: "*/assets/app.js"}, &fetch.RequestPattern{URLPattern: "*", ResourceType: network.ResourceTypeDocument})(ctx, tg); err != nil {
 				return err
 			}
 			// Not chromedp.Navigate: it waits for a load the held script holds up.
-			_, err = cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: link})
+			_, err := cdp.Call(ctx, tg, page.Navigate, page.NavigateParams{URL: link})
 			return err
 		}), chromedp.WaitVisible(c+" form.answer"),
 			chromedp.Click(c+` input[value="Restart"]`), chromedp.Click(c+" button[type=submit]")); err != nil {
@@ -1026,14 +981,46 @@ func heldReplies(t *testing.T, bctx context.Context, pattern string) (context.Co
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-			{URLPattern: pattern, RequestStage: fetch.RequestStageResponse}}})
-		return err
-	})); err != nil {
+	if err := chromedp.Do(ctx, pause(&fetch.RequestPattern{URLPattern: pattern, RequestStage: fetch.RequestStageResponse})); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, replies
+}
+
+// pausedTab opens a tab of bctx, for 30 s at most, and returns it with the
+// requests it pauses (see pause) as they come.
+func pausedTab(t *testing.T, bctx context.Context) (context.Context, <-chan *fetch.EventRequestPaused) {
+	t.Helper()
+	tab, cancelTab := chromedp.NewContext(bctx)
+	t.Cleanup(cancelTab)
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+	t.Cleanup(cancel)
+	paused := make(chan *fetch.EventRequestPaused, 64)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- e
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, paused
+}
+
+// pause has the tab hold every request that matches one of patterns until
+// it is resumed (or answered through the fetch domain).
+func pause(patterns ...*fetch.RequestPattern) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: patterns})
+		return err
+	})
+}
+
+// resume lets a request pause held go on.
+func resume(id fetch.RequestID) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+		return err
+	})
 }
 
 // needChromium returns the Chromium to run, or skips t without one (fails
