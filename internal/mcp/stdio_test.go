@@ -182,14 +182,19 @@ func TestCancelledCallGetsNoReply(t *testing.T) {
 			return nil
 		}
 	}
-	const ask = `,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Deploy?","options":[{"label":"Yes"},{"label":"No"}]}]}}}`
+	// Each call asks something else: an identical call re-attaches to the
+	// question of one whose cancellation the server has not handled yet.
+	ask := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"q","question":"Deploy ` +
+			strings.Trim(id, `"`) + `?","options":[{"label":"Yes"},{"label":"No"}]}]}}}`
+	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	next("initialize")
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	withdrawn := map[string]bool{}
 
 	for _, id := range []string{`2`, `"two"`} {
-		send(`{"jsonrpc":"2.0","id":` + id + ask)
+		send(ask(id))
 		// Cancelled once its question is asked (the one before it is
 		// withdrawn by then, or on its way).
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
