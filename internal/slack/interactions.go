@@ -432,15 +432,17 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 	}
 	h.work.Go(func(ctx context.Context) {
 		ok, err := h.s.who.allowed(ctx, t, c.user.ID)
-		if ok {
+		switch {
+		case ok:
+			return
+		case err != nil:
+			// Undecided: the form stays, with whatever the person has
+			// typed in it meanwhile. Its submission is checked again,
+			// and kept open should the check fail then too.
+			log.Warn("checking a responder failed; the form stays open, its submission is checked", "err", err)
 			return
 		}
-		text := surface.MsgCantAnswer
-		if err != nil {
-			log.Warn("checking a responder failed", "err", err)
-			text = msgCantCheck
-		}
-		notice := noticeModal("Answer", text)
+		notice := noticeModal("Answer", surface.MsgCantAnswer)
 		if err := h.s.call(ctx, "views.update", func(ctx context.Context) error {
 			_, err := h.s.api.UpdateViewContext(ctx, notice, "", "", opened.ID)
 			return err

@@ -392,6 +392,59 @@ func TestSubmitDuringAGroupListFailureKeepsTheForm(t *testing.T) {
 	}
 }
 
+// A form opened by someone whose user group is not cached is replaced by
+// a notice once Slack's list shows they may not answer; while it can't
+// say (the list failing), the form stays with what they type in it, as
+// its submission does: a notice in its place threw away an answer a
+// responder was typing. The submission is checked, and answers.
+func TestFormOpenedWhileTheGroupCantBeListedStays(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	fake.SetGroup("SONCALL", "UOPS")
+	s, store, _ := newSurface(t, fake)
+	ctx := context.Background()
+	ask := func() (*pending.Record, slacktest.FakeCall) {
+		t.Helper()
+		rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "oncall",
+			Questions: &seam.Questions{Questions: []seam.Question{{ID: "why", Question: "Why did the deploy fail?"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		oncall := dispatch.Target{Key: "oncall/0", Config: config.Target{Slack: &config.SlackTarget{Channel: "C3", Responders: config.SlackResponders{Groups: []string{"SONCALL"}}}}}
+		if _, err := s.Post(ctx, rec, oncall); err != nil {
+			t.Fatal(err)
+		}
+		calls := fake.Calls("chat.postMessage")
+		return rec, calls[len(calls)-1]
+	}
+	ops := slacktest.SlackUser("UOPS", "ops")
+
+	rec, msg := ask()
+	fail := slacktest.FakeFail{Status: http.StatusServiceUnavailable}
+	fake.FailNext("usergroups.users.list", fail, fail, fail, fail, fail, fail)
+	serve(t, s, store, slacktest.BlockActions(t, msg, ops, "ab:answer:"+rec.ID, nil, nil)) // waits for the check
+	opened := fake.WaitCalls(t, "views.open", 1)[0]
+	if got := fake.Calls("views.update"); len(got) != 0 {
+		t.Fatalf("the form was replaced while the group could not be listed: %s", got[0].Body)
+	}
+	if body := serve(t, s, store, slacktest.ViewSubmission(opened, ops, map[string]any{"q0": slacktest.TextValue("the migration timed out")})); body != "" {
+		t.Fatalf("the submission, the list working again, got %s; want the form closed", body)
+	}
+	if got, err := store.Get(ctx, rec.ID); err != nil || got.Status != seam.StatusAnswered {
+		t.Fatalf("after the submission: %v, %v", got, err)
+	}
+
+	// Someone the list, once read, does not name: the form is replaced.
+	s.who.mu.Lock()
+	clear(s.who.groups)
+	s.who.mu.Unlock()
+	rec, msg = ask()
+	serve(t, s, store, slacktest.BlockActions(t, msg, slacktest.SlackUser("UEVE", "eve"), "ab:answer:"+rec.ID, nil, nil))
+	update := fake.WaitCalls(t, "views.update", 1)[0]
+	if !update.OK || !strings.Contains(update.Body, "can't answer this") {
+		t.Errorf("eve's form was replaced with %s; want the notice that she can't answer", update.Body)
+	}
+}
+
 // In a form an option's label is shown whole where Slack's 75 characters
 // hold it: the number a message's buttons carry (for labels a phone cuts
 // on a button) is not put in front of it there, where it cut the label.
