@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	slackapi "github.com/slack-go/slack"
+
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
@@ -247,6 +249,37 @@ func TestFakeSlackUpdateSemantics(t *testing.T) {
 	for _, ch := range []string{"UADA", ""} {
 		if ok, code, _ := fakeCall(t, fake, "chat.update", map[string]any{"channel": ch, "ts": ts, "text": "t"}); ok || code != "channel_not_found" {
 			t.Errorf("chat.update in channel %q answered ok=%v %s; want channel_not_found", ch, ok, code)
+		}
+	}
+}
+
+// TestFakeSlackViewsUpdate: views.update as Slack documents it. Exactly
+// one of view_id and external_id names the view; a view_id views.open did
+// not answer is not_found; a hash that is not the view's current one is a
+// hash_conflict (a replacement that would undo a newer one).
+func TestFakeSlackViewsUpdate(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	api := slackapi.New(testToken, slackapi.OptionAPIURL(fake.URL))
+	view := noticeModal("Answer", "Ship it?")
+	opened, err := api.OpenView("1.2.abc", view)
+	if err != nil {
+		t.Fatalf("views.open: %v", err)
+	}
+	for _, tc := range []struct {
+		name                     string
+		externalID, hash, viewID string
+		want                     string // "" for ok
+	}{
+		{"both", "x", "", opened.ID, "invalid_arguments"},
+		{"a view never opened", "", "", "V999", "not_found"},
+		{"an external_id no view has", "x", "", "", "not_found"},
+		{"a stale hash", "", "1.stale", opened.ID, "hash_conflict"},
+		{"the view opened, its hash", "", opened.Hash, opened.ID, ""},
+		{"the view opened", "", "", opened.ID, ""},
+	} {
+		_, err := api.UpdateView(view, tc.externalID, tc.hash, tc.viewID)
+		if tc.want == "" && err != nil || tc.want != "" && !refusedWith(err, tc.want) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
 		}
 	}
 }

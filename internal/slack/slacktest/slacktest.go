@@ -53,6 +53,7 @@ type FakeSlack struct {
 	gone   map[string]bool // ts of messages a person deleted
 	// triggers are the trigger_ids views.open has exchanged for a view
 	triggers map[string]bool
+	views    map[string]string // each opened view's hash, by view id: views.update names one
 	mu       sync.Mutex
 	calls    []FakeCall
 	fails    map[string][]FakeFail
@@ -120,7 +121,7 @@ func NewFakeSlack(t TB, token string) *FakeSlack {
 
 // NewServer starts a fake that accepts token; Close stops it.
 func NewServer(token string) *FakeSlack {
-	f := &FakeSlack{Token: token, Scopes: "chat:write,usergroups:read,channels:history,groups:history", fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, triggers: map[string]bool{}, wake: make(chan struct{})}
+	f := &FakeSlack{Token: token, Scopes: "chat:write,usergroups:read,channels:history,groups:history", fails: map[string][]FakeFail{}, groups: map[string][]string{}, chans: map[string]FakeChannel{}, used: map[string]int{}, gone: map[string]bool{}, triggers: map[string]bool{}, views: map[string]string{}, wake: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	f.URL = f.srv.URL + "/api/"
 	return f
@@ -653,15 +654,34 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 				f.triggers[trigger] = true
 			}
 		}
+		id := "V" + strconv.Itoa(f.next+1)
+		if c.Method == "views.update" {
+			// "Exactly one of these arguments is required to identify
+			// the view": view_id (views.open's answer) or external_id;
+			// a hash sent must be the view's current one (hash_conflict).
+			id = c.Field("view_id")
+			hash, known := f.views[id]
+			switch {
+			case (id == "") == (c.Field("external_id") == ""):
+				return refusal("invalid_arguments", []string{"[ERROR] exactly one of view_id and external_id is required"}), false
+			case id == "":
+				return failure("not_found"), false // the bridge sets no external_id: no view has one
+			case !known:
+				return failure("not_found"), false
+			case c.Field("hash") != "" && c.Field("hash") != hash:
+				return failure("hash_conflict"), false
+			}
+		}
 		if errs := viewErrors(c.JSON["view"]); len(errs) > 0 {
 			return refusal("invalid_arguments", errs), false
 		}
 		view, _ := c.JSON["view"].(map[string]any)
 		f.next++
-		out := map[string]any{"id": "V" + strconv.Itoa(f.next)}
+		out := map[string]any{"id": id, "hash": fmt.Sprintf("1700000300.%06d", f.next)}
 		for k, v := range view {
 			out[k] = v
 		}
+		f.views[id] = out["hash"].(string)
 		return map[string]any{"ok": true, "view": out}, true
 	case "auth.test":
 		return map[string]any{"ok": true, "url": "https://fake-workspace.slack.com/", "team": "Fake Workspace",
