@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,7 @@ type FakeDiscord struct {
 	noEmbeds map[string]bool           // the channels where the bot lacks Embed Links (DenyEmbeds)
 	acked    map[string]bool           // the interactions a callback answered, by id
 	tokens   map[string]bool           // the interaction tokens answered (by callback, Acknowledge or Respond)
-	sent     map[string]map[string]any // the interactions dispatched over the gateway, by id
+	sent     map[string]map[string]any // the interactions dispatched over the gateway or answered through Respond, by id
 	clock    int                       // see tick
 }
 
@@ -225,8 +226,10 @@ func (f *FakeDiscord) Respond(interaction, resp map[string]any) []string {
 		bad = append(bad, why)
 	}
 	token, _ := interaction["token"].(string)
+	id, _ := interaction["id"].(string)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.sent[id] = wire(interaction)
 	if f.tokens[token] {
 		bad = append(bad, "Interaction has already been acknowledged (40060)")
 	}
@@ -236,10 +239,10 @@ func (f *FakeDiscord) Respond(interaction, resp map[string]any) []string {
 
 // RefusedResponse is why Discord refuses resp, by its type, as the
 // response to interaction (400 Invalid Form Body, "type: Value must be
-// one of {...}"), or "": a MODAL (9) to a MODAL_SUBMIT or a PING, an
-// UPDATE_MESSAGE (7) or DEFERRED_UPDATE_MESSAGE (6) to an interaction
-// without a message (a slash command, a PING, a form no component
-// opened). (docs: developers/interactions/receiving-and-responding.mdx,
+// one of {...}"), or "": anything but a PONG (1) to a PING, a PONG to
+// anything else, a MODAL (9) to a MODAL_SUBMIT, an UPDATE_MESSAGE (7) or
+// DEFERRED_UPDATE_MESSAGE (6) to an interaction without a message (a
+// slash command, a form no component opened). (docs: developers/interactions/receiving-and-responding.mdx,
 // Interaction Callback Type: 6 and 7 "only valid for component-based
 // interactions", 9 "not available for MODAL_SUBMIT and PING"; a form a
 // component opened takes 6 and 7 too, twilight-rs/twilight#1697,
@@ -266,9 +269,7 @@ func RefusedResponse(interaction, resp map[string]any) string {
 	default:
 		takes = "{4, 5, 9, 10, 12}"
 	}
-	switch {
-	case typ == respModal && (it == typeModalSubmit || it == typePing),
-		(typ == respUpdate || typ == respDeferredUpdate) && !onMessage:
+	if !slices.Contains(strings.Split(strings.Trim(takes, "{}"), ", "), strconv.FormatFloat(typ, 'f', -1, 64)) {
 		return fmt.Sprintf("type: Value must be one of %s (a response of type %v to an interaction of type %v)", takes, typ, it)
 	}
 	return ""
@@ -631,11 +632,20 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if c.Kind == "callback" {
-		// An interaction takes a response of a type that fits it.
+		// An interaction takes a response of a type that fits it, on its
+		// own token: a callback for an interaction Discord never sent is
+		// 404 Unknown interaction (the fake refuses another's token so too).
 		f.mu.Lock()
 		in, known := f.sent[c.MessageID]
 		f.mu.Unlock()
-		if why := RefusedResponse(in, body); known && why != "" {
+		if token, _ := in["token"].(string); !known || token != c.token {
+			c.Status = http.StatusNotFound
+			f.record(c)
+			w.WriteHeader(c.Status)
+			_ = json.NewEncoder(w).Encode(map[string]any{"message": "Unknown interaction", "code": 10062})
+			return
+		}
+		if why := RefusedResponse(in, body); why != "" {
 			c.Status = http.StatusBadRequest
 			f.record(c)
 			w.WriteHeader(c.Status)

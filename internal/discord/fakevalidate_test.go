@@ -540,6 +540,9 @@ func TestFakeRefusesResponsesTheInteractionDoesNotTake(t *testing.T) {
 		"a deferred update to a form's send": {Submit(msg, nil, "ab:x"), map[string]any{"type": respDeferredUpdate}, 0},
 		"a message to a command":             {command(), say, 0},
 		"a PONG to a PING":                   {Ping(), map[string]any{"type": respPong}, 0},
+		"a message to a PING":                {Ping(), say, 50035},
+		"a PONG to a click":                  {Click(msg, nil, "ab:x", nil), map[string]any{"type": respPong}, 50035},
+		"a PONG to a form's send":            {Submit(msg, nil, "ab:x"), map[string]any{"type": respPong}, 50035},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := NewFakeDiscord(t, "bot-token-of-the-response-test")
@@ -571,6 +574,27 @@ func TestFakeRefusesResponsesTheInteractionDoesNotTake(t *testing.T) {
 				t.Error("Respond took a second response to one token")
 			}
 		})
+	}
+}
+
+// A callback for an interaction Discord never sent, or on another
+// interaction's token, is refused as Unknown interaction.
+func TestFakeRefusesCallbacksOfUnknownInteractions(t *testing.T) {
+	msg := FakeCall{Channel: "1200000000000000001", MessageID: "1300000000000000001", Body: map[string]any{"content": "Ship it?"}}
+	resp := map[string]any{"type": respDeferredUpdate}
+	fake := NewFakeDiscord(t, "bot-token-of-the-response-test")
+	in, other := wire(Click(msg, nil, "ab:x", nil)), wire(Click(msg, nil, "ab:x", nil))
+	fake.dispatched(in)
+	for name, in := range map[string]map[string]any{
+		"never sent":      other,
+		"another's token": {"id": in["id"], "token": other["token"]},
+	} {
+		if status, out := callback(t, fake, in, resp); status != http.StatusNotFound || out["code"] != float64(10062) {
+			t.Errorf("a callback for an interaction %s: %d %v, want 404 Unknown interaction", name, status, out)
+		}
+	}
+	if status, out := callback(t, fake, in, resp); status != http.StatusNoContent {
+		t.Errorf("the callback of the interaction sent: %d %v, want 204", status, out)
 	}
 }
 
