@@ -311,6 +311,35 @@ func TestRespondersAndLateClicks(t *testing.T) {
 	}
 }
 
+// Discord marks an interaction's channel_id deprecated in favour of its
+// channel (a partial channel, with parent_id in a thread). A click that
+// carries only channel is checked against the target posting there, in
+// the channel and in a session's thread alike: a responder answers, and
+// anyone else is refused.
+func TestClickWithoutChannelID(t *testing.T) {
+	b := start(t, defaultTarget+`
+          thread_by_session: true`)
+	lone := func(in map[string]any) map[string]any { delete(in, "channel_id"); return in }
+	for i, where := range []string{"channel", "thread"} {
+		t.Run(where, func(t *testing.T) {
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			msg := b.fake.WaitCalls(t, "create", i+1)[i]
+			if got := msg.Parent != ""; got != (where == "thread") {
+				t.Fatalf("posted in %s (parent %q); want the %s", msg.Channel, msg.Parent, where)
+			}
+			if resp := b.click(t, lone(discord.Click(msg, eve, "ab:pick:"+id+":0:1", nil))); !isEphemeral(resp) || !strings.Contains(content(resp), "can't answer") {
+				t.Errorf("eve, no responder, was answered %v; want an ephemeral refusal", resp)
+			}
+			if resp := b.click(t, lone(discord.Click(msg, ada, "ab:pick:"+id+":0:1", nil))); respType(resp) != 7 || !noControls(data(resp)) {
+				t.Errorf("ada's click was answered %v; want the message updated without controls", resp)
+			}
+			if rec := b.get(t, "/v1/questions", id); rec.M["status"] != "answered" {
+				t.Errorf("the request is %v; want answered", rec.M["status"])
+			}
+		})
+	}
+}
+
 // TestRoutesEditedSinceThePost: a post records its target as "route/i".
 // A target added in front of a restricted one, rolled out while a request
 // is pending, gives that key to the new target, open and in another

@@ -199,7 +199,7 @@ func (h *Interactions) load(ctx context.Context, in *interaction, r surface.Ref)
 		msgID = in.Message.ID
 	}
 	u, roles := in.who()
-	if !allowed(h.s.target(rec, in.ChannelID, in.parent(), msgID), u.ID, roles) {
+	if !allowed(h.s.target(rec, in.where(), in.parent(), msgID), u.ID, roles) {
 		return nil, ephemeral(surface.MsgCantAnswer)
 	}
 	return rec, nil

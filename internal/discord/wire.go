@@ -51,7 +51,7 @@ type interaction struct {
 	ApplicationID string          `json:"application_id"`
 	Type          int             `json:"type"`
 	Token         string          `json:"token"`
-	ChannelID     string          `json:"channel_id"`
+	ChannelID     string          `json:"channel_id"` // deprecated by Discord: see where
 	Channel       *partialChannel `json:"channel"`
 	GuildID       string          `json:"guild_id"`
 	Member        *member         `json:"member"` // in a guild
@@ -89,12 +89,24 @@ type partialChannel struct {
 	ParentID string `json:"parent_id"` // of a thread: the channel it is in
 }
 
+// where is the channel the interaction was sent from: channel_id, or,
+// without it, the partial channel's id. Discord marks channel_id
+// deprecated in favour of the channel field (change log, April 2023) and
+// may stop sending it; a click read without its channel would be refused
+// on every target.
+func (in *interaction) where() string {
+	if in.ChannelID == "" && in.Channel != nil {
+		return in.Channel.ID
+	}
+	return in.ChannelID
+}
+
 // parent is the channel that holds the thread the interaction was sent
 // from, or "" when it was not sent from a thread. (A channel that is not a
 // thread has a parent_id too: its category.)
 func (in *interaction) parent() string {
 	c := in.Channel
-	if c == nil || c.ID != in.ChannelID {
+	if c == nil || c.ID != in.where() {
 		return ""
 	}
 	switch c.Type {
