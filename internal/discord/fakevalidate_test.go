@@ -413,6 +413,12 @@ func InvalidResponse(resp map[string]any) []string {
 	switch resp["type"] {
 	case float64(respPong), float64(respDeferredUpdate):
 		return nil
+	case float64(respDeferredMsg):
+		// Its data takes flags alone (64: the message to come is ephemeral).
+		if f, _ := data["flags"].(float64); len(data) > 1 || (len(data) == 1 && int(f)&^flagEphemeral != 0) {
+			return []string{fmt.Sprintf("a deferred message's data is its flags: %v", data)}
+		}
+		return nil
 	case float64(respMessage):
 		return InvalidMessage(data, true)
 	case float64(respUpdate):

@@ -539,6 +539,13 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 		// Finish edits the message through the API. Should the resolve not
 		// end the request as the person said, they are told in a follow-up.
 		resp := deferredUpdate()
+		if in.Message == nil {
+			// A form sent without the message it was opened from takes
+			// no update (handle would turn one into "no commands"): a
+			// message only the person sees, "thinking" until followUp
+			// puts the outcome in it.
+			resp = &response{Type: respDeferredMsg, Data: &responseData{Flags: flagEphemeral}}
+		}
 		sent := make(chan error, 1)
 		resp.sent = func(err error) { sent <- err }
 		h.work.Go(func(ctx context.Context) { h.followUp(ctx, rec, res, in, done, sent) })
@@ -553,7 +560,9 @@ func (h *Interactions) settle(ctx context.Context, rec *pending.Record, res pend
 // opened the form; a message nothing else will edit), that message is
 // edited: after DEFERRED_UPDATE_MESSAGE, Edit Original Interaction
 // Response edits the message the component was on. Else they are told
-// in a follow-up only they see. A request's listed messages are Finish's.
+// in a follow-up only they see. A form sent without its message got a
+// deferred message only they see: that message is edited to say how it
+// ended. A request's listed messages are Finish's.
 func (h *Interactions) followUp(ctx context.Context, rec *pending.Record, res pending.Resolution, in *interaction, done <-chan resolved, sent <-chan error) {
 	var r resolved
 	select {
@@ -561,12 +570,19 @@ func (h *Interactions) followUp(ctx context.Context, rec *pending.Record, res pe
 	case <-ctx.Done():
 		return
 	}
-	if r.err == nil && !onNote(in) {
+	if r.err == nil && !onNote(in) && in.Message != nil {
 		return // Finish edits the request's messages
 	}
 	resp := h.settled(rec, res, in, nil, r)
 	if resp.Type != respUpdate && resp.Type != respMessage {
 		return
+	}
+	if in.Message == nil {
+		// The deferred response is the person's own message, waiting:
+		// it says how their form ended (an edit keeps its flags).
+		d := *resp.Data
+		d.Flags &^= flagEphemeral
+		resp = &response{Type: respUpdate, Data: &d}
 	}
 	select {
 	case err := <-sent:

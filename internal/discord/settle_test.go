@@ -104,19 +104,23 @@ func TestASlowResolveIsFollowedUp(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		note bool // sent from a refused form's note
+		lone bool // a form sent without the message it was opened from
 		r    resolved
 		kind string // "followup", "original" or "" for nothing
 		want string // its text
 	}{
-		{"Redis failed", false, redis, "followup", surface.MsgUnconfirmed},
-		{"another answer came first", false, resolved{rec: &other, err: pending.ErrAlreadyResolved}, "followup", surface.LateReply(&other, statusFormat)},
-		{"another answer came first, the message unlisted", false, resolved{rec: &unlisted, err: pending.ErrAlreadyResolved}, "original", render(&unlisted, "", false).content},
-		{"the request is gone", false, resolved{err: pending.ErrNotFound}, "original", "*" + surface.MsgGone + "*"},
-		{"taken", false, resolved{rec: &taken}, "", ""},
-		{"a note: taken", true, resolved{rec: &taken}, "original", surface.StatusLine(&taken, statusFormat)},
-		{"a note: another answer came first", true, resolved{rec: &other, err: pending.ErrAlreadyResolved}, "original", surface.LateReply(&other, statusFormat)},
-		{"a note: the request is gone", true, resolved{err: pending.ErrNotFound}, "original", noteText + "\n*" + surface.MsgGone + "*"},
-		{"a note: Redis failed", true, redis, "followup", surface.MsgUnconfirmed},
+		{"Redis failed", false, false, redis, "followup", surface.MsgUnconfirmed},
+		{"another answer came first", false, false, resolved{rec: &other, err: pending.ErrAlreadyResolved}, "followup", surface.LateReply(&other, statusFormat)},
+		{"another answer came first, the message unlisted", false, false, resolved{rec: &unlisted, err: pending.ErrAlreadyResolved}, "original", render(&unlisted, "", false).content},
+		{"the request is gone", false, false, resolved{err: pending.ErrNotFound}, "original", "*" + surface.MsgGone + "*"},
+		{"taken", false, false, resolved{rec: &taken}, "", ""},
+		{"a note: taken", true, false, resolved{rec: &taken}, "original", surface.StatusLine(&taken, statusFormat)},
+		{"a note: another answer came first", true, false, resolved{rec: &other, err: pending.ErrAlreadyResolved}, "original", surface.LateReply(&other, statusFormat)},
+		{"a note: the request is gone", true, false, resolved{err: pending.ErrNotFound}, "original", noteText + "\n*" + surface.MsgGone + "*"},
+		{"a note: Redis failed", true, false, redis, "followup", surface.MsgUnconfirmed},
+		{"a lone form: taken", false, true, resolved{rec: &taken}, "original", surface.StatusLine(&taken, statusFormat)},
+		{"a lone form: another answer came first", false, true, resolved{rec: &other, err: pending.ErrAlreadyResolved}, "original", surface.LateReply(&other, statusFormat)},
+		{"a lone form: Redis failed", false, true, redis, "original", surface.MsgUnconfirmed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := NewFakeDiscord(t, "bot-token-of-the-follow-up-test")
@@ -127,11 +131,15 @@ func TestASlowResolveIsFollowedUp(t *testing.T) {
 			res := &blockedResolver{started: make(chan struct{}), release: make(chan resolved, 1)}
 			h := &Interactions{s: &Surface{api: api, inPlace: newInPlace(), log: slog.New(slog.DiscardHandler)},
 				resolve: res, log: slog.New(slog.DiscardHandler), work: surface.NewWork()}
-			in := &interaction{ID: "1300000000000000009", ApplicationID: FakeAppID, Token: "SECRET-INTERACTION-TOKEN",
+			in := &interaction{ID: "1300000000000000009", ApplicationID: FakeAppID, Token: "SECRET-INTERACTION-TOKEN", Type: typeComponent,
 				Member: &member{User: user{ID: "U1", Username: "ada"}}, Message: &sourceMessage{ID: msgID}}
 			if tc.note {
 				in.Type = typeModalSubmit
 				in.Message = &sourceMessage{ID: noteID, Flags: flagEphemeral, Content: noteText}
+			}
+			deferred := respDeferredUpdate
+			if tc.lone {
+				in.Type, in.Message, deferred = typeModalSubmit, nil, respDeferredMsg
 			}
 
 			ctx, cancel := context.WithCancel(context.Background())
@@ -140,8 +148,19 @@ func TestASlowResolveIsFollowedUp(t *testing.T) {
 			<-res.started
 			cancel() // the ack budget passes
 			resp := <-answered
-			if resp.Type != respDeferredUpdate {
-				t.Fatalf("answered %+v past the budget, want a deferred update", resp)
+			if resp.Type != deferred {
+				t.Fatalf("answered %+v past the budget, want a deferred response of type %d", resp, deferred)
+			}
+			wireIn, _ := json.Marshal(in)
+			var inMap, respMap map[string]any
+			_ = json.Unmarshal(wireIn, &inMap)
+			wireResp, _ := json.Marshal(resp)
+			_ = json.Unmarshal(wireResp, &respMap)
+			if bad := InvalidResponse(respMap); len(bad) > 0 {
+				t.Errorf("Discord would refuse %s: %v", wireResp, bad)
+			}
+			if why := RefusedResponse(inMap, respMap); why != "" {
+				t.Errorf("Discord would refuse %s: %s", wireResp, why)
 			}
 			res.release <- tc.r
 			fake.Acknowledge(in.Token)
@@ -170,7 +189,7 @@ func TestASlowResolveIsFollowedUp(t *testing.T) {
 				if c, _ := got.Body["content"].(string); !strings.HasSuffix(c, tc.want) {
 					t.Errorf("edited the message to %q, want %q", c, tc.want)
 				}
-				if cs, ok := got.Body["components"].([]any); !ok || len(cs) != 0 {
+				if cs, ok := got.Body["components"].([]any); !tc.lone && (!ok || len(cs) != 0) {
 					t.Errorf("the edited message keeps its controls: %v", got.Body["components"])
 				}
 				if f, _ := got.Body["flags"].(float64); int(f)&flagEphemeral != 0 {

@@ -19,6 +19,7 @@ const (
 	typeModalSubmit    = 5
 	respPong           = 1
 	respMessage        = 4 // CHANNEL_MESSAGE_WITH_SOURCE
+	respDeferredMsg    = 5 // DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
 	respDeferredUpdate = 6
 	respUpdate         = 7 // UPDATE_MESSAGE
 	respModal          = 9
