@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -31,12 +32,23 @@ func TestGatewayCallbacksLeaveNoBuckets(t *testing.T) {
 	for i := range clicks {
 		// A component whose data can't be read is told "try again": a
 		// response that needs neither a store nor a resolver.
-		raw := fmt.Sprintf(`{"id":"13000000000000001%02d","application_id":%q,"token":"token-%d","type":%d,"data":"?"}`,
-			i, FakeAppID, i, typeComponent)
-		h.fromGateway(context.Background(), []byte(raw))
+		in := map[string]any{"id": fmt.Sprintf("13000000000000001%02d", i), "application_id": FakeAppID,
+			"token": fmt.Sprintf("token-%d", i), "type": typeComponent, "data": "?"}
+		fake.dispatched(in)
+		raw, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.fromGateway(context.Background(), raw)
 	}
-	if n := len(fake.AllCalls("callback")); n != clicks {
-		t.Fatalf("%d callbacks, want %d", n, clicks)
+	calls := fake.AllCalls("callback")
+	if len(calls) != clicks {
+		t.Fatalf("%d callbacks, want %d", len(calls), clicks)
+	}
+	for _, c := range calls {
+		if c.Status != http.StatusNoContent {
+			t.Fatalf("a callback was refused (%d): %v", c.Status, c.Body)
+		}
 	}
 	if got := buckets(api.Ratelimiter); got > before+1 {
 		t.Errorf("the session's rate limiter holds %d buckets after %d gateway callbacks, %d before: one per click", got, clicks, before)
