@@ -10,6 +10,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
@@ -42,13 +43,43 @@ func TestCreatedCountsOnlyRequestsATargetTook(t *testing.T) {
 	}
 }
 
+// An edit of an ended request's message that fails is counted, from 0,
+// before it is logged: messages that keep their buttons after their
+// request is over can be alerted on by their surface, as failed posts
+// are. askbridge_unedited_requests can't tell them apart: it counts the
+// requests being edited as they end, never 0 for long under traffic.
+func TestEditFailuresAreCounted(t *testing.T) {
+	cfg, fake := slackConfig(t)
+	a, logs := apptest.StartWatched(t, cfg, app.Options{})
+	if got, want := samples(t, a, "askbridge_edit_failures_total"), `askbridge_edit_failures_total{surface="slack"} 0`; got != want {
+		t.Errorf("at start: %q; want %q", got, want)
+	}
+	id := apptest.Create(t, a.URL(), "/v1/questions", map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}})
+	apptest.Posted(t, a.URL(), "/v1/questions", id, 1)
+	fake.FailNext("chat.update", slacktest.FakeFail{Error: "invalid_blocks"})
+	if status, rec := apptest.Do(t, a.URL(), http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d %v", status, rec.M)
+	}
+	logs.WaitFor(t, "editing a finished request's message failed", 10*time.Second)
+	if got, want := samples(t, a, "askbridge_edit_failures_total"), `askbridge_edit_failures_total{surface="slack"} 1`; got != want {
+		t.Errorf("after an edit that failed: %q; want %q", got, want)
+	}
+}
+
 // startOnSlack starts a replica whose default route posts to a fake
 // Slack's channel C0AGENTS.
 func startOnSlack(t *testing.T) (*app.App, *slacktest.FakeSlack) {
+	cfg, fake := slackConfig(t)
+	return apptest.Start(t, cfg, app.Options{}), fake
+}
+
+// slackConfig is the config of a replica whose default route posts to
+// a fake Slack's channel C0AGENTS, and the fake.
+func slackConfig(t *testing.T) (*config.Config, *slacktest.FakeSlack) {
 	const token = "xoxb-1111-2222-METRICSBOTTOKEN"
 	fake := slacktest.NewFakeSlack(t, token)
 	url, prefix := apptest.Redis(t)
-	a := apptest.Start(t, apptest.Config(t, fmt.Sprintf(`
+	return apptest.Config(t, fmt.Sprintf(`
 slack:
   bot_token: %s
   signing_secret: metrics-signing-secret
@@ -57,8 +88,7 @@ routes:
   - name: default
     targets:
       - slack: {channel: C0AGENTS}
-`, token, fake.URL), url, prefix), app.Options{})
-	return a, fake
+`, token, fake.URL), url, prefix), fake
 }
 
 // samples is the replica's samples of the labelled metric name.

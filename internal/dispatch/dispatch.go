@@ -600,6 +600,7 @@ func (d *Dispatcher) finishOne(ctx context.Context, rec *pending.Record, p pendi
 		return false
 	}
 	if err := s.Finish(ctx, rec, p); err != nil {
+		d.metrics.editFailed(p.Surface)
 		d.log.Warn("editing a finished request's message failed",
 			"request_id", rec.ID, "surface", p.Surface, "message_id", p.MessageID, "err", err)
 		return false

@@ -12,6 +12,7 @@ type Metrics struct {
 	resolvedTotal *prometheus.CounterVec
 	timeToResolve *prometheus.HistogramVec
 	postFailures  *prometheus.CounterVec
+	editFailures  *prometheus.CounterVec
 }
 
 // NewMetrics registers the dispatcher's metrics on reg.
@@ -34,8 +35,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "askbridge_post_failures_total",
 			Help: "Posts to a surface that failed after retries, by surface.",
 		}, []string{"surface"}),
+		editFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "askbridge_edit_failures_total",
+			Help: "Edits of an ended request's posted messages that failed after retries, by surface; a finisher tries them again for an hour.",
+		}, []string{"surface"}),
 	}
-	reg.MustRegister(m.createdTotal, m.resolvedTotal, m.timeToResolve, m.postFailures)
+	reg.MustRegister(m.createdTotal, m.resolvedTotal, m.timeToResolve, m.postFailures, m.editFailures)
 	return m
 }
 
@@ -61,11 +66,18 @@ func (m *Metrics) resolved(rec *pending.Record) {
 func (m *Metrics) surface(name string) {
 	if m != nil {
 		m.postFailures.WithLabelValues(name)
+		m.editFailures.WithLabelValues(name)
 	}
 }
 
 func (m *Metrics) postFailed(surface string) {
 	if m != nil {
 		m.postFailures.WithLabelValues(surface).Inc()
+	}
+}
+
+func (m *Metrics) editFailed(surface string) {
+	if m != nil {
+		m.editFailures.WithLabelValues(surface).Inc()
 	}
 }
