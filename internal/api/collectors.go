@@ -16,9 +16,16 @@ var (
 		"Pending requests in the store, all replicas together.", nil, nil)
 	uneditedDesc = prometheus.NewDesc("askbridge_unedited_requests",
 		"Ended requests whose posted messages are not yet known to be edited, all replicas together.", nil, nil)
+	overdueDesc = prometheus.NewDesc("askbridge_overdue_requests",
+		"Pending requests more than a minute past their expiry that no sweeper has expired yet, all replicas together.", nil, nil)
 	redisUpDesc = prometheus.NewDesc("askbridge_redis_up",
 		"1 when this replica read the store's counts from Redis at scrape time, else 0 (and the counts are left out).", nil, nil)
 )
+
+// overdueAfter is how far past its expiry a pending request must be to
+// count as overdue: the sweepers, every store.sweep_interval, expire it
+// well within it, so under traffic the count is 0 unless they fall behind.
+const overdueAfter = time.Minute
 
 // waitingCollector reports this process's waiters at scrape time.
 type waitingCollector struct{ store *pending.Store }
@@ -29,13 +36,15 @@ func (c waitingCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(c.store.Waiting()))
 }
 
-// pendingCollector counts pending requests, and ended requests whose
-// messages are still to be edited, in Redis at scrape time.
+// pendingCollector counts pending requests, those of them overdue, and
+// ended requests whose messages are still to be edited, in Redis at
+// scrape time.
 type pendingCollector struct{ store *pending.Store }
 
 func (c pendingCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pendingDesc
 	ch <- uneditedDesc
+	ch <- overdueDesc
 	ch <- redisUpDesc
 }
 
@@ -48,6 +57,7 @@ func (c pendingCollector) Collect(ch chan<- prometheus.Metric) {
 	}{
 		{pendingDesc, c.store.CountPending},
 		{uneditedDesc, c.store.CountUnedited},
+		{overdueDesc, func(ctx context.Context) (int64, error) { return c.store.CountOverdue(ctx, overdueAfter) }},
 	} {
 		n, err := g.count(ctx)
 		if err != nil {

@@ -66,6 +66,33 @@ func TestEditFailuresAreCounted(t *testing.T) {
 	}
 }
 
+// A request more than a minute past its expiry that no sweeper has
+// expired (sweepers behind, or none running) is counted: its agent is not
+// told it timed out, and its buttons stay live though an answer is
+// refused. One just past it, which the next sweep expires, is not: under
+// traffic that would never read 0.
+func TestOverdueRequestsAreCounted(t *testing.T) {
+	url, prefix := apptest.Redis(t)
+	clk := apptest.NewClock(time.Now())
+	// No sweep within the test: the count is the one before it.
+	a := apptest.Start(t, apptest.Config(t, "store: {sweep_interval: 1h}\n", url, prefix), app.Options{Now: clk.Now})
+	apptest.Create(t, a.URL(), "/v1/questions", map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}, "expires_in": "1m"})
+	start := clk.Now()
+	for _, tc := range []struct {
+		at   time.Duration // after the create
+		want string
+	}{
+		{0, "askbridge_overdue_requests 0"},
+		{90 * time.Second, "askbridge_overdue_requests 0"},  // 30 s past its expiry
+		{150 * time.Second, "askbridge_overdue_requests 1"}, // 90 s past it
+	} {
+		clk.Advance(start.Add(tc.at).Sub(clk.Now()))
+		if got := samples(t, a, "askbridge_overdue_requests"); got != tc.want {
+			t.Errorf("%v after the create: %q; want %q", tc.at, got, tc.want)
+		}
+	}
+}
+
 // startOnSlack starts a replica whose default route posts to a fake
 // Slack's channel C0AGENTS.
 func startOnSlack(t *testing.T) (*app.App, *slacktest.FakeSlack) {
@@ -91,7 +118,7 @@ routes:
 `, token, fake.URL), url, prefix), fake
 }
 
-// samples is the replica's samples of the labelled metric name.
+// samples is the replica's samples of the metric name.
 func samples(t *testing.T, a *app.App, name string) string {
 	t.Helper()
 	res, err := http.Get(a.URL() + "/metrics")
@@ -105,7 +132,7 @@ func samples(t *testing.T, a *app.App, name string) string {
 	}
 	var samples []string
 	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, name+"{") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
 			samples = append(samples, strings.TrimSpace(line))
 		}
 	}

@@ -64,6 +64,26 @@ func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
 	return expired, nil
 }
 
+// CountOverdue returns the number of pending requests whose expiry passed
+// more than late ago, by the store's clock, and that no sweeper has
+// expired yet.
+func (s *Store) CountOverdue(ctx context.Context, late time.Duration) (int64, error) {
+	until := strconv.FormatInt(s.opt.Now().Add(-late).UnixMilli(), 10)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, shards)
+	for sh := range shards {
+		cmds[sh] = pipe.ZCount(ctx, s.keys.due(sh), "-inf", until)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("count overdue: %w", unavailable(err))
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
 // RunSweeper expires, every interval until ctx ends, the requests that
 // are due and hands each one it expired to onExpired, which edits its
 // posted messages (and counts the end, which this replica made):
