@@ -212,19 +212,12 @@ func retryWait(age time.Duration) time.Duration {
 // CountUnedited returns the number of ended requests whose posted messages
 // are not yet known to be edited: being edited, or waiting for a finisher.
 func (s *Store) CountUnedited(ctx context.Context) (int64, error) {
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, shards)
-	for sh := range shards {
-		cmds[sh] = pipe.ZCard(ctx, s.keys.finish(sh))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("count unedited: %w", unavailable(err))
-	}
-	var n int64
-	for _, c := range cmds {
-		n += c.Val()
-	}
-	return n, nil
+	return s.total(ctx, "count unedited", func(pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
+		for sh := range shards {
+			cmds = append(cmds, pipe.ZCard(ctx, s.keys.finish(sh)))
+		}
+		return cmds
+	})
 }
 
 // RunFinisher edits, every interval until ctx ends, the messages of ended

@@ -1056,15 +1056,24 @@ func (s *Store) discard(ctx context.Context, id, lease, note string) (bool, erro
 
 // CountPending returns the number of pending requests, all kinds.
 func (s *Store) CountPending(ctx context.Context) (int64, error) {
-	pipe := s.rdb.Pipeline()
-	var cmds []*redis.IntCmd
-	for _, kind := range kinds {
-		for sh := range shards {
-			cmds = append(cmds, pipe.ZCard(ctx, s.keys.open(kind, sh)))
+	return s.total(ctx, "count pending", func(pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
+		for _, kind := range kinds {
+			for sh := range shards {
+				cmds = append(cmds, pipe.ZCard(ctx, s.keys.open(kind, sh)))
+			}
 		}
-	}
+		return cmds
+	})
+}
+
+// total adds up the counts of the commands queue puts on one pipeline:
+// one per shard's key, for the gauges a scrape of /metrics reads. what
+// names the count in its error.
+func (s *Store) total(ctx context.Context, what string, queue func(redis.Pipeliner) []*redis.IntCmd) (int64, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := queue(pipe)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("count pending: %w", unavailable(err))
+		return 0, fmt.Errorf("%s: %w", what, unavailable(err))
 	}
 	var n int64
 	for _, c := range cmds {

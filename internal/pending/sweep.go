@@ -69,19 +69,12 @@ func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
 // expired yet.
 func (s *Store) CountOverdue(ctx context.Context, late time.Duration) (int64, error) {
 	until := strconv.FormatInt(s.opt.Now().Add(-late).UnixMilli(), 10)
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, shards)
-	for sh := range shards {
-		cmds[sh] = pipe.ZCount(ctx, s.keys.due(sh), "-inf", until)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("count overdue: %w", unavailable(err))
-	}
-	var n int64
-	for _, c := range cmds {
-		n += c.Val()
-	}
-	return n, nil
+	return s.total(ctx, "count overdue", func(pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
+		for sh := range shards {
+			cmds = append(cmds, pipe.ZCount(ctx, s.keys.due(sh), "-inf", until))
+		}
+		return cmds
+	})
 }
 
 // RunSweeper expires, every interval until ctx ends, the requests that
