@@ -21,52 +21,15 @@ import (
 // value not as posted), the click must not pass as the open target's:
 // the request is read and its own target's responders decide.
 func TestCarriedTargetInASharedChannel(t *testing.T) {
-	fake := slacktest.NewFakeSlack(t, testToken)
-	store := embeddedStore(t)
 	prodTarget := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UADA"}}}
-	cfg := &config.Config{
-		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
-		Routes: []config.Route{
-			{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
-			{Name: "prod", Targets: []config.Target{{Slack: prodTarget}}},
-		},
-	}
-	s, err := New(cfg, Options{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
+	s, store, fake := routed(t,
+		config.Route{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}},
+		config.Route{Name: "prod", Targets: []config.Target{{Slack: prodTarget}}})
 	eve := slacktest.SlackUser("UEVE", "eve")
 
-	approval := pending.NewRequest{Kind: seam.KindApproval, Route: "prod",
-		Approval: &seam.Approval{ToolName: "kubectl_delete", Reason: "the prod namespace"}}
-	question := pending.NewRequest{Kind: seam.KindQuestion, Route: "prod", Questions: &seam.Questions{Questions: []seam.Question{
-		{ID: "q", Question: "Delete the prod namespace?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}
-	for _, tc := range []struct {
-		name    string
-		nr      pending.NewRequest
-		control string // the clicked control's action_id, after its request's id
-	}{
-		{"allow once", approval, "ab:allow:"},
-		{"dismiss", question, "ab:dismiss:"},
-		{"an option", question, "ab:pick:"},
-	} {
+	for _, tc := range prodClicks() {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, _, err := store.Create(ctx, tc.nr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			to := dispatch.Target{Key: "prod/0", Config: config.Target{Slack: prodTarget}}
-			n := len(fake.Calls("chat.postMessage"))
-			posts, err := s.Post(ctx, rec, to)
-			if err != nil {
-				t.Fatal(err)
-			}
-			posts[0].Target = to.Key
-			if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
-				t.Fatal(err)
-			}
-			msg := fake.Calls("chat.postMessage")[n]
+			rec, msg := postRecorded(t, s, store, fake, tc.nr, "prod/0", prodTarget)
 
 			p := slacktest.BlockActions(t, msg, eve, tc.control+rec.ID, nil, nil)
 			action := actionOf(p)
@@ -89,19 +52,10 @@ func TestCarriedTargetInASharedChannel(t *testing.T) {
 // pass as the open one's, which would let anyone answer the restricted
 // one's message.
 func TestUnlistedMessageInAChannelTwoTargetsShare(t *testing.T) {
-	fake := slacktest.NewFakeSlack(t, testToken)
-	store := embeddedStore(t)
 	restricted := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UADA"}}}
-	cfg := &config.Config{
-		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
-		Routes: []config.Route{{Name: "prod", Targets: []config.Target{
-			{Slack: &config.SlackTarget{Channel: "C1"}}, {Slack: restricted},
-		}}},
-	}
-	s, err := New(cfg, Options{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store, fake := routed(t, config.Route{Name: "prod", Targets: []config.Target{
+		{Slack: &config.SlackTarget{Channel: "C1"}}, {Slack: restricted},
+	}})
 	ctx := context.Background()
 	eve := slacktest.SlackUser("UEVE", "eve")
 	rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "prod", Questions: &seam.Questions{Questions: []seam.Question{
@@ -135,62 +89,19 @@ func TestUnlistedMessageInAChannelTwoTargetsShare(t *testing.T) {
 // requests: nothing is recorded, she is told she can't answer, and the
 // message she clicked, another request's, is left as it is.
 func TestCarriedTargetOfAnotherRoute(t *testing.T) {
-	fake := slacktest.NewFakeSlack(t, testToken)
-	store := embeddedStore(t)
 	open := &config.SlackTarget{Channel: "C0"}
 	prodTarget := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UADA"}}}
-	cfg := &config.Config{
-		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
-		Routes: []config.Route{
-			{Name: "default", Targets: []config.Target{{Slack: open}}},
-			{Name: "prod", Targets: []config.Target{{Slack: prodTarget}}},
-		},
-	}
-	s, err := New(cfg, Options{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
+	s, store, fake := routed(t,
+		config.Route{Name: "default", Targets: []config.Target{{Slack: open}}},
+		config.Route{Name: "prod", Targets: []config.Target{{Slack: prodTarget}}})
 	eve := slacktest.SlackUser("UEVE", "eve")
 
-	// post creates nr, posts it through the target key names and records
-	// the post; it returns the request and its message.
-	post := func(nr pending.NewRequest, key string, tc *config.SlackTarget) (*pending.Record, slacktest.FakeCall) {
-		t.Helper()
-		rec, _, err := store.Create(ctx, nr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		to := dispatch.Target{Key: key, Config: config.Target{Slack: tc}}
-		n := len(fake.Calls("chat.postMessage"))
-		posts, err := s.Post(ctx, rec, to)
-		if err != nil {
-			t.Fatal(err)
-		}
-		posts[0].Target = key
-		if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
-			t.Fatal(err)
-		}
-		return rec, fake.Calls("chat.postMessage")[n]
-	}
-	_, inC0 := post(pending.NewRequest{Kind: seam.KindQuestion, Route: "default", Questions: &seam.Questions{Questions: []seam.Question{
+	_, inC0 := postRecorded(t, s, store, fake, pending.NewRequest{Kind: seam.KindQuestion, Route: "default", Questions: &seam.Questions{Questions: []seam.Question{
 		{ID: "lunch", Question: "Lunch?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}, "default/0", open)
 
-	approval := pending.NewRequest{Kind: seam.KindApproval, Route: "prod",
-		Approval: &seam.Approval{ToolName: "kubectl_delete", Reason: "the prod namespace"}}
-	question := pending.NewRequest{Kind: seam.KindQuestion, Route: "prod", Questions: &seam.Questions{Questions: []seam.Question{
-		{ID: "q", Question: "Delete the prod namespace?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}
-	for _, tc := range []struct {
-		name    string
-		nr      pending.NewRequest
-		control string // the clicked control's action_id, after its request's id
-	}{
-		{"allow once", approval, "ab:allow:"},
-		{"dismiss", question, "ab:dismiss:"},
-		{"an option", question, "ab:pick:"},
-	} {
+	for _, tc := range prodClicks() {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, inC1 := post(tc.nr, "prod/0", prodTarget)
+			rec, inC1 := postRecorded(t, s, store, fake, tc.nr, "prod/0", prodTarget)
 			// The prod message's control, as clicked on the message in C0.
 			p := slacktest.BlockActions(t, inC1, eve, tc.control+rec.ID, nil, nil)
 			p["container"].(map[string]any)["channel_id"] = "C0"
@@ -257,21 +168,13 @@ func countSince(fake *slacktest.FakeSlack, n int, method string) int {
 // or a channel's name, whose conversation this replica has not learned
 // (it never posted there), must not pass for one that posts "nowhere".
 func TestNoOriginFindsNoTarget(t *testing.T) {
-	fake := slacktest.NewFakeSlack(t, testToken)
-	store := embeddedStore(t)
 	prod := &config.SlackTarget{Channel: "C1", Responders: config.SlackResponders{Users: []string{"UBOB"}}}
-	cfg := &config.Config{
-		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
-		Routes: []config.Route{{Name: "prod", Targets: []config.Target{
-			{Slack: &config.SlackTarget{Channel: "UADA"}}, // ada's DM: open, only she sees it
-			{Slack: &config.SlackTarget{Channel: "#ops"}},
-			{Slack: prod},
-		}}},
-	}
-	s, err := New(cfg, Options{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dm := &config.SlackTarget{Channel: "UADA"} // ada's DM: open, only she sees it
+	s, store, _ := routed(t, config.Route{Name: "prod", Targets: []config.Target{
+		{Slack: dm},
+		{Slack: &config.SlackTarget{Channel: "#ops"}},
+		{Slack: prod},
+	}})
 	ctx := context.Background()
 	eve := slacktest.SlackUser("UEVE", "eve")
 	for _, metadata := range []string{"", "{}", `{"c":""}`, `{"c":"","ts":"DM"}`} {
@@ -283,7 +186,7 @@ func TestNoOriginFindsNoTarget(t *testing.T) {
 		if strings.Contains(metadata, "DM") {
 			// The request's message in ada's DM, recorded: its ts with no
 			// conversation must not pass for it.
-			to := dispatch.Target{Key: "prod/0", Config: config.Target{Slack: cfg.Routes[0].Targets[0].Slack}}
+			to := dispatch.Target{Key: "prod/0", Config: config.Target{Slack: dm}}
 			posts, err := s.Post(ctx, rec, to)
 			if err != nil {
 				t.Fatal(err)
@@ -312,4 +215,61 @@ func TestNoOriginFindsNoTarget(t *testing.T) {
 			t.Errorf("private_metadata %q: answered %s; want the notice that she can't answer", metadata, body)
 		}
 	}
+}
+
+// prodClick is a one-tap control clicked on a request of the prod route.
+type prodClick struct {
+	name    string
+	nr      pending.NewRequest
+	control string // the clicked control's action_id, after its request's id
+}
+
+// prodClicks are the one-tap controls of the prod route's requests:
+// Allow once on an approval, Dismiss and an option on a question.
+func prodClicks() []prodClick {
+	approval := pending.NewRequest{Kind: seam.KindApproval, Route: "prod",
+		Approval: &seam.Approval{ToolName: "kubectl_delete", Reason: "the prod namespace"}}
+	question := pending.NewRequest{Kind: seam.KindQuestion, Route: "prod", Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "q", Question: "Delete the prod namespace?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}}}}
+	return []prodClick{
+		{"allow once", approval, "ab:allow:"},
+		{"dismiss", question, "ab:dismiss:"},
+		{"an option", question, "ab:pick:"},
+	}
+}
+
+// routed returns a surface with routes, on a fake Slack and an embedded
+// store of its own.
+func routed(t *testing.T, routes ...config.Route) (*Surface, *pending.Store, *slacktest.FakeSlack) {
+	t.Helper()
+	fake := slacktest.NewFakeSlack(t, testToken)
+	store := embeddedStore(t)
+	cfg := &config.Config{Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL}, Routes: routes}
+	s, err := New(cfg, Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, store, fake
+}
+
+// postRecorded creates nr, posts it through the target key names (tc) and
+// records the post, as dispatch does; it returns the request and its
+// message.
+func postRecorded(t *testing.T, s *Surface, store *pending.Store, fake *slacktest.FakeSlack, nr pending.NewRequest, key string, tc *config.SlackTarget) (*pending.Record, slacktest.FakeCall) {
+	t.Helper()
+	ctx := context.Background()
+	rec, _, err := store.Create(ctx, nr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(fake.Calls("chat.postMessage"))
+	posts, err := s.Post(ctx, rec, dispatch.Target{Key: key, Config: config.Target{Slack: tc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	posts[0].Target = key
+	if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
+		t.Fatal(err)
+	}
+	return rec, fake.Calls("chat.postMessage")[n]
 }
