@@ -52,13 +52,13 @@ type chatRequest struct {
 
 // chatReply is the part of a chat.* answer the bridge reads.
 type chatReply struct {
-	OK      bool   `json:"ok"`
-	Error   string `json:"error"`
-	Needed  string `json:"needed"`   // missing_scope: the scope the method needs
-	Who     string `json:"provided"` // missing_scope: the token's scopes
-	Channel string `json:"channel"`
-	TS      string `json:"ts"`
-	Meta    struct {
+	OK       bool   `json:"ok"`
+	Error    string `json:"error"`
+	Needed   string `json:"needed"`   // missing_scope: the scope the method needs
+	Provided string `json:"provided"` // missing_scope: the token's scopes
+	Channel  string `json:"channel"`
+	TS       string `json:"ts"`
+	Meta     struct {
 		Messages []string `json:"messages"`
 	} `json:"response_metadata"`
 }
@@ -141,7 +141,7 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 	}
 	if !r.OK {
 		return r, slackapi.SlackErrorResponse{Err: r.Error, ResponseMetadata: slackapi.ResponseMetadata{Messages: r.Meta.Messages},
-			Needed: r.Needed, Provided: r.Who}
+			Needed: r.Needed, Provided: r.Provided}
 	}
 	return r, nil
 }
@@ -170,7 +170,7 @@ func readChatReply(r io.Reader) (chatReply, error) {
 		case "needed":
 			v = &out.Needed
 		case "provided":
-			v = &out.Who
+			v = &out.Provided
 		case "channel":
 			v = &out.Channel
 		case "ts":
