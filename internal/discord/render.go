@@ -402,12 +402,13 @@ func longLabels(q seam.Question) bool {
 // when a control can't show them whole (descriptions beside buttons,
 // button labels a phone cuts short, labels cut in a select).
 func listed(q seam.Question) bool {
-	if buttons(q) && wideLabels(q) {
+	btns, numbered := buttons(q), longLabels(q)
+	if btns && wideLabels(q) {
 		return true
 	}
 	for i, o := range q.Options {
 		// A select cuts a label at 100 characters, its number included.
-		if o.Description != "" && buttons(q) || surface.Len(o.Description) > maxOptionText || !strings.HasSuffix(optionText(q, i, longLabels(q)), o.Label) {
+		if o.Description != "" && btns || surface.Len(o.Description) > maxOptionText || !strings.HasSuffix(optionText(q, i, numbered), o.Label) {
 			return true
 		}
 	}
