@@ -61,7 +61,7 @@ func labelName(i int, q seam.Question) string {
 	if text := surface.OneLine(q.Question); text != "" {
 		return text
 	}
-	return fieldName(i, q)
+	return fmt.Sprintf("Question %d", i+1)
 }
 
 // textModal answers a lone question without options: one field, typed
