@@ -45,6 +45,11 @@ import (
 // call; the bridge caps it at its store.max_wait (60 s by default).
 const DefaultPollWait = 25 * time.Second
 
+// WithdrawTimeout bounds the withdrawal (DELETE, retried while the bridge
+// fails as it may not for long) that Create, Wait, Ask and Approve make
+// after the caller's context ended.
+const WithdrawTimeout = 10 * time.Second
+
 // Client talks to one bridge. It is safe for concurrent use.
 type Client struct {
 	base     string // scheme://host[:port][/prefix], no trailing slash
@@ -118,7 +123,7 @@ func New(baseURL string, opts ...ClientOption) (*Client, error) {
 		maxBackoff:      5 * time.Second,
 		retryFor:        2 * time.Minute,
 		grace:           30 * time.Second,
-		withdrawTimeout: 10 * time.Second,
+		withdrawTimeout: WithdrawTimeout,
 	}
 	for _, o := range opts {
 		o(c)
@@ -340,7 +345,7 @@ func (c *Client) abandonFor(ctx context.Context, kind Kind, toolCallID string, b
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w; withdrawing it failed: %w", kind, cause, err)
+		return nil, fmt.Errorf("create %s: %w; %w: %w", kind, cause, ErrNotWithdrawn, err)
 	}
 	return withdrawn(cause, &rec)
 }
@@ -402,7 +407,7 @@ func (c *Client) withdrawFor(ctx context.Context, rec *Record, cause error) (*Re
 		return err
 	})
 	if err != nil {
-		return rec, fmt.Errorf("%s %s: %w; withdrawing it failed: %w", rec.Kind, rec.ID, cause, err)
+		return rec, fmt.Errorf("%s %s: %w; %w: %w", rec.Kind, rec.ID, cause, ErrNotWithdrawn, err)
 	}
 	return withdrawn(cause, got)
 }

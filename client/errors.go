@@ -86,6 +86,13 @@ var (
 // at all: nothing was asked.
 var ErrUnreachable = errors.New("can't reach the bridge")
 
+// ErrNotWithdrawn is in the error of a call whose request was to be
+// withdrawn (the caller's context ended, or a create was given up on) and
+// was not: the bridge could not be reached, or refused, within
+// WithdrawTimeout. The request may still be pending, its posted messages
+// answerable, until it expires.
+var ErrNotWithdrawn = errors.New("withdrawing it failed")
+
 // CodeOf returns the code of the *Error in err's chain, or "" when there is
 // none (a network error, a cancelled context).
 func CodeOf(err error) string {

@@ -435,3 +435,47 @@ func TestWithdrawalIsRetried(t *testing.T) {
 		t.Errorf("%d deletes, want 3", n)
 	}
 }
+
+// A withdrawal that fails says so with ErrNotWithdrawn, whether the caller
+// gave up during the wait (withdrawn by id) or during the create (by
+// tool_call_id): a command that was interrupted can then tell the person
+// that the question is still live, its message still answerable. A
+// withdrawal that went through does not.
+func TestWithdrawalFailedSaysSo(t *testing.T) {
+	refused := reply(500, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+	cancelled := reply(200, `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],`+
+		`"error":{"code":"ASK_ABORTED","message":"withdrawn"}}`)
+	type step = func(http.ResponseWriter, *http.Request, []byte)
+	for _, tc := range []struct {
+		name   string
+		during string // POST: the caller gives up mid-create; GET: mid-wait
+		delete step
+		failed bool
+	}{
+		{"mid-wait, refused", "GET", refused, true},
+		{"mid-create, refused", "POST", refused, true},
+		{"mid-wait, withdrawn", "GET", cancelled, false},
+		{"mid-create, withdrawn", "POST", cancelled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			giveUp := func(w http.ResponseWriter, r *http.Request, _ []byte) { cancel(); <-r.Context().Done() }
+			steps := map[string][]step{"DELETE": {tc.delete}, "POST": {reply(201, pendingRec)}, "GET": {reply(200, pendingRec)}}
+			steps[tc.during] = []step{giveUp}
+			_, c := newScript(t, steps)
+			var err error
+			if tc.during == "POST" {
+				_, err = c.Create(ctx, question, 0)
+			} else {
+				_, err = c.Wait(ctx, &Record{ID: "abc", Kind: KindQuestion, Status: StatusPending})
+			}
+			if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotWithdrawn) != tc.failed {
+				t.Errorf("error %v: errors.Is(ErrNotWithdrawn) = %v, want %v", err, errors.Is(err, ErrNotWithdrawn), tc.failed)
+			}
+			if tc.failed && !strings.Contains(err.Error(), "withdrawing it failed: internal error") {
+				t.Errorf("error %q, want it to say the withdrawal failed, and why", err)
+			}
+		})
+	}
+}
