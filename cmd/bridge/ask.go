@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/askbridge/askbridge/client"
@@ -42,7 +43,10 @@ selected holds the chosen option labels verbatim; a free-text answer is in
 "custom". The request's id is printed on stderr as soon as it is created.
 Ctrl-C (SIGINT, SIGTERM, or SIGHUP as its terminal closes) withdraws the
 question before exiting; signals that come meanwhile (timeout(1) sends
-two) don't cut that short, which takes at most 10 s. A wait that fails (the bridge unreachable for two
+two) don't cut that short, which takes at most 10 s. It says on stderr
+that it is withdrawing the question, and, if the bridge did not take the
+withdrawal, that the question's message may keep live buttons until it
+expires (exit 1). A wait that fails (the bridge unreachable for two
 minutes) leaves the question asked, and says so: run the command again
 with the --tool-call-id it names to wait for it.
 
@@ -159,6 +163,12 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "bridge: ask:", err)
 		return exitError
 	}
+	// Once ctx ends (Ctrl-C), Create and Wait withdraw the question, which
+	// takes up to the client's WithdrawTimeout while the bridge is slow or
+	// down. The person is told at once, or they see nothing happen and
+	// press Ctrl-C again, in vain.
+	stderr = &lockedWriter{w: stderr} // written from sayWhenDone's goroutine too
+	ctx, stop := sayWhenDone(ctx, stderr, fmt.Sprintf("bridge: ask: withdrawing the question (up to %s)…", client.WithdrawTimeout))
 	rec, err := c.Create(ctx, req, 0)
 	switch {
 	case err == nil && rec.Status == client.StatusPending:
@@ -169,7 +179,39 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// interrupted before this one): its outcome, not a second ask.
 		fmt.Fprintf(stderr, "found: id %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", rec.ID, rec.ToolCallID, rec.Status)
 	}
+	stop()
 	return askOutcome(rec, err, stdout, stderr)
+}
+
+// sayWhenDone returns a context that ends when ctx does, once line has
+// been written to w: what is done because it ended comes after the line.
+// Once stop returns, the line has been written or never will be.
+func sayWhenDone(ctx context.Context, w io.Writer, line string) (context.Context, func()) {
+	said, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	written := make(chan struct{})
+	unwatch := context.AfterFunc(ctx, func() {
+		defer close(written)
+		fmt.Fprintln(w, line)
+		cancel()
+	})
+	return said, func() {
+		if !unwatch() {
+			<-written
+		}
+		cancel()
+	}
+}
+
+// lockedWriter makes w safe for writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // askOutcome prints how a question ended and returns the exit status.
@@ -177,7 +219,16 @@ func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
 		fmt.Fprintln(stderr, "bridge: ask:", hint(err))
 		gone := errors.Is(err, client.ErrNoProvider) || errors.Is(err, client.ErrNotFound)
-		if rec != nil && rec.ID != "" && rec.ToolCallID != "" && !gone {
+		switch {
+		case errors.Is(err, client.ErrNotWithdrawn):
+			// To be withdrawn (Ctrl-C, or a create given up on), and the
+			// bridge did not take the withdrawal.
+			what := "the question"
+			if rec != nil && rec.ID != "" {
+				what = "question " + rec.ID
+			}
+			fmt.Fprintf(stderr, "bridge: ask: %s could not be withdrawn: its message may keep live buttons until it expires\n", what)
+		case rec != nil && rec.ID != "" && rec.ToolCallID != "" && !gone:
 			// The wait failed (the bridge down for longer than the
 			// client's retries, say), not the question: a person may still
 			// answer it, and the caller can still get that answer. Not so

@@ -378,6 +378,32 @@ func TestAskInterrupted(t *testing.T) {
 	}
 }
 
+// TestAskInterruptedNotWithdrawn: Ctrl-C, and the bridge refuses the
+// withdrawal. ask said it was withdrawing the question, and now says that
+// it could not, so that the person knows its message may still be
+// answered.
+func TestAskInterruptedNotWithdrawn(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	proxy := failing(t, url, http.MethodDelete, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+	asked := cliAsync("ask", "--server", proxy.URL, "--question", "Deploy?")
+	p := awaitPending(t, url)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, "ask", asked)
+	want := []string{
+		"bridge: ask: withdrawing the question (up to 10s)…\n",
+		"bridge: ask: question " + p.ID + " could not be withdrawn: its message may keep live buttons until it expires\n",
+	}
+	if r.code != exitError || !strings.Contains(r.stderr, want[0]) || !strings.HasSuffix(r.stderr, want[1]) {
+		t.Errorf("ask = %+v; want exit %d, saying %q and then %q", r, exitError, want[0], want[1])
+	}
+	c, _ := client.New(url)
+	if rec, err := c.Get(context.Background(), p.ID, 0); err != nil || rec.Status != client.StatusPending {
+		t.Errorf("question = %+v, %v; want it pending, as ask said", rec, err)
+	}
+}
+
 // Run again under the --tool-call-id of a question that ended (withdrawn
 // by Ctrl-C), ask says it found that question ended, rather than that it
 // asked and waits.
@@ -797,10 +823,48 @@ func TestDurationFlagsNameTheUnit(t *testing.T) {
 }
 
 // failingWaits is a proxy in front of the bridge at url that answers every
-// GET (a wait) with status and body, and forwards the rest. It adds no
+// GET (a wait) with status and body, and forwards the rest.
+func failingWaits(t *testing.T, url string, status int, body string) *httptest.Server {
+	t.Helper()
+	return failing(t, url, http.MethodGet, status, body)
+}
+
+// holdingWithdrawals is a proxy in front of the bridge at url that holds
+// every withdrawal (DELETE) until release is called (or the caller goes
+// away), after it has said on withdrawing that one arrived; it forwards
+// the rest.
+func holdingWithdrawals(t *testing.T, url string) (proxy string, withdrawing <-chan struct{}, release func()) {
+	t.Helper()
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, released := make(chan struct{}, 1), make(chan struct{})
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+			select {
+			case <-released:
+			case <-r.Context().Done(): // the caller killed as the test failed
+			}
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	release = sync.OnceFunc(func() { close(released) })
+	t.Cleanup(release) // before srv.Close, which waits for the calls it holds
+	return srv.URL, arrived, release
+}
+
+// failing is a proxy in front of the bridge at url that answers every call
+// of method with status and body, and forwards the rest. It adds no
 // X-Forwarded-For (Rewrite adds none): an open bridge refuses a call a
 // proxy forwarded.
-func failingWaits(t *testing.T, url string, status int, body string) *httptest.Server {
+func failing(t *testing.T, url, method string, status int, body string) *httptest.Server {
 	t.Helper()
 	target, err := neturl.Parse(url)
 	if err != nil {
@@ -808,7 +872,7 @@ func failingWaits(t *testing.T, url string, status int, body string) *httptest.S
 	}
 	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
+		if r.Method == method {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
 			io.WriteString(w, body)

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	neturl "net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -134,7 +131,9 @@ routes:
 // sends one to the foreground process group as the shell exits). It
 // withdraws its question and exits 3, rather than dying at the second with
 // the question left pending, for a person to answer for nobody, until it
-// expires. The second comes here while the withdrawal is on its way.
+// expires. The second comes here while the withdrawal is on its way,
+// which ask has said it is making by then: the person who pressed Ctrl-C
+// sees that something is happening.
 func TestAskSignalledTwiceWithdraws(t *testing.T) {
 	if os.Getenv("BRIDGE_TEST_SIG_CHILD") == "1" {
 		os.Exit(run([]string{"ask", "--server", os.Getenv("BRIDGE_TEST_SIG_SERVER"), "--question", "Deploy?"}, strings.NewReader(""), os.Stdout, os.Stderr))
@@ -147,25 +146,11 @@ func TestAskSignalledTwiceWithdraws(t *testing.T) {
 				t.Skipf("%s is ignored in this process, so in bridge ask too (nohup)", sig)
 			}
 			url := startBridge(t, app.Options{})
-			target, err := neturl.Parse(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Between bridge ask and the bridge: holds the withdrawal until released.
-			withdrawing, release := make(chan struct{}, 1), make(chan struct{})
-			bridge := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
-			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodDelete {
-					withdrawing <- struct{}{}
-					<-release
-				}
-				bridge.ServeHTTP(w, r)
-			}))
-			defer proxy.Close()
+			proxy, withdrawing, release := holdingWithdrawals(t, url)
 			child := exec.Command(os.Args[0], "-test.run=^TestAskSignalledTwiceWithdraws$")
-			child.Env = append(os.Environ(), "BRIDGE_TEST_SIG_CHILD=1", "BRIDGE_TEST_SIG_SERVER="+proxy.URL)
-			var stderr bytes.Buffer
-			child.Stderr = &stderr
+			child.Env = append(os.Environ(), "BRIDGE_TEST_SIG_CHILD=1", "BRIDGE_TEST_SIG_SERVER="+proxy)
+			stderr := &apptest.LogBuffer{}
+			child.Stderr = stderr
 			if err := child.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -175,11 +160,11 @@ func TestAskSignalledTwiceWithdraws(t *testing.T) {
 			select {
 			case <-withdrawing:
 			case <-time.After(within):
-				close(release)
 				t.Fatalf("bridge ask did not withdraw its question after %s", sig)
 			}
+			stderr.WaitFor(t, "bridge: ask: withdrawing the question (up to 10s)…", within)
 			child.Process.Signal(sig)
-			close(release)
+			release()
 			exited := make(chan error, 1)
 			go func() { exited <- child.Wait() }()
 			select {
