@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -132,12 +133,15 @@ func TestMCP(t *testing.T) {
 }
 
 // TestMCPInterrupted sends the test process SIGINT while a tool call waits:
-// the command withdraws the question, the call ends, and the command exits
-// 0. (The SDK writes no responses once its connection is closing, so the
-// call ends with the connection rather than with ASK_ABORTED.)
+// the command says on stderr that it is withdrawing the question (which
+// can take a while: here the withdrawal is held until it has said so),
+// withdraws it, the call ends, and the command exits 0. (The SDK writes no
+// responses once its connection is closing, so the call ends with the
+// connection rather than with ASK_ABORTED.)
 func TestMCPInterrupted(t *testing.T) {
 	url := startBridge(t, app.Options{})
-	p := startMCP(t, "--server", url)
+	proxy, withdrawing, release := holdingWithdrawals(t, url)
+	p := startMCP(t, "--server", proxy)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	done := p.ask(ctx, "web")
@@ -145,6 +149,13 @@ func TestMCPInterrupted(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case <-withdrawing:
+	case <-time.After(within):
+		t.Fatal("bridge mcp did not withdraw its question after SIGINT")
+	}
+	p.stderr.WaitFor(t, `msg="withdrawing the pending requests…"`, within)
+	release()
 	p.exited(t, exitOK)
 	select {
 	case r := <-done:
@@ -157,6 +168,30 @@ func TestMCPInterrupted(t *testing.T) {
 	c, _ := client.New(url)
 	if got, err := c.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
 		t.Errorf("question after Ctrl-C = %+v, %v; want cancelled", got, err)
+	}
+}
+
+// TestMCPInterruptedNotWithdrawn: SIGINT, and the bridge refuses the
+// withdrawal: bridge mcp says on stderr that the question's message may
+// keep live buttons.
+func TestMCPInterruptedNotWithdrawn(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	proxy := failing(t, url, http.MethodDelete, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+	p := startMCP(t, "--server", proxy.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	p.ask(ctx, "web")
+	rec := awaitPending(t, url)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	p.exited(t, exitOK)
+	if want := `level=WARN msg="could not withdraw the request: its message may keep live buttons until it expires"`; !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("stderr:\n%s\nwant %s", p.stderr.String(), want)
+	}
+	c, _ := client.New(url)
+	if got, err := c.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusPending {
+		t.Errorf("question = %+v, %v; want it pending, as bridge mcp said", got, err)
 	}
 }
 

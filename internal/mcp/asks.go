@@ -184,7 +184,12 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	default:
 		out.err = fmt.Errorf("%s %s: %s without an answer", rec.Kind, rec.ID, rec.Status)
 	}
-	if out.err != nil {
+	switch {
+	case errors.Is(err, client.ErrNotWithdrawn):
+		// Given up on (Close, the re-attach window passed), and the
+		// bridge did not take the withdrawal.
+		s.log.Warn("could not withdraw the request: its message may keep live buttons until it expires", "tool_call_id", a.toolCallID, "err", err)
+	case out.err != nil:
 		s.log.Info("ended without an answer", "tool_call_id", a.toolCallID, "err", out.err)
 	}
 	// The wait failed (the bridge unreachable for the client's whole retry
@@ -349,6 +354,11 @@ func (s *Server) forget(a *ask) {
 // Tool calls still waiting get ASK_ABORTED. Calls after Close fail.
 func (s *Server) Close() {
 	s.mu.Lock()
+	if !s.closed && len(s.running) > 0 {
+		// Said at once: it can take a while (the bridge slow or down), and
+		// someone at a terminal who pressed Ctrl-C sees nothing happen.
+		s.log.Info("withdrawing the pending requests…", "count", len(s.running), "up_to", client.WithdrawTimeout)
+	}
 	s.closed = true
 	clear(s.asks)
 	for a := range s.running {
