@@ -675,6 +675,52 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("the card answered while the page was away stayed: %v", err)
 		}
 	})
+	t.Run("a list read that crosses a newer one does not put a card back", func(t *testing.T) {
+		// Two reads of the list cross: the first, read while the request
+		// was pending, comes back after the second, read once it was
+		// answered. Applied last, the first would put the answered card
+		// back on the page.
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Roll back eu-3?", Options: []seam.Option{{Label: "Roll back"}, {Label: "Keep"}}}))
+		c := card(rec)
+		ctx, replies := heldReplies(t, bctx, "*/web/cards*")
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c),
+			// Each list read marks the page once the page has taken it in
+			// (what awaits its text runs before the timer).
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				const text = Response.prototype.text;
+				Response.prototype.text = function () {
+					const list = this.url.includes("/web/cards");
+					return text.call(this).then((body) => {
+						if (list) setTimeout(() => { const d = document.documentElement.dataset; d.lists = String(Number(d.lists || 0) + 1); });
+						return body;
+					});
+				};
+			})()`)); err != nil {
+			t.Fatalf("open the inbox: %v", err)
+		}
+		held := func(what string) fetch.RequestID {
+			t.Helper()
+			select {
+			case id := <-replies:
+				return id
+			case <-ctx.Done():
+				t.Fatalf("the page never read the list %s", what)
+				panic("unreachable")
+			}
+		}
+		older := held("as its stream opened") // the card in it, pending
+		call(t, base, http.MethodPost, "/v1/questions/"+rec["id"].(string)+"/answer", "ada-token-7f3c9e21b4", map[string]any{"answers": []any{map[string]any{"id": "q", "selected": []string{"Keep"}}}})
+		newer := held("once the request was answered")
+		if err := chromedp.Do(ctx, resume(newer), chromedp.WaitNotPresent(c)); err != nil {
+			t.Fatalf("the answered card never left: %v", err)
+		}
+		if err := chromedp.Do(ctx, resume(older), chromedp.WaitReady(`html[data-lists="2"]`)); err != nil {
+			t.Fatalf("the older list was never read: %v", err)
+		}
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(document.querySelector("`+c+`") !== null)`)); err != nil || v != "false" {
+			t.Errorf("the older list put the answered card back (%q, %v)", v, err)
+		}
+	})
 	t.Run("signed link page", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
 		r := get(t, a.Store(), rec)

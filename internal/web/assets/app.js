@@ -360,12 +360,22 @@
     liveEl.textContent = on ? "Live" : "Reconnecting…";
   }
 
+  // Lists are read as changes come, and two reads can cross: applied
+  // after a newer one, the older would put back a card gone since (one
+  // just answered, say). Each read is numbered, and one older than the
+  // list shown is dropped.
+  let listsRead = 0, listShown = 0;
+
   async function refreshInbox() {
+    const n = ++listsRead;
     const res = await fetch(root + "/web/cards", { credentials: "same-origin" });
     if (res.status === 401) { location.reload(); return; }
     if (!res.ok) return;
+    const html = await res.text();
+    if (n < listShown) return;
+    listShown = n;
     const tpl = document.createElement("template");
-    tpl.innerHTML = await res.text(); // server-rendered by html/template: escaped
+    tpl.innerHTML = html; // server-rendered by html/template: escaped
     const list = document.getElementById("cards");
     const fresh = [...tpl.content.querySelectorAll(".card")];
     const ids = new Set(fresh.map((c) => c.dataset.id));
