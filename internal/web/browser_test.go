@@ -721,6 +721,93 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the older list put the answered card back (%q, %v)", v, err)
 		}
 	})
+	t.Run("back in view while a refused stream waits to open again, the page opens one stream", func(t *testing.T) {
+		// The bridge refuses the inbox's stream; the page reads the list
+		// before it opens a new one, and comes back in view meanwhile,
+		// which opens a new one at once. When the list comes, the retry
+		// it waited for must not open a second: the bridge counts them
+		// (TOO_MANY_STREAMS), and the first would be left open for good.
+		ctx, paused := pausedTab(t, bctx)
+		lists := make(chan fetch.RequestID, 1)
+		streams := make(chan int, 8)
+		go func() {
+			for n, read := 0, 0; ; {
+				var e *fetch.EventRequestPaused
+				select {
+				case <-ctx.Done():
+					return
+				case e = <-paused:
+				}
+				switch {
+				case strings.Contains(e.Request.URL, "/web/cards") && read == 0:
+					read++
+					lists <- e.RequestID // held until the test lets it go
+				case strings.Contains(e.Request.URL, "/web/cards"):
+					chromedp.Do(ctx, resume(e.RequestID))
+				case n == 0:
+					n++
+					streams <- n
+					chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+						_, err := cdp.Call(ctx, tg, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: e.RequestID, ResponseCode: 503,
+							ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/plain"}}, Body: []byte("redis is unavailable")})
+						return err
+					}))
+				default:
+					n++
+					streams <- n // held: on its way, as long as the test runs
+				}
+			}
+		}()
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), pause(&fetch.RequestPattern{URLPattern: "*/web/events*"}, &fetch.RequestPattern{URLPattern: "*/web/cards*"}),
+			chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`),
+			// The page's streams from here on are kept, and each list read
+			// marks the page once the page has taken it in.
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				window.streams = [];
+				window.EventSource = class extends EventSource {
+					constructor(...args) { super(...args); window.streams.push(this); }
+				};
+				const text = Response.prototype.text;
+				Response.prototype.text = function () {
+					const list = this.url.includes("/web/cards");
+					return text.call(this).then((body) => {
+						if (list) setTimeout(() => { document.documentElement.dataset.listed = "1"; });
+						return body;
+					});
+				};
+			})()`)); err != nil {
+			t.Fatalf("open the inbox: %v", err)
+		}
+		wait := func(what string, ch <-chan fetch.RequestID) fetch.RequestID {
+			t.Helper()
+			select {
+			case id := <-ch:
+				return id
+			case <-ctx.Done():
+				t.Fatalf("the page never %s", what)
+				panic("unreachable")
+			}
+		}
+		list := wait("read the list after its stream was refused", lists)
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.dispatchEvent(new Event("visibilitychange")), document.visibilityState)`)); err != nil || v != "visible" {
+			t.Fatalf("back in view: %q, %v", v, err)
+		}
+		for n := 0; n < 2; {
+			select {
+			case n = <-streams:
+			case <-ctx.Done():
+				t.Fatal("back in view, the page opened no new stream")
+			}
+		}
+		if err := chromedp.Do(ctx, resume(list), chromedp.WaitReady(`html[data-listed="1"]`)); err != nil {
+			t.Fatalf("the list was never read: %v", err)
+		}
+		// One opened since it came back in view, and it is open (on its
+		// way): the retry neither adds one nor replaces it.
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.streams.length + " opened, " + window.streams.filter((s) => s.readyState !== EventSource.CLOSED).length + " open"`)); err != nil || v != "1 opened, 1 open" {
+			t.Errorf("since back in view, %s; want 1 opened, 1 open (%v)", v, err)
+		}
+	})
 	t.Run("signed link page", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
 		r := get(t, a.Store(), rec)

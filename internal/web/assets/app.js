@@ -429,20 +429,26 @@
   // sign-in page when the session has ended, a request's page into its
   // "expired" page when its link has.
   // It returns a function that closes the stream for good.
+  // A page holds one stream at most, open or on its way (the bridge caps
+  // them: TOO_MANY_STREAMS): a wake (below) replaces the stream, and a
+  // retry it overtook, its onRefused still running, opens none.
   function stream(url, onChange, onRefused) {
     if (!window.EventSource) return () => {};
     let pause = 1000, es = null, timer = 0, stopped = false;
+    let woken = 0; // wakes so far: a retry from before the last one is stale
     const open = () => {
       if (stopped) return;
-      es = new EventSource(url);
-      es.addEventListener("open", () => { live(true); pause = 1000; });
-      es.addEventListener("change", (ev) => { live(true); onChange(ev.data); });
-      es.addEventListener("by", (ev) => signedInAs(ev.data));
-      es.addEventListener("error", () => {
+      if (es) es.close();
+      const s = es = new EventSource(url);
+      s.addEventListener("open", () => { live(true); pause = 1000; });
+      s.addEventListener("change", (ev) => { live(true); onChange(ev.data); });
+      s.addEventListener("by", (ev) => signedInAs(ev.data));
+      s.addEventListener("error", () => {
         live(false);
-        if (es.readyState !== EventSource.CLOSED) return; // it reconnects itself
+        if (s.readyState !== EventSource.CLOSED) return; // it reconnects itself
+        const since = woken;
         timer = setTimeout(() => {
-          Promise.resolve(onRefused && onRefused()).catch(() => {}).then(open);
+          Promise.resolve(onRefused && onRefused()).catch(() => {}).then(() => { if (since === woken) open(); });
         }, pause);
         pause = Math.min(pause * 2, 30000);
       });
@@ -454,6 +460,7 @@
     // event says what changed meanwhile.
     const wake = () => {
       if (stopped || document.visibilityState !== "visible") return;
+      woken++;
       clearTimeout(timer);
       if (es) es.close();
       pause = 1000;
