@@ -192,10 +192,10 @@ func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := slacktest.NewFakeSlack(t, testToken)
-			if ok, code, msgs := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.fits", "view": tc.fits}); !ok {
+			if ok, code, msgs := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.a1", "view": tc.fits}); !ok {
 				t.Errorf("at the limit: %s %v", code, msgs)
 			}
-			if ok, code, msgs := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.over", "view": tc.over}); ok || code != "invalid_arguments" || len(msgs) == 0 {
+			if ok, code, msgs := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.b2", "view": tc.over}); ok || code != "invalid_arguments" || len(msgs) == 0 {
 				t.Errorf("over the limit, views.open answered ok=%v %s %v; want invalid_arguments with a message", ok, code, msgs)
 			}
 		})
@@ -210,6 +210,33 @@ func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
 		}
 		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"view": view(5, nil)}); ok || code != "invalid_trigger_id" {
 			t.Errorf("no trigger: ok=%v %s; want invalid_trigger_id", ok, code)
+		}
+		// "The expected format for the trigger_id argument is
+		// "132456.7890123.abcdef"."
+		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.xyz", "view": view(5, nil)}); ok || code != "invalid_trigger_id" {
+			t.Errorf("a trigger not of Slack's format: ok=%v %s; want invalid_trigger_id", ok, code)
+		}
+	})
+	t.Run("a view past 250 kB", func(t *testing.T) {
+		// Each section is 58 bytes of JSON and its text: 100 of 2,400
+		// characters are 245,800 bytes, of 2,500 255,800.
+		sections := func(text string) []any {
+			var out []any
+			for range 100 {
+				out = append(out, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": text}})
+			}
+			return out
+		}
+		fake := slacktest.NewFakeSlack(t, testToken)
+		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.c3", "view": view(5, sections(strings.Repeat("x", 2400)))}); !ok {
+			t.Errorf("a view of 246 kB: %s", code)
+		}
+		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.d4", "view": view(5, sections(strings.Repeat("x", 2500)))}); ok || code != "view_too_large" {
+			t.Errorf("a view of 256 kB: ok=%v %s; want view_too_large", ok, code)
+		}
+		// Bytes, not characters: 1,250 of "é" are 2,500 bytes.
+		if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.e5", "view": view(5, sections(strings.Repeat("é", 1250)))}); ok || code != "view_too_large" {
+			t.Errorf("a view of 256 kB in 131,000 characters: ok=%v %s; want view_too_large", ok, code)
 		}
 	})
 	t.Run("an ephemeral where the bot is not", func(t *testing.T) {

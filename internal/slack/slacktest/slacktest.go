@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +32,9 @@ import (
 // {"ok":...} out, HTTP 429 with Retry-After and {"ok":false,"error":
 // "ratelimited"} on demand, not_authed without a token, invalid_auth with
 // another, missing_scope naming the scope a method needs and the token
-// lacks) and records every call. It also takes the posts to the response_url of the clicks Click
+// lacks; views.open refuses a trigger_id not of Slack's form or used
+// before, and a view over Block Kit's limits or 250 kB) and records every
+// call. It also takes the posts to the response_url of the clicks Click
 // makes on its messages, recorded as calls of method "response_url".
 type FakeSlack struct {
 	URL   string // the API base URL, with its final /
@@ -99,6 +102,10 @@ type FakeFail struct {
 	Status     int    // HTTP status; 0 means 200 with ok:false
 	RetryAfter string // Retry-After header of a 429
 	Error      string // the ok:false error
+	// Messages, with Error, are Slack's words on it, as its answer
+	// carries them in response_metadata.messages: what invalid_arguments
+	// found wrong ("`trigger_id` expired [json-pointer:/trigger_id]").
+	Messages []string
 	// Applied carries the call out before answering with the failure, as
 	// Slack's internal_error and fatal_error may ("It's possible some
 	// aspect of the operation succeeded before the error was raised").
@@ -110,6 +117,14 @@ type FakeFail struct {
 	// network may once the call is in; with Applied, after carrying it
 	// out. The call is recorded with Status 0.
 	Drop bool
+}
+
+// answer is the ok:false answer of f.
+func (f *FakeFail) answer() map[string]any {
+	if len(f.Messages) > 0 {
+		return refusal(f.Error, f.Messages)
+	}
+	return failure(f.Error)
 }
 
 // NewFakeSlack starts a fake that accepts token and stops with t.
@@ -353,13 +368,13 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if call.Status = cmp.Or(fail.Status, http.StatusOK); call.Status == http.StatusOK {
-			resp = failure(fail.Error)
+			resp = fail.answer()
 		}
 	case fail != nil && fail.Drop:
 	case fail != nil && fail.Status != 0:
 		call.Status = fail.Status
 	case fail != nil:
-		resp = failure(fail.Error)
+		resp = fail.answer()
 	default:
 		resp, call.OK = f.answer(&call)
 	}
@@ -646,7 +661,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 			// exchanged_trigger_id ("The trigger_id was already exchanged
 			// in a previous call").
 			switch trigger := c.Field("trigger_id"); {
-			case trigger == "":
+			case !triggerFormat.MatchString(trigger):
+				// "The trigger_id is invalid. The expected format for the
+				// trigger_id argument is "132456.7890123.abcdef"."
 				return failure("invalid_trigger_id"), false
 			case f.triggers[trigger]:
 				return failure("exchanged_trigger_id"), false
@@ -674,6 +691,9 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		}
 		if errs := viewErrors(c.JSON["view"]); len(errs) > 0 {
 			return refusal("invalid_arguments", errs), false
+		}
+		if c.viewSize() > maxViewBytes {
+			return failure("view_too_large"), false
 		}
 		view, _ := c.JSON["view"].(map[string]any)
 		f.next++
@@ -928,6 +948,27 @@ func (c FakeCall) rawBlocks() any {
 		return "not JSON"
 	}
 	return raw
+}
+
+// triggerFormat is the form of a trigger_id Slack takes: 132456.7890123.abcdef.
+var triggerFormat = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9a-f]+$`)
+
+// maxViewBytes is the largest view Slack opens or updates: "Error
+// returned if the provided view is greater than 250kb" (view_too_large),
+// read here as 250,000 bytes of its JSON, the lesser reading.
+const maxViewBytes = 250_000
+
+// viewSize is the size of the view a views.* call sent, in bytes of JSON
+// as sent.
+func (c FakeCall) viewSize() int {
+	if c.JSON == nil {
+		return len(c.Form.Get("view"))
+	}
+	var body struct {
+		View json.RawMessage `json:"view"`
+	}
+	_ = json.Unmarshal([]byte(c.Body), &body)
+	return len(body.View)
 }
 
 // View returns the view a views.open or views.update call sent.
