@@ -38,6 +38,13 @@ const (
 	msgTypeAnswer   = "Type an answer."
 	msgTypeFeedback = "Type your feedback."
 	msgNotOffered   = "That answer is not one of the options; nothing was saved."
+	// msgClickAgain follows a form Slack did not open for want of time:
+	// the click's trigger_id ran out (it lives 3 s), or Slack was slow or
+	// busy. The next click brings a trigger_id of its own.
+	msgClickAgain = "Slack did not open the form in time; please click again."
+	// msgFormRefused follows a form Slack refused to show (formRefused),
+	// before what the person can do instead.
+	msgFormRefused = "Slack refused to show this form, so clicking again won't open it (the bridge's log says why)."
 )
 
 // Interactions takes Slack's interaction payloads (block_actions and
@@ -422,9 +429,14 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		// trigger_id, which opens one view. The modal is open.
 		log.Info("a click's trigger_id already opened its modal; a repeated delivery", "err", err)
 		return
+	case formRefused(err):
+		// Another click would send the same form, refused the same way.
+		log.Error("Slack refused to open a form; the person is told how else to answer", "err", err, "slack_messages", slackMessages(err))
+		h.work.Go(func(ctx context.Context) { h.answerElsewhere(ctx, rec, t, c) })
+		return
 	case err != nil:
 		log.Warn("opening a modal failed", "err", err)
-		h.tellLater(c, "Slack did not open the form in time; please click again.")
+		h.tellLater(c, msgClickAgain)
 		return
 	}
 	if known {
@@ -507,9 +519,34 @@ func (h *Interactions) handLink(ctx context.Context, rec *pending.Record, c clic
 	case h.s.links == nil: // the bridge lost its public URL since it posted
 		h.tell(ctx, c, surface.MsgNoPublicURL)
 	default:
-		url, until := h.s.links.ForPerson(rec, *responder(c.user), h.s.store.Now())
-		h.tell(ctx, c, surface.PersonalLinkText(slackTime(until))+" <"+url+"|Open in browser>")
+		h.tell(ctx, c, h.personalLink(rec, c))
 	}
+}
+
+// personalLink is a link to rec of the person who clicked c, whom the
+// caller has checked may answer, with what comes with it.
+func (h *Interactions) personalLink(rec *pending.Record, c click) string {
+	url, until := h.s.links.ForPerson(rec, *responder(c.user), h.s.store.Now())
+	return surface.PersonalLinkText(slackTime(until)) + " <" + url + "|Open in browser>"
+}
+
+// answerElsewhere tells the person whose form Slack refused to show how
+// else rec can be answered: in the browser, through the link the
+// message's "Open in browser" carries or hands out, or, on a bridge with
+// no public URL, by whoever runs it (its web inbox, or the CLI).
+func (h *Interactions) answerElsewhere(ctx context.Context, rec *pending.Record, t *config.SlackTarget, c click) {
+	var instead string
+	switch {
+	case h.s.links == nil:
+		instead = "Whoever runs the bridge can answer it in the bridge's web inbox, or with `bridge answer " + rec.ID + "`."
+	case linkable(t):
+		instead = "Answer it in the browser instead: <" + h.s.links.For(rec) + "|Open in browser>"
+	case !h.mayAnswer(ctx, t, c): // told why not
+		return
+	default:
+		instead = "Answer it in the browser instead. " + h.personalLink(rec, c)
+	}
+	h.tell(ctx, c, msgFormRefused+" "+instead)
 }
 
 // quick resolves a click from what its button carries (see carried),

@@ -470,6 +470,55 @@ func refusedWith(err error, codes ...string) bool {
 	return errors.As(err, &se) && slices.Contains(codes, se.Err)
 }
 
+// formRefused reports whether views.open failed for the form itself, or
+// for the app (its token, its workspace), rather than for want of time:
+// another click would send the same form and be refused the same way.
+// Time ran out when the click's trigger_id expired (it lives 3 s), which
+// Slack reports as expired_trigger_id, or as invalid_arguments whose
+// messages say that /trigger_id expired; or when the call timed out, or
+// Slack stayed busy (5xx, internal_error, rate limits) through the
+// retries. Slack refuses a view with invalid_arguments naming its faults
+// ("[ERROR] ... [json-pointer:/view/...]"), or view_too_large (past 250
+// kB), and a trigger_id not of its format with invalid_trigger_id.
+func formRefused(err error) bool {
+	status, _ := surface.StatusOf(err)
+	var se slackapi.SlackErrorResponse
+	switch {
+	case status == http.StatusTooManyRequests || status >= 500:
+		return false
+	case !errors.As(err, &se):
+		return status >= 400 // an HTTP refusal of Slack's, not a timeout or a lost connection
+	case se.Err == "expired_trigger_id":
+		return false
+	case se.Err == "invalid_arguments":
+		return !triggerExpired(se.ResponseMetadata.Messages)
+	}
+	return true
+}
+
+// triggerExpired reports whether Slack's messages of an invalid_arguments
+// all say that the call's trigger_id expired ("`trigger_id` expired
+// [json-pointer:/trigger_id]").
+func triggerExpired(messages []string) bool {
+	for _, m := range messages {
+		if !strings.Contains(m, "[json-pointer:/trigger_id]") || !strings.Contains(m, "expired") {
+			return false
+		}
+	}
+	return len(messages) > 0
+}
+
+// slackMessages is what Slack said of a refused call beside its error
+// code (response_metadata.messages): the faults it found in a view or
+// blocks. They name the call's arguments, never its token.
+func slackMessages(err error) []string {
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) {
+		return se.ResponseMetadata.Messages
+	}
+	return nil
+}
+
 // threadGone reports whether a post into a session's thread failed
 // because the thread's parent message is gone: deleted before anyone
 // replied (a parent with replies stays, as "This message was deleted").

@@ -1,0 +1,181 @@
+package slack_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
+)
+
+// typedQuestion is a request of one question without options: its
+// Answer… button opens a form.
+func typedQuestion() map[string]any {
+	return map[string]any{"questions": []any{map[string]any{
+		"id": "replicas", "question": "How many replicas?", "input": map[string]any{"type": "integer"},
+	}}}
+}
+
+// toldAfterForm clicks the control of msg named prefix as who and returns
+// what who is told once views.open has been answered.
+func toldAfterForm(t *testing.T, b bridge, msg slacktest.FakeCall, who map[string]any, prefix string, edit func(map[string]any)) string {
+	t.Helper()
+	payload := slacktest.BlockActions(t, msg, who, prefix, nil, nil)
+	if edit != nil {
+		edit(payload)
+	}
+	b.click(t, payload)
+	user, _ := who["id"].(string)
+	var told []string
+	b.fake.WaitFor(t, "a note to "+user, 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		told = ephemerals(calls, user)
+		return len(told) > 0
+	})
+	if n := len(told); n != 1 {
+		t.Errorf("%s was told %d things: %q", user, n, told)
+	}
+	return told[0]
+}
+
+// A form Slack did not open for want of time (the click's trigger_id
+// expired, or Slack was slow or busy) opens on the next click, and the
+// person is told to click again. A form Slack refused (its view, or a
+// trigger_id it can't read) would be refused on every click: the person
+// is told so and how else to answer, and the refusal, Slack's messages
+// with it, is logged as an error for whoever runs the bridge.
+func TestFormSlackDidNotOpen(t *testing.T) {
+	const clickAgain = "Slack did not open the form in time; please click again."
+	expired := slacktest.FakeFail{Error: "invalid_arguments", Messages: []string{"`trigger_id` expired [json-pointer:/trigger_id]"}}
+	badView := slacktest.FakeFail{Error: "invalid_arguments", Messages: []string{
+		"[ERROR] must be less than 25 characters [json-pointer:/view/title/text]",
+		"[ERROR] failed to match all allowed schemas [json-pointer:/view/blocks/0]",
+	}}
+	busy := slacktest.FakeFail{Status: http.StatusServiceUnavailable}
+	for _, tc := range []struct {
+		name    string
+		fails   []slacktest.FakeFail
+		trigger string // the click's trigger_id, when not the fake's
+		refused bool   // told the form can't be shown, and logged as an error
+		reopens bool   // the click again opens it (every failure spent)
+		logged  string // in the error's line
+	}{
+		{name: "trigger expired", fails: []slacktest.FakeFail{{Error: "expired_trigger_id"}}, reopens: true},
+		{name: "trigger expired, said in a message", fails: []slacktest.FakeFail{expired}, reopens: true},
+		{name: "slack busy", fails: []slacktest.FakeFail{busy, busy, busy, busy, busy}},
+		{name: "slack internal error", fails: []slacktest.FakeFail{{Error: "internal_error"}, {Error: "internal_error"}, {Error: "internal_error"}, {Error: "internal_error"}, {Error: "internal_error"}}},
+		{name: "view refused", fails: []slacktest.FakeFail{badView}, refused: true, logged: "json-pointer:/view/title/text"},
+		{name: "trigger_id unreadable", trigger: "not-a-trigger", refused: true, logged: "invalid_trigger_id"},
+		{name: "token revoked", fails: []slacktest.FakeFail{{Error: "token_revoked"}}, refused: true, logged: "token_revoked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			id := b.create(t, "/v1/questions", typedQuestion())
+			msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+			b.fake.FailNext("views.open", tc.fails...)
+			var edit func(map[string]any)
+			if tc.trigger != "" {
+				edit = func(p map[string]any) { p["trigger_id"] = tc.trigger }
+			}
+			told := toldAfterForm(t, b, msg, ada, "ab:answer:"+id, edit)
+			if !tc.refused {
+				if told != clickAgain {
+					t.Errorf("ada was told %q; want %q", told, clickAgain)
+				}
+				if strings.Contains(b.logs.String(), "level=ERROR") {
+					t.Errorf("a form not opened in time was logged as an error:\n%s", b.logs)
+				}
+				if tc.reopens {
+					b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+					b.fake.WaitCalls(t, "views.open", 1)
+				}
+				return
+			}
+			want := "Slack refused to show this form, so clicking again won't open it (the bridge's log says why). " +
+				"Whoever runs the bridge can answer it in the bridge's web inbox, or with `bridge answer " + id + "`."
+			if told != want {
+				t.Errorf("ada was told %q; want %q", told, want)
+			}
+			b.logs.WaitFor(t, "level=ERROR msg=\"Slack refused to open a form", 10*time.Second)
+			var line string
+			for _, l := range strings.Split(b.logs.String(), "\n") {
+				if strings.Contains(l, "level=ERROR") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tc.logged) || !strings.Contains(line, "request_id="+id) {
+				t.Errorf("the error's line does not say %q of request %s:\n%s", tc.logged, id, line)
+			}
+		})
+	}
+}
+
+// A form larger than Slack opens (view_too_large, past 250 kB: here 20
+// questions of 100 options, each with a description) is refused on
+// every click.
+func TestFormTooLargeForSlack(t *testing.T) {
+	b := start(t, defaultTarget)
+	var qs []any
+	for i := range 20 {
+		var opts []any
+		for j := range 100 {
+			opts = append(opts, map[string]any{
+				"label":       fmt.Sprintf("option %d.%d %s", i, j, strings.Repeat("l", 60)),
+				"description": strings.Repeat("d", 75),
+			})
+		}
+		qs = append(qs, map[string]any{"id": fmt.Sprintf("q%d", i), "question": fmt.Sprintf("Question %d?", i), "options": opts})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": qs})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	told := toldAfterForm(t, b, msg, ada, "ab:answer:"+id, nil)
+	if !strings.HasPrefix(told, "Slack refused to show this form") {
+		t.Errorf("ada was told %q", told)
+	}
+	if open := b.fake.Calls("views.open"); len(open) != 1 || open[0].OK {
+		t.Fatalf("views.open calls %d; want one, refused", len(open))
+	}
+	b.logs.WaitFor(t, "view_too_large", 10*time.Second)
+}
+
+// Where the bridge has a public URL, a person whose form Slack refused is
+// handed the request's link: the message's own where anyone may answer,
+// else a personal one, once they are checked as a responder.
+func TestFormRefusedHandsTheLink(t *testing.T) {
+	refuse := slacktest.FakeFail{Error: "invalid_arguments", Messages: []string{"[ERROR] no more than 100 items allowed [json-pointer:/view/blocks]"}}
+	t.Run("anyone may answer", func(t *testing.T) {
+		fake := slacktest.NewFakeSlack(t, botToken)
+		redisURL, prefix := apptest.Redis(t)
+		b := startConfig(t, fake, "base_url: https://bridge.example.com/\n"+configYAML(fake, `
+      - slack:
+          channel: `+channel), redisURL, prefix)
+		id := b.create(t, "/v1/questions", typedQuestion())
+		msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+		open, _ := msg.Action("askbridge_open")
+		url, _ := open["url"].(string)
+		if !strings.HasPrefix(url, "https://bridge.example.com/r/"+id+"?") {
+			t.Fatalf("the message's Open in browser links to %q", url)
+		}
+		fake.FailNext("views.open", refuse)
+		told := toldAfterForm(t, b, msg, eve, "ab:answer:"+id, nil)
+		if want := "Slack refused to show this form, so clicking again won't open it (the bridge's log says why). Answer it in the browser instead: <" + url + "|Open in browser>"; told != want {
+			t.Errorf("eve was told %q; want %q", told, want)
+		}
+	})
+	t.Run("responders limited", func(t *testing.T) {
+		fake := slacktest.NewFakeSlack(t, botToken)
+		redisURL, prefix := apptest.Redis(t)
+		b := startConfig(t, fake, "base_url: https://bridge.example.com/\n"+configYAML(fake, limitedTarget), redisURL, prefix)
+		id := b.create(t, "/v1/questions", typedQuestion())
+		msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+		fake.FailNext("views.open", refuse)
+		told := toldAfterForm(t, b, msg, ada, "ab:answer:"+id, nil)
+		const lead = "Slack refused to show this form, so clicking again won't open it (the bridge's log says why). Answer it in the browser instead. "
+		m := personalLinkRE.FindStringSubmatch(strings.TrimPrefix(told, lead))
+		if !strings.HasPrefix(told, lead) || m == nil || !strings.HasPrefix(m[2], "/r/"+id+"?") {
+			t.Errorf("ada was told %q; want a link of her own to %s", told, id)
+		}
+	})
+}
