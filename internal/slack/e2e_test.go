@@ -1050,8 +1050,8 @@ func TestMessageTooLongIsPostedShorter(t *testing.T) {
 		t.Errorf("after a blank Answer… form the request is %v; want it pending", rec.M["status"])
 	}
 
-	// Its edit, rendered whole, is refused too; it is edited shorter, and
-	// its controls go.
+	// Its edit, rendered whole, is refused too, with a brief status line
+	// as well; it is edited shorter, and its controls go.
 	b.fake.SetBlocksTextLimit(6000)
 	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
 		t.Fatalf("cancel: %d", status)
@@ -1073,8 +1073,59 @@ func TestMessageTooLongIsPostedShorter(t *testing.T) {
 			}
 		}
 	}
-	if tries != 2 {
-		t.Errorf("%d edits; want the whole one refused, then the shorter one", tries)
+	if tries != 3 {
+		t.Errorf("%d edits; want the whole one refused, the one with a brief status line too, then the shorter one", tries)
+	}
+}
+
+// TestEditKeepsTheTextAsPosted: a message posted whole whose edit is too
+// long for Slack (its status line, with a long answer escaped, takes
+// more than its controls did) keeps the text it was posted with, which
+// its thread goes on from: only the status line is shorter. Edited as a
+// message refused whole is posted, half as long, it showed neither in
+// the message nor in the thread the text between the two cuts.
+func TestEditKeepsTheTextAsPosted(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.SetBlocksTextLimit(10500) // takes the message, not its edit with the answer below
+	var detail strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&detail, "line %04d of a long description\n", i)
+	}
+	opts := []any{}
+	for i := range 8 {
+		opts = append(opts, map[string]any{"label": fmt.Sprintf("option %d %s", i, strings.Repeat("x", 60)), "description": strings.Repeat("why ", 40)})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+		"id": "q", "question": "Which one?", "detail": detail.String(), "options": opts,
+	}}})
+	posts := b.fake.WaitFor(t, "the message and its thread", 10*time.Second, posted(2))
+	msg := posts[0]
+	if msg.Method != "chat.postMessage" || !msg.OK {
+		t.Fatalf("the message was not posted whole at once: %s ok=%v", msg.Method, msg.OK)
+	}
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:other:"+id, nil, nil))
+	opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+	// Its summary, 300 characters, is 1,500 escaped (&amp;).
+	b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0o": slacktest.TextValue(strings.Repeat("&", 400))}))
+	b.wait(t, "/v1/questions", id)
+
+	edit := b.fake.WaitCalls(t, "chat.update", 1)[0]
+	if refused := len(b.fake.Calls("chat.update")) - 1; refused < 1 {
+		t.Fatalf("the whole edit was taken; the test wants Slack to refuse it")
+	}
+	if hasActions(edit) || !strings.Contains(edit.Text(), "Answered by ada") {
+		t.Errorf("the edit: %s; want it answered by ada, without controls", edit.Text())
+	}
+	text := edit.Text()
+	for _, c := range b.fake.Calls("chat.postMessage") {
+		if c.OK && c.Field("thread_ts") == msg.TS {
+			text += c.Text()
+		}
+	}
+	for i := range 300 {
+		if line := fmt.Sprintf("line %04d of a long description", i); !strings.Contains(text, line) {
+			t.Fatalf("once edited, %q is neither in the message nor in its thread", line)
+		}
 	}
 }
 

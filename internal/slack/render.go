@@ -220,6 +220,7 @@ func stringEnd(raw []byte, start int) int {
 // builder accumulates a message's blocks within the text budget.
 type builder struct {
 	short    bool // a message Slack refused as too long: see renderShort
+	brief    bool // an edit Slack refused as too long: see renderBrief
 	blocks   []slackapi.Block
 	used     int       // text in blocks so far
 	overflow []spilled // for the thread
@@ -363,6 +364,20 @@ func renderShort(rec *pending.Record, mention string, live bool) message {
 	return renderWith(builder{short: true}, rec, mention, live)
 }
 
+// renderBrief is render, not live, for an edit Slack refused as too long
+// (msg_blocks_too_long): the request's text as posted, its status line
+// shorter. The status line takes the controls' place, and with the
+// answer's summary escaped may hold up to statusReserve: more than the
+// controls of a message Slack took whole, whose thread goes on from
+// where its text was cut.
+func renderBrief(rec *pending.Record) message {
+	return renderWith(builder{brief: true}, rec, "", false)
+}
+
+// briefSummary is how much of the answer's summary the status line of a
+// brief edit shows.
+const briefSummary = 40
+
 func renderWith(b builder, rec *pending.Record, mention string, live bool) message {
 	b.context(intro(rec, mention))
 	var text string
@@ -377,7 +392,11 @@ func renderWith(b builder, rec *pending.Record, mention string, live bool) messa
 		}
 	}
 	if !live {
-		if st := surface.StatusLine(rec, statusFormat); st != "" {
+		format := statusFormat
+		if b.brief {
+			format.SummaryLen = briefSummary
+		}
+		if st := surface.StatusLine(rec, format); st != "" {
 			// Under the intro, where the eye lands first (as Discord has
 			// it), not in small print after a long plan.
 			bl := slackapi.NewSectionBlock(mrkdwn(st), nil, nil)

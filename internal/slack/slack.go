@@ -441,6 +441,14 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 	}
 	err := update()
 	if refusedWith(err, "msg_blocks_too_long") {
+		// The status line, which replaced the controls, made it too long:
+		// shorter, it keeps the text as posted, which the thread goes on
+		// from. (Edited short at once, a message posted whole would lose
+		// the text between the two cuts: in neither message nor thread.)
+		m = renderBrief(rec)
+		err = update()
+	}
+	if refusedWith(err, "msg_blocks_too_long") {
 		// As Post: a message posted short ends about as long as the one
 		// Slack refused, rendered whole. Its thread holds the rest already.
 		m = renderShort(rec, "", false)

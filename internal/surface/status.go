@@ -16,6 +16,10 @@ type Format struct {
 	Escape  func(string) string
 	Time    func(time.Time) string
 	Surface string
+	// SummaryLen, when > 0, cuts the answer summary to that many
+	// characters, fewer than MaxSummary: a line that must take little
+	// room.
+	SummaryLen int
 }
 
 func (f Format) esc(s string) string {
@@ -66,6 +70,9 @@ func statusParts(rec *pending.Record, f Format) []string {
 	case seam.StatusAnswered:
 		parts := []string{"Answered by " + who(rec.ResolvedBy, f)}
 		if s := Summary(rec); s != "" {
+			if f.SummaryLen > 0 {
+				s = Truncate(s, f.SummaryLen)
+			}
 			parts = append(parts, f.esc(s))
 		}
 		return parts

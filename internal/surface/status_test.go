@@ -65,6 +65,19 @@ func TestSummaryIsBounded(t *testing.T) {
 	}
 }
 
+// A status line that must take little room (Format.SummaryLen) cuts the
+// answer's summary, before escaping it; the rest of the line stays.
+func TestStatusLineWithAShortSummary(t *testing.T) {
+	at := time.Date(2026, 3, 4, 14, 3, 0, 0, time.UTC)
+	rec := &pending.Record{Status: seam.StatusAnswered, Questions: &seam.Questions{Questions: []seam.Question{{ID: "q"}}},
+		ResolvedBy: &pending.Responder{Name: "ada"}, ResolvedAt: at,
+		Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Custom: strings.Repeat("<", 100)}}}}
+	f := Format{Escape: func(s string) string { return strings.ReplaceAll(s, "<", "&lt;") }, SummaryLen: 10}
+	if got, want := StatusLine(rec, f), "Answered by ada · “"+strings.Repeat("&lt;", 8)+"… · 2026-03-04 14:03 UTC"; got != want {
+		t.Errorf("StatusLine = %q\nwant         %q", got, want)
+	}
+}
+
 func TestCutAndSplit(t *testing.T) {
 	esc := func(s string) string { return strings.NewReplacer("&", "&amp;", "<", "&lt;").Replace(s) }
 	s := strings.Repeat("line with <tags> & 😀 emoji\n", 500)
