@@ -35,6 +35,10 @@ func (r chatRequest) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"text":`...)
 	b = appendString(b, r.Text)
+	if r.Parse != "" {
+		b = append(b, `,"parse":`...)
+		b = appendString(b, r.Parse)
+	}
 	if len(r.Blocks) > 0 {
 		b = append(b, `,"blocks":`...)
 		if out, ok := appendBlocks(b, r.Blocks); ok {

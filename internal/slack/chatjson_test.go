@@ -63,7 +63,7 @@ func TestChatRequestJSON(t *testing.T) {
 				&slackapi.ButtonBlockElement{Type: slackapi.METButton},
 			}}},
 		}
-		req := chatRequest{Channel: "C1", TS: s, ThreadTS: s, Broadcast: s != "plain", Text: s, Blocks: blocks}
+		req := chatRequest{Channel: "C1", TS: s, ThreadTS: s, Broadcast: s != "plain", Text: s, Parse: s, Blocks: blocks}
 		if !sameJSON(t, "tricky "+s, req) {
 			t.Errorf("%q: blocks of the kinds written by hand went through encoding/json", s)
 		}
@@ -91,7 +91,7 @@ func TestChatRequestJSON(t *testing.T) {
 		}
 		for st, e := range ended(rec) {
 			m := render(e, "", false)
-			if !sameJSON(t, name+", "+st, chatRequest{Channel: "C1", TS: "1.2", Text: m.text, Blocks: m.blocks}) {
+			if !sameJSON(t, name+", "+st, chatRequest{Channel: "C1", TS: "1.2", Text: m.text, Parse: "none", Blocks: m.blocks}) {
 				t.Errorf("%s, %s: an ended message went through encoding/json", name, st)
 			}
 		}

@@ -243,6 +243,23 @@ func TestButtonAnswerEndToEnd(t *testing.T) {
 	}
 }
 
+// TestEditKeepsItsTextMarkup: an edit's text (what notifications, search
+// and screen readers show of a message of blocks) keeps its markup, the
+// time of the status line, as a post's does: chat.update, unlike
+// chat.postMessage, parses text as "client" unless told "none", which
+// stores it escaped and shows "<!date^…>" as typed.
+func TestEditKeepsItsTextMarkup(t *testing.T) {
+	b := start(t, defaultTarget)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil))
+	b.fake.WaitCalls(t, "chat.update", 1)
+	text, _ := b.fake.Messages(channel)[0]["text"].(string)
+	if !strings.HasPrefix(text, "Answered by ada · No, keep them · <!date^") {
+		t.Errorf("the edited message's text is %q; want its status line, the time as markup", text)
+	}
+}
+
 func TestSignatureRefused(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", cleanupQuestion())

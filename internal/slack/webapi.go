@@ -45,6 +45,7 @@ type chatRequest struct {
 	ThreadTS    string           `json:"thread_ts,omitempty"` // chat.postMessage: the thread to post into
 	Broadcast   bool             `json:"reply_broadcast,omitempty"`
 	Text        string           `json:"text"`
+	Parse       string           `json:"parse,omitempty"` // chat.update: "none", as chat.postMessage treats text
 	Blocks      []slackapi.Block `json:"blocks,omitempty"`
 	UnfurlLinks bool             `json:"unfurl_links"`
 	UnfurlMedia bool             `json:"unfurl_media"`
@@ -76,9 +77,14 @@ func (s *Surface) postMessage(ctx context.Context, channel string, m chatMessage
 	return r.Channel, r.TS, err
 }
 
-// updateMessage replaces the message ts in channel with m.
+// updateMessage replaces the message ts in channel with m. Its text is
+// parsed as chat.postMessage parses it (parse none): chat.update's parse
+// "Defaults to client, unlike chat.postMessage", which stores the markup
+// of the text escaped (a "<!date^…>" of the status line shown as typed;
+// shaharia-lab/slackcli#106, #120), and a message edited without parse
+// loses the mode it was posted with.
 func (s *Surface) updateMessage(ctx context.Context, channel, ts string, m chatMessage) error {
-	_, err := s.chatCall(ctx, "chat.update", chatRequest{Channel: channel, TS: ts, Text: m.text, Blocks: m.blocks})
+	_, err := s.chatCall(ctx, "chat.update", chatRequest{Channel: channel, TS: ts, Text: m.text, Parse: "none", Blocks: m.blocks})
 	return err
 }
 

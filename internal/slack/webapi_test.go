@@ -251,8 +251,9 @@ func TestFakeSlackHoldsBlockKitLimits(t *testing.T) {
 // TestFakeSlackUpdateSemantics: chat.update as Slack documents it. Without
 // blocks, an edit keeps the message's blocks ("If you don't include this
 // field, the message's previous blocks will be retained"), so an edit that
-// sent none would leave the buttons live; and it takes a conversation's
-// id, never a person's ("ensure that this value is a DM ID").
+// sent none would leave the buttons live; it takes a conversation's id,
+// never a person's ("ensure that this value is a DM ID"); and its text is
+// parsed as chat.postMessage parses it with parse none only.
 func TestFakeSlackUpdateSemantics(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, testToken)
 	button := map[string]any{"type": "button", "action_id": "a", "text": map[string]any{"type": "plain_text", "text": "Yes"}}
@@ -272,6 +273,24 @@ func TestFakeSlackUpdateSemantics(t *testing.T) {
 	}
 	if blocks := fake.Messages("C1")[0]["blocks"]; len(blocks.([]map[string]any)) != 0 {
 		t.Errorf("an edit with no blocks left %v; an empty array removes them", blocks)
+	}
+	// Its parse "Defaults to client, unlike chat.postMessage": the
+	// text's markup is kept as sent with parse none only.
+	const marked = "Answered · <!date^1700000000^{date_short_pretty}|2023-11-14> &amp; done"
+	for _, tc := range []struct{ parse, want string }{
+		{"", "Answered · &lt;!date^1700000000^{date_short_pretty}|2023-11-14&gt; &amp; done"},
+		{"none", marked},
+	} {
+		body := map[string]any{"channel": "C1", "ts": ts, "text": marked}
+		if tc.parse != "" {
+			body["parse"] = tc.parse
+		}
+		if ok, code, _ := fakeCall(t, fake, "chat.update", body); !ok {
+			t.Fatalf("chat.update: %s", code)
+		}
+		if got := fake.Messages("C1")[0]["text"]; got != tc.want {
+			t.Errorf("edited with parse %q, the text is %q; want %q", tc.parse, got, tc.want)
+		}
 	}
 	for _, ch := range []string{"UADA", ""} {
 		if ok, code, _ := fakeCall(t, fake, "chat.update", map[string]any{"channel": ch, "ts": ts, "text": "t"}); ok || code != "channel_not_found" {

@@ -612,6 +612,15 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		}
 		f.next++
 		msg := f.echo(c, ts)
+		text := c.Field("text")
+		if c.Field("parse") != "none" {
+			// parse "Defaults to client, unlike chat.postMessage": the
+			// text's markup is stored escaped, "<url|label>" as
+			// "&lt;url|label&gt;" (its & left as it is), and shows as
+			// typed (shaharia-lab/slackcli#106, seen on a workspace).
+			text = clientParse.Replace(text)
+			msg["text"] = text
+		}
 		if m := f.byTS[ts]; m != nil && !c.has("blocks") {
 			// "If you don't include this field, the message's previous
 			// blocks will be retained": an edit of the text alone keeps
@@ -622,7 +631,7 @@ func (f *FakeSlack) answer(c *FakeCall) (any, bool) {
 		if m := f.byTS[ts]; m != nil {
 			m["text"], m["blocks"], m["edited"] = msg["text"], msg["blocks"], msg["edited"]
 		}
-		return chatAnswer{OK: true, Channel: c.Field("channel"), TS: ts, Text: c.Field("text"), Message: msg}, true
+		return chatAnswer{OK: true, Channel: c.Field("channel"), TS: ts, Text: text, Message: msg}, true
 	case "chat.delete":
 		ts := c.Field("ts")
 		if ts == "" || f.gone[ts] {
@@ -949,6 +958,10 @@ func (c FakeCall) rawBlocks() any {
 	}
 	return raw
 }
+
+// clientParse is how chat.update's default parse, client, stores a
+// message's text.
+var clientParse = strings.NewReplacer("<", "&lt;", ">", "&gt;")
 
 // triggerFormat is the form of a trigger_id Slack takes: 132456.7890123.abcdef.
 var triggerFormat = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9a-f]+$`)
