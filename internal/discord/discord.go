@@ -354,10 +354,19 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
 	}
-	if len(send.Embeds) > 0 && len(msg.Embeds) == 0 {
+	bare := dropped(send.Embeds, msg)
+	if bare {
 		// Discord drops the embeds of a bot that lacks Embed Links, and
-		// says so only in the message it answers with.
-		log.Warn("Discord posted the request without its embeds, which hold its text: the bot lacks Embed Links in the channel; people there see its buttons under no question until it is let Embed Links")
+		// says so only in the message it answers with. The message is
+		// edited to hold the request's text in its content; deleted and
+		// posted again, it would be a create that a retry's nonce answers
+		// with the first message.
+		log.Warn("Discord posted the request without its embeds, which hold its text: the bot lacks Embed Links in the channel; its text is shown in the message's content instead, cut to 2000 characters, until the bot is let Embed Links there")
+		b := m.bare(rec.ID)
+		edit := &discordgo.MessageEdit{ID: msg.ID, Channel: channel, Content: &b.content, Embeds: &b.embeds, Components: &b.components, AllowedMentions: send.AllowedMentions}
+		if _, err := s.editMessage(ctx, edit); err != nil {
+			log.Warn("editing the request's message to show its text without embeds failed", "err", err)
+		}
 	}
 	replyIn, ref := channel, &discordgo.MessageReference{MessageID: msg.ID, ChannelID: channel}
 	if session != "" && thread == "" {
@@ -370,6 +379,11 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 	}
 	for i, more := range m.more {
+		if bare {
+			// The messages after it would lose their embeds too: the
+			// bare message says where the rest is.
+			break
+		}
 		_, err := s.create(ctx, replyIn, &discordgo.MessageSend{
 			Content:         fmt.Sprintf("Continued (%d of %d)", i+1, len(m.more)),
 			Embeds:          []*discordgo.MessageEmbed{more},
@@ -384,6 +398,23 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 	}
 	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: msg.ID, Thread: thread, PostedAt: s.now().UTC()}}, nil
+}
+
+// dropped reports whether Discord answered a create or an edit that
+// sent embeds with a message that has none: it drops the embeds of a bot
+// that lacks Embed Links in the channel, without an error.
+func dropped(sent []*discordgo.MessageEmbed, got *discordgo.Message) bool {
+	return len(sent) > 0 && got != nil && len(got.Embeds) == 0
+}
+
+// editMessage makes edit and returns the message as Discord has it then.
+func (s *Surface) editMessage(ctx context.Context, edit *discordgo.MessageEdit) (*discordgo.Message, error) {
+	var got *discordgo.Message
+	err := s.call(ctx, "edit message", func(opts ...discordgo.RequestOption) (err error) {
+		got, err = s.api.ChannelMessageEditComplex(edit, opts...)
+		return err
+	})
+	return got, err
 }
 
 // messageCreate is a message create with a nonce, which discordgo's
@@ -523,10 +554,17 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		AllowedMentions: mentions(""),
 	}
 	editMessage := func() error {
-		return s.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
-			_, err := s.api.ChannelMessageEditComplex(edit, opts...)
-			return err
-		})
+		got, err := s.editMessage(ctx, edit)
+		if err == nil && dropped(*edit.Embeds, got) {
+			// Its channel drops the bot's embeds (it lacks Embed Links):
+			// the outcome would show above no request. Edited again, the
+			// message holds the request's text in its content, as Post
+			// left it.
+			bare := m.bare(rec.ID)
+			edit.Content, edit.Embeds = &bare.content, &bare.embeds
+			_, err = s.editMessage(ctx, edit)
+		}
+		return err
 	}
 	err := editMessage()
 	// Its thread was closed (by a person, or by Discord after a week

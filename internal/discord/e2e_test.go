@@ -698,6 +698,85 @@ func TestPostWithoutEmbedLinksIsLogged(t *testing.T) {
 	b.fake.DenyEmbeds(channel)
 	b.create(t, "/v1/questions", cleanupQuestion())
 	b.logs.WaitFor(t, "Discord posted the request without its embeds, which hold its text: the bot lacks Embed Links in the channel", 5*time.Second)
+	b.fake.WaitCalls(t, "edit", 1)
+	if n := strings.Count(b.logs.String(), "Discord posted the request without its embeds"); n != 1 {
+		t.Errorf("logged %d times for one post, want once", n)
+	}
+}
+
+// TestPostWithoutEmbedLinksShowsTheQuestion: a message Discord posted
+// without its embeds is edited to hold the question in its content, under
+// its buttons as before, and it keeps it when the request ends, whether
+// its own button ended it (the outcome in the click's response, whose
+// embeds Discord keeps) or anything else did (Finish's edit, whose embeds
+// Discord drops too).
+// (Until 2026-12-06 people saw buttons under no question, and the outcome
+// above none.)
+func TestPostWithoutEmbedLinksShowsTheQuestion(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.DenyEmbeds(channel)
+	const question, desc = "Proceed with the destructive cleanup?", "Removes the three stale files."
+	readable := func(t *testing.T, what string, body map[string]any) {
+		t.Helper()
+		if es, _ := body["embeds"].([]any); len(es) > 0 {
+			t.Errorf("%s sends embeds Discord drops here: %v", what, es)
+		}
+		if c, _ := body["content"].(string); !strings.Contains(c, question) || !strings.Contains(c, desc) || !strings.Contains(c, "**Confirm**") {
+			t.Errorf("%s: the content %q does not show the question", what, c)
+		}
+	}
+
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	fixed := b.fake.WaitCalls(t, "edit", 1)[0]
+	if fixed.MessageID != msg.MessageID || fixed.Channel != channel {
+		t.Fatalf("edited %s in %s, want the request's message %s", fixed.MessageID, fixed.Channel, msg.MessageID)
+	}
+	readable(t, "the posted message", fixed.Body)
+	if !strings.HasPrefix(fixed.Body["content"].(string), "<@&"+opsRole+"> ") {
+		t.Errorf("the content lost the target's mention: %q", fixed.Body["content"])
+	}
+	yes := discord.Find(fixed.Body, "ab:pick:"+id+":0:0")
+	if yes == nil {
+		t.Fatalf("the edit lost the buttons: %v", fixed.Body["components"])
+	}
+	for _, bad := range discord.InvalidMessage(fixed.Body, false) {
+		t.Errorf("Discord would refuse the edit: %s", bad)
+	}
+
+	// Answered on the message itself: the outcome in the response, which
+	// Discord shows with its embeds (an app may always Embed Links in its
+	// responses).
+	resp := b.click(t, discord.Click(fixed, ada, yes["custom_id"].(string), nil))
+	if respType(resp) != 7 || !noControls(data(resp)) || !strings.Contains(content(resp), "Answered by ada") ||
+		!strings.Contains(discord.Text(data(resp)), question) {
+		t.Fatalf("the click got %v; want the message updated with its outcome, under the question", resp)
+	}
+
+	// Ended elsewhere: Finish's edit, done when the cancel returns.
+	id = b.create(t, "/v1/questions", cleanupQuestion())
+	msg = b.fake.WaitCalls(t, "create", 2)[1]
+	editsOf := func() []discord.FakeCall {
+		var out []discord.FakeCall
+		for _, c := range b.fake.Calls("edit") {
+			if c.MessageID == msg.MessageID {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	for n := 2; len(editsOf()) == 0; n++ {
+		b.fake.WaitCalls(t, "edit", n)
+	}
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	edits := editsOf()
+	last := edits[len(edits)-1]
+	if !noControls(last.Body) || !strings.Contains(discord.Text(last.Body), "Cancelled by the agent") {
+		t.Fatalf("the last edit %v; want the outcome, without controls", last.Body)
+	}
+	readable(t, "the cancelled message", last.Body)
 }
 
 func TestFailedPostIsNoProvider(t *testing.T) {
@@ -775,6 +854,47 @@ func TestAllowOnceOfALongRequestAsksFirst(t *testing.T) {
 	}
 	if got := b.wait(t, "/v1/approvals", long).Raw("decision"); got != `{"outcome":"allowed-once"}` {
 		t.Errorf("decision %s", got)
+	}
+}
+
+// Where Discord drops the bot's embeds, a request's message shows its
+// text in its content, cut to 2000 characters, and nothing follows it:
+// Allow once of arguments longer than that asks first, pointing to the
+// whole request in the web inbox; of arguments that fit, it answers.
+func TestAllowOnceOfALongBareRequestAsksFirst(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.DenyEmbeds(channel)
+	short := b.create(t, "/v1/approvals", map[string]any{"tool_name": "kubectl_apply", "reason": "Roll out v2", "arguments": map[string]any{"file": "deploy.yaml"}})
+	msg := b.fake.WaitCalls(t, "edit", 1)[0]
+	if resp := b.click(t, discord.Click(msg, bob, discord.Find(msg.Body, "ab:allow:"+short+":")["custom_id"].(string), nil)); respType(resp) != 7 || !strings.Contains(content(resp), "Allowed once") {
+		t.Errorf("Allow once of a short request got %v; want it allowed at once", resp)
+	}
+
+	// About 2,200 characters: one embed holds them, the content does not.
+	long := b.create(t, "/v1/approvals", map[string]any{"tool_name": "kubectl_apply", "reason": "Roll out v2",
+		"arguments": map[string]any{"manifest": strings.Repeat("kind: Deployment\nreplicas: 3\n", 70)}})
+	var edits []discord.FakeCall
+	for n := 2; len(edits) == 0; n++ {
+		for _, c := range b.fake.WaitCalls(t, "edit", n) {
+			if discord.Find(c.Body, "ab:allow:"+long+":") != nil {
+				edits = append(edits, c)
+			}
+		}
+	}
+	msg = edits[0]
+	if txt := msg.Body["content"].(string); !strings.Contains(txt, "kind: Deployment") || !strings.Contains(txt, "/r/"+long) {
+		t.Fatalf("the bare message %q; want the arguments' start and where the rest is", txt)
+	}
+	if n := len(b.fake.Posted()); n != 2 {
+		t.Errorf("%d messages posted; want one a request: the rest would lose its embeds too", n)
+	}
+	resp := b.click(t, discord.Click(msg, bob, discord.Find(msg.Body, "ab:allow:"+long+":")["custom_id"].(string), nil))
+	sure := discord.Find(data(resp), "ab:allow:"+long+":")
+	if !isEphemeral(resp) || sure == nil || !strings.Contains(content(resp), "/r/"+long) || strings.Contains(content(resp), "messages below") {
+		t.Fatalf("Allow once of a long bare request got %v; want a note asking to confirm, pointing to the web inbox", resp)
+	}
+	if rec := b.get(t, "/v1/approvals", long); rec.M["status"] != "pending" {
+		t.Fatalf("the request was allowed before it was confirmed: %v", rec.M["status"])
 	}
 }
 

@@ -114,7 +114,9 @@ func (f *FakeDiscord) SetChannelType(id, name string, typ int) {
 // threads), as a channel's permission overwrite may. Discord then posts
 // and edits its messages without their embeds, and answers with the
 // message as it keeps it ("embeds": []); a message that would be left with
-// no content is refused, 403 Missing Permissions.
+// no content is refused, 403 Missing Permissions. Responses to
+// interactions keep their embeds: an app may always Embed Links in them
+// (discord-api-docs#5316).
 func (f *FakeDiscord) DenyEmbeds(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -280,8 +280,10 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 			return confirm(rec, surface.VerbDismiss, msgConfirmDismiss, "Dismiss the question", discordgo.DangerButton)
 		}
 	case surface.VerbAllow:
-		if r.O != confirmed && rec.Kind == seam.KindApproval && continues(rec) {
-			return confirm(rec, surface.VerbAllow, msgConfirmAllow(rec.Approval.ToolName), "Allow once", discordgo.SuccessButton)
+		if r.O != confirmed && rec.Kind == seam.KindApproval {
+			if text := msgConfirmAllow(rec, shownBare(in)); text != "" {
+				return confirm(rec, surface.VerbAllow, text, "Allow once", discordgo.SuccessButton)
+			}
 		}
 	}
 	switch {
@@ -323,14 +325,23 @@ func confirm(rec *pending.Record, verb, text, label string, style discordgo.Butt
 
 const msgConfirmDismiss = "Dismiss this question? The agent is told that you declined to answer."
 
-func msgConfirmAllow(tool string) string {
-	return "The request to run **" + plain(surface.Truncate(tool, 100)) + "** is longer than its message: the rest of it " +
-		"follows in the messages below. Read them before you allow it. Allow it once?"
+// msgConfirmAllow asks to confirm Allow once on rec, an approval, when
+// its message has no room for all of its text, and says where the rest
+// is: in the messages posted after it, or, for a bare message (its
+// embeds dropped), which has none after it, in the web inbox. It is ""
+// when the message holds it all.
+func msgConfirmAllow(rec *pending.Record, bare bool) string {
+	m := render(rec, "", true)
+	rest := "follows in the messages below. Read them"
+	switch {
+	case bare && m.bare(rec.ID).cut:
+		rest = "is in the bridge's web inbox, at /r/" + rec.ID + ". Read it"
+	case bare || len(m.more) == 0:
+		return ""
+	}
+	return "The request to run **" + plain(surface.Truncate(rec.Approval.ToolName, 100)) + "** is longer than its message: the rest of it " +
+		rest + " before you allow it. Allow it once?"
 }
-
-// continues reports whether rec's message has no room for all of its
-// text: the rest is in the messages posted after it.
-func continues(rec *pending.Record) bool { return len(render(rec, "", true).more) > 0 }
 
 // personalLink answers with a link of rec's for the person who clicked,
 // whom load has checked may answer it, seen by them alone; why, when not
@@ -475,6 +486,16 @@ func same(rec *pending.Record, res pending.Resolution) bool {
 	return rec.Status == res.Status && by != nil && res.By != nil &&
 		by.Surface == res.By.Surface && by.UserID == res.By.UserID &&
 		reflect.DeepEqual(rec.Answer, res.Answer) && reflect.DeepEqual(rec.Decision, res.Decision)
+}
+
+// shownBare reports whether the interaction's message is a request's message
+// that Discord shows without embeds (see message.bare): every request's
+// message has some until Discord drops them, where the bot lacks Embed
+// Links. A response to an interaction keeps its embeds there (an app may
+// always Embed Links in its responses: discord-api-docs#5316), so the
+// outcome shown in place of a click shows the request in them again.
+func shownBare(in *interaction) bool {
+	return inPlaceable(in) && len(in.Message.Embeds) == 0
 }
 
 // inPlaceable reports whether the interaction's message is a request's

@@ -215,6 +215,18 @@ type message struct {
 	embeds     []*discordgo.MessageEmbed
 	components []discordgo.MessageComponent
 	more       []*discordgo.MessageEmbed
+	// sections is the request's text as its embeds hold it, whole, for
+	// a message that must show it without them (see bare).
+	sections []section
+	// cut: bare had no room for all of the request's text.
+	cut bool
+}
+
+// section is a part of a request's text under its title, unescaped; code
+// is a tool call's arguments, read as code.
+type section struct {
+	title, text string
+	code        bool
 }
 
 func embedLen(e *discordgo.MessageEmbed) int {
@@ -231,9 +243,10 @@ func embedLen(e *discordgo.MessageEmbed) int {
 // builder accumulates a message's embeds within embedBudget and queues
 // what does not fit for the messages after it.
 type builder struct {
-	embeds []*discordgo.MessageEmbed
-	used   int
-	spill  []spilled
+	embeds   []*discordgo.MessageEmbed
+	used     int
+	spill    []spilled
+	sections []section
 }
 
 // spilled is text a message had no room for, posted in the messages that
@@ -248,6 +261,7 @@ type spilled struct {
 // embed says that the text continues.
 func (b *builder) embed(title, prefix, text string, max int, colour int) {
 	title = surface.Truncate(title, maxEmbedTitle)
+	b.sections = append(b.sections, section{title: title, text: prefix + text})
 	max = min(max, maxEmbedDesc, embedBudget-b.used-surface.Len(title))
 	if max < 200 {
 		b.spill = append(b.spill, spilled{title: title, text: text})
@@ -322,7 +336,7 @@ func render(rec *pending.Record, mention string, live bool) message {
 			dismissButton(rec.ID),
 		}}}
 	}
-	m := message{embeds: b.embeds, more: b.more(rec.ID), components: []discordgo.MessageComponent{}}
+	m := message{embeds: b.embeds, more: b.more(rec.ID), components: []discordgo.MessageComponent{}, sections: b.sections}
 	in := intro(rec)
 	if live {
 		m.components = tagged(comps, surface.HashTag(rec.Hash))
@@ -334,6 +348,75 @@ func render(rec *pending.Record, mention string, live bool) message {
 	}
 	m.content = surface.Truncate(in, maxContent)
 	return m
+}
+
+// bare is m for a message whose embeds Discord drops: a bot without
+// Embed Links in the channel gets its messages posted and edited without
+// them, and people would see its controls under no question. The text the
+// embeds held follows the content, in the content, as far as its 2000
+// characters hold it; a last line says where the rest is. The components
+// stay. Each text is escaped as its embed's description is, and sealed,
+// since here they share one markdown text; its title is a line of its own.
+func (m message) bare(id string) message {
+	out := message{content: m.content, embeds: []*discordgo.MessageEmbed{}, components: m.components, sections: m.sections}
+	all := 0
+	for _, sec := range m.sections {
+		all += surface.Len(sec.text)
+	}
+	text, left := bareText(m.sections, maxContent-surface.Len(m.content))
+	if left > 0 {
+		// The note is measured on all the text: no count in it is longer.
+		text, left = bareText(m.sections, maxContent-surface.Len(m.content)-surface.Len(bareNote(all, id)))
+		text += bareNote(left, id)
+		out.cut = true
+	}
+	out.content = surface.Truncate(m.content+text, maxContent)
+	return out
+}
+
+// bareText is as much of sections as room holds, as bare shows them, and
+// how many characters of them it had no room for. Once a text is cut, the
+// ones after it are left out.
+func bareText(sections []section, room int) (string, int) {
+	seal := func(s string) string { return sealed(esc(s)) }
+	var b strings.Builder
+	left := 0
+	for _, sec := range sections {
+		if left > 0 {
+			left += surface.Len(sec.text)
+			continue
+		}
+		head := "\n\n"
+		if sec.title != "" {
+			head += "**" + plain(sec.title) + "**\n"
+		}
+		budget := room - surface.Len(head)
+		var body, rest string
+		switch {
+		case sec.code:
+			var code string
+			code, rest = surface.Cut(sec.text, budget-8, surface.NoFence)
+			if code != "" {
+				body = "```\n" + surface.NoFence(code) + "\n```"
+			}
+		default:
+			var text string
+			text, rest = surface.CutFenced(sec.text, budget, seal, inBlock)
+			body = seal(text)
+		}
+		if body == "" && sec.text != "" {
+			left += surface.Len(sec.text)
+			continue
+		}
+		b.WriteString(head + body)
+		room -= surface.Len(head + body)
+		left += surface.Len(rest)
+	}
+	return b.String(), left
+}
+
+func bareNote(left int, id string) string {
+	return fmt.Sprintf("\n\n*… %d more characters are not shown: Discord shows this message without its embeds, as the bot may not Embed Links here. The whole request is in the bridge's web inbox, at /r/%s.*", left, id)
 }
 
 // intro is the line above a request: who asks, in which session, when,
@@ -595,6 +678,11 @@ func renderQuestions(b *builder, rec *pending.Record, colour int) {
 	var descs []string
 	for i, q := range qs {
 		full := questionText(i, q)
+		sec := section{text: full}
+		if i == 0 {
+			sec.title = fmt.Sprintf("%d questions", len(qs))
+		}
+		b.sections = append(b.sections, sec)
 		text := sealed(esc(full))
 		if surface.Len(text) > per {
 			head, _ := surface.Cut(full, per-60, func(s string) string { return sealed(esc(s)) })
@@ -650,6 +738,7 @@ func renderApproval(b *builder, rec *pending.Record, colour int) {
 	}
 	b.embed("Allow "+a.ToolName+"?", "", reason, 3000, colour)
 	if args := surface.PrettyJSON(a.Arguments); args != "" {
+		b.sections = append(b.sections, section{title: "Arguments", text: args, code: true})
 		room := min(maxEmbedDesc, embedBudget-b.used-20) - 8
 		head, note, rest := surface.Shorten(args, room, surface.NoFence, moreNote)
 		if rest != "" {

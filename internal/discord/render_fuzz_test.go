@@ -101,6 +101,15 @@ func FuzzRender(f *testing.F) {
 			checkInert(t, fmt.Sprintf("embed %d (%q)", i, e.Title), e.Description)
 		}
 		checkCustomIDs(t, rec, m.components, live)
+
+		// The message as it shows where Discord drops the bot's embeds:
+		// all its text in its content, which every text shares.
+		bare := m.bare(rec.ID)
+		body = map[string]any{"content": bare.content, "embeds": bare.embeds, "components": bare.components, "allowed_mentions": mentions("")}
+		if bad := InvalidMessage(asMap(t, body), false); len(bad) > 0 {
+			t.Fatalf("Discord would refuse the bare message: %v", bad)
+		}
+		checkInert(t, "bare content", bare.content)
 	})
 }
 

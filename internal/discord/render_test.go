@@ -256,6 +256,43 @@ func TestLongPlanIsNeverCutSilently(t *testing.T) {
 	}
 }
 
+// Where Discord drops the bot's embeds, a request's text is shown in its
+// message's content: whole when it fits, else cut within Discord's 2000
+// characters, its code block closed, with a line saying where the rest
+// is; escaped as its embeds are (no live mention), titles on lines of
+// their own with their markdown inert.
+func TestBareMessageShowsTheText(t *testing.T) {
+	q := seam.Question{ID: "q", Header: "Ship *it*", Question: "Deploy to <@1> prod?", Options: []seam.Option{{Label: "Yes", Description: "Ships v2"}, {Label: "No"}}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true).bare(rec.ID)
+	if len(m.embeds) != 0 || m.cut || len(m.components) == 0 {
+		t.Errorf("bare: %d embeds, cut %t, %d rows; want no embeds, all of it, the controls", len(m.embeds), m.cut, len(m.components))
+	}
+	for _, want := range []string{"**Ship \\*it\\***\n", "Deploy to <" + zwsp + "@" + zwsp + "1> prod?", "Ships v2"} {
+		if !strings.Contains(m.content, want) {
+			t.Errorf("the content %q lacks %q", m.content, want)
+		}
+	}
+
+	q.Intent = &seam.Intent{Kind: seam.IntentPlanReview}
+	q.Detail = "## Plan\n```sh\n" + strings.Repeat("rm -rf /tmp/stale @everyone\n", 200) + "```\nTHE-END"
+	rec.Questions.Questions[0] = q
+	m = render(rec, "", false).bare(rec.ID)
+	if !m.cut || surface.Len(m.content) > maxContent || strings.Contains(m.content, "THE-END") {
+		t.Errorf("a long plan: cut %t, %d characters; want it cut within %d", m.cut, surface.Len(m.content), maxContent)
+	}
+	if !strings.HasSuffix(m.content, "The whole request is in the bridge's web inbox, at /r/abcdefghijklmnop.*") {
+		t.Errorf("the content ends %q; want where the rest is", m.content[max(0, len(m.content)-200):])
+	}
+	if text, _, _ := strings.Cut(m.content, "\n\n*… "); strings.Count(text, "```")%2 != 0 {
+		t.Errorf("the cut leaves the plan's code block open: %q", text[max(0, len(text)-100):])
+	}
+	checkInert(t, "bare content", m.content)
+	for _, bad := range InvalidMessage(toMap(t, map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components}), false) {
+		t.Errorf("Discord would refuse it: %s", bad)
+	}
+}
+
 // A plan's detail with no space to cut at, at lengths where the "N more
 // characters" note gains a digit between measuring and cutting (found at
 // 14,054-14,072 characters): its embed stays within Discord's 4,096.

@@ -80,6 +80,9 @@ type sourceMessage struct {
 	ChannelID string `json:"channel_id"`
 	Content   string `json:"content"`
 	Flags     int    `json:"flags"`
+	// Embeds: none on a request's message where Discord drops the
+	// bot's embeds (it lacks Embed Links in the channel).
+	Embeds []json.RawMessage `json:"embeds"`
 }
 
 // partialChannel is the channel an interaction was sent from, as the
