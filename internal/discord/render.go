@@ -262,7 +262,7 @@ type spilled struct {
 func (b *builder) embed(title, prefix, text string, max int, colour int) {
 	title = surface.Truncate(title, maxEmbedTitle)
 	b.sections = append(b.sections, section{title: title, text: prefix + text})
-	max = min(max, maxEmbedDesc, embedBudget-b.used-surface.Len(title))
+	max = min(max, maxEmbedDesc, embedBudget-b.used-surface.Len(escTitle(title)))
 	if max < 200 {
 		b.spill = append(b.spill, spilled{title: title, text: text})
 		return
@@ -272,10 +272,24 @@ func (b *builder) embed(title, prefix, text string, max int, colour int) {
 	if rest != "" {
 		b.spill = append(b.spill, spilled{title: title, text: rest})
 	}
-	e := &discordgo.MessageEmbed{Title: title, Description: prefix + head + note, Color: colour}
+	e := &discordgo.MessageEmbed{Title: escTitle(title), Description: prefix + head + note, Color: colour}
 	b.embeds = append(b.embeds, e)
 	b.used += embedLen(e)
 }
+
+// escTitle is s, text of an agent's (a question's header, a tool's name),
+// as an embed's title: escaped as esc escapes a description, since Discord
+// renders markdown in titles too (emphasis, code; its phone apps render
+// mentions there), within Discord's 256 characters.
+func escTitle(s string) string {
+	if t := esc(s); surface.Len(t) <= maxEmbedTitle {
+		return t
+	}
+	head, _ := surface.Cut(s, maxEmbedTitle-surface.Len(ellipsis), esc)
+	return esc(head) + ellipsis
+}
+
+const ellipsis = "…"
 
 func moreNote(rest string) string {
 	return fmt.Sprintf("\n\n*… %d more characters continue below.*", surface.Len(rest))
@@ -307,7 +321,7 @@ func (b *builder) more(id string) []*discordgo.MessageEmbed {
 				head, rest = surface.CutFenced(rest, room, esc, inBlock)
 				desc = esc(head)
 			}
-			out = append(out, &discordgo.MessageEmbed{Title: surface.Truncate(sp.title+" (continued)", maxEmbedTitle), Description: desc, Color: colourLive})
+			out = append(out, &discordgo.MessageEmbed{Title: escTitle(sp.title + " (continued)"), Description: desc, Color: colourLive})
 		}
 	}
 	return out

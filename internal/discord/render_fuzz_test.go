@@ -62,6 +62,8 @@ func FuzzRender(f *testing.F) {
 		{2, "bash", "Run it? [Approve](https://evil.example)", "", "", "", 0, false, "agent", "s", args(map[string]string{"cmd": "echo '````' '``````' [Approve](https://evil.example) <@1>"}), true},
 		{2, "kubectl_apply", "reason <@&1>", "", "", "", 0, false, "agent", "s", args(map[string]string{"manifest": strings.Repeat("spec line; ``` <@1> ", 400)}), false},
 		{0, "Detail", "long", strings.Repeat("`@ @ @ @ @ @` ", 800), "a", "", 0, false, "", "", "", true},
+		{0, "<@1> @here [x](https://evil.example)", "Headed?", strings.Repeat("plan ", 2000), "a", "", 2, false, "", "", "", true},
+		{2, "run_<@&2>", "reason", "", "", "", 0, false, "agent", "s", args(map[string]string{"a": strings.Repeat("x", 6000)}), true},
 	} {
 		f.Add(s.kind, s.header, s.question, s.detail, s.label, s.desc, s.options, s.multi, s.caller, s.session, s.args, s.live)
 	}
@@ -99,6 +101,7 @@ func FuzzRender(f *testing.F) {
 		checkInert(t, "content", m.content)
 		for i, e := range append(slices.Clone(m.embeds), m.more...) {
 			checkInert(t, fmt.Sprintf("embed %d (%q)", i, e.Title), e.Description)
+			checkInert(t, fmt.Sprintf("embed %d's title", i), e.Title)
 		}
 		checkCustomIDs(t, rec, m.components, live)
 

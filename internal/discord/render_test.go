@@ -256,6 +256,40 @@ func TestLongPlanIsNeverCutSilently(t *testing.T) {
 	}
 }
 
+// Discord renders markdown in embed titles, and its phone apps mentions:
+// an agent's header or tool name there is escaped as a description is,
+// within the title's 256 characters, on the message and on the messages
+// that continue it. (Until 2026-12-06 titles went as the agent wrote them.)
+func TestEmbedTitlesAreEscaped(t *testing.T) {
+	const header = "<@123> @everyone <#9> [docs](https://evil.example)"
+	q := seam.Question{ID: "q", Header: header, Question: "Ship it?", Detail: long("plan ", 9000)}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	m := render(rec, "", true)
+	if got := m.embeds[0].Title; got != esc(header) {
+		t.Errorf("title %q, want %q", got, esc(header))
+	}
+	approval := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval,
+		Approval: &seam.Approval{ToolName: "run_<@&5>", Reason: long("why ", 5000)}}
+	wideQ := seam.Question{ID: "q", Header: strings.Repeat("@", 300), Question: "Ship it?"}
+	wide := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{wideQ}}}
+	var titles []string
+	for _, r := range []*pending.Record{rec, approval, wide} {
+		m := render(r, "", true)
+		for _, e := range append(m.embeds, m.more...) {
+			titles = append(titles, e.Title)
+		}
+	}
+	if len(titles) < 5 {
+		t.Fatalf("titles %q; want the continuations' too", titles)
+	}
+	for _, title := range titles {
+		checkInert(t, "title", title)
+		if n := surface.Len(title); n > maxEmbedTitle {
+			t.Errorf("title %d long", n)
+		}
+	}
+}
+
 // Where Discord drops the bot's embeds, a request's text is shown in its
 // message's content: whole when it fits, else cut within Discord's 2000
 // characters, its code block closed, with a line saying where the rest
