@@ -498,10 +498,9 @@ func alreadyStarted(err error) bool {
 
 // startThread starts the thread of a session from its first message.
 func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *pending.Record) (string, error) {
-	name := surface.Truncate(surface.OneLine(surface.Asker(rec.Caller)+" · "+rec.Caller.Session), 100)
 	var th *discordgo.Channel
 	err := s.call(ctx, "start thread", func(opts ...discordgo.RequestOption) (err error) {
-		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 10080}, opts...)
+		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: threadName(rec), AutoArchiveDuration: 10080}, opts...)
 		return err
 	})
 	if alreadyStarted(err) {
@@ -517,6 +516,11 @@ func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *p
 		return "", err
 	}
 	return th.ID, nil
+}
+
+// threadName names the thread of rec's session: who asks, and the session.
+func threadName(rec *pending.Record) string {
+	return clean(surface.OneLine(surface.Asker(rec.Caller)+" · "+rec.Caller.Session), 100)
 }
 
 // Finish edits a message of an ended request: the request stays readable,

@@ -19,23 +19,23 @@ import (
 func modal(rec *pending.Record, r surface.Ref, title string, components any) *response {
 	r.Tag = surface.HashTag(rec.Hash)
 	return &response{Type: respModal, Data: &responseData{
-		CustomID: r.String(), Title: surface.Truncate(title, maxModalTitle), Components: components,
+		CustomID: r.String(), Title: clean(title, maxModalTitle), Components: components,
 	}}
 }
 
 // textRow is a classic modal field: an action row around a text input,
 // required set explicitly (discordgo would send false, Discord's default is
 // true).
-func textRow(id, label, placeholder, value string, paragraph, required bool, maxLen int) discordgo.ActionsRow {
+func textRow(id, text, placeholder, value string, paragraph, required bool, maxLen int) discordgo.ActionsRow {
 	style := discordgo.TextInputShort
 	if paragraph {
 		style = discordgo.TextInputParagraph
 	}
 	return discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
 		CustomID:    id,
-		Label:       surface.Truncate(label, maxFieldLabel),
+		Label:       clean(text, maxFieldLabel),
 		Style:       style,
-		Placeholder: surface.Truncate(placeholder, maxInputHolder),
+		Placeholder: clean(placeholder, maxInputHolder),
 		Value:       surface.Truncate(value, maxLen),
 		Required:    required,
 		MaxLength:   maxLen,
@@ -75,14 +75,14 @@ func textModal(rec *pending.Record, d *draft) *response {
 	q := rec.Questions.Questions[0]
 	label := labelName(0, q)
 	var comps []any
-	desc := surface.Truncate(surface.OneLine(q.Question), maxLabelDesc)
+	desc := clean(surface.OneLine(q.Question), maxLabelDesc)
 	if cutShort(q) {
 		comps, desc = append(comps, fullText(q.Question)), ""
 	}
 	if fix := d.fixOf(0); fix != "" {
-		desc = surface.Truncate(surface.OneLine(fix), maxLabelDesc)
+		desc = clean(surface.OneLine(fix), maxLabelDesc)
 	}
-	comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel),
+	comps = append(comps, labelComponent{Type: componentLabel, Label: clean(label, maxFieldLabel),
 		Description: desc, Component: typedField(0, q, surface.TextRequired(rec.Questions.Questions, 0), false, d)})
 	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", comps)
 }
@@ -194,12 +194,12 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 	}
 	for i, q := range qs {
 		name := fmt.Sprintf("%d. %s", i+1, labelName(i, q))
-		desc := surface.Truncate(surface.OneLine(q.Question), maxLabelDesc)
+		desc := clean(surface.OneLine(q.Question), maxLabelDesc)
 		if fix := d.fixOf(i); fix != "" {
-			desc = surface.Truncate(surface.OneLine(fix), maxLabelDesc)
+			desc = clean(surface.OneLine(fix), maxLabelDesc)
 		}
 		if len(q.Options) == 0 {
-			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(name, maxFieldLabel), Description: desc,
+			comps = append(comps, labelComponent{Type: componentLabel, Label: clean(name, maxFieldLabel), Description: desc,
 				Component: typedField(i, q, surface.TextRequired(qs, i), surface.Skippable(qs, i), d)})
 			continue
 		}
@@ -211,7 +211,7 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 			if parts(q) > 1 && !q.MultiSelect && p > 0 {
 				desc = "Or choose here: one option in all, in one list only."
 			}
-			comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(label, maxFieldLabel), Description: desc,
+			comps = append(comps, labelComponent{Type: componentLabel, Label: clean(label, maxFieldLabel), Description: desc,
 				Component: choices(i, p, q, d.values(selectField(i, p)))})
 		}
 	}

@@ -37,7 +37,8 @@ import (
 //   - every control's custom_id reads back as a Ref of this request (its
 //     id and, live, its tag) that names a question, option or select part
 //     the request has;
-//   - esc only inserts zero-width spaces, and plain's text is one line.
+//   - esc only inserts zero-width spaces and drops bidi controls, and
+//     plain's text is one line.
 //
 // Code is read by codeOf, written apart from cutCode, to the model esc
 // documents (CommonMark spans; a fence of three or more closes at any run
@@ -64,6 +65,7 @@ func FuzzRender(f *testing.F) {
 		{0, "Detail", "long", strings.Repeat("`@ @ @ @ @ @` ", 800), "a", "", 0, false, "", "", "", true},
 		{0, "<@1> @here [x](https://evil.example)", "Headed?", strings.Repeat("plan ", 2000), "a", "", 2, false, "", "", "", true},
 		{2, "run_<@&2>", "reason", "", "", "", 0, false, "agent", "s", args(map[string]string{"a": strings.Repeat("x", 6000)}), true},
+		{0, "H\u202e", "Ship \u2066it\u2069? @\u202ehere", "[x]\u202e(https://evil.example) <\u2066@1>", "Yes\u202a", "\u202c", 3, false, "ada\u202e", "s\u2067", "", false},
 	} {
 		f.Add(s.kind, s.header, s.question, s.detail, s.label, s.desc, s.options, s.multi, s.caller, s.session, s.args, s.live)
 	}
@@ -199,8 +201,11 @@ const zwsp = "\u200b"
 func checkEsc(t *testing.T, s string) {
 	t.Helper()
 	out := esc(s)
-	if strings.ReplaceAll(out, zwsp, "") != strings.ReplaceAll(s, zwsp, "") {
-		t.Fatalf("esc(%q) = %q: more than zero-width spaces changed", s, out)
+	if strings.ReplaceAll(out, zwsp, "") != strings.ReplaceAll(noBidi(s), zwsp, "") {
+		t.Fatalf("esc(%q) = %q: more than zero-width spaces and bidi controls changed", s, out)
+	}
+	if strings.ContainsFunc(out, isBidi) {
+		t.Fatalf("esc(%q) = %q holds a bidi control", s, out)
 	}
 	checkInert(t, "esc", out)
 	p := plain(s)

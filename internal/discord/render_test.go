@@ -290,6 +290,59 @@ func TestEmbedTitlesAreEscaped(t *testing.T) {
 	}
 }
 
+// Bidi controls (embeddings, overrides, isolates) in an agent's or a
+// person's text are dropped wherever the surface shows it: an override
+// would show the rest of its line reversed ("Answered by eve · txet"), or
+// an option as another. Their text stays, and a label of nothing but them
+// is kept, not blanked. (Until 2026-12-06 they went out as written.)
+func TestBidiControlsAreDropped(t *testing.T) {
+	const rlo, lri, pdi, lre, pdf = "\u202e", "\u2066", "\u2069", "\u202a", "\u202c"
+	q := seam.Question{ID: "q", Header: "Dep" + rlo + "loy", Question: "Ship " + lri + "it" + pdi + " to <@1>?", Detail: "plan " + rlo + "x",
+		Options: []seam.Option{{Label: "Yes " + rlo + "on", Description: "d" + pdf}, {Label: lre + "No"}}}
+	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}},
+		Caller: &seam.Caller{Name: "deploy" + rlo + "bot", Session: "s" + lri + "1"}}
+	noBidi := func(t *testing.T, what string, v any) {
+		t.Helper()
+		raw, _ := json.Marshal(v)
+		if i := strings.IndexFunc(string(raw), isBidi); i >= 0 {
+			t.Errorf("%s holds a bidi control: %s", what, raw[max(0, i-40):min(len(raw), i+40)])
+		}
+	}
+	live := render(rec, "", true)
+	body := toMap(t, map[string]any{"content": live.content, "embeds": live.embeds, "components": live.components})
+	checkMessage(t, body)
+	noBidi(t, "the live message", body)
+	noBidi(t, "the live message without embeds", live.bare(rec.ID).content)
+	noBidi(t, "the form", sheetModal(rec, nil))
+	noBidi(t, "Other's form", otherModal(rec, 0))
+	noBidi(t, "the session's thread name", threadName(rec))
+	lone := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{
+		{ID: "q", Question: "Which?", Options: []seam.Option{{Label: "Yes"}, {Label: rlo}}}}}}
+	m := render(lone, "", true)
+	body = toMap(t, map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components})
+	checkMessage(t, body)
+	if b := Find(body, "ab:pick:"+lone.ID+":0:1"); b == nil || b["label"] != rlo {
+		t.Errorf("the button of a label of a bidi control alone: %v; want it kept", b)
+	}
+
+	rec.Status, rec.ResolvedAt = seam.StatusAnswered, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rec.ResolvedBy = &pending.Responder{Surface: surfaceName, UserID: "1", Name: "eve" + rlo}
+	rec.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{}, Custom: rlo + "text"}}}
+	done := render(rec, "", false)
+	noBidi(t, "the ended message", map[string]any{"content": done.content, "embeds": done.embeds})
+	if !strings.Contains(done.content, "Answered by eve · “text”") {
+		t.Errorf("the status line %q; want the name and the answer, without their controls", done.content)
+	}
+	noBidi(t, "a late click's reply", surface.LateReply(rec, statusFormat))
+
+	approval := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Approval: &seam.Approval{ToolName: "rm" + rlo, Reason: "why" + rlo,
+		Arguments: json.RawMessage(`{"cmd": "rm -rf /` + rlo + ` tmp"}`)}}
+	m = render(approval, "", true)
+	noBidi(t, "the approval", map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components})
+	noBidi(t, "the approval without embeds", m.bare(approval.ID).content)
+	noBidi(t, "Reject's form", rejectModal(approval))
+}
+
 // Where Discord drops the bot's embeds, a request's text is shown in its
 // message's content: whole when it fits, else cut within Discord's 2000
 // characters, its code block closed, with a line saying where the rest
