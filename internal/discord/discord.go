@@ -499,9 +499,17 @@ func alreadyStarted(err error) bool {
 // startThread starts the thread of a session from its first message.
 func (s *Surface) startThread(ctx context.Context, channel, msgID string, rec *pending.Record) (string, error) {
 	var th *discordgo.Channel
-	err := s.call(ctx, "start thread", func(opts ...discordgo.RequestOption) (err error) {
-		th, err = s.api.MessageThreadStartComplex(channel, msgID, &discordgo.ThreadStart{Name: threadName(rec), AutoArchiveDuration: 10080}, opts...)
-		return err
+	err := s.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
+		// The channel is the call's bucket, as Discord limits it (the
+		// route's top-level resource): discordgo's MessageThreadStartComplex
+		// takes the message's, and its limiter keeps every bucket it
+		// makes, one a session.
+		raw, err := s.api.RequestWithBucketID(http.MethodPost, discordgo.EndpointChannelMessageThread(channel, msgID),
+			&discordgo.ThreadStart{Name: threadName(rec), AutoArchiveDuration: 10080}, discordgo.EndpointChannelMessageThread(channel, ""), opts...)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &th)
 	})
 	if alreadyStarted(err) {
 		// A try that Discord carried out but answered with a 5xx, or

@@ -3,11 +3,15 @@ package discord
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/askbridge/askbridge/internal/pending"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 // TestBucketWaitIsCapped: an answer that leaves a bucket no calls tells
@@ -59,5 +63,33 @@ func TestBucketWaitIsCapped(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestThreadStartsShareTheirChannelsBucket: discordgo's rate limiter keeps
+// every bucket it makes, and its thread start takes the message's as its
+// bucket: one more kept for every session that starts a thread. Discord
+// limits the route by its channel; so does the bridge now, one bucket a
+// channel. (Until 2026-12-06 the buckets grew by one a session.)
+func TestThreadStartsShareTheirChannelsBucket(t *testing.T) {
+	const ch = "1100000000000000010"
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	s, _ := fuzzSurface(t, "bot-token", &answers{status: http.StatusOK, header: h,
+		body: []byte(`{"id": "1300000000000000001", "type": 11, "parent_id": "` + ch + `", "name": "thread"}`)})
+	rec := &pending.Record{ID: "abcdefghijklmnop", Caller: &seam.Caller{Name: "ada", Session: "s-1"}}
+	rl := s.api.Ratelimiter
+	buckets := func() int {
+		rl.Lock()
+		defer rl.Unlock()
+		return reflect.ValueOf(rl).Elem().FieldByName("buckets").Len() // unexported; read under its lock
+	}
+	for i := range 5 {
+		if _, err := s.startThread(context.Background(), ch, strconv.Itoa(1300000000000000100+i), rec); err != nil {
+			t.Fatalf("start thread: %v", err)
+		}
+		if n := buckets(); n != 1 {
+			t.Fatalf("%d rate-limit buckets after %d threads started in one channel; want 1", n, i+1)
+		}
 	}
 }
