@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ func TestCreatedCountsOnlyRequestsATargetTook(t *testing.T) {
 	question := map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}}
 	// A configured surface's failures are there from the start, at 0: an
 	// alert on their increase sees the first one.
-	if got, want := samples(t, a, "askbridge_post_failures_total"), `askbridge_post_failures_total{surface="slack"} 0`; got != want {
+	if got, want := apptest.Samples(t, a, "askbridge_post_failures_total"), `askbridge_post_failures_total{surface="slack"} 0`; got != want {
 		t.Errorf("at start: %q; want %q", got, want)
 	}
 
@@ -31,14 +30,14 @@ func TestCreatedCountsOnlyRequestsATargetTook(t *testing.T) {
 	if status, rec := apptest.Do(t, a.URL(), http.MethodPost, "/v1/questions", question); status != http.StatusServiceUnavailable {
 		t.Fatalf("create with the post refused: %d %v; want 503 NO_PROVIDER", status, rec.M)
 	}
-	if got := samples(t, a, "askbridge_requests_created_total"); got != "" {
+	if got := apptest.Samples(t, a, "askbridge_requests_created_total"); got != "" {
 		t.Errorf("after a create that no target took: %s; want no sample", got)
 	}
-	if got, want := samples(t, a, "askbridge_post_failures_total"), `askbridge_post_failures_total{surface="slack"} 1`; got != want {
+	if got, want := apptest.Samples(t, a, "askbridge_post_failures_total"), `askbridge_post_failures_total{surface="slack"} 1`; got != want {
 		t.Errorf("after a post that failed: %q; want %q", got, want)
 	}
 	apptest.Create(t, a.URL(), "/v1/questions", question)
-	if got, want := samples(t, a, "askbridge_requests_created_total"), `askbridge_requests_created_total{kind="question",route="default"} 1`; got != want {
+	if got, want := apptest.Samples(t, a, "askbridge_requests_created_total"), `askbridge_requests_created_total{kind="question",route="default"} 1`; got != want {
 		t.Errorf("after a create that was posted: %q; want %q", got, want)
 	}
 }
@@ -51,7 +50,7 @@ func TestCreatedCountsOnlyRequestsATargetTook(t *testing.T) {
 func TestEditFailuresAreCounted(t *testing.T) {
 	cfg, fake := slackConfig(t)
 	a, logs := apptest.StartWatched(t, cfg, app.Options{})
-	if got, want := samples(t, a, "askbridge_edit_failures_total"), `askbridge_edit_failures_total{surface="slack"} 0`; got != want {
+	if got, want := apptest.Samples(t, a, "askbridge_edit_failures_total"), `askbridge_edit_failures_total{surface="slack"} 0`; got != want {
 		t.Errorf("at start: %q; want %q", got, want)
 	}
 	id := apptest.Create(t, a.URL(), "/v1/questions", map[string]any{"questions": []any{map[string]any{"id": "go", "question": "Deploy?"}}})
@@ -61,7 +60,7 @@ func TestEditFailuresAreCounted(t *testing.T) {
 		t.Fatalf("cancel: %d %v", status, rec.M)
 	}
 	logs.WaitFor(t, "editing a finished request's message failed", 10*time.Second)
-	if got, want := samples(t, a, "askbridge_edit_failures_total"), `askbridge_edit_failures_total{surface="slack"} 1`; got != want {
+	if got, want := apptest.Samples(t, a, "askbridge_edit_failures_total"), `askbridge_edit_failures_total{surface="slack"} 1`; got != want {
 		t.Errorf("after an edit that failed: %q; want %q", got, want)
 	}
 }
@@ -87,7 +86,7 @@ func TestOverdueRequestsAreCounted(t *testing.T) {
 		{150 * time.Second, "askbridge_overdue_requests 1"}, // 90 s past it
 	} {
 		clk.Advance(start.Add(tc.at).Sub(clk.Now()))
-		if got := samples(t, a, "askbridge_overdue_requests"); got != tc.want {
+		if got := apptest.Samples(t, a, "askbridge_overdue_requests"); got != tc.want {
 			t.Errorf("%v after the create: %q; want %q", tc.at, got, tc.want)
 		}
 	}
@@ -116,27 +115,6 @@ routes:
     targets:
       - slack: {channel: C0AGENTS}
 `, token, fake.URL), url, prefix), fake
-}
-
-// samples is the replica's samples of the metric name.
-func samples(t *testing.T, a *app.App, name string) string {
-	t.Helper()
-	res, err := http.Get(a.URL() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var samples []string
-	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
-			samples = append(samples, strings.TrimSpace(line))
-		}
-	}
-	return strings.Join(samples, "\n")
 }
 
 // A client's retry of a create whose post is slow to fail re-attaches to

@@ -40,11 +40,17 @@ func (l *LogBuffer) String() string {
 // WaitFor waits until the log holds text, failing t after within.
 func (l *LogBuffer) WaitFor(t testing.TB, text string, within time.Duration) {
 	t.Helper()
+	l.WaitForN(t, text, 1, within)
+}
+
+// WaitForN waits until the log holds text n times, failing t after within.
+func (l *LogBuffer) WaitForN(t testing.TB, text string, n int, within time.Duration) {
+	t.Helper()
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	for {
 		l.mu.Lock()
-		if strings.Contains(l.b.String(), text) {
+		if strings.Count(l.b.String(), text) >= n {
 			l.mu.Unlock()
 			return
 		}
@@ -56,7 +62,8 @@ func (l *LogBuffer) WaitFor(t testing.TB, text string, within time.Duration) {
 		select {
 		case <-written:
 		case <-deadline.C:
-			t.Fatalf("no %q in the log after %v:\n%s", text, within, l.String())
+			out := l.String()
+			t.Fatalf("%q %d times in the log after %v; want %d:\n%s", text, strings.Count(out, text), within, n, out)
 		}
 	}
 }
