@@ -104,7 +104,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	if cfg.BaseURL != "" {
 		linkFor = links
 	}
-	surfaces, err := buildSurfaces(cfg, a.store, linkFor, log)
+	surfaces, err := buildSurfaces(cfg, a.store, linkFor, reg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -195,12 +195,12 @@ type surfaceSet struct {
 
 // buildSurfaces builds the surfaces the config turns on, joining their
 // config errors. links, when not nil, gives each posted message its
-// "Open in browser" link.
-func buildSurfaces(cfg *config.Config, store *pending.Store, links surface.Links, log *slog.Logger) (surfaceSet, error) {
+// "Open in browser" link; reg takes the surfaces' metrics.
+func buildSurfaces(cfg *config.Config, store *pending.Store, links surface.Links, reg prometheus.Registerer, log *slog.Logger) (surfaceSet, error) {
 	set := surfaceSet{byName: map[string]dispatch.Surface{}}
 	var errs []error
 	if cfg.Slack != nil {
-		s, err := slack.New(cfg, slack.Options{Store: store, Links: links, Logger: log})
+		s, err := slack.New(cfg, slack.Options{Store: store, Links: links, Registry: reg, Logger: log})
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -213,7 +213,7 @@ func buildSurfaces(cfg *config.Config, store *pending.Store, links surface.Links
 		}
 	}
 	if cfg.Discord != nil {
-		s, err := discord.New(cfg, discord.Options{Store: store, Links: links, Logger: log})
+		s, err := discord.New(cfg, discord.Options{Store: store, Links: links, Registry: reg, Logger: log})
 		if err != nil {
 			errs = append(errs, err)
 		} else {

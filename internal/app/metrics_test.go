@@ -161,3 +161,53 @@ func TestReattachToADiscardedCreateIsNoProvider(t *testing.T) {
 		t.Errorf("asked again once the target takes it: %d %v; want 201", status, rec.M)
 	}
 }
+
+// A replica that takes its Slack clicks over Socket Mode says on /metrics
+// whether its connection is up, from the start, and counts each time it
+// went down: a connection that can't be made again leaves the replica
+// deaf to clicks, which Slack does not tell anyone. A replica that takes
+// them over the Request URL has no such series.
+func TestSocketModeConnectionIsMeasured(t *testing.T) {
+	const token, appToken = "xoxb-1111-2222-METRICSBOTTOKEN", "xapp-1-A0001-1234-METRICSAPPTOKEN"
+	fake := slacktest.NewFakeSlack(t, token)
+	sock := fake.SocketMode(appToken)
+	sock.Refuse("service_unavailable")
+	url, prefix := apptest.Redis(t)
+	a, logs := apptest.StartWatched(t, apptest.Config(t, fmt.Sprintf(`
+slack:
+  bot_token: %s
+  app_token: %s
+  api_url: %s
+routes:
+  - name: default
+    targets:
+      - slack: {channel: C0AGENTS}
+`, token, appToken, fake.URL), url, prefix), app.Options{}, token, appToken)
+	const refused, connected = "slack socket mode could not connect", "slack socket mode connected"
+	check := func(when, up, drops string) {
+		t.Helper()
+		if got, want := apptest.Samples(t, a, "askbridge_connection_up"), `askbridge_connection_up{surface="slack"} `+up; got != want {
+			t.Errorf("%s: %q; want %q", when, got, want)
+		}
+		if got, want := apptest.Samples(t, a, "askbridge_connection_drops_total"), `askbridge_connection_drops_total{surface="slack"} `+drops; got != want {
+			t.Errorf("%s: %q; want %q", when, got, want)
+		}
+	}
+	// Each line is logged once the event before it has been counted.
+	logs.WaitFor(t, refused, 10*time.Second)
+	check("while Slack refuses the first connection", "0", "0")
+	sock.Refuse("")
+	logs.WaitFor(t, connected, 10*time.Second)
+	check("connected", "1", "0")
+	sock.Refuse("service_unavailable")
+	sock.Disconnect(t, "refresh_requested")
+	logs.WaitForN(t, refused, 2, 10*time.Second)
+	check("dropped, and refused a new connection", "0", "1")
+	sock.Refuse("")
+	logs.WaitForN(t, connected, 2, 10*time.Second)
+	check("connected again", "1", "1")
+
+	if other, _ := startOnSlack(t); apptest.Samples(t, other, "askbridge_connection_up") != "" {
+		t.Error("a replica on the Request URL has askbridge_connection_up; want no sample")
+	}
+}

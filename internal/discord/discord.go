@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/dispatch"
@@ -54,6 +55,9 @@ type Options struct {
 	// LeaseTTL is how long the gateway lease lasts without renewal; the
 	// holder renews it every third of that. Default 30 s.
 	LeaseTTL time.Duration
+	// Registry is where the gateway's connection metrics go, with
+	// discord.gateway; nil: nowhere.
+	Registry prometheus.Registerer
 }
 
 // Surface posts requests to Discord and edits their messages when they
@@ -66,6 +70,7 @@ type Surface struct {
 	log   *slog.Logger
 	now   func() time.Time
 	opt   Options
+	conn  *surface.Connection // the gateway's, with discord.gateway; else nil
 
 	// inPlace is how a click's own message is edited in the interaction
 	// response (UPDATE_MESSAGE) instead of through the REST API.
@@ -119,6 +124,9 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		inPlace: newInPlace(),
 		targets: map[string]*config.DiscordTarget{},
 		routes:  map[string][]*config.DiscordTarget{},
+	}
+	if dc.Gateway {
+		s.conn = surface.NewConnection(opt.Registry, surfaceName)
 	}
 	for _, r := range cfg.Routes {
 		for i, t := range r.Targets {

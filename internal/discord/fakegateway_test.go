@@ -24,9 +24,19 @@ type FakeGateway struct {
 	ident chan struct{} // one value per session that identified
 	// changed is closed, and replaced, when a session comes or goes.
 	changed chan struct{}
+	held    *gatewayHold // the next connection's, if held
 
 	writeLocks sync.Map // *websocket.Conn -> *sync.Mutex: one writer at a time
 }
+
+// gatewayHold holds a connection's HELLO until released.
+type gatewayHold struct {
+	arrived, release chan struct{}
+}
+
+// fakeSessionID is the session_id of every session the fake starts: what a
+// resume must name.
+const fakeSessionID = "fake-session"
 
 // StartGateway serves a fake gateway and points f's GET /gateway at it.
 func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
@@ -44,6 +54,18 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 			defer wmu.Unlock()
 			return c.WriteJSON(v)
 		}
+		g.mu.Lock()
+		h := g.held
+		g.held = nil
+		g.mu.Unlock()
+		if h != nil {
+			close(h.arrived)
+			select {
+			case <-h.release:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if send(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 45000}}) != nil {
 			return
 		}
@@ -59,9 +81,10 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 			switch m.Op {
 			case 1: // heartbeat
 				send(map[string]any{"op": 11})
-			case 2: // identify
+			case 2, 6: // identify, resume
 				var id struct {
-					Token string `json:"token"`
+					Token     string `json:"token"`
+					SessionID string `json:"session_id"`
 				}
 				if json.Unmarshal(m.D, &id) != nil || strings.TrimPrefix(id.Token, "Bot ") != f.Token {
 					wmu.Lock()
@@ -69,22 +92,63 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 					wmu.Unlock()
 					return
 				}
-				send(map[string]any{"op": 0, "t": "READY", "s": 1, "d": map[string]any{
-					"v": 10, "session_id": "fake-session", "user": map[string]any{"id": "1100000000000000001", "username": "askbridge", "bot": true},
-					"guilds": []any{}, "resume_gateway_url": "ws://" + r.Host,
-				}})
+				switch {
+				case m.Op == 2:
+					send(map[string]any{"op": 0, "t": "READY", "s": 1, "d": map[string]any{
+						"v": 10, "session_id": fakeSessionID, "user": map[string]any{"id": "1100000000000000001", "username": "askbridge", "bot": true},
+						"guilds": []any{}, "resume_gateway_url": "ws://" + r.Host,
+					}})
+				case id.SessionID != fakeSessionID:
+					// Not resumable: the client is to identify anew.
+					send(map[string]any{"op": 9, "d": false})
+					continue
+				default:
+					// Discord replays what the session missed, then
+					// RESUMED; the fake's sessions miss nothing.
+					g.mu.Lock()
+					seq := g.seq + 1
+					g.mu.Unlock()
+					send(map[string]any{"op": 0, "t": "RESUMED", "s": seq, "d": nil})
+				}
 				g.mu.Lock()
 				g.conns = append(g.conns, c)
 				g.change()
 				g.mu.Unlock()
 				g.writeLocks.Store(c, &wmu)
-				g.ident <- struct{}{}
+				if m.Op == 2 {
+					g.ident <- struct{}{}
+				}
 			}
 		}
 	}))
 	t.Cleanup(srv.Close)
 	f.GatewayURL = "ws" + strings.TrimPrefix(srv.URL, "http")
 	return g
+}
+
+// Drop closes every session's connection, without a close frame, as a
+// network failure does; the clients are to reconnect and resume.
+func (g *FakeGateway) Drop() {
+	g.mu.Lock()
+	conns := append([]*websocket.Conn(nil), g.conns...)
+	g.mu.Unlock()
+	for _, c := range conns {
+		c.NetConn().Close()
+		g.drop(c) // now, not once its reader has noticed
+	}
+}
+
+// HoldNext holds the HELLO of the next connection until release is
+// called; held is closed when that connection has come in.
+func (g *FakeGateway) HoldNext() (held <-chan struct{}, release func()) {
+	h := &gatewayHold{arrived: make(chan struct{}), release: make(chan struct{})}
+	g.mu.Lock()
+	g.held = h
+	g.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(h.release) }) }
+	g.t.Cleanup(release)
+	return h.arrived, release
 }
 
 func (g *FakeGateway) drop(c *websocket.Conn) {

@@ -112,6 +112,13 @@ func (h *Interactions) openGateway() (*discordgo.Session, error) {
 		return nil, err
 	}
 	sess.Client = h.s.api.Client
+	// discordgo reopens a session that dropped by itself (resuming it),
+	// saying so only through these events. Handled in turn, not each in
+	// a goroutine of its own, so that a drop and the reconnect after it
+	// reach the metrics in the order they happened.
+	sess.SyncEvents = true
+	sess.AddHandler(func(*discordgo.Session, *discordgo.Connect) { h.s.conn.Up() })
+	sess.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) { h.s.conn.Down() })
 	sess.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) {
 		if e.Type == "INTERACTION_CREATE" {
 			raw := append([]byte(nil), e.RawData...)

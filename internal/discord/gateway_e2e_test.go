@@ -274,3 +274,50 @@ func TestGatewayOnlyRefusesTheEndpoint(t *testing.T) {
 		t.Errorf("after refused interactions: %v; want pending", rec.M["status"])
 	}
 }
+
+// TestGatewayConnectionIsMeasured: the replica holding the gateway says
+// on /metrics whether its session is up, and counts each time it went
+// down. discordgo reopens a session that dropped by itself, resuming it,
+// and told the bridge nothing: a session that could not be reopened left
+// Discord's clicks unreceived with nothing to alert on. A replica without
+// the lease shows 0.
+func TestGatewayConnectionIsMeasured(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	gw := fake.StartGateway(t)
+	url, prefix := apptest.Redis(t)
+	a, logs := apptest.StartWatched(t, apptest.Config(t, gatewayYAML(fake), url, prefix), app.Options{}, botToken)
+	b := bridge{App: a, fake: fake, logs: logs}
+	check := func(a *app.App, when, up, drops string) {
+		t.Helper()
+		if got, want := apptest.Samples(t, a, "askbridge_connection_up"), `askbridge_connection_up{surface="discord"} `+up; got != want {
+			t.Errorf("%s: %q; want %q", when, got, want)
+		}
+		if got, want := apptest.Samples(t, a, "askbridge_connection_drops_total"), `askbridge_connection_drops_total{surface="discord"} `+drops; got != want {
+			t.Errorf("%s: %q; want %q", when, got, want)
+		}
+	}
+	logs.WaitFor(t, "discord gateway connected", 10*time.Second)
+	check(a, "connected", "1", "0")
+	other := apptest.Start(t, apptest.Config(t, gatewayYAML(fake), url, prefix), app.Options{})
+	check(other, "the replica without the lease", "0", "0")
+
+	held, release := gw.HoldNext()
+	gw.Drop()
+	select {
+	case <-held: // discordgo dials again once it has closed the session that dropped
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reconnection within 10 s of the drop")
+	}
+	check(a, "dropped, reconnecting", "0", "1")
+	release()
+
+	// A click over the resumed session is answered: it is open again.
+	gw.WaitSessions(t, 1, 10*time.Second)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	msg := fake.WaitCalls(t, "create", 1)[0]
+	gw.Dispatch(t, discord.Click(msg, ada, "ab:pick:"+id+":0:0", nil))
+	if rec := b.wait(t, "/v1/questions", id); rec.M["status"] != "answered" {
+		t.Fatalf("a click after the reconnection left the request %v", rec.M["status"])
+	}
+	check(a, "resumed", "1", "1")
+}

@@ -214,7 +214,13 @@ func (h *Interactions) socketMode(ctx context.Context) error {
 			return fmt.Errorf("slack socket mode: %w", err)
 		case ev := <-client.Events:
 			switch ev.Type {
+			case socketmode.EventTypeConnecting:
+				// slack-go opens a connection at the start and after one
+				// dropped (Slack's disconnect, a missed ping, a read
+				// that failed): until it is connected, no click arrives.
+				h.s.conn.Down()
 			case socketmode.EventTypeConnected:
+				h.s.conn.Up()
 				h.log.Info("slack socket mode connected")
 			case socketmode.EventTypeInvalidAuth:
 				return errors.New("slack socket mode: " + appTokenProblem("invalid_auth"))

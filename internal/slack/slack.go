@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/askbridge/askbridge/internal/config"
@@ -42,6 +43,9 @@ type Options struct {
 	GroupTTL   time.Duration    // how long user group members are cached; default 5 min
 	Now        func() time.Time // default time.Now
 	Links      surface.Links    // the signed web links of requests; nil: no "Open in browser" button
+	// Registry is where Socket Mode's connection metrics go, with
+	// slack.app_token; nil: nowhere.
+	Registry prometheus.Registerer
 }
 
 // Surface posts requests to Slack and edits their messages when they end.
@@ -57,6 +61,7 @@ type Surface struct {
 	now    func() time.Time
 	who    *responders
 	links  surface.Links
+	conn   *surface.Connection // Socket Mode's, with slack.app_token; else nil
 
 	targets map[string]*config.SlackTarget // by target key, "route/index"
 	routes  map[string][]string            // the keys of each route's targets, by route name
@@ -144,6 +149,9 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 		mixed:   map[string]bool{},
 	}
 	s.who = newResponders(s.groupMembers, opt.GroupTTL, opt.Now)
+	if sc.AppToken.Reveal() != "" {
+		s.conn = surface.NewConnection(opt.Registry, surfaceName)
+	}
 	first := map[string]*config.SlackTarget{} // by channel
 	for _, r := range cfg.Routes {
 		for i, t := range r.Targets {
