@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
@@ -399,5 +401,24 @@ func TestHelpGoesToStdout(t *testing.T) {
 		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), "nope") {
 			t.Errorf("bridge %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout.String(), stderr.String())
 		}
+	}
+}
+
+// TestLogDurations: a duration in a log line reads as a duration in both
+// formats, "1.5s", not JSON's nanoseconds (1500000000), in a group too.
+func TestLogDurations(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			cfg, err := config.Parse([]byte("log: {format: " + format + "}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			newLogger(cfg, &out).WithGroup("outage").Info("Redis serves again", "after", 1500*time.Millisecond, "unserved_calls", 3)
+			want := map[string]string{"text": "outage.after=1.5s outage.unserved_calls=3", "json": `"outage":{"after":"1.5s","unserved_calls":3}`}[format]
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("logged %q; want it to hold %q", out.String(), want)
+			}
+		})
 	}
 }
