@@ -212,12 +212,16 @@ func retryWait(age time.Duration) time.Duration {
 // CountUnedited returns the number of ended requests whose posted messages
 // are not yet known to be edited: being edited, or waiting for a finisher.
 func (s *Store) CountUnedited(ctx context.Context) (int64, error) {
-	return s.total(ctx, "count unedited", func(pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
-		for sh := range shards {
-			cmds = append(cmds, pipe.ZCard(ctx, s.keys.finish(sh)))
-		}
-		return cmds
-	})
+	return s.total(ctx, "count unedited", func(pipe redis.Pipeliner) []*redis.IntCmd { return s.queueUnedited(ctx, pipe) })
+}
+
+// queueUnedited queues on pipe the counts that add up to CountUnedited:
+// one per shard.
+func (s *Store) queueUnedited(ctx context.Context, pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
+	for sh := range shards {
+		cmds = append(cmds, pipe.ZCard(ctx, s.keys.finish(sh)))
+	}
+	return cmds
 }
 
 // RunFinisher edits, every interval until ctx ends, the messages of ended

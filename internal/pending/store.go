@@ -1056,30 +1056,57 @@ func (s *Store) discard(ctx context.Context, id, lease, note string) (bool, erro
 
 // CountPending returns the number of pending requests, all kinds.
 func (s *Store) CountPending(ctx context.Context) (int64, error) {
-	return s.total(ctx, "count pending", func(pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
-		for _, kind := range kinds {
-			for sh := range shards {
-				cmds = append(cmds, pipe.ZCard(ctx, s.keys.open(kind, sh)))
-			}
-		}
-		return cmds
-	})
+	return s.total(ctx, "count pending", func(pipe redis.Pipeliner) []*redis.IntCmd { return s.queuePending(ctx, pipe) })
 }
 
-// total adds up the counts of the commands queue puts on one pipeline:
-// one per shard's key, for the gauges a scrape of /metrics reads. what
-// names the count in its error.
+// queuePending queues on pipe the counts that add up to CountPending: one
+// per kind and shard.
+func (s *Store) queuePending(ctx context.Context, pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
+	for _, kind := range kinds {
+		for sh := range shards {
+			cmds = append(cmds, pipe.ZCard(ctx, s.keys.open(kind, sh)))
+		}
+	}
+	return cmds
+}
+
+// Counts are what a scrape of /metrics reads from the store, all replicas
+// together.
+type Counts struct {
+	Pending  int64 // pending requests (CountPending)
+	Unedited int64 // ended requests whose messages are not yet known to be edited (CountUnedited)
+	Overdue  int64 // pending requests more than Count's late past their expiry, not yet expired
+}
+
+// Count reads Counts in one pipeline: one round trip on a Redis; on a
+// Cluster one per master, sent together (each command names one key, so
+// none spans slots). A request counted overdue is counted pending too.
+func (s *Store) Count(ctx context.Context, late time.Duration) (Counts, error) {
+	pipe := s.rdb.Pipeline()
+	pending, unedited, overdue := s.queuePending(ctx, pipe), s.queueUnedited(ctx, pipe), s.queueOverdue(ctx, pipe, late)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Counts{}, fmt.Errorf("count requests: %w", unavailable(err))
+	}
+	return Counts{Pending: sum(pending), Unedited: sum(unedited), Overdue: sum(overdue)}, nil
+}
+
+// total adds up the counts of the commands queue puts on one pipeline.
+// what names the count in its error.
 func (s *Store) total(ctx context.Context, what string, queue func(redis.Pipeliner) []*redis.IntCmd) (int64, error) {
 	pipe := s.rdb.Pipeline()
 	cmds := queue(pipe)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("%s: %w", what, unavailable(err))
 	}
-	var n int64
+	return sum(cmds), nil
+}
+
+// sum adds up the replies of cmds, run.
+func sum(cmds []*redis.IntCmd) (n int64) {
 	for _, c := range cmds {
 		n += c.Val()
 	}
-	return n, nil
+	return n
 }
 
 // LostCreateError is the error of a Create that Redis did not answer: the

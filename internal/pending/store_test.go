@@ -1682,6 +1682,7 @@ func TestRoundTrips(t *testing.T) {
 			}},
 			{"Edited", func() error { return s.Edited(ctx, rec) }},
 			{"Unfinished, nothing due", func() error { _, err := s.Unfinished(ctx); return err }},
+			{"Count", func() error { _, err := s.Count(ctx, time.Minute); return err }},
 		} {
 			n, names := cnt.count(func() {
 				if err := tc.call(); err != nil {
@@ -1758,6 +1759,44 @@ func TestKeys(t *testing.T) {
 	if !strings.HasPrefix(k.wake(), "p:") {
 		t.Errorf("wake channel %q is not under the prefix", k.wake())
 	}
+}
+
+// TestCount: the counts a scrape of /metrics reads, in one call, as each
+// is counted: the pending requests of every kind, those of them more than
+// late past their expiry, and the ended requests whose messages are still
+// to be edited.
+func TestCount(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.store()
+		soon := question("alice", "")
+		soon.ExpiresIn = time.Minute
+		mustCreate(t, s, soon)
+		later := approval("alice", "")
+		later.ExpiresIn = time.Hour
+		mustCreate(t, s, later)
+		ended := mustCreate(t, s, question("alice", ""))
+		if _, err := s.AddPost(ctx, ended.ID, Post{Surface: "slack", Channel: "C", MessageID: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Resolve(ctx, ended.ID, answered("U1")); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			after time.Duration // since the creates
+			want  Counts
+		}{
+			{0, Counts{Pending: 2, Unedited: 1}},
+			{90 * time.Second, Counts{Pending: 2, Unedited: 1}},              // 30 s past its expiry
+			{150 * time.Second, Counts{Pending: 2, Unedited: 1, Overdue: 1}}, // 90 s past it
+		} {
+			b.clock.Advance(tc.after - b.clock.Now().Sub(ended.CreatedAt))
+			got, err := s.Count(ctx, time.Minute)
+			if err != nil || got != tc.want {
+				t.Errorf("%v after the creates: Count = %+v, %v; want %+v", tc.after, got, err, tc.want)
+			}
+		}
+	})
 }
 
 func TestDiscard(t *testing.T) {

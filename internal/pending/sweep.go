@@ -64,17 +64,15 @@ func (s *Store) Sweep(ctx context.Context) ([]*Record, error) {
 	return expired, nil
 }
 
-// CountOverdue returns the number of pending requests whose expiry passed
-// more than late ago, by the store's clock, and that no sweeper has
-// expired yet.
-func (s *Store) CountOverdue(ctx context.Context, late time.Duration) (int64, error) {
+// queueOverdue queues on pipe the counts that add up to the pending
+// requests whose expiry passed more than late ago, by the store's clock,
+// and that no sweeper has expired yet: one per shard.
+func (s *Store) queueOverdue(ctx context.Context, pipe redis.Pipeliner, late time.Duration) (cmds []*redis.IntCmd) {
 	until := strconv.FormatInt(s.opt.Now().Add(-late).UnixMilli(), 10)
-	return s.total(ctx, "count overdue", func(pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
-		for sh := range shards {
-			cmds = append(cmds, pipe.ZCount(ctx, s.keys.due(sh), "-inf", until))
-		}
-		return cmds
-	})
+	for sh := range shards {
+		cmds = append(cmds, pipe.ZCount(ctx, s.keys.due(sh), "-inf", until))
+	}
+	return cmds
 }
 
 // RunSweeper expires, every interval until ctx ends, the requests that
