@@ -82,6 +82,9 @@ type Dispatcher struct {
 	// postFor bounds a post, the creator's or a reposter's: the posting
 	// lease it holds (tests shorten it).
 	postFor time.Duration
+	// lacking are the surfaces this replica does not run that it has met
+	// messages of, to log at Info once each (see finishOne).
+	lacking sync.Map
 }
 
 // New builds a dispatcher for the routes of cfg. surfaces maps a surface
@@ -595,7 +598,15 @@ func (d *Dispatcher) Finished(ctx context.Context, rec *pending.Record) {
 func (d *Dispatcher) finishOne(ctx context.Context, rec *pending.Record, p pending.Post) bool {
 	s, ok := d.surfaces[p.Surface]
 	if !ok {
-		d.log.Info("a finished request's message is on a surface this replica does not run; left to a finisher on one that does",
+		// At Info once a surface: the replicas' configs differ, which an
+		// operator wants to know. Then at Debug, not a line per message
+		// and per try (a finisher tries each some nine times within the
+		// hour); one that no replica edits ends in a warning of its own.
+		level := slog.LevelDebug
+		if _, met := d.lacking.LoadOrStore(p.Surface, true); !met {
+			level = slog.LevelInfo
+		}
+		d.log.Log(ctx, level, "a finished request's message is on a surface this replica does not run; left to a finisher on one that does (further ones are logged at debug)",
 			"request_id", rec.ID, "surface", p.Surface, "message_id", p.MessageID)
 		return false
 	}

@@ -590,6 +590,47 @@ func TestMessageOnASurfaceThisReplicaLacks(t *testing.T) {
 	}
 }
 
+// TestSurfaceThisReplicaLacksIsLoggedOnce: a replica without Discord that
+// meets Discord messages to edit says so once, at Info: its config
+// differs from the other replicas'. Not once per message and per try: a
+// finisher tries each request some nine times within the hour, on
+// whichever replica claims it, and ends in a warning of its own if no
+// replica ever edits it.
+func TestSurfaceThisReplicaLacksIsLoggedOnce(t *testing.T) {
+	c := newChat()
+	e, _ := setup(t, c)
+	cfg, err := config.Parse([]byte(routesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	slackOnly, err := dispatch.New(e.store, cfg, map[string]dispatch.Surface{"slack": c}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 2 {
+		rec, _, err := slackOnly.Create(ctx, question("", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.AddPost(ctx, rec.ID, pending.Post{Surface: "discord", Channel: "D1", MessageID: fmt.Sprint("m", i)}); err != nil {
+			t.Fatal(err)
+		}
+		ended, err := slackOnly.Resolve(ctx, rec.ID, pending.Resolution{Status: seam.StatusCancelled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // a finisher's tries
+			slackOnly.Finished(ctx, ended)
+		}
+	}
+	const line = "on a surface this replica does not run"
+	if n := strings.Count(logs.String(), line); n != 1 || !strings.Contains(logs.String(), "surface=discord") {
+		t.Errorf("logged %d times %q; want once, naming the surface:\n%s", n, line, logs.String())
+	}
+}
+
 func TestEditedRequestLeavesNothingForTheSweeper(t *testing.T) {
 	c := newChat()
 	e, d := setup(t, c)
