@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
@@ -894,6 +895,42 @@ func TestAllowOnceOfALongBareRequestAsksFirst(t *testing.T) {
 		t.Fatalf("Allow once of a long bare request got %v; want a note asking to confirm, pointing to the web inbox", resp)
 	}
 	if rec := b.get(t, "/v1/approvals", long); rec.M["status"] != "pending" {
+		t.Fatalf("the request was allowed before it was confirmed: %v", rec.M["status"])
+	}
+}
+
+// The content of a message without embeds begins with the target's
+// mention, which leaves that much less room for the request's text:
+// arguments cut by it alone are cut all the same, and Allow once asks
+// first. (Until 2026-12-06 it was judged on the message without the
+// mention: cut by fewer characters than the mention's, it was allowed at
+// once, unread.)
+func TestAllowOnceOfABareRequestCutByItsMentionAsksFirst(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.DenyEmbeds(channel)
+	approval := func(manifest int) (string, discord.FakeCall) {
+		t.Helper()
+		before := len(b.fake.Calls("edit"))
+		id := b.create(t, "/v1/approvals", map[string]any{"tool_name": "kubectl_apply", "reason": "Roll out v2",
+			"arguments": map[string]any{"manifest": strings.Repeat("x", manifest)}})
+		return id, b.fake.WaitCalls(t, "edit", before+1)[before]
+	}
+	_, fits := approval(100)
+	shown := fits.Body["content"].(string)
+	if strings.Contains(shown, "not shown") || !strings.HasPrefix(shown, "<@&"+opsRole+"> ") {
+		t.Fatalf("the first message %q; want it whole, under the target's mention", shown)
+	}
+	// A few characters more than the message holds: fewer than its mention.
+	over := 100 + 2000 - utf8.RuneCountInString(shown) + 5 // Discord's 2000 characters of content
+	id, msg := approval(over)
+	if !strings.Contains(msg.Body["content"].(string), "/r/"+id) {
+		t.Fatalf("the bare message %q; want it cut, saying where the rest is", msg.Body["content"])
+	}
+	resp := b.click(t, discord.Click(msg, bob, discord.Find(msg.Body, "ab:allow:"+id+":")["custom_id"].(string), nil))
+	if !isEphemeral(resp) || discord.Find(data(resp), "ab:allow:"+id+":") == nil || !strings.Contains(content(resp), "/r/"+id) {
+		t.Fatalf("Allow once of a request its message cut got %v; want a note asking to confirm, pointing to the web inbox", resp)
+	}
+	if rec := b.get(t, "/v1/approvals", id); rec.M["status"] != "pending" {
 		t.Fatalf("the request was allowed before it was confirmed: %v", rec.M["status"])
 	}
 }

@@ -281,7 +281,7 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 		}
 	case surface.VerbAllow:
 		if r.O != confirmed && rec.Kind == seam.KindApproval {
-			if text := msgConfirmAllow(rec, shownBare(in)); text != "" {
+			if text := msgConfirmAllow(rec, h.postedMention(rec, in), shownBare(in)); text != "" {
 				return confirm(rec, surface.VerbAllow, text, "Allow once", discordgo.SuccessButton)
 			}
 		}
@@ -326,12 +326,12 @@ func confirm(rec *pending.Record, verb, text, label string, style discordgo.Butt
 const msgConfirmDismiss = "Dismiss this question? The agent is told that you declined to answer."
 
 // msgConfirmAllow asks to confirm Allow once on rec, an approval, when
-// its message has no room for all of its text, and says where the rest
-// is: in the messages posted after it, or, for a bare message (its
-// embeds dropped), which has none after it, in the web inbox. It is ""
-// when the message holds it all.
-func msgConfirmAllow(rec *pending.Record, bare bool) string {
-	m := render(rec, "", true)
+// its message, posted with mention, has no room for all of its text, and
+// says where the rest is: in the messages posted after it, or, for a bare
+// message (its embeds dropped), which has none after it, in the web
+// inbox. It is "" when the message holds it all.
+func msgConfirmAllow(rec *pending.Record, mention string, bare bool) string {
+	m := render(rec, mention, true)
 	rest := "follows in the messages below. Read them"
 	switch {
 	case bare && m.bare(rec.ID).cut:
@@ -341,6 +341,19 @@ func msgConfirmAllow(rec *pending.Record, bare bool) string {
 	}
 	return "The request to run **" + plain(surface.Truncate(rec.Approval.ToolName, 100)) + "** is longer than its message: the rest of it " +
 		rest + " before you allow it. Allow it once?"
+}
+
+// postedMention is the mention of the target whose message in came
+// from: Post begins the message's content with it, which leaves a bare
+// message that much less room for the request's text.
+func (h *Interactions) postedMention(rec *pending.Record, in *interaction) string {
+	if in.Message == nil {
+		return ""
+	}
+	if t := h.s.target(rec, in.where(), in.parent(), in.Message.ID); t != nil {
+		return t.Mention
+	}
+	return ""
 }
 
 // personalLink answers with a link of rec's for the person who clicked,
