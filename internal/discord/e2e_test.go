@@ -653,7 +653,8 @@ func TestApprovalRejectWithReason(t *testing.T) {
 		"tool_name": "kubectl_apply", "reason": "Roll out v2 @everyone", "arguments": map[string]any{"file": "deploy.yaml"},
 	})
 	msg := b.fake.WaitCalls(t, "create", 1)[0]
-	if txt := discord.Text(msg.Body); !strings.Contains(txt, "kubectl_apply") || !strings.Contains(txt, "deploy.yaml") || strings.Contains(txt, "@everyone") {
+	// The title shows the tool's name as written: its _ backslashed.
+	if txt := discord.Text(msg.Body); !strings.Contains(txt, `kubectl\_apply`) || !strings.Contains(txt, "deploy.yaml") || strings.Contains(txt, "@everyone") {
 		t.Errorf("the approval does not show the tool and arguments, or pings:\n%s", txt)
 	}
 	resp := b.click(t, discord.Click(msg, bob, "ab:reject:"+id+":0:0", nil))

@@ -316,15 +316,17 @@ func (b *builder) embed(title, prefix, text string, max int, colour int) {
 }
 
 // escTitle is s, text of an agent's (a question's header, a tool's name),
-// as an embed's title: escaped as esc escapes a description, since Discord
-// renders markdown in titles too (emphasis, code; its phone apps render
-// mentions there), within Discord's 256 characters.
+// as an embed's title, within Discord's 256 characters: a line of plain
+// text, shown as written (plain), since Discord renders markdown in titles
+// too (emphasis, code; its phone apps render mentions there). Escaped as
+// a description is, its markdown would render: an MCP tool's name,
+// mcp__server__tool, would lose its underscores to an underline.
 func escTitle(s string) string {
-	if t := esc(s); surface.Len(t) <= maxEmbedTitle {
+	if t := plain(s); surface.Len(t) <= maxEmbedTitle {
 		return t
 	}
-	head, _ := surface.Cut(s, maxEmbedTitle-surface.Len(ellipsis), esc)
-	return esc(head) + ellipsis
+	head, _ := surface.Cut(s, maxEmbedTitle-surface.Len(ellipsis), plain)
+	return plain(head) + ellipsis
 }
 
 const ellipsis = "…"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/askbridge/askbridge/internal/config"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,6 +287,38 @@ func TestEmbedTitlesAreEscaped(t *testing.T) {
 		checkInert(t, "title", title)
 		if n := surface.Len(title); n > maxEmbedTitle {
 			t.Errorf("title %d long", n)
+		}
+	}
+}
+
+// A title is one line of an agent's plain text, a tool's name or a
+// question's header, and shows as written: the markdown Discord renders
+// in titles is inert there, as in the content's lines. An MCP tool's name
+// (mcp__server__tool) would lose its underscores to an underline, and a
+// person would be asked to allow a tool whose name does not read as the
+// one the agent runs. (Until 2026-12-06 titles were escaped only as
+// descriptions are, which keeps their markdown.)
+func TestEmbedTitlesShowTheirNameAsWritten(t *testing.T) {
+	approval := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval,
+		Approval: &seam.Approval{ToolName: "mcp__github__delete_repo", Reason: long("why ", 5000)}}
+	q := seam.Question{ID: "q", Header: "*Deploy* ~~now~~", Question: "Ship it?"}
+	question := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
+	for _, c := range []struct {
+		rec  *pending.Record
+		want []string
+	}{
+		{approval, []string{`Allow mcp\_\_github\_\_delete\_repo?`, `Allow mcp\_\_github\_\_delete\_repo? (continued)`}},
+		{question, []string{`\*Deploy\* \~\~now\~\~`}},
+	} {
+		m := render(c.rec, "", true)
+		var titles []string
+		for _, e := range append(m.embeds, m.more...) {
+			if e.Title != "" && e.Title != "Arguments" {
+				titles = append(titles, e.Title)
+			}
+		}
+		if !slices.Equal(titles[:min(len(titles), len(c.want))], c.want) {
+			t.Errorf("titles %q; want %q first", titles, c.want)
 		}
 	}
 }
