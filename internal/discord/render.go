@@ -72,9 +72,9 @@ const (
 // (spans and fences) is left as written: nothing renders there, and a
 // zero-width space in @Override or Vec<String> would go along with a copy.
 // allowed_mentions parse [] is sent as well, on every message. Bidi
-// controls are dropped (noBidi).
+// controls are dropped (surface.NoBidi).
 func esc(s string) string {
-	s = noBidi(s)
+	s = surface.NoBidi(s)
 	if !strings.ContainsAny(s, "@<]") {
 		return s
 	}
@@ -190,41 +190,9 @@ func sealed(s string) string {
 	return b.String()
 }
 
-// noBidi drops the explicit bidirectional formatting characters from s,
-// text of an agent's or a person's: the embeddings and overrides
-// (U+202A-U+202E) and the isolates (U+2066-U+2069). An override reorders
-// the rest of its line: a name, an answer or an option label holding one
-// would show its line ("Answered by X · Y"), or itself, in an order it
-// is not written in, even reading as another option. They are dropped
-// rather than isolated: text wrapped in an isolate still reorders inside
-// it, and would show in an order other than the one the agent gets.
-// Discord's clients lay out right-to-left scripts without them; the
-// marks U+200E and U+200F, which reorder nothing, are kept.
-func noBidi(s string) string {
-	if !strings.ContainsFunc(s, isBidi) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isBidi(r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-func isBidi(r rune) bool { return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 }
-
 // clean is s, text of an agent's or a person's, as the plain text of a
-// control or a form (a label, a placeholder, a description, a title):
-// without bidi controls (noBidi), cut to max. Text of bidi controls alone
-// keeps them: there is nothing in it for them to reorder, and Discord
-// refuses a blank label.
-func clean(s string, max int) string {
-	if c := noBidi(s); strings.TrimSpace(c) != "" || strings.TrimSpace(s) == "" {
-		s = c
-	}
-	return surface.Truncate(s, max)
-}
+// control or a form (surface.Label), cut to max.
+func clean(s string, max int) string { return surface.Truncate(surface.Label(s), max) }
 
 var escaper = strings.NewReplacer("@", "@\u200b", "<", "<\u200b", "](", "]\u200b(")
 
@@ -791,7 +759,7 @@ func renderApproval(b *builder, rec *pending.Record, colour int) {
 		reason = a.Reason
 	}
 	b.embed("Allow "+a.ToolName+"?", "", reason, 3000, colour)
-	if args := noBidi(surface.PrettyJSON(a.Arguments)); args != "" {
+	if args := surface.NoBidi(surface.PrettyJSON(a.Arguments)); args != "" {
 		b.sections = append(b.sections, section{title: "Arguments", text: args, code: true})
 		room := min(maxEmbedDesc, embedBudget-b.used-20) - 8
 		head, note, rest := surface.Shorten(args, room, surface.NoFence, moreNote)

@@ -201,10 +201,10 @@ const zwsp = "\u200b"
 func checkEsc(t *testing.T, s string) {
 	t.Helper()
 	out := esc(s)
-	if strings.ReplaceAll(out, zwsp, "") != strings.ReplaceAll(noBidi(s), zwsp, "") {
+	if strings.ReplaceAll(out, zwsp, "") != strings.ReplaceAll(surface.NoBidi(s), zwsp, "") {
 		t.Fatalf("esc(%q) = %q: more than zero-width spaces and bidi controls changed", s, out)
 	}
-	if strings.ContainsFunc(out, isBidi) {
+	if strings.ContainsFunc(out, surface.IsBidi) {
 		t.Fatalf("esc(%q) = %q holds a bidi control", s, out)
 	}
 	checkInert(t, "esc", out)

@@ -337,7 +337,7 @@ func TestBidiControlsAreDropped(t *testing.T) {
 	noBidi := func(t *testing.T, what string, v any) {
 		t.Helper()
 		raw, _ := json.Marshal(v)
-		if i := strings.IndexFunc(string(raw), isBidi); i >= 0 {
+		if i := strings.IndexFunc(string(raw), surface.IsBidi); i >= 0 {
 			t.Errorf("%s holds a bidi control: %s", what, raw[max(0, i-40):min(len(raw), i+40)])
 		}
 	}

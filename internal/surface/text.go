@@ -337,6 +337,43 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// NoBidi drops the explicit bidirectional formatting characters from s,
+// text of an agent's or a person's: the embeddings and overrides
+// (U+202A-U+202E) and the isolates (U+2066-U+2069). An override reorders
+// the rest of its line: a name, an answer or an option label holding one
+// would show its line ("Answered by X · Y"), or itself, in an order it is
+// not written in, even reading as another option. They are dropped rather
+// than isolated: text wrapped in an isolate still reorders inside it, and
+// would show in an order other than the one the agent gets. Slack's and
+// Discord's clients lay out right-to-left scripts without them; the marks
+// U+200E and U+200F, which reorder nothing, are kept.
+func NoBidi(s string) string {
+	if !strings.ContainsFunc(s, IsBidi) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if IsBidi(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// IsBidi reports whether r is one of the characters NoBidi drops.
+func IsBidi(r rune) bool { return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 }
+
+// Label is s, text of an agent's or a person's, as the plain text of a
+// control or a form (a label, a placeholder, a description, a title):
+// without bidi controls (NoBidi). Text of bidi controls alone keeps them:
+// there is nothing in it for them to reorder, and Slack and Discord refuse
+// a blank label.
+func Label(s string) string {
+	if c := NoBidi(s); strings.TrimSpace(c) != "" || strings.TrimSpace(s) == "" {
+		return c
+	}
+	return s
+}
+
 // An optional boolean field's third choice, beside Yes and No: radio
 // buttons can't be cleared once tapped (or prefilled), and this one
 // leaves the question unanswered, which an optional question may be.

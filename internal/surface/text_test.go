@@ -72,6 +72,29 @@ func TestAskerOnOneLine(t *testing.T) {
 	}
 }
 
+// NoBidi drops the embeddings, overrides and isolates that would show a
+// line in an order other than its own, and keeps the marks, which reorder
+// nothing; Label keeps a label of those controls alone, as a blank one is
+// refused. (Slack and Discord share them.)
+func TestNoBidi(t *testing.T) {
+	for _, tc := range []struct{ in, noBidi, label string }{
+		{"Deploy to prod? \u202eoN", "Deploy to prod? oN", "Deploy to prod? oN"},
+		{"\u202aa\u202bb\u202cc\u202dd\u2066e\u2067f\u2068g\u2069", "abcdefg", "abcdefg"},
+		{"\u200eשלום\u200f\u061c ok", "\u200eשלום\u200f\u061c ok", "\u200eשלום\u200f\u061c ok"},
+		{"\u202e", "", "\u202e"},
+		{" \u2066 ", "  ", " \u2066 "},
+		{"", "", ""},
+		{" ", " ", " "},
+	} {
+		if got := NoBidi(tc.in); got != tc.noBidi {
+			t.Errorf("NoBidi(%q) = %q, want %q", tc.in, got, tc.noBidi)
+		}
+		if got := Label(tc.in); got != tc.label {
+			t.Errorf("Label(%q) = %q, want %q", tc.in, got, tc.label)
+		}
+	}
+}
+
 func TestCutFenced(t *testing.T) {
 	for _, tc := range []struct {
 		s          string
