@@ -12,6 +12,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 // FuzzMrkdwn renders requests of agent-written text (a detail or plan, a
@@ -29,9 +30,13 @@ import (
 //     as the agent wrote but for the Markdown marks it converts (*, _, #
 //     and the blanks around a heading's marks, a fence's info string),
 //     and no more _ or #;
+//   - that no text of the message, its thread replies or its top-level
+//     text holds a bidi control (surface.NoBidi), but a plain_text of
+//     them alone, which Slack would refuse empty;
 //   - that a detail or a reason is shown whole: what the message and its
 //     thread show of it, unescaped as Slack does, less the fences a cut
-//     adds to keep a code block closed, is fromMarkdown's text.
+//     adds to keep a code block closed, is fromMarkdown's text without
+//     its bidi controls.
 //     It is checked where those are the message's only mrkdwn sections: a
 //     live question without options, a live approval without arguments.
 //
@@ -55,6 +60,8 @@ func FuzzMrkdwn(f *testing.F) {
 		{"## Plan\n1. **Stop** the `billing` worker\n2. Run `make migrate`", "Go ahead?", "Yes", "Migrate now", "ops <@U1>", shapeEnded | shapeOptions},
 		{strings.Repeat("Step **1** & <!channel>\n", 400), "Long?", "L", "", "", 0},
 		{"## Patch\n```go\n" + strings.Repeat("x := *p.next_ptr_ & 1 // **not** bold\n", 300) + "```\ndone", "Apply?", "A", "", "", 0},
+		{"Ship \u2066it\u2069? **\u202eall** `\u202ecode`\n" + strings.Repeat("\u202e", 3000) + "\n\u202a", "Deploy? \u202eoN", "\u202e", "d\u202c", "ada\u202e", shapeEnded | shapeOptions},
+		{"\u202e", "Which\u2067?", "Yes\u202e", "\u2066", "\u202e", 0},
 	} {
 		f.Add(s.detail, s.question, s.label, s.desc, s.who, s.shape)
 	}
@@ -73,9 +80,13 @@ func FuzzMrkdwn(f *testing.F) {
 		live := rec.Status == seam.StatusPending
 		m := render(rec, fuzzMention, live)
 		checkInert(t, "the top-level text", m.text)
+		checkNoBidi(t, "the top-level text", m.text)
 		for i, bl := range append(m.blocks, join(m.replies)...) {
 			for _, s := range mrkdwnTexts(t, bl) {
 				checkInert(t, fmt.Sprintf("block %d", i), s)
+			}
+			for _, s := range texts(t, bl) {
+				checkNoBidi(t, fmt.Sprintf("block %d", i), s)
 			}
 		}
 		text := detail
@@ -90,7 +101,7 @@ func FuzzMrkdwn(f *testing.F) {
 		if !whole {
 			return // too long even for the thread: the web inbox has it
 		}
-		want := fromMarkdown(text)
+		want := surface.NoBidi(fromMarkdown(text))
 		if strings.Contains(want, "```") {
 			// A cut closes a code block on a line of its own: where it
 			// cut a line, the shown text has one more line break.
@@ -204,9 +215,31 @@ func join(replies [][]slackapi.Block) []slackapi.Block {
 	return out
 }
 
+// checkNoBidi fails when s, a text of a message, holds a bidi control,
+// but for a plain_text of them alone.
+func checkNoBidi(t *testing.T, where, s string) {
+	t.Helper()
+	if strings.ContainsFunc(s, surface.IsBidi) && strings.TrimSpace(surface.NoBidi(s)) != "" {
+		t.Fatalf("%s: a bidi control in %q", where, s)
+	}
+}
+
+// texts returns the text of every text object in bl, of either type.
+func texts(t *testing.T, bl slackapi.Block) []string {
+	t.Helper()
+	return textsOf(t, bl, func(string) bool { return true })
+}
+
 // mrkdwnTexts returns the text of every mrkdwn text object in bl, found in
 // its JSON as Slack receives it.
 func mrkdwnTexts(t *testing.T, bl slackapi.Block) []string {
+	t.Helper()
+	return textsOf(t, bl, func(typ string) bool { return typ == "mrkdwn" })
+}
+
+// textsOf returns the text of every text object in bl whose type is one
+// of, found in its JSON as Slack receives it.
+func textsOf(t *testing.T, bl slackapi.Block, of func(typ string) bool) []string {
 	t.Helper()
 	raw, err := json.Marshal(bl)
 	if err != nil {
@@ -221,7 +254,7 @@ func mrkdwnTexts(t *testing.T, bl slackapi.Block) []string {
 	walk = func(v any) {
 		switch v := v.(type) {
 		case map[string]any:
-			if v["type"] == "mrkdwn" {
+			if typ, _ := v["type"].(string); (typ == "mrkdwn" || typ == "plain_text") && of(typ) {
 				s, _ := v["text"].(string)
 				out = append(out, s)
 			}

@@ -358,7 +358,9 @@ func fieldErrors(qs *seam.Questions, values viewValues, err error) map[string]st
 		}
 		for _, b := range []string{choiceBlock(i), otherBlock(i)} {
 			if _, ok := values[b]; ok {
-				return map[string]string{b: surface.Truncate(se.Message, 150)}
+				// Plain text that may name the question by its header:
+				// without bidi controls, as the form shows it (plain).
+				return map[string]string{b: surface.NoBidi(surface.Truncate(se.Message, 150))}
 			}
 		}
 	}

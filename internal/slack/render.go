@@ -67,8 +67,11 @@ const (
 
 // esc makes agent and person text inert in mrkdwn: with &, < and >
 // escaped, "<!channel>", "<@U1>", "<!subteam^S1>" and "<http://x|y>" are
-// shown as typed and neither ping nor link.
+// shown as typed and neither ping nor link. Bidi controls are dropped
+// (surface.NoBidi): an override would show the rest of its line, "Answered
+// by X · Y" or an option, in an order other than its own.
 func esc(s string) string {
+	s = surface.NoBidi(s)
 	if !strings.ContainsAny(s, "&<>") {
 		return s
 	}
@@ -77,8 +80,11 @@ func esc(s string) string {
 
 var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
+// plain is text shown as written (a header, a button, an option, a
+// label), without bidi controls as esc drops them (surface.Label): a text
+// of them alone keeps them, as Slack refuses an empty text.
 func plain(s string) *slackapi.TextBlockObject {
-	return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, false, false)
+	return slackapi.NewTextBlockObject(slackapi.PlainTextType, surface.Label(s), false, false)
 }
 
 // mrkdwn is already-escaped mrkdwn text; verbatim so that Slack does not
@@ -265,11 +271,14 @@ func (b *builder) sections(s string, limit, maxBlocks int) (rest string) {
 			break
 		}
 		head, tail := surface.CutFenced(s, room, esc, surface.OddFences)
+		s = tail
 		e := esc(head)
+		if e == "" {
+			continue // bidi controls alone, dropped: Slack refuses an empty text
+		}
 		b.add(slackapi.NewSectionBlock(mrkdwn(e), nil, nil))
 		limit -= surface.Len(e)
 		maxBlocks--
-		s = tail
 	}
 	return s
 }

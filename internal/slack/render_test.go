@@ -765,6 +765,103 @@ func TestProblemToldIsEscaped(t *testing.T) {
 	}
 }
 
+// Bidi controls (embeddings, overrides, isolates) in an agent's or a
+// person's text are dropped wherever the surface shows it, as Discord
+// drops them: an override would show the rest of its line reversed
+// ("Answered by eve · txet"), or an option as another. Their text stays,
+// and a label of nothing but them is kept, as Slack refuses an empty text.
+// (Until 2026-12-06 they went out as written.)
+func TestBidiControlsAreDropped(t *testing.T) {
+	const rlo, lri, pdi, lre, pdf = "\u202e", "\u2066", "\u2069", "\u202a", "\u202c"
+	noBidi := func(t *testing.T, what string, v any) {
+		t.Helper()
+		raw, _ := json.Marshal(v)
+		if i := strings.IndexFunc(string(raw), surface.IsBidi); i >= 0 {
+			t.Errorf("%s holds a bidi control: %s", what, raw[max(0, i-40):min(len(raw), i+40)])
+		}
+	}
+	message := func(t *testing.T, what string, m message) {
+		t.Helper()
+		checkMessage(t, what, m.text, m.blocks, "")
+		noBidi(t, what, map[string]any{"text": m.text, "blocks": m.blocks, "replies": m.replies})
+	}
+	caller := &seam.Caller{Name: "deploy" + rlo + "bot", Session: "s" + lri + "1"}
+	opts := func(n int, desc string) []seam.Option {
+		out := []seam.Option{{Label: "Yes " + rlo + "on", Description: desc}, {Label: lre + "No" + pdf}}
+		for i := 2; i < n; i++ {
+			out = append(out, seam.Option{Label: fmt.Sprintf("%d%s", i, rlo)})
+		}
+		return out
+	}
+	q := func(id string, n int, multi bool) seam.Question {
+		return seam.Question{ID: id, Header: "Dep" + rlo + "loy", Question: "Ship " + lri + "it" + pdi + " to <@U1>?",
+			Detail: "plan " + rlo + "x\n" + strings.Repeat("step "+rlo+"\n", 2000), Options: opts(n, "d"+rlo), MultiSelect: multi}
+	}
+	o := origin{Channel: "C0123456789", TS: "1700000000.000100"}
+	for name, qs := range map[string][]seam.Question{
+		"buttons":      {q("q", 2, false)},
+		"select":       {q("q", 12, false)},
+		"checkboxes":   {q("q", 3, true)},
+		"multi-select": {q("q", 12, true)},
+		"free text":    {{ID: "q", Header: "H" + rlo, Question: "Why" + rlo + "?", Detail: rlo + "x"}},
+		"several":      {q("q", 2, false), q("r", 12, true), {ID: "s", Question: "Why" + rlo + "?", Input: &seam.Input{Type: seam.InputNumber}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := questionRecord(qs...)
+			rec.Caller = caller
+			message(t, "the live message", render(rec, "", true))
+			message(t, "the short message", renderShort(rec, "", true))
+			noBidi(t, "the form", answerModal(rec, o))
+			checkModal(t, "the form", answerModal(rec, o))
+			for i := range qs {
+				noBidi(t, "Other's form", otherModal(rec, i, o, []int{0}))
+				checkModal(t, "Other's form", otherModal(rec, i, o, []int{0}))
+			}
+			rec.Status, rec.ResolvedAt = seam.StatusAnswered, time.Unix(1700000500, 0)
+			rec.ResolvedBy = &pending.Responder{Surface: surfaceName, UserID: "U1", Name: "eve" + rlo}
+			rec.Answer = &seam.Answer{}
+			for _, q := range qs {
+				rec.Answer.Answers = append(rec.Answer.Answers, seam.AnswerItem{ID: q.ID, Selected: []string{}, Custom: rlo + "text"})
+			}
+			message(t, "the ended message", render(rec, "", false))
+			message(t, "the brief edit", renderBrief(rec))
+			noBidi(t, "a late click's reply", surface.LateReply(rec, statusFormat))
+			if st := surface.StatusLine(rec, statusFormat); len(qs) == 1 && !strings.HasPrefix(st, "Answered by eve · “text”") {
+				t.Errorf("the status line %q; want the name and the answer, without their controls", st)
+			}
+		})
+	}
+
+	lone := questionRecord(seam.Question{ID: "q", Question: "Which?", Detail: rlo, Options: []seam.Option{{Label: "Yes"}, {Label: rlo}}})
+	m := render(lone, "", true)
+	checkMessage(t, "a label and a detail of a bidi control alone", m.text, m.blocks, "")
+	found := false
+	for _, b := range walkBlocks(t, m.blocks) {
+		for _, e := range list(b, "elements") {
+			if strings.HasPrefix(str(e, "action_id"), "ab:pick:"+lone.ID+":0:1") {
+				found = str(obj(e, "text"), "text") == rlo
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the button of a label of a bidi control alone is missing or blank; want it kept: %+v", m.blocks)
+	}
+
+	args, _ := json.Marshal(map[string]string{"cmd": "rm -rf /" + rlo + " tmp", "blob": strings.Repeat("x"+rlo, 3000)})
+	approval := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindApproval, Status: seam.StatusPending, Caller: caller,
+		Approval: &seam.Approval{ToolName: "rm" + rlo, Reason: "why" + rlo, Arguments: args}}
+	message(t, "the approval", render(approval, "", true))
+	noBidi(t, "Reject's form", rejectModal(approval, o))
+
+	typed := &seam.Questions{Questions: []seam.Question{{ID: "n", Header: rlo + "Replicas", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger}}}}
+	_, err := typed.Normalize(seam.Answer{Answers: []seam.AnswerItem{{ID: "n", Custom: "three"}}})
+	errs := fieldErrors(typed, viewValues{choiceBlock(0): {}}, err)
+	if len(errs) == 0 {
+		t.Fatalf("no field error for %v", err)
+	}
+	noBidi(t, "a field's error", errs)
+}
+
 // TestEndedLineUnderTheIntro: how a request ended is the first thing read,
 // not small print after a long plan.
 func TestEndedLineUnderTheIntro(t *testing.T) {
