@@ -309,15 +309,16 @@ func Primary(q seam.Question) int {
 
 // Asker names who asks, for the line above a request: the caller's name,
 // else its agent id, else "An agent", on one line (OneLine): it opens a
-// context line.
+// context line. A name of bidi controls alone is none: a surface that
+// drops them (NoBidi) would show nothing.
 func Asker(c *seam.Caller) string {
 	if c == nil {
 		return "An agent"
 	}
-	if name := OneLine(c.Name); name != "" {
+	if name := OneLine(c.Name); strings.TrimSpace(NoBidi(name)) != "" {
 		return name
 	}
-	if agent := OneLine(c.Agent); agent != "" {
+	if agent := OneLine(c.Agent); strings.TrimSpace(NoBidi(agent)) != "" {
 		return agent
 	}
 	return "An agent"

@@ -65,6 +65,9 @@ func TestAskerOnOneLine(t *testing.T) {
 		{&seam.Caller{Name: " a\t\x00b\r\n\u2028c\x7f "}, "a b c"},
 		{&seam.Caller{Name: "\n\x00", Agent: "agent-7"}, "agent-7"},
 		{&seam.Caller{Name: " ", Agent: "\t"}, "An agent"},
+		{&seam.Caller{Name: "\u202e", Agent: "agent-7"}, "agent-7"},
+		{&seam.Caller{Name: "\u2066 \u2069", Agent: "\u202e"}, "An agent"},
+		{&seam.Caller{Name: "ada\u202e"}, "ada\u202e"},
 	} {
 		if got := Asker(tc.c); got != tc.want {
 			t.Errorf("Asker(%+v) = %q, want %q", tc.c, got, tc.want)
