@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -808,6 +809,71 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("since back in view, %s; want 1 opened, 1 open (%v)", v, err)
 		}
 	})
+	t.Run("bidi controls and right-to-left text reorder nothing around them", func(t *testing.T) {
+		// An override (U+202E) in an agent's or a person's text would show
+		// the rest of its line reversed: "report<RLO>fdp.exe" read as
+		// "reportexe.pdf", an option as another, "Answered by eve · txet";
+		// and a right-to-left name beside a number ("Answered by דני ·
+		// 3") moves the number before it with no control at all. Every
+		// word of agent and person text must read in the order it was
+		// written, and an option must still answer with its label as the
+		// agent wrote it.
+		const rlo = "\u202e"
+		caller := map[string]any{"name": "deploy" + rlo + "bot", "session": "run" + rlo + "42"}
+		rec := create(t, base, "/v1/questions", map[string]any{"caller": caller, "expires_in": "1h", "questions": []seam.Question{
+			{ID: "s", Header: "Sca" + rlo + "le", Question: "Scale " + rlo + "eu west now?", Detail: "Plan: " + rlo + "step one, then two",
+				Options: []seam.Option{{Label: "Keep " + rlo + "old", Description: "was " + rlo + "new"}, {Label: "Scale"}}},
+			{ID: "n", Header: "Rep" + rlo + "licas", Question: "How many " + rlo + "replicas?", Input: &seam.Input{Type: "integer", Required: true}},
+		}})
+		approval := create(t, base, "/v1/approvals", map[string]any{"caller": caller, "tool_name": "kubectl" + rlo + "_apply",
+			"reason": "Apply " + rlo + "the manifests", "arguments": map[string]any{"file": "report" + rlo + "fdp.exe"}})
+		rtl := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "How many?"}))
+
+		tab, cancelTab := chromedp.NewContext(bctx) // signed in: the browser's cookies
+		t.Cleanup(cancelTab)
+		ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+		t.Cleanup(cancel)
+		inOrder := func(what, scope string) {
+			t.Helper()
+			v, err := chromedp.Run(ctx, chromedp.Evaluate[string](readsInOrder+`(`+strconv.Quote(scope)+`)`))
+			if err != nil || v != "" {
+				t.Errorf("%s does not read in the order it was written: %s (%v)", what, v, err)
+			}
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`),
+			chromedp.WaitVisible(card(rec)+" form.answer"), chromedp.WaitVisible(card(approval)+" form.decide")); err != nil {
+			t.Fatalf("open the inbox: %v", err)
+		}
+		inOrder("the question's card", card(rec))
+		inOrder("the approval's card", card(approval))
+		if err := chromedp.Do(ctx, chromedp.Click(card(rec)+` input[value="Keep `+rlo+`old"]`), chromedp.SendKeys(card(rec)+" input.custom", "3"),
+			chromedp.Click(card(rec)+" button[type=submit]"), chromedp.WaitVisible(card(rec)+" .outcome")); err != nil {
+			t.Fatalf("answer: %v", err)
+		}
+		wantAnswer(t, a.Store(), rec, "[{s [Keep "+rlo+"old] } {n [] 3}]")
+		inOrder("the answered card", card(rec))
+
+		// Ended elsewhere: the pages of their links say by whom.
+		for _, end := range []struct {
+			what string
+			rec  map[string]any
+			res  pending.Resolution
+		}{
+			{"a rejection by a name with an override", approval, pending.Resolution{Status: seam.StatusAnswered,
+				Decision: &seam.Decision{Outcome: seam.OutcomeRejected, Note: "not " + rlo + "now"}, By: &pending.Responder{Surface: "slack", UserID: "U1", Name: "eve" + rlo}}},
+			{"an answer by a right-to-left name", rtl, pending.Resolution{Status: seam.StatusAnswered,
+				Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{}, Custom: "3"}}}, By: &pending.Responder{Surface: "web", UserID: "dani", Name: "דני"}}},
+		} {
+			if _, err := a.Store().Resolve(context.Background(), end.rec["id"].(string), end.res); err != nil {
+				t.Fatal(err)
+			}
+			c := card(end.rec)
+			if err := chromedp.Do(ctx, chromedp.Navigate(base+a.Web().Links().Path(get(t, a.Store(), end.rec))), chromedp.WaitVisible(c+" .outcome")); err != nil {
+				t.Fatalf("%s: open its page: %v", end.what, err)
+			}
+			inOrder(end.what, c)
+		}
+	})
 	t.Run("signed link page", func(t *testing.T) {
 		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Open the gate?", Options: []seam.Option{{Label: "Open"}, {Label: "Keep closed"}}}))
 		r := get(t, a.Store(), rec)
@@ -1095,6 +1161,49 @@ func TestBrowser(t *testing.T) {
 	})
 	t.Logf("screenshots in %s", shots)
 }
+
+// readsInOrder is a script's function that checks that the words (runs
+// of letters and digits) of the agent and person text in the element
+// scope selects read in the order they are written: each word after the
+// one before it on its line, or on a line below; and in a word, each
+// letter right of the one before it (left, in a Hebrew word). It returns
+// what it found out of order, or "".
+const readsInOrder = `((scope) => {
+	const bad = [];
+	const texts = ".meta, .qtext, .header, .md, .opt .label, .opt .desc, .field > span, pre, .outcome .line, .outcome dt, .outcome dd";
+	for (const el of document.querySelector(scope).querySelectorAll(texts)) {
+		const words = [];
+		const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+		for (let n; (n = walk.nextNode()); ) {
+			const re = /[\p{L}\p{N}]+/gu;
+			for (let m; (m = re.exec(n.data)); ) {
+				const boxes = [];
+				for (let i = m.index; i < m.index + m[0].length; i++) { // Latin and Hebrew: one code unit each
+					const r = document.createRange();
+					r.setStart(n, i);
+					r.setEnd(n, i + 1);
+					const b = r.getBoundingClientRect();
+					if (b.width > 0) boxes.push(b);
+				}
+				if (!boxes.length) continue;
+				const rtl = /\p{Script=Hebrew}/u.test(m[0]);
+				for (let i = 1; i < boxes.length; i++) {
+					if (rtl ? boxes[i].left > boxes[i - 1].left : boxes[i].left < boxes[i - 1].left) {
+						bad.push(JSON.stringify(m[0]) + " reads backwards in " + el.localName + "." + el.className);
+						break;
+					}
+				}
+				words.push({ w: m[0], left: Math.min(...boxes.map((b) => b.left)), right: Math.max(...boxes.map((b) => b.right)), top: boxes[0].top, bottom: boxes[0].bottom });
+			}
+		}
+		for (let i = 1; i < words.length; i++) {
+			const a = words[i - 1], b = words[i];
+			const sameLine = b.top < a.bottom && a.top < b.bottom;
+			if (sameLine ? b.left < a.right - 1 : b.top < a.top) bad.push(JSON.stringify(b.w) + " shows before " + JSON.stringify(a.w) + " in " + el.localName + "." + el.className);
+		}
+	}
+	return bad.join("; ");
+})`
 
 // heldReplies opens a tab of bctx (for 30 s at most) in which the replies
 // to requests matching pattern are held back: each one's id comes on the

@@ -12,6 +12,17 @@ import (
 
 // cardView is one request as a page shows it. Text is escaped by
 // html/template; the only HTML in it is what Markdown wrote.
+//
+// Text of agents and people is shown without bidi controls (shown), and
+// each piece of it is isolated in the page (an element with dir, or a
+// <bdi>), so that what is read is in the order it was written, the order
+// the agent gets: an override (U+202E) would reorder the rest of its
+// piece, "report<RLO>fdp.exe" read as "reportexe.pdf", or an option as
+// another, which isolation alone leaves; and a piece of right-to-left text
+// beside others (a Hebrew name before "· 3") reorders the neutral
+// characters and numbers around it with no control at all, which dropping
+// them alone leaves. Values a form sends (an option's, a prefill) are
+// kept as written.
 type cardView struct {
 	ID        string
 	Kind      string
@@ -50,7 +61,8 @@ type questionView struct {
 func (v questionView) Signed() bool { return v.Mode == "numeric" || v.Mode == "decimal" }
 
 type optionView struct {
-	Label       string
+	Label       string // as shown
+	Value       string // the label as written, which the answer names
 	Description string
 	Primary     bool
 }
@@ -67,21 +79,28 @@ type answerLine struct {
 }
 
 // statusFormat writes a status line as HTML: what people and agents wrote
-// escaped, and its time a <time> that the page shows in the reader's own
-// zone, as it does every other time.
-var statusFormat = surface.Format{Surface: surfaceName, Escape: template.HTMLEscapeString, Time: func(t time.Time) string {
+// escaped, shown and isolated, each piece in a <bdi> (see cardView), and
+// its time a <time> that the page shows in the reader's own zone, as it
+// does every other time.
+var statusFormat = surface.Format{Surface: surfaceName, Escape: func(s string) string {
+	return "<bdi>" + template.HTMLEscapeString(shown(s)) + "</bdi>"
+}, Time: func(t time.Time) string {
 	return `<time datetime="` + t.UTC().Format(time.RFC3339) + `">` + t.UTC().Format("2006-01-02 15:04 UTC") + `</time>`
 }}
 
+// shown is text of an agent's or a person's as a page shows it: without
+// bidi controls (see cardView), but for a text of them alone.
+func shown(s string) string { return surface.Label(s) }
+
 func (s *Server) card(rec *pending.Record) cardView {
 	c := cardView{
-		ID: rec.ID, Kind: string(rec.Kind), Asker: surface.Asker(rec.Caller),
+		ID: rec.ID, Kind: string(rec.Kind), Asker: shown(surface.Asker(rec.Caller)),
 		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
 		Pending: rec.Status == seam.StatusPending, Status: string(rec.Status),
 		Outcome: template.HTML(surface.StatusLine(rec, statusFormat)), // escaped by statusFormat
 	}
 	if rec.Caller != nil {
-		c.Session = rec.Caller.Session
+		c.Session = shown(rec.Caller.Session)
 	}
 	switch {
 	case rec.Approval != nil:
@@ -90,7 +109,7 @@ func (s *Server) card(rec *pending.Record) cardView {
 		if reason == "" {
 			reason = a.Reason
 		}
-		c.Approval = &approvalView{Tool: a.ToolName, Reason: Markdown(reason), Args: surface.PrettyJSON(a.Arguments)}
+		c.Approval = &approvalView{Tool: shown(a.ToolName), Reason: Markdown(shown(reason)), Args: shown(surface.PrettyJSON(a.Arguments))}
 	case rec.Questions != nil:
 		for i := range rec.Questions.Questions {
 			c.Questions = append(c.Questions, questionOf(fmt.Sprintf("%s-%d", rec.ID, i), rec.Questions.Questions, i))
@@ -101,7 +120,7 @@ func (s *Server) card(rec *pending.Record) cardView {
 				if i < len(c.Questions) {
 					line.Question = c.Questions[i].Question
 				}
-				line.Answer = itemText(it)
+				line.Answer = shown(itemText(it))
 				c.Answers = append(c.Answers, line)
 			}
 		}
@@ -134,13 +153,13 @@ func itemText(it seam.AnswerItem) string {
 func questionOf(group string, qs []seam.Question, i int) questionView {
 	q := qs[i]
 	v := questionView{
-		Group: group, ID: q.ID, Header: q.Header, Question: q.Question, Detail: Markdown(q.Detail),
+		Group: group, ID: q.ID, Header: shown(q.Header), Question: shown(q.Question), Detail: Markdown(shown(q.Detail)),
 		Plan: q.IsPlanReview(), Multi: q.MultiSelect, Other: surface.OtherLabel(q), Mode: "text",
 		Required: surface.TextRequired(qs, i),
 	}
 	primary := surface.Primary(q)
 	for i, o := range q.Options {
-		v.Options = append(v.Options, optionView{Label: o.Label, Description: o.Description, Primary: i == primary})
+		v.Options = append(v.Options, optionView{Label: shown(o.Label), Value: o.Label, Description: shown(o.Description), Primary: i == primary})
 	}
 	if len(q.Options) == 0 {
 		v.Other = "Your answer"

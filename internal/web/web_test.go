@@ -443,7 +443,7 @@ func TestAnswerDecideDismiss(t *testing.T) {
 			map[string]any{"id": "regions", "selected": []string{"us", "eu"}, "custom": "  and mars "},
 			map[string]any{"id": "deploy", "selected": []string{"Yes (Recommended)"}},
 		}})
-		if status != 200 || body["status"] != "answered" || !strings.Contains(body["html"].(string), "Answered by ada") {
+		if status != 200 || body["status"] != "answered" || !strings.Contains(body["html"].(string), "Answered by <bdi>ada</bdi>") {
 			t.Fatalf("%d %v", status, body)
 		}
 		got := b.get(t, rec.ID)
@@ -455,14 +455,14 @@ func TestAnswerDecideDismiss(t *testing.T) {
 			t.Errorf("resolved by %+v", by)
 		}
 		status, body = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{}})
-		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by ada") {
+		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by <bdi>ada</bdi>") {
 			t.Errorf("second answer: %d %v", status, body)
 		}
 		// A stale form, one the request would refuse, gets the outcome too:
 		// it is not the person's to mend any more.
 		status, body = b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{
 			map[string]any{"id": "nope", "selected": []string{"x"}}}, "extra": true})
-		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by ada") {
+		if status != http.StatusConflict || errCode(body) != "ALREADY_RESOLVED" || !strings.Contains(body["html"].(string), "Answered by <bdi>ada</bdi>") {
 			t.Errorf("a stale, invalid form after the answer: %d %v", status, body)
 		}
 	})
@@ -735,7 +735,7 @@ func TestSignedLinks(t *testing.T) {
 	})
 	t.Run("a finished request's link shows its outcome", func(t *testing.T) {
 		status, page := b.page(t, anon, path)
-		if status != 200 || !strings.Contains(page, "Answered by someone with the link") || strings.Contains(page, `class="answer"`) {
+		if status != 200 || !strings.Contains(page, "Answered by <bdi>someone with the link</bdi>") || strings.Contains(page, `class="answer"`) {
 			t.Errorf("%d\n%s", status, page)
 		}
 	})
@@ -814,8 +814,8 @@ func TestExpiredLinkOfAnEndedRequest(t *testing.T) {
 		status seam.Status
 		line   string
 	}{
-		{"answered", answered, seam.StatusAnswered, "Answered by bob"},
-		{"dismissed, by a personal link", dismissed, seam.StatusDismissed, "Dismissed by bob"},
+		{"answered", answered, seam.StatusAnswered, "Answered by <bdi>bob</bdi>"},
+		{"dismissed, by a personal link", dismissed, seam.StatusDismissed, "Dismissed by <bdi>bob</bdi>"},
 		{"expired", expired, seam.StatusExpired, "Expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
