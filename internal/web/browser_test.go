@@ -722,6 +722,55 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the older list put the answered card back (%q, %v)", v, err)
 		}
 	})
+	t.Run("a slow list read does not put back a card answered on the page", func(t *testing.T) {
+		// One read of the list, started while the request was pending, is
+		// slow: it comes back after the card, answered on this page, has
+		// left (about 3 s later). No newer list has been shown to tell it
+		// is old; applied, it would put the answered card back until the
+		// next change.
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Purge the CDN?", Options: []seam.Option{{Label: "Purge"}, {Label: "Wait"}}}))
+		c := card(rec)
+		ctx, replies := heldReplies(t, bctx, "*/web/cards*")
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(375, 812), chromedp.Navigate(base+"/"), chromedp.WaitReady(`html[data-ready="1"]`), chromedp.WaitVisible(c+" form.answer"),
+			// Each list read marks the page once the page has taken it in
+			// (what awaits its text runs before the timer).
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				const text = Response.prototype.text;
+				Response.prototype.text = function () {
+					const list = this.url.includes("/web/cards");
+					return text.call(this).then((body) => {
+						if (list) setTimeout(() => { const d = document.documentElement.dataset; d.lists = String(Number(d.lists || 0) + 1); });
+						return body;
+					});
+				};
+			})()`)); err != nil {
+			t.Fatalf("open the inbox: %v", err)
+		}
+		held := func(what string) fetch.RequestID {
+			t.Helper()
+			select {
+			case id := <-replies:
+				return id
+			case <-ctx.Done():
+				t.Fatalf("the page never read the list %s", what)
+				panic("unreachable")
+			}
+		}
+		slow := held("as its stream opened") // the card in it, pending
+		if err := chromedp.Do(ctx, chromedp.Click(c+` input[value="Wait"]`), chromedp.Click(c+" button[type=submit]"), chromedp.WaitVisible(c+" .outcome")); err != nil {
+			t.Fatalf("answer: %v", err)
+		}
+		held("once the request was answered") // held for good
+		if err := chromedp.Do(ctx, chromedp.WaitNotPresent(c)); err != nil {
+			t.Fatalf("the answered card never left: %v", err)
+		}
+		if err := chromedp.Do(ctx, resume(slow), chromedp.WaitReady(`html[data-lists="1"]`)); err != nil {
+			t.Fatalf("the slow list was never read: %v", err)
+		}
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(document.querySelector("`+c+`") !== null)`)); err != nil || v != "false" {
+			t.Errorf("the slow list put the answered card back (%q, %v)", v, err)
+		}
+	})
 	t.Run("back in view while a refused stream waits to open again, the page opens one stream", func(t *testing.T) {
 		// The bridge refuses the inbox's stream; the page reads the list
 		// before it opens a new one, and comes back in view meanwhile,

@@ -172,6 +172,7 @@
     // screen reader then reads.
     const out = card.querySelector(".outcome");
     if (focus && out) { out.tabIndex = -1; out.focus(); }
+    endedAt.set(card.dataset.id, listsRead);
     if (page === "inbox") setTimeout(() => leave(card), 2500);
     if (page === "request") { stopStream(); if (liveEl) liveEl.remove(); }
   }
@@ -365,6 +366,12 @@
   // just answered, say). Each read is numbered, and one older than the
   // list shown is dropped.
   let listsRead = 0, listShown = 0;
+  // A card that ended on this page (showOutcome) leaves it about 3 s
+  // later, whatever the lists say: a read started before it ended, slower
+  // than that, would put it back. endedAt keeps, by id, how many reads
+  // had started when it ended; such a card is dropped from any read
+  // started before, and forgotten once a list read after is shown.
+  const endedAt = new Map();
 
   async function refreshInbox() {
     const n = ++listsRead;
@@ -374,10 +381,11 @@
     const html = await res.text();
     if (n < listShown) return;
     listShown = n;
+    for (const [id, at] of endedAt) if (at < n) endedAt.delete(id);
     const tpl = document.createElement("template");
     tpl.innerHTML = html; // server-rendered by html/template: escaped
     const list = document.getElementById("cards");
-    const fresh = [...tpl.content.querySelectorAll(".card")];
+    const fresh = [...tpl.content.querySelectorAll(".card")].filter((c) => !endedAt.has(c.dataset.id));
     const ids = new Set(fresh.map((c) => c.dataset.id));
     for (const c of list.querySelectorAll(".card")) {
       if (ids.has(c.dataset.id) || c.classList.contains("done") || c.classList.contains("leaving")) continue;
