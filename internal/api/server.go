@@ -104,13 +104,15 @@ func New(o Options) *Server {
 	s.handle("GET /readyz", func(w http.ResponseWriter, r *http.Request) error {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := s.store.Ping(ctx); err != nil {
+		if err := s.store.Ready(ctx); err != nil {
 			if !errors.Is(err, pending.ErrUnavailable) {
 				err = fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
 			}
-			// A probe every few seconds: during an outage the replica
-			// logs it as it begins and ends (app's redisHealth), and
-			// writeError logs each 503 at debug.
+			// Not ready until an outage is over, not merely until
+			// Redis answers a PING (Store.Ready). A probe every few
+			// seconds: during an outage the replica logs it as it
+			// begins and ends (app's redisHealth), and writeError logs
+			// each 503 at debug.
 			return err
 		}
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -48,7 +48,10 @@ const (
 )
 
 // outageQuiet is how long calls must be served, none unserved, before an
-// outage is over.
+// outage is over. /readyz (Store.Ready) says ready only then, so it is
+// longer than the second go-redis waits between its background dials:
+// until one succeeds, a call that needs a new connection gets the last
+// dial's error, though calls on a connection the pool holds are served.
 const outageQuiet = 2 * time.Second
 
 // down reports whether an outage is under way, logged.

@@ -7,12 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/pending"
 )
 
@@ -149,5 +155,113 @@ func TestDialTimeoutBeginsAnOutage(t *testing.T) {
 		if h.down() != tt.down {
 			t.Errorf("a dial %s: down %v; want %v", tt.name, h.down(), tt.down)
 		}
+	}
+}
+
+// TestReadyOnlyOnceThePoolDials: after as many failed dials as it has
+// connections, go-redis's pool answers a call that needs a new one with
+// its last dial error, dialing no more until a background dial (once a
+// second) succeeds. A dial already under way when Redis came back (go-redis
+// dials on, even for a caller who gave up) leaves the pool a connection on
+// which a PING succeeds: /readyz must not say ready then, for a click that
+// needs another connection fails.
+func TestReadyOnlyOnceThePoolDials(t *testing.T) {
+	mr := miniredis.RunT(t)
+	var (
+		mu      sync.Mutex
+		up      bool // dials reach Redis; else they are refused
+		hold    = true
+		held    = make(chan struct{}) // closed once the first dial is under way
+		release = make(chan struct{}) // lets it reach Redis
+	)
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		first, reach := hold, up
+		hold = false
+		mu.Unlock()
+		if first {
+			close(held)
+			<-release
+			reach = true
+		}
+		if !reach {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connect: connection refused")}
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, mr.Addr())
+	}
+	const poolSize = 2
+	h := &redisHealth{log: slog.New(slog.DiscardHandler)}
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), Dialer: dialer, PoolSize: poolSize, DialerRetries: 1, MaxRetries: -1})
+	defer rdb.Close()
+	rdb.AddHook(h)
+	store := pending.New(rdb, pending.Options{Prefix: "askbridge-test:ready:", Outage: h.down})
+	srv := httptest.NewServer(api.New(api.Options{Store: store, Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)}).Handler())
+	defer srv.Close()
+	readyz := func() int {
+		t.Helper()
+		res, err := http.Get(srv.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	ctx := context.Background()
+	// newConn makes a call that needs a new connection, as a click does
+	// while others hold the pool's: it holds every idle one meanwhile.
+	newConn := func() error {
+		t.Helper()
+		for range rdb.PoolStats().IdleConns {
+			cn := rdb.Conn()
+			defer cn.Close()
+			if err := cn.Ping(ctx).Err(); err != nil {
+				t.Fatalf("a PING on a connection of the pool's: %v", err)
+			}
+		}
+		conns := rdb.PoolStats().TotalConns
+		err := rdb.Ping(ctx).Err()
+		if err == nil && rdb.PoolStats().TotalConns == conns {
+			t.Fatal("a call was served without a new connection: the test checks nothing")
+		}
+		return err
+	}
+
+	// Redis is down. One call's dial is under way; as many as the pool
+	// has connections fail.
+	first := make(chan error, 1)
+	go func() { first <- rdb.Ping(ctx).Err() }()
+	<-held
+	for range poolSize {
+		if err := rdb.Ping(ctx).Err(); err == nil {
+			t.Fatal("a PING succeeded with Redis down")
+		}
+	}
+	// Redis is back for the dial under way only; go-redis's own dials
+	// are refused still.
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("the dial under way when Redis came back: %v", err)
+	}
+	if s := readyz(); s != http.StatusServiceUnavailable {
+		t.Errorf("/readyz answered %d while a call that needs a new connection fails; want 503", s)
+	}
+	if err := newConn(); err == nil {
+		t.Fatal("a new connection was dialed: the test does not make the state it is about")
+	}
+
+	// Redis is back for every dial: ready once calls are served again,
+	// and then a call that needs a new connection has one.
+	mu.Lock()
+	up = true
+	mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for readyz() != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz did not answer 200 once Redis was back")
+		}
+		time.Sleep(10 * time.Millisecond) // nothing signals readiness
+	}
+	if err := newConn(); err != nil {
+		t.Errorf("ready, but a call that needs a new connection failed: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ type Options struct {
 	Logger      *slog.Logger
 	// Outage reports whether a Redis outage is under way and logged for
 	// the whole process (app's redisHealth): failures of it then log at
-	// debug (LogLevel). Nil: never.
+	// debug (LogLevel), and Ready says not ready. Nil: never.
 	Outage func() bool
 }
 
@@ -117,6 +117,22 @@ func New(rdb redis.UniversalClient, opt Options) *Store {
 // Ping checks that Redis answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return unavailable(s.rdb.Ping(ctx).Err())
+}
+
+// Ready checks that the store serves calls: Redis answers, and no outage
+// is under way (Options.Outage). A PING alone says too little after an
+// outage: once as many dials have failed as it has connections, go-redis's
+// pool answers every call that needs a new connection with its last dial
+// error until a background dial (once a second) succeeds, while a
+// connection it already holds, dialed as Redis came back, answers a PING.
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if s.outage() {
+		return fmt.Errorf("%w: calls are not yet served again", ErrUnavailable)
+	}
+	return nil
 }
 
 // scripts are every Lua script the Store runs.
