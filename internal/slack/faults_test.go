@@ -236,8 +236,11 @@ func TestFaultRedisRestart(t *testing.T) {
 
 	srv.Start()
 	// go-redis's pool, after as many failed dials as it has connections,
-	// answers with the last dial error until a background dial succeeds
-	// (it tries every second): wait until each replica says it is ready.
+	// answers a call that needs a new connection with the last dial error
+	// until a background dial succeeds (it tries every second), though a
+	// connection it holds is served: wait until each replica says it is
+	// ready, which it does once its calls have been served again for a
+	// while, none failing (Store.Ready), not at the first PING answered.
 	for _, b := range rs {
 		deadline := time.Now().Add(15 * time.Second)
 		for {
