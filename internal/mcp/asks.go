@@ -184,14 +184,6 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	default:
 		out.err = fmt.Errorf("%s %s: %s without an answer", rec.Kind, rec.ID, rec.Status)
 	}
-	switch {
-	case errors.Is(err, client.ErrNotWithdrawn):
-		// Given up on (Close, the re-attach window passed), and the
-		// bridge did not take the withdrawal.
-		s.log.Warn("could not withdraw the request: its message may keep live buttons until it expires", "tool_call_id", a.toolCallID, "err", err)
-	case out.err != nil:
-		s.log.Info("ended without an answer", "tool_call_id", a.toolCallID, "err", out.err)
-	}
 	// The wait failed (the bridge unreachable for the client's whole retry
 	// window, or an error of the bridge's) on a request still pending: the
 	// tool call fails, and a retry by the model asks again, so the request
@@ -199,6 +191,15 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	// wait ended for good: the request is gone, or this server may not
 	// touch it. It stays running until then, for Close.
 	abandoned := err != nil && ctx.Err() == nil && !endedForGood(err) && rec != nil && rec.ID != "" && rec.Status == client.StatusPending
+	switch {
+	case errors.Is(err, client.ErrNotWithdrawn) && !abandoned:
+		// Given up on (Close, a create given up on), and the bridge did
+		// not take the withdrawal. An abandoned request is withdrawn
+		// below, for longer, and withdraw warns if that fails too.
+		s.log.Warn("could not withdraw the request: its message may keep live buttons until it expires", "tool_call_id", a.toolCallID, "err", err)
+	case out.err != nil:
+		s.log.Info("ended without an answer", "tool_call_id", a.toolCallID, "err", out.err)
+	}
 
 	s.mu.Lock()
 	a.out = out

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -717,6 +718,49 @@ func TestGivenUpWaitWithdrawsItsRequest(t *testing.T) {
 			t.Fatalf("request %s: %+v, %v after %s; want it withdrawn", rec.ID, got, err, within)
 		case <-tick.C:
 		}
+	}
+}
+
+// A create given up on (its replies lost for the client's whole retry
+// window) whose first withdrawal the bridge refused is withdrawn by the
+// server after all: nothing may say its message keeps live buttons.
+func TestGivenUpCreateWithdrawnLaterIsNotWarnedOf(t *testing.T) {
+	bridgeURL := newBridge(t, "")
+	target, err := url.Parse(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+	var deletes atomic.Int32
+	proxy := proxyTo(t, bridgeURL, func(w http.ResponseWriter, r *http.Request) bool {
+		switch r.Method {
+		case http.MethodPost: // made, its reply lost
+			forward.ServeHTTP(httptest.NewRecorder(), r)
+			dropConnection(w)
+			return true
+		case http.MethodDelete:
+			if deletes.Add(1) == 1 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusInternalServerError)
+				io.WriteString(w, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+				return true
+			}
+		}
+		return false
+	})
+	var logs apptest.LogBuffer
+	e := start(t, proxy, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, client.WithRetryFor(300*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if got := text(t, await(t, "the tool call", e.call(ctx, "ask_user_question", questions(yesNo("web")), "")), true); got == "" {
+		t.Fatal("the tool call succeeded; want it failed")
+	}
+	e.event(t, "settled")
+	if n := deletes.Load(); n < 2 {
+		t.Fatalf("%d DELETEs; want the refused one and the server's own", n)
+	}
+	if got := logs.String(); strings.Contains(got, "live buttons") || strings.Contains(got, "failed; it stays pending") {
+		t.Errorf("a request withdrawn in the end was logged as one that may stay live:\n%s", got)
 	}
 }
 
