@@ -16,12 +16,14 @@ import (
 // then READY once the session identifies, heartbeat ACKs, and dispatches
 // of INTERACTION_CREATE to every identified session.
 type FakeGateway struct {
-	t     testing.TB
-	f     *FakeDiscord // whose callbacks answer its interactions
-	mu    sync.Mutex
-	conns []*websocket.Conn
-	seq   int
-	ident chan struct{} // one value per session that identified
+	t       testing.TB
+	f       *FakeDiscord // whose callbacks answer its interactions
+	mu      sync.Mutex
+	conns   []*websocket.Conn
+	seq     int
+	ident   chan struct{} // one value per session that identified
+	resumed chan struct{} // one value per session that resumed
+	beat    chan struct{} // a value once a heartbeat came since the last read
 	// changed is closed, and replaced, when a session comes or goes.
 	changed chan struct{}
 	held    *gatewayHold // the next connection's, if held
@@ -32,6 +34,7 @@ type FakeGateway struct {
 // gatewayHold holds a connection's HELLO until released.
 type gatewayHold struct {
 	arrived, release chan struct{}
+	cut              bool // close the connection instead of saying HELLO
 }
 
 // fakeSessionID is the session_id of every session the fake starts: what a
@@ -40,7 +43,7 @@ const fakeSessionID = "fake-session"
 
 // StartGateway serves a fake gateway and points f's GET /gateway at it.
 func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
-	g := &FakeGateway{t: t, f: f, ident: make(chan struct{}, 16), changed: make(chan struct{})}
+	g := &FakeGateway{t: t, f: f, ident: make(chan struct{}, 16), resumed: make(chan struct{}, 16), beat: make(chan struct{}, 1), changed: make(chan struct{})}
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
@@ -60,6 +63,9 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 		g.mu.Unlock()
 		if h != nil {
 			close(h.arrived)
+			if h.cut {
+				return // as a gateway that fails does
+			}
 			select {
 			case <-h.release:
 			case <-r.Context().Done():
@@ -81,6 +87,10 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 			switch m.Op {
 			case 1: // heartbeat
 				send(map[string]any{"op": 11})
+				select {
+				case g.beat <- struct{}{}:
+				default:
+				}
 			case 2, 6: // identify, resume
 				var id struct {
 					Token     string `json:"token"`
@@ -117,6 +127,8 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 				g.writeLocks.Store(c, &wmu)
 				if m.Op == 2 {
 					g.ident <- struct{}{}
+				} else {
+					g.resumed <- struct{}{}
 				}
 			}
 		}
@@ -149,6 +161,37 @@ func (g *FakeGateway) HoldNext() (held <-chan struct{}, release func()) {
 	release = func() { once.Do(func() { close(h.release) }) }
 	g.t.Cleanup(release)
 	return h.arrived, release
+}
+
+// CutNext closes the next connection before its HELLO, as a gateway that
+// is failing does; cut is closed when that connection has come in.
+func (g *FakeGateway) CutNext() (cut <-chan struct{}) {
+	h := &gatewayHold{arrived: make(chan struct{}), cut: true}
+	g.mu.Lock()
+	g.held = h
+	g.mu.Unlock()
+	return h.arrived
+}
+
+// WaitHeartbeat waits until a session has sent a heartbeat, as one does
+// first once it is open.
+func (g *FakeGateway) WaitHeartbeat(t testing.TB) {
+	t.Helper()
+	select {
+	case <-g.beat:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no heartbeat on the fake gateway")
+	}
+}
+
+// WaitResumed waits until a session has resumed.
+func (g *FakeGateway) WaitResumed(t testing.TB) {
+	t.Helper()
+	select {
+	case <-g.resumed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no session resumed on the fake gateway")
+	}
 }
 
 func (g *FakeGateway) drop(c *websocket.Conn) {

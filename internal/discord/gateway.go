@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -34,7 +35,7 @@ func (h *Interactions) gateway(ctx context.Context) error {
 	ttl := h.s.opt.LeaseTTL
 	t := time.NewTicker(ttl / 3)
 	defer t.Stop()
-	var sess *discordgo.Session
+	var sess *gatewaySession
 	var renewed time.Time // when the last renewal that held was sent
 	defer func() {
 		if sess != nil {
@@ -106,7 +107,7 @@ func tokenRefused(err error) bool {
 
 // openGateway connects a gateway session whose interactions go to the
 // same handler as the endpoint's, decoded from the raw event.
-func (h *Interactions) openGateway() (*discordgo.Session, error) {
+func (h *Interactions) openGateway() (*gatewaySession, error) {
 	sess, err := newSession(h.s.cfg, h.s.api.Client)
 	if err != nil {
 		return nil, err
@@ -117,10 +118,26 @@ func (h *Interactions) openGateway() (*discordgo.Session, error) {
 	// a goroutine of its own, so that a drop and the reconnect after it
 	// reach the metrics in the order they happened.
 	sess.SyncEvents = true
-	sess.AddHandler(func(*discordgo.Session, *discordgo.Connect) { h.s.conn.Up() })
-	sess.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) { h.s.conn.Down() })
+	g := &gatewaySession{Session: sess, conn: h.s.conn}
+	sess.AddHandler(func(*discordgo.Session, *discordgo.Connect) {
+		if g.closed.Load() {
+			// Reopened by discordgo's reconnect loop, which Close does not
+			// stop, after this replica closed it (it lost the lease, or is
+			// stopping). Open holds the session's lock while it runs this.
+			go sess.Close()
+			return
+		}
+		h.s.conn.Up()
+	})
+	sess.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {
+		if !g.closed.Load() {
+			h.s.conn.Down()
+		}
+	})
 	sess.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) {
-		if e.Type == "INTERACTION_CREATE" {
+		// One that came over a session closed and reopened behind our
+		// back is the lease holder's to handle.
+		if e.Type == "INTERACTION_CREATE" && !g.closed.Load() {
 			raw := append([]byte(nil), e.RawData...)
 			h.work.Go(func(ctx context.Context) { h.fromGateway(ctx, raw) })
 		}
@@ -128,7 +145,26 @@ func (h *Interactions) openGateway() (*discordgo.Session, error) {
 	if err := sess.Open(); err != nil {
 		return nil, fmt.Errorf("discord gateway: %w", err)
 	}
-	return sess, nil
+	return g, nil
+}
+
+// gatewaySession is a gateway session of this replica's. discordgo reopens
+// a session that dropped by itself, in a loop of its own that Close does
+// not stop: one this replica closed may come back while the loop retries,
+// a session nothing owns beside the new lease holder's. Once closed, its
+// handlers close it again whenever it reconnects, and take nothing from it.
+type gatewaySession struct {
+	*discordgo.Session
+	conn   *surface.Connection
+	closed atomic.Bool
+}
+
+// Close closes the session for good.
+func (g *gatewaySession) Close() error {
+	g.closed.Store(true)
+	err := g.Session.Close()
+	g.conn.Down() // its Disconnect no longer says so
+	return err
 }
 
 // gatewayCallback is the least of the ack budget a gateway interaction's

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -320,4 +322,45 @@ func TestGatewayConnectionIsMeasured(t *testing.T) {
 		t.Fatalf("a click after the reconnection left the request %v", rec.M["status"])
 	}
 	check(a, "resumed", "1", "1")
+}
+
+// TestGatewayClosedSessionStaysClosed: discordgo reopens a session that
+// dropped, retrying with backoff in a loop of its own that closing the
+// session does not stop. A replica that stopped (or lost the lease) while
+// it retried found its session reopened afterwards: one nothing owned,
+// taking every interaction beside the lease holder's.
+func TestGatewayClosedSessionStaysClosed(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	gw := fake.StartGateway(t)
+	url, prefix := apptest.Redis(t)
+	r := apptest.Run(t, apptest.Config(t, gatewayYAML(fake), url, prefix), app.Options{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	gw.WaitIdentified(t)
+	gw.WaitHeartbeat(t) // open: a drop now is the listener's to notice alone
+
+	cut := gw.CutNext()
+	gw.Drop()
+	select {
+	case <-cut: // the first reconnection fails; discordgo waits, then retries
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reconnection within 10 s of the drop")
+	}
+	held, release := gw.HoldNext()
+	r.Stop()
+	select {
+	case <-held: // the retry
+	case <-time.After(10 * time.Second):
+		t.Fatal("no second reconnection within 10 s of the first")
+	}
+	release()
+	select {
+	case err := <-r.Done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("app.Run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("app did not stop within 15s")
+	}
+	gw.WaitResumed(t)
+	gw.WaitSessions(t, 0, 10*time.Second)
 }
