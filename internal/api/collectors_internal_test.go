@@ -43,7 +43,7 @@ func TestScrapeReadsRedisOnce(t *testing.T) {
 	reg.MustRegister(pendingCollector{store})
 	// go-redis dials a connection for its first pipeline (HELLO, CLIENT
 	// SETINFO): not the scrape's doing.
-	if _, err := store.CountPending(ctx); err != nil {
+	if _, err := store.Count(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	trips.n.Store(0)

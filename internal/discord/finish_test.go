@@ -50,7 +50,8 @@ func TestUneditedEndIsEditedByFinisher(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		n, err := rs[0].Store().CountUnedited(context.Background())
+		c, err := rs[0].Store().Count(context.Background(), 0)
+		n := c.Unedited
 		if err == nil && n == 0 {
 			break
 		}

@@ -229,8 +229,8 @@ func TestNoTargetTookItIsNoProviderAndLeavesNothing(t *testing.T) {
 			t.Fatalf("route %s: %v", route, err)
 		}
 	}
-	if n, _ := e.store.CountPending(ctx); n != 0 {
-		t.Fatalf("%d pending requests left behind", n)
+	if c, err := e.store.Count(ctx, 0); err != nil || c.Pending != 0 {
+		t.Fatalf("%d pending requests left behind (%v)", c.Pending, err)
 	}
 	// The route works again: the same tool call is posted afresh.
 	delete(e.chat.fail, "DOWN")
@@ -484,11 +484,11 @@ func TestCrashBetweenStoreAndPost(t *testing.T) {
 // unedited returns how many ended requests the store holds for a sweeper.
 func (e *env) unedited(t *testing.T) int64 {
 	t.Helper()
-	n, err := e.store.CountUnedited(context.Background())
+	c, err := e.store.Count(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return c.Unedited
 }
 
 // TestFailedEditIsLeftToTheFinisher: when an edit fails, the request stays

@@ -110,8 +110,8 @@ func TestConnectCluster(t *testing.T) {
 			t.Fatalf("Wait %s: %v", id, err)
 		}
 	}
-	if n, err := a.CountPending(ctx); err != nil || n != 0 {
-		t.Errorf("CountPending = %d, %v; want 0", n, err)
+	if c, err := a.Count(ctx, 0); err != nil || c.Pending != 0 {
+		t.Errorf("%d pending, %v; want 0", c.Pending, err)
 	}
 	if ev, err := a.Audit(ctx, 1000); err != nil || len(ev) != 2*len(ids) {
 		t.Errorf("Audit = %d events, %v; want %d", len(ev), err, 2*len(ids))

@@ -209,13 +209,8 @@ func retryWait(age time.Duration) time.Duration {
 	return min(max(age/2, finishClaim), finishRetryMax)
 }
 
-// CountUnedited returns the number of ended requests whose posted messages
-// are not yet known to be edited: being edited, or waiting for a finisher.
-func (s *Store) CountUnedited(ctx context.Context) (int64, error) {
-	return s.total(ctx, "count unedited", func(pipe redis.Pipeliner) []*redis.IntCmd { return s.queueUnedited(ctx, pipe) })
-}
-
-// queueUnedited queues on pipe the counts that add up to CountUnedited:
+// queueUnedited queues on pipe the counts that add up to the number of
+// ended requests whose posted messages are not yet known to be edited:
 // one per shard.
 func (s *Store) queueUnedited(ctx context.Context, pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
 	for sh := range shards {

@@ -325,8 +325,8 @@ func TestUnfinished(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("the replicas took over %d requests %v; want each of %d once", len(got), got, len(want))
 			}
-			if n, err := replicas[1].CountUnedited(ctx); err != nil || n != int64(len(want)) {
-				t.Errorf("CountUnedited = %d, %v; want %d (taken over, not edited)", n, err, len(want))
+			if c, err := replicas[1].Count(ctx, 0); err != nil || c.Unedited != int64(len(want)) {
+				t.Errorf("%d unedited, %v; want %d (taken over, not edited)", c.Unedited, err, len(want))
 			}
 		})
 	})
@@ -388,8 +388,8 @@ func TestSweeperFinishesUnedited(t *testing.T) {
 			t.Fatalf("onUnfinished got %s (%s); want %s expired", got.ID, got.Status, exp.ID)
 		}
 		poll(t, "the finish index to empty", func() bool {
-			n, err := s.CountUnedited(ctx)
-			return err == nil && n == 0
+			c, err := s.Count(ctx, 0)
+			return err == nil && c.Unedited == 0
 		})
 		select {
 		case rec := <-handed:
@@ -447,8 +447,8 @@ func editAll(t *testing.T, s *Store, recs []*Record) {
 
 func wantNoneUnedited(t *testing.T, s *Store) {
 	t.Helper()
-	if n, err := s.CountUnedited(context.Background()); err != nil || n != 0 {
-		t.Fatalf("CountUnedited = %d, %v; want 0", n, err)
+	if c, err := s.Count(context.Background(), 0); err != nil || c.Unedited != 0 {
+		t.Fatalf("%d unedited, %v; want 0", c.Unedited, err)
 	}
 }
 

@@ -1070,13 +1070,8 @@ func (s *Store) discard(ctx context.Context, id, lease, note string) (bool, erro
 	return n == 1, nil
 }
 
-// CountPending returns the number of pending requests, all kinds.
-func (s *Store) CountPending(ctx context.Context) (int64, error) {
-	return s.total(ctx, "count pending", func(pipe redis.Pipeliner) []*redis.IntCmd { return s.queuePending(ctx, pipe) })
-}
-
-// queuePending queues on pipe the counts that add up to CountPending: one
-// per kind and shard.
+// queuePending queues on pipe the counts that add up to the number of
+// pending requests, all kinds: one per kind and shard.
 func (s *Store) queuePending(ctx context.Context, pipe redis.Pipeliner) (cmds []*redis.IntCmd) {
 	for _, kind := range kinds {
 		for sh := range shards {
@@ -1089,8 +1084,8 @@ func (s *Store) queuePending(ctx context.Context, pipe redis.Pipeliner) (cmds []
 // Counts are what a scrape of /metrics reads from the store, all replicas
 // together.
 type Counts struct {
-	Pending  int64 // pending requests (CountPending)
-	Unedited int64 // ended requests whose messages are not yet known to be edited (CountUnedited)
+	Pending  int64 // pending requests, all kinds
+	Unedited int64 // ended requests whose messages are not yet known to be edited: being edited, or waiting for a finisher
 	Overdue  int64 // pending requests more than Count's late past their expiry, not yet expired
 }
 
@@ -1104,17 +1099,6 @@ func (s *Store) Count(ctx context.Context, late time.Duration) (Counts, error) {
 		return Counts{}, fmt.Errorf("count requests: %w", unavailable(err))
 	}
 	return Counts{Pending: sum(pending), Unedited: sum(unedited), Overdue: sum(overdue)}, nil
-}
-
-// total adds up the counts of the commands queue puts on one pipeline.
-// what names the count in its error.
-func (s *Store) total(ctx context.Context, what string, queue func(redis.Pipeliner) []*redis.IntCmd) (int64, error) {
-	pipe := s.rdb.Pipeline()
-	cmds := queue(pipe)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("%s: %w", what, unavailable(err))
-	}
-	return sum(cmds), nil
 }
 
 // sum adds up the replies of cmds, run.

@@ -1566,7 +1566,7 @@ func TestRedisDown(t *testing.T) {
 			{"Sweep", func() error { _, err := s.Sweep(ctx); return err }},
 			{"Unfinished", func() error { _, err := s.Unfinished(ctx); return err }},
 			{"Edited", func() error { return s.Edited(ctx, rec) }},
-			{"CountUnedited", func() error { _, err := s.CountUnedited(ctx); return err }},
+			{"Count", func() error { _, err := s.Count(ctx, 0); return err }},
 			{"Wait", func() error { _, err := s.Wait(ctx, rec.ID, ""); return err }},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -1805,11 +1805,11 @@ func TestDiscard(t *testing.T) {
 		s := b.store()
 		count := func() int64 {
 			t.Helper()
-			n, err := s.CountPending(ctx)
+			c, err := s.Count(ctx, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return n
+			return c.Pending
 		}
 		nr := question("alice", "call-discard")
 		nr.ExpiresIn = time.Minute
@@ -1823,7 +1823,7 @@ func TestDiscard(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := count(); n != 2 {
-			t.Errorf("CountPending = %d; want 2", n)
+			t.Errorf("%d pending; want 2", n)
 		}
 		for _, tc := range []struct {
 			name string
@@ -1848,7 +1848,7 @@ func TestDiscard(t *testing.T) {
 			mustGet(t, s, id)
 		}
 		if n := count(); n != 1 {
-			t.Errorf("CountPending = %d after the discard; want 1", n)
+			t.Errorf("%d pending after the discard; want 1", n)
 		}
 		recs, err := s.List(ctx, seam.KindQuestion, 10)
 		if err != nil || !reflect.DeepEqual(ids(recs), []string{posted.ID}) {

@@ -22,7 +22,8 @@ func waitEdited(t *testing.T, b bridge) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		n, err := b.Store().CountUnedited(context.Background())
+		c, err := b.Store().Count(context.Background(), 0)
+		n := c.Unedited
 		if err == nil && n == 0 {
 			return
 		}
@@ -122,8 +123,8 @@ func TestEndOfAnUneditableMessage(t *testing.T) {
 			}
 			// The cancel edits before it answers: the request is out of the
 			// finish index by now, or never will be.
-			if n, err := b.Store().CountUnedited(context.Background()); err != nil || n != 0 {
-				t.Errorf("%d requests left for a finisher (%v); want none", n, err)
+			if c, err := b.Store().Count(context.Background(), 0); err != nil || c.Unedited != 0 {
+				t.Errorf("%d requests left for a finisher (%v); want none", c.Unedited, err)
 			}
 		})
 	}
