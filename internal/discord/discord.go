@@ -405,7 +405,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 			break
 		}
 	}
-	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: msg.ID, Thread: thread, PostedAt: s.now().UTC()}}, nil
+	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: msg.ID, Thread: thread, PostedAt: s.now().UTC(), Bare: bare}}, nil
 }
 
 // dropped reports whether Discord answered a create or an edit that
@@ -565,6 +565,13 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		}
 	}
 	m := render(rec, "", false)
+	if p.Bare {
+		// Posted where Discord drops the bot's embeds: the outcome goes
+		// above the request's text, in the content, in one edit. Sent
+		// with its embeds, the message would show its outcome above no
+		// request until a second edit put the text back.
+		m = m.bare(rec.ID)
+	}
 	edit := &discordgo.MessageEdit{
 		ID:              p.MessageID,
 		Channel:         p.Channel,
@@ -576,10 +583,11 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 	editMessage := func() error {
 		got, err := s.editMessage(ctx, edit)
 		if err == nil && dropped(*edit.Embeds, got) {
-			// Its channel drops the bot's embeds (it lacks Embed Links):
-			// the outcome would show above no request. Edited again, the
-			// message holds the request's text in its content, as Post
-			// left it.
+			// Its channel drops the bot's embeds, which its post did not
+			// (the bot lost Embed Links since, or the post was recorded
+			// before posts said so): the outcome would show above no
+			// request. Edited again, the message holds the request's text
+			// in its content. Only this first sight of it costs two edits.
 			bare := m.bare(rec.ID)
 			edit.Content, edit.Embeds = &bare.content, &bare.embeds
 			_, err = s.editMessage(ctx, edit)

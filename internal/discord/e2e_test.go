@@ -781,6 +781,161 @@ func TestPostWithoutEmbedLinksShowsTheQuestion(t *testing.T) {
 	readable(t, "the cancelled message", last.Body)
 }
 
+// TestEndOfABareMessageIsOneEdit: a request's message that Discord posted
+// without its embeds (the bot lacks Embed Links there) shows how the
+// request ended in one edit, above its text in its content, its controls
+// gone, however it ended outside a click on it. Only a message that had
+// its embeds when posted, whose channel drops them by its end, takes a
+// second edit: the first one's answer is the first word of it.
+// (Until 2026-12-05 every end of a bare message took two edits, and
+// showed its outcome above no request between them.)
+func TestEndOfABareMessageIsOneEdit(t *testing.T) {
+	const other = "1200000000000000009"
+	const question, desc = "Proceed with the destructive cleanup?", "Removes the three stale files."
+	for _, tc := range []struct {
+		name    string
+		targets string
+		bare    string // the channel whose message is checked, where the bot lacks Embed Links
+		before  bool   // Embed Links taken before the post; else after it
+		end     func(t *testing.T, b bridge, id string)
+		outcome string
+		edits   int // of the message, after the post
+	}{
+		{"withdrawn", defaultTarget, channel, true, func(t *testing.T, b bridge, id string) {
+			if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+				t.Fatalf("cancel: %d", status)
+			}
+		}, "Cancelled by the agent", 1},
+		{"answered on the other target's message", defaultTarget + `
+      - discord:
+          channel: "` + other + `"`, other, true, func(t *testing.T, b bridge, id string) {
+			var there discord.FakeCall
+			for _, m := range b.fake.Posted() {
+				if m.Channel == channel {
+					there = m
+				}
+			}
+			if resp := b.click(t, discord.Click(there, ada, "ab:pick:"+id+":0:0", nil)); respType(resp) != 7 {
+				t.Fatalf("the click got %v; want UPDATE_MESSAGE", resp)
+			}
+		}, "Answered by ada", 1},
+		{"Embed Links taken after the post", defaultTarget, channel, false, func(t *testing.T, b bridge, id string) {
+			if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+				t.Fatalf("cancel: %d", status)
+			}
+		}, "Cancelled by the agent", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := start(t, tc.targets)
+			if tc.before {
+				b.fake.DenyEmbeds(tc.bare)
+			}
+			id := b.create(t, "/v1/questions", cleanupQuestion())
+			var msg discord.FakeCall
+			for _, m := range b.fake.Posted() {
+				if m.Channel == tc.bare {
+					msg = m
+				}
+			}
+			editsOf := func() []discord.FakeCall {
+				var out []discord.FakeCall
+				for _, c := range b.fake.Calls("edit") {
+					if c.MessageID == msg.MessageID {
+						out = append(out, c)
+					}
+				}
+				return out
+			}
+			posted := 0
+			if tc.before {
+				posted = 1 // Post's own, to show the text: done when the create returns
+			} else {
+				b.fake.DenyEmbeds(tc.bare)
+			}
+			if n := len(editsOf()); msg.MessageID == "" || n != posted {
+				t.Fatalf("message %q in %s edited %d times by its post; want %d", msg.MessageID, tc.bare, n, posted)
+			}
+			tc.end(t, b, id)
+			if rec := b.wait(t, "/v1/questions", id); rec.M["status"] == "pending" {
+				t.Fatalf("the request did not end: %v", rec.M)
+			}
+			waitEdited(t, b)
+
+			edits := editsOf()[posted:]
+			if len(edits) != tc.edits {
+				t.Fatalf("the end took %d edits of the message; want %d: %+v", len(edits), tc.edits, edits)
+			}
+			last := edits[len(edits)-1].Body
+			if es, ok := last["embeds"].([]any); !ok || len(es) != 0 {
+				t.Errorf("the edit sends embeds %v; want none (\"embeds\": []), which Discord drops here", last["embeds"])
+			}
+			if cs, ok := last["components"].([]any); !ok || len(cs) != 0 {
+				t.Errorf("the edit leaves components %v; want none (\"components\": [])", last["components"])
+			}
+			c, _ := last["content"].(string)
+			if at := strings.Index(c, tc.outcome); at < 0 || at > strings.Index(c, question) ||
+				!strings.Contains(c, desc) || !strings.Contains(c, "**Confirm**") {
+				t.Errorf("the content %q; want %q above the question", c, tc.outcome)
+			}
+			for _, bad := range discord.InvalidMessage(last, false) {
+				t.Errorf("Discord would refuse the edit: %s", bad)
+			}
+		})
+	}
+}
+
+// TestClickOnABareMessageShowsItsOutcomeInPlace: a click that ends the
+// request of a message Discord posted without its embeds is answered with
+// the outcome in place (UPDATE_MESSAGE), with the request in embeds, which
+// Discord keeps in a response (an app may always Embed Links there:
+// discord-api-docs#5316), not in the content as well; no edit through the
+// API follows.
+func TestClickOnABareMessageShowsItsOutcomeInPlace(t *testing.T) {
+	b := start(t, defaultTarget)
+	b.fake.DenyEmbeds(channel)
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	fixed := b.fake.WaitCalls(t, "edit", 1)[0]
+	resp := b.click(t, discord.Click(fixed, ada, "ab:pick:"+id+":0:0", nil))
+	d := data(resp)
+	if respType(resp) != 7 {
+		t.Fatalf("the click got %v; want UPDATE_MESSAGE", resp)
+	}
+	es, _ := d["embeds"].([]any)
+	if len(es) == 0 || !strings.Contains(discord.Text(d), "Proceed with the destructive cleanup?") {
+		t.Errorf("the response's embeds %v; want the question in them", d["embeds"])
+	}
+	if c := content(resp); !strings.Contains(c, "Answered by ada") || strings.Contains(c, "Proceed with the destructive cleanup?") {
+		t.Errorf("the response's content %q; want the outcome, and the question in the embeds only", c)
+	}
+	if cs, ok := d["components"].([]any); !ok || len(cs) != 0 {
+		t.Errorf("the response leaves components %v; want none", d["components"])
+	}
+	if rec := b.wait(t, "/v1/questions", id); rec.M["status"] != "answered" {
+		t.Fatalf("status %v", rec.M["status"])
+	}
+	waitEdited(t, b)
+	if n := len(b.fake.Calls("edit")); n != 1 {
+		t.Errorf("%d edits through the API; want only the post's (the click's response showed the outcome)", n)
+	}
+}
+
+// waitEdited waits until the store has no ended request whose messages
+// are not known to be edited: every Finish of b's requests is done.
+func waitEdited(t *testing.T, b bridge) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := b.Store().Count(context.Background(), 0)
+		if err == nil && c.Unedited == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ended requests still unedited after 10s (%v)", c.Unedited, err)
+		}
+		time.Sleep(10 * time.Millisecond) // nothing signals the store's index
+	}
+}
+
 func TestFailedPostIsNoProvider(t *testing.T) {
 	b := start(t, defaultTarget)
 	b.fake.FailNext("create", discord.FakeFail{Status: 403})

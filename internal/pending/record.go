@@ -56,6 +56,10 @@ type Post struct {
 	MessageID string    `json:"message_id"` // Slack ts, Discord message id
 	Thread    string    `json:"thread,omitempty"`
 	PostedAt  time.Time `json:"posted_at"`
+	// Bare: Discord showed the message without its embeds (the bot
+	// lacks Embed Links in its channel), and its content holds the
+	// request's text instead; the edit that ends it keeps it so.
+	Bare bool `json:"bare,omitempty"`
 }
 
 func (p Post) field() string {
