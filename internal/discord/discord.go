@@ -55,6 +55,10 @@ type Options struct {
 	// LeaseTTL is how long the gateway lease lasts without renewal; the
 	// holder renews it every third of that. Default 30 s.
 	LeaseTTL time.Duration
+	// GatewayHandshake is how long a gateway connection may take from
+	// dialling to READY before it is given up. Default 10 s, the default
+	// lease's renewal period: a stalled gateway holds up one at most.
+	GatewayHandshake time.Duration
 	// Registry is where the gateway's connection metrics go, with
 	// discord.gateway; nil: nowhere.
 	Registry prometheus.Registerer
@@ -108,6 +112,9 @@ func New(cfg *config.Config, opt Options) (*Surface, error) {
 	}
 	if opt.LeaseTTL <= 0 {
 		opt.LeaseTTL = 30 * time.Second
+	}
+	if opt.GatewayHandshake <= 0 {
+		opt.GatewayHandshake = 10 * time.Second
 	}
 	api, err := newSession(dc, opt.HTTPClient)
 	if err != nil {

@@ -27,6 +27,8 @@ type FakeGateway struct {
 	// changed is closed, and replaced, when a session comes or goes.
 	changed chan struct{}
 	held    *gatewayHold // the next connection's, if held
+	dialled int          // connections taken
+	beatMS  int          // the heartbeat_interval HELLO gives
 
 	writeLocks sync.Map // *websocket.Conn -> *sync.Mutex: one writer at a time
 }
@@ -43,7 +45,8 @@ const fakeSessionID = "fake-session"
 
 // StartGateway serves a fake gateway and points f's GET /gateway at it.
 func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
-	g := &FakeGateway{t: t, f: f, ident: make(chan struct{}, 16), resumed: make(chan struct{}, 16), beat: make(chan struct{}, 1), changed: make(chan struct{})}
+	g := &FakeGateway{t: t, f: f, ident: make(chan struct{}, 16), resumed: make(chan struct{}, 16), beat: make(chan struct{}, 1),
+		changed: make(chan struct{}), beatMS: 45000}
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
@@ -60,6 +63,8 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 		g.mu.Lock()
 		h := g.held
 		g.held = nil
+		g.dialled++
+		beatMS := g.beatMS
 		g.mu.Unlock()
 		if h != nil {
 			close(h.arrived)
@@ -72,7 +77,7 @@ func (f *FakeDiscord) StartGateway(t testing.TB) *FakeGateway {
 				return
 			}
 		}
-		if send(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 45000}}) != nil {
+		if send(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": beatMS}}) != nil {
 			return
 		}
 		for {
@@ -171,6 +176,21 @@ func (g *FakeGateway) CutNext() (cut <-chan struct{}) {
 	g.held = h
 	g.mu.Unlock()
 	return h.arrived
+}
+
+// HeartbeatEvery has the HELLO of the connections to come ask for a
+// heartbeat every d, rather than Discord's 45 s.
+func (g *FakeGateway) HeartbeatEvery(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.beatMS = int(d.Milliseconds())
+}
+
+// Dialled is the number of connections the gateway has taken.
+func (g *FakeGateway) Dialled() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.dialled
 }
 
 // WaitHeartbeat waits until a session has sent a heartbeat, as one does

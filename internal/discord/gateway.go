@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,12 +74,14 @@ func (h *Interactions) gateway(ctx context.Context) error {
 				sess = nil
 			}
 		case ok && sess == nil:
-			if sess, err = h.openGateway(); tokenRefused(err) {
+			if sess, err = h.openGateway(ctx); tokenRefused(err) {
 				// Retrying would not help, and would hide it in the log.
 				return errors.New("Discord refused discord.bot_token (gateway: authentication failed): " +
 					"copy the bot's token again, or reset it (Developer Portal → your app → Bot → Reset Token)")
 			} else if err != nil {
-				h.log.Warn("opening the discord gateway failed; retrying", "err", err)
+				if ctx.Err() == nil { // else cut short by the stop
+					h.log.Warn("opening the discord gateway failed; retrying", "err", err)
+				}
 				sess = nil
 			} else {
 				h.log.Info("discord gateway connected; this replica takes interactions")
@@ -106,8 +110,9 @@ func tokenRefused(err error) bool {
 }
 
 // openGateway connects a gateway session whose interactions go to the
-// same handler as the endpoint's, decoded from the raw event.
-func (h *Interactions) openGateway() (*gatewaySession, error) {
+// same handler as the endpoint's, decoded from the raw event. Its
+// handshake is cut when ctx ends.
+func (h *Interactions) openGateway(ctx context.Context) (*gatewaySession, error) {
 	sess, err := newSession(h.s.cfg, h.s.api.Client)
 	if err != nil {
 		return nil, err
@@ -118,8 +123,15 @@ func (h *Interactions) openGateway() (*gatewaySession, error) {
 	// a goroutine of its own, so that a drop and the reconnect after it
 	// reach the metrics in the order they happened.
 	sess.SyncEvents = true
-	g := &gatewaySession{Session: sess, conn: h.s.conn}
+	g := &gatewaySession{Session: sess, conn: h.s.conn, within: h.s.opt.GatewayHandshake}
+	// Every connection of the session, discordgo's reconnections too, is
+	// dialled through g, which bounds its handshake (HandshakeTimeout
+	// bounds the HTTP upgrade alone, and discordgo's is 45 s).
+	sess.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: g.within, NetDialContext: g.dial}
 	sess.AddHandler(func(*discordgo.Session, *discordgo.Connect) {
+		// Open says Connect once READY came: the connection is up, for
+		// as long as the session keeps it.
+		g.ready()
 		if g.closed.Load() {
 			// Reopened by discordgo's reconnect loop, which Close does not
 			// stop, after this replica closed it (it lost the lease, or is
@@ -142,7 +154,14 @@ func (h *Interactions) openGateway() (*gatewaySession, error) {
 			h.work.Go(func(ctx context.Context) { h.fromGateway(ctx, raw) })
 		}
 	})
-	if err := sess.Open(); err != nil {
+	// A replica that stops while the gateway stalls has no session yet to
+	// close: Open is to fail now, not once g.within has passed. (Never
+	// undone: a session whose Open failed is dropped, and one that opened
+	// all the same is closed, ctx having ended.)
+	stop := context.AfterFunc(ctx, func() { g.abandon() })
+	err = sess.Open()
+	stop()
+	if err != nil {
 		return nil, fmt.Errorf("discord gateway: %w", err)
 	}
 	return g, nil
@@ -153,18 +172,194 @@ func (h *Interactions) openGateway() (*gatewaySession, error) {
 // not stop: one this replica closed may come back while the loop retries,
 // a session nothing owns beside the new lease holder's. Once closed, its
 // handlers close it again whenever it reconnects, and take nothing from it.
+//
+// discordgo reads the gateway's HELLO and READY with no deadline, holding
+// the session's lock, which Close waits for: a gateway that took the
+// connection and said nothing held Open, and Close after it, for good. So
+// every connection is dialled through dial, and its handshake, from
+// dialling to READY, is cut once within has passed, or when abandoned.
 type gatewaySession struct {
 	*discordgo.Session
 	conn   *surface.Connection
 	closed atomic.Bool
+	within time.Duration // a handshake's time
+
+	mu sync.Mutex
+	// last is the handshake of the connection dialled last: Open, which
+	// dials, runs one at a time, and Connect ends it.
+	last *handshake
+	// While abandoned > 0, handshakes are cut: the one under way and any
+	// that begins.
+	abandoned int
 }
 
-// Close closes the session for good.
+var (
+	errHandshakeStalled   = errors.New("gateway handshake stalled")
+	errHandshakeAbandoned = errors.New("gateway handshake abandoned: the session is closing")
+)
+
+// Close closes the session for good. A reconnection of discordgo's under
+// way is cut first: Close waits for the session's lock, which its Open
+// holds.
 func (g *gatewaySession) Close() error {
 	g.closed.Store(true)
+	undo := g.abandon()
 	err := g.Session.Close()
+	// Reconnections after this one are left to succeed, when the Connect
+	// handler closes them again: that ends discordgo's loop, which would
+	// otherwise go on retrying for as long as the process runs.
+	undo()
 	g.conn.Down() // its Disconnect no longer says so
 	return err
+}
+
+// abandon cuts the handshake under way, and any that begins until undo
+// is called.
+func (g *gatewaySession) abandon() (undo func()) {
+	g.mu.Lock()
+	g.abandoned++
+	hs := g.last
+	g.mu.Unlock()
+	if hs != nil {
+		hs.cut(errHandshakeAbandoned)
+	}
+	return func() {
+		g.mu.Lock()
+		g.abandoned--
+		g.mu.Unlock()
+	}
+}
+
+// ready ends the handshake of the connection that came up: it lasts
+// from now on as long as the session keeps it, with no deadline.
+func (g *gatewaySession) ready() {
+	g.mu.Lock()
+	hs := g.last
+	g.mu.Unlock()
+	if hs != nil {
+		hs.end()
+	}
+}
+
+// dial is the NetDialContext of the session's websocket dialer: it
+// starts a handshake, cut within g.within unless it ends before.
+func (g *gatewaySession) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hs := &handshake{cancel: cancel}
+	hs.timer = time.AfterFunc(g.within, func() {
+		hs.cut(fmt.Errorf("%w: not READY within %s of dialling", errHandshakeStalled, g.within))
+	})
+	g.mu.Lock()
+	g.last = hs
+	abandoned := g.abandoned > 0
+	g.mu.Unlock()
+	if abandoned {
+		hs.cut(errHandshakeAbandoned)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	return hs.dialled(c, err)
+}
+
+// handshake is a gateway connection's way from dialling to READY.
+type handshake struct {
+	cancel context.CancelCauseFunc // the dial's
+	timer  *time.Timer             // cuts it
+
+	mu   sync.Mutex
+	conn net.Conn // once dialled
+	over bool     // cut or ended
+	err  error    // why it was cut
+}
+
+// cut ends the handshake with err: its dial fails, or its connection is
+// closed and its reads and writes fail with err.
+func (hs *handshake) cut(err error) {
+	hs.mu.Lock()
+	if hs.over {
+		hs.mu.Unlock()
+		return
+	}
+	hs.over, hs.err = true, err
+	c := hs.conn
+	hs.mu.Unlock()
+	hs.cancel(err)
+	if c != nil {
+		c.Close()
+	}
+}
+
+// end ends the handshake uncut: the connection came up, or was closed.
+func (hs *handshake) end() {
+	hs.mu.Lock()
+	hs.over = true
+	hs.mu.Unlock()
+	hs.timer.Stop()
+}
+
+// failed is why the handshake was cut; nil if it was not.
+func (hs *handshake) failed() error {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.err
+}
+
+// dialled takes the dial's outcome: the connection, unless the handshake
+// was cut meanwhile.
+func (hs *handshake) dialled(c net.Conn, err error) (net.Conn, error) {
+	hs.mu.Lock()
+	cut := hs.err
+	if err == nil && cut == nil {
+		hs.conn = c
+	}
+	hs.mu.Unlock()
+	switch {
+	case cut != nil:
+		if err == nil {
+			c.Close()
+		}
+		hs.end()
+		return nil, cut
+	case err != nil:
+		hs.end()
+		return nil, err
+	}
+	return &handshakeConn{Conn: c, hs: hs}, nil
+}
+
+// handshakeConn is a gateway connection: once its handshake was cut, its
+// reads and writes fail saying why, rather than with a closed
+// connection's error.
+type handshakeConn struct {
+	net.Conn
+	hs *handshake
+}
+
+func (c *handshakeConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		if cut := c.hs.failed(); cut != nil {
+			err = cut
+		}
+	}
+	return n, err
+}
+
+func (c *handshakeConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		if cut := c.hs.failed(); cut != nil {
+			err = cut
+		}
+	}
+	return n, err
+}
+
+// Close closes the connection, and ends its handshake if it is under way.
+func (c *handshakeConn) Close() error {
+	c.hs.end()
+	return c.Conn.Close()
 }
 
 // gatewayCallback is the least of the ack budget a gateway interaction's
