@@ -248,6 +248,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
 	a, err := app.New(cfg, log, app.Options{})
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// The first thing a new user may meet: 8080 is a popular port.
+			log.Error("cannot start", "err", err, "hint",
+				"another program listens there: stop it, or run on another address (bridge serve --listen 127.0.0.1:PORT, or listen: in the config) and point the clients at it (--server or BRIDGE_SERVER=http://127.0.0.1:PORT)")
+			return exitError
+		}
 		log.Error("cannot start", "err", err)
 		return exitError
 	}

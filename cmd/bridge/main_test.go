@@ -33,6 +33,11 @@ func TestServeCannotStart(t *testing.T) {
 	if r.code != exitError || !strings.Contains(r.stderr, "cannot start") || !strings.Contains(r.stderr, "listen on "+busy.Addr().String()) {
 		t.Errorf("serve on a busy port: exit %d, stderr %q; want exit %d and why", r.code, r.stderr, exitError)
 	}
+	// And what to do about it: a new user's bridge meets a port some
+	// other program holds.
+	if !strings.Contains(r.stderr, "--listen") || !strings.Contains(r.stderr, "BRIDGE_SERVER") {
+		t.Errorf("serve on a busy port: stderr %q; want it to say how to run on another address (--listen) and reach it (BRIDGE_SERVER)", r.stderr)
+	}
 }
 
 // TestServeUsage: a config file named without --config is refused, not
