@@ -351,22 +351,19 @@ func hint(err error) error {
 
 // parseFlags parses args; when it fails it returns the exit status: 0 for
 // -h, whose help goes to stdout (bridge serve -h | less), exitUsage
-// otherwise, with the help after the error on stderr.
+// otherwise, with the error and a pointer to -h on stderr, as every other
+// usage error: the whole help after it would scroll it out of sight.
 func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (int, bool) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {} // told below, where it goes
-	help := func(w io.Writer) {
-		fs.SetOutput(w)
-		fmt.Fprint(w, usage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard) // the error is told below, with the command's name
+	fs.Usage = func() {}
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
-		help(stdout)
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, usage)
+		fs.PrintDefaults()
 		return exitOK, false
 	case err != nil:
-		help(stderr)
-		return exitUsage, false
+		return usageErr(stderr, fs.Name(), "%v", err), false
 	}
 	return 0, true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -109,7 +110,7 @@ func TestConfigCheckUsage(t *testing.T) {
 		{[]string{"config", "-h"}, exitOK, true},
 		{[]string{"config", "check"}, exitUsage, false},
 		{[]string{"config", "check", valid, "extra"}, exitUsage, false},
-		{[]string{"config", "check", "--bogus", valid}, exitUsage, true},
+		{[]string{"config", "check", "--bogus", valid}, exitUsage, false}, // named, with a pointer to -h (TestFlagErrorIsShort)
 		{[]string{"config", "check", "--post", valid}, exitUsage, false},
 		{[]string{"config", "check", "--post", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, false},
 		{[]string{"config"}, exitUsage, true},
@@ -423,6 +424,36 @@ func TestLogDurations(t *testing.T) {
 			want := map[string]string{"text": "outage.after=1.5s outage.unserved_calls=3", "json": `"outage":{"after":"1.5s","unserved_calls":3}`}[format]
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("logged %q; want it to hold %q", out.String(), want)
+			}
+		})
+	}
+}
+
+// TestFlagErrorIsShort: a flag the command can't parse is said in one line
+// and a pointer to -h, as the commands' other usage errors are, not above
+// the whole help, where it scrolls out of sight.
+func TestFlagErrorIsShort(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ask", "--question", "Q?", "--bogus"}, "bridge ask: flag provided but not defined: -bogus"},
+		{[]string{"ask", "--question", "Q?", "--expires", "5"}, "bridge ask: invalid value \"5\" for flag -expires: a duration needs a unit"},
+		{[]string{"answer", "abc", "--select"}, "bridge answer: flag needs an argument: -select"},
+		{[]string{"serve", "--config"}, "bridge serve: flag needs an argument: -config"},
+		{[]string{"pending", "--bogus"}, "bridge pending: flag provided but not defined: -bogus"},
+		{[]string{"mcp", "--reattach", "x"}, "bridge mcp: invalid value \"x\" for flag -reattach"},
+		{[]string{"signin-link", "--bogus"}, "bridge signin-link: flag provided but not defined: -bogus"},
+		{[]string{"config", "check", "--bogus"}, "bridge config check: flag provided but not defined: -bogus"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := cli(tc.args...)
+			hint := fmt.Sprintf("Run \"bridge %s -h\" for its flags.", strings.TrimPrefix(strings.SplitN(tc.want, ":", 2)[0], "bridge "))
+			if r.code != exitUsage || !strings.HasPrefix(r.stderr, tc.want) || !strings.Contains(r.stderr, hint) || r.stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stderr starting %q, then %q", r.code, r.stdout, r.stderr, exitUsage, tc.want, hint)
+			}
+			if n := strings.Count(r.stderr, "\n"); n > 2 {
+				t.Errorf("stderr has %d lines, want the error and the pointer to -h alone:\n%s", n, r.stderr)
 			}
 		})
 	}
