@@ -224,6 +224,33 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 	}
 }
 
+// TestUnknownFieldSaysWhere: a misspelt field of an answer or a decision
+// is refused naming where it is and the fields there, so that whoever
+// wrote an answer to twenty questions need not search for it.
+func TestUnknownFieldSaysWhere(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	id := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4",
+		`{"questions":[{"id":"a","question":"A?"},{"id":"b","question":"B?","options":[{"label":"Yes"},{"label":"No"}]}]}`).str("id")
+	aid := do(t, "POST", u+"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":"kubectl_apply"}`).str("id")
+	for _, tc := range []struct{ path, body, want string }{
+		{"/v1/questions/" + id + "/answer", `{"answers":[{"id":"a","custom":"x"},{"id":"b","selcted":["No"]}]}`,
+			`answers[1] has no field "selcted"; its fields are id, selected and custom`},
+		{"/v1/questions/" + id + "/answer", `{"answer":[]}`, `the request body has no field "answer"; its fields are answers`},
+		{"/v1/approvals/" + aid + "/decision", `{"outcome":"rejected","notes":"not today"}`,
+			`the request body has no field "notes"; its fields are outcome and note`},
+	} {
+		r := do(t, "POST", u+tc.path, "tok-answer-7f3c9e21b4", tc.body)
+		e, _ := r.Body["error"].(map[string]any)
+		if msg, _ := e["message"].(string); r.Status != 400 || r.code() != "INVALID_REQUEST" || msg != tc.want {
+			t.Errorf("%s %s: %d %s; want 400 INVALID_REQUEST %q", tc.path, tc.body, r.Status, r.Raw, tc.want)
+		}
+	}
+	if r := do(t, "GET", u+"/v1/questions/"+id, "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
+		t.Errorf("refused answers changed the request: %s", r.Raw)
+	}
+}
+
 // TestAnswerAfterExpiry: an answer that comes after the request's expiry,
 // before any sweeper (sweeps an hour apart here) expired it, is refused,
 // and says why; the request has expired.

@@ -233,6 +233,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 		if msg := seam.DuplicateKeyMessage(body); msg != "" {
 			return invalid(msg)
 		}
+		// Where the misspelt key is: encoding/json names the key alone.
+		if msg := seam.UnknownFieldMessage(body, v); msg != "" {
+			return invalid(msg)
+		}
 	}
 	if err := dec.Decode(v); err != nil {
 		var se *seam.Error
