@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -145,9 +146,23 @@ func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonA
 		if msg := seam.DuplicateKeyMessage([]byte(jsonAnswer)); msg != "" {
 			return a, "--json: " + msg
 		}
+		// In the answer's terms, as the API words them.
+		if msg := seam.UnknownFieldMessage([]byte(jsonAnswer), &a); msg != "" {
+			return a, "--json: " + msg
+		}
 		dec := json.NewDecoder(strings.NewReader(jsonAnswer))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
+			var (
+				te *json.UnmarshalTypeError
+				sy *json.SyntaxError
+			)
+			switch {
+			case errors.As(err, &te):
+				return a, "--json: " + seam.TypeErrorMessage([]byte(jsonAnswer), te, "")
+			case errors.As(err, &sy), errors.Is(err, io.ErrUnexpectedEOF):
+				return a, "--json is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+			}
 			return a, fmt.Sprintf("--json is not an answer {\"answers\":[{\"id\",\"selected\",\"custom\"}]}: %v", err)
 		}
 		if a.Answers == nil {

@@ -655,6 +655,36 @@ func TestAnswerJSONDuplicateKey(t *testing.T) {
 	}
 }
 
+// TestAnswerJSONSaysWhere: --json that is not an answer says where, in the
+// answer's own terms, as the API does: not in encoding/json's, which names
+// Go's types ("Go struct field AnswerItem.answers.selected of type
+// []string") and, for a misspelt key, not where it is.
+func TestAnswerJSONSaysWhere(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+		{ID: "why", Question: "Why?"},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for answer, want := range map[string]string{
+		`{"answers":[{"id":"why","custom":"x"},{"id":"env","selcted":["prod"]}]}`: `bridge answer: --json: answers[1] has no field "selcted"; its fields are id, selected and custom`,
+		`{"answers":[{"id":"env","selected":"prod"}]}`:                            `bridge answer: --json: answers[0].selected must be an array, not a JSON string`,
+		`{"answers":[{"id":"env","selected":["prod"]}]`:                           `bridge answer: --json is not valid JSON: unexpected EOF`,
+	} {
+		r := cli("answer", "--server", url, rec.ID, "--json", answer)
+		if r.code != exitUsage || !strings.HasPrefix(r.stderr, want+"\n") || r.stdout != "" {
+			t.Errorf("answer --json %s = %+v; want exit %d saying %q", answer, r, exitUsage, want)
+		}
+	}
+	if got, err := c.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusPending {
+		t.Errorf("after refused answers %s is %+v, %v; want it still pending", rec.ID, got, err)
+	}
+}
+
 func TestPending(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	if r := cli("pending", "--server", url); r.code != exitOK || r.stdout != "nothing pending\n" {
