@@ -206,6 +206,10 @@ func TestEnvExpansion(t *testing.T) {
 			[]string{"routes[0].targets[0].slack.responders.users[0] (line 8): ${EMPTY} is empty"}},
 		{"empty responders", "routes:\n  - name: r\n    targets:\n      - discord:\n          channel: \"1\"\n          responders:\n            roles: ${EMPTY}\n",
 			[]string{"routes[0].targets[0].discord.responders.roles (line 7): ${EMPTY} is empty: responders left unset let anyone in the channel answer"}},
+		// Quoted, as docs/config.md says to write it inside [...]: still
+		// said to be the variable, where the id would be.
+		{"an empty responder, quoted in a flow list", "routes:\n  - name: r\n    targets:\n      - slack:\n          channel: C1\n          responders: {users: [\"${EMPTY}\"]}\n",
+			[]string{"routes[0].targets[0].slack.responders.users[0] (line 6): ${EMPTY} is empty, and a list item can't be: remove the item, or set the variable"}},
 		{"empty responders, with an empty default", "routes:\n  - name: r\n    targets:\n      - slack:\n          channel: C1\n          responders: ${NOPE:-}\n",
 			[]string{"routes[0].targets[0].slack.responders (line 6): ${NOPE:-} is empty"}},
 	} {

@@ -208,9 +208,13 @@ func (x *expander) walk(n *yaml.Node, path string) {
 			x.errs = append(x.errs, fmt.Errorf("%s (line %d): %w", path, n.Line, err))
 			return
 		}
-		if v == "" && n.Style == 0 {
+		if v == "" && (n.Style == 0 || strings.Contains(path, ".responders")) {
 			// Empty, a plain value reads as not set. That leaves a list
-			// item out silently, and responders open to anyone.
+			// item out silently, and responders open to anyone. Under
+			// responders a quoted one ("${ONCALL}", as a flow list needs
+			// it) is refused too, here where the variable can be named:
+			// an empty id would be refused later as "empty", not said
+			// to come from the variable.
 			switch {
 			case strings.HasSuffix(path, "]"):
 				x.errs = append(x.errs, fmt.Errorf("%s (line %d): %s is empty, and a list item can't be: remove the item, or set the variable", path, n.Line, n.Value))
