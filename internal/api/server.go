@@ -233,10 +233,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 		if msg := seam.DuplicateKeyMessage(body); msg != "" {
 			return invalid(msg)
 		}
-		// Where the misspelt key is: encoding/json names the key alone.
-		if msg := seam.UnknownFieldMessage(body, v); msg != "" {
-			return invalid(msg)
-		}
 	}
 	if err := dec.Decode(v); err != nil {
 		var se *seam.Error
@@ -256,6 +252,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 			return invalid(seam.TypeErrorMessage(body, te, ""))
 		case errors.As(err, &sy), errors.Is(err, io.ErrUnexpectedEOF):
 			return invalid("the request body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
+		case strict:
+			// Where the misspelt key is: encoding/json names the key
+			// alone.
+			if msg := seam.UnknownFieldMessage(body, v); msg != "" {
+				return invalid(msg)
+			}
 		}
 		return invalid("the request body is not valid: " + strings.TrimPrefix(err.Error(), "json: "))
 	}
