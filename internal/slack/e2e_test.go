@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1144,6 +1145,139 @@ func TestEditKeepsTheTextAsPosted(t *testing.T) {
 			t.Fatalf("once edited, %q is neither in the message nor in its thread", line)
 		}
 	}
+}
+
+// longDetail is a question's detail of n numbered lines, too long for one
+// message: mrkdwn as it is, escaped as it is.
+func longDetail(n int) string {
+	var detail strings.Builder
+	for i := range n {
+		fmt.Fprintf(&detail, "line %04d of a long description\n", i)
+	}
+	return detail.String()
+}
+
+// sectionText is the text of a section block, "" for another block.
+func sectionText(b map[string]any) string {
+	if b["type"] != "section" {
+		return ""
+	}
+	text, _ := b["text"].(map[string]any)
+	s, _ := text["text"].(string)
+	return s
+}
+
+var moreRE = regexp.MustCompile(`_… (\d+) more characters continue in the thread below\._`)
+
+// checkOnce checks that detail, a question's detail of longDetail's lines,
+// is held exactly once by msg, a request's message as it stands, and its
+// thread, replies: in order, every character once, the message's part
+// first; and that the message's count of the detail's characters that
+// continue in the thread is what the thread holds. The thread's sections
+// go on from one another, each text continued under its title, the
+// detail's last.
+func checkOnce(t *testing.T, msg slacktest.FakeCall, replies []slacktest.FakeCall, detail string) {
+	t.Helper()
+	var shown strings.Builder
+	count := -1
+	for _, b := range msg.Blocks() {
+		if s := sectionText(b); strings.HasPrefix(s, "line ") {
+			shown.WriteString(s)
+		}
+		if b["type"] == "context" {
+			if m := moreRE.FindStringSubmatch(jsonOf(t, b)); m != nil {
+				count, _ = strconv.Atoi(m[1]) // the detail's note is the last
+			}
+		}
+	}
+	var all strings.Builder
+	for _, r := range replies {
+		for _, b := range r.Blocks() {
+			all.WriteString(sectionText(b))
+		}
+	}
+	const title = "*Details, continued:*\n"
+	_, thread, _ := strings.Cut(all.String(), title)
+	if strings.Contains(thread, title) {
+		t.Errorf("the thread holds the detail's continuation twice")
+	}
+	if got := shown.String() + thread; got != detail {
+		i := 0
+		for i < min(len(got), len(detail)) && got[i] == detail[i] {
+			i++
+		}
+		t.Errorf("the message (%d characters of the detail) and its thread (%d) hold %d characters, the detail %d; they part at %d: message ends %q, thread begins %q",
+			shown.Len(), len(thread), len(got), len(detail), i, tail(shown.String(), 40), head(thread, 40))
+	}
+	if count != len(thread) {
+		t.Errorf("the message says %d more characters continue in the thread; it holds %d", count, len(thread))
+	}
+}
+
+func head(s string, n int) string { return s[:min(n, len(s))] }
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// threadOf is the replies in msg's thread among calls, posted.
+func threadOf(calls []slacktest.FakeCall, msg slacktest.FakeCall) []slacktest.FakeCall {
+	var out []slacktest.FakeCall
+	for _, c := range calls {
+		if c.Method == "chat.postMessage" && c.OK && c.Field("thread_ts") == msg.TS {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// lastEdit waits for an edit Slack took and returns the last.
+func lastEdit(t *testing.T, b bridge) slacktest.FakeCall {
+	t.Helper()
+	b.fake.WaitFor(t, "the message edited", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		for _, c := range calls {
+			if c.Method == "chat.update" && c.OK {
+				return true
+			}
+		}
+		return false
+	})
+	var last slacktest.FakeCall
+	for _, c := range b.fake.Calls("chat.update") {
+		if c.OK {
+			last = c
+		}
+	}
+	return last
+}
+
+// TestEditShowsTheTextAsPosted: a request's message, edited when it ends,
+// shows its text cut where the post cut it, where the thread goes on
+// from, though its intro is shorter then (without the target's mention
+// and the expiry): the message and its thread hold every character once,
+// and the message's count of what continues in the thread is right.
+func TestEditShowsTheTextAsPosted(t *testing.T) {
+	b := start(t, `
+      - slack:
+          channel: `+channel+`
+          mention: "<!subteam^S0ONCALL>"`)
+	detail := longDetail(400)
+	id := b.create(t, "/v1/questions", map[string]any{"expires_in": "1h", "questions": []any{map[string]any{
+		"id": "q", "question": "Which one?", "detail": detail,
+	}}})
+	msg := b.fake.WaitFor(t, "the message and its thread", 10*time.Second, posted(2))[0]
+	if msg.Method != "chat.postMessage" || !msg.OK {
+		t.Fatalf("the message was not posted whole at once: %s ok=%v", msg.Method, msg.OK)
+	}
+	apptest.Posted(t, b.URL(), "/v1/questions", id, 1)
+	replies := threadOf(b.fake.Calls("chat.postMessage"), msg)
+	checkOnce(t, msg, replies, detail)
+
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	edit := lastEdit(t, b)
+	if hasActions(edit) || !strings.Contains(edit.Text(), "Cancelled by the agent") || edit.Field("ts") != msg.TS {
+		t.Fatalf("the edit of %s: %s; want it cancelled without controls", edit.Field("ts"), edit.Text())
+	}
+	checkOnce(t, edit, replies, detail)
 }
 
 func TestPlanReviewLongPlanAndFeedback(t *testing.T) {

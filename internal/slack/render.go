@@ -360,7 +360,10 @@ func (b *builder) message(text string, id string) message {
 }
 
 // render renders rec: with controls while live, else with the line that
-// says how it ended. mention, when set, is the operator's configured ping.
+// says how it ended. mention, when set, is the operator's configured ping:
+// live, it leads the message; ended, it is the one the message was posted
+// with, which the edit does not show but cuts the text as the post did
+// (see renderWith).
 func render(rec *pending.Record, mention string, live bool) message {
 	return renderWith(builder{}, rec, mention, live)
 }
@@ -379,8 +382,8 @@ func renderShort(rec *pending.Record, mention string, live bool) message {
 // answer's summary escaped may hold up to statusReserve: more than the
 // controls of a message Slack took whole, whose thread goes on from
 // where its text was cut.
-func renderBrief(rec *pending.Record) message {
-	return renderWith(builder{brief: true}, rec, "", false)
+func renderBrief(rec *pending.Record, mention string) message {
+	return renderWith(builder{brief: true}, rec, mention, false)
 }
 
 // briefSummary is how much of the answer's summary the status line of a
@@ -388,7 +391,20 @@ func renderBrief(rec *pending.Record) message {
 const briefSummary = 40
 
 func renderWith(b builder, rec *pending.Record, mention string, live bool) message {
-	b.context(intro(rec, mention))
+	if live {
+		b.context(intro(rec, mention))
+	} else {
+		// An ended request's intro is shorter than the one it was posted
+		// with (no mention, no expiry), but its text is cut where the
+		// post cut it, which its thread goes on from: the room left is
+		// counted from the intro as posted. (Counted from its own, the
+		// edit showed again what the thread holds, and its note counted
+		// less than the thread holds.)
+		b.context(intro(rec, ""))
+		posted := *rec
+		posted.Status = seam.StatusPending
+		b.used += surface.Len(intro(&posted, mention)) - surface.Len(intro(rec, ""))
+	}
 	var text string
 	switch rec.Kind {
 	case seam.KindApproval:

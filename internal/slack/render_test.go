@@ -824,7 +824,7 @@ func TestBidiControlsAreDropped(t *testing.T) {
 				rec.Answer.Answers = append(rec.Answer.Answers, seam.AnswerItem{ID: q.ID, Selected: []string{}, Custom: rlo + "text"})
 			}
 			message(t, "the ended message", render(rec, "", false))
-			message(t, "the brief edit", renderBrief(rec))
+			message(t, "the brief edit", renderBrief(rec, ""))
 			noBidi(t, "a late click's reply", surface.LateReply(rec, statusFormat))
 			if st := surface.StatusLine(rec, statusFormat); len(qs) == 1 && !strings.HasPrefix(st, "Answered by eve · “text”") {
 				t.Errorf("the status line %q; want the name and the answer, without their controls", st)
@@ -860,6 +860,44 @@ func TestBidiControlsAreDropped(t *testing.T) {
 		t.Fatalf("no field error for %v", err)
 	}
 	noBidi(t, "a field's error", errs)
+}
+
+// TestEndedTextAsPosted: an ended request's message shows its text as it
+// was posted, whole or short, cut where the post cut it, which its thread
+// goes on from: only its intro (without the mention and the expiry), its
+// status line and its controls differ. Cut where its own, shorter, intro
+// left room, it showed again text its thread holds.
+func TestEndedTextAsPosted(t *testing.T) {
+	const mention = "<!subteam^S0123ABC>"
+	text := func(t *testing.T, m message, drop func(i int, b map[string]any) bool) string {
+		t.Helper()
+		var kept []map[string]any
+		for i, b := range walkBlocks(t, m.blocks) {
+			if !drop(i, b) {
+				kept = append(kept, b)
+			}
+		}
+		raw, _ := json.Marshal(map[string]any{"blocks": kept, "replies": m.replies})
+		return string(raw)
+	}
+	for name, rec := range extremes() {
+		for _, tc := range []struct {
+			name   string
+			render func(*pending.Record, string, bool) message
+		}{{"whole", render}, {"short", renderShort}} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				posted := text(t, tc.render(rec, mention, true), func(i int, b map[string]any) bool {
+					return i == 0 || b["type"] == "actions"
+				})
+				for st, e := range ended(rec) {
+					edit := text(t, tc.render(e, mention, false), func(i int, b map[string]any) bool { return i < 2 })
+					if edit != posted {
+						t.Errorf("%s: the edit's text and thread differ from the post's", st)
+					}
+				}
+			})
+		}
+	}
 }
 
 // TestEndedLineUnderTheIntro: how a request ended is the first thing read,

@@ -441,7 +441,13 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 	if rec.Status == seam.StatusPending {
 		return nil
 	}
-	m := render(rec, "", false)
+	// The target's mention, which the message was posted with: its edit
+	// cuts the text where the post did.
+	var mention string
+	if tc, ok := s.targets[p.Target]; ok {
+		mention = tc.Mention
+	}
+	m := render(rec, mention, false)
 	update := func() error {
 		return s.call(ctx, "chat.update", func(ctx context.Context) error {
 			return s.updateMessage(ctx, p.Channel, p.MessageID, chatMessage{text: m.text, blocks: m.blocks})
@@ -453,13 +459,13 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		// shorter, it keeps the text as posted, which the thread goes on
 		// from. (Edited short at once, a message posted whole would lose
 		// the text between the two cuts: in neither message nor thread.)
-		m = renderBrief(rec)
+		m = renderBrief(rec, mention)
 		err = update()
 	}
 	if refusedWith(err, "msg_blocks_too_long") {
 		// As Post: a message posted short ends about as long as the one
 		// Slack refused, rendered whole. Its thread holds the rest already.
-		m = renderShort(rec, "", false)
+		m = renderShort(rec, mention, false)
 		err = update()
 	}
 	if err != nil && uneditable(err) {
