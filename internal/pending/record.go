@@ -60,6 +60,11 @@ type Post struct {
 	// lacks Embed Links in its channel), and its content holds the
 	// request's text instead; the edit that ends it keeps it so.
 	Bare bool `json:"bare,omitempty"`
+	// Short says the message went out shorter than its request renders
+	// whole, the rest of its text in its thread (Slack refused it whole):
+	// its edits keep that shorter text, which the thread goes on from.
+	// A post recorded before posts said so reads as false.
+	Short bool `json:"short,omitempty"`
 }
 
 func (p Post) field() string {

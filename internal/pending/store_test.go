@@ -696,7 +696,7 @@ func TestAddPost(t *testing.T) {
 			rec := mustCreate(t, s, question("alice", ""))
 			var want []Post
 			for _, p := range []Post{
-				{Surface: "slack", Target: "ops", Channel: "C9", MessageID: "1700000000.000200"},
+				{Surface: "slack", Target: "ops", Channel: "C9", MessageID: "1700000000.000200", Short: true},
 				{Surface: "discord", Target: "dc", Channel: "123", MessageID: "456", Thread: "789"},
 				{Surface: "slack", Target: "ops", Channel: "C1", MessageID: "1700000000.000100"},
 			} {
@@ -720,6 +720,18 @@ func TestAddPost(t *testing.T) {
 			}
 			if got := mustGet(t, s, rec.ID).Posts; !reflect.DeepEqual(got, want) {
 				t.Errorf("posts:\n got %+v\nwant %+v", got, want)
+			}
+		})
+
+		t.Run("a post recorded before posts said whether they went out short", func(t *testing.T) {
+			rec := mustCreate(t, s, question("alice", ""))
+			old := `{"surface":"slack","target":"ops","channel":"C1","message_id":"1.1","thread":"0.9","posted_at":"2026-12-01T12:00:00Z"}`
+			if err := s.rdb.HSet(ctx, s.keys.record(rec.ID), "post:slack:C1:1.1", old).Err(); err != nil {
+				t.Fatal(err)
+			}
+			want := []Post{{Surface: "slack", Target: "ops", Channel: "C1", MessageID: "1.1", Thread: "0.9", PostedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}}
+			if got := mustGet(t, s, rec.ID).Posts; !reflect.DeepEqual(got, want) {
+				t.Errorf("posts:\n got %+v\nwant %+v (not short)", got, want)
 			}
 		})
 

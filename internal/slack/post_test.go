@@ -2,8 +2,11 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -209,6 +212,103 @@ func TestFinishRemovesControls(t *testing.T) {
 	}
 	if !strings.Contains(upd[0].Text(), "Expired unanswered") || !strings.Contains(upd[0].Text(), "Go?") {
 		t.Errorf("the expired message:\n%s", upd[0].Text())
+	}
+}
+
+// A message Slack refused whole, posted short, is recorded so, and its
+// edits keep that shorter text, its thread going on from it: short, then
+// short with a brief status line. A post recorded before posts said so is
+// edited as before: whole, whole with a brief status line, then short.
+func TestFinishKeepsTheShortLayout(t *testing.T) {
+	var detail strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&detail, "line %04d of a long description\n", i)
+	}
+	var opts []seam.Option
+	for i := range 8 {
+		opts = append(opts, seam.Option{Label: fmt.Sprintf("option %d %s", i, strings.Repeat("x", 60)), Description: strings.Repeat("why ", 40)})
+	}
+	ended := func(rec *pending.Record) *pending.Record {
+		e := *rec
+		e.Status, e.ResolvedAt = seam.StatusAnswered, time.Unix(1700000500, 0)
+		e.ResolvedBy = &pending.Responder{Surface: surfaceName, UserID: "UADA", Name: "ada"}
+		e.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "q", Selected: []string{}, Custom: strings.Repeat("&", 400)}}}
+		return &e
+	}
+	for _, tc := range []struct {
+		name  string
+		short bool // as recorded
+		// limit is what Slack takes of an edit of e (0: 12,000), want
+		// the edits tried, the last taken.
+		limit func(e *pending.Record) int
+		want  func(e *pending.Record) []message
+	}{
+		{
+			"short", true,
+			func(*pending.Record) int { return 0 },
+			func(e *pending.Record) []message { return []message{renderShort(e, "", false)} },
+		},
+		{
+			"short, too long with its status line", true,
+			func(e *pending.Record) int {
+				return (textLen(renderShort(e, "", false).blocks...) + textLen(renderBrief(e, "", true).blocks...)) / 2
+			},
+			func(e *pending.Record) []message {
+				return []message{renderShort(e, "", false), renderBrief(e, "", true)}
+			},
+		},
+		{
+			"recorded before posts said so", false,
+			func(*pending.Record) int { return 6000 },
+			func(e *pending.Record) []message {
+				return []message{render(e, "", false), renderBrief(e, "", false), renderShort(e, "", false)}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			s, store, _ := newSurface(t, fake)
+			rec, _, err := store.Create(context.Background(), pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+				Questions: &seam.Questions{Questions: []seam.Question{{ID: "q", Question: "Which one?", Detail: detail.String(), Options: opts}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fake.SetBlocksTextLimit(9500) // takes the short message, not the whole one
+			posts, err := s.Post(context.Background(), rec, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(fake.Calls("chat.postMessage")); len(posts) != 1 || !posts[0].Short || n < 3 {
+				t.Fatalf("posts %+v after %d calls; want one, short, after one refused and with its thread", posts, n)
+			}
+			p := posts[0]
+			p.Short = tc.short
+			e := ended(rec)
+			want := tc.want(e)
+			fake.SetBlocksTextLimit(tc.limit(e))
+			if err := s.Finish(context.Background(), e, p); err != nil {
+				t.Fatal(err)
+			}
+			edits := fake.Calls("chat.update")
+			if len(edits) != len(want) {
+				t.Fatalf("%d edits tried; want %d", len(edits), len(want))
+			}
+			for i, c := range edits {
+				raw, _ := json.Marshal(want[i].blocks)
+				var blocks []map[string]any
+				_ = json.Unmarshal(raw, &blocks)
+				got := c.Blocks()
+				for _, b := range got {
+					delete(b, "block_id") // the fake's, on the message it took
+				}
+				if c.Field("text") != want[i].text || !reflect.DeepEqual(got, blocks) {
+					t.Errorf("edit %d is not the one wanted", i+1)
+				}
+				if last := i == len(edits)-1; c.OK != last {
+					t.Errorf("edit %d taken: %v; want only the last taken", i+1, c.OK)
+				}
+			}
+		})
 	}
 }
 

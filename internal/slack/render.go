@@ -377,13 +377,13 @@ func renderShort(rec *pending.Record, mention string, live bool) message {
 }
 
 // renderBrief is render, not live, for an edit Slack refused as too long
-// (msg_blocks_too_long): the request's text as posted, its status line
-// shorter. The status line takes the controls' place, and with the
-// answer's summary escaped may hold up to statusReserve: more than the
-// controls of a message Slack took whole, whose thread goes on from
-// where its text was cut.
-func renderBrief(rec *pending.Record, mention string) message {
-	return renderWith(builder{brief: true}, rec, mention, false)
+// (msg_blocks_too_long): the request's text as posted (short when its
+// message was posted short), its status line shorter. The status line
+// takes the controls' place, and with the answer's summary escaped may
+// hold up to statusReserve: more than the controls of a message Slack
+// took, whose thread goes on from where its text was cut.
+func renderBrief(rec *pending.Record, mention string, short bool) message {
+	return renderWith(builder{brief: true, short: short}, rec, mention, false)
 }
 
 // briefSummary is how much of the answer's summary the status line of a

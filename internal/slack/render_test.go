@@ -824,7 +824,7 @@ func TestBidiControlsAreDropped(t *testing.T) {
 				rec.Answer.Answers = append(rec.Answer.Answers, seam.AnswerItem{ID: q.ID, Selected: []string{}, Custom: rlo + "text"})
 			}
 			message(t, "the ended message", render(rec, "", false))
-			message(t, "the brief edit", renderBrief(rec, ""))
+			message(t, "the brief edit", renderBrief(rec, "", false))
 			noBidi(t, "a late click's reply", surface.LateReply(rec, statusFormat))
 			if st := surface.StatusLine(rec, statusFormat); len(qs) == 1 && !strings.HasPrefix(st, "Answered by eve · “text”") {
 				t.Errorf("the status line %q; want the name and the answer, without their controls", st)

@@ -319,6 +319,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		thread = ""
 		err = post()
 	}
+	short := false
 	if refusedWith(err, "msg_blocks_too_long") {
 		// Slack's limit on a message's text, all blocks together, is not
 		// documented and counts more than the text (messageBudget). The
@@ -326,6 +327,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		log.Warn("Slack refused the message as too long (msg_blocks_too_long); posting it shorter, the rest in its thread")
 		m = build(renderShort)
 		err = post()
+		short = true
 	}
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", rec.ID, err)
@@ -363,6 +365,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	}
 	for i := range posts {
 		posts[i].PostedAt = s.now().UTC()
+		posts[i].Short = short // its thread holds what the short message had no room for
 	}
 	return posts, nil
 }
@@ -448,6 +451,13 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		mention = tc.Mention
 	}
 	m := render(rec, mention, false)
+	if p.Short {
+		// Posted short, the rest in its thread: edited, it keeps that
+		// text, though Slack may take it whole now (its limit is not
+		// exact). Whole, it would show again text its thread holds, and
+		// count what continues from the longer cut.
+		m = renderShort(rec, mention, false)
+	}
 	update := func() error {
 		return s.call(ctx, "chat.update", func(ctx context.Context) error {
 			return s.updateMessage(ctx, p.Channel, p.MessageID, chatMessage{text: m.text, blocks: m.blocks})
@@ -459,12 +469,13 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 		// shorter, it keeps the text as posted, which the thread goes on
 		// from. (Edited short at once, a message posted whole would lose
 		// the text between the two cuts: in neither message nor thread.)
-		m = renderBrief(rec, mention)
+		m = renderBrief(rec, mention, p.Short)
 		err = update()
 	}
-	if refusedWith(err, "msg_blocks_too_long") {
+	if refusedWith(err, "msg_blocks_too_long") && !p.Short {
 		// As Post: a message posted short ends about as long as the one
 		// Slack refused, rendered whole. Its thread holds the rest already.
+		// (A post recorded before posts said they went out short.)
 		m = renderShort(rec, mention, false)
 		err = update()
 	}
