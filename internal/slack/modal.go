@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -132,49 +134,177 @@ func questionLabel(q seam.Question) string {
 
 // answerModal holds every question of rec: a choice per question with
 // options and a free-text field beside it, a text field per question
-// without. A text field is required as surface.TextRequired says.
+// without. A text field is required as surface.TextRequired says. A form
+// that would pass Slack's size limit (maxViewBytes: many questions, each
+// with many long options) gives way as fitForm says.
 func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	qs := rec.Questions.Questions
-	var blocks []slackapi.Block
-	for i, q := range qs {
-		if q.Detail != "" {
-			d := surface.Truncate(surface.OneLine(q.Detail), 280)
-			if surface.Len(d) < surface.Len(q.Detail) {
-				d += " (in full in the message)"
-			}
-			blocks = append(blocks, slackapi.NewContextBlock("", plain(d)))
-		}
-		if len(q.Options) == 0 {
-			typ, prefill := seam.InputString, ""
-			if q.Input != nil {
-				typ, prefill = q.Input.Type, q.Input.Value
-			}
-			var el slackapi.BlockElement
-			if typ == seam.InputBoolean {
-				el = yesNo(prefill, surface.Skippable(qs, i))
-			} else {
-				el = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
-			}
-			in := input(choiceBlock(i), questionLabel(q), el, !surface.TextRequired(qs, i))
-			if typ == seam.InputInteger || typ == seam.InputNumber {
-				// Below the field, where it stays: the placeholder says
-				// it too, but a prefill or the first digit typed hides
-				// it, and the person learns of the type from a refusal.
-				in.Hint = plain(surface.InputHint(typ))
-			}
-			blocks = append(blocks, in)
-			continue
-		}
-		blocks = appendCut(blocks, q)
-		blocks = append(blocks,
-			input(choiceBlock(i), questionLabel(q), choice(q, nil), true),
-			input(otherBlock(i), surface.OtherLabel(q), textInput(true, "Optional", "", maxInputLength), true))
-	}
 	title := "Answer"
 	if len(qs) > 1 {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
-	return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, blocks)
+	build := func(parts [][]slackapi.Block) slackapi.ModalViewRequest {
+		return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, slices.Concat(parts...))
+	}
+	parts := make([][]slackapi.Block, len(qs))
+	for i := range qs {
+		parts[i] = questionBlocks(qs, i, formFits[0])
+	}
+	v := build(parts)
+	if size := jsonSize(v); size > maxViewBytes {
+		v = build(fitForm(qs, parts, size))
+	}
+	return v
+}
+
+// formFit is how a question's part of the answer form is shaped; each of
+// formFits shows less than the one before it, of what the message shows
+// in full. The form's fields, their block ids and their options' values
+// stay the same in every one, and so does the answer a submission gives.
+type formFit struct {
+	descriptions bool // the options carry their descriptions
+	extras       bool // the detail, and the options listed in full where a label is cut
+	question     int  // the most characters of the question's label
+	// optionBytes is the most bytes of an option's text as it is sent
+	// (jsonLen); 0 for Slack's limit alone. Options cut to it are
+	// numbered, to be found in the message.
+	optionBytes int
+}
+
+var formFits = []formFit{
+	{descriptions: true, extras: true, question: maxInputLabel}, // the whole form
+	{extras: true, question: maxInputLabel},
+	{question: maxInputLabel},
+	{question: 300},
+	{question: 300, optionBytes: 48},
+	{question: 150, optionBytes: 32},
+	{question: 75, optionBytes: 20},
+}
+
+// fitForm returns parts, the blocks of each question of qs in the whole
+// form, size bytes of view together, made to fit within maxViewBytes: the
+// questions give way one formFits step at a time, each question a step
+// before any takes the next, the largest first, so that what a person
+// needs to choose right (the question, an option's label, or its number
+// and first words) goes last, and a form just over the limit loses the
+// least. At the last step a request at the seam's limits fits, options
+// and all; a form that still does not (text fields prefilled with that
+// much) is sent as it is, for Slack to refuse, and the person is told how
+// else to answer.
+func fitForm(qs []seam.Question, parts [][]slackapi.Block, size int) [][]slackapi.Block {
+	parts = slices.Clone(parts)
+	step := make([]int, len(qs))
+	sizes := make([]int, len(qs))
+	for i, p := range parts {
+		sizes[i] = jsonSize(p)
+	}
+	for size > maxViewBytes {
+		i := -1
+		for j := range qs {
+			if step[j] == len(formFits)-1 {
+				continue
+			}
+			if i < 0 || step[j] < step[i] || step[j] == step[i] && sizes[j] > sizes[i] {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		step[i]++
+		parts[i] = questionBlocks(qs, i, formFits[step[i]])
+		n := jsonSize(parts[i])
+		size += n - sizes[i] // every part has blocks: its commas and brackets stay
+		sizes[i] = n
+	}
+	return parts
+}
+
+// questionBlocks are the blocks of question i of qs in the answer form,
+// shaped by f.
+func questionBlocks(qs []seam.Question, i int, f formFit) []slackapi.Block {
+	q := qs[i]
+	var blocks []slackapi.Block
+	if q.Detail != "" && f.extras {
+		d := surface.Truncate(surface.OneLine(q.Detail), 280)
+		if surface.Len(d) < surface.Len(q.Detail) {
+			d += " (in full in the message)"
+		}
+		blocks = append(blocks, slackapi.NewContextBlock("", plain(d)))
+	}
+	var left []string // what the message shows and this form does not
+	if q.Detail != "" && !f.extras {
+		left = append(left, "the details")
+	}
+	label := questionLabel(q)
+	if f.question < maxInputLabel && surface.Len(label) > f.question {
+		const more = " (in full in the message)"
+		label = surface.Truncate(label, f.question-len(more)) + more
+	}
+	if len(q.Options) == 0 {
+		if len(left) > 0 {
+			blocks = append(blocks, leftOut(left))
+		}
+		typ, prefill := seam.InputString, ""
+		if q.Input != nil {
+			typ, prefill = q.Input.Type, q.Input.Value
+		}
+		var el slackapi.BlockElement
+		if typ == seam.InputBoolean {
+			el = yesNo(prefill, surface.Skippable(qs, i))
+		} else {
+			el = textInput(typ == seam.InputString || typ == "", surface.InputHint(typ), prefill, maxInputLength)
+		}
+		in := input(choiceBlock(i), label, el, !surface.TextRequired(qs, i))
+		if typ == seam.InputInteger || typ == seam.InputNumber {
+			// Below the field, where it stays: the placeholder says
+			// it too, but a prefill or the first digit typed hides
+			// it, and the person learns of the type from a refusal.
+			in.Hint = plain(surface.InputHint(typ))
+		}
+		return append(blocks, in)
+	}
+	listed := f.extras && cutInForm(q)
+	if listed {
+		blocks = appendCut(blocks, q)
+	}
+	opts, cut := formOptions(q, f)
+	if !f.descriptions && !listed && slices.ContainsFunc(q.Options, func(o seam.Option) bool { return o.Description != "" }) {
+		left = append(left, "the options' descriptions")
+	}
+	if cut && !listed {
+		left = append(left, "the options' whole labels")
+	}
+	if len(left) > 0 {
+		blocks = append(blocks, leftOut(left))
+	}
+	return append(blocks,
+		input(choiceBlock(i), label, choiceOf(q, opts, nil), true),
+		input(otherBlock(i), surface.OtherLabel(q), textInput(true, "Optional", "", maxInputLength), true))
+}
+
+// leftOut is a line that says what of a question the form leaves to the
+// message: on a phone the form covers it.
+func leftOut(what []string) slackapi.Block {
+	return slackapi.NewContextBlock("", plain("In the message, not shown here: "+strings.Join(what, ", ")+"."))
+}
+
+// formOptions are q's options for a form's choice shaped by f, and
+// whether a label is cut in them. They are numbered where a label is cut,
+// to find it whole in the message (a button's width does not limit a
+// form's options).
+func formOptions(q seam.Question, f formFit) ([]*slackapi.OptionBlockObject, bool) {
+	cut := shapeOf(q).cut
+	if f.optionBytes > 0 && !cut {
+		cut = slices.ContainsFunc(q.Options, func(o seam.Option) bool { return jsonLen(surface.Label(o.Label)) > f.optionBytes })
+	}
+	opts := options(q, cut, f.descriptions)
+	if f.optionBytes > 0 {
+		for _, o := range opts {
+			o.Text = plain(cutJSON(o.Text.Text, maxOptionText, f.optionBytes))
+		}
+	}
+	return opts, cut
 }
 
 // yesNo answers a boolean field in one tap, where a text field asked a
@@ -203,10 +333,7 @@ func yesNo(prefill string, optional bool) *slackapi.RadioButtonsBlockElement {
 // longer than a form's option shows (maxOptionText), q's options in full,
 // as the message lists them: on a phone the form covers the message.
 func appendCut(blocks []slackapi.Block, q seam.Question) []slackapi.Block {
-	cut := slices.ContainsFunc(q.Options, func(o seam.Option) bool {
-		return surface.Len(o.Label) > maxOptionText || surface.Len(o.Description) > maxOptionText
-	})
-	if !cut {
+	if !cutInForm(q) {
 		return blocks
 	}
 	const more = " (in full in the message)"
@@ -217,14 +344,25 @@ func appendCut(blocks []slackapi.Block, q seam.Question) []slackapi.Block {
 	return append(blocks, slackapi.NewContextBlock("", plain(listing)))
 }
 
+// cutInForm reports whether a label or description of q's is longer than
+// a form's option shows.
+func cutInForm(q seam.Question) bool {
+	return slices.ContainsFunc(q.Options, func(o seam.Option) bool {
+		return surface.Len(o.Label) > maxOptionText || surface.Len(o.Description) > maxOptionText
+	})
+}
+
 // choice is the element that chooses among q's options in a modal: radio
 // buttons or checkboxes when few, a select when many. The options
 // numbered in ticked start chosen.
 func choice(q seam.Question, ticked []int) slackapi.BlockElement {
+	opts, _ := formOptions(q, formFits[0])
+	return choiceOf(q, opts, ticked)
+}
+
+// choiceOf is choice with opts, q's options as the form shows them.
+func choiceOf(q seam.Question, opts []*slackapi.OptionBlockObject, ticked []int) slackapi.BlockElement {
 	few := len(q.Options) <= maxChoiceOptions
-	// Numbered only where a label is cut, to find it whole in the
-	// message's listing: a button's width does not limit a form's options.
-	opts := options(q, shapeOf(q).cut, true)
 	var initial []*slackapi.OptionBlockObject // the same objects: Slack wants initial options to equal options
 	for n, opt := range opts {
 		if slices.Contains(ticked, n) {
@@ -276,6 +414,61 @@ func rejectModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 		input(noteBlock, "Reason (optional)", textInput(true, "Told to the agent", "", seam.MaxNoteLen), true),
 	}
 	return modal(rec, surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", "Reject", o, blocks)
+}
+
+// jsonSize is how many bytes v takes as slack-go sends it (encoding/json).
+func jsonSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0 // not sent either: OpenViewContext fails to encode it alike
+	}
+	return len(b)
+}
+
+// jsonLen is how many bytes s takes inside a JSON string as
+// encoding/json writes it, which slack-go sends: <, > and & as \u003c,
+// \u003e and \u0026, U+2028 and U+2029 escaped, a quote or backslash
+// after a backslash, control characters escaped, a byte of invalid UTF-8
+// as \ufffd.
+func jsonLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1, r == '<', r == '>', r == '&', r == '\u2028', r == '\u2029':
+			n += 6
+		case r == '"', r == '\\', r == '\n', r == '\r', r == '\t', r == '\b', r == '\f':
+			n += 2
+		case r < 0x20:
+			n += 6
+		default:
+			n += size
+		}
+	}
+	return n
+}
+
+// cutJSON is s cut as surface.Truncate cuts it, to at most max characters
+// and at most maxBytes bytes as sent (jsonLen).
+func cutJSON(s string, max, maxBytes int) string {
+	t := surface.Truncate(s, max)
+	if jsonLen(t) <= maxBytes {
+		return t
+	}
+	keep, room := 0, maxBytes-jsonLen("…")
+	for _, r := range t {
+		if room -= jsonLen(string(r)); room < 0 {
+			break
+		}
+		keep += utf16.RuneLen(r)
+	}
+	for ; keep >= 0; keep-- { // Truncate may keep s whole, or a last character of more bytes
+		if t = surface.Truncate(s, keep+1); jsonLen(t) <= maxBytes {
+			break
+		}
+	}
+	return t
 }
 
 type viewValues = map[string]map[string]slackapi.BlockAction

@@ -1,11 +1,14 @@
 package slack
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -510,4 +513,198 @@ func TestOptionalBooleanCanBeSkipped(t *testing.T) {
 	if _, errs := answerFrom(rec.Questions, viewValues{"q0": pick("true"), "q1": pick(surface.SkipValue)}, r); errs["q1"] == "" {
 		t.Errorf("Skip on the required boolean was taken: %v", errs)
 	}
+}
+
+// largestRequest is a request at the limits the API takes, written in
+// ch: 20 questions, every other one a multi-select, each with a header
+// and a question at their limits, a detail longer than a form shows, and
+// 100 options whose labels and descriptions pass a form's 75 characters
+// (by labelLen and descLen). It fails t should the API refuse it:
+// Validate, or a body, as an agent sends it, over seam.MaxBodyBytes.
+func largestRequest(t *testing.T, ch string, labelLen, descLen int) *seam.Questions {
+	t.Helper()
+	text := func(n int) string { return strings.Repeat(ch, n/surface.Len(ch)) }
+	qs := &seam.Questions{}
+	for i := range seam.MaxQuestions {
+		q := seam.Question{ID: fmt.Sprintf("q%02d", i) + strings.Repeat("i", seam.MaxIDLen-3), Header: text(seam.MaxHeaderLen),
+			Question: "?" + text(seam.MaxQuestionLen-1), Detail: text(300), MultiSelect: i%2 == 0}
+		for j := range seam.MaxOptions {
+			q.Options = append(q.Options, seam.Option{Label: fmt.Sprintf("%03d", j) + text(labelLen-3), Description: text(descLen)})
+		}
+		qs.Questions = append(qs.Questions, q)
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(qs); err != nil {
+		t.Fatal(err)
+	}
+	if body.Len() > seam.MaxBodyBytes {
+		t.Fatalf("the request's body is %d bytes; the API takes %d", body.Len(), seam.MaxBodyBytes)
+	}
+	if err := qs.Validate(); err != nil {
+		t.Fatalf("the API refuses the request: %v", err)
+	}
+	return qs
+}
+
+// viewChoices returns the options of each choice of a view, by block id.
+func viewChoices(t *testing.T, v slackapi.ModalViewRequest) map[string][]slackapi.OptionBlockObject {
+	t.Helper()
+	out := map[string][]slackapi.OptionBlockObject{}
+	for _, b := range v.Blocks.BlockSet {
+		in, ok := b.(*slackapi.InputBlock)
+		if !ok {
+			continue
+		}
+		raw, _ := json.Marshal(in.Element)
+		var el struct {
+			Options []slackapi.OptionBlockObject `json:"options"`
+		}
+		if err := json.Unmarshal(raw, &el); err != nil {
+			t.Fatal(err)
+		}
+		if len(el.Options) > 0 {
+			out[in.BlockID] = el.Options
+		}
+	}
+	return out
+}
+
+// A form of the largest request the API takes (20 questions of 100
+// options, labels and descriptions past what a form shows) is many times
+// Slack's 250 kB, most of all in the characters JSON escapes to six bytes
+// (&, <, >): it gives way until it fits, and loses nothing a person needs
+// to choose right. Every option stays, its text its label or its number
+// and first characters (the message lists it whole), each question and
+// its fields keep their block ids, and a line says what the message shows
+// that the form does not. Its submission answers with the labels whole.
+func TestFormAtTheLimitsFits(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		ch                string
+		labelLen, descLen int
+	}{
+		{"escaped characters", "&", 80, 80},
+		{"letters", "a", 200, 200},
+		{"letters within an option's text", "a", 75, 75},
+		{"emoji", "😀", 80, 80},
+		{"CJK", "語", 80, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			qs := largestRequest(t, tc.ch, tc.labelLen, tc.descLen)
+			rec := questionRecord(qs.Questions...)
+			o := origin{Channel: "C0123456789", TS: "1700000000.000100", Thread: "1700000000.000001", Text: strings.Repeat("&lt;&amp;", 500)}
+			var parts []slackapi.Block
+			for i := range qs.Questions {
+				parts = append(parts, questionBlocks(qs.Questions, i, formFits[0])...)
+			}
+			whole := jsonSize(modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer 20 questions", "Send", o, parts))
+			if whole <= limitViewBytes {
+				t.Fatalf("the whole form is %d bytes: it needs no fitting", whole)
+			}
+			v := answerModal(rec, o)
+			checkModal(t, "answer modal", v)
+			raw, _ := json.Marshal(v)
+			t.Logf("the view: %d bytes whole, %d fitted", whole, len(raw))
+			if !strings.Contains(string(raw), "In the message, not shown here: ") {
+				t.Error("the form does not say what it leaves to the message")
+			}
+			var all []int // the Other… modal of a multi-select, every option ticked: whole, it fits
+			for n := range seam.MaxOptions {
+				all = append(all, n)
+			}
+			checkModal(t, "other modal", otherModal(rec, 0, o, all))
+			choices := viewChoices(t, v)
+			values := viewValues{}
+			want := seam.Answer{}
+			for i, q := range qs.Questions {
+				opts := choices[choiceBlock(i)]
+				if len(opts) != len(q.Options) {
+					t.Fatalf("question %d offers %d of its %d options", i, len(opts), len(q.Options))
+				}
+				for n, opt := range opts {
+					text := opt.Text.Text
+					if opt.Value != strconv.Itoa(n) || text != q.Options[n].Label && !strings.HasPrefix(text, strconv.Itoa(n+1)+". "+q.Options[n].Label[:3]) {
+						t.Fatalf("question %d's option %d is %q, value %q", i, n, text, opt.Value)
+					}
+				}
+				picked := []int{99}
+				if q.MultiSelect {
+					picked = []int{0, 57, 99}
+				}
+				var a slackapi.BlockAction
+				it := seam.AnswerItem{ID: q.ID, Selected: []string{}}
+				for _, n := range picked {
+					if q.MultiSelect {
+						a.SelectedOptions = append(a.SelectedOptions, opts[n])
+					} else {
+						a.SelectedOption = opts[n]
+					}
+					it.Selected = append(it.Selected, q.Options[n].Label)
+				}
+				values[choiceBlock(i)] = map[string]slackapi.BlockAction{inputAction: a}
+				values[otherBlock(i)] = map[string]slackapi.BlockAction{inputAction: {Value: ""}}
+				want.Answers = append(want.Answers, it)
+			}
+			a, errs := answerFrom(qs, values, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID})
+			if errs != nil {
+				t.Fatalf("the submission was refused: %v", errs)
+			}
+			got, err := qs.Normalize(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+				t.Errorf("answer\n%.300s\nwant\n%.300s", g, w)
+			}
+		})
+	}
+}
+
+// A form just over Slack's limit loses the options' descriptions first,
+// and only them: the labels stay whole.
+func TestFormDropsDescriptionsFirst(t *testing.T) {
+	qs := largestRequest(t, "a", 20, 75)
+	v := answerModal(questionRecord(qs.Questions...), origin{})
+	checkModal(t, "answer modal", v)
+	raw, _ := json.Marshal(v.Blocks)
+	if strings.Contains(string(raw), `"description"`) {
+		t.Error("the fitted form's options still carry descriptions")
+	}
+	if !strings.Contains(string(raw), "In the message, not shown here: the options' descriptions.") {
+		t.Error("the form does not say the descriptions are in the message")
+	}
+	for i, q := range qs.Questions {
+		for n, opt := range viewChoices(t, v)[choiceBlock(i)] {
+			if opt.Text.Text != q.Options[n].Label {
+				t.Fatalf("question %d's option %d shows %q, not its label %q", i, n, opt.Text.Text, q.Options[n].Label)
+			}
+		}
+	}
+}
+
+// jsonLen counts as encoding/json writes, and cutJSON keeps within it.
+func TestJSONLen(t *testing.T) {
+	for _, s := range []string{"", "plain", "a<b>&c", "\u2028\u2029", `"\`, "\x01\n\t\b\f\r\x1f", "\xff\xfe", "😀語…", "\ufffd"} {
+		raw, _ := json.Marshal(s)
+		if got, want := jsonLen(s), len(raw)-2; got != want {
+			t.Errorf("jsonLen(%q) = %d, want %d", s, got, want)
+		}
+		for _, max := range []int{4, 7, 12, 20} {
+			long := strings.Repeat(s+"x", 30)
+			if c := cutJSON(long, maxOptionText, max); jsonLen(c) > max || !strings.HasSuffix(c, "…") {
+				t.Errorf("cutJSON(%q, %d) = %q, %d bytes", long, max, c, jsonLen(c))
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

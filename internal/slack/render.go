@@ -40,6 +40,11 @@ const (
 	maxConfirmText   = 300
 	maxActions       = 25   // elements of one actions block
 	maxButtonURL     = 3000 // a link button's url
+	// maxViewBytes is the most a view may take: Slack refuses one
+	// "greater than 250kb" (views.open's view_too_large), read as 250,000
+	// bytes of the JSON slack-go sends, escapes and all: the lesser
+	// reading.
+	maxViewBytes = 250_000
 
 	// messageBudget bounds the text of all blocks of one message. Slack
 	// refuses some messages with msg_blocks_too_long from about 11,000 to

@@ -203,6 +203,9 @@ const (
 	limitInputLength   = 3000
 	limitConfirmTitle  = 100
 	limitConfirmText   = 300
+	// limitViewBytes: Slack refuses a view "greater than 250kb"
+	// (view_too_large), read as bytes of the JSON sent.
+	limitViewBytes = 250_000
 )
 
 // checkMessage checks blocks against every message limit of PLATFORM.md
@@ -235,6 +238,9 @@ func checkModal(t *testing.T, what string, v slackapi.ModalViewRequest) {
 	t.Helper()
 	if len(v.Blocks.BlockSet) > limitModalBlocks {
 		t.Errorf("%s: %d blocks, limit %d", what, len(v.Blocks.BlockSet), limitModalBlocks)
+	}
+	if raw, err := json.Marshal(v); err != nil || len(raw) > limitViewBytes {
+		t.Errorf("%s: %d bytes of view (%v), limit %d", what, len(raw), err, limitViewBytes)
 	}
 	for name, txt := range map[string]*slackapi.TextBlockObject{"title": v.Title, "submit": v.Submit, "close": v.Close} {
 		if txt != nil && (surface.Len(txt.Text) > limitViewTitle || txt.Text == "" || txt.Type != slackapi.PlainTextType) {
