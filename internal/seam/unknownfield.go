@@ -1,7 +1,6 @@
 package seam
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -18,97 +17,42 @@ import (
 // It returns "" when every key has a field, and for a body that is not
 // JSON: decoding says why.
 func UnknownFieldMessage(body []byte, v any) string {
-	type frame struct {
-		object  bool
-		t       reflect.Type // a struct or a map for an object, a slice or an array for an array; nil: not looked into
-		key     string       // an object's current key
-		val     reflect.Type // its value's type
-		index   int          // an array's current element
-		wantKey bool
-	}
-	var stack []*frame
-	path := func() string {
-		var b strings.Builder
-		for _, f := range stack[:len(stack)-1] {
-			if f.object {
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(f.key)
-			} else {
-				b.WriteString("[" + strconv.Itoa(f.index) + "]")
+	// Each frame's types: the struct or map of an object, the slice or
+	// array of an array (nil: not looked into), and the type its current
+	// key's value decodes into.
+	type types struct{ t, val reflect.Type }
+	return walkKeys(body,
+		func(parent *jsonFrame[types], object bool) types {
+			var t reflect.Type // the value's that opens
+			switch {
+			case parent == nil:
+				t = reflect.TypeOf(v)
+			case parent.object:
+				t = parent.data.val
+			case parent.data.t != nil:
+				t = parent.data.t.Elem()
 			}
-		}
-		return b.String()
-	}
-	valueDone := func() {
-		if len(stack) == 0 {
-			return
-		}
-		if top := stack[len(stack)-1]; top.object {
-			top.wantKey = true
-		} else {
-			top.index++
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
-			top := stack[n-1]
-			if k, ok := tok.(string); ok {
-				top.val = nil
-				switch {
-				case top.t == nil:
-				case top.t.Kind() == reflect.Map:
-					top.val = top.t.Elem()
-				default:
-					f, ok := jsonField(top.t, k)
-					if !ok {
-						at := path()
-						if at == "" {
-							at = "the request body"
-						}
-						return at + " has no field " + strconv.Quote(k) + "; its fields are " + fieldList(top.t)
-					}
-					top.val = f
-				}
-				top.key, top.wantKey = k, false
-				continue
+			if object {
+				return types{t: lookInto(t, reflect.Struct, reflect.Map)}
 			}
-		}
-		if len(stack) > maxDepth {
-			return "" // decoding refuses it
-		}
-		// The type the value starting here decodes into.
-		var t reflect.Type
-		switch n := len(stack); {
-		case n == 0:
-			t = reflect.TypeOf(v)
-		case stack[n-1].object:
-			t = stack[n-1].val
-		case stack[n-1].t != nil:
-			t = stack[n-1].t.Elem()
-		}
-		switch tok {
-		case json.Delim('{'):
-			t = lookInto(t, reflect.Struct, reflect.Map)
-			stack = append(stack, &frame{object: true, t: t, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, &frame{t: lookInto(t, reflect.Slice, reflect.Array)})
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			valueDone()
-		default:
-			valueDone()
-		}
-		if len(stack) == 0 && !dec.More() {
+			return types{t: lookInto(t, reflect.Slice, reflect.Array)}
+		},
+		func(stack []*jsonFrame[types], k string) string {
+			top := &stack[len(stack)-1].data
+			top.val = nil
+			switch {
+			case top.t == nil:
+			case top.t.Kind() == reflect.Map:
+				top.val = top.t.Elem()
+			default:
+				f, ok := jsonField(top.t, k)
+				if !ok {
+					return keyPath(stack) + " has no field " + strconv.Quote(k) + "; its fields are " + fieldList(top.t)
+				}
+				top.val = f
+			}
 			return ""
-		}
-	}
+		})
 }
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
