@@ -1270,6 +1270,14 @@ func TestEditShowsTheTextAsPosted(t *testing.T) {
 	replies := threadOf(b.fake.Calls("chat.postMessage"), msg)
 	checkOnce(t, msg, replies, detail)
 
+	cancelHoldsOnce(t, b, id, msg, replies, detail)
+}
+
+// cancelHoldsOnce cancels request id, posted as msg with replies in its
+// thread, and checks the edit that ends it: no controls left, and it and
+// the replies hold every character of detail once.
+func cancelHoldsOnce(t *testing.T, b bridge, id string, msg slacktest.FakeCall, replies []slacktest.FakeCall, detail string) {
+	t.Helper()
 	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
 		t.Fatalf("cancel: %d", status)
 	}
@@ -1319,14 +1327,7 @@ func TestEditOfAShortenedPost(t *testing.T) {
 
 	// Slack would take the edit whole now.
 	b.fake.SetBlocksTextLimit(0)
-	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
-		t.Fatalf("cancel: %d", status)
-	}
-	edit := lastEdit(t, b)
-	if hasActions(edit) || !strings.Contains(edit.Text(), "Cancelled by the agent") || edit.Field("ts") != msg.TS {
-		t.Fatalf("the edit of %s: %s; want it cancelled without controls", edit.Field("ts"), edit.Text())
-	}
-	checkOnce(t, edit, replies, detail)
+	cancelHoldsOnce(t, b, id, msg, replies, detail)
 }
 
 func TestPlanReviewLongPlanAndFeedback(t *testing.T) {
