@@ -148,14 +148,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		req.ToolCallID = *toolCallID
 	}
 	if set["caller"] {
-		// It names who asks; the rest of a --json-request's caller stays:
-		// its agent and session, and delegated, which the bridge refuses.
-		who := client.Caller{}
-		if req.Caller != nil {
-			who = *req.Caller
-		}
-		who.Name = *caller
-		req.Caller = &who
+		req.Caller = namedCaller(req.Caller, *caller)
 	}
 
 	c, err := newClient(*server)
@@ -261,10 +254,10 @@ func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-// readRequest reads a question request body from path, or stdin for "-".
+// readBody reads a request body from path, or stdin for "-".
 // It gives up when ctx ends (Ctrl-C) before the body is read: a stdin that
 // nothing writes to would otherwise swallow the first Ctrl-C.
-func readRequest(ctx context.Context, path string, stdin io.Reader) (client.QuestionRequest, error) {
+func readBody(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
 	type read struct {
 		data []byte
 		err  error
@@ -279,19 +272,23 @@ func readRequest(ctx context.Context, path string, stdin io.Reader) (client.Ques
 		}
 		got <- r
 	}()
-	var data []byte
 	select {
 	case r := <-got:
-		if r.err != nil {
-			return client.QuestionRequest{}, r.err
-		}
-		data = r.data
+		return r.data, r.err
 	case <-ctx.Done():
 		from := path
 		if path == "-" {
 			from = "stdin"
 		}
-		return client.QuestionRequest{}, fmt.Errorf("interrupted while reading the request from %s; nothing was asked", from)
+		return nil, fmt.Errorf("interrupted while reading the request from %s; nothing was asked", from)
+	}
+}
+
+// readRequest reads a question request body from path, or stdin for "-".
+func readRequest(ctx context.Context, path string, stdin io.Reader) (client.QuestionRequest, error) {
+	data, err := readBody(ctx, path, stdin)
+	if err != nil {
+		return client.QuestionRequest{}, err
 	}
 	var req client.QuestionRequest
 	if err := json.Unmarshal(data, &req); err != nil {

@@ -3,6 +3,7 @@
 //
 //	bridge serve [--config FILE] [--listen ADDR]
 //	bridge ask --question TEXT [--option LABEL]... [flags]
+//	bridge approve --tool NAME [--arg KEY=VALUE]... [flags]
 //	bridge answer ID [--select LABEL]... [--custom TEXT]
 //	bridge pending
 //	bridge config check FILE
@@ -44,6 +45,7 @@ const usage = `usage: bridge <command> [flags]
 commands:
   serve          run the bridge (no config: embedded Redis, open API on loopback)
   ask            ask a question and print the answer JSON (for scripts and CI)
+  approve        ask to allow a tool call; exit 0 once allowed (for scripts and CI)
   answer ID      answer a pending question (answer-scoped token)
   pending        list pending questions and approvals (answer-scoped token)
   signin-link    print a one-time sign-in link to the web inbox (a bridge without tokens)
@@ -61,13 +63,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
-	ctx, stop := stopOnSignal(cmd != "ask" && cmd != "mcp")
+	ctx, stop := stopOnSignal(cmd != "ask" && cmd != "approve" && cmd != "mcp")
 	defer stop()
 	switch cmd {
 	case "serve":
 		return serve(ctx, rest, stdout, stderr)
 	case "ask":
 		return ask(ctx, rest, stdin, stdout, stderr)
+	case "approve":
+		return approve(ctx, rest, stdin, stdout, stderr)
 	case "answer":
 		return answer(ctx, rest, stdout, stderr)
 	case "pending":
@@ -102,11 +106,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // stopOnSignal returns a context that ends at the first SIGINT, SIGTERM or
 // SIGHUP (the terminal closed): serve then stops in order (waiting up to a
-// minute for posts in flight), ask and mcp withdraw their questions. With
+// minute for posts in flight), ask, approve and mcp withdraw their requests. With
 // again, the default action of SIGINT and SIGTERM is back before the
 // context ends, so that a second one stops the process at once.
 // (signal.NotifyContext keeps catching them until stop is called.) Without
-// it (ask, mcp), every later signal is dropped: their withdrawals are
+// it (ask, approve, mcp), every later signal is dropped: their withdrawals are
 // bounded (the client gives each 10 s), and signals come in pairs where
 // nobody asked to hurry: timeout(1) sends its SIGTERM to the command and
 // then to its process group, and a closing terminal sends SIGHUP twice
