@@ -254,7 +254,13 @@ func Split(s string, max int, esc func(string) string) []string {
 }
 
 // PrettyJSON indents raw JSON for people; raw that does not parse is
-// returned as it is.
+// returned as it is. A \uXXXX escape of a character people can see is
+// shown as that character: Go's encoding/json sends & as \u0026 and
+// Python's json.dumps é as \u00e9, and a person approving
+// "make \u0026\u0026 deploy" should read "make && deploy". An escape of
+// anything else stays as sent, where it shows what is there: a space
+// other than U+0020, a control or format character (a bidi override, a
+// zero-width space), a quote or a backslash.
 func PrettyJSON(raw json.RawMessage) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return ""
@@ -263,7 +269,77 @@ func PrettyJSON(raw json.RawMessage) string {
 	if err := json.Indent(&b, raw, "", "  "); err != nil {
 		return string(raw)
 	}
-	return b.String()
+	return shownEscapes(b.Bytes())
+}
+
+// shownEscapes is JSON text j, valid, with each \uXXXX escape (a pair of
+// them for a surrogate pair) of a visible character written as that
+// character.
+func shownEscapes(j []byte) string {
+	if !bytes.Contains(j, []byte(`\u`)) {
+		return string(j)
+	}
+	out := make([]byte, 0, len(j))
+	for i := 0; i < len(j); i++ {
+		if j[i] != '\\' {
+			out = append(out, j[i])
+			continue
+		}
+		// An escape: JSON text holds a backslash in strings alone.
+		r, n := escapedRune(j[i:])
+		if n == 0 || !visible(r) {
+			out = append(out, j[i], j[i+1]) // as sent: \\ stays whole
+			i++
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+		i += n - 1
+	}
+	return string(out)
+}
+
+// escapedRune reads the \uXXXX escape, or surrogate pair of them, that e
+// starts with: the rune and its length in bytes; 0 for another escape.
+func escapedRune(e []byte) (rune, int) {
+	hex := func(e []byte) (rune, bool) {
+		if len(e) < 6 || e[0] != '\\' || e[1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range e[2:6] {
+			switch {
+			case '0' <= c && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case 'a' <= c && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	r, ok := hex(e)
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if low, ok := hex(e[6:]); ok {
+		if pair := utf16.DecodeRune(r, low); pair != unicode.ReplacementChar {
+			return pair, 12
+		}
+	}
+	return 0, 0 // a lone surrogate: as sent
+}
+
+// visible reports whether r shows as itself: a letter, mark, number,
+// punctuation or symbol, or U+0020, but not a quote or a backslash, which
+// would read as the string's end or an escape.
+func visible(r rune) bool {
+	return r == ' ' || r != '"' && r != '\\' && unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S)
 }
 
 // Shorten cuts s so that its head, escaped with esc (nil: as is), and a

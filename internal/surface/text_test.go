@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -227,6 +228,26 @@ func TestWidth(t *testing.T) {
 	} {
 		if got := Width(tc.s); got != tc.want {
 			t.Errorf("Width(%q) = %d, want %d", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestPrettyJSONShowsVisibleEscapes(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		// Go's encoding/json and Python's json.dumps, as sent.
+		{`{"cmd":"make \u0026\u0026 deploy \u003e log"}`, "{\n  \"cmd\": \"make && deploy > log\"\n}"},
+		{`["caf\u00e9","\ud83d\ude00","\u65e5\u672c"]`, "[\n  \"café\",\n  \"😀\",\n  \"日本\"\n]"},
+		{`{"\u006bey":1}`, "{\n  \"key\": 1\n}"},
+		// What an escape shows stays escaped.
+		{`["\u202e","\u200b","\u00a0","\u0000","\u001b[31m"]`, "[\n  \"\\u202e\",\n  \"\\u200b\",\n  \"\\u00a0\",\n  \"\\u0000\",\n  \"\\u001b[31m\"\n]"},
+		{`["\u0022","\u005c","\u005cu0026","\\u0026"]`, "[\n  \"\\u0022\",\n  \"\\u005c\",\n  \"\\u005cu0026\",\n  \"\\\\u0026\"\n]"},
+		{`["\ud83d","\ud83d\u0041","\n\t\/"]`, "[\n  \"\\ud83d\",\n  \"\\ud83dA\",\n  \"\\n\\t\\/\"\n]"},
+		{`{"a":"plain"}`, "{\n  \"a\": \"plain\"\n}"},
+		{`not json \u0026`, `not json \u0026`},
+		{` `, ""},
+	} {
+		if got := PrettyJSON(json.RawMessage(tc.raw)); got != tc.want {
+			t.Errorf("PrettyJSON(%s) =\n%s\nwant\n%s", tc.raw, got, tc.want)
 		}
 	}
 }
