@@ -175,7 +175,8 @@ func NewToolCallID() string {
 // ErrCancelled (a person declined), ErrTimedOut (expires_in passed),
 // ErrAborted (withdrawn). When ctx ends first, Ask withdraws the question
 // (DELETE) and returns an error wrapping ctx's error and, once withdrawn,
-// ErrAborted. No answerer taking the request is ErrNoProvider; a bridge that
+// ErrAborted; the error says why in the words of ctx's cause, where it has
+// one (context.WithCancelCause), and wraps that too. No answerer taking the request is ErrNoProvider; a bridge that
 // can't be reached is ErrUnreachable.
 func (c *Client) Ask(ctx context.Context, req QuestionRequest) (Answer, *Record, error) {
 	rec, err := c.askWait(ctx, req)
@@ -321,9 +322,9 @@ func outcome(rec *Record, err error) (*Record, error) {
 // way from asking anyone (the bridge records it withdrawn).
 func (c *Client) abandon(ctx context.Context, kind Kind, toolCallID string, body []byte, sent bool) (*Record, error) {
 	if !sent {
-		return nil, fmt.Errorf("create %s: %w", kind, ctx.Err())
+		return nil, fmt.Errorf("create %s: %w", kind, ended(ctx))
 	}
-	return c.abandonFor(ctx, kind, toolCallID, body, ctx.Err())
+	return c.abandonFor(ctx, kind, toolCallID, body, ended(ctx))
 }
 
 // abandonFor withdraws by tool_call_id a request whose create may have
@@ -393,8 +394,26 @@ func (c *Client) Wait(ctx context.Context, rec *Record) (*Record, error) {
 // withdraw cancels rec's request after ctx ended, under a context of its
 // own, and returns the record as it ended with an error wrapping ctx's.
 func (c *Client) withdraw(ctx context.Context, rec *Record) (*Record, error) {
-	return c.withdrawFor(ctx, rec, ctx.Err())
+	return c.withdrawFor(ctx, rec, ended(ctx))
 }
+
+// ended is why ctx ended, for the error of a call it ended: its cause
+// (context.Cause) where one was given, which says it in its own words
+// (bridge ask's is the signal: "interrupted by Ctrl-C (SIGINT)"), else
+// ctx's error. errors.Is finds both.
+func ended(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return &endedError{err: err, cause: cause}
+}
+
+// endedError is a context's error worded as its cause.
+type endedError struct{ err, cause error }
+
+func (e *endedError) Error() string   { return e.cause.Error() }
+func (e *endedError) Unwrap() []error { return []error{e.cause, e.err} }
 
 // withdrawFor cancels rec's request because of cause, under a context of
 // its own, and returns the record as it ended with an error wrapping cause.
@@ -566,8 +585,8 @@ type call struct {
 
 // do makes one call and decodes its 2xx JSON into out. An API error is an
 // *Error; a network error is returned as the HTTP client reports it.
-func (c *Client) do(ctx context.Context, cl call, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, cl.wait+c.grace)
+func (c *Client) do(parent context.Context, cl call, out any) error {
+	ctx, cancel := context.WithTimeout(parent, cl.wait+c.grace)
 	defer cancel()
 	if cl.wrote != nil {
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -600,6 +619,11 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if parent.Err() != nil {
+			// The caller's context ended: in its cause's words, not
+			// net/http's "context canceled".
+			return fmt.Errorf("%s %s: %w", cl.method, cl.path, ended(parent))
+		}
 		if strings.Contains(err.Error(), "malformed HTTP") {
 			// Something that does not speak HTTP answers at the bridge's
 			// address (a mistyped port): asking again changes nothing.

@@ -479,3 +479,46 @@ func TestWithdrawalFailedSaysSo(t *testing.T) {
 		})
 	}
 }
+
+// A caller whose context ends with a cause (bridge ask's is the signal)
+// reads that cause as the reason its request was withdrawn, not Go's
+// "context canceled"; errors.Is still finds context.Canceled, and the
+// cause. So does a call that the context cut short.
+func TestWithdrawalSaysWhy(t *testing.T) {
+	cancelled := reply(200, `{"id":"abc","kind":"question","status":"cancelled","route":"default","questions":[{"id":"q1","question":"Go?"}],`+
+		`"error":{"code":"ASK_ABORTED","message":"ask_user_question was aborted before the user answered"}}`)
+	why := errors.New("interrupted by Ctrl-C (SIGINT)")
+	type step = func(http.ResponseWriter, *http.Request, []byte)
+	for _, during := range []string{"POST", "GET", "pending"} {
+		t.Run(during, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			giveUp := func(w http.ResponseWriter, r *http.Request, _ []byte) { cancel(why); <-r.Context().Done() }
+			steps := map[string][]step{"DELETE": {cancelled}, "POST": {reply(201, pendingRec)}, "GET": {reply(200, pendingRec)}}
+			var err error
+			switch during {
+			case "POST":
+				steps["POST"] = []step{giveUp}
+				_, c := newScript(t, steps)
+				_, err = c.Create(ctx, question, 0)
+			case "GET":
+				steps["GET"] = []step{giveUp}
+				_, c := newScript(t, steps)
+				_, err = c.Wait(ctx, &Record{ID: "abc", Kind: KindQuestion, Status: StatusPending})
+			case "pending":
+				steps["GET"] = []step{giveUp}
+				_, c := newScript(t, steps)
+				_, err = c.Pending(ctx)
+			}
+			if !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
+				t.Errorf("error %v: want it to wrap context.Canceled and the cause", err)
+			}
+			if err != nil && (!strings.Contains(err.Error(), why.Error()) || strings.Contains(err.Error(), "context canceled")) {
+				t.Errorf("error %q: want it to say %q, not context canceled", err, why)
+			}
+			if during != "pending" && !errors.Is(err, ErrAborted) {
+				t.Errorf("error %v: want ErrAborted", err)
+			}
+		})
+	}
+}

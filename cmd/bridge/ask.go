@@ -176,22 +176,23 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return askOutcome(rec, err, stdout, stderr)
 }
 
-// sayWhenDone returns a context that ends when ctx does, once line has
-// been written to w: what is done because it ended comes after the line.
-// Once stop returns, the line has been written or never will be.
+// sayWhenDone returns a context that ends when ctx does, with its cause,
+// once line has been written to w: what is done because it ended comes
+// after the line. Once stop returns, the line has been written or never
+// will be.
 func sayWhenDone(ctx context.Context, w io.Writer, line string) (context.Context, func()) {
-	said, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	said, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	written := make(chan struct{})
 	unwatch := context.AfterFunc(ctx, func() {
 		defer close(written)
 		fmt.Fprintln(w, line)
-		cancel()
+		cancel(context.Cause(ctx))
 	})
 	return said, func() {
 		if !unwatch() {
 			<-written
 		}
-		cancel()
+		cancel(nil)
 	}
 }
 

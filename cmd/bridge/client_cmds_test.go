@@ -360,7 +360,8 @@ func TestAskExpired(t *testing.T) {
 }
 
 // TestAskInterrupted sends the test process SIGINT while bridge ask waits:
-// ask's signal handler catches it, withdraws the question and exits 3.
+// ask's signal handler catches it, withdraws the question and exits 3,
+// saying that Ctrl-C withdrew it (not Go's "context canceled").
 func TestAskInterrupted(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	asked := cliAsync("ask", "--server", url, "--question", "Deploy?")
@@ -371,6 +372,9 @@ func TestAskInterrupted(t *testing.T) {
 	r := await(t, "ask", asked)
 	if r.code != exitCancelled || !strings.Contains(r.stderr, "ASK_ABORTED") {
 		t.Errorf("ask = %+v, want exit %d with ASK_ABORTED", r, exitCancelled)
+	}
+	if want := "question " + p.ID + " withdrawn: interrupted by Ctrl-C (SIGINT): "; !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "context canceled") {
+		t.Errorf("ask stderr = %q; want %q, and no \"context canceled\"", r.stderr, want)
 	}
 	c, _ := client.New(url)
 	if rec, err := c.Get(context.Background(), p.ID, 0); err != nil || rec.Status != client.StatusCancelled {

@@ -118,9 +118,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // foreground process group as the shell exits); the second would end the
 // command before it withdrew its question. A second SIGHUP is dropped
 // either way.
-// A SIGHUP ignored at start (nohup) stays ignored.
+// A SIGHUP ignored at start (nohup) stays ignored. The context's cause
+// (context.Cause) is a signalled naming the signal, which the client's
+// errors then give as the reason, not Go's "context canceled".
 func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	stopping := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	hup := !signal.Ignored(syscall.SIGHUP)
@@ -130,8 +132,10 @@ func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
 	signal.Notify(sigs, stopping...)
 	hups := make(chan os.Signal, 1) // SIGHUP after the first signal, with again: caught, and dropped
 	go func() {
+		var cause error
 		select {
-		case <-sigs:
+		case sig := <-sigs:
+			cause = signalled{sig}
 			if again {
 				// SIGHUP is caught on hups before sigs lets it go: a
 				// moment without a channel for it would let a closing
@@ -143,13 +147,35 @@ func stopOnSignal(again bool) (context.Context, context.CancelFunc) {
 			}
 		case <-ctx.Done():
 		}
-		cancel()
+		cancel(cause)
 	}()
 	return ctx, func() {
 		signal.Stop(sigs)
 		signal.Stop(hups)
-		cancel()
+		cancel(nil)
 	}
+}
+
+// signalled is the cause of a context that a signal ended, worded for the
+// person who sent it.
+type signalled struct{ sig os.Signal }
+
+func (s signalled) Error() string {
+	switch s.sig {
+	case os.Interrupt:
+		return "interrupted by Ctrl-C (SIGINT)"
+	case syscall.SIGHUP:
+		return "its terminal closed (SIGHUP)"
+	}
+	return "stopped by " + signalName(s.sig)
+}
+
+// signalName is "SIGTERM" where String says "terminated".
+func signalName(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 func version() string {

@@ -169,6 +169,11 @@ func TestMCPInterrupted(t *testing.T) {
 	if got, err := c.Get(ctx, rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
 		t.Errorf("question after Ctrl-C = %+v, %v; want cancelled", got, err)
 	}
+	// Why, in a person's words: not Go's "context canceled", nor at ERROR.
+	log := p.stderr.String()
+	if want := "withdrawn: interrupted by Ctrl-C (SIGINT): "; !strings.Contains(log, want) || strings.Contains(log, "context canceled") || strings.Contains(log, "level=ERROR") {
+		t.Errorf("stderr:\n%s\nwant %q, and no \"context canceled\" or ERROR", log, want)
+	}
 }
 
 // TestMCPInterruptedNotWithdrawn: SIGINT, and the bridge refuses the

@@ -59,8 +59,8 @@ type askKey struct {
 type ask struct {
 	key        askKey
 	toolCallID string
-	cancel     context.CancelFunc // withdraws the request while it is pending
-	done       chan struct{}      // closed once out is set
+	cancel     context.CancelCauseFunc // withdraws the request while it is pending; the cause says why
+	done       chan struct{}           // closed once out is set
 
 	// Guarded by Server.mu.
 	id    string  // the bridge's request id, once created
@@ -143,7 +143,7 @@ func (s *Server) attach(k askKey, req client.Request) (*ask, error) {
 		return a, nil
 	}
 	s.seq++
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	a := &ask{
 		key:        k,
 		toolCallID: fmt.Sprintf("mcp-%s-%s-%d", hex.EncodeToString(k.sum[:8]), s.instance, s.seq),
@@ -162,7 +162,7 @@ func (s *Server) attach(k askKey, req client.Request) (*ask, error) {
 // withdraws the request.
 func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	defer s.wg.Done()
-	defer a.cancel()
+	defer a.cancel(nil)
 	var out outcome
 	rec, err := s.bridge.Create(ctx, req, 0)
 	if err == nil {
@@ -197,6 +197,9 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 		// not take the withdrawal. An abandoned request is withdrawn
 		// below, for longer, and withdraw warns if that fails too.
 		s.log.Warn("could not withdraw the request: its message may keep live buttons until it expires", "tool_call_id", a.toolCallID, "err", err)
+	case ctx.Err() != nil && errors.Is(out.err, client.ErrAborted):
+		// Why is in err, in the words of ctx's cause.
+		s.log.Info("withdrew the request", "tool_call_id", a.toolCallID, "err", out.err)
 	case out.err != nil:
 		s.log.Info("ended without an answer", "tool_call_id", a.toolCallID, "err", out.err)
 	}
@@ -319,7 +322,7 @@ func (s *Server) arm(a *ask) {
 	a.disarm()
 	if s.opts.Reattach < 0 {
 		s.forget(a)
-		a.cancel()
+		a.cancel(errCallGone)
 		return
 	}
 	n := a.armed
@@ -330,9 +333,12 @@ func (s *Server) arm(a *ask) {
 			return // re-attached or re-armed since
 		}
 		s.forget(a)
-		a.cancel()
+		a.cancel(fmt.Errorf("%w, and no identical call re-attached within %s (--reattach)", errCallGone, s.opts.Reattach))
 	})
 }
+
+// errCallGone is why a request is withdrawn whose tool calls went away.
+var errCallGone = errors.New("its tool call went away (the MCP client cancelled it or stopped waiting)")
 
 // disarm stops a's re-attach window. s.mu is held.
 func (a *ask) disarm() {
@@ -353,18 +359,22 @@ func (s *Server) forget(a *ask) {
 
 // Close withdraws every pending request and waits until they are withdrawn.
 // Tool calls still waiting get ASK_ABORTED. Calls after Close fail.
-func (s *Server) Close() {
+func (s *Server) Close() { s.closeFor(errClosed) }
+
+// closeFor is Close, withdrawing the requests because of cause, which the
+// log gives as the reason.
+func (s *Server) closeFor(cause error) {
 	s.mu.Lock()
 	if !s.closed && len(s.running) > 0 {
 		// Said at once: it can take a while (the bridge slow or down), and
 		// someone at a terminal who pressed Ctrl-C sees nothing happen.
-		s.log.Info("withdrawing the pending requests…", "count", len(s.running), "up_to", client.WithdrawTimeout)
+		s.log.Info("withdrawing the pending requests…", "count", len(s.running), "up_to", client.WithdrawTimeout, "why", cause)
 	}
 	s.closed = true
 	clear(s.asks)
 	for a := range s.running {
 		a.disarm()
-		a.cancel()
+		a.cancel(cause)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()

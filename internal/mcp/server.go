@@ -115,14 +115,48 @@ func New(bridge *client.Client, opts Options) *Server {
 
 // Run serves one session over t until the client disconnects or ctx ends,
 // then withdraws every question still pending (Close). A Server runs once.
+//
+// When ctx ends, the log gives its cause (context.Cause) as the reason the
+// requests were withdrawn; bridge mcp's is the signal. Run returns ctx's
+// error then.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	// The SDK's shutdown waits for the tool calls in flight, and theirs
 	// wait for people: withdrawing the questions first lets them end.
-	stop := context.AfterFunc(ctx, s.Close)
+	stop := context.AfterFunc(ctx, func() { s.closeFor(context.Cause(ctx)) })
 	defer stop()
-	err := s.mcp.Run(ctx, t)
-	s.Close()
+	err := s.serve(ctx, t)
+	s.closeFor(errClientGone)
 	return err
+}
+
+// errClientGone is why the requests still pending are withdrawn when the
+// session ends.
+var errClientGone = errors.New("the MCP client disconnected")
+
+// serve is the SDK's Server.Run, which logs a ctx that ended as an error
+// in Go's words ("server run cancelled" error="context canceled"): here
+// that is how bridge mcp stops on Ctrl-C, and closeFor has said why.
+func (s *Server) serve(ctx context.Context, t mcp.Transport) error {
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-closed
+		s.log.Info("MCP session closed", "why", context.Cause(ctx))
+		return ctx.Err()
+	case err := <-closed:
+		if err != nil {
+			s.log.Error("MCP session ended", "err", err)
+		} else {
+			s.log.Info("MCP session ended: the client disconnected")
+		}
+		return err
+	}
 }
 
 func (s *Server) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
