@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -165,6 +166,7 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	defer a.cancel(nil)
 	var out outcome
 	rec, err := s.bridge.Create(ctx, req, 0)
+	refused := err != nil && rec == nil && ctx.Err() == nil && refusedCreate(err)
 	if err == nil {
 		s.mu.Lock()
 		a.id = rec.ID
@@ -192,6 +194,14 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	// touch it. It stays running until then, for Close.
 	abandoned := err != nil && ctx.Err() == nil && !endedForGood(err) && rec != nil && rec.ID != "" && rec.Status == client.StatusPending
 	switch {
+	case refused:
+		// Nothing was asked: not a request that ended.
+		level := slog.LevelInfo // the tool call's arguments, which the model reads of
+		switch client.CodeOf(err) {
+		case client.CodeUnauthorized, client.CodeForbidden, client.CodeNoProvider:
+			level = slog.LevelWarn // the bridge's config or this server's token
+		}
+		s.log.Log(context.Background(), level, "the bridge refused the request", "tool_call_id", a.toolCallID, "code", client.CodeOf(err), "err", err)
 	case errors.Is(err, client.ErrNotWithdrawn) && !abandoned:
 		// Given up on (Close, a create given up on), and the bridge did
 		// not take the withdrawal. An abandoned request is withdrawn
@@ -222,6 +232,14 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	delete(s.running, a)
 	s.event("settled")
 	s.mu.Unlock()
+}
+
+// refusedCreate reports whether err, a create's, is the bridge's refusal of the
+// request (an API error that asking again would not change): nothing was
+// asked.
+func refusedCreate(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status >= 400 && !client.Transient(err) && !errors.Is(err, client.ErrNotWithdrawn)
 }
 
 // endedForGood reports whether a wait that failed with err ended for good:

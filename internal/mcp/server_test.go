@@ -402,6 +402,29 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// A create the bridge refuses is logged as refused, with its code: nothing
+// was asked, so nothing "ended without an answer".
+func TestRefusedCreateIsLoggedAsRefused(t *testing.T) {
+	var logs apptest.LogBuffer
+	e := start(t, "", Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for _, tc := range []struct {
+		args any
+		code string
+	}{
+		{map[string]any{"questions": []any{}}, "EMPTY_QUESTIONS"},
+		{questions(yesNo("web"), yesNo("web")), "INVALID_REQUEST"},
+	} {
+		text(t, await(t, "the tool call", e.call(ctx, "ask_user_question", tc.args, "")), true)
+		logs.WaitFor(t, "code="+tc.code, within)
+	}
+	got := logs.String()
+	if n := strings.Count(got, `level=INFO msg="the bridge refused the request"`); n != 2 || strings.Contains(got, "ended without an answer") {
+		t.Errorf("log:\n%s\nwant both creates logged as refused (with their codes), and none as ended", got)
+	}
+}
+
 func TestRequestApproval(t *testing.T) {
 	e := start(t, "", Options{})
 	for _, tc := range []struct {
