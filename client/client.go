@@ -23,8 +23,10 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -37,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode"
 )
@@ -252,6 +255,9 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 			return &rec, nil
 		case ctx.Err() != nil:
 			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load())
+		case !wrote.Load() && errors.Is(err, ErrWrongURL):
+			// err names the URL and what is wrong with it; nothing was asked.
+			return nil, &worded{fmt.Sprintf("create %s: %v", kind, err), []error{ErrUnreachable, err}}
 		case !wrote.Load():
 			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.shown, err)
 		case errors.Is(err, ErrConflict):
@@ -624,13 +630,7 @@ func (c *Client) do(parent context.Context, cl call, out any) error {
 			// net/http's "context canceled".
 			return fmt.Errorf("%s %s: %w", cl.method, cl.path, ended(parent))
 		}
-		if strings.Contains(err.Error(), "malformed HTTP") {
-			// Something that does not speak HTTP answers at the bridge's
-			// address (a mistyped port): asking again changes nothing.
-			// net/http's error for it has no type to test for.
-			return fmt.Errorf("%s %s: %w: %w", cl.method, cl.path, errBadResponse, err)
-		}
-		return err
+		return c.transportError(cl, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
@@ -641,16 +641,109 @@ func (c *Client) do(parent context.Context, cl call, out any) error {
 		return redirected(resp, cl)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return apiError(resp.StatusCode, data)
+		return c.statusError(cl, apiError(resp.StatusCode, data))
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			// A web server, not the API: it answers every path.
+			return fmt.Errorf("%s %s: %w: %s answered with %s, not the bridge's JSON: %w", cl.method, cl.path, ErrWrongURL, c.shown, cmp.Or(ct, "no Content-Type"), errBadResponse)
+		}
 		return fmt.Errorf("%s %s: %w: %w", cl.method, cl.path, errBadResponse, err)
 	}
 	return nil
 }
+
+// ErrWrongURL is in the error of a call that met, at the URL given to New,
+// something other than the bridge's API: a server that does not speak
+// HTTP, HTTP where the URL says https:// or TLS where it says http://, a
+// web server, or the bridge with a path before its /v1/. The error says
+// which, names the URL (without a password) and, where it can tell,
+// the URL to use instead.
+var ErrWrongURL = errors.New("wrong bridge URL")
+
+// transportError words err, the HTTP client's for a call that got no
+// response, where it says the URL may be wrong; where it says so for
+// sure, asking again changes nothing (errBadResponse). Else it is err as
+// it is.
+func (c *Client) transportError(cl call, err error) error {
+	var rh tls.RecordHeaderError
+	switch {
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return &worded{fmt.Sprintf("%s %s: %v: %s answers in plain HTTP, not HTTPS: use %s", cl.method, cl.path, ErrWrongURL, c.shown, c.withScheme("http")),
+			[]error{ErrWrongURL, errBadResponse, err}}
+	case errors.As(err, &rh):
+		return &worded{fmt.Sprintf("%s %s: %v: what answers at %s does not speak TLS (HTTPS): no bridge, nor a proxy in front of one", cl.method, cl.path, ErrWrongURL, c.shown),
+			[]error{ErrWrongURL, errBadResponse, err}}
+	case strings.Contains(err.Error(), "malformed HTTP"):
+		// Something that does not speak HTTP answers at the bridge's
+		// address (a mistyped port): asking again changes nothing.
+		// net/http's error for it has no type to test for.
+		return &worded{fmt.Sprintf("%s %s: %v: what answers at %s does not speak HTTP: no bridge (a database, say)", cl.method, cl.path, ErrWrongURL, c.shown),
+			[]error{ErrWrongURL, errBadResponse, err}}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		// Left transient: a bridge that stops mid-call does the same.
+		return &worded{fmt.Sprintf("%s %s: %s closed the connection without an HTTP response: a bridge that was stopping, or a server that is no bridge (a database, say)", cl.method, cl.path, c.shown),
+			[]error{err}}
+	}
+	return err
+}
+
+// statusError is e, the error status of a call, said to be ErrWrongURL
+// where it shows that the call reached no bridge's API: the bridge's own
+// "no such endpoint" under a URL with a path (the bridge serves its API
+// at /v1/), a 404, 405 or 501 with no API error (a web server), a 400
+// with none that asks for HTTPS (a TLS server).
+func (c *Client) statusError(cl call, e *Error) error {
+	u, _ := url.Parse(c.shown)
+	switch {
+	case u == nil:
+	case e.Code == CodeNotFound && e.Status == http.StatusNotFound && strings.HasPrefix(e.Message, "no such endpoint") && u.Path != "":
+		// In Message: a harness reads it (bridge mcp's tool error).
+		e.Message += fmt.Sprintf("; the bridge serves its API at /v1/, not under %s: use %s as its URL, or have the proxy in front of it strip %s", u.Path, c.withPath(""), u.Path)
+		return &worded{fmt.Sprintf("%v: %v", ErrWrongURL, e), []error{ErrWrongURL, e}}
+	case e.Code != "":
+	case e.Status == http.StatusNotFound, e.Status == http.StatusMethodNotAllowed, e.Status == http.StatusNotImplemented:
+		return &worded{fmt.Sprintf("%s %s: %v: %s has no bridge API (HTTP %d %s)", cl.method, cl.path, ErrWrongURL, c.shown, e.Status, http.StatusText(e.Status)),
+			[]error{ErrWrongURL, e}}
+	case e.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message), "https") && u.Scheme == "http":
+		return &worded{fmt.Sprintf("%s %s: %v: %s takes HTTPS: use %s (%s)", cl.method, cl.path, ErrWrongURL, c.shown, c.withScheme("https"), e.Message),
+			[]error{ErrWrongURL, e}}
+	}
+	return e
+}
+
+// withScheme is the client's URL, as errors show it, with scheme.
+func (c *Client) withScheme(scheme string) string {
+	u, err := url.Parse(c.shown)
+	if err != nil {
+		return c.shown
+	}
+	u.Scheme = scheme
+	return u.String()
+}
+
+// withPath is the client's URL, as errors show it, with path.
+func (c *Client) withPath(path string) string {
+	u, err := url.Parse(c.shown)
+	if err != nil {
+		return c.shown
+	}
+	u.Path, u.RawPath = path, ""
+	return u.String()
+}
+
+// worded is an error that says msg and wraps errs: a cause worded for
+// whoever reads it, with what errors.Is and errors.As find kept.
+type worded struct {
+	msg  string
+	errs []error
+}
+
+func (e *worded) Error() string   { return e.msg }
+func (e *worded) Unwrap() []error { return e.errs }
 
 // redirected is the error of a redirect, which the client does not follow:
 // it names where the call was sent and, when that ends in the call's path,
@@ -679,7 +772,7 @@ func apiError(status int, data []byte) *Error {
 	if json.Unmarshal(data, &body) == nil && body.Error != nil && body.Error.Code != "" {
 		return &Error{Status: status, Code: body.Error.Code, Message: body.Error.Message}
 	}
-	text := strings.TrimSpace(string(data))
+	text := strings.Join(strings.Fields(string(data)), " ") // a page's lines and indents
 	if len(text) > 200 {
 		text = text[:200] + "…"
 	}

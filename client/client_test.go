@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -514,6 +515,106 @@ func TestRedirectNamesTheURLToUse(t *testing.T) {
 	}
 	if list, err := newClient(t, url).Pending(context.Background()); err != nil || len(list.Questions) != 0 {
 		t.Errorf("pending on the bridge = %+v, %v; want nothing asked", list, err)
+	}
+}
+
+// A bridge URL that leads to something other than the bridge's API says
+// what answered there and, where it can tell, the URL to use: not Go's
+// "EOF" or "server gave HTTP response to HTTPS client", nor a bare "no
+// such endpoint". The error names the URL, never its password or the
+// token; what can't change with time is not retried.
+func TestWrongURLSaysWhatIsThere(t *testing.T) {
+	bridge := newBridge(t, nil, app.Options{})
+	// serveTCP answers every connection with reply (nothing: it reads the
+	// request and hangs up, as Postgres and Redis do).
+	serveTCP := func(reply string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer conn.Close()
+					conn.SetDeadline(time.Now().Add(within))
+					buf := make([]byte, 4096)
+					conn.Read(buf)
+					io.WriteString(conn, reply)
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	pg := serveTCP("")
+	mysql := serveTCP("J\x00\x00\x00\x0a8.0.36\x00garbage that is not HTTP\r\n\r\n")
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	tlsWeb := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsWeb.Close()
+	bridgeHost := strings.TrimPrefix(bridge, "http://")
+	const token = "tok-secret-7f3c9e21b4"
+
+	for _, tc := range []struct {
+		name, url string
+		wrongURL  bool     // errors.Is(err, client.ErrWrongURL)
+		want      []string // in the error's text
+	}{
+		{"a database", "http://bob:pw-secret-7f3c@" + pg, false,
+			[]string{"http://bob:xxxxx@" + pg + " closed the connection without an HTTP response", "a server that is no bridge"}},
+		{"https to a plain-http bridge", "https://" + bridgeHost, true,
+			[]string{"wrong bridge URL: https://" + bridgeHost + " answers in plain HTTP, not HTTPS: use " + bridge}},
+		{"https to a database", "https://" + mysql, true, []string{"wrong bridge URL: what answers at https://" + mysql + " does not speak TLS"}},
+		{"not HTTP", "http://" + mysql, true, []string{"wrong bridge URL: what answers at http://" + mysql + " does not speak HTTP"}},
+		{"http to an https server", "http://" + strings.TrimPrefix(tlsWeb.URL, "https://"), true,
+			[]string{"takes HTTPS: use " + tlsWeb.URL}},
+		{"a web server", web.URL, true, []string{"wrong bridge URL: " + web.URL + " has no bridge API (HTTP 404 Not Found)"}},
+		{"the bridge under a path", bridge + "/askbridge/", true,
+			[]string{"wrong bridge URL: no such endpoint: GET /askbridge/v1/questions; the bridge serves its API at /v1/, not under /askbridge: use " + bridge + " as its URL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, tc.url, client.WithToken(token))
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			_, err := c.Pending(ctx)
+			if err == nil {
+				t.Fatal("Pending succeeded")
+			}
+			if errors.Is(err, client.ErrWrongURL) != tc.wrongURL {
+				t.Errorf("error %q: errors.Is(ErrWrongURL) = %v, want %v", err, !tc.wrongURL, tc.wrongURL)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q; want it to say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "pw-secret") || strings.Contains(err.Error(), "<") {
+				t.Errorf("error %q shows a secret or a page's HTML", err)
+			}
+			if tc.wrongURL && client.Transient(err) {
+				t.Errorf("error %q is transient; the URL won't change by itself", err)
+			}
+		})
+	}
+
+	// A create that met a wrong URL asked nothing (ErrUnreachable), and
+	// says what it met once, at once.
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	_, err := newClient(t, "https://"+bridgeHost).Create(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}}, 0)
+	if !errors.Is(err, client.ErrUnreachable) || !errors.Is(err, client.ErrWrongURL) || strings.Count(err.Error(), "https://"+bridgeHost) != 1 {
+		t.Errorf("Create = %v; want ErrUnreachable and ErrWrongURL, naming the URL once", err)
+	}
+	// The bridge's NOT_FOUND stays one (its code), under a path as well.
+	if _, err := newClient(t, bridge+"/askbridge").Get(ctx, "abc", 0); !errors.Is(err, client.ErrNotFound) || !errors.Is(err, client.ErrWrongURL) {
+		t.Errorf("Get under a path = %v; want ErrNotFound and ErrWrongURL", err)
+	}
+	if _, err := newClient(t, bridge).Get(ctx, "abc", 0); !errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrWrongURL) {
+		t.Errorf("Get of an unknown id = %v; want ErrNotFound, not ErrWrongURL", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/askbridge/askbridge/client"
@@ -339,6 +340,9 @@ func hint(err error) error {
 			return fmt.Errorf("%w; set BRIDGE_TOKEN to one of the bridge's API tokens (api.tokens)", err)
 		}
 		return fmt.Errorf("%w; BRIDGE_TOKEN is not one of the bridge's API tokens (api.tokens)", err)
+	case errors.Is(err, client.ErrWrongURL), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		// The client says what answered there, and names the URL.
+		return fmt.Errorf("%w; check --server (or BRIDGE_SERVER): it says where the bridge is", err)
 	case errors.Is(err, client.ErrUnreachable): // the client names the bridge's address
 		return fmt.Errorf("%w; is it running there? --server or BRIDGE_SERVER says where it is", err)
 	case errors.As(err, &op) && op.Op == "dial":

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -274,6 +275,49 @@ func TestCommandsBridgeDown(t *testing.T) {
 		r := await(t, args[0], cliAsync(args...))
 		if r.code != exitError || !strings.Contains(r.stderr, "can't reach the bridge") || !strings.Contains(r.stderr, "BRIDGE_SERVER") {
 			t.Errorf("%s = %+v, want exit 1 saying the bridge can't be reached and how to point at it", args[0], r)
+		}
+	}
+}
+
+// --server pointing at something that is no bridge (a database, the
+// bridge over https://, the bridge under a path) says what is there and
+// to check --server, naming the URL and never the token.
+func TestCommandsWrongServer(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // a database: it reads the request and hangs up
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Read(make([]byte, 4096))
+			conn.Close()
+		}
+	}()
+	db := "http://" + ln.Addr().String()
+	t.Setenv("BRIDGE_TOKEN", "tok-secret-7f3c9e21b4")
+	for _, tc := range []struct {
+		server string
+		want   string
+	}{
+		{db, db + " closed the connection without an HTTP response"},
+		{"https://" + strings.TrimPrefix(url, "http://"), "answers in plain HTTP, not HTTPS: use " + url},
+		{url + "/askbridge", "use " + url + " as its URL"},
+	} {
+		for _, args := range [][]string{
+			{"pending", "--server", tc.server},
+			{"answer", "--server", tc.server, "0123456789abcdef", "--select", "Yes"},
+		} {
+			r := await(t, args[0], cliAsync(args...))
+			if r.code != exitError || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "check --server (or BRIDGE_SERVER)") ||
+				strings.Contains(r.stderr, "tok-secret") {
+				t.Errorf("%q = %+v; want exit 1 saying %q and to check --server, without the token", args, r, tc.want)
+			}
 		}
 	}
 }
