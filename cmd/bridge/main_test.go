@@ -276,6 +276,20 @@ func TestConfigCheckWarnsOfAnOpenAPI(t *testing.T) {
 	}
 }
 
+// TestConfigCheckBaseURLOfAnyPort: listen's port 0 has config check say
+// that the base URL is known once the bridge runs, not show it as :0.
+func TestConfigCheckBaseURLOfAnyPort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli("config", "check", path)
+	if r.code != exitOK || strings.Contains(r.stdout, "127.0.0.1:0/") || strings.Contains(r.stdout, "base_url: http://127.0.0.1:0") ||
+		!strings.Contains(r.stdout, `base_url: "" # known only once the bridge runs`) {
+		t.Errorf("exit %d; want %d, and base_url said to be known once the bridge runs\nstdout:\n%s\nstderr:\n%s", r.code, exitOK, r.stdout, r.stderr)
+	}
+}
+
 // TestConfigCheckWarnsOfAnUnusedSurface: config.example.yaml with its
 // slack: block uncommented and the default route's targets left empty
 // passes, with a warning naming the section and saying to add a target;

@@ -860,6 +860,33 @@ func TestEffective(t *testing.T) {
 	sameConfig(t, back, c)
 }
 
+// TestEffectiveBaseURLOfAnyPort: with listen's port 0 the base URL is
+// known only once the bridge runs; config check says so rather than show
+// http://127.0.0.1:0, and what it shows reads back as the same config. A
+// base_url set is shown as set.
+func TestEffectiveBaseURLOfAnyPort(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"listen: 127.0.0.1:0\n", `base_url: "" # known only once the bridge runs: listen's port 0 lets the system pick one`},
+		{"listen: :0\n", `base_url: "" # known only once the bridge runs`},
+		{"listen: 127.0.0.1:0\nbase_url: https://bridge.example.com/\n", "base_url: https://bridge.example.com\n"},
+		{"listen: 127.0.0.1:9090\n", "base_url: http://127.0.0.1:9090\n"},
+	} {
+		c := mustParse(t, tc.yaml, noEnv)
+		out, err := c.Effective()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), tc.want) || strings.Contains(string(out), ":0/") || strings.Contains(string(out), "base_url: http://127.0.0.1:0") {
+			t.Errorf("%q: Effective() shows\n%s\nwant %q", tc.yaml, out, tc.want)
+		}
+		back, err := parse(out, noEnv)
+		if err != nil {
+			t.Fatalf("Effective() does not parse: %v\n%s", err, out)
+		}
+		sameConfig(t, back, c)
+	}
+}
+
 // TestEffectiveHidesProxyCredentials: an API URL may carry a proxy's
 // user and password (validate.go); config check shows them as <secret>.
 func TestEffectiveHidesProxyCredentials(t *testing.T) {

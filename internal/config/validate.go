@@ -136,9 +136,17 @@ func (c *Config) PublicURL() string {
 // Effective returns the config as the bridge uses it, defaults included,
 // as YAML with every secret shown as <secret>. Sections that are off (a nil
 // slack:, a target's other surface) are left out.
+//
+// base_url shows the URL it defaults to, http://<listen>, except where
+// listen's port is 0: the port, and so that URL, is known only once the
+// bridge runs (it logs it), and the comment beside base_url says so.
 func (c *Config) Effective() ([]byte, error) {
 	e := *c
 	e.BaseURL = c.PublicURL()
+	anyPort := c.BaseURL == "" && listensOnAnyPort(c.Listen)
+	if anyPort {
+		e.BaseURL = ""
+	}
 	// An API URL may carry a proxy's credentials.
 	if c.Slack != nil {
 		sl := *c.Slack
@@ -155,6 +163,13 @@ func (c *Config) Effective() ([]byte, error) {
 		return nil, err
 	}
 	dropNulls(&n)
+	if anyPort {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "base_url" {
+				n.Content[i+1].LineComment = `# known only once the bridge runs: listen's port 0 lets the system pick one (its log's "askbridge listening" line names it)`
+			}
+		}
+	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -165,6 +180,13 @@ func (c *Config) Effective() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// listensOnAnyPort reports whether listen asks for a port the system
+// picks (":0").
+func listensOnAnyPort(listen string) bool {
+	_, port, err := net.SplitHostPort(listen)
+	return err == nil && port == "0"
 }
 
 // hideUserInfo is u with its user info, if any, shown as <secret>.
