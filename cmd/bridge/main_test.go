@@ -276,6 +276,21 @@ func TestConfigCheckWarnsOfAnOpenAPI(t *testing.T) {
 	}
 }
 
+// TestConfigCheckWarnsOfNoDefaultRoute: routes without one named default
+// pass config check (a bridge may want every request to name its route),
+// with a warning that such requests are refused and how to fix it.
+func TestConfigCheckWarnsOfNoDefaultRoute(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:0\nroutes: [{name: ops}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli("config", "check", path)
+	want := "bridge: warning: config " + path + ": no route is named default (routes: ops): a request that names no route"
+	if r.code != exitOK || !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, "NO_PROVIDER") || !strings.Contains(r.stdout, "name: ops") {
+		t.Errorf("exit %d; want %d, the effective config, and a warning %q…\nstdout:\n%s\nstderr:\n%s", r.code, exitOK, want, r.stdout, r.stderr)
+	}
+}
+
 // TestConfigCheckBaseURLOfAnyPort: listen's port 0 has config check say
 // that the base URL is known once the bridge runs, not show it as :0.
 func TestConfigCheckBaseURLOfAnyPort(t *testing.T) {

@@ -1156,6 +1156,47 @@ func TestOpenToOutside(t *testing.T) {
 	}
 }
 
+// TestNoDefaultRouteWarned: routes none of which is named default are
+// valid (a request that names no route is refused, CONTRACT §2), and
+// warned of: which requests are refused, and how to have them asked. No
+// routes at all (the implicit default) and a default among others are
+// not.
+func TestNoDefaultRouteWarned(t *testing.T) {
+	const warning = "no route is named default"
+	for _, tt := range []struct {
+		yaml string
+		warn bool
+	}{
+		{"", false},
+		{"routes: [{name: default}]\n", false},
+		{"routes: [{name: ops}, {name: default}]\n", false},
+		{"routes: [{name: ops}]\n", true},
+		{"routes: [{name: ops}, {name: release}]\n", true},
+	} {
+		c := mustParse(t, tt.yaml, noEnv)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		var got string
+		for _, w := range c.Warnings() {
+			if strings.HasPrefix(w, warning) {
+				got = w
+			}
+		}
+		if (got != "") != tt.warn {
+			t.Errorf("%q: warnings %q; want one of no default route: %v", tt.yaml, c.Warnings(), tt.warn)
+		}
+		if got == "" {
+			continue
+		}
+		for _, want := range []string{"(routes: ops", "a request that names no route", "without --route", "is refused with 503 NO_PROVIDER", "rename the route such requests should go to default, or add a route named default"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%q: warning %q does not say %q", tt.yaml, got, want)
+			}
+		}
+	}
+}
+
 // TestUnusedSurfaceWarned: a slack: or discord: section that no route's
 // targets use is warned of, naming the section and where to add a target,
 // and no secret; one that a route posts to is not. The target the warning

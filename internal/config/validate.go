@@ -69,8 +69,9 @@ const tokensExample = `e.g. {name: agents, token: "${ASKBRIDGE_ASK_TOKEN}", scop
 	`and {name: inbox, token: "${ASKBRIDGE_ANSWER_TOKEN}", scopes: [answer]} for whoever answers through the API or the web inbox`
 
 // Warnings are what in a valid c is likely not what was meant, worded for
-// the log and for bridge config check: OpenAPIWarning's, and a slack: or
-// discord: section that no route posts to. They name keys, never their
+// the log and for bridge config check: OpenAPIWarning's, a slack: or
+// discord: section that no route posts to, and routes none of which is
+// named default. They name keys, never their
 // values.
 func (c *Config) Warnings() []string {
 	var ws []string
@@ -92,7 +93,30 @@ func (c *Config) Warnings() []string {
 	if c.Discord != nil && !discordUsed {
 		ws = append(ws, unusedSurfaceWarning("discord", "Discord", `{discord: {channel: "123456789012345678"}}`))
 	}
+	if w := noDefaultRouteWarning(c.Routes); w != "" {
+		ws = append(ws, w)
+	}
 	return ws
+}
+
+// noDefaultRouteWarning words routes that name none default, or "": a
+// request that names no route is refused then (CONTRACT §2, §5), which
+// may be meant (every agent must say where it asks) but more often is a
+// rename that left the default behind.
+func noDefaultRouteWarning(routes []Route) string {
+	names := make([]string, 0, len(routes))
+	for _, r := range routes {
+		if r.Name == DefaultRoute {
+			return ""
+		}
+		names = append(names, r.Name)
+	}
+	if len(names) == 0 {
+		return "" // none at all: the implicit default
+	}
+	return fmt.Sprintf("no route is named %[1]s (routes: %[2]s): a request that names no route (bridge ask or bridge mcp without --route, an agent or harness that sets none)"+
+		" is refused with 503 NO_PROVIDER. If that is not meant, rename the route such requests should go to %[1]s, or add a route named %[1]s",
+		DefaultRoute, strings.Join(names, ", "))
 }
 
 // unusedSurfaceWarning words a surface section that no route's targets
