@@ -110,6 +110,9 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return usageErr(stderr, "answer", "%s", msg)
 			}
 			rec, err = c.Answer(ctx, id, a)
+			if !set["json"] {
+				err = inCLITerms(err, answerFlagTerms)
+			}
 		case client.KindApproval:
 			if questionFlags {
 				return usageErr(stderr, "answer", "%s is an approval: decide it with --allow or --reject", id)

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,6 +175,9 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "found: id %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", rec.ID, rec.ToolCallID, rec.Status)
 	}
 	stop()
+	if *jsonReq == "" {
+		err = inCLITerms(err, askFlagTerms)
+	}
 	return askOutcome(rec, err, stdout, stderr)
 }
 
@@ -331,9 +335,17 @@ func newClient(server string) (*client.Client, error) {
 
 // hint adds what to do to the errors a person at a terminal can fix: a
 // token the bridge refuses, or no bridge where --server points (a create
-// says so itself: ErrUnreachable).
+// says so itself: ErrUnreachable). A token's scope is spoken of as
+// BRIDGE_TOKEN's, which is where the commands take it from.
 func hint(err error) error {
 	var op *net.OpError
+	if errors.Is(err, client.ErrForbidden) {
+		err = inCLITerms(err, strings.NewReplacer(
+			// Listing (bridge pending): the API's advice, for a program.
+			"; an asker reads its own with ?tool_call_id=", "; BRIDGE_TOKEN holds a token without it (an asker's, which sees only the requests it made)",
+			"this token lacks", "BRIDGE_TOKEN holds a token that lacks",
+		).Replace)
+	}
 	switch {
 	case errors.Is(err, client.ErrUnauthorized):
 		if os.Getenv("BRIDGE_TOKEN") == "" {
@@ -349,6 +361,69 @@ func hint(err error) error {
 		return fmt.Errorf("can't reach the bridge: %w; is it running there? --server or BRIDGE_SERVER says where it is", err)
 	}
 	return err
+}
+
+// inCLITerms rewords the message of the bridge's error in err with
+// reword, where the message speaks of the API (a request's fields, a
+// query parameter, the token) and a flag or variable of the command
+// corresponds: "--option 1" for options[0]. The code stays, and errors.Is
+// and errors.As see err as it was.
+func inCLITerms(err error, reword func(msg string) string) error {
+	var e *client.Error
+	if !errors.As(err, &e) || e.Message == "" {
+		return err
+	}
+	msg := reword(e.Message)
+	if msg == e.Message {
+		return err
+	}
+	return &reworded{text: strings.Replace(err.Error(), e.Message, msg, 1), err: err}
+}
+
+// reworded is err with its text in the command's terms.
+type reworded struct {
+	text string
+	err  error
+}
+
+func (r *reworded) Error() string { return r.text }
+func (r *reworded) Unwrap() error { return r.err }
+
+// optionIndex is how the bridge names an option of the question asked:
+// options[N], which is bridge ask's --option N+1.
+var optionIndex = regexp.MustCompile(`\boptions\[(\d+)\]`)
+
+// askFlagTerms words the bridge's refusal of a question that bridge ask
+// made of its flags (not --json-request's) in terms of those flags.
+func askFlagTerms(msg string) string {
+	msg = optionIndex.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(optionIndex.FindStringSubmatch(m)[1])
+		return "--option " + strconv.Itoa(n+1)
+	})
+	return strings.NewReplacer(
+		"option label ", "--option ",
+		": question text is longer", ": --question is longer",
+		": header is longer", ": --header is longer",
+		": detail is longer", ": --detail is longer",
+		"questions[0] has no id", "--id is empty",
+		"questions[0]: id ", "--id ",
+		"caller.name is longer", "--caller is longer",
+		"tool_call_id is longer", "--tool-call-id is longer",
+	).Replace(msg)
+}
+
+// answerSelects is how the bridge refuses more --select than a
+// single-select question takes.
+var answerSelects = regexp.MustCompile(`the answer selects (\d+)$`)
+
+// answerFlagTerms words the bridge's refusal of an answer that bridge
+// answer made of --select and --custom (not --json's) in their terms.
+func answerFlagTerms(msg string) string {
+	msg = answerSelects.ReplaceAllString(msg, "--select is given $1 times")
+	return strings.NewReplacer(
+		"answer it in free text, with custom", "answer it in free text, with --custom TEXT",
+		"; select each option once", "; give --select once for each",
+	).Replace(msg)
 }
 
 // parseFlags parses args; when it fails it returns the exit status: 0 for

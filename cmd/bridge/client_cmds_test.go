@@ -593,6 +593,69 @@ func TestAnswerUsage(t *testing.T) {
 	}
 }
 
+// TestRefusalsInFlagTerms: where the bridge's refusal speaks of the API
+// (options[0], custom, ?tool_call_id=, "this token") and a flag or
+// variable of the command corresponds, the command says the flag or the
+// variable, keeping the code. Given as JSON (--json-request, --json), the
+// API's terms are the ones to use, and stay.
+func TestRefusalsInFlagTerms(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	free, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "why", Question: "Why now?"}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "env", Question: "Where?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := filepath.Join(t.TempDir(), "req.json")
+	if err := os.WriteFile(req, []byte(`{"questions":[{"id":"q1","question":"Go?","options":[{"label":"Yes"},{"label":" "}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	locked := startBridge(t, app.Options{}, func(cfg *config.Config) {
+		cfg.API.Tokens = []config.Token{
+			{Name: "agent", Token: "tok-ask-7f3c9e21b4", Scopes: []string{config.ScopeAsk}},
+			{Name: "inbox", Token: "tok-answer-7f3c9e21b4", Scopes: []string{config.ScopeAnswer}},
+		}
+	})
+	for _, tc := range []struct {
+		token string
+		args  []string
+		want  []string
+		not   string
+	}{
+		{"tok-ask-7f3c9e21b4", []string{"pending", "--server", locked},
+			[]string{"listing requests needs the answer scope; BRIDGE_TOKEN holds a token without it", "(FORBIDDEN)"}, "?tool_call_id="},
+		{"tok-answer-7f3c9e21b4", []string{"ask", "--server", locked, "--question", "Go?"},
+			[]string{"BRIDGE_TOKEN holds a token that lacks the ask scope (FORBIDDEN)"}, "this token"},
+		{"", []string{"ask", "--server", url, "--question", "Go?", "--option", "Yes", "--option", ""},
+			[]string{`question "q1": --option 2 has an empty label (INVALID_REQUEST)`}, "options["},
+		{"", []string{"ask", "--server", url, "--question", "Go?", "--option", "Yes", "--option", "Yes"},
+			[]string{`--option "Yes" appears twice`, "(INVALID_REQUEST)"}, "option label"},
+		{"", []string{"ask", "--server", url, "--json-request", req},
+			[]string{`options[1] has an empty label (INVALID_REQUEST)`}, "--option"},
+		{"", []string{"answer", "--server", url, free.ID, "--select", "Later"},
+			[]string{`"Later" is not an option of question "why", which has none: answer it in free text, with --custom TEXT (INVALID_REQUEST)`}, "with custom"},
+		{"", []string{"answer", "--server", url, single.ID, "--select", "staging", "--select", "prod"},
+			[]string{`question "env" takes one option, --select is given 2 times (INVALID_REQUEST)`}, "the answer selects"},
+		{"", []string{"answer", "--server", url, free.ID, "--json", `{"answers":[{"id":"why","selected":["Later"]}]}`},
+			[]string{"answer it in free text, with custom (INVALID_REQUEST)"}, "--custom"},
+	} {
+		t.Setenv("BRIDGE_TOKEN", tc.token)
+		r := await(t, tc.args[0], cliAsync(tc.args...))
+		if r.code != exitError || strings.Contains(r.stderr, tc.not) {
+			t.Errorf("%q = %+v; want exit 1, without %q", tc.args, r, tc.not)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%q stderr = %q; want %q", tc.args, r.stderr, w)
+			}
+		}
+	}
+}
+
 // TestAnswerSelectAndCustom: on a single-select question --custom answers
 // in place of an option, so the two together are refused before anything
 // is sent, rather than the option dropped unsaid; on a multi-select
