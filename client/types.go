@@ -236,6 +236,13 @@ type Post struct {
 	MessageID string    `json:"message_id"`
 	Thread    string    `json:"thread,omitempty"`
 	PostedAt  time.Time `json:"posted_at"`
+	// Bare: Discord showed the message without its embeds (the bot
+	// lacks Embed Links in the channel), the request's text in its
+	// content instead.
+	Bare bool `json:"bare,omitempty"`
+	// Short: Slack refused the message whole; it went out shorter, the
+	// rest of its text in its thread.
+	Short bool `json:"short,omitempty"`
 }
 
 // Err is the error of a request that ended without an answer: an *Error
