@@ -260,7 +260,8 @@ func Split(s string, max int, esc func(string) string) []string {
 // "make \u0026\u0026 deploy" should read "make && deploy". An escape of
 // anything else stays as sent, where it shows what is there: a space
 // other than U+0020, a control or format character (a bidi override, a
-// zero-width space), a quote or a backslash.
+// zero-width space), a character that shows as nothing (see visible), a
+// quote or a backslash.
 func PrettyJSON(raw json.RawMessage) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return ""
@@ -337,9 +338,21 @@ func escapedRune(e []byte) (rune, int) {
 
 // visible reports whether r shows as itself: a letter, mark, number,
 // punctuation or symbol, or U+0020, but not a quote or a backslash, which
-// would read as the string's end or an escape.
+// would read as the string's end or an escape. Some letters, marks and
+// symbols show as nothing or as a blank: the default ignorable ones (a
+// Hangul filler, the combining grapheme joiner, a variation selector,
+// which can carry hidden text after a visible character) and the blank
+// Braille pattern. They are not visible: an approver would read less than
+// the tool gets.
 func visible(r rune) bool {
-	return r == ' ' || r != '"' && r != '\\' && unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S)
+	switch {
+	case r == ' ':
+		return true
+	case r == '"', r == '\\', r == '\u2800',
+		unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector):
+		return false
+	}
+	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S)
 }
 
 // Shorten cuts s so that its head, escaped with esc (nil: as is), and a

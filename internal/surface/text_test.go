@@ -240,6 +240,12 @@ func TestPrettyJSONShowsVisibleEscapes(t *testing.T) {
 		{`{"\u006bey":1}`, "{\n  \"key\": 1\n}"},
 		// What an escape shows stays escaped.
 		{`["\u202e","\u200b","\u00a0","\u0000","\u001b[31m"]`, "[\n  \"\\u202e\",\n  \"\\u200b\",\n  \"\\u00a0\",\n  \"\\u0000\",\n  \"\\u001b[31m\"\n]"},
+		// Letters, marks and symbols that show as nothing (default
+		// ignorable: a Hangul filler, a combining grapheme joiner, a
+		// variation selector, which can carry hidden text after a visible
+		// character) or as a blank (U+2800) stay escaped too: an approver
+		// would read "rm -rf /tmp" where the tool gets more.
+		{`["a\u3164b","\u115f","\u034f","\u17b4","\ufe0f","\udb40\udd00","\u180b","\u2800"]`, "[\n  \"a\\u3164b\",\n  \"\\u115f\",\n  \"\\u034f\",\n  \"\\u17b4\",\n  \"\\ufe0f\",\n  \"\\udb40\\udd00\",\n  \"\\u180b\",\n  \"\\u2800\"\n]"},
 		{`["\u0022","\u005c","\u005cu0026","\\u0026"]`, "[\n  \"\\u0022\",\n  \"\\u005c\",\n  \"\\u005cu0026\",\n  \"\\\\u0026\"\n]"},
 		{`["\ud83d","\ud83d\u0041","\n\t\/"]`, "[\n  \"\\ud83d\",\n  \"\\ud83dA\",\n  \"\\n\\t\\/\"\n]"},
 		{`{"a":"plain"}`, "{\n  \"a\": \"plain\"\n}"},
