@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -273,30 +274,50 @@ func PrettyJSON(raw json.RawMessage) string {
 	return shownEscapes(b.Bytes())
 }
 
-// shownEscapes is JSON text j, valid, with each \uXXXX escape (a pair of
-// them for a surrogate pair) of a visible character written as that
-// character.
+// shownEscapes is JSON text j, valid, as people are to read it: each
+// \uXXXX escape (a pair of them for a surrogate pair) of a visible
+// character written as that character, and each character sent as
+// itself that is not visible (strings alone hold any past ASCII) written
+// as its escape, so that what shows as nothing still shows.
 func shownEscapes(j []byte) string {
-	if !bytes.Contains(j, []byte(`\u`)) {
+	if !slices.ContainsFunc(j, func(c byte) bool { return c == '\\' || c >= utf8.RuneSelf }) {
 		return string(j)
 	}
 	out := make([]byte, 0, len(j))
-	for i := 0; i < len(j); i++ {
-		if j[i] != '\\' {
-			out = append(out, j[i])
-			continue
-		}
-		// An escape: JSON text holds a backslash in strings alone.
-		r, n := escapedRune(j[i:])
-		if n == 0 || !visible(r) {
-			out = append(out, j[i], j[i+1]) // as sent: \\ stays whole
+	for i := 0; i < len(j); {
+		switch c := j[i]; {
+		case c == '\\': // an escape: JSON text holds a backslash in strings alone
+			r, n := escapedRune(j[i:])
+			if n == 0 || !visible(r) {
+				out = append(out, j[i:i+2]...) // as sent: \\ stays whole
+				i += 2
+				continue
+			}
+			out = utf8.AppendRune(out, r)
+			i += n
+		case c < utf8.RuneSelf:
+			out = append(out, c)
 			i++
-			continue
+		default:
+			r, n := utf8.DecodeRune(j[i:])
+			if visible(r) {
+				out = append(out, j[i:i+n]...)
+			} else {
+				out = appendEscape(out, r)
+			}
+			i += n
 		}
-		out = utf8.AppendRune(out, r)
-		i += n - 1
 	}
 	return string(out)
+}
+
+// appendEscape appends r as JSON escapes it: \uXXXX, or a surrogate
+// pair of them.
+func appendEscape(out []byte, r rune) []byte {
+	if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
+		return fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+	}
+	return fmt.Appendf(out, `\u%04x`, r)
 }
 
 // escapedRune reads the \uXXXX escape, or surrogate pair of them, that e

@@ -249,6 +249,11 @@ func TestPrettyJSONShowsVisibleEscapes(t *testing.T) {
 		{`["\u0022","\u005c","\u005cu0026","\\u0026"]`, "[\n  \"\\u0022\",\n  \"\\u005c\",\n  \"\\u005cu0026\",\n  \"\\\\u0026\"\n]"},
 		{`["\ud83d","\ud83d\u0041","\n\t\/"]`, "[\n  \"\\ud83d\",\n  \"\\ud83dA\",\n  \"\\n\\t\\/\"\n]"},
 		{`{"a":"plain"}`, "{\n  \"a\": \"plain\"\n}"},
+		// Sent as themselves, what shows as nothing is shown escaped; the
+		// rest as sent.
+		{"[\"rm -rf /tmp\u200b /\",\"\u202edeploy\",\"a\u3164b\",\"x\U000E0100\",\"\u00a0\"]",
+			"[\n  \"rm -rf /tmp\\u200b /\",\n  \"\\u202edeploy\",\n  \"a\\u3164b\",\n  \"x\\udb40\\udd00\",\n  \"\\u00a0\"\n]"},
+		{`["café","😀","日本 & <b>"]`, "[\n  \"café\",\n  \"😀\",\n  \"日本 & <b>\"\n]"},
 		{`not json \u0026`, `not json \u0026`},
 		{` `, ""},
 	} {
