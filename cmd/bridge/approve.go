@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,40 +79,21 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.Var(&argList, "arg", "an argument `KEY=VALUE`, its value a string; repeat for each")
 	reason := fs.String("reason", "", "why the tool is called, `TEXT` shown to the person (markdown)")
 	displayReason := fs.String("display-reason", "", "`TEXT` shown to the person in place of --reason")
-	expires := durationFlag(fs, "expires", 0, "expire the request undecided after this `duration` (30m, 2h); 0: the route's or bridge's default")
-	route := fs.String("route", "", "route to post it to (default: the bridge's \"default\" route)")
-	toolCallID := fs.String("tool-call-id", "", "the tool call's id, and the idempotency key: the same request again under it re-attaches to the pending one (default: random)")
-	caller := fs.String("caller", "", "who asks, `NAME` shown to the people who decide")
-	jsonReq := fs.String("json-request", "", "read the whole request body from `FILE` (- for stdin)")
 	asJSON := fs.Bool("json", false, "print the approval's record as JSON, not the decision")
-	server := serverFlag(fs)
-	if code, ok := parseFlags(fs, args, approveUsage, stdout, stderr); !ok {
+	rf := addRequestFlags(fs,
+		"expire the request undecided after this `duration` (30m, 2h); 0: the route's or bridge's default",
+		"the tool call's id, and the idempotency key: the same request again under it re-attaches to the pending one (default: random)",
+		"who asks, `NAME` shown to the people who decide")
+	if code, ok := rf.parse(args, approveUsage, []string{"tool", "args", "arg", "reason", "display-reason"}, stdout, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "approve", "unexpected argument %q", fs.Arg(0))
-	}
-	if *expires < 0 {
-		return usageErr(stderr, "approve", "--expires must not be negative")
-	}
-	set := visited(fs)
-	if msg := emptyGiven(fs, set, map[string]string{
-		"route":        "the request's route, or the bridge's default one",
-		"tool-call-id": "a random one",
-		"caller":       "no caller",
-	}); msg != "" {
-		return usageErr(stderr, "approve", "%s", msg)
 	}
 
 	var req client.ApprovalRequest
-	if *jsonReq != "" {
-		for _, f := range []string{"tool", "args", "arg", "reason", "display-reason"} {
-			if set[f] {
-				return usageErr(stderr, "approve", "--%s can't be combined with --json-request; put it in the request", f)
-			}
-		}
+	if *rf.jsonRequest != "" {
 		var err error
-		if req, err = readApprovalRequest(ctx, *jsonReq, stdin); err != nil {
+		req, err = readRequest[client.ApprovalRequest](ctx, *rf.jsonRequest, stdin, "an approval request",
+			"tool_name", "call_id", "reason", "display_reason", "arguments", "tool_call_id", "caller", "route", "expires_in")
+		if err != nil {
 			fmt.Fprintln(stderr, "bridge: approve:", err)
 			return exitError
 		}
@@ -127,51 +107,23 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		req.Approval = client.Approval{ToolName: *tool, Reason: *reason, DisplayReason: *displayReason, Arguments: arguments}
 	}
-	if set["route"] {
-		req.Route = *route
-	}
-	if set["expires"] {
-		req.ExpiresIn = *expires
-	}
-	if set["tool-call-id"] {
-		req.ToolCallID = *toolCallID
-	}
-	if set["caller"] {
-		req.Caller = namedCaller(req.Caller, *caller)
-	}
-
-	c, err := newClient(*server)
-	if err != nil {
-		fmt.Fprintln(stderr, "bridge: approve:", err)
-		return exitError
-	}
-	// As ask's: the person who pressed Ctrl-C is told at once that the
-	// request is being withdrawn.
-	stderr = &lockedWriter{w: stderr} // written from sayWhenDone's goroutine too
-	ctx, stop := sayWhenDone(ctx, stderr, fmt.Sprintf("bridge: approve: withdrawing the approval request (up to %s)…", client.WithdrawTimeout))
-	rec, err := c.Create(ctx, req, 0)
-	switch {
-	case err == nil && rec.Status == client.StatusPending:
-		fmt.Fprintf(stderr, "asked: approval id %s (tool_call_id %s), waiting for a decision; Ctrl-C withdraws it\n", rec.ID, rec.ToolCallID)
-		rec, err = c.Wait(ctx, rec)
-	case err == nil:
-		// The tool_call_id names a request that ended already (a run
-		// interrupted before this one): its outcome, not a second ask.
-		fmt.Fprintf(stderr, "found: approval id %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", rec.ID, rec.ToolCallID, endedAs(rec))
-	}
-	stop()
+	rf.place(&req.Route, &req.ExpiresIn, &req.ToolCallID, &req.Caller)
+	rec, err := rf.send(ctx, approvalWords, req, stderr)
 	return approveOutcome(rec, err, *asJSON, stdout, stderr)
 }
 
-// namedCaller returns c named name: the rest of a --json-request's caller
-// stays, its agent and session, and delegated, which the bridge refuses.
-func namedCaller(c *client.Caller, name string) *client.Caller {
-	who := client.Caller{}
-	if c != nil {
-		who = *c
-	}
-	who.Name = name
-	return &who
+// approveFlagTerms words the bridge's refusal of an approval that bridge
+// approve made of its flags (not --json-request's) in terms of those
+// flags.
+func approveFlagTerms(msg string) string {
+	return requestFlagTerms(strings.NewReplacer(
+		"tool_name must be", "--tool must be",
+		"display_reason is longer", "--display-reason is longer",
+		"reason is longer", "--reason is longer",
+		"arguments are larger", "the arguments of --args and --arg are larger",
+		// Only --args can make arguments that are no object.
+		"arguments must be a JSON object", "--args must be a JSON object",
+	).Replace(msg))
 }
 
 // toolArguments makes the tool call's arguments of --args and the --arg
@@ -222,47 +174,11 @@ func toolArguments(argsJSON string, argList []string) (json.RawMessage, string) 
 	return raw, ""
 }
 
-// readApprovalRequest reads an approval request body from path, or stdin
-// for "-", as readRequest reads a question request: unknown keys refused.
-func readApprovalRequest(ctx context.Context, path string, stdin io.Reader) (client.ApprovalRequest, error) {
-	data, err := readBody(ctx, path, stdin)
-	if err != nil {
-		return client.ApprovalRequest{}, err
-	}
-	var req client.ApprovalRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return client.ApprovalRequest{}, fmt.Errorf("%s: not an approval request: %w", path, err)
-	}
-	var keys map[string]json.RawMessage
-	json.Unmarshal(data, &keys)
-	for k := range keys {
-		switch k {
-		case "tool_name", "call_id", "reason", "display_reason", "arguments", "tool_call_id", "caller", "route", "expires_in":
-		default:
-			return client.ApprovalRequest{}, fmt.Errorf("%s: unknown key %q; an approval request has tool_name, call_id, reason, display_reason, arguments, tool_call_id, caller, route and expires_in", path, k)
-		}
-	}
-	return req, nil
-}
-
 // approveOutcome prints how an approval request ended and returns the exit
 // status.
 func approveOutcome(rec *client.Record, err error, asJSON bool, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
-		fmt.Fprintln(stderr, "bridge: approve:", hint(err))
-		gone := errors.Is(err, client.ErrNoProvider) || errors.Is(err, client.ErrNotFound)
-		switch {
-		case errors.Is(err, client.ErrNotWithdrawn):
-			what := "the approval request"
-			if rec != nil && rec.ID != "" {
-				what = "approval " + rec.ID
-			}
-			fmt.Fprintf(stderr, "bridge: approve: %s could not be withdrawn: its message may keep live buttons until it expires\n", what)
-		case rec != nil && rec.ID != "" && rec.ToolCallID != "" && !gone:
-			// As ask's: the wait failed, not the request.
-			fmt.Fprintf(stderr, "bridge: approve: approval %s is still pending on the bridge: run it again with --tool-call-id %s to wait for it\n", rec.ID, rec.ToolCallID)
-		}
-		return exitError
+		return approvalWords.unfinished(rec, err, stderr)
 	}
 	if asJSON {
 		if err := writeJSON(stdout, rec, true); err != nil {
@@ -298,28 +214,7 @@ func approveOutcome(rec *client.Record, err error, asJSON bool, stdout, stderr i
 		}
 		return code
 	}
-	if err == nil {
-		err = fmt.Errorf("approval %s %s: %w", rec.ID, rec.Status, rec.Err())
-	}
-	fmt.Fprintln(stderr, "bridge: approve:", err)
-	switch rec.Status {
-	case client.StatusCancelled:
-		return exitCancelled
-	case client.StatusDismissed:
-		return exitDismissed
-	case client.StatusExpired:
-		return exitExpired
-	}
-	return exitError
-}
-
-// endedAs says how a request ended: its outcome once decided, else its
-// status.
-func endedAs(rec *client.Record) string {
-	if rec.Decision != nil {
-		return rec.Decision.Outcome
-	}
-	return string(rec.Status)
+	return approvalWords.unanswered(rec, err, stderr)
 }
 
 // decidedBy is " by NAME (SURFACE)", as far as by tells.

@@ -330,9 +330,9 @@ func TestApproveBadArgs(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--tool", "deploy", "--args", `["prod"]`}, []string{"INVALID_REQUEST", "arguments must be a JSON object"}},
-		{[]string{"--tool", "deploy", "--args", `"prod"`}, []string{"INVALID_REQUEST", "arguments must be a JSON object"}},
-		{[]string{"--tool", strings.Repeat("x", 201)}, []string{"INVALID_REQUEST", "tool_name must be at most 200 characters"}},
+		{[]string{"--tool", "deploy", "--args", `["prod"]`}, []string{"INVALID_REQUEST", "--args must be a JSON object"}},
+		{[]string{"--tool", "deploy", "--args", `"prod"`}, []string{"INVALID_REQUEST", "--args must be a JSON object"}},
+		{[]string{"--tool", strings.Repeat("x", 201)}, []string{"INVALID_REQUEST", "--tool must be at most 200 characters"}},
 		{[]string{"--tool", "deploy", "--route", "nope"}, []string{"NO_PROVIDER"}},
 		{[]string{"--json-request", write("typo.json", `{"tool_name":"deploy","expire_in":"1h"}`)}, []string{`unknown key "expire_in"`}},
 		{[]string{"--json-request", write("delegated.json", `{"tool_name":"deploy","caller":{"agent":"a-8","delegated":true}}`), "--caller", "cli-bot"}, []string{"DELEGATED_CALLER"}},

@@ -14,20 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/api"
-)
-
-// Exit statuses of bridge ask for a question that ended unanswered, one per
-// seam code, beside exitOK (answered), exitError and exitUsage.
-const (
-	exitCancelled = 3 // withdrawn by the asker (Ctrl-C): ASK_ABORTED
-	exitDismissed = 4 // a person declined to answer: ASK_CANCELLED
-	exitExpired   = 5 // nobody answered before it expired: ASK_TIMED_OUT
 )
 
 // optionSep splits an --option into its label and description.
@@ -89,39 +80,19 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	header := fs.String("header", "", "short heading shown above the question")
 	detail := fs.String("detail", "", "markdown shown with the question")
 	id := fs.String("id", "q1", "question id, echoed in the answer")
-	expires := durationFlag(fs, "expires", 0, "expire the question unanswered after this `duration` (30m, 2h); 0: the route's or bridge's default")
-	route := fs.String("route", "", "route to post it to (default: the bridge's \"default\" route)")
-	toolCallID := fs.String("tool-call-id", "", "idempotency key: asking the same question again under it re-attaches to the pending one (default: random)")
-	caller := fs.String("caller", "", "who asks, `NAME` shown to the people who answer")
-	jsonReq := fs.String("json-request", "", "read the whole request body from `FILE` (- for stdin)")
-	server := serverFlag(fs)
-	if code, ok := parseFlags(fs, args, askUsage, stdout, stderr); !ok {
+	rf := addRequestFlags(fs,
+		"expire the question unanswered after this `duration` (30m, 2h); 0: the route's or bridge's default",
+		"idempotency key: asking the same question again under it re-attaches to the pending one (default: random)",
+		"who asks, `NAME` shown to the people who answer")
+	if code, ok := rf.parse(args, askUsage, []string{"question", "option", "multi", "header", "detail", "id"}, stdout, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageErr(stderr, "ask", "unexpected argument %q", fs.Arg(0))
-	}
-	if *expires < 0 {
-		return usageErr(stderr, "ask", "--expires must not be negative")
-	}
-	set := visited(fs)
-	if msg := emptyGiven(fs, set, map[string]string{
-		"route":        "the request's route, or the bridge's default one",
-		"tool-call-id": "a random one",
-		"caller":       "no caller",
-	}); msg != "" {
-		return usageErr(stderr, "ask", "%s", msg)
 	}
 
 	var req client.QuestionRequest
-	if *jsonReq != "" {
-		for _, f := range []string{"question", "option", "multi", "header", "detail", "id"} {
-			if set[f] {
-				return usageErr(stderr, "ask", "--%s can't be combined with --json-request; put it in the request", f)
-			}
-		}
+	if *rf.jsonRequest != "" {
 		var err error
-		if req, err = readRequest(ctx, *jsonReq, stdin); err != nil {
+		req, err = readRequest[client.QuestionRequest](ctx, *rf.jsonRequest, stdin, "a question request", "questions", "tool_call_id", "caller", "route", "expires_in")
+		if err != nil {
 			fmt.Fprintln(stderr, "bridge: ask:", err)
 			return exitError
 		}
@@ -140,102 +111,15 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		req.Questions = []client.Question{q}
 	}
-	if set["route"] {
-		req.Route = *route
-	}
-	if set["expires"] {
-		req.ExpiresIn = *expires
-	}
-	if set["tool-call-id"] {
-		req.ToolCallID = *toolCallID
-	}
-	if set["caller"] {
-		req.Caller = namedCaller(req.Caller, *caller)
-	}
-
-	c, err := newClient(*server)
-	if err != nil {
-		fmt.Fprintln(stderr, "bridge: ask:", err)
-		return exitError
-	}
-	// Once ctx ends (Ctrl-C), Create and Wait withdraw the question, which
-	// takes up to the client's WithdrawTimeout while the bridge is slow or
-	// down. The person is told at once, or they see nothing happen and
-	// press Ctrl-C again, in vain.
-	stderr = &lockedWriter{w: stderr} // written from sayWhenDone's goroutine too
-	ctx, stop := sayWhenDone(ctx, stderr, fmt.Sprintf("bridge: ask: withdrawing the question (up to %s)…", client.WithdrawTimeout))
-	rec, err := c.Create(ctx, req, 0)
-	switch {
-	case err == nil && rec.Status == client.StatusPending:
-		fmt.Fprintf(stderr, "asked: id %s (tool_call_id %s), waiting for an answer; Ctrl-C withdraws it\n", rec.ID, rec.ToolCallID)
-		rec, err = c.Wait(ctx, rec)
-	case err == nil:
-		// The tool_call_id names a request that ended already (a run
-		// interrupted before this one): its outcome, not a second ask.
-		fmt.Fprintf(stderr, "found: id %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", rec.ID, rec.ToolCallID, rec.Status)
-	}
-	stop()
-	if *jsonReq == "" {
-		err = inCLITerms(err, askFlagTerms)
-	}
+	rf.place(&req.Route, &req.ExpiresIn, &req.ToolCallID, &req.Caller)
+	rec, err := rf.send(ctx, questionWords, req, stderr)
 	return askOutcome(rec, err, stdout, stderr)
-}
-
-// sayWhenDone returns a context that ends when ctx does, with its cause,
-// once line has been written to w: what is done because it ended comes
-// after the line. Once stop returns, the line has been written or never
-// will be.
-func sayWhenDone(ctx context.Context, w io.Writer, line string) (context.Context, func()) {
-	said, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	written := make(chan struct{})
-	unwatch := context.AfterFunc(ctx, func() {
-		defer close(written)
-		fmt.Fprintln(w, line)
-		cancel(context.Cause(ctx))
-	})
-	return said, func() {
-		if !unwatch() {
-			<-written
-		}
-		cancel(nil)
-	}
-}
-
-// lockedWriter makes w safe for writes from several goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // askOutcome prints how a question ended and returns the exit status.
 func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
-		fmt.Fprintln(stderr, "bridge: ask:", hint(err))
-		gone := errors.Is(err, client.ErrNoProvider) || errors.Is(err, client.ErrNotFound)
-		switch {
-		case errors.Is(err, client.ErrNotWithdrawn):
-			// To be withdrawn (Ctrl-C, or a create given up on), and the
-			// bridge did not take the withdrawal.
-			what := "the question"
-			if rec != nil && rec.ID != "" {
-				what = "question " + rec.ID
-			}
-			fmt.Fprintf(stderr, "bridge: ask: %s could not be withdrawn: its message may keep live buttons until it expires\n", what)
-		case rec != nil && rec.ID != "" && rec.ToolCallID != "" && !gone:
-			// The wait failed (the bridge down for longer than the
-			// client's retries, say), not the question: a person may still
-			// answer it, and the caller can still get that answer. Not so
-			// when the bridge said it has the request no more: discarded
-			// (NO_PROVIDER: no target took it) or gone (NOT_FOUND).
-			fmt.Fprintf(stderr, "bridge: ask: question %s is still pending on the bridge: run it again with --tool-call-id %s to wait for it\n", rec.ID, rec.ToolCallID)
-		}
-		return exitError
+		return questionWords.unfinished(rec, err, stderr)
 	}
 	if rec.Status == client.StatusAnswered && rec.Answer != nil {
 		// Answered, even if Ctrl-C came a moment later: the answer won.
@@ -245,76 +129,10 @@ func askOutcome(rec *client.Record, err error, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	if err == nil {
-		err = fmt.Errorf("question %s %s: %w", rec.ID, rec.Status, rec.Err())
-	}
-	fmt.Fprintln(stderr, "bridge: ask:", err)
-	switch rec.Status {
-	case client.StatusCancelled:
-		return exitCancelled
-	case client.StatusDismissed:
-		return exitDismissed
-	case client.StatusExpired:
-		return exitExpired
-	}
-	return exitError
+	return questionWords.unanswered(rec, err, stderr)
 }
 
-// readBody reads a request body from path, or stdin for "-".
-// It gives up when ctx ends (Ctrl-C) before the body is read: a stdin that
-// nothing writes to would otherwise swallow the first Ctrl-C.
-func readBody(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
-	type read struct {
-		data []byte
-		err  error
-	}
-	got := make(chan read, 1)
-	go func() {
-		var r read
-		if path == "-" {
-			r.data, r.err = io.ReadAll(stdin)
-		} else {
-			r.data, r.err = os.ReadFile(path)
-		}
-		got <- r
-	}()
-	select {
-	case r := <-got:
-		return r.data, r.err
-	case <-ctx.Done():
-		from := path
-		if path == "-" {
-			from = "stdin"
-		}
-		return nil, fmt.Errorf("interrupted while reading the request from %s; nothing was asked", from)
-	}
-}
-
-// readRequest reads a question request body from path, or stdin for "-".
-func readRequest(ctx context.Context, path string, stdin io.Reader) (client.QuestionRequest, error) {
-	data, err := readBody(ctx, path, stdin)
-	if err != nil {
-		return client.QuestionRequest{}, err
-	}
-	var req client.QuestionRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return client.QuestionRequest{}, fmt.Errorf("%s: not a question request: %w", path, err)
-	}
-	// The bridge ignores unknown keys; a misspelt one (expire_in) would
-	// silently not apply.
-	var keys map[string]json.RawMessage
-	json.Unmarshal(data, &keys)
-	for k := range keys {
-		switch k {
-		case "questions", "tool_call_id", "caller", "route", "expires_in":
-		default:
-			return client.QuestionRequest{}, fmt.Errorf("%s: unknown key %q; a question request has questions, tool_call_id, caller, route and expires_in", path, k)
-		}
-	}
-	return req, nil
-}
-
-// What ask, answer and pending share: the bridge's address and token, and
+// What ask, approve, answer and pending share: the bridge's address and token, and
 // flag handling.
 
 const defaultServer = "http://127.0.0.1:8080"
@@ -400,16 +218,14 @@ func askFlagTerms(msg string) string {
 		n, _ := strconv.Atoi(optionIndex.FindStringSubmatch(m)[1])
 		return "--option " + strconv.Itoa(n+1)
 	})
-	return strings.NewReplacer(
+	return requestFlagTerms(strings.NewReplacer(
 		"option label ", "--option ",
 		": question text is longer", ": --question is longer",
 		": header is longer", ": --header is longer",
 		": detail is longer", ": --detail is longer",
 		"questions[0] has no id", "--id is empty",
 		"questions[0]: id ", "--id ",
-		"caller.name is longer", "--caller is longer",
-		"tool_call_id is longer", "--tool-call-id is longer",
-	).Replace(msg)
+	).Replace(msg))
 }
 
 // answerSelects is how the bridge refuses more --select than a

@@ -594,8 +594,8 @@ func TestAnswerUsage(t *testing.T) {
 }
 
 // TestRefusalsInFlagTerms: where the bridge's refusal speaks of the API
-// (options[0], custom, ?tool_call_id=, "this token") and a flag or
-// variable of the command corresponds, the command says the flag or the
+// (options[0], custom, ?tool_call_id=, "this token", tool_name) and a flag
+// or variable of the command corresponds, the command says the flag or the
 // variable, keeping the code. Given as JSON (--json-request, --json), the
 // API's terms are the ones to use, and stay.
 func TestRefusalsInFlagTerms(t *testing.T) {
@@ -614,6 +614,11 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 	if err := os.WriteFile(req, []byte(`{"questions":[{"id":"q1","question":"Go?","options":[{"label":"Yes"},{"label":" "}]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	approval := filepath.Join(t.TempDir(), "approval.json")
+	if err := os.WriteFile(approval, []byte(`{"tool_name":"`+strings.Repeat("x", 201)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 201)
 	locked := startBridge(t, app.Options{}, func(cfg *config.Config) {
 		cfg.API.Tokens = []config.Token{
 			{Name: "agent", Token: "tok-ask-7f3c9e21b4", Scopes: []string{config.ScopeAsk}},
@@ -636,6 +641,30 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 			[]string{`--option "Yes" appears twice`, "(INVALID_REQUEST)"}, "option label"},
 		{"", []string{"ask", "--server", url, "--json-request", req},
 			[]string{`options[1] has an empty label (INVALID_REQUEST)`}, "--option"},
+		{"", []string{"ask", "--server", url, "--question", "Go?", "--caller", long},
+			[]string{"--caller is longer than 200 characters (INVALID_REQUEST)"}, "caller.name"},
+		{"", []string{"ask", "--server", url, "--question", "Go?", "--tool-call-id", long},
+			[]string{"--tool-call-id is longer than 200 bytes (INVALID_REQUEST)"}, "tool_call_id is"},
+		// bridge approve: its flags for the approval's fields, and the
+		// flags it shares with ask as ask says them.
+		{"tok-answer-7f3c9e21b4", []string{"approve", "--server", locked, "--tool", "deploy"},
+			[]string{"BRIDGE_TOKEN holds a token that lacks the ask scope (FORBIDDEN)"}, "this token"},
+		{"", []string{"approve", "--server", url, "--tool", long},
+			[]string{"--tool must be at most 200 characters without control characters (INVALID_REQUEST)"}, "tool_name"},
+		{"", []string{"approve", "--server", url, "--tool", "deploy", "--args", `["prod"]`},
+			[]string{`--args must be a JSON object of the tool call's arguments, such as {"file": "prod.yaml"} (INVALID_REQUEST)`}, "arguments must"},
+		{"", []string{"approve", "--server", url, "--tool", "deploy", "--arg", "manifest=" + strings.Repeat("x", 256<<10)},
+			[]string{"the arguments of --args and --arg are larger than 256 KiB (INVALID_REQUEST)"}, "arguments are"},
+		{"", []string{"approve", "--server", url, "--tool", "deploy", "--reason", strings.Repeat("x", 4001)},
+			[]string{"--reason is longer than 4000 characters (INVALID_REQUEST)"}, " reason is"},
+		{"", []string{"approve", "--server", url, "--tool", "deploy", "--display-reason", strings.Repeat("x", 4001)},
+			[]string{"--display-reason is longer than 4000 characters (INVALID_REQUEST)"}, "display_reason"},
+		{"", []string{"approve", "--server", url, "--tool", "deploy", "--caller", long},
+			[]string{"--caller is longer than 200 characters (INVALID_REQUEST)"}, "caller.name"},
+		{"", []string{"approve", "--server", url, "--tool", "deploy", "--tool-call-id", long},
+			[]string{"--tool-call-id is longer than 200 bytes (INVALID_REQUEST)"}, "tool_call_id is"},
+		{"", []string{"approve", "--server", url, "--json-request", approval},
+			[]string{"tool_name must be at most 200 characters without control characters (INVALID_REQUEST)"}, "--tool"},
 		{"", []string{"answer", "--server", url, free.ID, "--select", "Later"},
 			[]string{`"Later" is not an option of question "why", which has none: answer it in free text, with --custom TEXT (INVALID_REQUEST)`}, "with custom"},
 		{"", []string{"answer", "--server", url, single.ID, "--select", "staging", "--select", "prod"},
@@ -646,11 +675,11 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 		t.Setenv("BRIDGE_TOKEN", tc.token)
 		r := await(t, tc.args[0], cliAsync(tc.args...))
 		if r.code != exitError || strings.Contains(r.stderr, tc.not) {
-			t.Errorf("%q = %+v; want exit 1, without %q", tc.args, r, tc.not)
+			t.Errorf("%.80q = %+v; want exit 1, without %q", tc.args, r, tc.not)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(r.stderr, w) {
-				t.Errorf("%q stderr = %q; want %q", tc.args, r.stderr, w)
+				t.Errorf("%.80q stderr = %q; want %q", tc.args, r.stderr, w)
 			}
 		}
 	}
