@@ -113,6 +113,49 @@ func awaitPending(t *testing.T, url string) client.Record {
 	}
 }
 
+// tempFile writes body to a file of its own and returns its path.
+func tempFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// requesters are bridge ask and bridge approve, each with the flags of a
+// request (all but --server) and how it names the request, for the tests
+// of what the two share.
+var requesters = []struct {
+	args          []string
+	noun, unnamed string // "question" ID; "the question", before it has an id
+}{
+	{[]string{"ask", "--question", "Deploy?"}, "question", "the question"},
+	{[]string{"approve", "--tool", "deploy"}, "approval", "the approval request"},
+}
+
+// askAndAnswer runs the command of args against the bridge at url until
+// its request is pending, checks it with checkAsked (when not nil),
+// answers it with bridge answer ID and answer (flags after the id, as
+// people type them), and returns how the command ended, and what it asked.
+func askAndAnswer(t *testing.T, url string, args []string, checkAsked func(t *testing.T, p client.Record), answer []string) (cliResult, client.Record) {
+	t.Helper()
+	asked := cliAsync(slices.Concat(args[:1], []string{"--server", url}, args[1:])...)
+	p := awaitPending(t, url)
+	if checkAsked != nil {
+		checkAsked(t, p)
+	}
+	ans := cli(slices.Concat([]string{"answer", p.ID, "--server", url}, answer)...)
+	if ans.code != exitOK {
+		t.Fatalf("answer exit %d, stderr %s", ans.code, ans.stderr)
+	}
+	var rec client.Record
+	if err := json.Unmarshal([]byte(ans.stdout), &rec); err != nil || rec.ID != p.ID || !rec.Status.Final() {
+		t.Errorf("answer printed %s (%v), want the ended record %s", ans.stdout, err, p.ID)
+	}
+	return await(t, args[0], asked), p
+}
+
 func TestAskAndAnswer(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	multiReq := filepath.Join(t.TempDir(), "req.json")
@@ -179,22 +222,7 @@ func TestAskAndAnswer(t *testing.T) {
 		wantStderr: "ASK_CANCELLED",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			asked := cliAsync(append([]string{"ask", "--server", url}, tc.ask...)...)
-			p := awaitPending(t, url)
-			if tc.checkAsked != nil {
-				tc.checkAsked(t, p)
-			}
-			// Flags after the id, as people type them.
-			ans := cli(append([]string{"answer", p.ID, "--server", url}, tc.answer...)...)
-			if ans.code != exitOK {
-				t.Fatalf("answer exit %d, stderr %s", ans.code, ans.stderr)
-			}
-			var rec client.Record
-			if err := json.Unmarshal([]byte(ans.stdout), &rec); err != nil || rec.ID != p.ID || !rec.Status.Final() {
-				t.Errorf("answer printed %s (%v), want the ended record %s", ans.stdout, err, p.ID)
-			}
-
-			r := await(t, "ask", asked)
+			r, p := askAndAnswer(t, url, append([]string{"ask"}, tc.ask...), tc.checkAsked, tc.answer)
 			if r.code != tc.wantCode {
 				t.Errorf("ask exit %d, want %d; stderr: %s", r.code, tc.wantCode, r.stderr)
 			}
@@ -220,32 +248,49 @@ func equalOptions(a, b []client.Option) bool {
 	return true
 }
 
-// TestAskEmptyFlag: a flag given an empty value (--route "$ROUTE" with
-// ROUTE unset) is refused before anything is sent, not read as left out:
-// the question would go to the default route (over the request file's
-// own), or be asked anew under a random tool_call_id. So is --multi with
-// no --option, which the bridge drops.
-func TestAskEmptyFlag(t *testing.T) {
-	req := filepath.Join(t.TempDir(), "req.json")
-	if err := os.WriteFile(req, []byte(`{"questions":[{"id":"a","question":"A?"}],"route":"ops"}`), 0o600); err != nil {
-		t.Fatal(err)
+// TestRequestFlagsRefused: what ask's and approve's request flags can't
+// mean is refused before anything is sent, in the flags' terms. A flag
+// given an empty value (--route "$ROUTE" with ROUTE unset) is not read as
+// left out: the request would go to the default route (over the request
+// file's own), or be asked anew under a random tool_call_id.
+func TestRequestFlagsRefused(t *testing.T) {
+	bodies := map[string]string{
+		"ask":     `{"questions":[{"id":"a","question":"A?"}],"route":"ops"}`,
+		"approve": `{"tool_name":"deploy","route":"ops"}`,
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--question", "Deploy?", "--route", ""}, "--route is empty; leave it out for the request's route, or the bridge's default one"},
-		{[]string{"--json-request", req, "--route="}, "--route is empty"},
-		{[]string{"--question", "Deploy?", "--tool-call-id", ""}, "--tool-call-id is empty; leave it out for a random one"},
-		{[]string{"--question", "Deploy?", "--caller", ""}, "--caller is empty"},
-		// Not an empty value, but as silent: the bridge asks for free text.
-		{[]string{"--question", "Which?", "--multi"}, "--multi lets the person select several options: give them with --option"},
-	} {
-		// Nothing listens there: without the check, exit 1.
-		r := await(t, "ask", cliAsync(append([]string{"ask", "--server", "http://127.0.0.1:1"}, tc.args...)...))
-		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("ask %q = %+v; want exit %d saying %q", tc.args, r, exitUsage, tc.want)
+	for _, tc := range requesters {
+		cmd, made := tc.args[0], tc.args[1] // --question, --tool
+		req := tempFile(t, bodies[cmd])
+		with := func(more ...string) []string { return slices.Concat(tc.args[1:], more) }
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{with("--route", ""), "--route is empty; leave it out for the request's route, or the bridge's default one"},
+			{[]string{"--json-request", req, "--route="}, "--route is empty"},
+			{with("--tool-call-id", ""), "--tool-call-id is empty; leave it out for a random one"},
+			{with("--caller", ""), "--caller is empty; leave it out for no caller"},
+			{with("--expires", "5"), `invalid value "5" for flag -expires: a duration needs a unit`},
+			{with("--expires", "-1m"), "--expires must not be negative"},
+			{with("prod"), `unexpected argument "prod"`},
+			{with("--bogus"), "flag provided but not defined: -bogus"},
+			{[]string{"--json-request", "-", made, "x"}, made + " can't be combined with --json-request; put it in the request"},
+		} {
+			// Nothing listens there: without the check, exit 1.
+			r := await(t, cmd, cliAsync(slices.Concat([]string{cmd, "--server", "http://127.0.0.1:1"}, c.args)...))
+			if want := "bridge " + cmd + ": " + c.want; r.code != exitUsage || !strings.Contains(r.stderr, want) || r.stdout != "" {
+				t.Errorf("%s %q = %+v; want exit %d saying %q", cmd, c.args, r, exitUsage, want)
+			}
 		}
+	}
+}
+
+// TestAskMultiWithoutOptions: --multi with no --option is refused before
+// anything is sent: the bridge would ask for free text, silently.
+func TestAskMultiWithoutOptions(t *testing.T) {
+	r := cli("ask", "--server", "http://127.0.0.1:1", "--question", "Which?", "--multi")
+	if want := "--multi lets the person select several options: give them with --option"; r.code != exitUsage || !strings.Contains(r.stderr, want) {
+		t.Errorf("ask --multi = %+v; want exit %d saying %q", r, exitUsage, want)
 	}
 }
 
@@ -373,6 +418,7 @@ func TestUnauthorizedNamesBridgeToken(t *testing.T) {
 		t.Setenv("BRIDGE_TOKEN", tc.token)
 		for _, args := range [][]string{
 			{"ask", "--server", url, "--question", "Deploy?"},
+			{"approve", "--server", url, "--tool", "deploy"},
 			{"pending", "--server", url},
 			{"answer", "--server", url, "abc", "--dismiss"},
 			{"answer", "--server", url, "abc", "--allow"},
@@ -385,89 +431,164 @@ func TestUnauthorizedNamesBridgeToken(t *testing.T) {
 	}
 }
 
-func TestAskExpired(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	url := startBridge(t, app.Options{Now: clock}, func(cfg *config.Config) {
-		cfg.Store.SweepInterval = config.Duration(10 * time.Millisecond)
-	})
-	asked := cliAsync("ask", "--server", url, "--question", "Deploy?", "--expires", "30m")
-	awaitPending(t, url)
-	mu.Lock()
-	now = now.Add(31 * time.Minute)
-	mu.Unlock()
-	r := await(t, "ask", asked)
-	if r.code != exitExpired || !strings.Contains(r.stderr, "ASK_TIMED_OUT") || r.stdout != "" {
-		t.Errorf("ask = %+v, want exit %d with ASK_TIMED_OUT", r, exitExpired)
+// TestExpired: nobody answered before --expires passed: exit 5, with the
+// seam's error; bridge approve --json prints the record.
+func TestExpired(t *testing.T) {
+	for _, tc := range []struct {
+		args        []string
+		checkStdout func(t *testing.T, stdout string)
+	}{
+		{[]string{"ask", "--question", "Deploy?"}, func(t *testing.T, stdout string) {
+			if stdout != "" {
+				t.Errorf("ask printed %q; want nothing", stdout)
+			}
+		}},
+		{[]string{"approve", "--tool", "deploy", "--json"}, func(t *testing.T, stdout string) {
+			var rec client.Record
+			if err := json.Unmarshal([]byte(stdout), &rec); err != nil || rec.Status != client.StatusExpired || rec.Error == nil || rec.Error.Code != client.CodeTimedOut {
+				t.Errorf("approve --json printed %q (%v); want the expired record", stdout, err)
+			}
+		}},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			var mu sync.Mutex
+			now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			url := startBridge(t, app.Options{Now: clock}, func(cfg *config.Config) {
+				cfg.Store.SweepInterval = config.Duration(10 * time.Millisecond)
+			})
+			asked := cliAsync(append(tc.args, "--server", url, "--expires", "30m")...)
+			awaitPending(t, url)
+			mu.Lock()
+			now = now.Add(31 * time.Minute)
+			mu.Unlock()
+			r := await(t, tc.args[0], asked)
+			if r.code != exitExpired || !strings.Contains(r.stderr, "ASK_TIMED_OUT") {
+				t.Errorf("%s = %+v, want exit %d with ASK_TIMED_OUT", tc.args[0], r, exitExpired)
+			}
+			tc.checkStdout(t, r.stdout)
+		})
 	}
 }
 
-// TestAskInterrupted sends the test process SIGINT while bridge ask waits:
-// ask's signal handler catches it, withdraws the question and exits 3,
-// saying that Ctrl-C withdrew it (not Go's "context canceled").
-func TestAskInterrupted(t *testing.T) {
-	url := startBridge(t, app.Options{})
-	asked := cliAsync("ask", "--server", url, "--question", "Deploy?")
-	p := awaitPending(t, url)
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	r := await(t, "ask", asked)
-	if r.code != exitCancelled || !strings.Contains(r.stderr, "ASK_ABORTED") {
-		t.Errorf("ask = %+v, want exit %d with ASK_ABORTED", r, exitCancelled)
-	}
-	if want := "question " + p.ID + " withdrawn: interrupted by Ctrl-C (SIGINT): "; !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "context canceled") {
-		t.Errorf("ask stderr = %q; want %q, and no \"context canceled\"", r.stderr, want)
-	}
-	c, _ := client.New(url)
-	if rec, err := c.Get(context.Background(), p.ID, 0); err != nil || rec.Status != client.StatusCancelled {
-		t.Errorf("question after Ctrl-C = %+v, %v; want cancelled", rec, err)
-	}
-}
-
-// TestAskInterruptedNotWithdrawn: Ctrl-C, and the bridge refuses the
-// withdrawal. ask said it was withdrawing the question, and now says that
-// it could not, so that the person knows its message may still be
-// answered.
-func TestAskInterruptedNotWithdrawn(t *testing.T) {
-	url := startBridge(t, app.Options{})
-	proxy := failing(t, url, http.MethodDelete, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
-	asked := cliAsync("ask", "--server", proxy.URL, "--question", "Deploy?")
-	p := awaitPending(t, url)
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	r := await(t, "ask", asked)
-	want := []string{
-		"bridge: ask: withdrawing the question (up to 10s)…\n",
-		"bridge: ask: question " + p.ID + " could not be withdrawn: its message may keep live buttons until it expires\n",
-	}
-	if r.code != exitError || !strings.Contains(r.stderr, want[0]) || !strings.HasSuffix(r.stderr, want[1]) {
-		t.Errorf("ask = %+v; want exit %d, saying %q and then %q", r, exitError, want[0], want[1])
-	}
-	c, _ := client.New(url)
-	if rec, err := c.Get(context.Background(), p.ID, 0); err != nil || rec.Status != client.StatusPending {
-		t.Errorf("question = %+v, %v; want it pending, as ask said", rec, err)
+// TestInterrupted sends the test process SIGINT while bridge ask or
+// bridge approve waits: its signal handler catches it, and the command
+// says it is withdrawing the request, withdraws it and exits 3, saying
+// that Ctrl-C withdrew it (not Go's "context canceled").
+func TestInterrupted(t *testing.T) {
+	for _, tc := range requesters {
+		t.Run(tc.args[0], func(t *testing.T) {
+			url := startBridge(t, app.Options{})
+			asked := cliAsync(append(tc.args, "--server", url)...)
+			p := awaitPending(t, url)
+			if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			r := await(t, tc.args[0], asked)
+			if r.code != exitCancelled || !strings.Contains(r.stderr, "ASK_ABORTED") || r.stdout != "" {
+				t.Errorf("%s = %+v, want exit %d with ASK_ABORTED", tc.args[0], r, exitCancelled)
+			}
+			want := []string{
+				"bridge: " + tc.args[0] + ": withdrawing " + tc.unnamed + " (up to 10s)…\n",
+				tc.noun + " " + p.ID + " withdrawn: interrupted by Ctrl-C (SIGINT): ",
+			}
+			if !strings.Contains(r.stderr, want[0]) || !strings.Contains(r.stderr, want[1]) || strings.Contains(r.stderr, "context canceled") {
+				t.Errorf("%s stderr = %q; want %q, %q, and no \"context canceled\"", tc.args[0], r.stderr, want[0], want[1])
+			}
+			c, _ := client.New(url)
+			if rec, err := c.Get(context.Background(), p.ID, 0); err != nil || rec.Status != client.StatusCancelled {
+				t.Errorf("%s after Ctrl-C = %+v, %v; want cancelled", tc.noun, rec, err)
+			}
+		})
 	}
 }
 
-// Run again under the --tool-call-id of a question that ended (withdrawn
-// by Ctrl-C), ask says it found that question ended, rather than that it
-// asked and waits.
-func TestAskUnderAnEndedToolCallID(t *testing.T) {
+// TestInterruptedNotWithdrawn: Ctrl-C, and the bridge refuses the
+// withdrawal. The command said it was withdrawing the request, and now
+// says that it could not, so that the person knows its message may still
+// be answered.
+func TestInterruptedNotWithdrawn(t *testing.T) {
+	for _, tc := range requesters {
+		t.Run(tc.args[0], func(t *testing.T) {
+			url := startBridge(t, app.Options{})
+			proxy := failing(t, url, http.MethodDelete, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+			asked := cliAsync(append(tc.args, "--server", proxy.URL)...)
+			p := awaitPending(t, url)
+			if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			r := await(t, tc.args[0], asked)
+			want := []string{
+				"bridge: " + tc.args[0] + ": withdrawing " + tc.unnamed + " (up to 10s)…\n",
+				"bridge: " + tc.args[0] + ": " + tc.noun + " " + p.ID + " could not be withdrawn: its message may keep live buttons until it expires\n",
+			}
+			if r.code != exitError || !strings.Contains(r.stderr, want[0]) || !strings.HasSuffix(r.stderr, want[1]) {
+				t.Errorf("%s = %+v; want exit %d, saying %q and then %q", tc.args[0], r, exitError, want[0], want[1])
+			}
+			c, _ := client.New(url)
+			if rec, err := c.Get(context.Background(), p.ID, 0); err != nil || rec.Status != client.StatusPending {
+				t.Errorf("%s = %+v, %v; want it pending, as the command said", tc.noun, rec, err)
+			}
+		})
+	}
+}
+
+// TestUnderAnEndedToolCallID: run again under the --tool-call-id of a
+// request that ended (withdrawn by Ctrl-C, decided), the command says it
+// found that request ended, with its outcome, rather than that it asked
+// and waits. A different request under that id is the bridge's CONFLICT.
+func TestUnderAnEndedToolCallID(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
-	rec, err := c.Create(context.Background(), client.QuestionRequest{Questions: []client.Question{{ID: "q1", Question: "Deploy?"}}, ToolCallID: "deploy-42"}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Cancel(context.Background(), rec.ID); err != nil {
-		t.Fatal(err)
-	}
-	r := cli("ask", "--server", url, "--question", "Deploy?", "--tool-call-id", "deploy-42")
-	if r.code != exitCancelled || strings.Contains(r.stderr, "asked:") || !strings.Contains(r.stderr, "found: id "+rec.ID+" (tool_call_id deploy-42) ended already, cancelled; give another --tool-call-id") {
-		t.Errorf("ask = %+v; want exit %d, saying it found the question ended", r, exitCancelled)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		req        client.Request
+		end        func(id string) error
+		args       []string // the same request
+		other      []string // another under the same id
+		wantCode   int
+		wantStdout string
+		wantFound  string // found: LABEL, then the id
+		wantStderr string // after the id
+	}{{
+		req:        client.QuestionRequest{Questions: []client.Question{{ID: "q1", Question: "Deploy?"}}, ToolCallID: "deploy-42"},
+		end:        func(id string) error { _, err := c.Cancel(ctx, id); return err },
+		args:       []string{"ask", "--question", "Deploy?", "--tool-call-id", "deploy-42"},
+		other:      []string{"ask", "--question", "Deploy now?", "--tool-call-id", "deploy-42"},
+		wantCode:   exitCancelled,
+		wantFound:  "found: id ",
+		wantStderr: " (tool_call_id deploy-42) ended already, cancelled; give another --tool-call-id",
+	}, {
+		req: client.ApprovalRequest{Approval: client.Approval{ToolName: "deploy"}, ToolCallID: "deploy-43"},
+		end: func(id string) error {
+			_, err := c.Decide(ctx, id, client.Decision{Outcome: client.OutcomeAllowedOnce, Note: "go"})
+			return err
+		},
+		args:       []string{"approve", "--tool", "deploy", "--tool-call-id", "deploy-43"},
+		other:      []string{"approve", "--tool", "deploy", "--arg", "env=staging", "--tool-call-id", "deploy-43"},
+		wantCode:   exitOK,
+		wantStdout: "allowed-once: go\n",
+		wantFound:  "found: approval id ",
+		wantStderr: " (tool_call_id deploy-43) ended already, allowed-once; give another --tool-call-id",
+	}} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			rec, err := c.Create(ctx, tc.req, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.end(rec.ID); err != nil {
+				t.Fatal(err)
+			}
+			r := cli(append(tc.args, "--server", url)...)
+			if want := tc.wantFound + rec.ID + tc.wantStderr; r.code != tc.wantCode || r.stdout != tc.wantStdout ||
+				strings.Contains(r.stderr, "asked:") || !strings.Contains(r.stderr, want) {
+				t.Errorf("%s = %+v; want exit %d, %q, saying %q", tc.args[0], r, tc.wantCode, tc.wantStdout, want)
+			}
+			r = cli(append(tc.other, "--server", url)...)
+			if r.code != exitError || !strings.Contains(r.stderr, "CONFLICT") || r.stdout != "" {
+				t.Errorf("%s of another request under the id = %+v; want exit 1 with CONFLICT", tc.args[0], r)
+			}
+		})
 	}
 }
 
@@ -476,16 +597,7 @@ func TestAskUnderAnEndedToolCallID(t *testing.T) {
 // Dropped, a delegated child's request would be asked instead of refused.
 func TestAskCallerFlagKeepsTheRequestsCaller(t *testing.T) {
 	url := startBridge(t, app.Options{})
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	req := write("req.json", `{"questions":[{"id":"a","question":"A?"}],"caller":{"agent":"a-7","name":"file-bot","session":"run-9"}}`)
+	req := tempFile(t, `{"questions":[{"id":"a","question":"A?"}],"caller":{"agent":"a-7","name":"file-bot","session":"run-9"}}`)
 	asked := cliAsync("ask", "--server", url, "--json-request", req, "--caller", "cli-bot")
 	p := awaitPending(t, url)
 	if want := (client.Caller{Agent: "a-7", Name: "cli-bot", Session: "run-9"}); p.Caller == nil || *p.Caller != want {
@@ -496,7 +608,7 @@ func TestAskCallerFlagKeepsTheRequestsCaller(t *testing.T) {
 	}
 	await(t, "ask", asked)
 
-	delegated := write("delegated.json", `{"questions":[{"id":"a","question":"A?"}],"caller":{"agent":"a-8","delegated":true}}`)
+	delegated := tempFile(t, `{"questions":[{"id":"a","question":"A?"}],"caller":{"agent":"a-8","delegated":true}}`)
 	r := await(t, "ask", cliAsync("ask", "--server", url, "--json-request", delegated, "--caller", "cli-bot"))
 	if r.code != exitError || !strings.Contains(r.stderr, "DELEGATED_CALLER") || strings.Contains(r.stderr, "asked:") {
 		t.Errorf("ask of a delegated caller = %+v; want exit %d with DELEGATED_CALLER", r, exitError)
@@ -610,15 +722,9 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := filepath.Join(t.TempDir(), "req.json")
-	if err := os.WriteFile(req, []byte(`{"questions":[{"id":"q1","question":"Go?","options":[{"label":"Yes"},{"label":" "}]}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	approval := filepath.Join(t.TempDir(), "approval.json")
-	if err := os.WriteFile(approval, []byte(`{"tool_name":"`+strings.Repeat("x", 201)+`"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	long := strings.Repeat("x", 201)
+	req := tempFile(t, `{"questions":[{"id":"q1","question":"Go?","options":[{"label":"Yes"},{"label":" "}]}]}`)
+	approval := tempFile(t, `{"tool_name":"`+long+`"}`)
 	locked := startBridge(t, app.Options{}, func(cfg *config.Config) {
 		cfg.API.Tokens = []config.Token{
 			{Name: "agent", Token: "tok-ask-7f3c9e21b4", Scopes: []string{config.ScopeAsk}},
@@ -992,6 +1098,41 @@ func TestDurationFlagsNameTheUnit(t *testing.T) {
 	}
 }
 
+// proxyTo is a proxy in front of the bridge at url that hands each call
+// to handle, and forwards it unless handle answered it (returned true). It
+// adds no X-Forwarded-For (Rewrite adds none): an open bridge refuses a
+// call a proxy forwarded.
+func proxyTo(t *testing.T, url string, handle func(w http.ResponseWriter, r *http.Request) bool) *httptest.Server {
+	t.Helper()
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !handle(w, r) {
+			forward.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy
+}
+
+// failing is a proxy in front of the bridge at url that answers every call
+// of method with status and body, and forwards the rest.
+func failing(t *testing.T, url, method string, status int, body string) *httptest.Server {
+	t.Helper()
+	return proxyTo(t, url, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != method {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+		return true
+	})
+}
+
 // failingWaits is a proxy in front of the bridge at url that answers every
 // GET (a wait) with status and body, and forwards the rest.
 func failingWaits(t *testing.T, url string, status int, body string) *httptest.Server {
@@ -1005,13 +1146,8 @@ func failingWaits(t *testing.T, url string, status int, body string) *httptest.S
 // the rest.
 func holdingWithdrawals(t *testing.T, url string) (proxy string, withdrawing <-chan struct{}, release func()) {
 	t.Helper()
-	target, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	arrived, released := make(chan struct{}, 1), make(chan struct{})
-	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := proxyTo(t, url, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodDelete {
 			select {
 			case arrived <- struct{}{}:
@@ -1022,62 +1158,76 @@ func holdingWithdrawals(t *testing.T, url string) (proxy string, withdrawing <-c
 			case <-r.Context().Done(): // the caller killed as the test failed
 			}
 		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+		return false
+	})
 	release = sync.OnceFunc(func() { close(released) })
 	t.Cleanup(release) // before srv.Close, which waits for the calls it holds
 	return srv.URL, arrived, release
 }
 
-// failing is a proxy in front of the bridge at url that answers every call
-// of method with status and body, and forwards the rest. It adds no
-// X-Forwarded-For (Rewrite adds none): an open bridge refuses a call a
-// proxy forwarded.
-func failing(t *testing.T, url, method string, status int, body string) *httptest.Server {
+// noticingWaits is a proxy in front of the bridge at url that says on
+// waiting when a wait (a GET with ?wait=) arrives, and forwards every call.
+func noticingWaits(t *testing.T, url string) (proxy string, waiting <-chan struct{}) {
 	t.Helper()
-	target, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forward := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host }}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == method {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			io.WriteString(w, body)
-			return
+	arrived := make(chan struct{}, 1)
+	srv := proxyTo(t, url, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet && r.URL.Query().Has("wait") {
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
 		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	return proxy
+		return false
+	})
+	return srv.URL, arrived
 }
 
-// TestAskWaitFailedSaysHowToWaitAgain: when ask's wait fails for good (here
-// a proxy that answers every wait 500; in life also a bridge down for
-// longer than the client's retries), the question stays asked on the
-// bridge. ask says so, and how to wait for it again: the same command
-// under the question's tool_call_id, which re-attaches to it.
-func TestAskWaitFailedSaysHowToWaitAgain(t *testing.T) {
-	url := startBridge(t, app.Options{})
-	proxy := failingWaits(t, url, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+// TestWaitFailedSaysHowToWaitAgain: when the wait fails for good (here a
+// proxy that answers every wait 500; in life also a bridge down for
+// longer than the client's retries), the request stays asked on the
+// bridge. The command says so, and how to wait for it again: the same
+// command under the request's tool_call_id, which re-attaches to it
+// rather than asking a second time.
+func TestWaitFailedSaysHowToWaitAgain(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		noun       string
+		answer     []string // after "answer ID"
+		wantStdout string
+	}{
+		{[]string{"ask", "--question", "Deploy?"}, "question", []string{"--custom", "yes"}, `{"answers":[{"id":"q1","selected":[],"custom":"yes"}]}` + "\n"},
+		{[]string{"approve", "--tool", "deploy", "--arg", "env=prod", "--reason", "ship 1.4"}, "approval", []string{"--allow", "--note", "go"}, "allowed-once: go\n"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			url := startBridge(t, app.Options{})
+			broken := failingWaits(t, url, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
+			r := await(t, tc.args[0], cliAsync(append(tc.args, "--server", broken.URL)...))
+			p := awaitPending(t, url)
+			want := "run it again with --tool-call-id " + p.ToolCallID + " to wait for it"
+			if r.code != exitError || !strings.Contains(r.stderr, "INTERNAL") || !strings.Contains(r.stderr, tc.noun+" "+p.ID+" is still pending") || !strings.Contains(r.stderr, want) {
+				t.Fatalf("%s = %+v; want exit 1, the error, and that the %s is still pending: %q", tc.args[0], r, tc.noun, want)
+			}
 
-	r := await(t, "ask", cliAsync("ask", "--server", proxy.URL, "--question", "Deploy?"))
-	p := awaitPending(t, url)
-	want := "run it again with --tool-call-id " + p.ToolCallID + " to wait for it"
-	if r.code != exitError || !strings.Contains(r.stderr, "INTERNAL") || !strings.Contains(r.stderr, "question "+p.ID+" is still pending") || !strings.Contains(r.stderr, want) {
-		t.Fatalf("ask = %+v; want exit 1, the error, and that the question is still pending: %q", r, want)
-	}
-
-	// As it says: asked again under that tool_call_id, it waits for the same question.
-	again := cliAsync("ask", "--server", url, "--question", "Deploy?", "--tool-call-id", p.ToolCallID)
-	c, _ := client.New(url)
-	if _, err := c.Answer(context.Background(), p.ID, client.Answer{Answers: []client.AnswerItem{{ID: "q1", Custom: "yes"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if r := await(t, "ask again", again); r.code != exitOK || r.stdout != `{"answers":[{"id":"q1","selected":[],"custom":"yes"}]}`+"\n" {
-		t.Errorf("ask again = %+v; want the answer to the question already asked", r)
+			// As it says: run again under that tool_call_id, it waits for
+			// the same request.
+			proxy, waiting := noticingWaits(t, url)
+			again := cliAsync(append(tc.args, "--server", proxy, "--tool-call-id", p.ToolCallID)...)
+			select {
+			case <-waiting:
+			case <-time.After(within):
+				t.Fatalf("%s run again did not wait", tc.args[0])
+			}
+			c, _ := client.New(url)
+			if list, err := c.Pending(context.Background()); err != nil || len(list.Questions)+len(list.Approvals) != 1 {
+				t.Fatalf("pending %+v, %v; want the one asked", list, err)
+			}
+			if a := cli(append([]string{"answer", p.ID, "--server", url}, tc.answer...)...); a.code != exitOK {
+				t.Fatalf("answer: %+v", a)
+			}
+			if r := await(t, tc.args[0]+" again", again); r.code != exitOK || r.stdout != tc.wantStdout || !strings.Contains(r.stderr, "asked: ") {
+				t.Errorf("%s again = %+v; want %q, the answer to the request already asked", tc.args[0], r, tc.wantStdout)
+			}
+		})
 	}
 }
 
@@ -1095,30 +1245,34 @@ func (r *blockedReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
-// TestAskInterruptedReadingRequest: Ctrl-C while ask waits for the request
-// on stdin (--json-request -, and nothing piped in yet) stops it at once,
-// as it does once the question is asked, rather than being swallowed until
-// a second Ctrl-C kills it.
-func TestAskInterruptedReadingRequest(t *testing.T) {
-	stdin := &blockedReader{reading: make(chan struct{}), closed: make(chan struct{})}
-	defer close(stdin.closed)
-	done := make(chan cliResult, 1)
-	go func() {
-		var stdout, stderr bytes.Buffer
-		code := run([]string{"ask", "--server", "http://127.0.0.1:1", "--json-request", "-"}, stdin, &stdout, &stderr)
-		done <- cliResult{code, stdout.String(), stderr.String()}
-	}()
-	select {
-	case <-stdin.reading:
-	case <-time.After(within):
-		t.Fatal("ask did not read stdin")
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	r := await(t, "ask", done)
-	if r.code != exitError || !strings.Contains(r.stderr, "interrupted") {
-		t.Errorf("ask = %+v; want exit 1, interrupted", r)
+// TestInterruptedReadingRequest: Ctrl-C while ask or approve waits for
+// the request on stdin (--json-request -, and nothing piped in yet) stops
+// it at once, as it does once the request is asked, rather than being
+// swallowed until a second Ctrl-C kills it.
+func TestInterruptedReadingRequest(t *testing.T) {
+	for _, cmd := range []string{"ask", "approve"} {
+		t.Run(cmd, func(t *testing.T) {
+			stdin := &blockedReader{reading: make(chan struct{}), closed: make(chan struct{})}
+			defer close(stdin.closed)
+			done := make(chan cliResult, 1)
+			go func() {
+				var stdout, stderr bytes.Buffer
+				code := run([]string{cmd, "--server", "http://127.0.0.1:1", "--json-request", "-"}, stdin, &stdout, &stderr)
+				done <- cliResult{code, stdout.String(), stderr.String()}
+			}()
+			select {
+			case <-stdin.reading:
+			case <-time.After(within):
+				t.Fatalf("%s did not read stdin", cmd)
+			}
+			if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			r := await(t, cmd, done)
+			if r.code != exitError || !strings.Contains(r.stderr, "interrupted while reading the request from stdin; nothing was asked") {
+				t.Errorf("%s = %+v; want exit 1, interrupted", cmd, r)
+			}
+		})
 	}
 }
 

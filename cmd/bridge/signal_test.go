@@ -124,63 +124,71 @@ routes:
 	}
 }
 
-// TestAskSignalledTwiceWithdraws: a bridge ask that is signalled gets the
-// signal twice more often than not: timeout(1) sends its SIGTERM to the
-// command and then to its process group, and a closing terminal sends
-// SIGHUP twice (the shell forwards its own to its jobs, and the kernel
-// sends one to the foreground process group as the shell exits). It
-// withdraws its question and exits 3, rather than dying at the second with
-// the question left pending, for a person to answer for nobody, until it
-// expires. The second comes here while the withdrawal is on its way,
-// which ask has said it is making by then: the person who pressed Ctrl-C
-// sees that something is happening.
-func TestAskSignalledTwiceWithdraws(t *testing.T) {
-	if os.Getenv("BRIDGE_TEST_SIG_CHILD") == "1" {
-		os.Exit(run([]string{"ask", "--server", os.Getenv("BRIDGE_TEST_SIG_SERVER"), "--question", "Deploy?"}, strings.NewReader(""), os.Stdout, os.Stderr))
+// TestSignalledTwiceWithdraws: a bridge ask or bridge approve that is
+// signalled gets the signal twice more often than not: timeout(1) sends
+// its SIGTERM to the command and then to its process group, and a closing
+// terminal sends SIGHUP twice (the shell forwards its own to its jobs, and
+// the kernel sends one to the foreground process group as the shell
+// exits). It withdraws its request and exits 3, rather than dying at the
+// second with the request left pending, for a person to answer for
+// nobody, until it expires. The second comes here while the withdrawal is
+// on its way, which the command has said it is making by then: the person
+// who pressed Ctrl-C sees that something is happening.
+func TestSignalledTwiceWithdraws(t *testing.T) {
+	if cmd := os.Getenv("BRIDGE_TEST_SIG_CHILD"); cmd != "" {
+		for _, tc := range requesters {
+			if tc.args[0] == cmd {
+				os.Exit(run(append(tc.args, "--server", os.Getenv("BRIDGE_TEST_SIG_SERVER")), strings.NewReader(""), os.Stdout, os.Stderr))
+			}
+		}
+		os.Exit(exitUsage)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
-		t.Run(sig.String(), func(t *testing.T) {
-			if signal.Ignored(sig) {
-				// Run under nohup (or trap '' HUP): the child inherits the
-				// ignored signal, which bridge ask leaves ignored, as it should.
-				t.Skipf("%s is ignored in this process, so in bridge ask too (nohup)", sig)
-			}
-			url := startBridge(t, app.Options{})
-			proxy, withdrawing, release := holdingWithdrawals(t, url)
-			child := exec.Command(os.Args[0], "-test.run=^TestAskSignalledTwiceWithdraws$")
-			child.Env = append(os.Environ(), "BRIDGE_TEST_SIG_CHILD=1", "BRIDGE_TEST_SIG_SERVER="+proxy)
-			stderr := &apptest.LogBuffer{}
-			child.Stderr = stderr
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer child.Process.Kill()
-			rec := awaitPending(t, url)
-			child.Process.Signal(sig)
-			select {
-			case <-withdrawing:
-			case <-time.After(within):
-				t.Fatalf("bridge ask did not withdraw its question after %s", sig)
-			}
-			stderr.WaitFor(t, "bridge: ask: withdrawing the question (up to 10s)…", within)
-			child.Process.Signal(sig)
-			release()
-			exited := make(chan error, 1)
-			go func() { exited <- child.Wait() }()
-			select {
-			case err := <-exited:
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.ExitCode() != exitCancelled {
-					t.Errorf("bridge ask after %s twice: %v, want exit %d; stderr:\n%s", sig, err, exitCancelled, stderr.String())
+	for _, tc := range requesters {
+		for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
+			cmd := tc.args[0]
+			t.Run(cmd+"/"+sig.String(), func(t *testing.T) {
+				if signal.Ignored(sig) {
+					// Run under nohup (or trap '' HUP): the child inherits the
+					// ignored signal, which the command leaves ignored, as it should.
+					t.Skipf("%s is ignored in this process, so in bridge %s too (nohup)", sig, cmd)
 				}
-			case <-time.After(within):
-				t.Fatalf("bridge ask still runs after %s", sig)
-			}
-			c, _ := client.New(url)
-			if got, err := c.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
-				t.Errorf("question after %s twice = %+v, %v; want cancelled", sig, got, err)
-			}
-		})
+				url := startBridge(t, app.Options{})
+				proxy, withdrawing, release := holdingWithdrawals(t, url)
+				child := exec.Command(os.Args[0], "-test.run=^TestSignalledTwiceWithdraws$")
+				child.Env = append(os.Environ(), "BRIDGE_TEST_SIG_CHILD="+cmd, "BRIDGE_TEST_SIG_SERVER="+proxy)
+				stderr := &apptest.LogBuffer{}
+				child.Stderr = stderr
+				if err := child.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer child.Process.Kill()
+				rec := awaitPending(t, url)
+				child.Process.Signal(sig)
+				select {
+				case <-withdrawing:
+				case <-time.After(within):
+					t.Fatalf("bridge %s did not withdraw its request after %s", cmd, sig)
+				}
+				stderr.WaitFor(t, "bridge: "+cmd+": withdrawing "+tc.unnamed+" (up to 10s)…", within)
+				child.Process.Signal(sig)
+				release()
+				exited := make(chan error, 1)
+				go func() { exited <- child.Wait() }()
+				select {
+				case err := <-exited:
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) || ee.ExitCode() != exitCancelled {
+						t.Errorf("bridge %s after %s twice: %v, want exit %d; stderr:\n%s", cmd, sig, err, exitCancelled, stderr.String())
+					}
+				case <-time.After(within):
+					t.Fatalf("bridge %s still runs after %s", cmd, sig)
+				}
+				c, _ := client.New(url)
+				if got, err := c.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusCancelled {
+					t.Errorf("%s after %s twice = %+v, %v; want cancelled", tc.noun, sig, got, err)
+				}
+			})
+		}
 	}
 }
 
