@@ -18,6 +18,11 @@ import (
 // request that ended undecided.
 const exitRejected = 6
 
+// exitAllowedBefore is bridge approve's exit status for a --tool-call-id
+// whose approval was allowed once before this run: that allowance may
+// have been used.
+const exitAllowedBefore = 7
+
 const approveUsage = `usage: bridge approve --tool NAME [--args JSON] [--arg KEY=VALUE]... [--reason TEXT] [flags]
        bridge approve --json-request FILE|- [flags]
 
@@ -41,7 +46,9 @@ terminal closes) withdraws the request before exiting, as bridge ask
 withdraws its question (see bridge ask -h). A wait that fails (the bridge
 unreachable for two minutes) leaves the request asked, and says so: run
 the same command again with the --tool-call-id it names to wait for it (a
-different tool call under that id is the bridge's CONFLICT).
+different tool call under that id is the bridge's CONFLICT). A re-run that
+finds the request allowed already exits 7, not 0: the allowance was for
+one run, and one before may have used it.
 
 The tool call's arguments: --args takes them as a JSON object, and each
 --arg adds one, its VALUE a string (give numbers, booleans and nested
@@ -63,6 +70,8 @@ exit status:
   4  dismissed (ASK_CANCELLED): a person declined to decide
   5  expired (ASK_TIMED_OUT): nobody decided before it expired (--expires)
   6  rejected: a person rejected the tool call
+  7  allowed before this run: the --tool-call-id names an approval allowed
+     once already, which an earlier run may have used
 
 environment:
   BRIDGE_SERVER  default of --server
@@ -108,8 +117,8 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		req.Approval = client.Approval{ToolName: *tool, Reason: *reason, DisplayReason: *displayReason, Arguments: arguments}
 	}
 	rf.place(&req.Route, &req.ExpiresIn, &req.ToolCallID, &req.Caller)
-	rec, err := rf.send(ctx, approvalWords, req, stderr)
-	return approveOutcome(rec, err, *asJSON, stdout, stderr)
+	rec, found, err := rf.send(ctx, approvalWords, req, stderr)
+	return approveOutcome(rec, found, err, *asJSON, stdout, stderr)
 }
 
 // approveFlagTerms words the bridge's refusal of an approval that bridge
@@ -175,8 +184,8 @@ func toolArguments(argsJSON string, argList []string) (json.RawMessage, string) 
 }
 
 // approveOutcome prints how an approval request ended and returns the exit
-// status.
-func approveOutcome(rec *client.Record, err error, asJSON bool, stdout, stderr io.Writer) int {
+// status. found says it had ended before this run.
+func approveOutcome(rec *client.Record, found bool, err error, asJSON bool, stdout, stderr io.Writer) int {
 	if rec == nil || !rec.Status.Final() {
 		return approvalWords.unfinished(rec, err, stderr)
 	}
@@ -194,12 +203,21 @@ func approveOutcome(rec *client.Record, err error, asJSON bool, stdout, stderr i
 		case d == nil:
 			fmt.Fprintf(stderr, "bridge: approve: approval %s is decided, and the bridge sent no decision\n", rec.ID)
 			return exitError
+		case d.Outcome == client.OutcomeAllowedOnce && found:
+			// Allowed once, for a run before this one, which may have
+			// made the call: a script that asks under a fixed
+			// --tool-call-id would otherwise run its step on every run
+			// on one allowance.
+			code = exitAllowedBefore
 		case d.Outcome == client.OutcomeAllowedOnce:
 			code = exitOK
 		case d.Outcome == client.OutcomeRejected:
 			code = exitRejected
 		}
 		fmt.Fprintf(stderr, "decided: approval %s %s%s\n", rec.ID, d.Outcome, decidedBy(rec.AnsweredBy))
+		if code == exitAllowedBefore {
+			fmt.Fprintf(stderr, "bridge: approve: approval %s was allowed once, before this run: not an allowance for this one; ask again under another --tool-call-id (to resume a run cut short after it was allowed, take exit status %d as allowed)\n", rec.ID, exitAllowedBefore)
+		}
 		if code == exitError {
 			// An outcome newer than this command: not an allowance it knows.
 			fmt.Fprintf(stderr, "bridge: approve: approval %s: unknown outcome %q, taken as not allowed\n", rec.ID, d.Outcome)

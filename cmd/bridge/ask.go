@@ -112,7 +112,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		req.Questions = []client.Question{q}
 	}
 	rf.place(&req.Route, &req.ExpiresIn, &req.ToolCallID, &req.Caller)
-	rec, err := rf.send(ctx, questionWords, req, stderr)
+	rec, _, err := rf.send(ctx, questionWords, req, stderr)
 	return askOutcome(rec, err, stdout, stderr)
 }
 

@@ -136,11 +136,12 @@ func (f *requestFlags) place(route *string, expiresIn *time.Duration, toolCallID
 // ended already, that it found that one) and, once ctx ends (Ctrl-C), that
 // it is withdrawing the request, which Create and Wait then do. The
 // bridge's refusal of a request made of the flags is worded in their
-// terms.
-func (f *requestFlags) send(ctx context.Context, w requestWords, req client.Request, stderr io.Writer) (*client.Record, error) {
+// terms. found says the request had ended before this run: the
+// tool_call_id named one asked before.
+func (f *requestFlags) send(ctx context.Context, w requestWords, req client.Request, stderr io.Writer) (rec *client.Record, found bool, err error) {
 	c, err := newClient(*f.server)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Once ctx ends (Ctrl-C), Create and Wait withdraw the request, which
 	// takes up to the client's WithdrawTimeout while the bridge is slow or
@@ -148,7 +149,7 @@ func (f *requestFlags) send(ctx context.Context, w requestWords, req client.Requ
 	// press Ctrl-C again, in vain.
 	stderr = &lockedWriter{w: stderr} // written from sayWhenDone's goroutine too
 	ctx, stop := sayWhenDone(ctx, stderr, fmt.Sprintf("bridge: %s: withdrawing %s (up to %s)…", w.cmd, w.unnamed, client.WithdrawTimeout))
-	rec, err := c.Create(ctx, req, 0)
+	rec, err = c.Create(ctx, req, 0)
 	switch {
 	case err == nil && rec.Status == client.StatusPending:
 		fmt.Fprintf(stderr, "asked: %s %s (tool_call_id %s), waiting for %s; Ctrl-C withdraws it\n", w.idLabel, rec.ID, rec.ToolCallID, w.awaited)
@@ -157,12 +158,13 @@ func (f *requestFlags) send(ctx context.Context, w requestWords, req client.Requ
 		// The tool_call_id names a request that ended already (a run
 		// interrupted before this one): its outcome, not a second ask.
 		fmt.Fprintf(stderr, "found: %s %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", w.idLabel, rec.ID, rec.ToolCallID, endedAs(rec))
+		found = true
 	}
 	stop()
 	if *f.jsonRequest == "" {
 		err = inCLITerms(err, w.flagTerms)
 	}
-	return rec, err
+	return rec, found, err
 }
 
 // requestFlagTerms words the bridge's refusal of what the request flags
