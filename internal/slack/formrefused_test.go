@@ -121,9 +121,8 @@ func TestFormSlackDidNotOpen(t *testing.T) {
 // options, labels and descriptions past what a form's option shows,
 // written in "&", which a view's JSON sends as six bytes) would be ten
 // times the 250 kB Slack opens: it gives way until it fits (descriptions,
-// then details and listings, then option texts cut to their numbers and
-// first characters), opens, and its submission answers with the labels
-// whole.
+// then details and listings, then option texts cut to their first
+// characters), opens, and its submission answers with the labels whole.
 func TestFormAtTheLimitsOpens(t *testing.T) {
 	b := start(t, defaultTarget)
 	amp := func(n int) string { return strings.Repeat("&", n) }

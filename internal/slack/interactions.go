@@ -417,7 +417,14 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 	case c.ref.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
 		view = rejectModal(rec, o)
 	case c.ref.Verb == surface.VerbAnswer && rec.Kind == seam.KindQuestion:
-		view = answerModal(rec, o)
+		from := shown{browser: h.s.links != nil}
+		if t != nil {
+			from.mention = t.Mention
+		}
+		if p, ok := rec.PostOf(surfaceName, c.channel, c.ts); ok {
+			from.short = p.Short
+		}
+		view = answerModal(rec, o, from)
 	case c.ref.Verb == surface.VerbOther && rec.Kind == seam.KindQuestion && c.ref.Q < len(rec.Questions.Questions):
 		view = otherModal(rec, c.ref.Q, o, ticked(rec.ID, c))
 	default:

@@ -136,8 +136,10 @@ func questionLabel(q seam.Question) string {
 // options and a free-text field beside it, a text field per question
 // without. A text field is required as surface.TextRequired says. A form
 // that would pass Slack's size limit (maxViewBytes: many questions, each
-// with many long options) gives way as fitForm says.
-func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
+// with many long options) gives way as fitForm says, and names for each
+// question where what it leaves out is shown whole (shown.places) by the
+// message it is opened from, from.
+func answerModal(rec *pending.Record, o origin, from shown) slackapi.ModalViewRequest {
 	qs := rec.Questions.Questions
 	title := "Answer"
 	if len(qs) > 1 {
@@ -148,13 +150,103 @@ func answerModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	}
 	parts := make([][]slackapi.Block, len(qs))
 	for i := range qs {
-		parts[i] = questionBlocks(qs, i, formFits[0])
+		parts[i] = questionBlocks(qs, i, formFits[0], inMessage)
 	}
 	v := build(parts)
 	if size := jsonSize(v); size > maxViewBytes {
-		v = build(fitForm(qs, parts, size))
+		places := from.places(rec)
+		for i, p := range places {
+			if p != inMessage {
+				parts[i] = questionBlocks(qs, i, formFits[0], p)
+			}
+		}
+		v = build(fitForm(qs, places, parts, jsonSize(build(parts))))
 	}
 	return v
+}
+
+// place is where a question of an answer form is shown whole, as the
+// form names it: in says where ("(in full in the message)"), how, on the
+// line that says what the form leaves out, how to get there.
+type place struct{ in, how string }
+
+var (
+	inMessage = place{in: "the message"}
+	inThread  = place{in: "the message's thread"}
+	// inBrowser is the request's page, that the message's "Open in
+	// browser" opens, or hands a personal link to (Post).
+	inBrowser = place{in: "the browser", how: " (the message's Open in browser button)"}
+)
+
+// inInbox is where a bridge without a public URL shows request id whole,
+// as the message's last reply names it (builder.message).
+func inInbox(id string) place {
+	return place{in: "the bridge's web inbox", how: ", at /r/" + id}
+}
+
+// numbered reports whether p lists a question's options numbered where
+// a form that gives way numbers them: the message and its thread do
+// (questionText; a request of one question, whose form never passes the
+// limit, numbers them as shapeOf says), the web page does not.
+func (p place) numbered() bool { return p == inMessage || p == inThread }
+
+// more follows a text cut short: where it is shown whole.
+func (p place) more() string { return " (in full in " + p.in + ")" }
+
+// shown is what an answer form knows of the message it is opened from,
+// to say where what it leaves out is shown: what the message was
+// rendered with.
+type shown struct {
+	mention string // the target's mention
+	short   bool   // the message was posted short (renderShort)
+	browser bool   // it has an "Open in browser" button: the bridge has a base_url
+}
+
+// places are where each question of rec is shown whole, for a form
+// opened from the message from: in the message, in its thread, or past
+// what the thread's replies hold (maxReplies), in the browser, or on a
+// bridge without a public URL, in its web inbox.
+func (from shown) places(rec *pending.Record) []place {
+	m := renderWith(builder{short: from.short}, rec, from.mention, true)
+	elsewhere := inInbox(rec.ID)
+	if from.browser {
+		elsewhere = inBrowser
+	}
+	out := make([]place, len(rec.Questions.Questions))
+	for i := range out {
+		out[i] = inMessage
+	}
+	for k, sp := range m.overflow {
+		switch {
+		case k >= m.held:
+			out[sp.q] = elsewhere
+		case out[sp.q] == inMessage:
+			out[sp.q] = inThread
+		}
+	}
+	return out
+}
+
+// maxViewRest bounds what a view's JSON holds besides its blocks: a
+// title, buttons and callback id of a few hundred bytes, and the
+// private_metadata, of up to maxMetadata characters that JSON escapes to
+// 6 bytes at most.
+const maxViewRest = 6*maxMetadata + 1000
+
+// formGivesWay reports whether the answer form of qs may pass Slack's
+// limit and give way (fitForm): its questions' blocks, whole, with the
+// most the rest of a view takes, pass maxViewBytes. It never says no of
+// a form that gives way.
+func formGivesWay(qs []seam.Question) bool {
+	size := maxViewRest
+	for i := range qs {
+		// A question's blocks alone take at least the bytes they take
+		// among the others: each part has its brackets.
+		if size += jsonSize(questionBlocks(qs, i, formFits[0], inMessage)); size > maxViewBytes {
+			return true
+		}
+	}
+	return false
 }
 
 // formFit is how a question's part of the answer form is shaped; each of
@@ -167,7 +259,8 @@ type formFit struct {
 	question     int  // the most characters of the question's label
 	// optionBytes is the most bytes of an option's text as it is sent
 	// (jsonLen); 0 for Slack's limit alone. Options cut to it are
-	// numbered, to be found in the message.
+	// numbered, to be found where the question is shown whole, when it
+	// is listed there numbered (place.numbered).
 	optionBytes int
 }
 
@@ -182,7 +275,8 @@ var formFits = []formFit{
 }
 
 // fitForm returns parts, the blocks of each question of qs in the whole
-// form, size bytes of view together, made to fit within maxViewBytes: the
+// form, size bytes of view together, made to fit within maxViewBytes, each
+// question naming as shown whole where places says: the
 // questions give way one formFits step at a time, each question a step
 // before any takes the next, the largest first, so that what a person
 // needs to choose right (the question, an option's label, or its number
@@ -191,7 +285,7 @@ var formFits = []formFit{
 // and all; a form that still does not (text fields prefilled with that
 // much) is sent as it is, for Slack to refuse, and the person is told how
 // else to answer.
-func fitForm(qs []seam.Question, parts [][]slackapi.Block, size int) [][]slackapi.Block {
+func fitForm(qs []seam.Question, places []place, parts [][]slackapi.Block, size int) [][]slackapi.Block {
 	parts = slices.Clone(parts)
 	step := make([]int, len(qs))
 	sizes := make([]int, len(qs))
@@ -212,7 +306,7 @@ func fitForm(qs []seam.Question, parts [][]slackapi.Block, size int) [][]slackap
 			break
 		}
 		step[i]++
-		parts[i] = questionBlocks(qs, i, formFits[step[i]])
+		parts[i] = questionBlocks(qs, i, formFits[step[i]], places[i])
 		n := jsonSize(parts[i])
 		size += n - sizes[i] // every part has blocks: its commas and brackets stay
 		sizes[i] = n
@@ -221,29 +315,28 @@ func fitForm(qs []seam.Question, parts [][]slackapi.Block, size int) [][]slackap
 }
 
 // questionBlocks are the blocks of question i of qs in the answer form,
-// shaped by f.
-func questionBlocks(qs []seam.Question, i int, f formFit) []slackapi.Block {
+// shaped by f, where at shows the question whole.
+func questionBlocks(qs []seam.Question, i int, f formFit, at place) []slackapi.Block {
 	q := qs[i]
 	var blocks []slackapi.Block
 	if q.Detail != "" && f.extras {
 		d := surface.Truncate(surface.OneLine(q.Detail), 280)
 		if surface.Len(d) < surface.Len(q.Detail) {
-			d += " (in full in the message)"
+			d += at.more()
 		}
 		blocks = append(blocks, slackapi.NewContextBlock("", plain(d)))
 	}
-	var left []string // what the message shows and this form does not
+	var left []string // what at shows and this form does not
 	if q.Detail != "" && !f.extras {
 		left = append(left, "the details")
 	}
 	label := questionLabel(q)
-	if f.question < maxInputLabel && surface.Len(label) > f.question {
-		const more = " (in full in the message)"
+	if more := at.more(); f.question < maxInputLabel && surface.Len(label) > f.question {
 		label = surface.Truncate(label, f.question-len(more)) + more
 	}
 	if len(q.Options) == 0 {
 		if len(left) > 0 {
-			blocks = append(blocks, leftOut(left))
+			blocks = append(blocks, leftOut(at, left))
 		}
 		typ, prefill := seam.InputString, ""
 		if q.Input != nil {
@@ -266,9 +359,9 @@ func questionBlocks(qs []seam.Question, i int, f formFit) []slackapi.Block {
 	}
 	listed := f.extras && cutInForm(q)
 	if listed {
-		blocks = appendCut(blocks, q)
+		blocks = appendCut(blocks, q, at)
 	}
-	opts, cut := formOptions(q, f)
+	opts, cut := formOptions(q, f, at)
 	if !f.descriptions && !listed && slices.ContainsFunc(q.Options, func(o seam.Option) bool { return o.Description != "" }) {
 		left = append(left, "the options' descriptions")
 	}
@@ -276,29 +369,31 @@ func questionBlocks(qs []seam.Question, i int, f formFit) []slackapi.Block {
 		left = append(left, "the options' whole labels")
 	}
 	if len(left) > 0 {
-		blocks = append(blocks, leftOut(left))
+		blocks = append(blocks, leftOut(at, left))
 	}
 	return append(blocks,
 		input(choiceBlock(i), label, choiceOf(q, opts, nil), true),
 		input(otherBlock(i), surface.OtherLabel(q), textInput(true, "Optional", "", maxInputLength), true))
 }
 
-// leftOut is a line that says what of a question the form leaves to the
-// message: on a phone the form covers it.
-func leftOut(what []string) slackapi.Block {
-	return slackapi.NewContextBlock("", plain("In the message, not shown here: "+strings.Join(what, ", ")+"."))
+// leftOut is a line that says what of a question the form leaves to at,
+// where it is shown whole: on a phone the form covers the message.
+func leftOut(at place, what []string) slackapi.Block {
+	return slackapi.NewContextBlock("", plain("In "+at.in+at.how+", not shown here: "+strings.Join(what, ", ")+"."))
 }
 
 // formOptions are q's options for a form's choice shaped by f, and
 // whether a label is cut in them. They are numbered where a label is cut,
-// to find it whole in the message (a button's width does not limit a
-// form's options).
-func formOptions(q seam.Question, f formFit) ([]*slackapi.OptionBlockObject, bool) {
+// to find it whole in the listing the form shows, or else at, where the
+// question is shown whole, when at lists them numbered (a button's width
+// does not limit a form's options). Where at does not, a cut option shows
+// its first words alone, as a number would find nothing.
+func formOptions(q seam.Question, f formFit, at place) ([]*slackapi.OptionBlockObject, bool) {
 	cut := shapeOf(q).cut
 	if f.optionBytes > 0 && !cut {
 		cut = slices.ContainsFunc(q.Options, func(o seam.Option) bool { return jsonLen(surface.Label(o.Label)) > f.optionBytes })
 	}
-	opts := options(q, cut, f.descriptions)
+	opts := options(q, cut && (f.extras || at.numbered()), f.descriptions)
 	if f.optionBytes > 0 {
 		for _, o := range opts {
 			o.Text = plain(cutJSON(o.Text.Text, maxOptionText, f.optionBytes))
@@ -331,12 +426,13 @@ func yesNo(prefill string, optional bool) *slackapi.RadioButtonsBlockElement {
 
 // appendCut appends to blocks, when a label or description of q's is
 // longer than a form's option shows (maxOptionText), q's options in full,
-// as the message lists them: on a phone the form covers the message.
-func appendCut(blocks []slackapi.Block, q seam.Question) []slackapi.Block {
+// as the message lists them: on a phone the form covers the message. A
+// listing too long for its block says it is shown whole at at.
+func appendCut(blocks []slackapi.Block, q seam.Question, at place) []slackapi.Block {
 	if !cutInForm(q) {
 		return blocks
 	}
-	const more = " (in full in the message)"
+	more := at.more()
 	listing := surface.OptionListing(q, shapeOf(q).cut)
 	if t := surface.Truncate(listing, maxSectionText-len(more)); t != listing {
 		listing = t + more
@@ -356,7 +452,7 @@ func cutInForm(q seam.Question) bool {
 // buttons or checkboxes when few, a select when many. The options
 // numbered in ticked start chosen.
 func choice(q seam.Question, ticked []int) slackapi.BlockElement {
-	opts, _ := formOptions(q, formFits[0])
+	opts, _ := formOptions(q, formFits[0], inMessage)
 	return choiceOf(q, opts, ticked)
 }
 
@@ -397,7 +493,7 @@ func otherModal(rec *pending.Record, i int, o origin, ticked []int) slackapi.Mod
 	}
 	var blocks []slackapi.Block
 	if q.MultiSelect && len(q.Options) > 0 {
-		blocks = appendCut(blocks, q)
+		blocks = appendCut(blocks, q, inMessage)
 		blocks = append(blocks, input(choiceBlock(i), questionLabel(q), choice(q, ticked), true))
 		label = "Something else"
 	} else {

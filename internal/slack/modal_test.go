@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -189,7 +190,7 @@ func TestModalFieldRequired(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := questionRecord(tc.qs...)
-			v := answerModal(rec, origin{})
+			v := answerModal(rec, origin{}, shown{})
 			blank := viewValues{}
 			for i := range tc.qs {
 				var in *slackapi.InputBlock
@@ -455,7 +456,7 @@ func TestFormShowsWholeLabels(t *testing.T) {
 	long := "Yes, delete the three stale files from the staging bucket and their caches!"
 	q := seam.Question{ID: "q", Question: "Clean up?", Options: []seam.Option{{Label: long}, {Label: "No"}}}
 	rec := questionRecord(q, seam.Question{ID: "r", Question: "Anything else?"})
-	raw, _ := json.Marshal(answerModal(rec, origin{}).Blocks)
+	raw, _ := json.Marshal(answerModal(rec, origin{}, shown{}).Blocks)
 	if !strings.Contains(string(raw), `"text":"`+long+`"`) {
 		t.Errorf("the form does not show the %d-character label whole: %s", surface.Len(long), raw)
 	}
@@ -470,7 +471,7 @@ func TestFormListsCutOptionsInFull(t *testing.T) {
 	cut := seam.Question{ID: "q", Question: "Clean up?", MultiSelect: true, Options: []seam.Option{{Label: "Yes", Description: long}, {Label: "No"}}}
 	fits := seam.Question{ID: "r", Question: "Region?", Options: []seam.Option{{Label: "eu", Description: "Frankfurt"}, {Label: "us"}}}
 	rec := questionRecord(cut, fits)
-	for name, v := range map[string]slackapi.ModalViewRequest{"answer": answerModal(rec, origin{}), "other": otherModal(rec, 0, origin{}, nil)} {
+	for name, v := range map[string]slackapi.ModalViewRequest{"answer": answerModal(rec, origin{}, shown{}), "other": otherModal(rec, 0, origin{}, nil)} {
 		raw, _ := json.Marshal(v.Blocks)
 		if !strings.Contains(string(raw), `"type":"context","elements":[{"type":"plain_text","text":"• Yes — `+long+`\n• No"`) {
 			t.Errorf("the %s form does not list the options in full: %s", name, raw)
@@ -490,7 +491,7 @@ func TestOptionalBooleanCanBeSkipped(t *testing.T) {
 		{ID: "notify", Question: "Notify the team?", Input: &seam.Input{Type: seam.InputBoolean, Required: true}},
 	}
 	rec := questionRecord(qs...)
-	raw, _ := json.Marshal(answerModal(rec, origin{}).Blocks)
+	raw, _ := json.Marshal(answerModal(rec, origin{}, shown{}).Blocks)
 	if n := strings.Count(string(raw), `"value":"`+surface.SkipValue+`"`); n != 1 {
 		t.Errorf("%d Skip options in the form, want 1 (the optional boolean's): %s", n, raw)
 	}
@@ -575,10 +576,12 @@ func viewChoices(t *testing.T, v slackapi.ModalViewRequest) map[string][]slackap
 // options, labels and descriptions past what a form shows) is many times
 // Slack's 250 kB, most of all in the characters JSON escapes to six bytes
 // (&, <, >): it gives way until it fits, and loses nothing a person needs
-// to choose right. Every option stays, its text its label or its number
-// and first characters (the message lists it whole), each question and
-// its fields keep their block ids, and a line says what the message shows
-// that the form does not. Its submission answers with the labels whole.
+// to choose right. Every option stays, its text its label, or its number
+// and first characters where the message or its thread lists it whole
+// under that number, or its first characters alone where only the web
+// inbox does; each question and its fields keep their block ids, and a
+// line says what the form leaves out and where it is shown whole
+// (checkFormPlaces). Its submission answers with the labels whole.
 func TestFormAtTheLimitsFits(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
@@ -597,18 +600,19 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 			o := origin{Channel: "C0123456789", TS: "1700000000.000100", Thread: "1700000000.000001", Text: strings.Repeat("&lt;&amp;", 500)}
 			var parts []slackapi.Block
 			for i := range qs.Questions {
-				parts = append(parts, questionBlocks(qs.Questions, i, formFits[0])...)
+				parts = append(parts, questionBlocks(qs.Questions, i, formFits[0], inMessage)...)
 			}
 			whole := jsonSize(modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer 20 questions", "Send", o, parts))
 			if whole <= limitViewBytes {
 				t.Fatalf("the whole form is %d bytes: it needs no fitting", whole)
 			}
-			v := answerModal(rec, o)
+			v := answerModal(rec, o, shown{})
 			checkModal(t, "answer modal", v)
 			raw, _ := json.Marshal(v)
 			t.Logf("the view: %d bytes whole, %d fitted", whole, len(raw))
-			if !strings.Contains(string(raw), "In the message, not shown here: ") {
-				t.Error("the form does not say what it leaves to the message")
+			msg, thread := sentTexts(t, render(rec, "", true))
+			if places := checkFormPlaces(t, qs.Questions, jsonBlocks(t, v.Blocks.BlockSet), msg, thread, rec.ID, false); !slices.Contains(places, atInbox) {
+				t.Errorf("the form does not say what it leaves to the web inbox: %q", places)
 			}
 			var all []int // the Other… modal of a multi-select, every option ticked: whole, it fits
 			for n := range seam.MaxOptions {
@@ -624,8 +628,10 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 					t.Fatalf("question %d offers %d of its %d options", i, len(opts), len(q.Options))
 				}
 				for n, opt := range opts {
-					text := opt.Text.Text
-					if opt.Value != strconv.Itoa(n) || text != q.Options[n].Label && !strings.HasPrefix(text, strconv.Itoa(n+1)+". "+q.Options[n].Label[:3]) {
+					text, label := opt.Text.Text, q.Options[n].Label
+					numbered := strings.HasPrefix(text, strconv.Itoa(n+1)+". "+label[:3])
+					first := strings.HasSuffix(text, "…") && strings.HasPrefix(label, strings.TrimSuffix(text, "…"))
+					if opt.Value != strconv.Itoa(n) || text != label && !numbered && !first {
 						t.Fatalf("question %d's option %d is %q, value %q", i, n, text, opt.Value)
 					}
 				}
@@ -663,17 +669,20 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 }
 
 // A form just over Slack's limit loses the options' descriptions first,
-// and only them: the labels stay whole.
+// and only them: the labels stay whole. The line that says so names
+// where they are, for questions past the message's thread the bridge's
+// web inbox.
 func TestFormDropsDescriptionsFirst(t *testing.T) {
 	qs := largestRequest(t, "a", 20, 75)
-	v := answerModal(questionRecord(qs.Questions...), origin{})
+	rec := questionRecord(qs.Questions...)
+	v := answerModal(rec, origin{}, shown{})
 	checkModal(t, "answer modal", v)
 	raw, _ := json.Marshal(v.Blocks)
 	if strings.Contains(string(raw), `"description"`) {
 		t.Error("the fitted form's options still carry descriptions")
 	}
-	if !strings.Contains(string(raw), "In the message, not shown here: the options' descriptions.") {
-		t.Error("the form does not say the descriptions are in the message")
+	if !strings.Contains(string(raw), "In the bridge's web inbox, at /r/"+rec.ID+", not shown here: the options' descriptions.") {
+		t.Error("the form does not say the descriptions are in the web inbox")
 	}
 	for i, q := range qs.Questions {
 		for n, opt := range viewChoices(t, v)[choiceBlock(i)] {

@@ -111,6 +111,11 @@ type message struct {
 	text    string
 	blocks  []slackapi.Block
 	replies [][]slackapi.Block
+	// overflow is the text that did not fit, in the order the replies
+	// hold it; the replies hold the first held of it whole, and of the
+	// rest, past the replies Slack is sent, at most the start.
+	overflow []spilled
+	held     int
 }
 
 // textLen is the length of all text in blocks, as it counts against a
@@ -242,6 +247,7 @@ type builder struct {
 type spilled struct {
 	title, text string
 	code        bool // a tool call's arguments: read as code, every piece
+	q           int  // a question's text: the question's index
 }
 
 // budget is the text all of the message's blocks may hold: half as much
@@ -301,7 +307,7 @@ func moreNote(rest string) string {
 }
 
 func (b *builder) message(text string, id string) message {
-	m := message{text: text, blocks: b.blocks}
+	m := message{text: text, blocks: b.blocks, overflow: b.overflow, held: len(b.overflow)}
 	// The thread's sections, filled in turn as the text went before (each
 	// spill under its title, the next starting where the last left room):
 	// code cut into code blocks, text where it keeps its code blocks
@@ -317,11 +323,12 @@ func (b *builder) message(text string, id string) message {
 		}
 		cur = ""
 	}
-	for _, sp := range b.overflow {
+	for k, sp := range b.overflow {
 		title, rest := esc(sp.title)+"\n", sp.text
 		for rest != "" {
 			if len(sections) == posted {
 				left += surface.Len(rest)
+				m.held = min(m.held, k)
 				break
 			}
 			sep := ""
@@ -662,15 +669,16 @@ func questionControls(id string, q seam.Question, sh shape) []slackapi.Block {
 func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 	qs := rec.Questions.Questions
 	per := min(maxSectionText, (b.budget()-b.used-statusReserve)/len(qs))
+	givesWay := formGivesWay(qs)
 	for i, q := range qs {
-		full := questionText(i, q)
+		full := questionText(i, q, givesWay || shapeOf(q).cut)
 		text := esc(full)
 		if surface.Len(text) > per {
 			// A code block the cut leaves open is closed: Slack shows a
 			// lone fence as typed, and the code after it as mrkdwn.
 			head, _ := surface.CutFenced(full, per-1, esc, surface.OddFences)
 			text = esc(head) + "…"
-			b.spill(fmt.Sprintf("*Question %d in full:*", i+1), full)
+			b.overflow = append(b.overflow, spilled{title: fmt.Sprintf("*Question %d in full:*", i+1), text: full, q: i})
 		}
 		b.add(slackapi.NewSectionBlock(mrkdwn(text), nil, nil))
 	}
@@ -686,8 +694,11 @@ func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 }
 
 // questionText is question i in full, unescaped: title, text, detail and
-// options.
-func questionText(i int, q seam.Question) string {
+// options, numbered when the answer form may show them by their numbers:
+// cut to fit an option (as a question of its own numbers them), or to fit
+// a form that gives way (formGivesWay), whose options may be cut to
+// their numbers and first words and found here.
+func questionText(i int, q seam.Question, numbered bool) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%d. ", i+1)
 	if q.Header != "" {
@@ -702,7 +713,7 @@ func questionText(i int, q seam.Question) string {
 		if q.MultiSelect {
 			kind = "any of"
 		}
-		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, false))
+		s.WriteString("\nChoose " + kind + ":\n" + surface.OptionListing(q, numbered))
 	}
 	return s.String()
 }

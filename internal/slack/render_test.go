@@ -144,7 +144,7 @@ func TestEveryMessageWithinBlockKitLimits(t *testing.T) {
 			case seam.KindApproval:
 				checkModal(t, "reject modal", rejectModal(rec, o))
 			default:
-				checkModal(t, "answer modal", answerModal(rec, o))
+				checkModal(t, "answer modal", answerModal(rec, o, shown{}))
 				for i, q := range rec.Questions.Questions {
 					var all []int // every option ticked
 					for n := range q.Options {
@@ -817,8 +817,8 @@ func TestBidiControlsAreDropped(t *testing.T) {
 			rec.Caller = caller
 			message(t, "the live message", render(rec, "", true))
 			message(t, "the short message", renderShort(rec, "", true))
-			noBidi(t, "the form", answerModal(rec, o))
-			checkModal(t, "the form", answerModal(rec, o))
+			noBidi(t, "the form", answerModal(rec, o, shown{}))
+			checkModal(t, "the form", answerModal(rec, o, shown{}))
 			for i := range qs {
 				noBidi(t, "Other's form", otherModal(rec, i, o, []int{0}))
 				checkModal(t, "Other's form", otherModal(rec, i, o, []int{0}))
@@ -1117,7 +1117,7 @@ func TestFullThreadCountsTheTextLeft(t *testing.T) {
 			q.Detail = code
 		}
 		qs = append(qs, q)
-		total += surface.Len(questionText(i, q))
+		total += surface.Len(questionText(i, q, false))
 	}
 	m := render(questionRecord(qs...), "", true)
 	title := regexp.MustCompile(`(\n\n)?\*Question \d+ in full:\*\n`)
