@@ -60,6 +60,9 @@ func (m *message) carry(rec *pending.Record, key string) {
 			continue
 		}
 		a.BlockID = blockPrefix + rec.Hash + ":" + strconv.Itoa(n)
+		if m.short {
+			a.BlockID += shortMark
+		}
 		n++
 		if a.Elements == nil {
 			continue
@@ -91,6 +94,21 @@ func (m *message) carry(rec *pending.Record, key string) {
 // actions blocks (a block_id is unique in its message and at most 255
 // characters). Slack sends a click's block_id back, signed.
 const blockPrefix = "ab:"
+
+// shortMark ends the block_id of an actions block of a message posted
+// short (renderShort). A click on a message its request does not list (a
+// copy) records it with what it says (Post.Short), so that its end edit
+// keeps the shorter text its thread goes on from, as the recorded
+// message's does; a message that does not say was posted whole, or by a
+// version before it. Replicas of that version read the hash alike
+// (hashOfBlock cuts at the first colon).
+const shortMark = ":short"
+
+// shortBlock reports whether a clicked actions block's block_id says its
+// message was posted short.
+func shortBlock(id string) bool {
+	return strings.HasPrefix(id, blockPrefix) && strings.HasSuffix(id, shortMark)
+}
 
 // hashOfBlock is the request's hash in the block_id of a clicked actions
 // block, or "" for a block the bridge did not name (a message posted by

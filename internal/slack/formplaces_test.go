@@ -266,9 +266,10 @@ func TestMessageNumbersOptionsTheFormCuts(t *testing.T) {
 }
 
 // The form says where a question is whole from the message it was opened
-// from, as posted: short when Slack refused it whole, with the target's
-// mention. A question the whole message would show, that one shows only
-// in part, is named in its thread.
+// from, as posted: short when Slack refused it whole (as its record says,
+// or, a copy its request does not list, the message itself), with the
+// target's mention. A question the whole message would show, that one
+// shows only in part, is named in its thread.
 func TestFormOpenedFromItsMessage(t *testing.T) {
 	const mention = "<!subteam^S0123ABC>"
 	largest := largestRequest(t, "a", 80, 80).Questions[1:]
@@ -283,9 +284,11 @@ func TestFormOpenedFromItsMessage(t *testing.T) {
 		name    string
 		mention string
 		short   bool // Slack refuses the post whole
+		copy    bool // the post is never recorded: the message says it is short
 	}{
-		{"posted short", "", true},
-		{"posted with a mention", mention, false},
+		{"posted short", "", true, false},
+		{"posted short, a copy", "", true, true},
+		{"posted with a mention", mention, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := slacktest.NewFakeSlack(t, testToken)
@@ -340,8 +343,10 @@ func TestFormOpenedFromItsMessage(t *testing.T) {
 			if posts[0].Short != tc.short {
 				t.Fatalf("posted short: %v; want %v", posts[0].Short, tc.short)
 			}
-			if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
-				t.Fatal(err)
+			if !tc.copy {
+				if _, err := store.AddPost(ctx, rec.ID, posts[0]); err != nil {
+					t.Fatal(err)
+				}
 			}
 			var msg, thread string
 			var posted slacktest.FakeCall

@@ -316,6 +316,7 @@ type click struct {
 	channel string
 	ts      string // the message's
 	text    string // the message's text (its notification fallback), as posted
+	short   bool   // the message says it was posted short (shortBlock)
 	thread  string // the thread it is in, if any
 	respond string // the click's response_url, if any (see Surface.tell)
 	trigger string
@@ -334,7 +335,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 				continue
 			}
 			c := click{ref: r, user: cb.User, channel: cb.Container.ChannelID, ts: cb.Container.MessageTs, text: cb.Message.Text,
-				thread: cb.Container.ThreadTs, respond: cb.ResponseURL, trigger: cb.TriggerID, action: a, state: cb.BlockActionState}
+				short: shortBlock(a.BlockID), thread: cb.Container.ThreadTs, respond: cb.ResponseURL, trigger: cb.TriggerID, action: a, state: cb.BlockActionState}
 			if c.channel == "" {
 				c.channel = cb.Channel.ID
 			}
@@ -411,18 +412,18 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		h.tellLater(c, surface.MsgOverdue)
 		return
 	}
-	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text, Respond: c.respond}
+	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text, Respond: c.respond, Short: c.short}
 	var view slackapi.ModalViewRequest
 	switch {
 	case c.ref.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
 		view = rejectModal(rec, o)
 	case c.ref.Verb == surface.VerbAnswer && rec.Kind == seam.KindQuestion:
-		from := shown{browser: h.s.links != nil}
+		from := shown{short: c.short, browser: h.s.links != nil}
 		if t != nil {
 			from.mention = t.Mention
 		}
 		if p, ok := rec.PostOf(surfaceName, c.channel, c.ts); ok {
-			from.short = p.Short
+			from.short = from.short || p.Short // posted before messages said so
 		}
 		view = answerModal(rec, o, from)
 	case c.ref.Verb == surface.VerbOther && rec.Kind == seam.KindQuestion && c.ref.Q < len(rec.Questions.Questions):
@@ -669,7 +670,7 @@ func (h *Interactions) adopt(ctx context.Context, rec *pending.Record, key strin
 	if _, listed := rec.PostOf(surfaceName, c.channel, c.ts); listed {
 		return
 	}
-	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread}
+	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread, Short: c.short}
 	ended, added, err := h.s.store.AdoptPost(ctx, rec.ID, p)
 	switch {
 	case err != nil:
@@ -696,7 +697,7 @@ func (h *Interactions) finishUnrecorded(ctx context.Context, rec *pending.Record
 		return
 	}
 	key, _ := h.s.target(rec, c.channel, c.ts, c.user.ID)
-	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread}
+	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread, Short: c.short}
 	ended, added, err := h.s.store.AdoptPost(ctx, rec.ID, p)
 	switch {
 	case err != nil:
@@ -885,7 +886,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
 	o := parseOrigin(cb.View.PrivateMetadata)
-	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text, respond: o.Respond}
+	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text, short: o.Short, respond: o.Respond}
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound) || err == nil && o.Hash != "" && o.Hash != rec.Hash:

@@ -33,6 +33,8 @@ type origin struct {
 	// Respond is the response_url of the click that opened the modal, for
 	// what its submission has to tell the person afterwards.
 	Respond string `json:"r,omitempty"`
+	// Short says the message was posted short (see shortMark).
+	Short bool `json:"s,omitempty"`
 }
 
 // maxMetadata is Slack's limit on a view's private_metadata.

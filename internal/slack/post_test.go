@@ -312,6 +312,89 @@ func TestFinishKeepsTheShortLayout(t *testing.T) {
 	}
 }
 
+// A message posted short that its request does not list (a copy: its
+// post's reply lost, say) is recorded short by the click that finds it,
+// on a button or through a form opened from it, so that its end edit
+// keeps the shorter text its thread goes on from, though Slack would take
+// it whole: whole, it would show again what the thread holds.
+func TestCopyPostedShortEndsShort(t *testing.T) {
+	var detail strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&detail, "line %04d of a long description\n", i)
+	}
+	var opts []seam.Option
+	for i := range 8 {
+		opts = append(opts, seam.Option{Label: fmt.Sprintf("option %d %s", i, strings.Repeat("x", 60)), Description: strings.Repeat("why ", 40)})
+	}
+	for _, tc := range []struct {
+		name  string
+		click func(t *testing.T, s *Surface, store *pending.Store, fake *slacktest.FakeSlack, rec *pending.Record, msg slacktest.FakeCall)
+	}{
+		{"Dismiss", func(t *testing.T, s *Surface, store *pending.Store, _ *slacktest.FakeSlack, rec *pending.Record, msg slacktest.FakeCall) {
+			serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:dismiss:"+rec.ID, nil, nil))
+		}},
+		{"a form submitted late", func(t *testing.T, s *Surface, store *pending.Store, fake *slacktest.FakeSlack, rec *pending.Record, msg slacktest.FakeCall) {
+			serve(t, s, store, slacktest.BlockActions(t, msg, ada, "ab:answer:"+rec.ID, nil, nil))
+			opened := fake.WaitCalls(t, "views.open", 1)[0]
+			if _, err := store.Resolve(context.Background(), rec.ID, pending.Resolution{Status: seam.StatusCancelled}); err != nil {
+				t.Fatal(err)
+			}
+			serve(t, s, store, slacktest.ViewSubmission(opened, ada, map[string]any{"q0o": slacktest.TextValue("the first")}))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			s, store, _ := newSurface(t, fake)
+			s.now = func() time.Time { return time.Now().Add(pending.PostingLease) } // its create is over
+			ctx := context.Background()
+			rec, _, err := store.Create(ctx, pending.NewRequest{Kind: seam.KindQuestion, Route: "default",
+				Questions: &seam.Questions{Questions: []seam.Question{{ID: "q", Question: "Which one?", Detail: detail.String(), Options: opts}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fake.SetBlocksTextLimit(9500) // takes the short message, not the whole one
+			posts, err := s.Post(ctx, rec, target)
+			if err != nil || len(posts) != 1 || !posts[0].Short {
+				t.Fatalf("posts %+v, %v; want one, short", posts, err)
+			}
+			fake.SetBlocksTextLimit(0) // would take it whole now
+			var msg slacktest.FakeCall
+			for _, c := range fake.Calls("chat.postMessage") {
+				if c.OK && c.TS == posts[0].MessageID {
+					msg = c
+				}
+			}
+			tc.click(t, s, store, fake, rec, msg) // the post never recorded
+			ended, err := store.Get(ctx, rec.ID)
+			if err != nil || ended.Status == seam.StatusPending {
+				t.Fatalf("the request: %v, %v; want it ended", ended, err)
+			}
+			if p, ok := ended.PostOf(surfaceName, msg.Field("channel"), msg.TS); !ok || !p.Short {
+				t.Errorf("the clicked message is recorded as %+v (%v); want it short", p, ok)
+			}
+			want := renderShort(ended, "", false)
+			if textLen(render(ended, "", false).blocks...) == textLen(want.blocks...) {
+				t.Fatal("the request's end renders as long whole as short: the test tells nothing")
+			}
+			edits := fake.Calls("chat.update")
+			if len(edits) != 1 {
+				t.Fatalf("%d edits; want one", len(edits))
+			}
+			raw, _ := json.Marshal(want.blocks)
+			var blocks []map[string]any
+			_ = json.Unmarshal(raw, &blocks)
+			got := edits[0].Blocks()
+			for _, b := range got {
+				delete(b, "block_id") // the fake's, on the message it took
+			}
+			if !reflect.DeepEqual(got, blocks) {
+				t.Errorf("the copy was edited to %d characters of text; want the short end's, %d (whole: %d)",
+					surface.Len(sentText(got, "")), textLen(want.blocks...), textLen(render(ended, "", false).blocks...))
+			}
+		})
+	}
+}
+
 // chat.postMessage and chat.update go out as slack-go sent them, a form
 // with the blocks as JSON, but with the token in the Authorization header
 // only; Slack's whole-message answer is read for the channel and ts.

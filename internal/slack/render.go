@@ -116,6 +116,7 @@ type message struct {
 	// rest, past the replies Slack is sent, at most the start.
 	overflow []spilled
 	held     int
+	short    bool // rendered short (renderShort)
 }
 
 // textLen is the length of all text in blocks, as it counts against a
@@ -307,7 +308,7 @@ func moreNote(rest string) string {
 }
 
 func (b *builder) message(text string, id string) message {
-	m := message{text: text, blocks: b.blocks, overflow: b.overflow, held: len(b.overflow)}
+	m := message{text: text, blocks: b.blocks, overflow: b.overflow, held: len(b.overflow), short: b.short}
 	// The thread's sections, filled in turn as the text went before (each
 	// spill under its title, the next starting where the last left room):
 	// code cut into code blocks, text where it keeps its code blocks
