@@ -412,14 +412,8 @@ func ended(ctx context.Context) error {
 	if cause == nil || cause == err {
 		return err
 	}
-	return &endedError{err: err, cause: cause}
+	return &worded{cause.Error(), []error{cause, err}}
 }
-
-// endedError is a context's error worded as its cause.
-type endedError struct{ err, cause error }
-
-func (e *endedError) Error() string   { return e.cause.Error() }
-func (e *endedError) Unwrap() []error { return []error{e.cause, e.err} }
 
 // withdrawFor cancels rec's request because of cause, under a context of
 // its own, and returns the record as it ended with an error wrapping cause.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -327,20 +328,8 @@ func escapedRune(e []byte) (rune, int) {
 		if len(e) < 6 || e[0] != '\\' || e[1] != 'u' {
 			return 0, false
 		}
-		var r rune
-		for _, c := range e[2:6] {
-			switch {
-			case '0' <= c && c <= '9':
-				r = r<<4 | rune(c-'0')
-			case 'a' <= c && c <= 'f':
-				r = r<<4 | rune(c-'a'+10)
-			case 'A' <= c && c <= 'F':
-				r = r<<4 | rune(c-'A'+10)
-			default:
-				return 0, false
-			}
-		}
-		return r, true
+		r, err := strconv.ParseUint(string(e[2:6]), 16, 16)
+		return rune(r), err == nil
 	}
 	r, ok := hex(e)
 	if !ok {
