@@ -147,24 +147,41 @@ func answerModal(rec *pending.Record, o origin, from shown) slackapi.ModalViewRe
 	if len(qs) > 1 {
 		title = "Answer " + strconv.Itoa(len(qs)) + " questions"
 	}
-	build := func(parts [][]slackapi.Block) slackapi.ModalViewRequest {
-		return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, slices.Concat(parts...))
+	build := func(blocks []slackapi.Block) slackapi.ModalViewRequest {
+		return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, title, "Send", o, blocks)
 	}
-	parts := make([][]slackapi.Block, len(qs))
+	// The view's size is added up from its parts' (viewSize), so that a
+	// form that has to give way marshals each part once per shape, not
+	// the whole view again at each turn: the largest is megabytes.
+	parts, sizes := make([][]slackapi.Block, len(qs)), make([]int, len(qs))
 	for i := range qs {
 		parts[i] = questionBlocks(qs, i, formFits[0], inMessage)
+		sizes[i] = jsonSize(parts[i])
 	}
-	v := build(parts)
-	if size := jsonSize(v); size > maxViewBytes {
+	shell := jsonSize(build([]slackapi.Block{}))
+	if viewSize(shell, sizes) > maxViewBytes {
 		places := from.places(rec)
 		for i, p := range places {
 			if p != inMessage {
 				parts[i] = questionBlocks(qs, i, formFits[0], p)
+				sizes[i] = jsonSize(parts[i])
 			}
 		}
-		v = build(fitForm(qs, places, parts, jsonSize(build(parts))))
+		parts = fitForm(qs, places, parts, sizes, viewSize(shell, sizes))
 	}
-	return v
+	return build(slices.Concat(parts...))
+}
+
+// viewSize is the size of a view's JSON from shell, that of the view
+// with no blocks ("blocks":[]), and sizes, those of its parts' blocks,
+// each an array of one block or more: the view holds them in one array,
+// the brackets shared, a comma between two parts.
+func viewSize(shell int, sizes []int) int {
+	n := shell + max(len(sizes)-1, 0)
+	for _, s := range sizes {
+		n += s - len("[]")
+	}
+	return n
 }
 
 // place is where a question of an answer form is shown whole, as the
@@ -277,7 +294,7 @@ var formFits = []formFit{
 }
 
 // fitForm returns parts, the blocks of each question of qs in the whole
-// form, size bytes of view together, made to fit within maxViewBytes, each
+// form, of sizes bytes each and size bytes of view together, made to fit within maxViewBytes, each
 // question naming as shown whole where places says: the
 // questions give way one formFits step at a time, each question a step
 // before any takes the next, the largest first, so that what a person
@@ -287,13 +304,9 @@ var formFits = []formFit{
 // and all; a form that still does not (text fields prefilled with that
 // much) is sent as it is, for Slack to refuse, and the person is told how
 // else to answer.
-func fitForm(qs []seam.Question, places []place, parts [][]slackapi.Block, size int) [][]slackapi.Block {
-	parts = slices.Clone(parts)
+func fitForm(qs []seam.Question, places []place, parts [][]slackapi.Block, sizes []int, size int) [][]slackapi.Block {
+	parts, sizes = slices.Clone(parts), slices.Clone(sizes)
 	step := make([]int, len(qs))
-	sizes := make([]int, len(qs))
-	for i, p := range parts {
-		sizes[i] = jsonSize(p)
-	}
 	for size > maxViewBytes {
 		i := -1
 		for j := range qs {

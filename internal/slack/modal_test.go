@@ -717,3 +717,27 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// viewSize adds up a view's size from its parts' as encoding/json writes
+// the whole: answerModal measures a form by it.
+func TestViewSizeAddsUp(t *testing.T) {
+	one := questionRecord(seam.Question{ID: "q", Question: "Deploy?", Options: []seam.Option{{Label: "Yes & go"}, {Label: "No"}}})
+	two := questionRecord(seam.Question{ID: "a", Question: "Name?"}, seam.Question{ID: "b", Question: "Région <eu>?", Detail: "why\nnot"})
+	big := questionRecord(largestRequest(t, "&", 80, 80).Questions...)
+	o := origin{Channel: "C0123456789", TS: "1700000000.000100", Text: "<&>"}
+	for name, rec := range map[string]*pending.Record{"one": one, "two": two, "the largest": big} {
+		qs := rec.Questions.Questions
+		view := func(blocks []slackapi.Block) slackapi.ModalViewRequest {
+			return modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer", "Send", o, blocks)
+		}
+		var parts [][]slackapi.Block
+		var sizes []int
+		for i := range qs {
+			parts = append(parts, questionBlocks(qs, i, formFits[i%len(formFits)], inMessage))
+			sizes = append(sizes, jsonSize(parts[i]))
+		}
+		if got, want := viewSize(jsonSize(view([]slackapi.Block{})), sizes), jsonSize(view(slices.Concat(parts...))); got != want {
+			t.Errorf("%s: viewSize = %d; the view's JSON is %d bytes", name, got, want)
+		}
+	}
+}
