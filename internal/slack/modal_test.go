@@ -522,7 +522,7 @@ func TestOptionalBooleanCanBeSkipped(t *testing.T) {
 // 100 options whose labels and descriptions pass a form's 75 characters
 // (by labelLen and descLen). It fails t should the API refuse it:
 // Validate, or a body, as an agent sends it, over seam.MaxBodyBytes.
-func largestRequest(t *testing.T, ch string, labelLen, descLen int) *seam.Questions {
+func largestRequest(t testing.TB, ch string, labelLen, descLen int) *seam.Questions {
 	t.Helper()
 	text := func(n int) string { return strings.Repeat(ch, n/surface.Len(ch)) }
 	qs := &seam.Questions{}
@@ -739,5 +739,16 @@ func TestViewSizeAddsUp(t *testing.T) {
 		if got, want := viewSize(jsonSize(view([]slackapi.Block{})), sizes), jsonSize(view(slices.Concat(parts...))); got != want {
 			t.Errorf("%s: viewSize = %d; the view's JSON is %d bytes", name, got, want)
 		}
+	}
+}
+
+// BenchmarkAnswerModalAtTheLimits: the form of the API's largest request
+// in "&" (2.6 MB of view JSON whole), fitted to Slack's 250 kB, within
+// the click's 2.5 s. go test -run x -bench AnswerModal ./internal/slack
+func BenchmarkAnswerModalAtTheLimits(b *testing.B) {
+	rec := questionRecord(largestRequest(b, "&", 80, 80).Questions...)
+	o := origin{Channel: "C0123456789", TS: "1700000000.000100", Thread: "1700000000.000001", Text: strings.Repeat("&lt;&amp;", 500)}
+	for b.Loop() {
+		answerModal(rec, o, shown{})
 	}
 }
