@@ -86,6 +86,31 @@ func await(t *testing.T, what string, ch <-chan cliResult) cliResult {
 	}
 }
 
+// awaitWaiting polls the bridge's /metrics until a call waits on it
+// (askbridge_waiters): a command that asked is past its create, which a
+// signal would cut short otherwise, the request stored but not yet known
+// to the command by its id.
+func awaitWaiting(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(url + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for line := range strings.Lines(string(body)) {
+				if n, ok := strings.CutPrefix(line, "askbridge_waiters "); ok && strings.TrimSpace(n) != "0" {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no call waiting on the bridge within %s (%v)", within, err)
+		}
+		time.Sleep(5 * time.Millisecond) // nothing signals the metric
+	}
+}
+
 // awaitPending polls the bridge until a request is pending and returns it.
 func awaitPending(t *testing.T, url string) client.Record {
 	t.Helper()
@@ -481,6 +506,7 @@ func TestInterrupted(t *testing.T) {
 			url := startBridge(t, app.Options{})
 			asked := cliAsync(append(tc.args, "--server", url)...)
 			p := awaitPending(t, url)
+			awaitWaiting(t, url)
 			if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
@@ -514,6 +540,7 @@ func TestInterruptedNotWithdrawn(t *testing.T) {
 			proxy := failing(t, url, http.MethodDelete, http.StatusInternalServerError, `{"error":{"code":"INTERNAL","message":"internal error"}}`)
 			asked := cliAsync(append(tc.args, "--server", proxy.URL)...)
 			p := awaitPending(t, url)
+			awaitWaiting(t, url)
 			if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
