@@ -67,6 +67,11 @@ type Client struct {
 	backoff, maxBackoff, retryFor time.Duration
 	grace                         time.Duration // beyond a call's wait before the client stops waiting for its response
 	withdrawTimeout               time.Duration // for the DELETE sent after the caller's context ended
+
+	// answered is set once a call got an HTTP response: something that
+	// speaks HTTP is at the URL, and a connection closed without a
+	// response is a bridge stopping (see transportError).
+	answered atomic.Bool
 }
 
 // ClientOption configures a Client. (Option is the seam's question option.)
@@ -229,7 +234,11 @@ func (c *Client) askWait(ctx context.Context, req Request) (*Record, error) {
 // A create that reached the bridge and failed on the way back (a network
 // error, 503 UNAVAILABLE) is sent again under the same tool_call_id, which
 // re-attaches to the request instead of making a second. A bridge that
-// can't be reached at all is ErrUnreachable, at once. When ctx ends before
+// can't be reached at all is ErrUnreachable, at once, and so is a URL
+// where something other than the bridge answers (ErrWrongURL), a
+// database included: one that closes the connection without a response
+// is told from a bridge stopping by a GET of /healthz, sent when nothing
+// at the URL has answered in HTTP yet. When ctx ends before
 // the bridge answered, the request (if it was made) is withdrawn, since
 // the caller never learned its id: Create then returns the withdrawn record
 // and an error wrapping ctx's. A request given up on after a create that
@@ -255,8 +264,9 @@ func (c *Client) Create(ctx context.Context, req Request, wait time.Duration) (*
 			return &rec, nil
 		case ctx.Err() != nil:
 			return c.abandon(ctx, kind, req.toolCallID(), body, wrote.Load())
-		case !wrote.Load() && errors.Is(err, ErrWrongURL):
-			// err names the URL and what is wrong with it; nothing was asked.
+		case !mayExist && errors.Is(err, ErrWrongURL):
+			// err names the URL and what is wrong with it; what answered
+			// there is no bridge, so nothing was asked.
 			return nil, &worded{fmt.Sprintf("create %s: %v", kind, err), []error{ErrUnreachable, err}}
 		case !wrote.Load():
 			return nil, fmt.Errorf("create %s: %w at %s: %w", kind, ErrUnreachable, c.shown, err)
@@ -624,8 +634,9 @@ func (c *Client) do(parent context.Context, cl call, out any) error {
 			// net/http's "context canceled".
 			return fmt.Errorf("%s %s: %w", cl.method, cl.path, ended(parent))
 		}
-		return c.transportError(cl, err)
+		return c.transportError(ctx, cl, err)
 	}
+	c.answered.Store(true)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
@@ -662,7 +673,14 @@ var ErrWrongURL = errors.New("wrong bridge URL")
 // response, where it says the URL may be wrong; where it says so for
 // sure, asking again changes nothing (errBadResponse). Else it is err as
 // it is.
-func (c *Client) transportError(cl call, err error) error {
+//
+// A connection closed without a response is what a bridge that stops
+// mid-call does, and also what a database does with HTTP (Postgres,
+// Redis). Before anything at the URL has answered in HTTP, the client
+// asks once more, for the bridge's /healthz: a bridge that stopped is
+// gone (the connection is refused) or back (it answers); a database
+// closes that connection too, and then the URL is wrong.
+func (c *Client) transportError(ctx context.Context, cl call, err error) error {
 	var rh tls.RecordHeaderError
 	switch {
 	case errors.Is(err, http.ErrSchemeMismatch):
@@ -671,19 +689,58 @@ func (c *Client) transportError(cl call, err error) error {
 	case errors.As(err, &rh):
 		return &worded{fmt.Sprintf("%s %s: %v: what answers at %s does not speak TLS (HTTPS): no bridge, nor a proxy in front of one", cl.method, cl.path, ErrWrongURL, c.shown),
 			[]error{ErrWrongURL, errBadResponse, err}}
-	case strings.Contains(err.Error(), "malformed HTTP"):
+	case malformedHTTP(err):
 		// Something that does not speak HTTP answers at the bridge's
 		// address (a mistyped port): asking again changes nothing.
-		// net/http's error for it has no type to test for.
 		return &worded{fmt.Sprintf("%s %s: %v: what answers at %s does not speak HTTP: no bridge (a database, say)", cl.method, cl.path, ErrWrongURL, c.shown),
 			[]error{ErrWrongURL, errBadResponse, err}}
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+	case closedWithoutResponse(err) && !c.answered.Load() && c.closesAgain(ctx):
+		return &worded{fmt.Sprintf("%s %s: %v: %s closed the connection without an HTTP response, and so it did to a GET /healthz sent to check: no bridge, nor a proxy in front of one (a database, say)", cl.method, cl.path, ErrWrongURL, c.shown),
+			[]error{ErrWrongURL, errBadResponse, err}}
+	case closedWithoutResponse(err):
 		// Left transient: a bridge that stops mid-call does the same.
 		return &worded{fmt.Sprintf("%s %s: %s closed the connection without an HTTP response: a bridge that was stopping, or a server that is no bridge (a database, say)", cl.method, cl.path, c.shown),
 			[]error{err}}
 	}
 	return err
 }
+
+// probeTimeout bounds closesAgain's call.
+const probeTimeout = 5 * time.Second
+
+// closesAgain reports whether what is at the URL, which closed a call's
+// connection without a response, closes a GET of /healthz (the bridge's
+// liveness, which needs no token) without one too, or answers it in
+// something other than HTTP. A response of any kind, a refused
+// connection or no answer in time is not that: a bridge, or a proxy,
+// stopping or starting.
+func (c *Client) closesAgain(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("User-Agent", "askbridge-client")
+	req.Close = true // one call, on a connection of its own
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return ctx.Err() == nil && (closedWithoutResponse(err) || malformedHTTP(err))
+	}
+	resp.Body.Close()
+	c.answered.Store(true)
+	return false
+}
+
+// closedWithoutResponse reports whether err, the HTTP client's, says the
+// connection was closed before a response came.
+func closedWithoutResponse(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// malformedHTTP reports whether err, the HTTP client's, says what
+// answered is not HTTP. net/http's error for it has no type to test for.
+func malformedHTTP(err error) bool { return strings.Contains(err.Error(), "malformed HTTP") }
 
 // statusError is e, the error status of a call, said to be ErrWrongURL
 // where it shows that the call reached no bridge's API: the bridge's own

@@ -564,8 +564,8 @@ func TestWrongURLSaysWhatIsThere(t *testing.T) {
 		wrongURL  bool     // errors.Is(err, client.ErrWrongURL)
 		want      []string // in the error's text
 	}{
-		{"a database", "http://bob:pw-secret-7f3c@" + pg, false,
-			[]string{"http://bob:xxxxx@" + pg + " closed the connection without an HTTP response", "a server that is no bridge"}},
+		{"a database", "http://bob:pw-secret-7f3c@" + pg, true,
+			[]string{"wrong bridge URL: http://bob:xxxxx@" + pg + " closed the connection without an HTTP response", "GET /healthz", "no bridge"}},
 		{"https to a plain-http bridge", "https://" + bridgeHost, true,
 			[]string{"wrong bridge URL: https://" + bridgeHost + " answers in plain HTTP, not HTTPS: use " + bridge}},
 		{"https to a database", "https://" + mysql, true, []string{"wrong bridge URL: what answers at https://" + mysql + " does not speak TLS"}},
@@ -605,9 +605,11 @@ func TestWrongURLSaysWhatIsThere(t *testing.T) {
 	// says what it met once, at once.
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	_, err := newClient(t, "https://"+bridgeHost).Create(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}}, 0)
-	if !errors.Is(err, client.ErrUnreachable) || !errors.Is(err, client.ErrWrongURL) || strings.Count(err.Error(), "https://"+bridgeHost) != 1 {
-		t.Errorf("Create = %v; want ErrUnreachable and ErrWrongURL, naming the URL once", err)
+	for _, url := range []string{"https://" + bridgeHost, "http://" + pg, web.URL} {
+		_, err := newClient(t, url).Create(ctx, client.QuestionRequest{Questions: []client.Question{yesNo("web")}}, 0)
+		if !errors.Is(err, client.ErrUnreachable) || !errors.Is(err, client.ErrWrongURL) || strings.Count(err.Error(), url) != 1 {
+			t.Errorf("Create at %s = %v; want ErrUnreachable and ErrWrongURL, naming the URL once", url, err)
+		}
 	}
 	// The bridge's NOT_FOUND stays one (its code), under a path as well.
 	if _, err := newClient(t, bridge+"/askbridge").Get(ctx, "abc", 0); !errors.Is(err, client.ErrNotFound) || !errors.Is(err, client.ErrWrongURL) {

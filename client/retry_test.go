@@ -23,6 +23,7 @@ import (
 // script is a fake bridge: each call is answered by the next step of its
 // method, the last step repeating.
 type script struct {
+	probes atomic.Int32 // GETs of /healthz, answered as the bridge does and not counted as calls
 	mu     sync.Mutex
 	steps  map[string][]func(w http.ResponseWriter, r *http.Request, body []byte)
 	bodies map[string][]string // request bodies by method
@@ -30,6 +31,11 @@ type script struct {
 }
 
 func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+		s.probes.Add(1)
+		reply(200, `{"status":"ok"}`)(w, r, nil)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.bodies[r.Method] = append(s.bodies[r.Method], string(body))
@@ -118,6 +124,9 @@ func TestWaitRidesOutOutages(t *testing.T) {
 	if n := len(s.calls("GET")); n != 5 {
 		t.Errorf("%d polls, want 5", n)
 	}
+	if n := s.probes.Load(); n != 0 {
+		t.Errorf("%d probes of /healthz, want none: the bridge had answered", n)
+	}
 }
 
 func TestWaitGivesUp(t *testing.T) {
@@ -167,6 +176,9 @@ func TestCreateReattaches(t *testing.T) {
 	bodies := s.calls("POST")
 	if len(bodies) != 3 {
 		t.Fatalf("%d creates, want 3", len(bodies))
+	}
+	if n := s.probes.Load(); n != 1 {
+		t.Errorf("%d probes of /healthz, want 1: the first hang-up came before the bridge had answered", n)
 	}
 	var first struct {
 		ToolCallID string `json:"tool_call_id"`
@@ -237,6 +249,135 @@ func TestCreateGivesUpOnWhatIsNotHTTP(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d connections, want 1: it retried", n)
+	}
+}
+
+// hangUpServer is a server that reads what it is sent and closes the
+// connection without a response, as Postgres and Redis do with an HTTP
+// request, and counts the connections.
+func hangUpServer(t *testing.T) (addr string, conns *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns = new(atomic.Int32)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			conn.Read(make([]byte, 4096))
+			conn.Close()
+		}
+	}()
+	return ln.Addr().String(), conns
+}
+
+// A server that closes the connection without a response (a database on
+// a mistyped port) before anything there answered in HTTP is asked once
+// more, for the bridge's /healthz: closing that one too, it is no bridge,
+// and the create fails at once, where retrying would take the client's
+// two minutes. Nothing was asked.
+func TestCreateGivesUpOnWhatClosesWithoutAResponse(t *testing.T) {
+	addr, conns := hangUpServer(t)
+	c, err := New("http://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, rec, err := c.Ask(ctx, question)
+	if !errors.Is(err, ErrWrongURL) || !errors.Is(err, ErrUnreachable) || Transient(err) || rec != nil {
+		t.Fatalf("Ask = %+v, %v; want ErrWrongURL and ErrUnreachable, not transient, and no record", rec, err)
+	}
+	for _, want := range []string{
+		"create question: POST /v1/questions: wrong bridge URL: http://" + addr + " closed the connection without an HTTP response",
+		"GET /healthz", "no bridge",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q; want it to say %q", err, want)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the create and the probe", n)
+	}
+}
+
+// A bridge that stops during the first create of a client (its rolling
+// upgrade) closes the connection without a response, as a database does;
+// the probe that follows finds nothing listening, not something that
+// closes again, and the create is retried until the bridge is back.
+func TestCreateRetriesABridgeStoppedAtTheFirstCall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	go func() {
+		conn, err := ln.Accept()
+		ln.Close() // the bridge stops: no more connections
+		if err != nil {
+			return
+		}
+		conn.Read(make([]byte, 4096))
+		conn.Close()
+	}()
+	refused := make(chan struct{}, 1)
+	var d net.Dialer
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+		}
+		return conn, err
+	}}}
+	c, err := New("http://"+addr, WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.backoff, c.maxBackoff = time.Millisecond, 5*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.Ask(ctx, question)
+		done <- err
+	}()
+	select {
+	case <-refused:
+	case err := <-done:
+		t.Fatalf("Ask = %v before any connection was refused", err)
+	case <-ctx.Done():
+		t.Fatal("no connection refused within 10s")
+	}
+	// The bridge is back, on the same address.
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &script{steps: map[string][]func(http.ResponseWriter, *http.Request, []byte){"POST": {reply(200, answeredRec)}}, bodies: map[string][]string{}, query: map[string][]string{}}
+	srv := httptest.NewUnstartedServer(s)
+	srv.Listener.Close()
+	srv.Listener = ln2
+	srv.Start()
+	defer srv.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Ask: %v; want the create retried until the bridge was back", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Ask did not end within 10s")
+	}
+	if n := len(s.calls("POST")); n != 1 {
+		t.Errorf("%d creates reached the restarted bridge, want 1", n)
 	}
 }
 

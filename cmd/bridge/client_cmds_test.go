@@ -382,6 +382,10 @@ func TestCommandsWrongServer(t *testing.T) {
 		for _, args := range [][]string{
 			{"pending", "--server", tc.server},
 			{"answer", "--server", tc.server, "0123456789abcdef", "--select", "Yes"},
+			// At once, not after the two minutes a bridge restarting is
+			// retried for.
+			{"ask", "--server", tc.server, "--question", "Deploy?"},
+			{"approve", "--server", tc.server, "--tool", "deploy"},
 		} {
 			r := await(t, args[0], cliAsync(args...))
 			if r.code != exitError || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "check --server (or BRIDGE_SERVER)") ||
