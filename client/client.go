@@ -557,10 +557,12 @@ func collection(kind Kind) string {
 }
 
 // eitherKind runs f for a question and, when there is no such question,
-// for an approval: ids of both kinds share one space.
+// for an approval: ids of both kinds share one space. A NOT_FOUND that
+// says the URL is wrong (no such endpoint under its path) is no unknown
+// question: the error names the call that met it, not the approval's.
 func eitherKind(id string, f func(Kind) (*Record, error)) (*Record, error) {
 	rec, err := f(KindQuestion)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) && !errors.Is(err, ErrWrongURL) {
 		rec, err = f(KindApproval)
 	}
 	if err != nil {

@@ -396,6 +396,26 @@ func TestCommandsWrongServer(t *testing.T) {
 	}
 }
 
+// bridge answer pointed at the bridge under a path says that the call it
+// made, the lookup of a question, found no endpoint there: not the
+// approvals' endpoint it would have looked up next had the question been
+// unknown.
+func TestAnswerWrongURLNamesWhatWasCalled(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	const id = "0123456789abcdef"
+	for _, args := range [][]string{
+		{"--select", "Yes"},
+		{"--allow"},
+		{"--dismiss"},
+	} {
+		r := cli(slices.Concat([]string{"answer", "--server", url + "/some/prefix", id}, args)...)
+		if r.code != exitError || !strings.Contains(r.stderr, "no such endpoint: ") || !strings.Contains(r.stderr, " /some/prefix/v1/questions/"+id) ||
+			strings.Contains(r.stderr, "approvals") {
+			t.Errorf("answer %q = %+v; want exit 1 naming the question's endpoint it called, not the approvals'", args, r)
+		}
+	}
+}
+
 // A password in --server (a proxy's basic auth) is a secret: what the
 // commands print and log names the bridge without it.
 func TestServerPasswordNotShown(t *testing.T) {
