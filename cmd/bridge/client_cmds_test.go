@@ -23,6 +23,7 @@ import (
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
 
 // within is how long a test waits for something that should take
@@ -324,6 +325,48 @@ func TestAskNoProvider(t *testing.T) {
 	r := await(t, "ask", cliAsync("ask", "--server", url, "--question", "Deploy?", "--route", "nope"))
 	if r.code != exitError || !strings.Contains(r.stderr, "NO_PROVIDER") || r.stdout != "" {
 		t.Errorf("ask = %+v, want exit 1 with NO_PROVIDER", r)
+	}
+}
+
+// A request no answerer took (NO_PROVIDER) is spoken of as the command's
+// request, not in the seam's words for the harness ("no user-questions
+// answerer"), and the person is told what to set: --route, or the
+// bridge's routes and their targets.
+func TestNoProviderSaysWhatToDo(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, "xoxb-test-bot")
+	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys"}) // the bot is not in it
+	withRoutes := func(routes ...config.Route) func(*config.Config) {
+		return func(cfg *config.Config) {
+			cfg.Slack = &config.Slack{BotToken: "xoxb-test-bot", SigningSecret: "test-signing-secret", APIURL: fake.URL}
+			cfg.Routes = routes
+		}
+	}
+	refusing := config.Route{Name: "ops", Mode: config.ModeAll, Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}
+	for _, tc := range []struct {
+		name  string
+		url   string
+		route []string // --route, or none
+		want  string   // after the bridge's words
+	}{
+		{"an unknown route", startBridge(t, app.Options{}), []string{"--route", "nope"},
+			`no route named "nope" is configured (NO_PROVIDER); give --route a route of the bridge's config (routes:), or leave --route out for its default one`},
+		{"no default route", startBridge(t, app.Options{}, withRoutes(refusing)), nil,
+			`no route named "default" is configured (NO_PROVIDER); the bridge has no route named default: give --route one of its routes (routes: in its config), or add one named default`},
+		{"no target took it", startBridge(t, app.Options{}, withRoutes(refusing)), []string{"--route", "ops"},
+			`no target of route "ops" took the request (`},
+	} {
+		for _, rq := range requesters {
+			t.Run(tc.name+"/"+rq.args[0], func(t *testing.T) {
+				r := await(t, rq.args[0], cliAsync(slices.Concat(rq.args[:1], []string{"--server", tc.url}, rq.args[1:], tc.route)...))
+				said := "bridge: " + rq.args[0] + ": create " + rq.noun + ": no answerer accepted " + rq.unnamed + ": " + tc.want
+				if r.code != exitError || !strings.Contains(r.stderr, said) || strings.Contains(r.stderr, "user-questions") {
+					t.Errorf("stderr %q; want exit 1 saying %q", r.stderr, said)
+				}
+				if tc.name == "no target took it" && !strings.Contains(r.stderr, "(NO_PROVIDER); fix the targets of route \"ops\" in the bridge's config") {
+					t.Errorf("stderr %q; want it to say to fix the route's targets", r.stderr)
+				}
+			})
+		}
 	}
 }
 

@@ -14,12 +14,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/dispatch"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 // Exit statuses of bridge ask and bridge approve for a request that ended
@@ -164,7 +167,37 @@ func (f *requestFlags) send(ctx context.Context, w requestWords, req client.Requ
 	if *f.jsonRequest == "" {
 		err = inCLITerms(err, w.flagTerms)
 	}
-	return rec, found, err
+	return rec, found, w.noProvider(err)
+}
+
+// Where the bridge's NO_PROVIDER says why no answerer took a request
+// (internal/dispatch words them).
+var (
+	noRouteNamed = regexp.MustCompile(`no route named ("[^"]*") is configured`)
+	noTargetOf   = regexp.MustCompile(`no target of route ("[^"]*") took the request`)
+)
+
+// noProvider words the bridge's NO_PROVIDER in err, whose sentence is
+// the harness's ("no user-questions answerer accepted the request"), for
+// the command's request, and adds what to set for it to be taken: a
+// route the bridge has, or that route's targets.
+func (w requestWords) noProvider(err error) error {
+	if !errors.Is(err, client.ErrNoProvider) {
+		return err
+	}
+	err = inCLITerms(err, strings.NewReplacer(seam.Messages[seam.CodeNoProvider], "no answerer accepted "+w.unnamed).Replace)
+	var e *client.Error
+	errors.As(err, &e)
+	if m := noRouteNamed.FindStringSubmatch(e.Message); m != nil {
+		if m[1] == `"`+dispatch.DefaultRoute+`"` {
+			return fmt.Errorf("%w; the bridge has no route named %s: give --route one of its routes (routes: in its config), or add one named %[2]s", err, dispatch.DefaultRoute)
+		}
+		return fmt.Errorf("%w; give --route a route of the bridge's config (routes:), or leave --route out for its default one", err)
+	}
+	if m := noTargetOf.FindStringSubmatch(e.Message); m != nil {
+		return fmt.Errorf("%w; fix the targets of route %s in the bridge's config (the first one's error is above; bridge config check --connect --post tries each)", err, m[1])
+	}
+	return err
 }
 
 // requestFlagTerms words the bridge's refusal of what the request flags
