@@ -255,7 +255,7 @@ func TestAskAndAnswer(t *testing.T) {
 			if r.stdout != tc.wantStdout {
 				t.Errorf("ask stdout = %q\nwant           %q", r.stdout, tc.wantStdout)
 			}
-			if !strings.Contains(r.stderr, "asked: id "+p.ID) || !strings.Contains(r.stderr, tc.wantStderr) {
+			if !strings.Contains(r.stderr, "asked: question id "+p.ID) || !strings.Contains(r.stderr, tc.wantStderr) {
 				t.Errorf("ask stderr = %q, want the id %s and %q", r.stderr, p.ID, tc.wantStderr)
 			}
 		})
@@ -650,7 +650,7 @@ func TestUnderAnEndedToolCallID(t *testing.T) {
 		args:       []string{"ask", "--question", "Deploy?", "--tool-call-id", "deploy-42"},
 		other:      []string{"ask", "--question", "Deploy now?", "--tool-call-id", "deploy-42"},
 		wantCode:   exitCancelled,
-		wantFound:  "found: id ",
+		wantFound:  "found: question id ",
 		wantStderr: " (tool_call_id deploy-42) ended already, cancelled; give another --tool-call-id",
 	}, {
 		req: client.ApprovalRequest{Approval: client.Approval{ToolName: "deploy"}, ToolCallID: "deploy-43"},

@@ -37,9 +37,8 @@ const (
 // requestWords are how a command speaks of the request it makes.
 type requestWords struct {
 	cmd     string // the command: "ask", in "bridge: ask: ..."
-	noun    string // its kind, as the client's errors name it before its id: "question" in "question ID"
+	noun    string // its kind, as the client's errors and the asked: and found: lines name it before its id: "question" in "question ID"
 	unnamed string // the request before it has an id: "the question"
-	idLabel string // what its id is called in the asked: and found: lines: "id"
 	awaited string // what the command waits for: "an answer"
 	// flagTerms words the bridge's refusal of a request made of the
 	// command's flags (not --json-request's) in terms of those flags.
@@ -47,8 +46,8 @@ type requestWords struct {
 }
 
 var (
-	questionWords = requestWords{cmd: "ask", noun: "question", unnamed: "the question", idLabel: "id", awaited: "an answer", flagTerms: askFlagTerms}
-	approvalWords = requestWords{cmd: "approve", noun: "approval", unnamed: "the approval request", idLabel: "approval id", awaited: "a decision", flagTerms: approveFlagTerms}
+	questionWords = requestWords{cmd: "ask", noun: "question", unnamed: "the question", awaited: "an answer", flagTerms: askFlagTerms}
+	approvalWords = requestWords{cmd: "approve", noun: "approval", unnamed: "the approval request", awaited: "a decision", flagTerms: approveFlagTerms}
 )
 
 // requestFlags are the flags of ask and approve that place and name the
@@ -155,12 +154,12 @@ func (f *requestFlags) send(ctx context.Context, w requestWords, req client.Requ
 	rec, err = c.Create(ctx, req, 0)
 	switch {
 	case err == nil && rec.Status == client.StatusPending:
-		fmt.Fprintf(stderr, "asked: %s %s (tool_call_id %s), waiting for %s; Ctrl-C withdraws it\n", w.idLabel, rec.ID, rec.ToolCallID, w.awaited)
+		fmt.Fprintf(stderr, "asked: %s id %s (tool_call_id %s), waiting for %s; Ctrl-C withdraws it\n", w.noun, rec.ID, rec.ToolCallID, w.awaited)
 		rec, err = c.Wait(ctx, rec)
 	case err == nil:
 		// The tool_call_id names a request that ended already (a run
 		// interrupted before this one): its outcome, not a second ask.
-		fmt.Fprintf(stderr, "found: %s %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", w.idLabel, rec.ID, rec.ToolCallID, endedAs(rec))
+		fmt.Fprintf(stderr, "found: %s id %s (tool_call_id %s) ended already, %s; give another --tool-call-id to ask again\n", w.noun, rec.ID, rec.ToolCallID, endedAs(rec))
 		found = true
 	}
 	stop()
