@@ -43,6 +43,12 @@ expires (exit 1). A wait that fails (the bridge unreachable for two
 minutes) leaves the question asked, and says so: run the command again
 with the --tool-call-id it names to wait for it.
 
+To give up after a while, run it under timeout(1) with --preserve-status:
+timeout --preserve-status -s INT 60 bridge ask ... withdraws the question
+after 60 s and exits 3; without --preserve-status timeout exits 124, its
+own status, whatever bridge ask's was. (--expires 60s instead lets the
+question expire on the bridge, for the people asked too: exit 5.)
+
 --option takes the label verbatim, or "LABEL :: DESCRIPTION" (split at the
 first " :: ") to show a description under it. A question without options
 is answered with free text. For several questions, typed input fields or a
