@@ -22,10 +22,11 @@ import (
 
 // Where an answer form says a question is shown whole.
 const (
-	atMessage = "the message"
-	atThread  = "the thread"
-	atBrowser = "the browser"
-	atInbox   = "the web inbox"
+	atMessage          = "the message"
+	atThread           = "the thread"
+	atMessageAndThread = "the message and its thread"
+	atBrowser          = "the browser"
+	atInbox            = "the web inbox"
 )
 
 // jsonBlocks are blocks as Slack receives them.
@@ -81,8 +82,10 @@ func sentTexts(t *testing.T, m message) (msg, thread string) {
 // checkFormPlaces checks that what an answer form (blocks, as sent) says
 // of where each question of qs is shown whole is true of the message it
 // was opened from, whose text (mrkdwn, as sent) is msg, and its thread's
-// thread. A question it says the message or its thread shows whole is
-// there whole, with every option's label, and each option the form
+// thread. A question it says the message or its thread (or the two
+// together) shows whole is there whole, with every option's label the
+// form does not show whole itself (a message posted short offers its
+// options in the form alone), and each option the form
 // numbers is there under that number. One it says the browser shows
 // (browser: the message has an Open in browser button), or the web inbox
 // of request id, has no option numbered but those the form's own listing
@@ -91,9 +94,10 @@ func sentTexts(t *testing.T, m message) (msg, thread string) {
 func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, msg, thread, id string, browser bool) []string {
 	t.Helper()
 	names := map[string]string{
-		"the message":          atMessage,
-		"the message's thread": atThread,
-		"the browser":          atBrowser,
+		"the message":                atMessage,
+		"the message's thread":       atThread,
+		"the message and its thread": atMessageAndThread,
+		"the browser":                atBrowser,
 		"the browser (the message's Open in browser button)": atBrowser,
 		"the bridge's web inbox":                             atInbox,
 		"the bridge's web inbox, at /r/" + id:                atInbox,
@@ -149,6 +153,8 @@ func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, 
 			where = msg
 		case atThread:
 			where = thread
+		case atMessageAndThread:
+			where = msg + "\n" + thread
 		case atBrowser:
 			if !browser {
 				t.Errorf("question %d names the browser; the message has no Open in browser", i)
@@ -158,18 +164,28 @@ func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, 
 				t.Errorf("question %d names the web inbox, not the message's Open in browser", i)
 			}
 		}
+		el, _ := b["element"].(map[string]any)
+		opts, _ := el["options"].([]any)
+		optText := func(n int) string {
+			text, _ := opts[n].(map[string]any)["text"].(map[string]any)["text"].(string)
+			return text
+		}
 		if where != "" {
-			for _, s := range append([]string{questionLabel(q)}, labelsOf(q)...) {
+			need := []string{questionLabel(q)}
+			for n, l := range labelsOf(q) {
+				if n >= len(opts) || optText(n) != l { // a label the form shows whole may be there alone
+					need = append(need, l)
+				}
+			}
+			for _, s := range need {
 				if !strings.Contains(where, esc(s)) {
 					t.Errorf("question %d is said to be shown whole in %s, which lacks %.60q…", i, out[i], s)
 					break
 				}
 			}
 		}
-		el, _ := b["element"].(map[string]any)
-		opts, _ := el["options"].([]any)
-		for n, o := range opts {
-			text, _ := o.(map[string]any)["text"].(map[string]any)["text"].(string)
+		for n := range opts {
+			text := optText(n)
 			num, l := fmt.Sprintf("%d. ", n+1), q.Options[n].Label
 			if !strings.HasPrefix(text, num) || strings.HasPrefix(l, num) {
 				continue
@@ -372,5 +388,96 @@ func TestFormOpenedFromItsMessage(t *testing.T) {
 				t.Logf("the form's first blocks: %.600s", surface.OneLine(fmt.Sprint(opened.Blocks()[:3])))
 			}
 		})
+	}
+}
+
+// words is n characters of prose.
+func words(n int) string {
+	const s = "Some context for the question, and more of it. "
+	return strings.Repeat(s, n/len(s)+1)[:n]
+}
+
+// A form that fits Slack's limit, without giving way, still cuts a
+// question's detail past 280 characters (and a label past a field's
+// label, a listing past a block): it names where the question is whole
+// as the message it is opened from holds it, as a form that gives way
+// does (a question's label past what a field's label holds, too, is cut
+// saying so). That is the message; its thread, for a question the message cut
+// (in full there), or for a request of one question, the message and its
+// thread together (continued there); and past the thread, the browser or
+// the web inbox. A question the form shows whole names no place, though
+// the message cut it.
+func TestFittingFormNamesWhereQuestionsAreWhole(t *testing.T) {
+	opts := []seam.Option{{Label: "eu-west"}, {Label: "us-east"}}
+	q := func(id, question, detail string) seam.Question {
+		return seam.Question{ID: id, Question: question, Detail: detail, Options: opts}
+	}
+	var long, many []seam.Question
+	for i := range 5 {
+		long = append(long, q(fmt.Sprintf("l%d", i), "Which region? "+words(1900), ""))
+	}
+	for i := range 20 {
+		many = append(many, q(fmt.Sprintf("m%d", i), fmt.Sprintf("Which region for part %d?", i), words(5000)))
+	}
+	for _, tc := range []struct {
+		name string
+		qs   []seam.Question
+		from shown
+		cut  bool           // the message has no room for all of it
+		want map[int]string // of some questions, where the form says they are whole; "" for nowhere
+	}{
+		{"a question the message cuts", []seam.Question{q("a", "Which region?", words(5000)), q("b", "Why?", "")}, shown{},
+			true, map[int]string{0: atThread, 1: ""}},
+		{"questions the form shows whole", long, shown{}, true, map[int]string{0: "", 1: "", 2: "", 3: "", 4: ""}},
+		{"a label longer than a field's", []seam.Question{{ID: "a", Header: words(seam.MaxHeaderLen), Question: words(seam.MaxQuestionLen), Options: opts}, q("b", "Why?", "")},
+			shown{}, false, map[int]string{0: atMessage, 1: ""}},
+		{"one question, whole in its message", []seam.Question{q("a", "Which region?", words(1000))}, shown{},
+			false, map[int]string{0: atMessage}},
+		{"one question, posted short", []seam.Question{q("a", "Which region?", words(8000))}, shown{short: true},
+			true, map[int]string{0: atMessageAndThread}},
+		{"past the thread", many, shown{}, true, map[int]string{0: atThread, 19: atInbox}},
+		{"past the thread, a public URL", many, shown{browser: true}, true, map[int]string{0: atThread, 19: atBrowser}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := questionRecord(tc.qs...)
+			if formGivesWay(tc.qs) {
+				t.Fatal("the form gives way: the test wants one that fits")
+			}
+			m := renderWith(builder{short: tc.from.short}, rec, tc.from.mention, true)
+			if cut := len(m.overflow) > 0; cut != tc.cut {
+				t.Fatalf("the message has no room for all of the request: %v; the test wants %v", cut, tc.cut)
+			}
+			v := answerModal(rec, origin{}, tc.from)
+			checkModal(t, "answer modal", v)
+			msg, thread := sentTexts(t, m)
+			got := checkFormPlaces(t, tc.qs, jsonBlocks(t, v.Blocks.BlockSet), msg, thread, rec.ID, tc.from.browser)
+			for i, w := range tc.want {
+				if got[i] != w {
+					t.Errorf("question %d is said to be whole in %q; want %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+// The form Other… opens on a multi-select lists its options in full, as
+// the message does; a listing longer than its block holds names where it
+// is whole: for a request of one question, the message and its thread,
+// where the message's listing goes on.
+func TestOtherFormNamesWhereOptionsAreWhole(t *testing.T) {
+	q := seam.Question{ID: "regions", Question: "Which regions?", MultiSelect: true}
+	for i := range 6 {
+		q.Options = append(q.Options, seam.Option{Label: fmt.Sprintf("region %d, ", i) + words(180), Description: words(seam.MaxDescriptionLen)})
+	}
+	rec := questionRecord(q)
+	m := render(rec, "", true)
+	if len(m.overflow) == 0 {
+		t.Fatal("the message lists the options whole: the test wants them continued in the thread")
+	}
+	v := otherModal(rec, 0, origin{}, nil, shown{})
+	checkModal(t, "other modal", v)
+	msg, thread := sentTexts(t, m)
+	if got := checkFormPlaces(t, rec.Questions.Questions, jsonBlocks(t, v.Blocks.BlockSet), msg, thread, rec.ID, false); got[0] != atMessageAndThread {
+		t.Errorf("the form says the options are whole in %q; want %q", got[0], atMessageAndThread)
 	}
 }

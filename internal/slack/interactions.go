@@ -413,21 +413,23 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		return
 	}
 	o := origin{Channel: c.channel, TS: c.ts, Thread: c.thread, Text: c.text, Respond: c.respond, Short: c.short}
+	// What a form cuts, it says is whole where the message it was
+	// opened from shows it: as that message was rendered.
+	from := shown{short: c.short, browser: h.s.links != nil}
+	if t != nil {
+		from.mention = t.Mention
+	}
+	if p, ok := rec.PostOf(surfaceName, c.channel, c.ts); ok {
+		from.short = from.short || p.Short // posted before messages said so
+	}
 	var view slackapi.ModalViewRequest
 	switch {
 	case c.ref.Verb == surface.VerbReject && rec.Kind == seam.KindApproval:
 		view = rejectModal(rec, o)
 	case c.ref.Verb == surface.VerbAnswer && rec.Kind == seam.KindQuestion:
-		from := shown{short: c.short, browser: h.s.links != nil}
-		if t != nil {
-			from.mention = t.Mention
-		}
-		if p, ok := rec.PostOf(surfaceName, c.channel, c.ts); ok {
-			from.short = from.short || p.Short // posted before messages said so
-		}
 		view = answerModal(rec, o, from)
 	case c.ref.Verb == surface.VerbOther && rec.Kind == seam.KindQuestion && c.ref.Q < len(rec.Questions.Questions):
-		view = otherModal(rec, c.ref.Q, o, ticked(rec.ID, c))
+		view = otherModal(rec, c.ref.Q, o, ticked(rec.ID, c), from)
 	default:
 		return // a control that does not fit its request: not ours to act on
 	}

@@ -138,9 +138,10 @@ func questionLabel(q seam.Question) string {
 // options and a free-text field beside it, a text field per question
 // without. A text field is required as surface.TextRequired says. A form
 // that would pass Slack's size limit (maxViewBytes: many questions, each
-// with many long options) gives way as fitForm says, and names for each
-// question where what it leaves out is shown whole (shown.places) by the
-// message it is opened from, from.
+// with many long options) gives way as fitForm says. Where the form cuts
+// something of a question, whole or given way, it names where the
+// question is shown whole (shown.places) by the message it is opened
+// from, from: the message, its thread, or past them.
 func answerModal(rec *pending.Record, o origin, from shown) slackapi.ModalViewRequest {
 	qs := rec.Questions.Questions
 	title := "Answer"
@@ -152,22 +153,29 @@ func answerModal(rec *pending.Record, o origin, from shown) slackapi.ModalViewRe
 	}
 	// The view's size is added up from its parts' (viewSize), so that a
 	// form that has to give way marshals each part once per shape, not
-	// the whole view again at each turn: the largest is megabytes.
+	// the whole view again at each turn: the largest is megabytes. The
+	// message is rendered again to find where questions are whole
+	// (from.places) only for a form that names a place, or gives way:
+	// most forms show every question whole.
 	parts, sizes := make([][]slackapi.Block, len(qs)), make([]int, len(qs))
+	var places []place
+	placesOf := func() []place {
+		if places == nil {
+			places = from.places(rec)
+		}
+		return places
+	}
 	for i := range qs {
-		parts[i] = questionBlocks(qs, i, formFits[0], inMessage)
+		var named bool
+		parts[i], named = questionBlocks(qs, i, formFits[0], inMessage)
+		if named && placesOf()[i] != inMessage {
+			parts[i], _ = questionBlocks(qs, i, formFits[0], places[i])
+		}
 		sizes[i] = jsonSize(parts[i])
 	}
 	shell := jsonSize(build([]slackapi.Block{}))
-	if viewSize(shell, sizes) > maxViewBytes {
-		places := from.places(rec)
-		for i, p := range places {
-			if p != inMessage {
-				parts[i] = questionBlocks(qs, i, formFits[0], p)
-				sizes[i] = jsonSize(parts[i])
-			}
-		}
-		parts = fitForm(qs, places, parts, sizes, viewSize(shell, sizes))
+	if size := viewSize(shell, sizes); size > maxViewBytes {
+		parts = fitForm(qs, placesOf(), parts, sizes, size)
 	}
 	return build(slices.Concat(parts...))
 }
@@ -191,7 +199,13 @@ type place struct{ in, how string }
 
 var (
 	inMessage = place{in: "the message"}
-	inThread  = place{in: "the message's thread"}
+	// inThread is where a question of several is in full when the
+	// message shows it cut (renderQuestions).
+	inThread = place{in: "the message's thread"}
+	// inMessageAndThread is where a request of one question is whole
+	// when its message has no room for all of it: the message shows its
+	// start, and its thread goes on from there (renderQuestion).
+	inMessageAndThread = place{in: "the message and its thread"}
 	// inBrowser is the request's page, that the message's "Open in
 	// browser" opens, or hands a personal link to (Post).
 	inBrowser = place{in: "the browser", how: " (the message's Open in browser button)"}
@@ -222,9 +236,10 @@ type shown struct {
 }
 
 // places are where each question of rec is shown whole, for a form
-// opened from the message from: in the message, in its thread, or past
-// what the thread's replies hold (maxReplies), in the browser, or on a
-// bridge without a public URL, in its web inbox.
+// opened from the message from: in the message, in its thread (with the
+// message, for a request of one question), or past what the thread's
+// replies hold (maxReplies), in the browser, or on a bridge without a
+// public URL, in its web inbox.
 func (from shown) places(rec *pending.Record) []place {
 	m := renderWith(builder{short: from.short}, rec, from.mention, true)
 	elsewhere := inInbox(rec.ID)
@@ -235,12 +250,16 @@ func (from shown) places(rec *pending.Record) []place {
 	for i := range out {
 		out[i] = inMessage
 	}
+	thread := inThread
+	if len(out) == 1 {
+		thread = inMessageAndThread
+	}
 	for k, sp := range m.overflow {
 		switch {
 		case k >= m.held:
 			out[sp.q] = elsewhere
 		case out[sp.q] == inMessage:
-			out[sp.q] = inThread
+			out[sp.q] = thread
 		}
 	}
 	return out
@@ -261,7 +280,8 @@ func formGivesWay(qs []seam.Question) bool {
 	for i := range qs {
 		// A question's blocks alone take at least the bytes they take
 		// among the others: each part has its brackets.
-		if size += jsonSize(questionBlocks(qs, i, formFits[0], inMessage)); size > maxViewBytes {
+		part, _ := questionBlocks(qs, i, formFits[0], inMessage)
+		if size += jsonSize(part); size > maxViewBytes {
 			return true
 		}
 	}
@@ -321,7 +341,7 @@ func fitForm(qs []seam.Question, places []place, parts [][]slackapi.Block, sizes
 			break
 		}
 		step[i]++
-		parts[i] = questionBlocks(qs, i, formFits[step[i]], places[i])
+		parts[i], _ = questionBlocks(qs, i, formFits[step[i]], places[i])
 		n := jsonSize(parts[i])
 		size += n - sizes[i] // every part has blocks: its commas and brackets stay
 		sizes[i] = n
@@ -330,14 +350,15 @@ func fitForm(qs []seam.Question, places []place, parts [][]slackapi.Block, sizes
 }
 
 // questionBlocks are the blocks of question i of qs in the answer form,
-// shaped by f, where at shows the question whole.
-func questionBlocks(qs []seam.Question, i int, f formFit, at place) []slackapi.Block {
+// shaped by f, where at shows the question whole; named says they name
+// at, as they do wherever they cut something of the question.
+func questionBlocks(qs []seam.Question, i int, f formFit, at place) (blocks []slackapi.Block, named bool) {
 	q := qs[i]
-	var blocks []slackapi.Block
 	if q.Detail != "" && f.extras {
 		d := surface.Truncate(surface.OneLine(q.Detail), 280)
 		if surface.Len(d) < surface.Len(q.Detail) {
 			d += at.more()
+			named = true
 		}
 		blocks = append(blocks, slackapi.NewContextBlock("", plain(d)))
 	}
@@ -345,13 +366,12 @@ func questionBlocks(qs []seam.Question, i int, f formFit, at place) []slackapi.B
 	if q.Detail != "" && !f.extras {
 		left = append(left, "the details")
 	}
-	label := questionLabel(q)
-	if more := at.more(); f.question < maxInputLabel && surface.Len(label) > f.question {
-		label = surface.Truncate(label, f.question-len(more)) + more
-	}
+	label, cut := cutLabel(questionLabel(q), f.question, at)
+	named = named || cut
 	if len(q.Options) == 0 {
 		if len(left) > 0 {
 			blocks = append(blocks, leftOut(at, left))
+			named = true
 		}
 		typ, prefill := seam.InputString, ""
 		if q.Input != nil {
@@ -370,11 +390,13 @@ func questionBlocks(qs []seam.Question, i int, f formFit, at place) []slackapi.B
 			// it, and the person learns of the type from a refusal.
 			in.Hint = plain(surface.InputHint(typ))
 		}
-		return append(blocks, in)
+		return append(blocks, in), named
 	}
 	listed := f.extras && cutInForm(q)
 	if listed {
-		blocks = appendCut(blocks, q, at)
+		var cut bool
+		blocks, cut = appendCut(blocks, q, at)
+		named = named || cut
 	}
 	opts, cut := formOptions(q, f, at)
 	if !f.descriptions && !listed && slices.ContainsFunc(q.Options, func(o seam.Option) bool { return o.Description != "" }) {
@@ -385,10 +407,23 @@ func questionBlocks(qs []seam.Question, i int, f formFit, at place) []slackapi.B
 	}
 	if len(left) > 0 {
 		blocks = append(blocks, leftOut(at, left))
+		named = true
 	}
 	return append(blocks,
 		input(choiceBlock(i), label, choiceOf(q, opts, nil), true),
-		input(otherBlock(i), surface.OtherLabel(q), textInput(true, "Optional", "", maxInputLength), true))
+		input(otherBlock(i), surface.OtherLabel(q), textInput(true, "Optional", "", maxInputLength), true)), named
+}
+
+// cutLabel is label for a field, cut to at most n characters (at most
+// Slack's maxInputLabel) and then followed by where it is whole, at; cut
+// says it was.
+func cutLabel(label string, n int, at place) (_ string, cut bool) {
+	n = min(n, maxInputLabel)
+	if surface.Len(label) <= n {
+		return label, false
+	}
+	more := at.more()
+	return surface.Truncate(label, n-len(more)) + more, true
 }
 
 // leftOut is a line that says what of a question the form leaves to at,
@@ -442,17 +477,18 @@ func yesNo(prefill string, optional bool) *slackapi.RadioButtonsBlockElement {
 // appendCut appends to blocks, when a label or description of q's is
 // longer than a form's option shows (maxOptionText), q's options in full,
 // as the message lists them: on a phone the form covers the message. A
-// listing too long for its block says it is shown whole at at.
-func appendCut(blocks []slackapi.Block, q seam.Question, at place) []slackapi.Block {
+// listing too long for its block says it is shown whole at at, and named
+// says so.
+func appendCut(blocks []slackapi.Block, q seam.Question, at place) (_ []slackapi.Block, named bool) {
 	if !cutInForm(q) {
-		return blocks
+		return blocks, false
 	}
 	more := at.more()
 	listing := surface.OptionListing(q, shapeOf(q).cut)
 	if t := surface.Truncate(listing, maxSectionText-len(more)); t != listing {
-		listing = t + more
+		listing, named = t+more, true
 	}
-	return append(blocks, slackapi.NewContextBlock("", plain(listing)))
+	return append(blocks, slackapi.NewContextBlock("", plain(listing))), named
 }
 
 // cutInForm reports whether a label or description of q's is longer than
@@ -499,8 +535,10 @@ func choiceOf(q seam.Question, opts []*slackapi.OptionBlockObject, ticked []int)
 // feedback on a plan. On a multi-select the text goes with the options
 // chosen, so the modal holds the options as well, those the message had
 // ticked (ticked) ticked again: on a phone the modal covers the message,
-// and this way the person sees, and may change, all that is sent.
-func otherModal(rec *pending.Record, i int, o origin, ticked []int) slackapi.ModalViewRequest {
+// and this way the person sees, and may change, all that is sent. What
+// it cuts of them says where it is whole, as answerModal does, for the
+// message it is opened from, from.
+func otherModal(rec *pending.Record, i int, o origin, ticked []int, from shown) slackapi.ModalViewRequest {
 	q := rec.Questions.Questions[i]
 	label, title := "Your answer", "Answer"
 	if q.IsPlanReview() {
@@ -508,8 +546,17 @@ func otherModal(rec *pending.Record, i int, o origin, ticked []int) slackapi.Mod
 	}
 	var blocks []slackapi.Block
 	if q.MultiSelect && len(q.Options) > 0 {
-		blocks = appendCut(blocks, q, inMessage)
-		blocks = append(blocks, input(choiceBlock(i), questionLabel(q), choice(q, ticked), true))
+		choose := func(at place) ([]slackapi.Block, bool) {
+			listing, listed := appendCut(nil, q, at)
+			l, cut := cutLabel(questionLabel(q), maxInputLabel, at)
+			return append(listing, input(choiceBlock(i), l, choice(q, ticked), true)), listed || cut
+		}
+		var named bool
+		if blocks, named = choose(inMessage); named {
+			if at := from.places(rec)[i]; at != inMessage {
+				blocks, _ = choose(at)
+			}
+		}
 		label = "Something else"
 	} else {
 		blocks = append(blocks, slackapi.NewSectionBlock(plain(surface.Truncate(questionLabel(q), maxSectionText)), nil, nil))

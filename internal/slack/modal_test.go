@@ -471,7 +471,7 @@ func TestFormListsCutOptionsInFull(t *testing.T) {
 	cut := seam.Question{ID: "q", Question: "Clean up?", MultiSelect: true, Options: []seam.Option{{Label: "Yes", Description: long}, {Label: "No"}}}
 	fits := seam.Question{ID: "r", Question: "Region?", Options: []seam.Option{{Label: "eu", Description: "Frankfurt"}, {Label: "us"}}}
 	rec := questionRecord(cut, fits)
-	for name, v := range map[string]slackapi.ModalViewRequest{"answer": answerModal(rec, origin{}, shown{}), "other": otherModal(rec, 0, origin{}, nil)} {
+	for name, v := range map[string]slackapi.ModalViewRequest{"answer": answerModal(rec, origin{}, shown{}), "other": otherModal(rec, 0, origin{}, nil, shown{})} {
 		raw, _ := json.Marshal(v.Blocks)
 		if !strings.Contains(string(raw), `"type":"context","elements":[{"type":"plain_text","text":"• Yes — `+long+`\n• No"`) {
 			t.Errorf("the %s form does not list the options in full: %s", name, raw)
@@ -600,7 +600,8 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 			o := origin{Channel: "C0123456789", TS: "1700000000.000100", Thread: "1700000000.000001", Text: strings.Repeat("&lt;&amp;", 500)}
 			var parts []slackapi.Block
 			for i := range qs.Questions {
-				parts = append(parts, questionBlocks(qs.Questions, i, formFits[0], inMessage)...)
+				part, _ := questionBlocks(qs.Questions, i, formFits[0], inMessage)
+				parts = append(parts, part...)
 			}
 			whole := jsonSize(modal(rec, surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer 20 questions", "Send", o, parts))
 			if whole <= limitViewBytes {
@@ -618,7 +619,7 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 			for n := range seam.MaxOptions {
 				all = append(all, n)
 			}
-			checkModal(t, "other modal", otherModal(rec, 0, o, all))
+			checkModal(t, "other modal", otherModal(rec, 0, o, all, shown{}))
 			choices := viewChoices(t, v)
 			values := viewValues{}
 			want := seam.Answer{}
@@ -733,7 +734,8 @@ func TestViewSizeAddsUp(t *testing.T) {
 		var parts [][]slackapi.Block
 		var sizes []int
 		for i := range qs {
-			parts = append(parts, questionBlocks(qs, i, formFits[i%len(formFits)], inMessage))
+			part, _ := questionBlocks(qs, i, formFits[i%len(formFits)], inMessage)
+			parts = append(parts, part)
 			sizes = append(sizes, jsonSize(parts[i]))
 		}
 		if got, want := viewSize(jsonSize(view([]slackapi.Block{})), sizes), jsonSize(view(slices.Concat(parts...))); got != want {

@@ -150,7 +150,7 @@ func TestEveryMessageWithinBlockKitLimits(t *testing.T) {
 					for n := range q.Options {
 						all = append(all, n)
 					}
-					checkModal(t, fmt.Sprintf("other modal %d", i), otherModal(rec, i, o, all))
+					checkModal(t, fmt.Sprintf("other modal %d", i), otherModal(rec, i, o, all, shown{}))
 				}
 			}
 		})
@@ -820,8 +820,8 @@ func TestBidiControlsAreDropped(t *testing.T) {
 			noBidi(t, "the form", answerModal(rec, o, shown{}))
 			checkModal(t, "the form", answerModal(rec, o, shown{}))
 			for i := range qs {
-				noBidi(t, "Other's form", otherModal(rec, i, o, []int{0}))
-				checkModal(t, "Other's form", otherModal(rec, i, o, []int{0}))
+				noBidi(t, "Other's form", otherModal(rec, i, o, []int{0}, shown{}))
+				checkModal(t, "Other's form", otherModal(rec, i, o, []int{0}, shown{}))
 			}
 			rec.Status, rec.ResolvedAt = seam.StatusAnswered, time.Unix(1700000500, 0)
 			rec.ResolvedBy = &pending.Responder{Surface: surfaceName, UserID: "U1", Name: "eve" + rlo}
