@@ -217,6 +217,17 @@ func inInbox(id string) place {
 	return place{in: "the bridge's web inbox", how: ", at /r/" + id}
 }
 
+// elsewhere is where request id is shown whole past what its message's
+// thread holds: in the browser when the bridge has a public URL
+// (browser), and so the message an Open in browser button, else in its
+// web inbox. The thread's last reply and the answer form both name it.
+func elsewhere(id string, browser bool) place {
+	if browser {
+		return inBrowser
+	}
+	return inInbox(id)
+}
+
 // numbered reports whether p lists a question's options numbered where
 // a form that gives way numbers them: the message and its thread do
 // (questionText; a request of one question, whose form never passes the
@@ -242,10 +253,7 @@ type shown struct {
 // public URL, in its web inbox.
 func (from shown) places(rec *pending.Record) []place {
 	m := renderWith(builder{short: from.short}, rec, from.mention, true)
-	elsewhere := inInbox(rec.ID)
-	if from.browser {
-		elsewhere = inBrowser
-	}
+	past := elsewhere(rec.ID, from.browser)
 	out := make([]place, len(rec.Questions.Questions))
 	for i := range out {
 		out[i] = inMessage
@@ -257,7 +265,7 @@ func (from shown) places(rec *pending.Record) []place {
 	for k, sp := range m.overflow {
 		switch {
 		case k >= m.held:
-			out[sp.q] = elsewhere
+			out[sp.q] = past
 		case out[sp.q] == inMessage:
 			out[sp.q] = thread
 		}

@@ -117,6 +117,10 @@ type message struct {
 	overflow []spilled
 	held     int
 	short    bool // rendered short (renderShort)
+	// left is how many characters of the overflow the replies have no
+	// room for; the last reply then ends with a line that says so, and
+	// where the whole request is (wholeIn).
+	left int
 }
 
 // textLen is the length of all text in blocks, as it counts against a
@@ -365,11 +369,31 @@ func (b *builder) message(text string, id string) message {
 		m.replies = append(m.replies, reply)
 	}
 	if left > 0 {
+		m.left = left
 		last := &m.replies[len(m.replies)-1]
-		*last = append(*last, slackapi.NewContextBlock("", mrkdwn(fmt.Sprintf(
-			"_… %d more characters are too long to post in Slack. The whole request is in the bridge's web inbox, at /r/%s._", left, id))))
+		*last = append(*last, leftNote(left, inInbox(id)))
 	}
 	return m
+}
+
+// leftNote is the line that ends a thread too short for its request:
+// how much it leaves out, and that the whole request is at p.
+func leftNote(left int, p place) slackapi.Block {
+	return slackapi.NewContextBlock("", mrkdwn(fmt.Sprintf(
+		"_… %d more characters are too long to post in Slack. The whole request is in %s%s._", left, p.in, p.how)))
+}
+
+// wholeIn has the last reply of a thread too short for the request say
+// that the whole request is at p: on a bridge without a public URL its
+// web inbox, as rendered; with one, the browser, where the message's
+// Open in browser button opens the request's page (Post). An answer form
+// opened from the message names the same place for the questions past
+// the thread (shown.places).
+func (m *message) wholeIn(p place) {
+	if m.left > 0 {
+		last := m.replies[len(m.replies)-1]
+		last[len(last)-1] = leftNote(m.left, p)
+	}
 }
 
 // render renders rec: with controls while live, else with the line that

@@ -247,6 +247,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	build := func(renderer func(*pending.Record, string, bool) message) message {
 		m := renderer(rec, tc.Mention, true)
 		m.carry(rec, t.Key)
+		m.wholeIn(elsewhere(rec.ID, s.links != nil))
 		switch {
 		case s.links != nil && linkable(tc):
 			m.addLink(s.links.For(rec))
