@@ -89,8 +89,10 @@ func sentTexts(t *testing.T, m message) (msg, thread string) {
 // numbers is there under that number. One it says the browser shows
 // (browser: the message has an Open in browser button), or the web inbox
 // of request id, has no option numbered but those the form's own listing
-// numbers: the web page lists them without numbers. It returns where each
-// question is said to be shown whole ("" where the form says nothing).
+// numbers, and those whose first words read alike (numberAlike): the web
+// page lists them without numbers, in the same order. No two options of a
+// question read alike in the form. It returns where each question is said
+// to be shown whole ("" where the form says nothing).
 func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, msg, thread, id string, browser bool) []string {
 	t.Helper()
 	names := map[string]string{
@@ -184,11 +186,22 @@ func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, 
 				}
 			}
 		}
+		read := map[string]int{}
+		for n := range opts {
+			if m, ok := read[optText(n)]; ok {
+				t.Errorf("question %d's options %d and %d read alike in the form: %q", i, m+1, n+1, optText(n))
+			}
+			read[optText(n)] = n
+		}
 		for n := range opts {
 			text := optText(n)
 			num, l := fmt.Sprintf("%d. ", n+1), q.Options[n].Label
 			if !strings.HasPrefix(text, num) || strings.HasPrefix(l, num) {
 				continue
+			}
+			web := out[i] == atBrowser || out[i] == atInbox
+			if web && strings.HasPrefix(num+l, strings.TrimSuffix(text, "…")) {
+				continue // first words that read as another's: counted in the web page's list
 			}
 			if !strings.Contains("\n"+strings.Join(own, "\n"), "\n"+num+l) && (where == "" || !strings.Contains("\n"+where, "\n"+num+esc(l))) {
 				t.Errorf("question %d's option %q: %q is found neither in the form nor in %q", i, text, num+l[:min(len(l), 20)]+"…", out[i])
@@ -479,5 +492,58 @@ func TestOtherFormNamesWhereOptionsAreWhole(t *testing.T) {
 	msg, thread := sentTexts(t, m)
 	if got := checkFormPlaces(t, rec.Questions.Questions, jsonBlocks(t, v.Blocks.BlockSet), msg, thread, rec.ID, false); got[0] != atMessageAndThread {
 		t.Errorf("the form says the options are whole in %q; want %q", got[0], atMessageAndThread)
+	}
+}
+
+// Options cut to their first words in a form that gives way are told
+// apart there: two whose first words are alike ("Deploy the release to
+// the eu-west-1 production cluster now", and "… tomorrow") are not cut
+// to the same text. Where the place that shows them whole numbers them
+// (the thread), the numbers do already; where it does not (the web
+// page), the options alike carry their numbers too, counted in its list,
+// and the others their first words alone.
+func TestCutOptionsReadApart(t *testing.T) {
+	deploy := seam.Question{ID: "deploy", Question: "Deploy where, and when?", Options: []seam.Option{
+		{Label: "Deploy the release to the eu-west-1 production cluster now"},
+		{Label: "Deploy the release to the eu-west-1 production cluster tomorrow"},
+		{Label: "Roll back the release on every production cluster"},
+	}}
+	for i := range 97 {
+		deploy.Options = append(deploy.Options, seam.Option{Label: fmt.Sprintf("Wave %02d of the release to every production cluster", i),
+			Description: strings.Repeat("&", 75)})
+	}
+	largest := largestRequest(t, "&", 80, 80).Questions
+	for _, tc := range []struct {
+		name string
+		at   int // the deploy question's index
+		from shown
+		want string // where the form says it is whole
+	}{
+		{"in the thread", 0, shown{}, atThread},
+		{"in the web inbox", 19, shown{}, atInbox},
+		{"in the browser", 19, shown{browser: true}, atBrowser},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			qs := slices.Clone(largest)
+			qs[tc.at] = deploy
+			rec := questionRecord(qs...)
+			v := answerModal(rec, origin{}, tc.from)
+			checkModal(t, "answer modal", v)
+			msg, thread := sentTexts(t, renderWith(builder{short: tc.from.short}, rec, tc.from.mention, true))
+			if got := checkFormPlaces(t, qs, jsonBlocks(t, v.Blocks.BlockSet), msg, thread, rec.ID, tc.from.browser); got[tc.at] != tc.want {
+				t.Fatalf("the deploy question is said to be whole in %q; want %q", got[tc.at], tc.want)
+			}
+			opts := viewChoices(t, v)[choiceBlock(tc.at)]
+			for n, o := range opts[:3] {
+				text, label := o.Text.Text, deploy.Options[n].Label
+				if text == label {
+					t.Fatalf("option %d reads %q whole: the test wants the deploy question's options cut", n+1, text)
+				}
+				numbered := strings.HasPrefix(text, fmt.Sprintf("%d. ", n+1))
+				if alike := n < 2; numbered != (alike || tc.want == atThread) {
+					t.Errorf("option %d reads %q: numbered %v, want %v", n+1, text, numbered, !numbered)
+				}
+			}
+		})
 	}
 }

@@ -445,7 +445,7 @@ func leftOut(at place, what []string) slackapi.Block {
 // to find it whole in the listing the form shows, or else at, where the
 // question is shown whole, when at lists them numbered (a button's width
 // does not limit a form's options). Where at does not, a cut option shows
-// its first words alone, as a number would find nothing.
+// its first words alone, unless they read as another's (numberAlike).
 func formOptions(q seam.Question, f formFit, at place) ([]*slackapi.OptionBlockObject, bool) {
 	cut := shapeOf(q).cut
 	if f.optionBytes > 0 && !cut {
@@ -456,8 +456,26 @@ func formOptions(q seam.Question, f formFit, at place) ([]*slackapi.OptionBlockO
 		for _, o := range opts {
 			o.Text = plain(cutJSON(o.Text.Text, maxOptionText, f.optionBytes))
 		}
+		numberAlike(q, opts, f.optionBytes)
 	}
 	return opts, cut
+}
+
+// numberAlike puts their numbers in front of the options that a cut to
+// maxBytes left reading alike: "Deploy the release to the eu-west-1 …
+// now" and "… tomorrow" both read "Deploy the release to the eu-west-1…".
+// The place that shows them whole without numbers (the web page) lists
+// them in the same order, so a number is counted there.
+func numberAlike(q seam.Question, opts []*slackapi.OptionBlockObject, maxBytes int) {
+	read := make(map[string]int, len(opts))
+	for _, o := range opts {
+		read[o.Text.Text]++
+	}
+	for i, o := range opts {
+		if read[o.Text.Text] > 1 {
+			o.Text = plain(cutJSON(optionText(q, i, true), maxOptionText, maxBytes))
+		}
+	}
 }
 
 // yesNo answers a boolean field in one tap, where a text field asked a
