@@ -308,7 +308,9 @@ func errorResult(err error) *mcp.CallToolResult {
 	case errors.As(err, &e):
 		return toolError(codeBridgeError, err.Error())
 	case errors.Is(err, client.ErrUnreachable), errors.As(err, &ue):
-		return toolError(codeUnreachable, err.Error())
+		// As the CLI does, say what to check: the URL comes from the
+		// client's config, which whoever reads this can change.
+		return toolError(codeUnreachable, err.Error()+"; is `bridge serve` running there? bridge mcp's --server (or BRIDGE_SERVER) in the MCP client's config says where it is")
 	}
 	return toolError(codeBridgeError, err.Error())
 }

@@ -392,8 +392,13 @@ func TestErrors(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), within)
 			defer cancel()
 			r := await(t, "the tool call", e.call(ctx, "ask_user_question", tc.args, ""))
-			if got := text(t, r, true); !strings.HasPrefix(got, tc.want) {
+			got := text(t, r, true)
+			if !strings.HasPrefix(got, tc.want) {
 				t.Errorf("error text = %q, want it to start %q", got, tc.want)
+			}
+			// Whoever reads it is told what to check, as the CLI tells.
+			if hint := "; is `bridge serve` running there? bridge mcp's --server (or BRIDGE_SERVER) in the MCP client's config says where it is"; tc.url == down && !strings.HasSuffix(got, hint) {
+				t.Errorf("error text = %q, want it to end %q", got, hint)
 			}
 			if tc.url == url {
 				e.pending(t, client.KindQuestion, 0)
