@@ -1,7 +1,10 @@
-// The install command of README.md, run as a new user would: into a fresh
-// profile that has the harness's own cordis and dsh-user-questions. The
-// plugin must load there and share the profile's dsh-user-questions, so the
-// errors it rejects with are the harness's UserQuestionError.
+// The npm install command of README.md, run as a new user would: into a
+// fresh program (a "profile" below) that runs cordis itself, with its own
+// cordis and dsh-user-questions. The plugin must load there and share the
+// program's dsh-user-questions, so the errors it rejects with are the
+// harness's UserQuestionError. (The README's other command, `dsh plugin
+// add file:...` into a dsh profile, needs the dsh command and pnpm, which
+// CI does not have.)
 
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
