@@ -759,10 +759,17 @@ function approvalEnd (code, cause) {
 /** A marker for "the bridge can't be reached", whatever the kind of request. */
 class Unreachable extends Error {}
 
+/**
+ * How the error of a bridge that did not answer at all ends: what to check,
+ * as the bridge CLI says it. (One that answers 503 while its Redis is away
+ * does run there.)
+ */
+const UNREACHABLE_HINT = "; is `bridge serve` running there? The plugin's url (config.url, else $ASKBRIDGE_URL or $BRIDGE_SERVER) says where it is"
+
 function unreachable (url, err, lasted) {
-  const how = err instanceof NetworkError ? err.detail : err.message
+  const network = err instanceof NetworkError
   const span = lasted === undefined ? '' : ` (still failing after ${Math.round(lasted / 1000)} s)`
-  return new Unreachable(`askbridge at ${url} can't be reached: ${how}${span}`, { cause: err })
+  return new Unreachable(`askbridge at ${url} can't be reached: ${network ? err.detail : err.message}${span}${network ? UNREACHABLE_HINT : ''}`, { cause: err })
 }
 
 function questionError (err, url) {
@@ -773,7 +780,7 @@ function questionError (err, url) {
     if (SEAM_CODES.has(code)) return new UserQuestionError(SEAM_MESSAGES[code] ?? err.message, code, { cause: err })
     return withBridge(new UserQuestionError(`askbridge at ${url}: ${err.message}`, 'ASKBRIDGE_ERROR', { cause: err }), err)
   }
-  if (err instanceof NetworkError) return new UserQuestionError(`askbridge at ${url} can't be reached: ${err.detail}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })
+  if (err instanceof NetworkError) return new UserQuestionError(`askbridge at ${url} can't be reached: ${err.detail}${UNREACHABLE_HINT}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })
   return new UserQuestionError(`askbridge: ${err?.message ?? err}`, 'ASKBRIDGE_ERROR', { cause: err })
 }
 
@@ -784,7 +791,7 @@ function approvalError (err, url) {
     const code = SEAM_CODES.has(seamCode(err.code)) ? seamCode(err.code) : 'ASKBRIDGE_ERROR'
     return withBridge(new AskbridgeError(`askbridge at ${url}: ${err.message}`, code, { cause: err }), err)
   }
-  if (err instanceof NetworkError) return new AskbridgeError(`askbridge at ${url} can't be reached: ${err.detail}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })
+  if (err instanceof NetworkError) return new AskbridgeError(`askbridge at ${url} can't be reached: ${err.detail}${UNREACHABLE_HINT}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })
   return new AskbridgeError(`askbridge: ${err?.message ?? err}`, 'ASKBRIDGE_ERROR', { cause: err })
 }
 

@@ -331,6 +331,8 @@ describe('provider API: bridge down', () => {
       'ASKBRIDGE_UNREACHABLE', undefined, 5000)
     assert.ok(Date.now() - start < 3000, `took ${Date.now() - start} ms`)
     assert.match(err.message, new RegExp(`^askbridge at ${url} can't be reached: .*ECONNREFUSED`))
+    // and says what to check, as the bridge CLI does
+    assert.ok(err.message.endsWith("; is `bridge serve` running there? The plugin's url (config.url, else $ASKBRIDGE_URL or $BRIDGE_SERVER) says where it is"), err.message)
   })
 
   test('a URL that redirects (a proxy sending http to https): an error naming the url to set, not a 401 for a dropped token', async () => {
@@ -351,6 +353,25 @@ describe('provider API: bridge down', () => {
     }
   })
 
+  test('a bridge that answers 503 until retryFor has passed: ASKBRIDGE_UNREACHABLE that does not ask whether it runs', async () => {
+    const unavailable = createServer((req, res) => {
+      req.resume()
+      res.writeHead(503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { code: 'UNAVAILABLE', message: "the bridge can't reach its Redis; try again shortly" } }))
+    })
+    await new Promise((resolve) => unavailable.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${unavailable.address().port}`
+      const ctx = await harness({ url, retryFor: 1 })
+      const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Redis?') }] })),
+        'ASKBRIDGE_UNREACHABLE', undefined, 10_000)
+      assert.match(err.message, /can't reach its Redis/)
+      assert.doesNotMatch(err.message, /bridge serve/)
+    } finally {
+      unavailable.close()
+    }
+  })
+
   test('the bridge dies mid-wait: ASKBRIDGE_UNREACHABLE once retryFor has passed', async () => {
     const doomed = await startBridge(build.bin, config)
     try {
@@ -360,7 +381,7 @@ describe('provider API: bridge down', () => {
       await new Person(doomed.url).question(text)
       await doomed.stop()
       const err = await rejectsWith(asking, 'ASKBRIDGE_UNREACHABLE', undefined, 10_000)
-      assert.match(err.message, new RegExp(`^askbridge at ${doomed.url} can't be reached: .*still failing after`))
+      assert.match(err.message, new RegExp(`^askbridge at ${doomed.url} can't be reached: .*still failing after .*; is \`bridge serve\` running there\\?`))
     } finally {
       await doomed.stop()
     }
