@@ -153,7 +153,9 @@ class Bridge:
                     raise
                 why = f"{e.code}: {e.message}"
             except (urllib.error.URLError, OSError) as e:
-                why = str(getattr(e, "reason", e))
+                # Nothing answered at all: say what to check, as the bridge CLI does.
+                why = str(getattr(e, "reason", e)) + ("; is `bridge serve` running there? Bridge's server "
+                                                     "(BRIDGE_SERVER, or --server for the script) says where it is")
             failing_since = failing_since or time.monotonic()
             if not retry or time.monotonic() - failing_since > self.retry_for:
                 raise BridgeError("ASKBRIDGE_UNREACHABLE", f"askbridge at {self.server}: {why}") from None
@@ -653,7 +655,9 @@ def demo(agent, person):
         Bridge(nobody, retry_for=1).ask("approvals", approval_request({"tool_call_id": "call_x", "tool_name": "x"}))
         raise AssertionError("an ask with no bridge returned")
     except BridgeError as e:
-        _expect("no bridge", e.code, "ASKBRIDGE_UNREACHABLE")
+        _expect("no bridge", (e.code, e.message.endswith("; is `bridge serve` running there? Bridge's server "
+                                                         "(BRIDGE_SERVER, or --server for the script) says where it is")),
+                ("ASKBRIDGE_UNREACHABLE", True))
 
     # No answerer for the route: the bridge's NO_PROVIDER reaches the caller.
     try:
