@@ -327,13 +327,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		return nil, fmt.Errorf("request %s: target %s has no discord section", rec.ID, t.Key)
 	}
 	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
-	m := render(rec, tc.Mention, true)
-	switch {
-	case s.opt.Links != nil && linkable(tc):
-		m.addLink(s.opt.Links.For(rec))
-	case s.opt.Links != nil:
-		m.addLinkRequest(rec)
-	}
+	m := s.render(rec, tc)
 	var thread, session string
 	if tc.ThreadBySession {
 		session = surface.SessionKey(surfaceName, rec, tc.Channel)
@@ -377,7 +371,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		// posted again, it would be a create that a retry's nonce answers
 		// with the first message.
 		log.Warn("Discord posted the request without its embeds, which hold its text: the bot lacks Embed Links in the channel; its text is shown in the message's content instead, cut to 2000 characters, until the bot is let Embed Links there")
-		b := m.bare(rec.ID)
+		b := m.bare()
 		edit := &discordgo.MessageEdit{ID: msg.ID, Channel: channel, Content: &b.content, Embeds: &b.embeds, Components: &b.components, AllowedMentions: send.AllowedMentions}
 		if _, err := s.editMessage(ctx, edit); err != nil {
 			log.Warn("editing the request's message to show its text without embeds failed", "err", err)
@@ -413,6 +407,21 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		}
 	}
 	return []pending.Post{{Surface: surfaceName, Channel: channel, MessageID: msg.ID, Thread: thread, PostedAt: s.now().UTC(), Bare: bare}}, nil
+}
+
+// render renders rec, live, as posted to the target tc: under its
+// mention, and on a bridge with a public URL with an "Open in browser"
+// button, a link, or, for a target that limits its responders, one that
+// hands a personal link on a tap.
+func (s *Surface) render(rec *pending.Record, tc *config.DiscordTarget) message {
+	m := render(rec, tc.Mention, true)
+	switch {
+	case s.opt.Links != nil && linkable(tc):
+		m.addLink(s.opt.Links.For(rec))
+	case s.opt.Links != nil:
+		m.addLinkRequest(rec)
+	}
+	return m
 }
 
 // dropped reports whether Discord answered a create or an edit that
@@ -571,13 +580,17 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 			return ctx.Err()
 		}
 	}
+	// Ended, the message loses its controls, its Open in browser button
+	// too: cut where Discord drops its embeds (bare), it says the whole
+	// request is in the web inbox, where it stays, not behind a button
+	// that is gone.
 	m := render(rec, "", false)
 	if p.Bare {
 		// Posted where Discord drops the bot's embeds: the outcome goes
 		// above the request's text, in the content, in one edit. Sent
 		// with its embeds, the message would show its outcome above no
 		// request until a second edit put the text back.
-		m = m.bare(rec.ID)
+		m = m.bare()
 	}
 	edit := &discordgo.MessageEdit{
 		ID:              p.MessageID,
@@ -595,7 +608,7 @@ func (s *Surface) Finish(ctx context.Context, rec *pending.Record, p pending.Pos
 			// before posts said so): the outcome would show above no
 			// request. Edited again, the message holds the request's text
 			// in its content. Only this first sight of it costs two edits.
-			bare := m.bare(rec.ID)
+			bare := m.bare()
 			edit.Content, edit.Embeds = &bare.content, &bare.embeds
 			_, err = s.editMessage(ctx, edit)
 		}

@@ -281,7 +281,7 @@ func (h *Interactions) component(ctx context.Context, in *interaction, r surface
 		}
 	case surface.VerbAllow:
 		if r.O != confirmed && rec.Kind == seam.KindApproval {
-			if text := msgConfirmAllow(rec, h.postedMention(rec, in), shownBare(in)); text != "" {
+			if text := msgConfirmAllow(rec, h.posted(rec, in), shownBare(in)); text != "" {
 				return confirm(rec, surface.VerbAllow, text, "Allow once", discordgo.SuccessButton)
 			}
 		}
@@ -326,16 +326,16 @@ func confirm(rec *pending.Record, verb, text, label string, style discordgo.Butt
 const msgConfirmDismiss = "Dismiss this question? The agent is told that you declined to answer."
 
 // msgConfirmAllow asks to confirm Allow once on rec, an approval, when
-// its message, posted with mention, has no room for all of its text, and
-// says where the rest is: in the messages posted after it, or, for a bare
-// message (its embeds dropped), which has none after it, in the web
-// inbox. It is "" when the message holds it all.
-func msgConfirmAllow(rec *pending.Record, mention string, bare bool) string {
-	m := render(rec, mention, true)
+// its message m, as posted, has no room for all of its text, and says
+// where the rest is: in the messages posted after it, or, for a bare
+// message (its embeds dropped), which has none after it, where the whole
+// request is (the browser, through its Open in browser button, or the
+// web inbox). It is "" when the message holds it all.
+func msgConfirmAllow(rec *pending.Record, m message, bare bool) string {
 	rest := "follows in the messages below. Read them"
 	switch {
-	case bare && m.bare(rec.ID).cut:
-		rest = "is in the bridge's web inbox, at /r/" + rec.ID + ". Read it"
+	case bare && m.bare().cut:
+		rest = "is in " + m.whole() + ". Read it"
 	case bare || len(m.more) == 0:
 		return ""
 	}
@@ -343,17 +343,17 @@ func msgConfirmAllow(rec *pending.Record, mention string, bare bool) string {
 		rest + " before you allow it. Allow it once?"
 }
 
-// postedMention is the mention of the target whose message in came
-// from: Post begins the message's content with it, which leaves a bare
-// message that much less room for the request's text.
-func (h *Interactions) postedMention(rec *pending.Record, in *interaction) string {
-	if in.Message == nil {
-		return ""
+// posted is rec's live message as Post rendered it for the target whose
+// message in came from: its content begins with the target's mention,
+// which leaves a bare message that much less room for the request's
+// text, and it has the target's Open in browser button, if any.
+func (h *Interactions) posted(rec *pending.Record, in *interaction) message {
+	if in.Message != nil {
+		if t := h.s.target(rec, in.where(), in.parent(), in.Message.ID); t != nil {
+			return h.s.render(rec, t)
+		}
 	}
-	if t := h.s.target(rec, in.where(), in.parent(), in.Message.ID); t != nil {
-		return t.Mention
-	}
-	return ""
+	return render(rec, "", true)
 }
 
 // personalLink answers with a link of rec's for the person who clicked,

@@ -226,6 +226,16 @@ type message struct {
 	sections []section
 	// cut: bare had no room for all of the request's text.
 	cut bool
+	// id is the request's.
+	id string
+	// left is how many characters of the request's text the messages
+	// after it have no room for; the last of them then ends with a line
+	// that says so, and where the whole request is (leftNote).
+	left int
+	// browser: the message carries an "Open in browser" button (addLink,
+	// addLinkRequest), which opens the whole request: the lines that say
+	// where it is name that button (whole).
+	browser bool
 }
 
 // section is a part of a request's text under its title, unescaped; code
@@ -304,9 +314,9 @@ func moreNote(rest string) string {
 }
 
 // more renders the queued text as embeds of the messages that follow,
-// at most maxMore; a last line says where the rest is when even that is
-// not enough.
-func (b *builder) more(id string) []*discordgo.MessageEmbed {
+// at most maxMore, and returns how many characters even that is not
+// enough for (the last one's leftNote says so).
+func (b *builder) more() ([]*discordgo.MessageEmbed, int) {
 	var out []*discordgo.MessageEmbed
 	const room = maxEmbedDesc - 200
 	for i, sp := range b.spill {
@@ -317,9 +327,7 @@ func (b *builder) more(id string) []*discordgo.MessageEmbed {
 				for _, later := range b.spill[i+1:] {
 					left += surface.Len(later.text)
 				}
-				last := out[len(out)-1]
-				last.Description += fmt.Sprintf("\n\n*… %d more characters are too long to post in Discord. The whole request is in the bridge's web inbox, at /r/%s.*", left, id)
-				return out
+				return out, left
 			}
 			var head, desc string
 			if sp.code {
@@ -332,11 +340,48 @@ func (b *builder) more(id string) []*discordgo.MessageEmbed {
 			out = append(out, &discordgo.MessageEmbed{Title: escTitle(sp.title + " (continued)"), Description: desc, Color: colourLive})
 		}
 	}
-	return out
+	return out, 0
+}
+
+// whole is where request id is shown whole, past what its messages hold:
+// in the browser when its message carries an "Open in browser" button
+// (a link, or one that hands a personal link to a responder of a target
+// that limits them), else in the bridge's web inbox. A person reading
+// Discord on a phone has no idea where that inbox is, nor may sign in
+// there.
+func whole(id string, browser bool) string {
+	if browser {
+		return "the browser (the message's Open in browser button)"
+	}
+	return "the bridge's web inbox, at /r/" + id
+}
+
+// leftNote is the line that ends the last message after a request's
+// when they have no room for left characters of it, and says where the
+// whole request is.
+func leftNote(left int, where string) string {
+	return fmt.Sprintf("\n\n*… %d more characters are too long to post in Discord. The whole request is in %s.*", left, where)
+}
+
+// whole is where m's request is shown whole.
+func (m *message) whole() string { return whole(m.id, m.browser) }
+
+// opensInBrowser records that m carries an "Open in browser" button: the
+// line that ends its last continuation, rendered before the button was
+// added, names it.
+func (m *message) opensInBrowser() {
+	was := m.whole()
+	m.browser = true
+	if m.left > 0 {
+		last := m.more[len(m.more)-1]
+		last.Description = strings.TrimSuffix(last.Description, leftNote(m.left, was)) + leftNote(m.left, m.whole())
+	}
 }
 
 // render renders rec: with controls while live, else with the line that
 // says how it ended. mention, when set, is the target's configured ping.
+// Its lines that say where the whole request is name the web inbox until
+// an Open in browser button is added (addLink, addLinkRequest).
 func render(rec *pending.Record, mention string, live bool) message {
 	var b builder
 	colour := colourLive
@@ -358,7 +403,12 @@ func render(rec *pending.Record, mention string, live bool) message {
 			dismissButton(rec.ID),
 		}}}
 	}
-	m := message{embeds: b.embeds, more: b.more(rec.ID), components: []discordgo.MessageComponent{}, sections: b.sections}
+	m := message{embeds: b.embeds, components: []discordgo.MessageComponent{}, sections: b.sections, id: rec.ID}
+	m.more, m.left = b.more()
+	if m.left > 0 {
+		last := m.more[len(m.more)-1]
+		last.Description += leftNote(m.left, m.whole())
+	}
 	in := intro(rec)
 	if live {
 		m.components = tagged(comps, surface.HashTag(rec.Hash))
@@ -379,8 +429,8 @@ func render(rec *pending.Record, mention string, live bool) message {
 // characters hold it; a last line says where the rest is. The components
 // stay. Each text is escaped as its embed's description is, and sealed,
 // since here they share one markdown text; its title is a line of its own.
-func (m message) bare(id string) message {
-	out := message{content: m.content, embeds: []*discordgo.MessageEmbed{}, components: m.components, sections: m.sections}
+func (m message) bare() message {
+	out := message{content: m.content, embeds: []*discordgo.MessageEmbed{}, components: m.components, sections: m.sections, id: m.id, browser: m.browser}
 	all := 0
 	for _, sec := range m.sections {
 		all += surface.Len(sec.text)
@@ -388,8 +438,8 @@ func (m message) bare(id string) message {
 	text, left := bareText(m.sections, maxContent-surface.Len(m.content))
 	if left > 0 {
 		// The note is measured on all the text: no count in it is longer.
-		text, left = bareText(m.sections, maxContent-surface.Len(m.content)-surface.Len(bareNote(all, id)))
-		text += bareNote(left, id)
+		text, left = bareText(m.sections, maxContent-surface.Len(m.content)-surface.Len(bareNote(all, m.whole())))
+		text += bareNote(left, m.whole())
 		out.cut = true
 	}
 	out.content = surface.Truncate(m.content+text, maxContent)
@@ -437,8 +487,10 @@ func bareText(sections []section, room int) (string, int) {
 	return b.String(), left
 }
 
-func bareNote(left int, id string) string {
-	return fmt.Sprintf("\n\n*… %d more characters are not shown: Discord shows this message without its embeds, as the bot may not Embed Links here. The whole request is in the bridge's web inbox, at /r/%s.*", left, id)
+// bareNote is the line that ends a bare message with no room for left
+// characters of its request, and says where the whole request is.
+func bareNote(left int, where string) string {
+	return fmt.Sprintf("\n\n*… %d more characters are not shown: Discord shows this message without its embeds, as the bot may not Embed Links here. The whole request is in %s.*", left, where)
 }
 
 // intro is the line above a request: who asks, in which session, when,
@@ -783,12 +835,15 @@ func approvalControls(id string) []discordgo.MessageComponent {
 // addLink adds an "Open in browser" link button, to url, to the live
 // message's last row of buttons, or in a row of its own when that row is
 // full or holds a select; it adds nothing when the message has no room or
-// url is too long for Discord. A link button sends no interaction.
+// url is too long for Discord. A link button sends no interaction. Once
+// it is added, the message names it as where the whole request is.
 func (m *message) addLink(url string) {
 	if url == "" || len(url) > maxButtonURL {
 		return
 	}
-	m.addButton(linkButton(url))
+	if m.addButton(linkButton(url)) {
+		m.opensInBrowser()
+	}
 }
 
 func linkButton(url string) discordgo.Button {
@@ -799,20 +854,26 @@ func linkButton(url string) discordgo.Button {
 // button that asks for a personal link: for a target that limits its
 // responders, whose message can't carry a link anyone may answer through.
 func (m *message) addLinkRequest(rec *pending.Record) {
-	m.addButton(button(surface.Ref{Verb: surface.VerbLink, ID: rec.ID, Tag: surface.HashTag(rec.Hash)}, "Open in browser", discordgo.SecondaryButton))
+	if m.addButton(button(surface.Ref{Verb: surface.VerbLink, ID: rec.ID, Tag: surface.HashTag(rec.Hash)}, "Open in browser", discordgo.SecondaryButton)) {
+		m.opensInBrowser()
+	}
 }
 
-func (m *message) addButton(b discordgo.Button) {
+// addButton adds b to the message's last row of buttons, or in a row of
+// its own, and reports whether it had room.
+func (m *message) addButton(b discordgo.Button) bool {
 	if n := len(m.components); n > 0 {
 		if row, ok := m.components[n-1].(discordgo.ActionsRow); ok && len(row.Components) > 0 && len(row.Components) < maxRowButtons {
 			if _, isButton := row.Components[0].(discordgo.Button); isButton {
 				row.Components = append(row.Components, b)
 				m.components[n-1] = row
-				return
+				return true
 			}
 		}
 	}
 	if len(m.components) < maxRows {
 		m.components = append(m.components, discordgo.ActionsRow{Components: []discordgo.MessageComponent{b}})
+		return true
 	}
+	return false
 }

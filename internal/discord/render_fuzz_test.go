@@ -109,7 +109,7 @@ func FuzzRender(f *testing.F) {
 
 		// The message as it shows where Discord drops the bot's embeds:
 		// all its text in its content, which every text shares.
-		bare := m.bare(rec.ID)
+		bare := m.bare()
 		body = map[string]any{"content": bare.content, "embeds": bare.embeds, "components": bare.components, "allowed_mentions": mentions("")}
 		if bad := InvalidMessage(asMap(t, body), false); len(bad) > 0 {
 			t.Fatalf("Discord would refuse the bare message: %v", bad)

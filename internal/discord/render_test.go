@@ -350,7 +350,7 @@ func TestBidiControlsAreDropped(t *testing.T) {
 	body := toMap(t, map[string]any{"content": live.content, "embeds": live.embeds, "components": live.components})
 	checkMessage(t, body)
 	noBidi(t, "the live message", body)
-	noBidi(t, "the live message without embeds", live.bare(rec.ID).content)
+	noBidi(t, "the live message without embeds", live.bare().content)
 	noBidi(t, "the form", sheetModal(rec, nil))
 	noBidi(t, "Other's form", otherModal(rec, 0))
 	noBidi(t, "the session's thread name", threadName(rec))
@@ -377,7 +377,7 @@ func TestBidiControlsAreDropped(t *testing.T) {
 		Arguments: json.RawMessage(`{"cmd": "rm -rf /` + rlo + ` tmp"}`)}}
 	m = render(approval, "", true)
 	noBidi(t, "the approval", map[string]any{"content": m.content, "embeds": m.embeds, "components": m.components})
-	noBidi(t, "the approval without embeds", m.bare(approval.ID).content)
+	noBidi(t, "the approval without embeds", m.bare().content)
 	noBidi(t, "Reject's form", rejectModal(approval))
 }
 
@@ -389,7 +389,7 @@ func TestBidiControlsAreDropped(t *testing.T) {
 func TestBareMessageShowsTheText(t *testing.T) {
 	q := seam.Question{ID: "q", Header: "Ship *it*", Question: "Deploy to <@1> prod?", Options: []seam.Option{{Label: "Yes", Description: "Ships v2"}, {Label: "No"}}}
 	rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Questions: &seam.Questions{Questions: []seam.Question{q}}}
-	m := render(rec, "", true).bare(rec.ID)
+	m := render(rec, "", true).bare()
 	if len(m.embeds) != 0 || m.cut || len(m.components) == 0 {
 		t.Errorf("bare: %d embeds, cut %t, %d rows; want no embeds, all of it, the controls", len(m.embeds), m.cut, len(m.components))
 	}
@@ -402,7 +402,7 @@ func TestBareMessageShowsTheText(t *testing.T) {
 	q.Intent = &seam.Intent{Kind: seam.IntentPlanReview}
 	q.Detail = "## Plan\n```sh\n" + strings.Repeat("rm -rf /tmp/stale @everyone\n", 200) + "```\nTHE-END"
 	rec.Questions.Questions[0] = q
-	m = render(rec, "", false).bare(rec.ID)
+	m = render(rec, "", false).bare()
 	if !m.cut || surface.Len(m.content) > maxContent || strings.Contains(m.content, "THE-END") {
 		t.Errorf("a long plan: cut %t, %d characters; want it cut within %d", m.cut, surface.Len(m.content), maxContent)
 	}
