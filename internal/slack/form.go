@@ -7,17 +7,21 @@ import (
 
 // formValue returns the value of key in body, a form as Slack posts its
 // callbacks (application/x-www-form-urlencoded, payload=<JSON>), decoded
-// into a slice of its own; nil when key is absent. It reads what
-// url.ParseQuery reads, with one copy where ParseQuery and Get make three
-// of a payload of kilobytes: a string of the body, the decoded string,
-// and the bytes for JSON. Unlike ParseQuery it takes ';' as any other
-// byte; a key is matched as sent.
+// in place: the value it returns is body's own bytes, overwritten (a
+// decoded value is never longer than its escapes); nil when key is
+// absent. It reads what url.ParseQuery reads, without the copies
+// ParseQuery and Get make of a payload of kilobytes: a string of the body,
+// the decoded string, and the bytes for JSON. Unlike ParseQuery it takes
+// ';' as any other byte; a key is matched as sent.
 func formValue(body []byte, key string) ([]byte, error) {
 	for len(body) > 0 {
 		var pair []byte
 		pair, body, _ = bytes.Cut(body, []byte{'&'})
 		k, v, _ := bytes.Cut(pair, []byte{'='})
 		if string(k) == key {
+			if v == nil {
+				return []byte{}, nil // the key alone: present, empty
+			}
 			return unescapeForm(v)
 		}
 	}
@@ -26,24 +30,26 @@ func formValue(body []byte, key string) ([]byte, error) {
 
 var errBadEscape = errors.New("form: a malformed %-escape")
 
-// unescapeForm decodes a form value: '+' is a space, %XX a byte.
+// unescapeForm decodes a form value over itself and returns the decoded
+// part: '+' is a space, %XX a byte. On an error, v is left part decoded.
 func unescapeForm(v []byte) ([]byte, error) {
-	out := make([]byte, 0, len(v))
+	n := 0 // decoded so far, all at or behind i
 	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
+		c := v[i]
+		switch c {
 		case '+':
-			out = append(out, ' ')
+			c = ' '
 		case '%':
 			if i+2 >= len(v) || !isHex(v[i+1]) || !isHex(v[i+2]) {
 				return nil, errBadEscape
 			}
-			out = append(out, unhex(v[i+1])<<4|unhex(v[i+2]))
+			c = unhex(v[i+1])<<4 | unhex(v[i+2])
 			i += 2
-		default:
-			out = append(out, c)
 		}
+		v[n] = c
+		n++
 	}
-	return out, nil
+	return v[:n], nil
 }
 
 func isHex(c byte) bool {
