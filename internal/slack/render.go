@@ -100,7 +100,17 @@ func mrkdwn(s string) *slackapi.TextBlockObject {
 
 // slackTime shows t in each reader's own time zone.
 func slackTime(t time.Time) string {
-	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
+	var b [80]byte // room for one: its only allocation is the string
+	return string(appendSlackTime(b[:0], t))
+}
+
+// appendSlackTime appends slackTime(t) to b.
+func appendSlackTime(b []byte, t time.Time) []byte {
+	b = append(b, "<!date^"...)
+	b = strconv.AppendInt(b, t.Unix(), 10)
+	b = append(b, "^{date_short_pretty} {time}|"...)
+	b = t.UTC().AppendFormat(b, "2006-01-02 15:04 UTC")
+	return append(b, '>')
 }
 
 var statusFormat = surface.Format{Escape: esc, Time: slackTime, Surface: surfaceName}
@@ -437,10 +447,11 @@ func renderWith(b builder, rec *pending.Record, mention string, live bool) messa
 		// counted from the intro as posted. (Counted from its own, the
 		// edit showed again what the thread holds, and its note counted
 		// less than the thread holds.)
-		b.context(intro(rec, ""))
+		shown := intro(rec, "")
+		b.context(shown)
 		posted := *rec
 		posted.Status = seam.StatusPending
-		b.used += surface.Len(intro(&posted, mention)) - surface.Len(intro(rec, ""))
+		b.used += surface.Len(intro(&posted, mention)) - surface.Len(shown)
 	}
 	var text string
 	switch rec.Kind {
@@ -475,28 +486,35 @@ func renderWith(b builder, rec *pending.Record, mention string, live bool) messa
 // intro is the context line above a request: who asks, in which session,
 // when, and, while it is pending, until when.
 func intro(rec *pending.Record, mention string) string {
-	var s strings.Builder
+	var b [512]byte // room for most: their only allocation is the string
+	s := b[:0]
 	if mention != "" {
-		s.WriteString(mention + " ")
+		s = append(s, mention...)
+		s = append(s, ' ')
 	}
-	s.WriteString("*" + esc(surface.Truncate(surface.Asker(rec.Caller), 100)) + "*")
+	s = append(s, '*')
+	s = append(s, esc(surface.Truncate(surface.Asker(rec.Caller), 100))...)
+	s = append(s, '*')
 	if rec.Kind == seam.KindApproval {
-		s.WriteString(" asks to run a tool")
+		s = append(s, " asks to run a tool"...)
 	} else {
-		s.WriteString(" asks")
+		s = append(s, " asks"...)
 	}
 	if c := rec.Caller; c != nil {
 		if session := surface.OneLine(c.Session); session != "" {
-			s.WriteString(" · session " + esc(surface.Truncate(session, 100)))
+			s = append(s, " · session "...)
+			s = append(s, esc(surface.Truncate(session, 100))...)
 		}
 	}
 	if !rec.CreatedAt.IsZero() {
-		s.WriteString(" · " + slackTime(rec.CreatedAt))
+		s = append(s, " · "...)
+		s = appendSlackTime(s, rec.CreatedAt)
 	}
 	if !rec.ExpiresAt.IsZero() && rec.Status == seam.StatusPending {
-		s.WriteString(" · expires " + slackTime(rec.ExpiresAt))
+		s = append(s, " · expires "...)
+		s = appendSlackTime(s, rec.ExpiresAt)
 	}
-	return s.String()
+	return string(s)
 }
 
 func fallback(prefix, s string) string {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/pending"
@@ -76,12 +77,18 @@ func benchRecord() *pending.Record {
 }
 
 // BenchmarkRender renders a question's message and its edit once it is
-// answered.
+// answered, with what bridge bench's requests have besides: who asks, in
+// which session, when, until when, and who answered.
 func BenchmarkRender(b *testing.B) {
 	rec := benchRecord()
+	rec.Caller = &seam.Caller{Name: "bench-agent", Session: "bench"}
+	rec.CreatedAt = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rec.ExpiresAt = rec.CreatedAt.Add(24 * time.Hour)
 	ended := *rec
 	ended.Status = seam.StatusAnswered
 	ended.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "deploy", Selected: []string{"Deploy now"}}}}
+	ended.ResolvedAt = rec.CreatedAt.Add(time.Minute)
+	ended.ResolvedBy = &pending.Responder{Surface: "slack", UserID: "UBENCH", Name: "bench-person"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if m := render(rec, "", true); len(m.blocks) == 0 {
