@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/internal/config"
+	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
@@ -27,29 +29,7 @@ func BenchmarkChatCalls(b *testing.B) {
 	ended := *rec
 	ended.Status = seam.StatusAnswered
 	done := render(&ended, "", false)
-
-	blocks, err := json.Marshal(live.blocks)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Slack's answer: ok, channel and ts, then the whole message.
-	answer := []byte(`{"ok":true,"channel":"C0AGENTS","ts":"1700000000.000100","message":{"user":"U0FAKEBOT1","type":"message","ts":"1700000000.000100","bot_id":"B0FAKEBOT1","app_id":"A0001","text":` +
-		string(must(json.Marshal(live.text))) + `,"team":"T0001","bot_profile":{"id":"B0FAKEBOT1","deleted":false,"name":"askbridge","updated":1700000000,"app_id":"A0001","icons":{"image_36":"https://a.slack-edge.com/80588/img/plugins/app/bot_36.png","image_48":"https://a.slack-edge.com/80588/img/plugins/app/bot_48.png","image_72":"https://a.slack-edge.com/80588/img/plugins/app/service_72.png"},"team_id":"T0001"},"blocks":` +
-		string(blocks) + `}}`)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Write(answer)
-	}))
-	defer srv.Close()
-	cfg := &config.Config{
-		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: srv.URL + "/"},
-		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C0AGENTS"}}}}},
-	}
-	s, err := New(cfg, Options{Store: pending.New(nil, pending.Options{})}) // the calls don't touch the store
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := benchSurface(b, live, Options{Store: pending.New(nil, pending.Options{})}) // the calls don't touch the store
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -61,6 +41,52 @@ func BenchmarkChatCalls(b *testing.B) {
 			b.Fatalf("updateMessage: %v", err)
 		}
 	}
+}
+
+// BenchmarkPost posts the request bridge bench creates to the route's one
+// target, as dispatch does (Surface.Post): rendering, carrying, the call
+// and reading its answer. It logs as bench's replicas do: text, errors
+// only.
+func BenchmarkPost(b *testing.B) {
+	rec := benchRequest()
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
+	s := benchSurface(b, render(rec, "", true), Options{Store: pending.New(nil, pending.Options{}), Logger: log})
+	t := dispatch.Target{Key: "default/0", Config: config.Target{Slack: &config.SlackTarget{Channel: "C0AGENTS"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if posts, err := s.Post(ctx, rec, t); err != nil || len(posts) != 1 {
+			b.Fatalf("Post = %+v, %v", posts, err)
+		}
+	}
+}
+
+// benchSurface returns a surface, made with opt, whose Slack answers every
+// call at once as it answers a post of m: ok, channel and ts, then the
+// whole message.
+func benchSurface(b *testing.B, m message, opt Options) *Surface {
+	blocks, err := json.Marshal(m.blocks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer := []byte(`{"ok":true,"channel":"C0AGENTS","ts":"1700000000.000100","message":{"user":"U0FAKEBOT1","type":"message","ts":"1700000000.000100","bot_id":"B0FAKEBOT1","app_id":"A0001","text":` +
+		string(must(json.Marshal(m.text))) + `,"team":"T0001","bot_profile":{"id":"B0FAKEBOT1","deleted":false,"name":"askbridge","updated":1700000000,"app_id":"A0001","icons":{"image_36":"https://a.slack-edge.com/80588/img/plugins/app/bot_36.png","image_48":"https://a.slack-edge.com/80588/img/plugins/app/bot_48.png","image_72":"https://a.slack-edge.com/80588/img/plugins/app/service_72.png"},"team_id":"T0001"},"blocks":` +
+		string(blocks) + `}}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Write(answer)
+	}))
+	b.Cleanup(srv.Close)
+	cfg := &config.Config{
+		Slack:  &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: srv.URL + "/"},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C0AGENTS"}}}}},
+	}
+	s, err := New(cfg, opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
 
 // benchRecord is the question bridge bench asks.
@@ -76,14 +102,22 @@ func benchRecord() *pending.Record {
 		}}}}
 }
 
-// BenchmarkRender renders a question's message and its edit once it is
-// answered, with what bridge bench's requests have besides: who asks, in
-// which session, when, until when, and who answered.
-func BenchmarkRender(b *testing.B) {
+// benchRequest is benchRecord as bridge bench creates it: with who asks,
+// in which session, when, until when, and its hash.
+func benchRequest() *pending.Record {
 	rec := benchRecord()
 	rec.Caller = &seam.Caller{Name: "bench-agent", Session: "bench"}
 	rec.CreatedAt = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	rec.ExpiresAt = rec.CreatedAt.Add(24 * time.Hour)
+	rec.Hash = "11f97202a71009b7c94b7b5867f0abdd"
+	return rec
+}
+
+// BenchmarkRender renders a question's message and its edit once it is
+// answered, of a request as bridge bench creates it (benchRequest),
+// answered by a person.
+func BenchmarkRender(b *testing.B) {
+	rec := benchRequest()
 	ended := *rec
 	ended.Status = seam.StatusAnswered
 	ended.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "deploy", Selected: []string{"Deploy now"}}}}
