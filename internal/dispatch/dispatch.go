@@ -348,14 +348,16 @@ func each[T any](items []T, f func(T)) {
 // while they were being posted, its messages are finished at once, so no
 // live buttons are left behind.
 func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) (recorded []pending.Post, err error) {
-	log := d.log.With("request_id", rec.ID, "surface", t.Surface(), "target", t.Key)
+	// Narrowed only to log: With formats its attributes at once, and a
+	// post seldom logs.
+	log := func() *slog.Logger { return d.log.With("request_id", rec.ID, "surface", t.Surface(), "target", t.Key) }
 	s := d.surfaces[t.Surface()]
 	posts, err := s.Post(ctx, rec, t)
 	if err == nil && len(posts) == 0 {
 		err = errors.New("posted no message")
 	}
 	if err != nil {
-		log.Warn("posting failed", "err", err)
+		log().Warn("posting failed", "err", err)
 		d.metrics.postFailed(t.Surface())
 		return nil, err
 	}
@@ -367,7 +369,7 @@ func (d *Dispatcher) postTo(ctx context.Context, rec *pending.Record, t Target) 
 		}
 		end, err := d.record(ctx, rec.ID, p)
 		if err != nil {
-			log.Error("recording a posted message failed; it keeps its controls when the request ends",
+			log().Error("recording a posted message failed; it keeps its controls when the request ends",
 				"message_id", p.MessageID, "err", err)
 			continue
 		}

@@ -243,7 +243,9 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	if tc == nil {
 		return nil, fmt.Errorf("request %s: target %s has no slack section", rec.ID, t.Key)
 	}
-	log := s.log.With("request_id", rec.ID, "channel", tc.Channel)
+	// Narrowed only to log: With formats its attributes at once, and a
+	// post seldom logs.
+	log := func() *slog.Logger { return s.log.With("request_id", rec.ID, "channel", tc.Channel) }
 	build := func(renderer func(*pending.Record, string, bool) message) message {
 		m := renderer(rec, tc.Mention, true)
 		m.carry(rec, t.Key)
@@ -264,7 +266,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	if session != "" {
 		var err error
 		if thread, err = s.store.Thread(ctx, session); err != nil {
-			log.Warn("reading the session's thread failed; posting at the top level", "err", err)
+			log().Warn("reading the session's thread failed; posting at the top level", "err", err)
 		}
 	}
 	var channel, ts string
@@ -285,9 +287,9 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 				found, err := s.lookFor(ctx, in, thread, maybe, rec)
 				switch {
 				case err != nil:
-					log.Warn("Slack failed a post that it may have made; looking for the message failed, so it is posted again and may show twice", "err", err)
+					log().Warn("Slack failed a post that it may have made; looking for the message failed, so it is posted again and may show twice", "err", err)
 				case len(found) > 0:
-					log.Warn("Slack failed a post that it had made; the message is kept, not posted again", "ts", found[0])
+					log().Warn("Slack failed a post that it had made; the message is kept, not posted again", "ts", found[0])
 					channel, ts = in, found[0]
 					return nil
 				}
@@ -313,9 +315,9 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		// Kept, a thread whose parent was deleted would fail every request
 		// of the session until its record expires: forget it and start
 		// over as a new session does.
-		log.Warn("the session's thread is gone; posting in the channel and starting a new thread", "thread", thread, "err", err)
+		log().Warn("the session's thread is gone; posting in the channel and starting a new thread", "thread", thread, "err", err)
 		if err := s.store.ForgetThread(ctx, session, thread); err != nil {
-			log.Warn("forgetting the session's thread failed", "err", err)
+			log().Warn("forgetting the session's thread failed", "err", err)
 		}
 		thread = ""
 		err = post()
@@ -325,7 +327,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		// Slack's limit on a message's text, all blocks together, is not
 		// documented and counts more than the text (messageBudget). The
 		// refused post posted nothing.
-		log.Warn("Slack refused the message as too long (msg_blocks_too_long); posting it shorter, the rest in its thread")
+		log().Warn("Slack refused the message as too long (msg_blocks_too_long); posting it shorter, the rest in its thread")
 		m = build(renderShort)
 		err = post()
 		short = true
@@ -337,14 +339,14 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	if !maybe.IsZero() && !looked {
 		// Posted again without a look first: the conversation's id came
 		// with this post's answer.
-		posts = s.sweep(ctx, log, rec, channel, thread, maybe, ts)
+		posts = s.sweep(ctx, log(), rec, channel, thread, maybe, ts)
 		ts = posts[0].MessageID
 	}
 	if session != "" && thread == "" {
 		// Two first requests of a session posted at once may both start a
 		// thread; the first recorded is the session's from then on.
 		if _, err := s.store.SetThread(ctx, session, ts); err != nil {
-			log.Warn("recording the session's thread failed", "err", err)
+			log().Warn("recording the session's thread failed", "err", err)
 		}
 	}
 	root := thread
@@ -360,7 +362,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 		if err != nil {
 			// The question and its controls are posted; what is missing is
 			// the tail of a long text, and the message says it is in the thread.
-			log.Warn("posting the rest of a long request in its thread failed", "err", err)
+			log().Warn("posting the rest of a long request in its thread failed", "err", err)
 			break
 		}
 	}
