@@ -533,19 +533,25 @@ func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 	b.plainSection(q.Question)
 
 	sh := shapeOf(q)
-	controls := questionControls(rec.ID, q, sh)
-	if b.short && len(q.Options) > 0 {
+	// The controls' text (or the status line that replaces them) is
+	// reserved first. An ended request's message, which shows none, needs
+	// them only to measure a menu's: buttons and checkboxes always take
+	// less room than the status line (TestControlsBesideTheStatusLine).
+	var controls []slackapi.Block
+	switch {
+	case b.short && len(q.Options) > 0:
 		controls = []slackapi.Block{slackapi.NewActionBlock("",
 			button(surface.Ref{Verb: surface.VerbAnswer, ID: rec.ID}, "Answer…", slackapi.StylePrimary),
 			dismissButton(rec.ID))}
+	case live || sh.menu:
+		controls = questionControls(rec.ID, q, sh)
 	}
 	var listing string
 	if sh.listing {
 		listing = surface.OptionListing(q, sh.numbered)
 	}
-	// The controls' text (or the status line that replaces them) is
-	// reserved first; the options' listing gets at most one section, the
-	// detail what is left.
+	// The options' listing gets at most one section, the detail what is
+	// left.
 	room := b.budget() - b.used - max(textLen(controls...), statusReserve)
 	if listing != "" {
 		rest := b.sections(listing, min(room/2, maxSectionText), 1)
@@ -581,6 +587,7 @@ func detailTitle(q seam.Question) string {
 type shape struct {
 	buttons  bool // one button per option
 	choice   bool // checkboxes (multi-select with few options)
+	menu     bool // a select menu, of one option or of several
 	numbered bool // option texts carry their number, since labels are cut
 	cut      bool // a label is longer than an option's text holds
 	listing  bool // the options are listed in full above the controls
@@ -606,6 +613,7 @@ func shapeOf(q seam.Question) shape {
 		// the options are listed in full above them.
 		sh.listing = longLabel || anyDesc || sh.buttons && wideLabel
 	}
+	sh.menu = len(q.Options) > 0 && !sh.buttons && !sh.choice
 	sh.cut = longLabel
 	sh.numbered = longLabel || sh.buttons && wideLabel
 	return sh

@@ -906,6 +906,32 @@ func TestEndedTextAsPosted(t *testing.T) {
 	}
 }
 
+// TestControlsBesideTheStatusLine: an ended request's message, whose
+// status line takes the place of the controls, reserves the room of the
+// two that takes more (renderQuestion), and builds the controls only where
+// they may be the one: a menu's options. Buttons and checkboxes, at the
+// limits, take less room than the status line; a menu may take more.
+func TestControlsBesideTheStatusLine(t *testing.T) {
+	menuMore := false
+	for name, rec := range extremes() {
+		if rec.Kind != seam.KindQuestion || len(rec.Questions.Questions) != 1 {
+			continue
+		}
+		q := rec.Questions.Questions[0]
+		sh := shapeOf(q)
+		n := textLen(questionControls(rec.ID, q, sh)...)
+		switch {
+		case sh.menu:
+			menuMore = menuMore || n > statusReserve
+		case n >= statusReserve:
+			t.Errorf("%s: its controls take %d, the status line's room is %d", name, n, statusReserve)
+		}
+	}
+	if !menuMore {
+		t.Errorf("no menu at the limits takes more room than the status line; the ended message need not measure one")
+	}
+}
+
 // TestEndedLineUnderTheIntro: how a request ended is the first thing read,
 // not small print after a long plan.
 func TestEndedLineUnderTheIntro(t *testing.T) {
