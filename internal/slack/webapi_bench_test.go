@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,6 +158,46 @@ func BenchmarkParseCallback(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(form)), "body-bytes")
+}
+
+// BenchmarkClick is a person's click on an option of the bench's question,
+// as Slack posts it to /slack/interactions, signed: the handler's part of
+// it, up to the resolve, which a resolver that answers at once stands in
+// for (the end it answers lists the message, so nothing more is recorded).
+func BenchmarkClick(b *testing.B) {
+	rec := benchRequest()
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
+	s := benchSurface(b, render(rec, "", true), Options{Store: pending.New(nil, pending.Options{}), Logger: log})
+	resolved := make(chan struct{}, 1)
+	h := s.Interactions(resolverFunc(func(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error) {
+		ended := *rec
+		ended.Status, ended.Answer, ended.ResolvedBy = res.Status, res.Answer, res.By
+		ended.Posts = []pending.Post{{Surface: surfaceName, Target: "default/0", Channel: "C0AGENTS", MessageID: "1700000000.000100"}}
+		resolved <- struct{}{}
+		return &ended, nil
+	}))
+	form := url.Values{"payload": {benchPayload(b)}}.Encode()
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, "/slack/interactions", strings.NewReader(form))
+		r.Header = slacktest.Sign("s", time.Now(), form)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatalf("the click was answered %d: %s", w.Code, w.Body)
+		}
+		select {
+		case <-resolved:
+		case <-time.After(5 * time.Second):
+			b.Fatal("the click resolved nothing within 5s")
+		}
+	}
+}
+
+type resolverFunc func(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, id string, res pending.Resolution) (*pending.Record, error) {
+	return f(ctx, id, res)
 }
 
 // benchPayload returns the JSON payload of a click on the bench's
