@@ -100,7 +100,7 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // clickPayload is the part of a block_actions payload the bridge reads.
 type clickPayload struct {
 	Type      slackapi.InteractionType `json:"type"`
-	User      slackapi.User            `json:"user"`
+	User      clicker                  `json:"user"`
 	Container slackapi.Container       `json:"container"`
 	Channel   struct {
 		ID string `json:"id"`
@@ -142,7 +142,8 @@ func parseCallback(body []byte) (slackapi.InteractionCallback, error) {
 		err := json.Unmarshal(payload, &cb)
 		return cb, err
 	}
-	cb := slackapi.InteractionCallback{Type: p.Type, User: p.User, Container: p.Container, TriggerID: p.TriggerID, ResponseURL: p.ResponseURL, BlockActionState: p.State}
+	cb := slackapi.InteractionCallback{Type: p.Type, Container: p.Container, TriggerID: p.TriggerID, ResponseURL: p.ResponseURL, BlockActionState: p.State}
+	cb.User.ID, cb.User.TeamID, cb.User.Name, cb.User.Username = p.User.ID, p.User.TeamID, p.User.Name, p.User.Username
 	cb.Channel.ID = p.Channel.ID
 	cb.Message.Timestamp, cb.Message.Text = p.Message.Timestamp, p.Message.Text
 	for _, a := range p.Actions {
@@ -312,7 +313,7 @@ func appTokenProblem(reason string) string {
 // click is one block action, with where it came from.
 type click struct {
 	ref     surface.Ref
-	user    slackapi.User
+	user    clicker
 	channel string
 	ts      string // the message's
 	text    string // the message's text (its notification fallback), as posted
@@ -334,7 +335,7 @@ func (h *Interactions) handle(ctx context.Context, cb *slackapi.InteractionCallb
 			if err != nil {
 				continue
 			}
-			c := click{ref: r, user: cb.User, channel: cb.Container.ChannelID, ts: cb.Container.MessageTs, text: cb.Message.Text,
+			c := click{ref: r, user: clickerOf(cb.User), channel: cb.Container.ChannelID, ts: cb.Container.MessageTs, text: cb.Message.Text,
 				short: shortBlock(a.BlockID), thread: cb.Container.ThreadTs, respond: cb.ResponseURL, trigger: cb.TriggerID, action: a, state: cb.BlockActionState}
 			if c.channel == "" {
 				c.channel = cb.Channel.ID
@@ -827,7 +828,21 @@ func ticked(id string, c click) []int {
 // maxNameLen bounds the name recorded for who answered.
 const maxNameLen = 200
 
-func responder(u slackapi.User) *pending.Responder {
+// clicker is who clicked or submitted, as a payload's user names them: the
+// part of slack-go's User (most of a kilobyte) that a click's payload
+// holds, and a click carries with it.
+type clicker struct {
+	ID       string `json:"id"`
+	TeamID   string `json:"team_id"`
+	Name     string `json:"name"`
+	Username string `json:"username"`
+}
+
+func clickerOf(u slackapi.User) clicker {
+	return clicker{ID: u.ID, TeamID: u.TeamID, Name: u.Name, Username: u.Username}
+}
+
+func responder(u clicker) *pending.Responder {
 	name := u.Name
 	if name == "" {
 		name = u.Username
@@ -888,7 +903,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	ctx, cancel := context.WithTimeout(ctx, surface.AckBudget)
 	defer cancel()
 	o := parseOrigin(cb.View.PrivateMetadata)
-	c := click{ref: r, user: cb.User, channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text, short: o.Short, respond: o.Respond}
+	c := click{ref: r, user: clickerOf(cb.User), channel: o.Channel, ts: o.TS, thread: o.Thread, text: o.Text, short: o.Short, respond: o.Respond}
 	rec, err := h.s.store.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, pending.ErrNotFound) || err == nil && o.Hash != "" && o.Hash != rec.Hash:
@@ -915,7 +930,7 @@ func (h *Interactions) submit(ctx context.Context, cb *slackapi.InteractionCallb
 	if rec.Status != seam.StatusPending {
 		if res != nil {
 			mine := *res
-			mine.By = responder(cb.User)
+			mine.By = responder(clickerOf(cb.User))
 			if same(rec, mine) {
 				return nil // the same submission delivered again: close the modal
 			}
