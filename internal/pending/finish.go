@@ -171,7 +171,7 @@ func (s *Store) Unfinished(ctx context.Context) ([]*Record, error) {
 	var out []*Record
 	pipe = s.rdb.Pipeline()
 	for _, c := range taken {
-		rec, err := recordFromHash(c.read.Val())
+		rec, err := recordFromHash(fieldMap(c.read.Val()))
 		switch {
 		case errors.Is(err, ErrNotFound) || err == nil && rec.Status == seam.StatusPending:
 			// Gone (past its retention, or deleted by hand), or not ended:

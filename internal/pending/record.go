@@ -92,9 +92,10 @@ const (
 	postPrefix  = "post:"
 )
 
-// decodeRecord builds a Record from HGETALL's flat field/value list.
+// decodeRecord builds a Record from HGETALL's flat field/value list, as a
+// script returns it.
 func decodeRecord(flat []any) (*Record, error) {
-	return recordFromHash(hashOf(flat))
+	return recordFromHash(fieldList(flat))
 }
 
 // PostOf is r's recorded post of message msgID on surface, in channel
@@ -109,21 +110,52 @@ func (r *Record) PostOf(surface, channel, msgID string) (Post, bool) {
 	return Post{}, false
 }
 
-// hashOf turns a flat field/value list into a map.
-func hashOf(flat []any) map[string]string {
-	h := make(map[string]string, len(flat)/2)
-	for i := 0; i+1 < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		v, _ := flat[i+1].(string)
-		h[k] = v
+// fields are a record's hash as the store reads it, where it lies:
+// go-redis's map of an HGETALL (fieldMap), or the flat field/value list of
+// one that a script returns (fieldList), read without a map made of it: a
+// map of a record's twenty-odd fields takes a kilobyte.
+type fields struct {
+	m    map[string]string
+	flat []any // field, value, field, value...; HGETALL names each field once
+}
+
+func fieldMap(m map[string]string) fields { return fields{m: m} }
+
+func fieldList(flat []any) fields { return fields{flat: flat} }
+
+func (h fields) get(name string) string {
+	if h.m != nil {
+		return h.m[name]
 	}
-	return h
+	for i := 0; i+1 < len(h.flat); i += 2 {
+		if k, _ := h.flat[i].(string); k == name {
+			v, _ := h.flat[i+1].(string)
+			return v
+		}
+	}
+	return ""
+}
+
+// all yields every field and its value.
+func (h fields) all(yield func(name, value string) bool) {
+	for k, v := range h.m {
+		if !yield(k, v) {
+			return
+		}
+	}
+	for i := 0; i+1 < len(h.flat); i += 2 {
+		k, _ := h.flat[i].(string)
+		v, _ := h.flat[i+1].(string)
+		if !yield(k, v) {
+			return
+		}
+	}
 }
 
 // resolved returns a copy of the pending record r as res ended it at now,
 // with the posts in postFields, a flat field/value list.
 func (r *Record) resolved(res Resolution, now time.Time, postFields []any) (*Record, error) {
-	posts, err := decodePosts(hashOf(postFields))
+	posts, err := decodePosts(fieldList(postFields))
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", r.ID, err)
 	}
@@ -134,21 +166,21 @@ func (r *Record) resolved(res Resolution, now time.Time, postFields []any) (*Rec
 	return &out, nil
 }
 
-func recordFromHash(h map[string]string) (*Record, error) {
-	if h[fID] == "" {
+func recordFromHash(h fields) (*Record, error) {
+	if h.get(fID) == "" {
 		return nil, ErrNotFound
 	}
 	r := &Record{
-		ID:         h[fID],
-		Kind:       seam.Kind(h[fKind]),
-		Status:     seam.Status(h[fStatus]),
-		Client:     h[fClient],
-		ToolCallID: h[fToolCallID],
-		Route:      h[fRoute],
-		Hash:       h[fHash],
-		CreatedAt:  msTime(h[fCreated]),
-		ExpiresAt:  msTime(h[fExpires]),
-		ResolvedAt: msTime(h[fResolved]),
+		ID:         h.get(fID),
+		Kind:       seam.Kind(h.get(fKind)),
+		Status:     seam.Status(h.get(fStatus)),
+		Client:     h.get(fClient),
+		ToolCallID: h.get(fToolCallID),
+		Route:      h.get(fRoute),
+		Hash:       h.get(fHash),
+		CreatedAt:  msTime(h.get(fCreated)),
+		ExpiresAt:  msTime(h.get(fExpires)),
+		ResolvedAt: msTime(h.get(fResolved)),
 	}
 	if err := r.decode(h); err != nil {
 		return nil, fmt.Errorf("record %s: %w", r.ID, err)
@@ -157,8 +189,8 @@ func recordFromHash(h map[string]string) (*Record, error) {
 }
 
 // decodeEnd reads how a request ended: its answer or decision and who.
-func (r *Record) decodeEnd(h map[string]string) error {
-	if res := h[fResult]; res != "" && r.Status == seam.StatusAnswered {
+func (r *Record) decodeEnd(h fields) error {
+	if res := h.get(fResult); res != "" && r.Status == seam.StatusAnswered {
 		var into any
 		switch r.Kind {
 		case seam.KindQuestion:
@@ -172,7 +204,7 @@ func (r *Record) decodeEnd(h map[string]string) error {
 			return fmt.Errorf("result: %w", err)
 		}
 	}
-	if by := h[fBy]; by != "" {
+	if by := h.get(fBy); by != "" {
 		r.ResolvedBy = new(Responder)
 		if err := json.Unmarshal([]byte(by), r.ResolvedBy); err != nil {
 			return fmt.Errorf("by: %w", err)
@@ -187,8 +219,8 @@ func (r *Record) decodeEnd(h map[string]string) error {
 // decodes it on every read of a record.
 type storedQuestion seam.Question
 
-func (r *Record) decode(h map[string]string) error {
-	if c := h[fCaller]; c != "" {
+func (r *Record) decode(h fields) error {
+	if c := h.get(fCaller); c != "" {
 		r.Caller = new(seam.Caller)
 		if err := json.Unmarshal([]byte(c), r.Caller); err != nil {
 			return fmt.Errorf("caller: %w", err)
@@ -199,7 +231,7 @@ func (r *Record) decode(h map[string]string) error {
 		var stored struct {
 			Questions []storedQuestion `json:"questions"`
 		}
-		if err := json.Unmarshal([]byte(h[fBody]), &stored); err != nil {
+		if err := json.Unmarshal([]byte(h.get(fBody)), &stored); err != nil {
 			return fmt.Errorf("body: %w", err)
 		}
 		r.Questions = &seam.Questions{Questions: make([]seam.Question, len(stored.Questions))}
@@ -208,7 +240,7 @@ func (r *Record) decode(h map[string]string) error {
 		}
 	case seam.KindApproval:
 		r.Approval = new(seam.Approval)
-		if err := json.Unmarshal([]byte(h[fBody]), r.Approval); err != nil {
+		if err := json.Unmarshal([]byte(h.get(fBody)), r.Approval); err != nil {
 			return fmt.Errorf("body: %w", err)
 		}
 	default:
@@ -223,9 +255,9 @@ func (r *Record) decode(h map[string]string) error {
 }
 
 // decodePosts returns the posts among a record's fields, oldest first.
-func decodePosts(h map[string]string) ([]Post, error) {
+func decodePosts(h fields) ([]Post, error) {
 	var posts []Post
-	for k, v := range h {
+	for k, v := range h.all {
 		if !strings.HasPrefix(k, postPrefix) {
 			continue
 		}

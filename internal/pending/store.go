@@ -313,10 +313,10 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 		flat := res[1].([]any)
 		rec, err := decodeRecord(flat)
 		// Created by this call: go-redis sent it again after a lost reply.
-		h := hashOf(flat)
-		created := h[fCreatedBy] == call
+		h := fieldList(flat)
+		created := h.get(fCreatedBy) == call
 		if created && rec != nil {
-			rec.Lease, _ = strconv.ParseInt(h[fPosting], 10, 64)
+			rec.Lease, _ = strconv.ParseInt(h.get(fPosting), 10, 64)
 		}
 		return rec, created, err
 	}
@@ -525,7 +525,7 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", id, unavailable(err))
 	}
-	rec, err := recordFromHash(h)
+	rec, err := recordFromHash(fieldMap(h))
 	if errors.Is(err, ErrNotFound) {
 		return nil, s.gone(ctx, id)
 	}
@@ -875,7 +875,7 @@ func (s *Store) List(ctx context.Context, kind seam.Kind, limit int) ([]*Record,
 		}
 		var out []*Record
 		for _, g := range gets {
-			rec, err := recordFromHash(g.Val())
+			rec, err := recordFromHash(fieldMap(g.Val()))
 			if err != nil || rec.Status != seam.StatusPending || rec.Kind != kind {
 				continue // resolved or gone since the index was read
 			}

@@ -457,7 +457,7 @@ func parseWake(payload string) (string, *ending) {
 
 // end returns a copy of the pending record r as e ended it.
 func (r *Record) end(e *ending) (*Record, error) {
-	h := map[string]string{fStatus: e.status, fResolved: e.resolved, fBy: e.by, fResult: e.result}
+	h := fieldMap(map[string]string{fStatus: e.status, fResolved: e.resolved, fBy: e.by, fResult: e.result})
 	out := *r
 	out.Status, out.ResolvedAt = seam.Status(e.status), msTime(e.resolved)
 	out.Answer, out.Decision, out.ResolvedBy = nil, nil, nil
