@@ -34,6 +34,7 @@ neither is needed for an open bridge).
 import argparse
 import http.client
 import http.server
+import inspect
 import json
 import os
 import re
@@ -192,6 +193,70 @@ def _tool_and_fields(target):
     return tool, _get(target, "user_input_schema") or _get(tool, "user_input_schema") or []
 
 
+def _feedback_schema(target):
+    """The user_feedback_schema (UserFeedbackQuestions) of target, a
+    RunRequirement or the ToolExecution of an ask_user call."""
+    tool = _get(target, "tool_execution") or target
+    return _get(target, "user_feedback_schema") or _get(tool, "user_feedback_schema") or []
+
+
+def _schema_copies(target, name):
+    """Every list target holds under name (user_input_schema or
+    user_feedback_schema): a RunRequirement has its own and its tool's, one
+    list until from_dict() rebuilds them as two; continue_run reads the
+    tool's, the requirement's needs_* read its own."""
+    tool = _get(target, "tool_execution") or target
+    copies = []
+    for holder in (target, tool):
+        schema = _get(holder, name)
+        if schema is not None and not any(schema is c for c in copies):
+            copies.append(schema)
+    return copies
+
+
+# The pauses a RunRequirement reports (its needs_* properties), in the order
+# Agno's pause_type ranks them: a call of the ask_user tool also
+# requires_user_input, but is answered as user feedback.
+PAUSE_KINDS = ("user_feedback", "external_execution", "user_input", "confirmation")
+
+
+def _needs(target, kind):
+    """Whether target (a RunRequirement, its to_dict() form, or a
+    ToolExecution) still needs kind: its needs_<kind> property where Agno
+    has one, otherwise read off its tool the way that property reads it
+    (agno/run/requirement.py)."""
+    value = _get(target, "needs_" + kind)
+    if value is not None:
+        return bool(value)
+    tool = _get(target, "tool_execution") or target
+    answered = _get(tool, "answered") is True
+    if kind == "user_feedback":
+        return not answered and any(_get(q, "selected_options") is None for q in _feedback_schema(target))
+    if kind == "user_input":
+        return not answered and bool(_get(tool, "requires_user_input"))
+    if kind == "confirmation":
+        return (_get(target, "confirmation") is None and _get(tool, "confirmed") is None
+                and bool(_get(tool, "requires_confirmation")))
+    return (_get(target, "external_execution_result") is None and _get(tool, "result") is None
+            and bool(_get(tool, "external_execution_required")))
+
+
+def _pause_kind(target):
+    """The first of PAUSE_KINDS target needs, or None. A call with a
+    user_feedback_schema is user feedback, as Agno's pause_type has it, even
+    once its questions hold selections: it still requires_user_input until
+    it is marked answered."""
+    kind = next((kind for kind in PAUSE_KINDS if _needs(target, kind)), None)
+    return "user_feedback" if kind == "user_input" and _feedback_schema(target) else kind
+
+
+def _takes(method, parameter):
+    try:
+        return parameter in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def user_input_request(target, review_filled=False):
     """The question request for a tool call that requires_user_input (its
     RunRequirement, or its ToolExecution).
@@ -253,23 +318,34 @@ def parse_input(text, field_type):
 
 def apply_answer(target, answer):
     """Write an answer into the user_input_schema values of target (a
-    RunRequirement, and its tool's copy, or a ToolExecution). A question left
-    blank (a reviewed field) keeps the agent's value. Returns the fields
-    whose text did not parse, {name: (text, why)}; those keep their value."""
+    RunRequirement, or a ToolExecution), as continue_run reads them: it
+    copies each field's value of the tool's schema into tool_args. Uses the
+    requirement's provide_user_input() where Agno has one, writes both
+    copies of the schema either way, and marks the tool answered once every
+    field has a value (which is what provide_user_input does; without it
+    the requirement's needs_user_input stays true, so Agno still counts the
+    pause among run.active_requirements). A question left blank (a reviewed
+    field) keeps the agent's value. Returns the fields whose text did not
+    parse, {name: (text, why)}; those keep their value."""
     by_id = {a["id"]: a for a in answer["answers"]}
     tool, fields = _tool_and_fields(target)
-    lists = [fields]
-    if tool is not target and _get(tool, "user_input_schema") not in (None, fields):
-        lists.append(_get(tool, "user_input_schema"))
-    bad = {}
-    for schema in lists:
+    values, bad = {}, {}
+    for f in fields:
+        item = by_id.get(_get(f, "name"))
+        if item and item.get("custom") is not None:
+            try:
+                values[_get(f, "name")] = parse_input(item["custom"], _get(f, "field_type"))
+            except ValueError as e:
+                bad[_get(f, "name")] = (item["custom"], str(e))
+    provide = getattr(target, "provide_user_input", None)
+    if values and callable(provide) and _needs(target, "user_input"):
+        provide(values)
+    for schema in _schema_copies(target, "user_input_schema"):
         for f in schema:
-            item = by_id.get(_get(f, "name"))
-            if item and item.get("custom") is not None:
-                try:
-                    _set(f, "value", parse_input(item["custom"], _get(f, "field_type")))
-                except ValueError as e:
-                    bad[_get(f, "name")] = (item["custom"], str(e))
+            if _get(f, "name") in values:
+                _set(f, "value", values[_get(f, "name")])
+    if fields and all(_get(f, "value") is not None for f in fields):
+        _set(tool, "answered", True)
     return bad
 
 
@@ -302,18 +378,28 @@ def approval_request(tool, reason=None):
 
 def apply_decision(target, decision):
     """allowed-once confirms the tool call; rejected rejects it, with the
-    person's note as confirmation_note. target is a RunRequirement (whose
-    confirm()/reject() also set its tool's confirmed) or a ToolExecution."""
+    person's note as confirmation_note. target is a RunRequirement, whose
+    confirm() and reject() are used where it needs a confirmation
+    (reject(note) where Agno's takes a note, as newer versions' does), or a
+    ToolExecution. Either way the tool's confirmed and confirmation_note are
+    set: continue_run runs the tool only if confirmed is True, and
+    otherwise rejects it with that note."""
     allowed = decision["outcome"] == "allowed-once"
-    if hasattr(target, "confirm") and hasattr(target, "reject"):
-        target.confirm() if allowed else target.reject()
-        tool = _get(target, "tool_execution")
-    else:
-        _set(target, "confirmed", allowed)
-        tool = None
+    note = decision.get("note")
+    tool = _get(target, "tool_execution") or target
+    confirm, reject = getattr(target, "confirm", None), getattr(target, "reject", None)
+    if callable(confirm) and callable(reject) and _needs(target, "confirmation"):
+        if allowed:
+            confirm()
+        elif _takes(reject, "note"):
+            reject(note)
+        else:
+            reject()
+    elif tool is not target:
+        _set(target, "confirmation", allowed)
+    _set(tool, "confirmed", allowed)
     for obj in (target, tool):
-        if obj is not None:
-            _set(obj, "confirmation_note", decision.get("note"))
+        _set(obj, "confirmation_note", note)
 
 
 def confirm_tool(bridge, target, reason=None):
@@ -335,11 +421,13 @@ def fill_tool(bridge, target, review_filled=False, attempts=3):
     """Ask for the missing input fields of a tool call (its RunRequirement or
     ToolExecution) and fill them in. A list or dict answered with text that
     is not JSON is asked again, saying why, up to attempts times in all;
-    then BridgeError INVALID_ANSWER."""
+    then BridgeError INVALID_ANSWER. A call with nothing to ask is marked
+    answered all the same."""
     body = user_input_request(target, review_filled)
+    if body is None:
+        apply_answer(target, {"answers": []})
+        return
     for attempt in range(1, attempts + 1):
-        if body is None:
-            return
         bad = apply_answer(target, bridge.ask("questions", body)["answer"])
         if not bad:
             return
@@ -347,31 +435,120 @@ def fill_tool(bridge, target, review_filled=False, attempts=3):
     raise BridgeError("INVALID_ANSWER", "; ".join(f"{k}: {json.dumps(t)} ({why})" for k, (t, why) in bad.items()))
 
 
+def _feedback_id(index):
+    # A UserFeedbackQuestion is named by its text, which need not be unique
+    # nor fit a question id: the bridge's questions are named by position.
+    return f"q{index + 1}"
+
+
+def feedback_request(target):
+    """The question request for a call of Agno's ask_user tool (its
+    RunRequirement, which needs_user_feedback, or its ToolExecution).
+
+    One question per UserFeedbackQuestion not yet answered (selected_options
+    None), with its header, its options and their descriptions, and single
+    or multi-select as Agno says; one without options is asked as free
+    text."""
+    tool = _get(target, "tool_execution") or target
+    tool_name = _get(tool, "tool_name") or "tool"
+    questions = []
+    for i, q in enumerate(_feedback_schema(target)):
+        if _get(q, "selected_options") is not None:
+            continue
+        question = {"id": _feedback_id(i), "question": _get(q, "question") or f"{tool_name}?",
+                    "header": (_get(q, "header") or tool_name)[:100]}
+        options = _get(q, "options") or []
+        if options:
+            question["options"] = [{"label": _get(o, "label"), **({"description": _get(o, "description")} if _get(o, "description") else {})}
+                                   for o in options]
+            question["multi_select"] = bool(_get(q, "multi_select"))
+        questions.append(question)
+    if not questions:
+        return None
+    body = {"questions": questions}
+    if _get(tool, "tool_call_id"):
+        body["tool_call_id"] = f"agno:{_get(tool, 'tool_call_id')}:feedback"
+    return body
+
+
+def apply_feedback(target, answer):
+    """Write the answer to a feedback_request back into target (a
+    RunRequirement, or a ToolExecution) as continue_run reads it: it hands
+    the model each question's selected_options. Those are the labels
+    chosen, and a free-text answer (which the surfaces offer beside the
+    options) as one more entry, so the model reads the person's own words;
+    a skipped question selects nothing ([]). Each option's selected follows,
+    and the tool is marked answered once every question has its selections.
+    Uses the requirement's provide_user_feedback() where Agno has one, and
+    writes both copies of the schema either way."""
+    tool = _get(target, "tool_execution") or target
+    schema = _feedback_schema(target)
+    by_id = {a["id"]: a for a in answer["answers"]}
+    picked = {}
+    for i in range(len(schema)):
+        item = by_id.get(_feedback_id(i))
+        if item is not None:
+            picked[i] = list(item.get("selected") or []) + ([item["custom"]] if item.get("custom") else [])
+    provide = getattr(target, "provide_user_feedback", None)
+    if picked and callable(provide) and _needs(target, "user_feedback"):
+        provide({_get(schema[i], "question"): labels for i, labels in picked.items()})
+    for copy in _schema_copies(target, "user_feedback_schema"):
+        for i, labels in picked.items():
+            if i < len(copy):
+                _set(copy[i], "selected_options", list(labels))
+                for option in _get(copy[i], "options") or []:
+                    _set(option, "selected", _get(option, "label") in labels)
+    if schema and all(_get(q, "selected_options") is not None for q in schema):
+        _set(tool, "answered", True)
+
+
+def fill_feedback(bridge, target):
+    """Ask the questions of an ask_user call (its RunRequirement or
+    ToolExecution) and write the person's selections back. A call with
+    nothing to ask is marked answered all the same."""
+    body = feedback_request(target)
+    apply_feedback(target, bridge.ask("questions", body)["answer"] if body else {"answers": []})
+
+
+def _open_requirements(run):
+    """Agno 2's run.active_requirements; for a RunOutput in its to_dict()
+    form, those of its requirements that still need something. None for
+    versions before RunRequirement, which list the paused tools instead."""
+    active = _get(run, "active_requirements")
+    if active is not None:
+        return list(active)
+    requirements = _get(run, "requirements")
+    if requirements is None:
+        return None
+    return [r for r in requirements if _pause_kind(r) is not None]
+
+
 def resolve_paused(bridge, run):
     """Resolve every pause of a paused Agno run through the bridge: Agno 2's
-    run.active_requirements, or the tools of older versions.
+    run.active_requirements, or the tools of older versions. User feedback
+    (the ask_user tool) becomes a question request with options, user input
+    one with typed fields, a confirmation an approval request.
 
-    A requirement that is neither user input nor a confirmation (an external
-    execution, or a kind of pause newer than this module) raises ValueError,
-    naming it, before anything is asked: left unresolved, it would pause the
-    continued run again, and a `while run.is_paused` loop would never end.
-    Resolve such requirements yourself first."""
-    requirements = _get(run, "active_requirements")
+    A requirement of another kind (an external execution, or a kind of
+    pause newer than this module) raises ValueError, naming it, before
+    anything is asked: left unresolved, it would pause the continued run
+    again, and a `while run.is_paused` loop would never end. Resolve such
+    requirements yourself first."""
+    resolvers = {"user_feedback": fill_feedback, "user_input": fill_tool, "confirmation": confirm_tool}
+    requirements = _open_requirements(run)
     if requirements is not None:
-        requirements = list(requirements)
-        for req in requirements:
-            if not (_get(req, "needs_user_input") or _get(req, "needs_confirmation")):
+        kinds = [(req, _pause_kind(req)) for req in requirements]
+        for req, kind in kinds:
+            if kind not in resolvers:
                 tool = _get(req, "tool_execution") or req
-                raise ValueError(f"askbridge: the run is paused on {_get(tool, 'tool_name') or 'a tool'} for something "
-                                 "other than user input or a confirmation, which resolve_paused does not resolve; resolve it first")
-        for req in requirements:
-            if _get(req, "needs_user_input"):
-                fill_tool(bridge, req)
-            else:
-                confirm_tool(bridge, req)
+                raise ValueError(f"askbridge: the run is paused on {_get(tool, 'tool_name') or 'a tool'} for "
+                                 f"{(kind or 'something').replace('_', ' ')}, not user input, user feedback or a confirmation, "
+                                 "which resolve_paused does not resolve; resolve it first")
+        for req, kind in kinds:
+            resolvers[kind](bridge, req)
         return
     for tool in _get(run, "tools_requiring_user_input") or []:
-        fill_tool(bridge, tool)
+        (fill_feedback if _feedback_schema(tool) else fill_tool)(bridge, tool)
     for tool in _get(run, "tools_requiring_confirmation") or []:
         confirm_tool(bridge, tool)
 
@@ -394,6 +571,40 @@ def _person(bridge, kind, tool_call_id, respond, errors):
         errors.append(f"no pending {kind} with tool_call_id {tool_call_id}")
     except Exception as e:  # reported by the main thread
         errors.append(f"the person failed: {e!r}")
+
+
+def _play(agent, person, asks, resolve):
+    """Run resolve (the agent's side) while the person answers asks, a list
+    of (kind, tool_call_id, respond). A respond that fails (a request not as
+    expected) withdraws its request, so that the agent's wait ends rather
+    than hangs; what went wrong is raised."""
+    errors = []
+
+    def withdrawing(kind, respond):
+        def attempt(rec):
+            try:
+                respond(rec)
+            except Exception:
+                try:
+                    agent.call("DELETE", f"/v1/{kind}/{rec['id']}")
+                except Exception:  # the person's error is the one to report
+                    pass
+                raise
+        return attempt
+
+    threads = [threading.Thread(target=_person, args=(person, kind, tc, withdrawing(kind, respond), errors))
+               for kind, tc, respond in asks]
+    for t in threads:
+        t.start()
+    try:
+        resolve()
+    except BridgeError as e:
+        errors.append(f"the agent's ask failed: {e}")
+    finally:
+        for t in threads:
+            t.join()
+    if errors:
+        raise AssertionError("; ".join(errors))
 
 
 class _Flaky:
@@ -457,6 +668,190 @@ class _Flaky:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# Stand-ins for Agno's classes, so that the demo runs without Agno. They
+# keep the human-in-the-loop fields and methods as agno-agi/agno's source
+# has them: ToolExecution (agno/models/response.py), UserInputField,
+# UserFeedbackOption and UserFeedbackQuestion (agno/tools/function.py) and
+# RunRequirement (agno/run/requirement.py, the version with user feedback);
+# _EarlyRequirement is an early Agno 2 RunRequirement, without
+# provide_user_input, user feedback or a note for reject(). Left out: ids,
+# timestamps, metrics, approval and team-member fields, to_dict/from_dict.
+
+
+class _Field:
+    def __init__(self, name, field_type, description=None, value=None):
+        self.name, self.field_type, self.description, self.value = name, field_type, description, value
+
+
+class _Option:
+    def __init__(self, label, description=None):
+        self.label, self.description, self.selected = label, description, False
+
+
+class _Question:
+    def __init__(self, question, header=None, options=None, multi_select=False):
+        self.question, self.header, self.options, self.multi_select = question, header, options, multi_select
+        self.selected_options = None
+
+
+class _Tool:
+    def __init__(self, tool_call_id, tool_name, tool_args=None, requires_confirmation=None, requires_user_input=None,
+                 user_input_schema=None, user_feedback_schema=None, external_execution_required=None):
+        self.tool_call_id, self.tool_name, self.tool_args, self.result = tool_call_id, tool_name, tool_args, None
+        self.requires_confirmation, self.confirmed, self.confirmation_note = requires_confirmation, None, None
+        self.requires_user_input, self.user_input_schema, self.answered = requires_user_input, user_input_schema, None
+        self.user_feedback_schema = user_feedback_schema
+        self.external_execution_required = external_execution_required
+
+
+class _Requirement:
+    def __init__(self, tool_execution):
+        self.tool_execution = tool_execution
+        self.user_input_schema = tool_execution.user_input_schema
+        self.user_feedback_schema = tool_execution.user_feedback_schema
+        self.confirmation = self.confirmation_note = self.external_execution_result = None
+
+    @property
+    def needs_confirmation(self):
+        if self.confirmation is not None or self.tool_execution.confirmed is not None:
+            return False
+        return self.tool_execution.requires_confirmation or False
+
+    @property
+    def needs_user_input(self):
+        if self.tool_execution.answered is True:
+            return False
+        if self.tool_execution.requires_user_input:
+            return True
+        return bool(self.user_input_schema) and not all(f.value is not None for f in self.user_input_schema)
+
+    @property
+    def needs_user_feedback(self):
+        if self.tool_execution.answered is True:
+            return False
+        return bool(self.user_feedback_schema) and not all(q.selected_options is not None for q in self.user_feedback_schema)
+
+    @property
+    def needs_external_execution(self):
+        if self.external_execution_result is not None:
+            return False
+        return self.tool_execution.external_execution_required or False
+
+    def confirm(self):
+        if not self.needs_confirmation:
+            raise ValueError("This requirement does not require confirmation")
+        self.confirmation = self.tool_execution.confirmed = True
+
+    def reject(self, note=None):
+        if not self.needs_confirmation:
+            raise ValueError("This requirement does not require confirmation")
+        self.confirmation = self.tool_execution.confirmed = False
+        self.confirmation_note = self.tool_execution.confirmation_note = note
+
+    def provide_user_input(self, values):
+        if not self.needs_user_input:
+            raise ValueError("This requirement does not require user input")
+        if self.user_input_schema:
+            for schema in (self.user_input_schema, self.tool_execution.user_input_schema or []):
+                for f in schema:
+                    if f.name in values:
+                        f.value = values[f.name]
+            if all(f.value is not None for f in self.user_input_schema):
+                self.tool_execution.answered = True
+
+    def provide_user_feedback(self, selections):
+        if not self.needs_user_feedback:
+            raise ValueError("This requirement does not require user feedback")
+        if self.user_feedback_schema:
+            for schema in (self.user_feedback_schema, self.tool_execution.user_feedback_schema or []):
+                for q in schema:
+                    if q.question in selections:
+                        q.selected_options = selections[q.question]
+                        for option in q.options or []:
+                            option.selected = option.label in q.selected_options
+            if all(q.selected_options is not None for q in self.user_feedback_schema):
+                self.tool_execution.answered = True
+
+    def is_resolved(self):
+        return not (self.needs_confirmation or self.needs_user_input or self.needs_user_feedback or self.needs_external_execution)
+
+
+class _EarlyRequirement:
+    def __init__(self, tool_execution):
+        self.tool_execution = tool_execution
+        self.user_input_schema = tool_execution.user_input_schema
+        self.confirmation = self.confirmation_note = self.external_execution_result = None
+
+    @property
+    def needs_confirmation(self):
+        if self.confirmation is not None:
+            return False
+        if self.tool_execution.confirmed is True:
+            return True
+        return self.tool_execution.requires_confirmation or False
+
+    @property
+    def needs_user_input(self):
+        if self.tool_execution.answered is True:
+            return False
+        if self.user_input_schema and not all(f.value is not None for f in self.user_input_schema):
+            return True
+        return self.tool_execution.requires_user_input or False
+
+    @property
+    def needs_external_execution(self):
+        if self.external_execution_result is not None:
+            return True
+        return self.tool_execution.external_execution_required or False
+
+    def confirm(self):
+        if not self.needs_confirmation:
+            raise ValueError("This requirement does not require confirmation")
+        self.confirmation = self.tool_execution.confirmed = True
+
+    def reject(self):
+        if not self.needs_confirmation:
+            raise ValueError("This requirement does not require confirmation")
+        self.confirmation = self.tool_execution.confirmed = False
+
+    def is_resolved(self):
+        return not (self.needs_confirmation or self.needs_user_input or self.needs_external_execution)
+
+
+class _Run:
+    """RunOutput's view of its requirements (agno/run/agent.py)."""
+
+    def __init__(self, requirements):
+        self.requirements = requirements
+
+    @property
+    def active_requirements(self):
+        return [r for r in self.requirements if not r.is_resolved()]
+
+
+def _continue(run):
+    """What continue_run(requirements=run.requirements) does with the
+    answers: it takes each requirement's tool_execution (agent/_run.py) and
+    reads it as handle_tool_call_updates does (agent/_tools.py). A
+    confirmation runs the tool when confirmed is True, else rejects it with
+    confirmation_note; an ask_user call hands the model each question's
+    selected_options; a user-input call copies each field's value into
+    tool_args and runs the tool."""
+    done = []
+    for t in (r.tool_execution for r in run.requirements):
+        if t.requires_confirmation:
+            if t.confirmed is True and t.result is None:
+                done.append(("run", t.tool_name, t.tool_args))
+            else:
+                done.append(("reject", t.tool_name, t.confirmation_note or "Tool call was rejected"))
+        elif t.tool_name == "ask_user" and t.requires_user_input:
+            done.append(("feedback", t.tool_name, [{"question": q.question, "selected": q.selected_options or []}
+                                                   for q in t.user_feedback_schema or []]))
+        elif t.requires_user_input:
+            done.append(("run", t.tool_name, {**(t.tool_args or {}), **{f.name: f.value for f in t.user_input_schema or []}}))
+    return done
 
 
 def _expect(what, got, want):
@@ -556,6 +951,72 @@ def demo(agent, person):
         _expect(f"{name} confirmed", tool["confirmed"], want_confirmed)
         _expect(f"{name} note", tool["confirmation_note"], note)
         print("confirmation:", name, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
+
+    # Agno's objects (the stand-ins above), through resolve_paused as an Agno
+    # program calls it: a run paused on a call of the ask_user tool (user
+    # feedback: questions with options), a user-input call and a
+    # confirmation. What matters is what continue_run then reads, and that
+    # Agno counts every pause resolved.
+    trip = [
+        _Question("Where to?", "Destination", [_Option("Beach", "sun and sea"), _Option("Mountains")]),
+        _Question("What do you enjoy?", "Activities", [_Option("Museums"), _Option("Food", "local markets"), _Option("Hiking")],
+                  multi_select=True),
+        _Question("What budget?", "Budget", [_Option("Low"), _Option("High")]),
+    ]
+    ask = _Tool(f"call_ask_{run}", "ask_user", {"questions": []}, requires_user_input=True, user_feedback_schema=trip)
+    book = _Tool(f"call_book_{run}", "book_trip", {"city": "Lisbon"}, requires_user_input=True,
+                 user_input_schema=[_Field("city", str, "Which city?", "Lisbon"), _Field("nights", int, "How many nights?")])
+    pay = _Tool(f"call_pay_{run}", "pay_deposit", {"amount": 200}, requires_confirmation=True)
+    paused = _Run([_Requirement(ask), _Requirement(book), _Requirement(pay)])
+
+    def answer_trip(rec):
+        _expect("feedback questions", [(q["id"], q["question"], q.get("header"), q.get("options"), bool(q.get("multiSelect")))
+                                       for q in rec["questions"]], [
+            ("q1", "Where to?", "Destination", [{"label": "Beach", "description": "sun and sea"}, {"label": "Mountains"}], False),
+            ("q2", "What do you enjoy?", "Activities", [{"label": "Museums"}, {"label": "Food", "description": "local markets"},
+                                                         {"label": "Hiking"}], True),
+            ("q3", "What budget?", "Budget", [{"label": "Low"}, {"label": "High"}], False)])
+        person.call("POST", f"/v1/questions/{rec['id']}/answer", {"answers": [
+            {"id": "q1", "selected": ["Beach"]},
+            {"id": "q2", "selected": ["Museums", "Food"]},
+            {"id": "q3", "selected": [], "custom": "under 2000 EUR"},
+        ]})
+
+    def answer_nights(text):
+        def respond(rec):
+            _expect("input asked", [q["id"] for q in rec["questions"]], ["nights"])
+            person.call("POST", f"/v1/questions/{rec['id']}/answer", {"answers": [{"id": "nights", "selected": [], "custom": text}]})
+        return respond
+
+    def reject_with(note):
+        return lambda rec: person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": "rejected", "note": note})
+
+    _play(agent, person, [
+        ("questions", f"agno:call_ask_{run}:feedback", answer_trip),
+        ("questions", f"agno:call_book_{run}:input", answer_nights("5")),
+        ("approvals", f"agno:call_pay_{run}:confirm", reject_with("not before Friday"))], lambda: resolve_paused(agent, paused))
+    _expect("pauses left", [r.tool_execution.tool_name for r in paused.active_requirements], [])
+    _expect("answered", (ask.answered, book.answered), (True, True))
+    _expect("options selected", [[o.selected for o in q.options] for q in trip], [[True, False], [True, True, False], [False, False]])
+    _expect("continued", _continue(paused), [
+        ("feedback", "ask_user", [{"question": "Where to?", "selected": ["Beach"]},
+                                  {"question": "What do you enjoy?", "selected": ["Museums", "Food"]},
+                                  {"question": "What budget?", "selected": ["under 2000 EUR"]}]),
+        ("run", "book_trip", {"city": "Lisbon", "nights": 5}),
+        ("reject", "pay_deposit", "not before Friday")])
+    print("user feedback:", json.dumps(_continue(paused)[0][2]))
+
+    # An early Agno 2 RunRequirement: no provide_user_input, and a reject()
+    # that takes no note. The note still reaches the tool.
+    book = _Tool(f"call_book2_{run}", "book_trip", {}, requires_user_input=True, user_input_schema=[_Field("nights", int)])
+    pay = _Tool(f"call_pay2_{run}", "pay_deposit", {"amount": 200}, requires_confirmation=True)
+    paused = _Run([_EarlyRequirement(book), _EarlyRequirement(pay)])
+    _play(agent, person, [
+        ("questions", f"agno:call_book2_{run}:input", answer_nights("3")),
+        ("approvals", f"agno:call_pay2_{run}:confirm", reject_with("over budget"))], lambda: resolve_paused(agent, paused))
+    _expect("pauses left (early Agno 2)", [r.tool_execution.tool_name for r in paused.active_requirements], [])
+    _expect("continued (early Agno 2)", _continue(paused), [("run", "book_trip", {"nights": 3}), ("reject", "pay_deposit", "over budget")])
+    print("early Agno 2:", json.dumps(_continue(paused)))
 
     # A restarting bridge answers 503 UNAVAILABLE, its proxy 502, or the
     # connection breaks mid-answer: the create (safe to send again: its
@@ -667,15 +1128,28 @@ def demo(agent, person):
         _expect("unknown route", e.code, "NO_PROVIDER")
 
     # A pause resolve_paused can't resolve (here an external execution) is
-    # refused before anything is asked, not left for the loop to meet again.
-    external = {"tool_execution": {"tool_call_id": f"call_ext_{run}", "tool_name": "run_migration"},
-                "needs_external_execution": True}
-    confirmation = {"tool_execution": {"tool_call_id": f"call_ok_{run}", "tool_name": "deploy"}, "needs_confirmation": True}
-    try:
-        resolve_paused(Bridge(nobody, retry_for=1), {"active_requirements": [confirmation, external]})
-        raise AssertionError("a pause for an external execution was taken as resolved")
-    except ValueError as e:
-        _expect("an external execution names its tool", "run_migration" in str(e), True)
+    # refused before anything is asked, not left for the loop to meet again;
+    # so is one in a RunOutput's to_dict() form, read off its tool.
+    external = _Run([_Requirement(_Tool(f"call_ok_{run}", "deploy", requires_confirmation=True)),
+                     _Requirement(_Tool(f"call_ext_{run}", "run_migration", external_execution_required=True))])
+    as_dict = {"requirements": [{"tool_execution": {"tool_call_id": f"call_ext_{run}", "tool_name": "run_migration",
+                                                    "external_execution_required": True, "result": None}}]}
+    for paused in (external, as_dict):
+        try:
+            resolve_paused(Bridge(nobody, retry_for=1), paused)
+            raise AssertionError("a pause for an external execution was taken as resolved")
+        except ValueError as e:
+            _expect("an external execution names its tool", "run_migration" in str(e), True)
+
+    # A pause with nothing left to ask (the fields, and the questions, hold
+    # their answers already) asks nobody, and is no longer counted open.
+    filled = _Tool(f"call_filled_{run}", "book_trip", {}, requires_user_input=True, user_input_schema=[_Field("nights", int, value=2)])
+    chosen = _Question("Where to?", options=[_Option("Beach")])
+    chosen.selected_options = ["Beach"]
+    asked = _Tool(f"call_chosen_{run}", "ask_user", {}, requires_user_input=True, user_feedback_schema=[chosen])
+    paused = _Run([_Requirement(filled), _Requirement(asked)])
+    resolve_paused(Bridge(nobody, retry_for=1), paused)
+    _expect("pauses left with nothing to ask", [r.tool_execution.tool_name for r in paused.active_requirements], [])
 
 
 def start_bridge(binary):
