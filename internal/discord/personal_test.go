@@ -53,7 +53,7 @@ func personalLink(t *testing.T, resp map[string]any) (path, header string) {
 				t.Fatalf("link %v", c["url"])
 			}
 			q := u.Query()
-			return u.RequestURI(), q.Get("e") + "." + q.Get("s") + "." + q.Get("p")
+			return u.RequestURI(), q.Get("l")
 		}
 	}
 	t.Fatalf("the response has no link button: %v", resp)
@@ -181,7 +181,7 @@ func TestPersonalLinkTooLongForAButton(t *testing.T) {
 		t.Fatalf("link %q", text[at:])
 	}
 	q := u.Query()
-	answerByLink(t, b, id, q.Get("e")+"."+q.Get("s")+"."+q.Get("p"), `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`)
+	answerByLink(t, b, id, q.Get("l"), `{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`)
 }
 
 // A personal link lasts an hour on the bridge's clock, the one that

@@ -82,7 +82,7 @@ func (l *Links) expiry(rec *pending.Record) time.Time {
 func (l *Links) Path(rec *pending.Record) string {
 	exp := strconv.FormatInt(l.expiry(rec).Unix(), 10)
 	sig := b64.EncodeToString(l.signer.mac("link", rec.ID, rec.Hash, exp))
-	return "/r/" + url.PathEscape(rec.ID) + "?e=" + exp + "&s=" + sig
+	return "/r/" + url.PathEscape(rec.ID) + "?l=" + exp + "." + sig
 }
 
 // For returns the absolute signed link of rec: what the "Open in browser"
@@ -108,7 +108,35 @@ func (l *Links) ForPerson(rec *pending.Record, who pending.Responder, now time.T
 	p, _ := json.Marshal(who)
 	person := b64.EncodeToString(p)
 	sig := b64.EncodeToString(l.signer.mac("person-link", rec.ID, rec.Hash, e, person))
-	return l.base + "/r/" + url.PathEscape(rec.ID) + "?e=" + e + "&p=" + person + "&s=" + sig, time.Unix(exp.Unix(), 0)
+	return l.base + "/r/" + url.PathEscape(rec.ID) + "?l=" + e + "." + sig + "." + person, time.Unix(exp.Unix(), 0)
+}
+
+// A link's query is one parameter, l=E.S for a shared link and l=E.S.P
+// for a personal one: the expiry, the signature and the person, each
+// free of dots (digits, base64url). A link is written as mrkdwn in Slack
+// (<url|text>), where & must be sent as &amp;, and Slack's iOS app opens
+// such a link with the &amp; left in it (slackapi/bolt-js#2103): a link
+// of one parameter has no & to escape. Links from before (e=E&s=S&p=P)
+// still open their page.
+func linkQuery(q url.Values) (e, person, sig string, ok bool) {
+	if l := q.Get("l"); l != "" {
+		e, rest, _ := strings.Cut(l, ".")
+		sig, person, _ := strings.Cut(rest, ".")
+		return e, person, sig, true
+	}
+	if q.Has("s") {
+		return q.Get("e"), q.Get("p"), q.Get("s"), true
+	}
+	return "", "", "", false
+}
+
+// dotted is a link's e, person and sig as its page's calls carry them
+// (linkHeader): "e.s", or "e.s.p" for a personal link.
+func dotted(e, person, sig string) string {
+	if person == "" {
+		return e + "." + sig
+	}
+	return e + "." + sig + "." + person
 }
 
 // linkGrant is what a checked link grants: answering request id until exp,

@@ -1492,7 +1492,7 @@ func TestMaxLinkStreamsFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := "/web/events?" + neturl.Values{"id": {rec["id"].(string)}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode()
+	path := "/web/events?" + neturl.Values{"id": {rec["id"].(string)}, "e": {web.LinkParams(u).Get("e")}, "s": {web.LinkParams(u).Get("s")}}.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	open := func() int {

@@ -18,6 +18,7 @@ import (
 	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/seam"
 	"github.com/askbridge/askbridge/internal/surface"
+	"github.com/askbridge/askbridge/internal/web"
 )
 
 const (
@@ -149,7 +150,7 @@ func FuzzForms(f *testing.F) {
 				t.Fatal(err)
 			}
 			u, _ := neturl.Parse(a.Web().Links().Path(rec))
-			req.Header.Set("X-Askbridge-Link", u.Query().Get("e")+"."+u.Query().Get("s"))
+			req.Header.Set("X-Askbridge-Link", web.LinkParams(u).Get("e")+"."+web.LinkParams(u).Get("s"))
 			client, by = anon, map[string]any{"surface": "web", "user_id": "link", "name": "someone with the link"}
 		} else {
 			req.Header.Set("X-CSRF-Token", csrf)

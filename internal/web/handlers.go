@@ -111,14 +111,14 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 	data := map[string]any{}
 	var rec *pending.Record
 	var expired error // the page of the link, expired: unless signed in
-	if q.Has("s") {
+	if e, person, sig, ok := linkQuery(q); ok {
 		// The link is checked against the request as it is now (see
 		// Links.Path).
 		var err error
 		if rec, err = s.store.Get(r.Context(), id); err != nil {
 			return err
 		}
-		grant, err := s.grant(rec, q.Get("e"), q.Get("p"), q.Get("s"))
+		grant, err := s.grant(rec, e, person, sig)
 		switch {
 		case errors.Is(err, errBadLink):
 			return &pageErr{http.StatusForbidden, "This link is not valid", "The link is incomplete or was not signed by this bridge for this request. Copy it again from the message, whole."}
@@ -130,11 +130,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) error {
 		case err != nil:
 			expired = &pageErr{http.StatusGone, "This link has expired", "The link expired with its request."}
 		default:
-			link := q.Get("e") + "." + q.Get("s")
-			if q.Has("p") {
-				link += "." + q.Get("p")
-			}
-			data["Link"] = link
+			data["Link"] = dotted(e, person, sig)
 			if grant.who != nil {
 				data["Person"] = cmp.Or(grant.who.Name, grant.who.UserID)
 			}
@@ -470,9 +466,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var by string
 	q := r.URL.Query()
 	if id := q.Get("id"); id != "" {
-		if exp, ok := s.linked(r.Context(), id, q.Get("e"), q.Get("p"), q.Get("s")); ok {
+		e, person, sig, byLink := linkQuery(q)
+		if exp, ok := s.linked(r.Context(), id, e, person, sig); ok {
 			bySession, until = false, exp
-			key = strings.Join([]string{"link", id, q.Get("e"), q.Get("p"), q.Get("s"), clientNet(r.RemoteAddr)}, "\x00")
+			key = strings.Join([]string{"link", id, e, person, sig, clientNet(r.RemoteAddr)}, "\x00")
 		} else {
 			switch ss, cookie, err := s.sessionOf(r); {
 			case errors.Is(err, errSignedOut):
@@ -483,7 +480,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return
 			default:
 				until, key = time.Unix(ss.Exp, 0), "session\x00"+sessionDigest(cookie)
-				if q.Has("s") {
+				if byLink {
 					by = ss.Name
 				}
 			}

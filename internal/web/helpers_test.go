@@ -262,3 +262,20 @@ func (b *bench) counts(t *testing.T, name, label string) map[string]float64 {
 	}
 	return got
 }
+
+// linkParams are the e, s and p (a personal link's person) of link u, as
+// the query of links before one parameter (l) spelled them.
+func linkParams(u *url.URL) url.Values {
+	e, p, s, ok := linkQuery(u.Query())
+	if !ok {
+		return url.Values{}
+	}
+	v := url.Values{"e": {e}, "s": {s}}
+	if p != "" {
+		v.Set("p", p)
+	}
+	return v
+}
+
+// LinkParams is linkParams, for the package's external tests.
+var LinkParams = linkParams

@@ -682,29 +682,37 @@ func TestSignedLinks(t *testing.T) {
 	rec := b.ask(t, 30*time.Minute, deploy)
 	other := b.ask(t, 30*time.Minute, deploy)
 	link := b.web.Links().For(rec)
-	if !strings.HasPrefix(link, "http://bridge.test/r/"+rec.ID+"?e=") {
-		t.Fatalf("link %s", link)
+	// One parameter: Slack's iOS app opens a mrkdwn link with its &
+	// left escaped as &amp; (slackapi/bolt-js#2103).
+	if !strings.HasPrefix(link, "http://bridge.test/r/"+rec.ID+"?l=") || strings.Contains(link, "&") {
+		t.Fatalf("link %s; want /r/ID?l=E.S, without &", link)
 	}
 	path := strings.TrimPrefix(link, "http://bridge.test")
 	u, _ := url.Parse(path)
-	e, s := u.Query().Get("e"), u.Query().Get("s")
-	if e != "" && e != itoa(rec.ExpiresAt.Unix()) {
+	e, s := linkParams(u).Get("e"), linkParams(u).Get("s")
+	if e != itoa(rec.ExpiresAt.Unix()) {
 		t.Errorf("link expiry %s, request expires %d", e, rec.ExpiresAt.Unix())
 	}
 	anon := b.browser(t)
 
 	t.Run("opens its request", func(t *testing.T) {
-		status, page := b.page(t, anon, path)
-		if status != 200 || !strings.Contains(page, "Deploy to prod?") || !strings.Contains(page, `<meta name="answer-link" content="`+e+"."+s+`">`) {
-			t.Fatalf("%d\n%s", status, page)
+		// A link of before (e=E&s=S), posted in a message, opens it too.
+		for _, p := range []string{path, "/r/" + rec.ID + "?e=" + e + "&s=" + s} {
+			status, page := b.page(t, anon, p)
+			if status != 200 || !strings.Contains(page, "Deploy to prod?") || !strings.Contains(page, `<meta name="answer-link" content="`+e+"."+s+`">`) {
+				t.Fatalf("%s: %d\n%s", p, status, page)
+			}
 		}
 	})
 	t.Run("tampered or moved links are refused", func(t *testing.T) {
 		for name, p := range map[string]string{
-			"bad signature":   "/r/" + rec.ID + "?e=" + e + "&s=" + strings.Repeat("A", len(s)),
-			"later expiry":    "/r/" + rec.ID + "?e=" + itoa(rec.ExpiresAt.Unix()+3600) + "&s=" + s,
-			"another request": "/r/" + other.ID + "?e=" + e + "&s=" + s,
-			"no expiry":       "/r/" + rec.ID + "?s=" + s,
+			"bad signature":   "/r/" + rec.ID + "?l=" + e + "." + strings.Repeat("A", len(s)),
+			"later expiry":    "/r/" + rec.ID + "?l=" + itoa(rec.ExpiresAt.Unix()+3600) + "." + s,
+			"another request": "/r/" + other.ID + "?l=" + e + "." + s,
+			"no expiry":       "/r/" + rec.ID + "?l=." + s,
+			"no signature":    "/r/" + rec.ID + "?l=" + e,
+			"old, bad":        "/r/" + rec.ID + "?e=" + e + "&s=" + strings.Repeat("A", len(s)),
+			"old, no expiry":  "/r/" + rec.ID + "?s=" + s,
 		} {
 			if status, _ := b.page(t, anon, p); status != http.StatusForbidden {
 				t.Errorf("%s: %d, want 403", name, status)
@@ -743,7 +751,7 @@ func TestSignedLinks(t *testing.T) {
 		third := b.ask(t, 30*time.Minute, deploy)
 		p := strings.TrimPrefix(b.web.Links().For(third), "http://bridge.test")
 		u, _ := url.Parse(p)
-		hdr := map[string]string{linkHeader: u.Query().Get("e") + "." + u.Query().Get("s")}
+		hdr := map[string]string{linkHeader: linkParams(u).Get("e") + "." + linkParams(u).Get("s")}
 		b.clock.add(31 * time.Minute) // past its expiry; the sweeper has not run
 		if status, page := b.page(t, anon, p); status != http.StatusGone || !strings.Contains(page, "expired with its request") {
 			t.Errorf("an expired link's page: %d, want 410, expired with its request:\n%s", status, page)
@@ -756,8 +764,8 @@ func TestSignedLinks(t *testing.T) {
 	t.Run("a request that never expires gets link_ttl", func(t *testing.T) {
 		forever := &pending.Record{ID: "abc", CreatedAt: b.clock.now()}
 		u, _ := url.Parse(b.web.Links().For(forever))
-		if want := itoa(forever.CreatedAt.Add(time.Hour).Unix()); u.Query().Get("e") != want {
-			t.Errorf("e = %s, want %s", u.Query().Get("e"), want)
+		if want := itoa(forever.CreatedAt.Add(time.Hour).Unix()); linkParams(u).Get("e") != want {
+			t.Errorf("e = %s, want %s", linkParams(u).Get("e"), want)
 		}
 	})
 }
@@ -800,7 +808,7 @@ func TestExpiredLinkOfAnEndedRequest(t *testing.T) {
 	anon := b.browser(t)
 	header := func(l linked) map[string]string {
 		u, _ := url.Parse(l.link)
-		q := u.Query()
+		q := linkParams(u)
 		v := q.Get("e") + "." + q.Get("s")
 		if q.Has("p") {
 			v += "." + q.Get("p")
@@ -856,10 +864,10 @@ func TestPersonalLinks(t *testing.T) {
 	ada := pending.Responder{Surface: "slack", UserID: "UADA", Name: "ada"}
 	link, until := b.web.Links().ForPerson(rec, ada, b.clock.now())
 	u, err := url.Parse(link)
-	if err != nil || !strings.HasPrefix(link, "http://bridge.test/r/"+rec.ID+"?") {
-		t.Fatalf("link %s", link)
+	if err != nil || !strings.HasPrefix(link, "http://bridge.test/r/"+rec.ID+"?l=") || strings.Contains(link, "&") {
+		t.Fatalf("link %s; want /r/ID?l=E.S.P, without &", link)
 	}
-	q := u.Query()
+	q := linkParams(u)
 	e, p, s := q.Get("e"), q.Get("p"), q.Get("s")
 	if want := itoa(b.clock.now().Add(PersonalTTL).Unix()); e != want || itoa(until.Unix()) != want {
 		t.Errorf("e = %s, until %v, want an hour from now (%s), before the request's expiry", e, until, want)
@@ -882,8 +890,10 @@ func TestPersonalLinks(t *testing.T) {
 			t.Errorf("%s: %d, want 403", name, status)
 		}
 	}
-	if status, _ := b.page(t, anon, "/r/"+rec.ID+"?e="+e+"&p="+b64.EncodeToString(eve)+"&s="+s); status != http.StatusForbidden {
-		t.Errorf("a page for another person: %d, want 403", status)
+	for _, q := range []string{"?l=" + e + "." + s + "." + b64.EncodeToString(eve), "?e=" + e + "&p=" + b64.EncodeToString(eve) + "&s=" + s} {
+		if status, _ := b.page(t, anon, "/r/"+rec.ID+q); status != http.StatusForbidden {
+			t.Errorf("a page for another person (%s): %d, want 403", q, status)
+		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -904,7 +914,7 @@ func TestPersonalLinks(t *testing.T) {
 		soon := b.ask(t, 10*time.Minute, deploy)
 		link, until := b.web.Links().ForPerson(soon, ada, b.clock.now())
 		u, _ := url.Parse(link)
-		if got, want := u.Query().Get("e"), itoa(soon.ExpiresAt.Unix()); got != want || !until.Equal(soon.ExpiresAt.Truncate(time.Second)) {
+		if got, want := linkParams(u).Get("e"), itoa(soon.ExpiresAt.Unix()); got != want || !until.Equal(soon.ExpiresAt.Truncate(time.Second)) {
 			t.Errorf("e = %s, until %v, want the request's expiry %s", got, until, want)
 		}
 	})
@@ -1220,7 +1230,7 @@ func TestLinkOfAReplacedRequest(t *testing.T) {
 		t.Errorf("the first request's link opened the second: %d", status)
 	}
 	u, _ := url.Parse(link)
-	hdr := map[string]string{linkHeader: u.Query().Get("e") + "." + u.Query().Get("s")}
+	hdr := map[string]string{linkHeader: linkParams(u).Get("e") + "." + linkParams(u).Get("s")}
 	ans := map[string]any{"answers": []any{map[string]any{"id": "drop", "selected": []string{"Drop it"}}}}
 	if status, _ := b.post(t, anon, "/web/requests/"+second.ID+"/answer", hdr, ans); status != http.StatusForbidden {
 		t.Errorf("the first request's link answered the second: %d", status)
@@ -1340,12 +1350,12 @@ func TestLiveStreamEndsWithItsCredential(t *testing.T) {
 			rec := b.ask(t, 2*time.Hour, deploy)
 			link, until := b.web.Links().ForPerson(rec, ada, b.clock.now())
 			u, _ := url.Parse(link)
-			return b.browser(t), "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "p": {u.Query().Get("p")}, "s": {u.Query().Get("s")}}.Encode(), until
+			return b.browser(t), "/web/events?" + url.Values{"id": {rec.ID}, "e": {linkParams(u).Get("e")}, "p": {linkParams(u).Get("p")}, "s": {linkParams(u).Get("s")}}.Encode(), until
 		}},
 		{"a link of a request that expires", func(t *testing.T) (*http.Client, string, time.Time) {
 			rec := b.ask(t, 10*time.Minute, deploy)
 			u, _ := url.Parse(b.web.Links().For(rec))
-			return b.browser(t), "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode(), time.Unix(rec.ExpiresAt.Unix(), 0)
+			return b.browser(t), "/web/events?" + url.Values{"id": {rec.ID}, "e": {linkParams(u).Get("e")}, "s": {linkParams(u).Get("s")}}.Encode(), time.Unix(rec.ExpiresAt.Unix(), 0)
 		}},
 		{"a session's inbox", func(t *testing.T) (*http.Client, string, time.Time) {
 			c := b.browser(t)
@@ -1377,7 +1387,7 @@ func TestLiveStreamEndsWithItsCredential(t *testing.T) {
 		link, until := b.web.Links().ForPerson(rec, ada, b.clock.now())
 		b.clock.add(until.Sub(b.clock.now()))
 		u, _ := url.Parse(link)
-		path := "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "p": {u.Query().Get("p")}, "s": {u.Query().Get("s")}}.Encode()
+		path := "/web/events?" + url.Values{"id": {rec.ID}, "e": {linkParams(u).Get("e")}, "p": {linkParams(u).Get("p")}, "s": {linkParams(u).Get("s")}}.Encode()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+path, nil)
@@ -1430,7 +1440,7 @@ func TestSignedInBrowserOutlivesItsLink(t *testing.T) {
 			}
 			path := b.web.Links().Path(rec)
 			u, _ := url.Parse(path)
-			e, _ := strconv.ParseInt(u.Query().Get("e"), 10, 64)
+			e, _ := strconv.ParseInt(linkParams(u).Get("e"), 10, 64)
 			return rec, path, time.Unix(e, 0)
 		}},
 	} {
@@ -1447,8 +1457,8 @@ func TestSignedInBrowserOutlivesItsLink(t *testing.T) {
 			if !strings.Contains(page, `<meta name="csrf-token" content="`+csrf+`"`) {
 				t.Errorf("the link's page, signed in, lacks the session's CSRF token: its answers can't go by the session")
 			}
-			link := u.Query().Get("e") + "." + u.Query().Get("s")
-			if p := u.Query().Get("p"); p != "" {
+			link := linkParams(u).Get("e") + "." + linkParams(u).Get("s")
+			if p := linkParams(u).Get("p"); p != "" {
 				link += "." + p
 			}
 
@@ -1456,8 +1466,8 @@ func TestSignedInBrowserOutlivesItsLink(t *testing.T) {
 			// expires, ends at the expiry and opens again, as EventSource
 			// does, under the session.
 			b.clock.add(until.Sub(b.clock.now()) - 300*time.Millisecond)
-			q := url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}
-			if p := u.Query().Get("p"); p != "" {
+			q := url.Values{"id": {rec.ID}, "e": {linkParams(u).Get("e")}, "s": {linkParams(u).Get("s")}}
+			if p := linkParams(u).Get("p"); p != "" {
 				q.Set("p", p)
 			}
 			events := b.srv.URL + "/web/events?" + q.Encode()
@@ -1526,7 +1536,7 @@ func TestLiveStreamCaps(t *testing.T) {
 	}
 	linkPath := func(rec *pending.Record) string {
 		u, _ := url.Parse(b.web.Links().For(rec))
-		return "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode()
+		return "/web/events?" + url.Values{"id": {rec.ID}, "e": {linkParams(u).Get("e")}, "s": {linkParams(u).Get("s")}}.Encode()
 	}
 	// open opens a stream and returns its status, its error's code, and
 	// what closes it.
@@ -1628,7 +1638,7 @@ func TestFullReplicaWarnsOnceAMinute(t *testing.T) {
 	b.web.log = slog.New(logs)
 	rec := b.ask(t, 2*time.Hour, deploy)
 	u, _ := url.Parse(b.web.Links().For(rec))
-	path := b.srv.URL + "/web/events?" + url.Values{"id": {rec.ID}, "e": {u.Query().Get("e")}, "s": {u.Query().Get("s")}}.Encode()
+	path := b.srv.URL + "/web/events?" + url.Values{"id": {rec.ID}, "e": {linkParams(u).Get("e")}, "s": {linkParams(u).Get("s")}}.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stream(ctx, t, b.browser(t), path) // the one stream the replica takes from links

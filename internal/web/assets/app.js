@@ -495,7 +495,8 @@
     const id = document.body.dataset.id;
     const q = new URLSearchParams(location.search);
     const p = new URLSearchParams({ id });
-    if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); if (q.get("p")) p.set("p", q.get("p")); }
+    if (q.get("l")) p.set("l", q.get("l"));
+    else if (q.get("e")) { p.set("e", q.get("e")); p.set("s", q.get("s")); if (q.get("p")) p.set("p", q.get("p")); }
     const busy = () => {
       const card = document.getElementById("req-" + id);
       return card && card.querySelector("form[data-busy]");
