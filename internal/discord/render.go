@@ -346,14 +346,11 @@ func (b *builder) more() ([]*discordgo.MessageEmbed, int) {
 // whole is where request id is shown whole, past what its messages hold:
 // in the browser when its message carries an "Open in browser" button
 // (a link, or one that hands a personal link to a responder of a target
-// that limits them), else in the bridge's web inbox. A person reading
-// Discord on a phone has no idea where that inbox is, nor may sign in
-// there.
+// that limits them), else in the bridge's web inbox (surface.WholeIn, as
+// Slack says it).
 func whole(id string, browser bool) string {
-	if browser {
-		return "the browser (the message's Open in browser button)"
-	}
-	return "the bridge's web inbox, at /r/" + id
+	in, how := surface.WholeIn(id, browser)
+	return in + how
 }
 
 // leftNote is the line that ends the last message after a request's

@@ -208,24 +208,21 @@ var (
 	inMessageAndThread = place{in: "the message and its thread"}
 	// inBrowser is the request's page, that the message's "Open in
 	// browser" opens, or hands a personal link to (Post).
-	inBrowser = place{in: "the browser", how: " (the message's Open in browser button)"}
+	inBrowser = elsewhere("", true)
 )
 
 // inInbox is where a bridge without a public URL shows request id whole,
 // as the message's last reply names it (builder.message).
-func inInbox(id string) place {
-	return place{in: "the bridge's web inbox", how: ", at /r/" + id}
-}
+func inInbox(id string) place { return elsewhere(id, false) }
 
 // elsewhere is where request id is shown whole past what its message's
 // thread holds: in the browser when the bridge has a public URL
 // (browser), and so the message an Open in browser button, else in its
-// web inbox. The thread's last reply and the answer form both name it.
+// web inbox (surface.WholeIn, as Discord says it). The thread's last
+// reply and the answer form both name it.
 func elsewhere(id string, browser bool) place {
-	if browser {
-		return inBrowser
-	}
-	return inInbox(id)
+	in, how := surface.WholeIn(id, browser)
+	return place{in: in, how: how}
 }
 
 // numbered reports whether p lists a question's options numbered where

@@ -33,6 +33,19 @@ func Overdue(rec *pending.Record, now time.Time) bool {
 // told: what they would be told once a sweeper has expired it.
 var MsgOverdue = LateReply(&pending.Record{Status: seam.StatusExpired}, Format{})
 
+// WholeIn is where request id is read whole past what its chat messages
+// hold, in two parts, as a line names it: where (in) and how to get there
+// (how, to follow in). With browser, the message carries an "Open in
+// browser" button, which opens the request's page; else the bridge has
+// no public URL, and it is in the bridge's web inbox. A person reading
+// chat on a phone has no idea where that inbox is.
+func WholeIn(id string, browser bool) (in, how string) {
+	if browser {
+		return "the browser", " (the message's Open in browser button)"
+	}
+	return "the bridge's web inbox", ", at /r/" + id
+}
+
 // MsgNoPublicURL is what someone asking for a personal link is told by a
 // bridge that has lost its base_url since it posted the button.
 const MsgNoPublicURL = "This bridge has no public URL (base_url) to open requests in a browser."
