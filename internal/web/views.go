@@ -61,6 +61,7 @@ type questionView struct {
 func (v questionView) Signed() bool { return v.Mode == "numeric" || v.Mode == "decimal" }
 
 type optionView struct {
+	Number      int    // 1, 2, ... in the question's order, as Slack and Discord number it
 	Label       string // as shown
 	Value       string // the label as written, which the answer names
 	Description string
@@ -159,7 +160,7 @@ func questionOf(group string, qs []seam.Question, i int) questionView {
 	}
 	primary := surface.Primary(q)
 	for i, o := range q.Options {
-		v.Options = append(v.Options, optionView{Label: shown(o.Label), Value: o.Label, Description: shown(o.Description), Primary: i == primary})
+		v.Options = append(v.Options, optionView{Number: i + 1, Label: shown(o.Label), Value: o.Label, Description: shown(o.Description), Primary: i == primary})
 	}
 	if len(q.Options) == 0 {
 		v.Other = "Your answer"

@@ -666,6 +666,40 @@ func TestBooleanPrefill(t *testing.T) {
 	}
 }
 
+// The page a message's Open in browser opens shows each option with the
+// number Slack and Discord give it where they cut its label ("3. Deploy
+// the release to the eu-west-1…"), counted per question, so that the
+// whole option is found by it; the number is not part of what is sent.
+func TestOptionsNumbered(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	regions := seam.Question{ID: "regions", Question: "Which regions?", MultiSelect: true}
+	for i := range 12 {
+		regions.Options = append(regions.Options, seam.Option{Label: fmt.Sprintf("region-%02d", i)})
+	}
+	qs := []seam.Question{{ID: "when", Question: "When?", Options: []seam.Option{
+		{Label: "Deploy the release to the eu-west-1 production cluster now"},
+		{Label: "Deploy the release to the eu-west-1 production cluster tomorrow"},
+		{Label: "Wait"},
+	}}, regions}
+	rec := b.ask(t, time.Hour, qs...)
+	_, page := b.page(t, b.browser(t), strings.TrimPrefix(b.web.Links().For(rec), "http://bridge.test"))
+	optRE := regexp.MustCompile(`<input type="(?:radio|checkbox)" name="([^"]+)" value="([^"]*)"><span class="txt"><span class="num">(\d+)\.</span><span class="label" dir="auto">([^<]*)</span>`)
+	shown := map[string][]string{}
+	for _, m := range optRE.FindAllStringSubmatch(page, -1) {
+		if m[2] != m[4] {
+			t.Errorf("option %s. %q is sent as %q", m[3], m[4], m[2])
+		}
+		shown[m[1]] = append(shown[m[1]], m[3]+". "+m[4])
+	}
+	for i, q := range qs {
+		// As Slack and Discord list them numbered.
+		want := strings.Split(surface.OptionListing(q, true), "\n")
+		if got := shown[fmt.Sprintf("%s-%d", rec.ID, i)]; strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("question %s shows its options as\n%s\nwant\n%s", q.ID, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
 func fmtAnswers(a *seam.Answer) string {
 	if a == nil {
 		return "<nil>"
