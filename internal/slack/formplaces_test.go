@@ -201,7 +201,7 @@ func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, 
 			}
 			web := out[i] == atBrowser || out[i] == atInbox
 			if web && strings.HasPrefix(num+l, strings.TrimSuffix(text, "…")) {
-				continue // first words that read as another's: counted in the web page's list
+				continue // first words that read as another's: numbered in the web page's list
 			}
 			if !strings.Contains("\n"+strings.Join(own, "\n"), "\n"+num+l) && (where == "" || !strings.Contains("\n"+where, "\n"+num+esc(l))) {
 				t.Errorf("question %d's option %q: %q is found neither in the form nor in %q", i, text, num+l[:min(len(l), 20)]+"…", out[i])
@@ -498,9 +498,8 @@ func TestOtherFormNamesWhereOptionsAreWhole(t *testing.T) {
 // Options cut to their first words in a form that gives way are told
 // apart there: two whose first words are alike ("Deploy the release to
 // the eu-west-1 production cluster now", and "… tomorrow") are not cut
-// to the same text. Where the place that shows them whole numbers them
-// (the thread), the numbers do already; where it does not (the web
-// page), the options alike carry their numbers too, counted in its list,
+// to the same text. Where the place that shows them whole is the thread,
+// the numbers do already; where it is the web page, the options alike carry their numbers too, which the page shows,
 // and the others their first words alone.
 func TestCutOptionsReadApart(t *testing.T) {
 	deploy := seam.Question{ID: "deploy", Question: "Deploy where, and when?", Options: []seam.Option{

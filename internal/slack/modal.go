@@ -225,10 +225,13 @@ func elsewhere(id string, browser bool) place {
 	return place{in: in, how: how}
 }
 
-// numbered reports whether p lists a question's options numbered where
-// a form that gives way numbers them: the message and its thread do
-// (questionText; a request of one question, whose form never passes the
-// limit, numbers them as shapeOf says), the web page does not.
+// numbered reports whether a form that gives way numbers the options it
+// cuts, for a question shown whole at p: where the message and its thread
+// list them numbered (questionText; a request of one question, whose form
+// never passes the limit, numbers them as shapeOf says). The web page
+// numbers every option too, but a form whose question is whole only there
+// shows a cut option's first words alone, unless they read as another's
+// (numberAlike).
 func (p place) numbered() bool { return p == inMessage || p == inThread }
 
 // more follows a text cut short: where it is shown whole.
@@ -303,8 +306,8 @@ type formFit struct {
 	question     int  // the most characters of the question's label
 	// optionBytes is the most bytes of an option's text as it is sent
 	// (jsonLen); 0 for Slack's limit alone. Options cut to it are
-	// numbered, to be found where the question is shown whole, when it
-	// is listed there numbered (place.numbered).
+	// numbered, to be found where the question is shown whole, when that
+	// is the message or its thread (place.numbered).
 	optionBytes int
 }
 
@@ -440,9 +443,10 @@ func leftOut(at place, what []string) slackapi.Block {
 // formOptions are q's options for a form's choice shaped by f, and
 // whether a label is cut in them. They are numbered where a label is cut,
 // to find it whole in the listing the form shows, or else at, where the
-// question is shown whole, when at lists them numbered (a button's width
-// does not limit a form's options). Where at does not, a cut option shows
-// its first words alone, unless they read as another's (numberAlike).
+// question is shown whole, when at is the message or its thread
+// (place.numbered; a button's width does not limit a form's options).
+// Where at is the web page, a cut option shows its first words alone,
+// unless they read as another's (numberAlike).
 func formOptions(q seam.Question, f formFit, at place) ([]*slackapi.OptionBlockObject, bool) {
 	cut := shapeOf(q).cut
 	if f.optionBytes > 0 && !cut {
@@ -461,8 +465,8 @@ func formOptions(q seam.Question, f formFit, at place) ([]*slackapi.OptionBlockO
 // numberAlike puts their numbers in front of the options that a cut to
 // maxBytes left reading alike: "Deploy the release to the eu-west-1 …
 // now" and "… tomorrow" both read "Deploy the release to the eu-west-1…".
-// The place that shows them whole without numbers (the web page) lists
-// them in the same order, so a number is counted there.
+// The web page, which shows them whole, shows every option's number, the
+// same one in the same order.
 func numberAlike(q seam.Question, opts []*slackapi.OptionBlockObject, maxBytes int) {
 	read := make(map[string]int, len(opts))
 	for _, o := range opts {
