@@ -65,6 +65,12 @@ type Post struct {
 	// its edits keep that shorter text, which the thread goes on from.
 	// A post recorded before posts said so reads as false.
 	Short bool `json:"short,omitempty"`
+	// To is the channel its target was configured with as it posted
+	// (Slack: a channel's id or name, or a person's id), or "" for a post
+	// recorded before posts said. Routes edited since may have given
+	// Target, "route/index", to another target: To tells the one that
+	// posted.
+	To string `json:"to,omitempty"`
 }
 
 func (p Post) field() string {

@@ -387,6 +387,47 @@ func TestRoutesEditedSinceThePost(t *testing.T) {
 	}
 }
 
+// TestRoutesEditedSinceThePostNotByID is TestRoutesEditedSinceThePost
+// with the target added in front configured by a person's id (their DM)
+// or by a channel's name: such a target posts where Slack says, so the
+// channel of a message its key is recorded with can't be compared with
+// the one it names. The old message's key now names it, open; a click in
+// the restricted channel must still be checked against that channel's
+// responders.
+func TestRoutesEditedSinceThePostNotByID(t *testing.T) {
+	for _, open := range []string{"U0EVE", "#open-questions"} {
+		t.Run(open, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, botToken)
+			url, prefix := apptest.Redis(t)
+			const restricted = `
+      - slack:
+          channel: C0RESTRICT
+          responders:
+            users: [UADA]`
+			before := startConfig(t, fake, configYAML(fake, restricted), url, prefix)
+			id := before.create(t, "/v1/questions", cleanupQuestion())
+			msg := fake.WaitCalls(t, "chat.postMessage", 1)[0]
+			apptest.Posted(t, before.URL(), "/v1/questions", id, 1) // recorded under default/0
+
+			after := startConfig(t, fake, configYAML(fake, `
+      - slack:
+          channel: "`+open+`"`+restricted), url, prefix)
+			after.click(t, slacktest.BlockActions(t, msg, eve, "ab:pick:"+id+":0:1", nil, nil))
+			fake.WaitFor(t, "an ephemeral refusal", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+				return len(ephemerals(calls, "UEVE")) == 1
+			})
+			if rec := after.get(t, "/v1/questions", id); rec.M["status"] != "pending" {
+				t.Fatalf("eve, not a responder of C0RESTRICT, answered after %s was added in front of it: %s by %s", open, rec.M["status"], rec.Raw("answered_by"))
+			}
+
+			after.click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:1", nil, nil))
+			if by := after.wait(t, "/v1/questions", id).Raw("answered_by"); !strings.Contains(by, `"UADA"`) {
+				t.Errorf("answered by %s; want ada", by)
+			}
+		})
+	}
+}
+
 // TestDirectMessageTarget: a target configured by a person's id posts in
 // the app's DM with them, whose id (D…) is not the one configured; a
 // click there is checked against that target's responders.

@@ -673,7 +673,7 @@ func (h *Interactions) adopt(ctx context.Context, rec *pending.Record, key strin
 	if _, listed := rec.PostOf(surfaceName, c.channel, c.ts); listed {
 		return
 	}
-	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread, Short: c.short}
+	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread, Short: c.short, To: h.s.channelOf(key)}
 	ended, added, err := h.s.store.AdoptPost(ctx, rec.ID, p)
 	switch {
 	case err != nil:
@@ -700,7 +700,7 @@ func (h *Interactions) finishUnrecorded(ctx context.Context, rec *pending.Record
 		return
 	}
 	key, _ := h.s.target(rec, c.channel, c.ts, c.user.ID)
-	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread, Short: c.short}
+	p := pending.Post{Surface: surfaceName, Target: key, Channel: c.channel, MessageID: c.ts, Thread: c.thread, Short: c.short, To: h.s.channelOf(key)}
 	ended, added, err := h.s.store.AdoptPost(ctx, rec.ID, p)
 	switch {
 	case err != nil:

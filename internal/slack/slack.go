@@ -369,6 +369,7 @@ func (s *Surface) Post(ctx context.Context, rec *pending.Record, t dispatch.Targ
 	for i := range posts {
 		posts[i].PostedAt = s.now().UTC()
 		posts[i].Short = short // its thread holds what the short message had no room for
+		posts[i].To = tc.Channel
 	}
 	return posts, nil
 }
@@ -667,10 +668,17 @@ func (s *Surface) target(rec *pending.Record, channel, ts, user string) (string,
 		return "", nil
 	}
 	if p, ok := rec.PostOf(surfaceName, channel, ts); ok {
+		key := p.Target
+		if t := s.targets[key]; p.To != "" && (t == nil || t.Channel != p.To) {
+			// Routes edited since it was posted gave its key to another
+			// target (one added in front of it, say): the one that
+			// posted it is the route's target configured as it was.
+			key = s.configured(rec.Route, p.To)
+		}
 		// A target configured by a channel's name, or by a user (a DM),
 		// posts where Slack says: its channel can't be compared.
-		if t, ok := s.targets[p.Target]; ok && (t.Channel == channel || !t.ByConversationID()) {
-			return p.Target, t
+		if t, ok := s.targets[key]; ok && (t.Channel == channel || !t.ByConversationID()) {
+			return key, t
 		}
 	}
 	var found string
@@ -688,6 +696,25 @@ func (s *Surface) target(rec *pending.Record, channel, ts, user string) (string,
 		return "", nil
 	}
 	return found, s.targets[found]
+}
+
+// configured returns the key of route's target configured with channel
+// (a route names a channel once), or "".
+func (s *Surface) configured(route, channel string) string {
+	for _, key := range s.routes[route] {
+		if s.targets[key].Channel == channel {
+			return key
+		}
+	}
+	return ""
+}
+
+// channelOf is the channel target key is configured with, or "".
+func (s *Surface) channelOf(key string) string {
+	if t, ok := s.targets[key]; ok {
+		return t.Channel
+	}
+	return ""
 }
 
 // postsTo reports whether target t posts to conversation channel, where
