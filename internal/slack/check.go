@@ -59,7 +59,12 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 	}
 	if sc.AppToken.Reveal() != "" {
 		if _, _, err := api.StartSocketModeContext(ctx); err != nil {
-			fs.Add(surface.Problem, "slack", "apps.connections.open with slack.app_token failed: %s", checkReason(err))
+			if reason, ok := appTokenRefused(err); ok {
+				// What bridge serve would stop with, and what to do.
+				fs.Add(surface.Problem, "slack", "%s", appTokenProblem(reason))
+			} else {
+				fs.Add(surface.Problem, "slack", "apps.connections.open with slack.app_token failed: %s", checkReason(err))
+			}
 		} else {
 			fs.Add(surface.Fine, "slack", "slack.app_token opens a Socket Mode connection")
 		}

@@ -154,16 +154,39 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// A refused app token is named with what to do, as bridge serve says
+// when it stops for it; trouble that may pass is named as it is.
 func TestCheckSocketMode(t *testing.T) {
-	fake := slacktest.NewFakeSlack(t, testToken)
-	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
-	cfg := &config.Config{
-		Slack:  &config.Slack{BotToken: testToken, AppToken: "xapp-not-this-one", APIURL: fake.URL},
-		Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}},
-	}
-	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
-	if !strings.Contains(got, "PROBLEM slack: apps.connections.open with slack.app_token failed: invalid_auth") {
-		t.Errorf("findings:\n%s\nwant the refused app token named", got)
+	const appToken = "xapp-1-A1-2-abc"
+	for _, tc := range []struct {
+		name   string
+		socket bool   // the fake takes appToken on apps.connections.open
+		refuse string // and then refuses it with this error
+		want   string
+	}{
+		{"another app's token", false, "", "PROBLEM slack: Slack refused slack.app_token (invalid_auth): generate a new one (Basic Information → App-Level Tokens, scope connections:write)\n"},
+		{"without connections:write", true, "missing_scope", "PROBLEM slack: Slack refused slack.app_token (missing_scope): the app-level token needs the connections:write scope\n"},
+		{"Slack busy", true, "internal_error", "PROBLEM slack: apps.connections.open with slack.app_token failed: internal_error\n"},
+		{"accepted", true, "", "ok      slack: slack.app_token opens a Socket Mode connection\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := slacktest.NewFakeSlack(t, testToken)
+			fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+			if tc.socket {
+				fake.SocketMode(appToken).Refuse(tc.refuse)
+			}
+			cfg := &config.Config{
+				Slack:  &config.Slack{BotToken: testToken, AppToken: appToken, APIURL: fake.URL},
+				Routes: []config.Route{{Name: "default", Targets: []config.Target{{Slack: &config.SlackTarget{Channel: "C1"}}}}},
+			}
+			got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("findings:\n%s\nwant %q", got, tc.want)
+			}
+			if strings.Contains(got, appToken) {
+				t.Errorf("the app token is in the findings:\n%s", got)
+			}
+		})
 	}
 }
 
