@@ -348,6 +348,22 @@ func TestValidateHidesExpandedValues(t *testing.T) {
 	}
 }
 
+// TestValidateSlackSecretFromFile: a Slack secret read from a file keeps
+// its final newline in the environment; Validate names the key, not the
+// value, rather than let Slack refuse the token as unknown.
+func TestValidateSlackSecretFromFile(t *testing.T) {
+	vars := env(map[string]string{"SLACK_BOT_TOKEN": "xoxb-1-2-leaky\n", "SLACK_SIGNING_SECRET": "8f14e45fceea167a5a36dedd4bea2543"})
+	c, err := parse([]byte("slack:\n  bot_token: ${SLACK_BOT_TOKEN}\n  signing_secret: ${SLACK_SIGNING_SECRET}\n"), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	const want = "slack.bot_token: starts or ends with white space, or holds a control character (a final newline read from a file?): write the value alone"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant %q", err, want)
+	}
+}
+
 func TestUnknownKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name, data string
@@ -649,6 +665,11 @@ func TestValidate(t *testing.T) {
 		{"slack tokens swapped, bot", func(c *Config) { c.Slack.BotToken = "xapp-1-A1-2-abc" }, `slack.bot_token: is an app-level token (xapp-…); write the Bot User OAuth Token (xoxb-…`},
 		{"slack tokens swapped, app", func(c *Config) { c.Slack.AppToken = "xoxb-1-2-abc" }, `slack.app_token: is not an app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write); the xoxb- one is bot_token`},
 		{"slack app token of another kind", func(c *Config) { c.Slack.AppToken = "xoxp-1-2-abc" }, `slack.app_token: is not an app-level token (xapp-…`},
+		{"slack bot token with a final newline", func(c *Config) { c.Slack.BotToken = "xoxb-1-2-abc\n" }, "slack.bot_token: starts or ends with white space, or holds a control character (a final newline read from a file?)"},
+		{"slack bot token with a leading space", func(c *Config) { c.Slack.BotToken = " xoxb-1-2-abc" }, "slack.bot_token: starts or ends with white space"},
+		{"slack signing secret with a final newline", func(c *Config) { c.Slack.SigningSecret = "8f14e45fceea167a5a36dedd4bea2543\r\n" }, "slack.signing_secret: starts or ends with white space"},
+		{"slack app token with a final newline", func(c *Config) { c.Slack.AppToken = "xapp-1-A1-2-abc\n" }, "slack.app_token: starts or ends with white space"},
+		{"slack app token with a control character", func(c *Config) { c.Slack.AppToken = "xapp-1-A1\x00-2-abc" }, "slack.app_token: starts or ends with white space, or holds a control character"},
 		{"route expires_in", func(c *Config) { c.Routes[0].ExpiresIn = -1 }, "routes[0].expires_in: must not be negative"},
 		{"target with both", func(c *Config) { c.Routes[1].Targets[0].Discord = &DiscordTarget{Channel: "9"} }, "routes[1].targets[0]: set exactly one of slack or discord"},
 		{"target with neither", func(c *Config) { c.Routes[1].Targets[0] = Target{} }, "routes[1].targets[0]: set exactly one of slack or discord"},

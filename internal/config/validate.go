@@ -265,8 +265,14 @@ func (c *Config) Validate() error {
 		v.secret("slack.bot_token", s.BotToken, false)
 		v.secret("slack.signing_secret", s.SigningSecret, false)
 		v.secret("slack.app_token", s.AppToken, false)
+		// Slack's tokens and signing secret hold neither: a final newline
+		// read from a file would pass until Slack refused the token as one
+		// it does not know, or every click's signature failed.
+		v.unpadded("slack.bot_token", s.BotToken)
+		v.unpadded("slack.signing_secret", s.SigningSecret)
+		v.unpadded("slack.app_token", s.AppToken)
 		// Swapped, the two tokens pass until Slack refuses them at start.
-		bot, app := s.BotToken.Reveal(), s.AppToken.Reveal()
+		bot, app := strings.TrimSpace(s.BotToken.Reveal()), strings.TrimSpace(s.AppToken.Reveal())
 		if strings.HasPrefix(bot, "xapp-") {
 			v.add("slack.bot_token", "is an app-level token (xapp-…); write the Bot User OAuth Token (xoxb-…, OAuth & Permissions) here, and the xapp- one under app_token")
 		}
@@ -530,7 +536,7 @@ func (v *validator) tokens(tokens []Token) {
 		}
 		v.secret(p+".token", t.Token, true)
 		tok := t.Token.Reveal()
-		if tok != strings.TrimSpace(tok) || strings.ContainsFunc(tok, unicode.IsControl) {
+		if padded(tok) {
 			// A client sends it in a header, whose value can't hold control
 			// characters and loses its outer spaces: no client could match it.
 			v.add(p+".token", "starts or ends with white space, or holds a control character (a final newline read from a file?): no client can send it in an Authorization header")
@@ -727,6 +733,21 @@ func (v *validator) secret(path string, s Secret, required bool) {
 		v.add(path, "required")
 	case s == redacted:
 		v.add(path, "is the placeholder %s, as `bridge config check` prints it: write the real value, or ${ENV_VAR}", redacted)
+	}
+}
+
+// padded reports whether s starts or ends with white space or holds a
+// control character, as a secret read from a file with its final newline
+// does.
+func padded(s string) bool {
+	return s != strings.TrimSpace(s) || strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// unpadded checks that a platform's secret is not padded: no such secret
+// holds white space or a control character.
+func (v *validator) unpadded(path string, s Secret) {
+	if padded(s.Reveal()) {
+		v.add(path, "starts or ends with white space, or holds a control character (a final newline read from a file?): write the value alone")
 	}
 }
 
