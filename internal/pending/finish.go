@@ -41,7 +41,8 @@ const (
 	// finishClaim is how long a finisher that took over a request has to
 	// edit its messages before another may: a whole round,
 	// shards*finishBatch requests finishWorkers at a time, each cut off at
-	// finishEditTimeout, fits in it.
+	// finishEditTimeout, fits in it. A claim lasts up to a second more
+	// (claimEnd).
 	finishClaim = 3 * time.Minute
 	// finishGiveUp is how long after a request's end its messages are
 	// still tried; an edit that fails that long (the message was deleted,
@@ -108,34 +109,32 @@ return ids
 `)
 
 // claimEnd is the score that a claim made at now gives the requests it
-// takes: the end of the claim, less a random fraction of a millisecond,
-// so that it is due from the same millisecond as the end itself and is
-// this call's alone.
+// takes: a random point of the second that follows the claim's end, never
+// a whole millisecond. Claims made in the same millisecond (replicas
+// whose rounds fall together, or share a clock in tests) still tell one
+// another apart by it: the script hands a claim the requests at its own
+// score, which a retry of its lost reply needs, and two claims with one
+// score would each be handed the other's.
 func claimEnd(now time.Time) string {
-	var b [2]byte
+	var b [4]byte
 	rand.Read(b[:])
-	return claimEndWith(now, binary.BigEndian.Uint16(b[:]))
+	return claimEndWith(now, binary.BigEndian.Uint32(b[:]))
 }
 
-// claimEndWith is claimEnd with r as its random number. The fraction is
-// k steps of 1/4096 ms while a float64 holds them below the end (until
-// 2039: ms since 1970 then need 42 bits, which leave 1/2048), and of
-// what it holds after: k/4096 rounded there, k = 1 was the end itself.
-func claimEndWith(now time.Time, r uint16) string {
-	end := float64(now.Add(finishClaim).UnixMilli())
-	step := max(end-math.Nextafter(end, 0), 1.0/4096)
+// claimEndWith is claimEnd with r as its random number: a millisecond
+// of the second after the end, and in it a fraction k steps of 1/4096 ms
+// below the next whole one while a float64 holds them (until 2039: ms
+// since 1970 then need 42 bits, which leave 1/2048), of what it holds
+// after. k is never 0, so the score is never a whole millisecond, which a
+// resolve's or a retry's is.
+func claimEndWith(now time.Time, r uint32) string {
+	ms := float64(now.Add(finishClaim).UnixMilli()) + float64(r%1000) + 1
+	step := max(ms-math.Nextafter(ms, 0), 1.0/4096)
 	n := max(int(1/step), 2) // steps in a ms
-	k := 1 + int(r)%(n-1)
-	return strconv.FormatFloat(end-float64(k)*step, 'f', -1, 64)
+	k := 1 + int(r/1000)%(n-1)
+	return strconv.FormatFloat(ms-float64(k)*step, 'f', -1, 64)
 }
 
-// Unfinished takes over the ended requests whose messages are still
-// unedited FinishGrace after their end, and returns them as they are now.
-// Every replica may call it at once: each request goes to one of them,
-// which edits its messages and calls Edited. Until Edited, a request comes
-// back 3 minutes after it was taken over, then less and less often, and an hour
-// after its end it is given up. Requests whose record is gone are dropped.
-// On an error it may return some requests too.
 func (s *Store) Unfinished(ctx context.Context) ([]*Record, error) {
 	now := s.opt.Now()
 	pipe := s.rdb.Pipeline()
