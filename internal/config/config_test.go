@@ -632,6 +632,8 @@ func TestValidate(t *testing.T) {
 		{"slack api_url", func(c *Config) { c.Slack.APIURL = "ftp://x/" }, "slack.api_url: not an http:// or https:// URL"},
 		{"slack api_url slash", func(c *Config) { c.Slack.APIURL = "http://x/api" }, "slack.api_url: must end in /"},
 		{"discord bot_token", func(c *Config) { c.Discord.BotToken = "" }, "discord.bot_token: required: the bot's token (Developer Portal"},
+		{"discord bot_token with a final newline", func(c *Config) { c.Discord.BotToken = "MTIw.GabcDE.xyz\n" }, "discord.bot_token: holds white space or a control character"},
+		{"discord bot_token with the Bot prefix", func(c *Config) { c.Discord.BotToken = "Bot MTIw.GabcDE.xyz" }, `discord.bot_token: holds white space or a control character (a final newline read from a file? a "Bot " prefix?)`},
 		{"discord application_id", func(c *Config) { c.Discord.ApplicationID = "" }, "discord.application_id: required"},
 		{"discord application_id not a number", func(c *Config) { c.Discord.ApplicationID = "askbridge" }, "discord.application_id: must be the application's id, a number"},
 		{"discord channel by name", func(c *Config) { c.Routes[0].Targets[1].Discord.Channel = "ops" }, "routes[0].targets[1].discord.channel: must be the channel's id, a number"},

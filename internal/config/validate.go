@@ -293,6 +293,12 @@ func (c *Config) Validate() error {
 			v.add("discord.bot_token", "required: the bot's token (Developer Portal → your app → Bot → Reset Token)")
 		}
 		v.secret("discord.bot_token", d.BotToken, false)
+		if tok := d.BotToken.Reveal(); strings.ContainsFunc(tok, unicode.IsSpace) || strings.ContainsFunc(tok, unicode.IsControl) {
+			// A Discord token holds neither; sent in a header, it failed
+			// every call as a connection that could not be made ("invalid
+			// header field value"), or Discord refused "Bot Bot …".
+			v.add("discord.bot_token", `holds white space or a control character (a final newline read from a file? a "Bot " prefix?): write the token alone, as the Bot page shows it`)
+		}
 		switch {
 		case d.ApplicationID == "":
 			v.add("discord.application_id", "required")
