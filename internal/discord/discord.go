@@ -268,11 +268,11 @@ func (s *Surface) callWith(ctx context.Context, r surface.Retry, name string, f 
 		// after 3 attempts: ...") holds the text, not the error.
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			ue.URL = hostOnly(ue.URL)
+			ue.URL = s.shown(ue.URL)
 		}
 		var rl *discordgo.RateLimitError
 		if errors.As(err, &rl) && rl.RateLimit != nil {
-			rl.URL = hostOnly(rl.URL) // its Error() quotes the URL
+			rl.URL = s.shown(rl.URL) // its Error() quotes the URL
 			if rl.TooManyRequests != nil && rl.RetryAfter > rec.retryAfter {
 				rec.status, rec.retryAfter = http.StatusTooManyRequests, rl.RetryAfter
 			}
@@ -286,6 +286,18 @@ func (s *Surface) callWith(ctx context.Context, r surface.Retry, name string, f 
 		return nil
 	}
 	return fmt.Errorf("discord %s: %w", name, err)
+}
+
+// shown is the URL of a call as an error quotes it: discordgo names its
+// fixed EndpointAPI, which rewrite sent to discord.api_url (a proxy, in
+// tests a fake), so the URL is given api_url's host, and cut to it.
+func (s *Surface) shown(raw string) string {
+	if rw, ok := s.api.Client.Transport.(*rewrite); ok {
+		if rest, ok := strings.CutPrefix(raw, rw.from); ok {
+			raw = rw.to + rest
+		}
+	}
+	return hostOnly(raw)
 }
 
 // hostOnly cuts a URL to its scheme and host: the path of an interaction

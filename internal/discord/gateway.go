@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +163,10 @@ func (h *Interactions) openGateway(ctx context.Context) (*gatewaySession, error)
 	err = sess.Open()
 	stop()
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = h.s.shown(ue.URL) // GET /gateway, sent to discord.api_url
+		}
 		return nil, fmt.Errorf("discord gateway: %w", err)
 	}
 	return g, nil

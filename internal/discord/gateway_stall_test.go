@@ -3,6 +3,8 @@ package discord_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +93,20 @@ func TestGatewayStalledReconnectionStops(t *testing.T) {
 	waitClosed(t, held, "no reconnection within 10 s of the drop")
 	stop()
 	waitClosed(t, done, "the replica did not stop within 10 s while its reconnection stalled")
+}
+
+// TestGatewayUnreachableNamesAPIURL: a gateway that can't be opened for
+// want of a connection to discord.api_url says so, naming api_url's host
+// (discordgo's error names discord.com/api/v9 whatever api_url says).
+func TestGatewayUnreachableNamesAPIURL(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // its port now refuses connections
+	logs := &apptest.LogBuffer{}
+	gatewayReplica(t, &discord.FakeDiscord{URL: closed.URL + "/api/v10/"}, discord.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	logs.WaitFor(t, "opening the discord gateway failed; retrying", 10*time.Second)
+	if s := logs.String(); !strings.Contains(s, closed.URL+"/…") || strings.Contains(s, "discord.com") {
+		t.Errorf("the failure does not name discord.api_url's host (%s) alone:\n%s", closed.URL, s)
+	}
 }
 
 // gatewayReplica runs the gateway of a replica of fake's bot with opt (its
