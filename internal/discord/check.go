@@ -88,7 +88,7 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 			case err == nil:
 				fs.Add(surface.Fine, what, "#%s: the bot can see it (whether it may post there: --post)", ch.Name)
 			case re != nil && re.Message != nil && re.Message.Code == discordgo.ErrCodeMissingAccess:
-				fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server (%s) and let it View Channel and Send Messages there (and Create Public Threads, for thread_by_session)", inviteURL(dc.ApplicationID))
+				fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server (%s) and let it View Channel, Send Messages, Embed Links and Read Message History there (and Create Public Threads and Send Messages in Threads, for thread_by_session)", inviteURL(dc.ApplicationID))
 			case re != nil && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
 				fs.Add(surface.Problem, what, "Discord knows no such channel: check the ID (Developer Mode on, right-click the channel, Copy Channel ID)")
 			default:

@@ -70,7 +70,7 @@ func TestCheck(t *testing.T) {
 			"PROBLEM discord application: discord.application_id is " + discord.FakeAppID + ", but the bot belongs to askbridge (1299999999999999999)",
 			"PROBLEM discord application: discord.public_key is not its public key (" + strings.Repeat("ab", 32) + "): every interaction Discord sends would be refused",
 			"PROBLEM discord application: no Interactions Endpoint URL, and gateway is off: no click reaches the bridge; set it to " + endpoint,
-			"PROBLEM discord channel 111: the bot can't see it (Missing Access): add the bot to the channel's server (https://discord.com/oauth2/authorize?client_id=" + discord.FakeAppID + "&scope=bot&permissions=309237730304)",
+			"PROBLEM discord channel 111: the bot can't see it (Missing Access): add the bot to the channel's server (https://discord.com/oauth2/authorize?client_id=" + discord.FakeAppID + "&scope=bot&permissions=309237730304) and let it View Channel, Send Messages, Embed Links and Read Message History there (and Create Public Threads and Send Messages in Threads, for thread_by_session)",
 			"PROBLEM discord channel 222: Discord knows no such channel",
 		},
 	}, {
