@@ -88,11 +88,10 @@ func sentTexts(t *testing.T, m message) (msg, thread string) {
 // options in the form alone), and each option the form
 // numbers is there under that number. One it says the browser shows
 // (browser: the message has an Open in browser button), or the web inbox
-// of request id, has no option numbered but those the form's own listing
-// numbers, and those whose first words read alike (numberAlike): the web
-// page lists them without numbers, in the same order. No two options of a
-// question read alike in the form. It returns where each question is said
-// to be shown whole ("" where the form says nothing).
+// of request id, is on the web page, which numbers every option, in the
+// same order. Every option the form cuts carries its number, and no two
+// options of a question read alike in the form. It returns where each
+// question is said to be shown whole ("" where the form says nothing).
 func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, msg, thread, id string, browser bool) []string {
 	t.Helper()
 	names := map[string]string{
@@ -197,11 +196,13 @@ func checkFormPlaces(t *testing.T, qs []seam.Question, blocks []map[string]any, 
 			text := optText(n)
 			num, l := fmt.Sprintf("%d. ", n+1), q.Options[n].Label
 			if !strings.HasPrefix(text, num) || strings.HasPrefix(l, num) {
+				if text != l {
+					t.Errorf("question %d's option %d is cut without its number: %q", i, n+1, text)
+				}
 				continue
 			}
-			web := out[i] == atBrowser || out[i] == atInbox
-			if web && strings.HasPrefix(num+l, strings.TrimSuffix(text, "…")) {
-				continue // first words that read as another's: numbered in the web page's list
+			if out[i] == atBrowser || out[i] == atInbox {
+				continue // the web page numbers every option
 			}
 			if !strings.Contains("\n"+strings.Join(own, "\n"), "\n"+num+l) && (where == "" || !strings.Contains("\n"+where, "\n"+num+esc(l))) {
 				t.Errorf("question %d's option %q: %q is found neither in the form nor in %q", i, text, num+l[:min(len(l), 20)]+"…", out[i])
@@ -233,9 +234,7 @@ func smallQuestion(detail string) seam.Question {
 // holds it: the message, its thread (up to what its replies hold), or,
 // past those, the browser where the bridge has a public URL and its web
 // inbox where it has none. Its options cut to their number and first
-// words are found under that number there; where only the web page,
-// which does not number them, shows them whole, they show their first
-// words alone.
+// words are found under that number there, the web page too.
 func TestFormNamesWhereQuestionsAreWhole(t *testing.T) {
 	largest := largestRequest(t, "a", 80, 80).Questions
 	mixed := append([]seam.Question{smallQuestion(strings.Repeat("d", 250))}, largest[1:]...)
@@ -495,12 +494,12 @@ func TestOtherFormNamesWhereOptionsAreWhole(t *testing.T) {
 	}
 }
 
-// Options cut to their first words in a form that gives way are told
-// apart there: two whose first words are alike ("Deploy the release to
+// Options cut to their first words in a form that gives way carry their
+// numbers wherever the question is shown whole, the thread or the web
+// page, which number them alike: the whole option is found by its
+// number, and two whose first words are alike ("Deploy the release to
 // the eu-west-1 production cluster now", and "… tomorrow") are not cut
-// to the same text. Where the place that shows them whole is the thread,
-// the numbers do already; where it is the web page, the options alike carry their numbers too, which the page shows,
-// and the others their first words alone.
+// to the same text.
 func TestCutOptionsReadApart(t *testing.T) {
 	deploy := seam.Question{ID: "deploy", Question: "Deploy where, and when?", Options: []seam.Option{
 		{Label: "Deploy the release to the eu-west-1 production cluster now"},
@@ -538,9 +537,8 @@ func TestCutOptionsReadApart(t *testing.T) {
 				if text == label {
 					t.Fatalf("option %d reads %q whole: the test wants the deploy question's options cut", n+1, text)
 				}
-				numbered := strings.HasPrefix(text, fmt.Sprintf("%d. ", n+1))
-				if alike := n < 2; numbered != (alike || tc.want == atThread) {
-					t.Errorf("option %d reads %q: numbered %v, want %v", n+1, text, numbered, !numbered)
+				if !strings.HasPrefix(text, fmt.Sprintf("%d. ", n+1)) {
+					t.Errorf("option %d reads %q, without its number", n+1, text)
 				}
 			}
 		})

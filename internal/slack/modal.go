@@ -225,15 +225,6 @@ func elsewhere(id string, browser bool) place {
 	return place{in: in, how: how}
 }
 
-// numbered reports whether a form that gives way numbers the options it
-// cuts, for a question shown whole at p: where the message and its thread
-// list them numbered (questionText; a request of one question, whose form
-// never passes the limit, numbers them as shapeOf says). The web page
-// numbers every option too, but a form whose question is whole only there
-// shows a cut option's first words alone, unless they read as another's
-// (numberAlike).
-func (p place) numbered() bool { return p == inMessage || p == inThread }
-
 // more follows a text cut short: where it is shown whole.
 func (p place) more() string { return " (in full in " + p.in + ")" }
 
@@ -306,8 +297,8 @@ type formFit struct {
 	question     int  // the most characters of the question's label
 	// optionBytes is the most bytes of an option's text as it is sent
 	// (jsonLen); 0 for Slack's limit alone. Options cut to it are
-	// numbered, to be found where the question is shown whole, when that
-	// is the message or its thread (place.numbered).
+	// numbered, to be found by their numbers where the question is shown
+	// whole (formOptions).
 	optionBytes int
 }
 
@@ -406,7 +397,7 @@ func questionBlocks(qs []seam.Question, i int, f formFit, at place) (blocks []sl
 		blocks, cut = appendCut(blocks, q, at)
 		named = named || cut
 	}
-	opts, cut := formOptions(q, f, at)
+	opts, cut := formOptions(q, f)
 	if !f.descriptions && !listed && slices.ContainsFunc(q.Options, func(o seam.Option) bool { return o.Description != "" }) {
 		left = append(left, "the options' descriptions")
 	}
@@ -442,41 +433,25 @@ func leftOut(at place, what []string) slackapi.Block {
 
 // formOptions are q's options for a form's choice shaped by f, and
 // whether a label is cut in them. They are numbered where a label is cut,
-// to find it whole in the listing the form shows, or else at, where the
-// question is shown whole, when at is the message or its thread
-// (place.numbered; a button's width does not limit a form's options).
-// Where at is the web page, a cut option shows its first words alone,
-// unless they read as another's (numberAlike).
-func formOptions(q seam.Question, f formFit, at place) ([]*slackapi.OptionBlockObject, bool) {
+// to find it whole by its number in the listing the form shows, or where
+// the question is shown whole: the message and its thread list it
+// numbered (questionText; a request of one question, whose form never
+// gives way, as shapeOf says), and the web page numbers every option (a
+// button's width does not limit a form's options). The numbers also tell
+// apart options whose first words are alike ("Deploy the release to the
+// eu-west-1…" now and tomorrow).
+func formOptions(q seam.Question, f formFit) ([]*slackapi.OptionBlockObject, bool) {
 	cut := shapeOf(q).cut
 	if f.optionBytes > 0 && !cut {
 		cut = slices.ContainsFunc(q.Options, func(o seam.Option) bool { return jsonLen(surface.Label(o.Label)) > f.optionBytes })
 	}
-	opts := options(q, cut && (f.extras || at.numbered()), f.descriptions)
+	opts := options(q, cut, f.descriptions)
 	if f.optionBytes > 0 {
 		for _, o := range opts {
 			o.Text = plain(cutJSON(o.Text.Text, maxOptionText, f.optionBytes))
 		}
-		numberAlike(q, opts, f.optionBytes)
 	}
 	return opts, cut
-}
-
-// numberAlike puts their numbers in front of the options that a cut to
-// maxBytes left reading alike: "Deploy the release to the eu-west-1 …
-// now" and "… tomorrow" both read "Deploy the release to the eu-west-1…".
-// The web page, which shows them whole, shows every option's number, the
-// same one in the same order.
-func numberAlike(q seam.Question, opts []*slackapi.OptionBlockObject, maxBytes int) {
-	read := make(map[string]int, len(opts))
-	for _, o := range opts {
-		read[o.Text.Text]++
-	}
-	for i, o := range opts {
-		if read[o.Text.Text] > 1 {
-			o.Text = plain(cutJSON(optionText(q, i, true), maxOptionText, maxBytes))
-		}
-	}
 }
 
 // yesNo answers a boolean field in one tap, where a text field asked a
@@ -530,7 +505,7 @@ func cutInForm(q seam.Question) bool {
 // buttons or checkboxes when few, a select when many. The options
 // numbered in ticked start chosen.
 func choice(q seam.Question, ticked []int) slackapi.BlockElement {
-	opts, _ := formOptions(q, formFits[0], inMessage)
+	opts, _ := formOptions(q, formFits[0])
 	return choiceOf(q, opts, ticked)
 }
 

@@ -577,9 +577,9 @@ func viewChoices(t *testing.T, v slackapi.ModalViewRequest) map[string][]slackap
 // Slack's 250 kB, most of all in the characters JSON escapes to six bytes
 // (&, <, >): it gives way until it fits, and loses nothing a person needs
 // to choose right. Every option stays, its text its label, or its number
-// and first characters where the message or its thread lists it whole
-// under that number, or its first characters alone where only the web
-// inbox does; each question and its fields keep their block ids, and a
+// and first characters, the number it is listed whole under where the
+// question is shown whole (the message, its thread or the web inbox);
+// each question and its fields keep their block ids, and a
 // line says what the form leaves out and where it is shown whole
 // (checkFormPlaces). Its submission answers with the labels whole.
 func TestFormAtTheLimitsFits(t *testing.T) {
@@ -631,8 +631,7 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 				for n, opt := range opts {
 					text, label := opt.Text.Text, q.Options[n].Label
 					numbered := strings.HasPrefix(text, strconv.Itoa(n+1)+". "+label[:3])
-					first := strings.HasSuffix(text, "…") && strings.HasPrefix(label, strings.TrimSuffix(text, "…"))
-					if opt.Value != strconv.Itoa(n) || text != label && !numbered && !first {
+					if opt.Value != strconv.Itoa(n) || text != label && !numbered {
 						t.Fatalf("question %d's option %d is %q, value %q", i, n, text, opt.Value)
 					}
 				}
@@ -666,6 +665,30 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 				t.Errorf("answer\n%.300s\nwant\n%.300s", g, w)
 			}
 		})
+	}
+}
+
+// The form of a request of one question never gives way, even at the
+// seam's limits in the characters JSON escapes to six bytes. Were it to,
+// options cut to their first words would carry numbers its message does
+// not list them by: the message of one question numbers them only where
+// a label is longer than an option holds (shapeOf), not where a form may
+// give way, as a message of several questions does (questionText).
+func TestOneQuestionFormNeverGivesWay(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		q := seam.Question{ID: strings.Repeat("i", seam.MaxIDLen), Header: escapeHeavy(seam.MaxHeaderLen),
+			Question: escapeHeavy(seam.MaxQuestionLen), Detail: escapeHeavy(seam.MaxDetailLen), MultiSelect: multi}
+		for n := range seam.MaxOptions {
+			q.Options = append(q.Options, seam.Option{Label: fmt.Sprintf("%03d", n) + escapeHeavy(seam.MaxLabelLen-3),
+				Description: escapeHeavy(seam.MaxDescriptionLen)})
+		}
+		qs := &seam.Questions{Questions: []seam.Question{q}}
+		if err := qs.Validate(); err != nil {
+			t.Fatalf("the API refuses the request: %v", err)
+		}
+		if formGivesWay(qs.Questions) {
+			t.Errorf("the form of one question (multi-select %v) may give way", multi)
+		}
 	}
 }
 
