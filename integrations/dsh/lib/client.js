@@ -14,6 +14,16 @@ const MAYBE_SENT = new Set([
 ])
 
 /**
+ * Network errors that say the connection was closed before a response
+ * came: what a bridge that stops mid-call does, and also what a database
+ * does with HTTP (Redis, Postgres).
+ */
+const CLOSED = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
+
+/** The longest BridgeClient waits for the answer to its GET of /healthz. */
+const PROBE_TIMEOUT_MS = 5000
+
+/**
  * An error the bridge answered with: `{"error": {"code", "message"}}` and its
  * HTTP status, or a body that is not one (a proxy's error page).
  */
@@ -34,7 +44,10 @@ export class NetworkError extends Error {
     this.code = code
     /** What went wrong, without the method and URL. */
     this.detail = detail ?? message
-    /** True when the connection itself failed, so nothing was sent. */
+    /**
+     * True when the connection itself failed, so nothing was sent, or when
+     * what is at the URL is no bridge (WRONG_URL), so nothing was asked.
+     */
     this.connect = !MAYBE_SENT.has(code)
   }
 }
@@ -69,7 +82,7 @@ function redirected (resp, method, path, url) {
 
 /** Whether a failed call may succeed if made again. */
 export function transient (err) {
-  if (err instanceof NetworkError) return true
+  if (err instanceof NetworkError) return err.code !== 'WRONG_URL'
   if (err instanceof BridgeError) {
     if (err.status === 429 || err.status === 502 || err.status === 504) return true
     if (err.status === 503) return err.code !== 'NO_PROVIDER'
@@ -116,6 +129,10 @@ export class BridgeClient {
     this.token = token
     this.callTimeoutMs = callTimeoutMs
     this.graceMs = graceMs
+    // Set once a call got an HTTP response: something that speaks HTTP is
+    // at the URL, and a connection closed without a response is a bridge
+    // stopping (see #closesAgain).
+    this.answered = false
   }
 
   /** One call; resolves with the decoded 2xx body, rejects with BridgeError or NetworkError. */
@@ -138,10 +155,16 @@ export class BridgeClient {
         // would be a 401 for a token that was sent.
         redirect: 'manual',
       })
+      this.answered = true
       text = await resp.text()
     } catch (err) {
       if (signal?.aborted) throw signal.reason
       const { code, message } = deadline.aborted ? { code: 'TIMEOUT' } : networkCause(err)
+      if (CLOSED.has(code) && !this.answered && await this.#closesAgain(signal)) {
+        const why = 'what is there closed the connection without an HTTP response, and so it did to a GET /healthz sent to check: '
+          + 'no bridge, nor a proxy in front of one (a database, say)'
+        throw new NetworkError(`${method} ${this.base}${path}: ${why}`, err, 'WRONG_URL', why)
+      }
       const why = code === 'TIMEOUT'
         ? `no response within ${(timeoutMs ?? this.callTimeoutMs) / 1000} s`
         : code !== undefined && message.includes(code) ? message : [code, message].filter(Boolean).join(' ')
@@ -166,6 +189,33 @@ export class BridgeClient {
       throw new BridgeError(resp.status, '', `${method} ${path}: the bridge answered HTTP ${resp.status} without a JSON object`)
     }
     return data
+  }
+
+  /**
+   * Whether what is at the URL, which closed a call's connection without a
+   * response before anything there had answered in HTTP, closes a GET of
+   * /healthz (the bridge's liveness, which needs no token) without one
+   * too, or answers it in something other than HTTP: then it is no bridge.
+   * A bridge that stopped is gone (the connection is refused) or back (it
+   * answers); a response of any kind, a refused connection or no answer
+   * within PROBE_TIMEOUT_MS is not that.
+   */
+  async #closesAgain (signal) {
+    const deadline = AbortSignal.timeout(PROBE_TIMEOUT_MS)
+    try {
+      const resp = await fetch(this.base + '/healthz', {
+        headers: { 'user-agent': 'askbridge-dsh' },
+        signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+        redirect: 'manual',
+      })
+      this.answered = true
+      await resp.body?.cancel()
+      return false
+    } catch (err) {
+      if (signal?.aborted || deadline.aborted) return false
+      const { code } = networkCause(err)
+      return CLOSED.has(code) || code?.startsWith('HPE_') === true
+    }
   }
 
   /** POST a request (no wait: the record comes back at once, usually pending). */

@@ -3,8 +3,10 @@
 // answered through its answer API.
 
 import assert from 'node:assert/strict'
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
 import { readFile, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
+import { connect, createServer as createTCPServer } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { Context } from '@deepseek-ai/cordis'
 import { UserQuestionError, UserQuestionService } from '@deepseek-ai/dsh-user-questions'
@@ -333,6 +335,68 @@ describe('provider API: bridge down', () => {
     assert.match(err.message, new RegExp(`^askbridge at ${url} can't be reached: .*ECONNREFUSED`))
     // and says what to check, as the bridge CLI does
     assert.ok(err.message.endsWith("; is `bridge serve` running there? The plugin's url (config.url, else $ASKBRIDGE_URL or $BRIDGE_SERVER) says where it is"), err.message)
+  })
+
+  test('something that closes the connection without an HTTP response (Redis at the url): ASKBRIDGE_UNREACHABLE at once, not after retryFor', async () => {
+    // As Redis does with an HTTP request: it reads it and closes the
+    // connection without a word, which is also what a bridge that stops
+    // mid-call does; the GET /healthz that follows is closed too.
+    const requests = []
+    const db = createTCPServer((sock) => sock.once('data', (data) => {
+      requests.push(String(data).split('\r\n')[0])
+      sock.destroy()
+    }))
+    await new Promise((resolve) => db.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${db.address().port}`
+      const ctx = await harness({ url, retryFor: 600 })
+      const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: 'Hello?' }] })),
+        'ASKBRIDGE_UNREACHABLE', undefined, 10_000)
+      assert.equal(err.message, `askbridge at ${url} can't be reached: what is there closed the connection without an HTTP response, `
+        + 'and so it did to a GET /healthz sent to check: no bridge, nor a proxy in front of one (a database, say); '
+        + "is `bridge serve` running there? The plugin's url (config.url, else $ASKBRIDGE_URL or $BRIDGE_SERVER) says where it is")
+      assert.deepStrictEqual(requests, ['POST /v1/questions HTTP/1.1', 'GET /healthz HTTP/1.1'])
+    } finally {
+      db.close()
+    }
+  })
+
+  test('a bridge that stops during the first create (restarting) is retried: its GET /healthz finds nothing listening', async () => {
+    const stopping = createTCPServer((sock) => {
+      stopping.close() // no more connections
+      sock.once('data', () => sock.destroy())
+    })
+    await new Promise((resolve) => stopping.listen(0, '127.0.0.1', resolve))
+    const { port } = stopping.address()
+    let onRefused
+    const refused = new Promise((resolve) => {
+      onRefused = ({ connectParams }) => { if (String(connectParams.port) === String(port)) resolve() }
+      subscribe('undici:client:connectError', onRefused)
+    })
+    // Back on the same port: a relay to the bridge.
+    const socks = new Set()
+    const back = createTCPServer((sock) => {
+      const up = connect(Number(new URL(bridge.url).port), '127.0.0.1')
+      for (const s of [sock, up]) {
+        socks.add(s)
+        s.on('error', () => {})
+      }
+      sock.pipe(up).pipe(sock)
+    })
+    try {
+      const ctx = await harness({ url: `http://127.0.0.1:${port}` })
+      const text = unique('Back yet?')
+      const asking = track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: text, options: [{ label: 'Yes' }, { label: 'No' }] }] }))
+      await within(refused, 10_000, 'a refused connection')
+      await new Promise((resolve) => back.listen(port, '127.0.0.1', resolve))
+      const rec = await person.question(text)
+      await person.answer(rec.id, [{ id: 'q', selected: ['Yes'] }])
+      assert.deepStrictEqual(await within(asking, 10_000, 'ask'), { answers: [{ id: 'q', selected: ['Yes'] }] })
+    } finally {
+      unsubscribe('undici:client:connectError', onRefused)
+      back.close()
+      for (const s of socks) s.destroy()
+    }
   })
 
   test('a URL that redirects (a proxy sending http to https): an error naming the url to set, not a 401 for a dropped token', async () => {
