@@ -82,6 +82,7 @@ class Bridge:
         self.token = token
         self.poll_wait = poll_wait
         self.retry_for = retry_for
+        self.answered = False  # an HTTP response came: a hang-up is then a bridge stopping
 
     def call(self, method, path, body=None, wait=0):
         data = None if body is None else json.dumps(body).encode()
@@ -91,10 +92,12 @@ class Bridge:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
             with _opener.open(req, timeout=wait + 30) as resp:
+                self.answered = True
                 raw = resp.read()
         except http.client.IncompleteRead as e:  # the connection broke mid-answer
             raise ConnectionError(f"the answer was cut off: {e!r}") from None
         except urllib.error.HTTPError as e:
+            self.answered = True
             if 300 <= e.code < 400:
                 to = urllib.parse.urljoin(req.full_url, e.headers.get("Location", ""))
                 to = urllib.parse.urlsplit(to)._replace(query="", fragment="").geturl()
@@ -106,7 +109,11 @@ class Bridge:
             except (ValueError, KeyError, TypeError):
                 err = {"code": "HTTP_%d" % e.code, "message": e.reason}
             raise BridgeError(err["code"], err["message"], e.code) from None
-        except http.client.RemoteDisconnected:  # closed before answering: an OSError, ridden out
+        except ConnectionResetError:  # closed before answering (RemoteDisconnected is one): an OSError, ridden out
+            if not self.answered and self._closes_again():  # unless what is there is no bridge
+                raise BridgeError("BAD_RESPONSE", f"{self.server} closed the connection without an HTTP response to {method} {path}, "
+                                  "and so it did to a GET /healthz sent to check: no bridge, nor a proxy in front of one (a database, "
+                                  "say); Bridge's server (BRIDGE_SERVER, or --server for the script) says where the bridge is") from None
             raise
         except http.client.HTTPException as e:  # something that does not speak HTTP (ssh, a typo'd port)
             raise BridgeError("BAD_RESPONSE", f"{self.server} answered {method} {path} with something other than HTTP ({e!r}): is it the bridge?") from None
@@ -114,6 +121,23 @@ class Bridge:
             return json.loads(raw)
         except ValueError:
             raise BridgeError("BAD_RESPONSE", f"{self.server} answered {method} {path} with something other than JSON: is it the bridge?") from None
+
+    def _closes_again(self):
+        """Whether the server, which closed a call's connection without a
+        response before anything there answered in HTTP, closes a GET of
+        /healthz (no token needed) too, or answers it in something other than
+        HTTP, as a database does. A bridge that stopped is gone (refused) or
+        back (it answers), as the Go client tells them apart."""
+        try:
+            _opener.open(self.server + "/healthz", timeout=5).close()
+        except urllib.error.HTTPError as e:
+            e.close()
+        except (ConnectionResetError, http.client.HTTPException):
+            return True
+        except OSError:  # refused, or no answer in time: a bridge stopping or starting
+            return False
+        self.answered = True
+        return False
 
     def ask(self, kind, body):
         """Create a request (kind "questions" or "approvals") and wait until it
@@ -1107,6 +1131,32 @@ def demo(agent, person):
         except BridgeError as e:
             _expect("not HTTP", e.code, "BAD_RESPONSE")
         t.join(timeout=10)
+
+    # Something that reads the request and closes the connection without a
+    # word (Redis at the bridge's address), which a bridge stopping mid-call
+    # does too: a GET /healthz closed as well tells it is no bridge, and the
+    # create is not retried for retry_for.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        heard = []
+
+        def hang_up():
+            while True:
+                try:
+                    conn, _ = s.accept()
+                except OSError:  # s closed
+                    return
+                with conn:
+                    heard.append(conn.recv(65536).split(b"\r\n")[0].decode())
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        try:
+            Bridge(f"http://127.0.0.1:{s.getsockname()[1]}", retry_for=5).ask("approvals", approval_request({"tool_call_id": "call_db", "tool_name": "db"}))
+            raise AssertionError("a server that closes without a response was taken for the bridge")
+        except BridgeError as e:
+            _expect("closed without a response", (e.code, "GET /healthz" in e.message, heard),
+                    ("BAD_RESPONSE", True, ["POST /v1/approvals HTTP/1.1", "GET /healthz HTTP/1.1"]))
 
     # Nothing listening: after retry_for, the bridge's error, not urllib's.
     with socket.socket() as s:
