@@ -194,7 +194,11 @@ func (w requestWords) noProvider(err error) error {
 		return fmt.Errorf("%w; give --route a route of the bridge's config (routes:), or leave --route out for its default one", err)
 	}
 	if m := noTargetOf.FindStringSubmatch(e.Message); m != nil {
-		return fmt.Errorf("%w; fix the targets of route %s in the bridge's config (the first one's error is above; bridge config check --connect --post tries each)", err, m[1])
+		// The first target's error, in the bridge's words, is in
+		// parentheses: its cause as often lies on the platform's side (a
+		// revoked token, a permission, the platform unreachable) as in
+		// the route's config.
+		return fmt.Errorf("%w; the first parentheses hold its first target's error: what it names may need fixing on Slack's or Discord's side (a token, a permission, the channel) or in route %s's targets in the bridge's config; bridge config check --connect --post tries each target", err, m[1])
 	}
 	return err
 }
