@@ -651,7 +651,11 @@ func TestValidate(t *testing.T) {
 		{"slack mention a group", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = " <!subteam^S0123ABC|@oncall> " }, ""},
 		{"slack mention two", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = "<@U01> <@U02>" }, ""},
 		{"slack mention with text", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = "<!subteam^S01> on call:" }, ""},
-		{"discord mention @role", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "@ops" }, `routes[0].targets[1].discord.mention: "@ops" would ping nobody; write <@USER_ID>,`},
+		{"discord mention @role", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "@ops" }, `routes[0].targets[1].discord.mention: "@ops" would ping nobody; write @here, @everyone,`},
+		// The doc's placeholder, copied as it is: the fix names the ids as
+		// numbers, not the placeholder again.
+		{"discord mention placeholder", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "<@&ROLE_ID>" }, `routes[0].targets[1].discord.mention: "<@&ROLE_ID>" would ping nobody; write @here, @everyone, or a user's or a role's id, a number (Developer Mode, Copy User ID or Copy Role ID), as <@123456789012345678> or <@&123456789012345678>`},
+		{"slack mention placeholder", func(c *Config) { c.Routes[0].Targets[0].Slack.Mention = "<@USER_ID>" }, `routes[0].targets[0].slack.mention: "<@USER_ID>" would ping nobody; write <!here>, <!channel>, a user's id as <@U0123456789> (a profile's More menu, Copy member ID) or a user group's id as <!subteam^S0123456789>`},
 		{"discord mention <!here>", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "<!here>" }, `routes[0].targets[1].discord.mention: "<!here>" would ping nobody`},
 		{"discord mention @here", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "@here" }, ""},
 		{"discord mention a role", func(c *Config) { c.Routes[0].Targets[1].Discord.Mention = "<@&123456789012345678>" }, ""},

@@ -643,7 +643,7 @@ func (v *validator) routes(c *Config) {
 				}
 				v.ids(tp+".slack.responders.users", t.Slack.Responders.Users, slackID("UW"), "a Slack user id (U… or W…: a profile's More menu, Copy member ID), not a name")
 				v.ids(tp+".slack.responders.groups", t.Slack.Responders.Groups, slackID("S"), "a Slack user group id (S…), not its handle")
-				v.mention(tp+".slack.mention", t.Slack.Mention, slackMention, "<!here>, <!channel>, <@USER_ID> or <!subteam^GROUP_ID>")
+				v.mention(tp+".slack.mention", t.Slack.Mention, slackMention, "<!here>, <!channel>, a user's id as <@U0123456789> (a profile's More menu, Copy member ID) or a user group's id as <!subteam^S0123456789>")
 			case t.Discord != nil:
 				surface, channel = "discord", t.Discord.Channel
 				if c.Discord == nil && !noSection["discord"] {
@@ -652,7 +652,7 @@ func (v *validator) routes(c *Config) {
 				}
 				v.ids(tp+".discord.responders.users", t.Discord.Responders.Users, isSnowflake, "a Discord user id, a number (Developer Mode, Copy User ID), not a name")
 				v.ids(tp+".discord.responders.roles", t.Discord.Responders.Roles, isSnowflake, "a Discord role id, a number (Developer Mode, Copy Role ID), not a name")
-				v.mention(tp+".discord.mention", t.Discord.Mention, discordMention, "<@USER_ID>, <@&ROLE_ID>, @here or @everyone")
+				v.mention(tp+".discord.mention", t.Discord.Mention, discordMention, "@here, @everyone, or a user's or a role's id, a number (Developer Mode, Copy User ID or Copy Role ID), as <@123456789012345678> or <@&123456789012345678>")
 			}
 			if channel == "" {
 				v.add(tp+"."+surface+".channel", "required: the channel id to post in")
