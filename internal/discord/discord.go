@@ -285,7 +285,22 @@ func (s *Surface) callWith(ctx context.Context, r surface.Retry, name string, f 
 	if err == nil {
 		return nil
 	}
+	if botTokenRefused(err) {
+		// A 401 alone leaves the operator to guess which of the keys
+		// (bot_token, public_key, application_id) is wrong.
+		return fmt.Errorf("discord %s: %w (Discord refused discord.bot_token: copy the bot's token again, or reset it: Developer Portal → your app → Bot → Reset Token)", name, err)
+	}
 	return fmt.Errorf("discord %s: %w", name, err)
+}
+
+// botTokenRefused reports whether err is Discord refusing the bot token:
+// a 401 with its generic code 0 ("401: Unauthorized"). A call on an
+// interaction's token refused is told apart by its own code (50027,
+// Invalid Webhook Token).
+func botTokenRefused(err error) bool {
+	var re *discordgo.RESTError
+	return errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized &&
+		(re.Message == nil || re.Message.Code == 0)
 }
 
 // shown is the URL of a call as an error quotes it: discordgo names its

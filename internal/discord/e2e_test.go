@@ -282,6 +282,22 @@ func TestSignatureAndPing(t *testing.T) {
 	}
 }
 
+// A post Discord refuses with 401 names the key at fault and what to do
+// about it (an operator sees "HTTP 401" alone otherwise), never the token.
+func TestPostWithRefusedTokenNamesBotToken(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, "MTEwMDAwMDAwMDAwMDAwMDAwMQ.another.bot-token")
+	url, prefix := apptest.Redis(t)
+	b := startOn(t, fake, url, prefix, defaultTarget, app.Options{})
+	if status, rec := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion()); status != http.StatusServiceUnavailable {
+		t.Fatalf("create with a refused bot token: %d %v; want 503", status, rec.M)
+	}
+	b.logs.WaitFor(t, "posting failed", 10*time.Second)
+	const hint = "Discord refused discord.bot_token: copy the bot's token again, or reset it: Developer Portal → your app → Bot → Reset Token"
+	if s := b.logs.String(); !strings.Contains(s, "HTTP 401") || !strings.Contains(s, hint) {
+		t.Errorf("the posting failure does not say %q:\n%s", hint, s)
+	}
+}
+
 func TestRespondersAndLateClicks(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", cleanupQuestion())
