@@ -180,8 +180,10 @@ func TestPostFailsFastAndBounded(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), testToken) {
 			t.Fatalf("Post: %v", err)
 		}
-		if !strings.Contains(err.Error(), "invalid_auth") {
-			t.Errorf("error %q does not say invalid_auth", err)
+		// The code alone leaves the operator to guess which key is wrong.
+		const fix = "invalid_auth (slack.bot_token: Slack knows no such token; copy the Bot User OAuth Token (xoxb-…) again from OAuth & Permissions"
+		if !strings.Contains(err.Error(), fix) {
+			t.Errorf("error %q does not say %q", err, fix)
 		}
 	})
 }

@@ -287,14 +287,19 @@ messages:
 	return found, nil
 }
 
-// withNeeded is err saying which scope to add when Slack refused the call
-// for the token's want of it (missing_scope, with the scope in "needed"):
-// the code alone leaves the team to guess, and the agent (NO_PROVIDER)
-// and the log see the error's text only.
+// withNeeded is err saying what to do when Slack refused the call for
+// the bot token: which scope to add for the token's want of it
+// (missing_scope, with the scope in "needed"), or that the token itself
+// is refused (invalid_auth, token_revoked, …; see botTokenFix): the code
+// alone leaves the team to guess, and the agent (NO_PROVIDER) and the
+// log see the error's text only.
 func withNeeded(err error) error {
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) && se.Err == "missing_scope" && se.Needed != "" {
 		return fmt.Errorf("%w (needs %s: add the scope under OAuth & Permissions and reinstall the app)", err, se.Needed)
+	}
+	if fix := botTokenFix(err); fix != "" {
+		return fmt.Errorf("%w (slack.bot_token%s)", err, fix)
 	}
 	return err
 }
