@@ -108,11 +108,14 @@ func (h *Interactions) verify(hdr http.Header, body []byte) error {
 	}
 	msg := make([]byte, 0, len(ts)+len(body))
 	msg = append(append(msg, ts...), body...)
+	// Discord sends some bad signatures on purpose (when the endpoint URL
+	// is saved), and anyone may: the fix is for Discord's own refused.
 	if !ed25519.Verify(h.key, msg, sig) {
-		return errors.New("bad signature")
+		return errors.New("bad signature: if Discord's own interactions are refused, discord.public_key is not the application's Public Key (Developer Portal → General Information)")
 	}
-	if age := h.s.now().Sub(time.Unix(secs, 0)); age > maxClockSkew || age < -maxClockSkew {
-		return fmt.Errorf("stale timestamp (%s old)", age.Round(time.Second))
+	now := h.s.now()
+	if at := time.Unix(secs, 0); now.Sub(at) > maxClockSkew || now.Sub(at) < -maxClockSkew {
+		return fmt.Errorf("stale timestamp, %s (more than %s): if Discord's own interactions are refused, check this machine's clock (NTP)", surface.ClockOff(at, now), maxClockSkew)
 	}
 	return nil
 }

@@ -73,12 +73,7 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, api.BodyError(err))
 		return
 	}
-	sv, err := slackapi.NewSecretsVerifier(r.Header, h.s.cfg.SigningSecret.Reveal())
-	if err == nil {
-		_, _ = sv.Write(body)
-		err = sv.Ensure()
-	}
-	if err != nil {
+	if err := h.verify(r.Header, body); err != nil {
 		h.refused.Refused(r.Context(), "refused an interaction with a bad or stale signature", "err", err, "remote", r.RemoteAddr)
 		api.WriteError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "invalid signature"})
 		return
@@ -95,6 +90,29 @@ func (h *Interactions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// verify checks X-Slack-Signature over the timestamp and body, and that
+// the timestamp is recent (slack-go). A refusal says what to look at when
+// Slack's own requests are refused (anyone may send a bad one): the clock,
+// and by how much it is off, for a stale timestamp; slack.signing_secret
+// for a signature that does not match. slack-go checks the timestamp
+// first: a stale one says nothing of the signature.
+func (h *Interactions) verify(hdr http.Header, body []byte) error {
+	sv, err := slackapi.NewSecretsVerifier(hdr, h.s.cfg.SigningSecret.Reveal())
+	if err == nil {
+		_, _ = sv.Write(body)
+		err = sv.Ensure()
+	}
+	switch {
+	case errors.Is(err, slackapi.ErrExpiredTimestamp):
+		// slack-go, which decided, reads time.Now, not the surface's clock.
+		secs, _ := strconv.ParseInt(hdr.Get("X-Slack-Request-Timestamp"), 10, 64)
+		return fmt.Errorf("stale timestamp, %s (more than 5m0s): if Slack's own requests are refused, check this machine's clock (NTP)", surface.ClockOff(time.Unix(secs, 0), time.Now()))
+	case errors.Is(err, slackapi.ErrInvalidSignature):
+		return errors.New("bad signature: if Slack's own requests are refused, slack.signing_secret is not the app's Signing Secret (Basic Information → App Credentials)")
+	}
+	return err
 }
 
 // clickPayload is the part of a block_actions payload the bridge reads.

@@ -2,6 +2,7 @@ package surface
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -73,4 +74,15 @@ func (r *Refusals) after(d time.Duration, f func()) {
 		return
 	}
 	time.AfterFunc(d, f)
+}
+
+// ClockOff says how far a refused callback's timestamp, at, is from now
+// by this machine's clock: the platform's own callbacks refused as stale
+// mean that clock is off, and by about that much.
+func ClockOff(at, now time.Time) string {
+	d := now.Sub(at).Round(time.Second)
+	if d < 0 {
+		return fmt.Sprintf("%s ahead of this machine's clock", -d)
+	}
+	return fmt.Sprintf("%s behind this machine's clock", d)
 }
