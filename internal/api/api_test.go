@@ -1070,12 +1070,13 @@ func TestOtherKindsIDIsNamed(t *testing.T) {
 		body                any
 		want                string
 	}{
-		{"GET", "/v1/approvals/" + qid, "tok-ask-a-7f3c9e21b4", nil, qid + " is a question, not an approval: use /v1/questions/" + qid},
+		{"GET", "/v1/approvals/" + qid, "tok-ask-a-7f3c9e21b4", nil, qid + " is a question, not an approval: use /v1/questions/" + qid + "\""},
 		{"GET", "/v1/approvals/" + qid + "?wait=1s", "tok-ask-a-7f3c9e21b4", nil, qid + " is a question, not an approval"},
 		{"DELETE", "/v1/approvals/" + qid, "tok-ask-a-7f3c9e21b4", nil, qid + " is a question, not an approval"},
-		{"POST", "/v1/approvals/" + qid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"rejected"}`, qid + " is a question, not an approval"},
-		{"POST", "/v1/approvals/" + qid + "/dismiss", "tok-answer-7f3c9e21b4", nil, qid + " is a question, not an approval"},
-		{"POST", "/v1/questions/" + aid + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[]}`, aid + " is an approval, not a question: use /v1/approvals/" + aid},
+		// The path named serves the call: an answer to an approval is a decision.
+		{"POST", "/v1/approvals/" + qid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"rejected"}`, qid + " is a question, not an approval: use /v1/questions/" + qid + "/answer\""},
+		{"POST", "/v1/approvals/" + qid + "/dismiss", "tok-answer-7f3c9e21b4", nil, qid + " is a question, not an approval: use /v1/questions/" + qid + "/dismiss\""},
+		{"POST", "/v1/questions/" + aid + "/answer", "tok-answer-7f3c9e21b4", `{"answers":[]}`, aid + " is an approval, not a question: use /v1/approvals/" + aid + "/decision\""},
 		{"GET", "/v1/questions/" + aid, "tok-answer-7f3c9e21b4", nil, aid + " is an approval, not a question"},
 		{"GET", "/v1/approvals/" + qid, "tok-ask-b-7f3c9e21b4", nil, `"no such request"`},
 		{"DELETE", "/v1/approvals/" + qid, "tok-ask-b-7f3c9e21b4", nil, `"no such request"`},

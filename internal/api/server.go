@@ -86,8 +86,8 @@ func New(o Options) *Server {
 		path, resolveSeg string
 		create, resolve  func(http.ResponseWriter, *http.Request, Client) error
 	}{
-		{seam.KindQuestion, "/v1/questions", "answer", s.createQuestions, s.answer},
-		{seam.KindApproval, "/v1/approvals", "decision", s.createApproval, s.decide},
+		{seam.KindQuestion, "/v1/questions", resolveSegment[seam.KindQuestion], s.createQuestions, s.answer},
+		{seam.KindApproval, "/v1/approvals", resolveSegment[seam.KindApproval], s.createApproval, s.decide},
 	} {
 		s.handle("POST "+k.path, s.require(k.create, ScopeAsk))
 		s.handle("GET "+k.path, s.require(s.list(k.kind), ScopeAsk, ScopeAnswer))
@@ -513,11 +513,26 @@ func (s *Server) lookup(r *http.Request, kind seam.Kind, c Client) (*pending.Rec
 		// Still 404, but one the caller can act on: a question's id sent to
 		// /v1/approvals/ (or the reverse) would otherwise read as a request
 		// that is gone, and on the in-memory bridge as one lost in a restart.
-		return nil, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s is %s, not %s: use /v1/%ss/%s",
-			rec.ID, article(rec.Kind), article(kind), rec.Kind, rec.ID))
+		return nil, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s is %s, not %s: use /v1/%ss/%s%s",
+			rec.ID, article(rec.Kind), article(kind), rec.Kind, rec.ID, sameCall(r.Pattern, rec.Kind)))
 	}
 	return rec, nil
 }
+
+// sameCall is what follows the id in pattern, the route r was served by,
+// for a request of kind: an answer to an approval is its decision, and the
+// reverse, so that the path the 404 names serves the call.
+func sameCall(pattern string, kind seam.Kind) string {
+	_, rest, _ := strings.Cut(pattern, "{id}")
+	if rest == "/answer" || rest == "/decision" {
+		return "/" + resolveSegment[kind]
+	}
+	return rest
+}
+
+// resolveSegment is the last segment of the path that answers or decides
+// a request of each kind.
+var resolveSegment = map[seam.Kind]string{seam.KindQuestion: "answer", seam.KindApproval: "decision"}
 
 // article is kind with its indefinite article: "a question", "an approval".
 func article(kind seam.Kind) string {
