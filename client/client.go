@@ -503,6 +503,9 @@ func (c *Client) Dismiss(ctx context.Context, id string) (*Record, error) {
 }
 
 func (c *Client) resolve(ctx context.Context, kind Kind, id, verb string, v any) (*Record, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%s: %w", kind, errNoID)
+	}
 	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, id, err)
@@ -556,11 +559,19 @@ func collection(kind Kind) string {
 	return "/v1/questions"
 }
 
+// errNoID is the error of a call given an empty request id. Sent, its path
+// would be another endpoint's ("/v1/questions//answer"), which the bridge
+// redirects to its clean form, and the error would blame the bridge's URL.
+var errNoID = errors.New("the request id is empty: give the id of a question or approval")
+
 // eitherKind runs f for a question and, when there is no such question,
 // for an approval: ids of both kinds share one space. A NOT_FOUND that
 // says the URL is wrong (no such endpoint under its path) is no unknown
 // question: the error names the call that met it, not the approval's.
 func eitherKind(id string, f func(Kind) (*Record, error)) (*Record, error) {
+	if id == "" {
+		return nil, errNoID
+	}
 	rec, err := f(KindQuestion)
 	if errors.Is(err, ErrNotFound) && !errors.Is(err, ErrWrongURL) {
 		rec, err = f(KindApproval)

@@ -415,6 +415,33 @@ func TestCreateErrors(t *testing.T) {
 	})
 }
 
+// An empty request id is refused before any call: sent, it made paths such
+// as /v1/questions//answer, which the bridge redirects elsewhere, and the
+// error blamed the bridge's URL.
+func TestEmptyIDIsRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a call with an empty id reached the bridge: %s %s", r.Method, r.URL.Path)
+		http.Error(w, "no", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"Get":    func() error { _, err := c.Get(ctx, "", 0); return err },
+		"Cancel": func() error { _, err := c.Cancel(ctx, ""); return err },
+		"Answer": func() error { _, err := c.Answer(ctx, "", client.Answer{}); return err },
+		"Decide": func() error {
+			_, err := c.Decide(ctx, "", client.Decision{Outcome: client.OutcomeRejected})
+			return err
+		},
+		"Dismiss": func() error { _, err := c.Dismiss(ctx, ""); return err },
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "request id is empty") {
+			t.Errorf("%s with an empty id = %v; want it to say the id is empty", name, err)
+		}
+	}
+}
+
 func TestBridgeDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
