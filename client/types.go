@@ -243,6 +243,10 @@ type Post struct {
 	// Short: Slack refused the message whole; it went out shorter, the
 	// rest of its text in its thread.
 	Short bool `json:"short,omitempty"`
+	// To: the channel its target was configured with as it posted
+	// (Slack: a channel's id or name, or a person's id); "" on a post
+	// recorded before posts said.
+	To string `json:"to,omitempty"`
 }
 
 // Err is the error of a request that ended without an answer: an *Error
