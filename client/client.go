@@ -373,7 +373,8 @@ func (c *Client) abandonFor(ctx context.Context, kind Kind, toolCallID string, b
 //
 // Network errors and 503 UNAVAILABLE (the bridge restarting, its Redis
 // failing over) are retried with backoff for up to two minutes of
-// failures. When ctx ends first, Wait withdraws the request (DELETE) and
+// failures, each retry no sooner than a Retry-After asks (up to the
+// longest backoff, 5 s). When ctx ends first, Wait withdraws the request (DELETE) and
 // returns the record as it ended with an error wrapping ctx's error and,
 // once withdrawn, ErrAborted.
 func (c *Client) Wait(ctx context.Context, rec *Record) (*Record, error) {
@@ -659,7 +660,9 @@ func (c *Client) do(parent context.Context, cl call, out any) error {
 		return redirected(resp, cl)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.statusError(cl, apiError(resp.StatusCode, data))
+		e := apiError(resp.StatusCode, data)
+		e.retryAfter = retryAfter(resp.Header)
+		return c.statusError(cl, e)
 	}
 	if out == nil {
 		return nil
@@ -847,6 +850,18 @@ func apiError(status int, data []byte) *Error {
 	return &Error{Status: status, Message: msg}
 }
 
+// retryAfter is a response's Retry-After in seconds (the bridge's 503
+// UNAVAILABLE sends 1, and so may a proxy's 429 or 503), or 0 without
+// one. The HTTP-date form is not read: a wait that long is past the
+// retries' own.
+func retryAfter(h http.Header) time.Duration {
+	secs, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	return time.Duration(min(secs, 3600)) * time.Second
+}
+
 // Transient reports whether a call that failed with err may succeed if
 // made again: a network error, a gateway error, 429, or 503 other than
 // NO_PROVIDER. A Wait that gives up after the client's retries
@@ -904,9 +919,21 @@ func (r *retrier) pause(ctx context.Context, err error) error {
 	if lasted := time.Since(r.since); lasted >= r.c.retryFor {
 		return fmt.Errorf("still failing after %s: %w", lasted.Round(time.Second), err)
 	}
+	return sleep(ctx, r.delay(err))
+}
+
+// delay is the wait before the next attempt after err: the backoff,
+// jittered, or the Retry-After that err came with where that is longer,
+// up to the longest backoff. Sooner than the bridge (or a proxy) asked
+// would be answered alike; later than the longest backoff would outwait
+// the retries' own pace.
+func (r *retrier) delay(err error) time.Duration {
 	d := r.next/2 + mathrand.N(r.next/2+1)
 	r.next = min(2*r.next, r.c.maxBackoff)
-	return sleep(ctx, d)
+	if e := (*Error)(nil); errors.As(err, &e) && e.retryAfter > d {
+		d = min(e.retryAfter, r.c.maxBackoff)
+	}
+	return d
 }
 
 // sleep waits d or until ctx ends.

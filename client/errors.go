@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"time"
 
 	"github.com/askbridge/askbridge/internal/seam"
 )
@@ -43,6 +44,8 @@ type Error struct {
 	Status  int // HTTP status; 0 when the error is a request's outcome
 	Code    string
 	Message string
+
+	retryAfter time.Duration // the response's Retry-After, in seconds; 0 without one
 }
 
 func (e *Error) Error() string {

@@ -129,6 +129,42 @@ func TestWaitRidesOutOutages(t *testing.T) {
 	}
 }
 
+// TestRetryAfterIsHonoured: a 503 (or 429) that says Retry-After waits
+// that long before the next try, not the first backoff's 125-250 ms, up
+// to the longest backoff.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		header   string
+		from, to time.Duration
+	}{
+		{"1", time.Second, time.Second},
+		{"2", 2 * time.Second, 2 * time.Second},
+		{"3600", 5 * time.Second, 5 * time.Second}, // the longest backoff
+		{"", 125 * time.Millisecond, 250 * time.Millisecond},
+		{"Wed, 21 Oct 2026 07:28:00 GMT", 125 * time.Millisecond, 250 * time.Millisecond},
+	} {
+		t.Run(tc.header, func(t *testing.T) {
+			_, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+				"GET": {func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+					if tc.header != "" {
+						w.Header().Set("Retry-After", tc.header)
+					}
+					reply(503, unavailable)(w, nil, nil)
+				}},
+			})
+			c.backoff, c.maxBackoff = 250*time.Millisecond, 5*time.Second // New's
+			_, err := c.Get(context.Background(), "abc", 0)
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Get error = %v, want ErrUnavailable", err)
+			}
+			r := retrier{c: c, next: c.backoff}
+			if d := r.delay(err); d < tc.from || d > tc.to {
+				t.Errorf("Retry-After %q: waits %v before the next try, want %v to %v", tc.header, d, tc.from, tc.to)
+			}
+		})
+	}
+}
+
 func TestWaitGivesUp(t *testing.T) {
 	_, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
 		"POST": {reply(201, pendingRec)},
