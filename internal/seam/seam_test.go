@@ -128,6 +128,18 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestIntentWithoutApprove: an intent without approve is told that
+// approve is required and what it names, not that "" names no option.
+func TestIntentWithoutApprove(t *testing.T) {
+	var q Questions
+	if err := json.Unmarshal([]byte(`{"questions":[{"id":"a","question":"x","detail":"# Plan","intent":{"kind":"plan-review"},"options":[{"label":"Approve"}]}]}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Validate(); err == nil || !strings.Contains(err.Error(), "intent.approve is required: the label of the option that approves") {
+		t.Errorf("Validate() = %v; want it to say intent.approve is required", err)
+	}
+}
+
 func TestNormalize(t *testing.T) {
 	q := parseQuestions(t, `{"questions":[
 	  {"id":"single","question":"?","options":[{"label":"A (Recommended)"},{"label":"B"}]},

@@ -150,6 +150,9 @@ func (q *Question) validateIntent(where string) error {
 	if strings.TrimSpace(q.Detail) == "" {
 		return badIntent(q.ID, "%s: a %s intent needs detail (for plan-review, the plan)", where, q.Intent.Kind)
 	}
+	if q.Intent.Approve == "" {
+		return badIntent(q.ID, "%s: intent.approve is required: the label of the option that approves (\"Approve\", say, among the question's options)", where)
+	}
 	if !q.HasOption(q.Intent.Approve) {
 		return badIntent(q.ID, "%s: intent.approve %q names no option of the question", where, q.Intent.Approve)
 	}
