@@ -298,7 +298,7 @@ func TestCreateIsIdempotentPerClientAndToolCall(t *testing.T) {
 		t.Fatalf("another client's cancel by the same tool_call_id touched this one: %s", r.Raw)
 	}
 	changed := strings.Replace(body, "Deploy to prod?", "Deploy to staging?", 1)
-	if r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", changed); r.Status != 409 || r.code() != "CONFLICT" {
+	if r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", changed); r.Status != 409 || r.code() != "CONFLICT" || !strings.Contains(r.Raw, "send that request's body again to re-attach to it, or give this one a tool_call_id of its own") {
 		t.Fatalf("different body, same tool_call_id: %d %s", r.Status, r.Raw)
 	}
 }

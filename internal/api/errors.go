@@ -67,7 +67,7 @@ func toError(err error) *Error {
 	case errors.Is(err, pending.ErrAlreadyResolved):
 		return apiErr(http.StatusConflict, CodeAlreadyResolved, "the request is already resolved")
 	case errors.Is(err, pending.ErrConflict):
-		return apiErr(http.StatusConflict, CodeConflict, "this tool_call_id already names a different request")
+		return apiErr(http.StatusConflict, CodeConflict, "this tool_call_id already names a different request: send that request's body again to re-attach to it, or give this one a tool_call_id of its own")
 	case errors.Is(err, pending.ErrUnavailable):
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "the bridge can't reach its Redis; try again shortly")
 	case errors.Is(err, dispatch.ErrStopping):
