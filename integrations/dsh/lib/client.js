@@ -23,16 +23,21 @@ const CLOSED = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
 /** The longest BridgeClient waits for the answer to its GET of /healthz. */
 const PROBE_TIMEOUT_MS = 5000
 
+/** The longest pause between retries: the backoff grows to it, and a Retry-After is cut to it. */
+export const MAX_BACKOFF_MS = 5000
+
 /**
  * An error the bridge answered with: `{"error": {"code", "message"}}` and its
  * HTTP status, or a body that is not one (a proxy's error page).
  */
 export class BridgeError extends Error {
-  constructor (status, code, message) {
+  constructor (status, code, message, retryAfter = 0) {
     super(message)
     this.name = 'BridgeError'
     this.status = status
     this.code = code
+    /** The response's Retry-After, in ms; 0 without one. */
+    this.retryAfter = retryAfter
   }
 }
 
@@ -78,6 +83,28 @@ function redirected (resp, method, path, url) {
     if (u.pathname.endsWith(path)) fix = `set url to ${u.origin + u.pathname.slice(0, -path.length)}`
   } catch {}
   return new BridgeError(resp.status, '', `HTTP ${resp.status} redirects ${method} ${path} to ${to}: ${fix}`)
+}
+
+/**
+ * A response's Retry-After in ms (the bridge's 503 UNAVAILABLE sends 1 s,
+ * and so may a proxy's 429 or 503), or 0 without one. The HTTP-date form
+ * is not read: a wait that long is past the retries' own.
+ */
+function retryAfter (headers) {
+  const value = headers.get('retry-after') ?? ''
+  if (!/^\d+$/.test(value)) return 0
+  return Number(value) * 1000
+}
+
+/**
+ * The pause before the next try after err, given the backoff's (jittered):
+ * the Retry-After err came with where that is longer, up to MAX_BACKOFF_MS.
+ * Sooner than the bridge (or a proxy) asked would be answered alike; later
+ * than the longest backoff would outwait the retries' own pace.
+ */
+export function retryDelay (backoff, err) {
+  const asked = err instanceof BridgeError ? err.retryAfter : 0
+  return asked > backoff ? Math.min(asked, MAX_BACKOFF_MS) : backoff
 }
 
 /** Whether a failed call may succeed if made again. */
@@ -180,10 +207,10 @@ export class BridgeClient {
     if (resp.status < 200 || resp.status > 299) {
       const e = data?.error
       if (e && typeof e.code === 'string' && e.code !== '') {
-        throw new BridgeError(resp.status, e.code, String(e.message ?? e.code))
+        throw new BridgeError(resp.status, e.code, String(e.message ?? e.code), retryAfter(resp.headers))
       }
       const snippet = text.trim().slice(0, 200)
-      throw new BridgeError(resp.status, '', `HTTP ${resp.status}${snippet ? `: ${snippet}` : ''}`)
+      throw new BridgeError(resp.status, '', `HTTP ${resp.status}${snippet ? `: ${snippet}` : ''}`, retryAfter(resp.headers))
     }
     if (data === undefined || typeof data !== 'object') {
       throw new BridgeError(resp.status, '', `${method} ${path}: the bridge answered HTTP ${resp.status} without a JSON object`)

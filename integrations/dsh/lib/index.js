@@ -13,7 +13,7 @@
 
 import { createHash } from 'node:crypto'
 import { UserQuestionError } from '@deepseek-ai/dsh-user-questions'
-import { BridgeClient, BridgeError, NetworkError, newToolCallID, sleep, transient } from './client.js'
+import { BridgeClient, BridgeError, MAX_BACKOFF_MS, NetworkError, newToolCallID, retryDelay, sleep, transient } from './client.js'
 
 export { UserQuestionError }
 
@@ -724,7 +724,10 @@ export class Answerer {
   }
 }
 
-/** Paces retries: jittered backoff from 250 ms to 5 s, until failures have lasted retryFor seconds. */
+/**
+ * Paces retries: jittered backoff from 250 ms to 5 s, each pause no shorter
+ * than a Retry-After asks (up to 5 s), until failures have lasted retryFor seconds.
+ */
 class Retry {
   constructor (retryFor) {
     this.retryFor = retryFor * 1000
@@ -740,8 +743,8 @@ class Retry {
     if (this.since === 0) this.since = Date.now()
     const lasted = Date.now() - this.since
     if (lasted >= this.retryFor) throw unreachable(url, err, lasted)
-    const d = Math.min(this.next / 2 + Math.random() * (this.next / 2), this.retryFor - lasted)
-    this.next = Math.min(this.next * 2, 5000)
+    const d = Math.min(retryDelay(this.next / 2 + Math.random() * (this.next / 2), err), this.retryFor - lasted)
+    this.next = Math.min(this.next * 2, MAX_BACKOFF_MS)
     await sleep(d, signal)
   }
 }
