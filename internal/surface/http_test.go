@@ -2,8 +2,12 @@ package surface
 
 import (
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -53,5 +57,61 @@ func TestReadBodyAllocatesWhatArrives(t *testing.T) {
 	})
 	if got := allocs.AllocedBytesPerOp(); got > 2*bodyChunk {
 		t.Fatalf("an empty body claiming 1 MiB: ReadBody allocated %d bytes; want at most about %d", got, bodyChunk)
+	}
+}
+
+// Calls made at once to one host, more of them than Go keeps idle by
+// default, are all kept: the next burst as large dials nothing. Under load
+// a replica has a post and an edit in flight per request, and dialing
+// (socket, connect, handshake, and a TLS handshake against the real API)
+// costs it more than the call.
+func TestHTTPClientKeepsTheConnectionsOfABurst(t *testing.T) {
+	const burst = 100 // more than 64, what the bridge kept before
+	arrived := make(chan struct{}, burst)
+	release := make(chan struct{})
+	var dialed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dialed.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	client := HTTPClient()
+
+	// all in flight at once, so that each has a connection of its own
+	inBurst := func() {
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Go(func() {
+				resp, err := client.Get(srv.URL)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			})
+		}
+		for range burst {
+			<-arrived
+		}
+		for range burst {
+			release <- struct{}{}
+		}
+		wg.Wait()
+	}
+	inBurst()
+	if got := dialed.Load(); got != burst {
+		t.Fatalf("the first burst dialed %d connections; want %d, one per call", got, burst)
+	}
+	inBurst()
+	if got := dialed.Load() - burst; got != 0 {
+		t.Fatalf("the second burst dialed %d connections; want none: the first's were kept", got)
 	}
 }
