@@ -539,6 +539,39 @@ routes:
 log: {level: debug, format: json}
 `
 
+// TestSlackBotTokenOfAnotherKind: a Slack token that is not a bot's, in
+// slack.bot_token, is refused at load with what to write there instead,
+// and the error never shows the token.
+func TestSlackBotTokenOfAnotherKind(t *testing.T) {
+	const where = "write the Bot User OAuth Token (xoxb-…, the app's OAuth & Permissions page) here"
+	for _, tc := range []struct{ token, want string }{
+		{"xoxp-1234-5678-LEAKuser", "slack.bot_token: is a user token (xoxp-…), which would post every question as that person; " + where},
+		{"xoxe.xoxp-1-LEAKconfig", "slack.bot_token: is a user token (xoxe.xoxp-…), which would post every question as that person; " + where},
+		{"xoxe-1-LEAKrefresh", "slack.bot_token: is a refresh token (xoxe-…); " + where},
+		{"xapp-1-A1-2-LEAKapp", "slack.bot_token: is an app-level token (xapp-…); " + where + ", and the xapp- one under app_token"},
+		{"xoxb-1234-5678-LEAKbot", ""},
+		{"xoxe.xoxb-1-LEAKrotating", ""}, // a bot token that rotates
+	} {
+		name, _, _ := strings.Cut(tc.token, "LEAK")
+		t.Run(name, func(t *testing.T) {
+			c, err := parse([]byte(`slack: {bot_token: "${TOK}", signing_secret: sig}`), env(map[string]string{"TOK": tc.token}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tc.want != "" && (err == nil || err.Error() != tc.want):
+				t.Errorf("error %v\nwant %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "LEAK") {
+				t.Errorf("error %q shows the token", err)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	base := func(t *testing.T) *Config {
 		t.Helper()

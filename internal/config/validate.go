@@ -241,6 +241,9 @@ func dropNulls(n *yaml.Node) {
 	}
 }
 
+// botTokenWhere names what slack.bot_token holds and where to find it.
+const botTokenWhere = "the Bot User OAuth Token (xoxb-…, the app's OAuth & Permissions page)"
+
 // Validate reports every problem in c, each naming its key, such as
 // "routes[1].targets[0]: set exactly one of slack or discord", joined with
 // errors.Join. Messages never include a secret's value.
@@ -260,7 +263,7 @@ func (c *Config) Validate() error {
 	v.web(c.Web)
 	if s := c.Slack; s != nil {
 		if s.BotToken == "" {
-			v.add("slack.bot_token", "required: the Bot User OAuth Token (xoxb-…, the app's OAuth & Permissions page)")
+			v.add("slack.bot_token", "required: %s", botTokenWhere)
 		}
 		v.secret("slack.bot_token", s.BotToken, false)
 		v.secret("slack.signing_secret", s.SigningSecret, false)
@@ -271,10 +274,20 @@ func (c *Config) Validate() error {
 		v.unpadded("slack.bot_token", s.BotToken)
 		v.unpadded("slack.signing_secret", s.SigningSecret)
 		v.unpadded("slack.app_token", s.AppToken)
-		// Swapped, the two tokens pass until Slack refuses them at start.
+		// A token of another kind (docs.slack.dev/authentication/tokens)
+		// in bot_token: an app-level or refresh token passes until Slack
+		// refuses it at start; a user's token signs in, and every question
+		// is posted as that person instead of the app. A bot token that
+		// rotates is xoxe.xoxb-, and passes.
 		bot, app := strings.TrimSpace(s.BotToken.Reveal()), strings.TrimSpace(s.AppToken.Reveal())
-		if strings.HasPrefix(bot, "xapp-") {
-			v.add("slack.bot_token", "is an app-level token (xapp-…); write the Bot User OAuth Token (xoxb-…, OAuth & Permissions) here, and the xapp- one under app_token")
+		switch {
+		case strings.HasPrefix(bot, "xapp-"):
+			v.add("slack.bot_token", "is an app-level token (xapp-…); write %s here, and the xapp- one under app_token", botTokenWhere)
+		case strings.HasPrefix(bot, "xoxp-"), strings.HasPrefix(bot, "xoxe.xoxp-"):
+			prefix, _, _ := strings.Cut(bot, "-")
+			v.add("slack.bot_token", "is a user token (%s-…), which would post every question as that person; write %s here", prefix, botTokenWhere)
+		case strings.HasPrefix(bot, "xoxe-"):
+			v.add("slack.bot_token", "is a refresh token (xoxe-…); write %s here", botTokenWhere)
 		}
 		if app != "" && app != redacted && !strings.HasPrefix(app, "xapp-") {
 			what := "is not an app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write)"
