@@ -302,9 +302,10 @@ configuration: defaults filled in, every secret shown as <secret>. Exits 0
 when the file is valid, 1 when it is not.
 
 With --connect it then connects with the file's credentials instead of
-printing the configuration: Redis answers; the Slack bot token signs in
-and may post (chat:write), the bot is in each target's channel, the
-token may read its history (so that a post Slack fails after making it
+printing the configuration: Redis answers (a note when it answers without
+the file's password too, which then protects nothing); the Slack bot
+token signs in and may post (chat:write), the bot is in each target's
+channel, the token may read its history (so that a post Slack fails after making it
 is not made twice), each responders group can be read and has members;
 the Discord bot token signs in, application_id and public_key are the
 bot's application's, Discord sends interactions where the bridge takes

@@ -2,14 +2,21 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/surface"
 )
@@ -61,4 +68,120 @@ func TestCheckHangingPlatformBlamesOnlyItself(t *testing.T) {
 	if len(lines) != 3 {
 		t.Errorf("findings:\n%s\nwant 3, redis, slack, discord", got)
 	}
+}
+
+// A Redis whose default user has no password (nopass, as Redis ships)
+// takes any password go-redis signs in with: the check warns that the
+// password in the config protects nothing, and passes all the same. A
+// config with no password, or a Redis that requires one, gets no such
+// note. No finding shows the password.
+func TestCheckRedisThatNeedsNoPassword(t *testing.T) {
+	shared := os.Getenv("BRIDGE_TEST_REDIS_URL")
+	if shared == "" {
+		t.Skip("BRIDGE_TEST_REDIS_URL is not set")
+	}
+	const pw = "LEAK-redis-password"
+	withPassword := func(t *testing.T, raw string) string {
+		t.Helper()
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword("", pw)
+		return u.String()
+	}
+	u, err := url.Parse(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := "note    redis " + u.Host + ": accepts connections without a password, so the password in "
+
+	protected := apptest.StartRedisServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", protected.Port)})
+	defer rdb.Close()
+	if err := rdb.ConfigSet(context.Background(), "requirepass", pw).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		redis config.Redis
+		want  string // a finding, or "" for none about a password
+	}{
+		{"password in redis.url", config.Redis{URL: config.Secret(withPassword(t, shared))}, open + "redis.url protects nothing"},
+		{"redis.password", config.Redis{URL: config.Secret(shared), Password: pw}, open + "redis.password protects nothing"},
+		{"no password", config.Redis{URL: config.Secret(shared)}, ""},
+		{"a Redis that requires the password", config.Redis{URL: config.Secret(withPassword(t, protected.URL()))}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := checkText(t, &config.Config{Redis: tc.redis})
+			if !strings.Contains(got, "ok      redis: answers PING") {
+				t.Errorf("findings:\n%s\nwant redis to answer PING", got)
+			}
+			if tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("findings:\n%s\nwant %q", got, tc.want)
+			}
+			if tc.want == "" && strings.Contains(got, "without a password") {
+				t.Errorf("findings:\n%s\nwant none about a password", got)
+			}
+			if strings.Contains(got, "PROBLEM") || strings.Contains(got, "LEAK") {
+				t.Errorf("findings:\n%s\nwant no problem, and no password", got)
+			}
+		})
+	}
+}
+
+// The same on a Cluster (each node) and on a Sentinel's master, named by
+// the address the Sentinels gave.
+func TestCheckClusterAndSentinelThatNeedNoPassword(t *testing.T) {
+	const pw = "LEAK-redis-password"
+	t.Run("cluster", func(t *testing.T) {
+		addrs := os.Getenv("BRIDGE_TEST_REDIS_CLUSTER")
+		if addrs == "" {
+			t.Skip("BRIDGE_TEST_REDIS_CLUSTER is not set")
+		}
+		seeds := strings.Split(addrs, ",")
+		got := checkText(t, &config.Config{Redis: config.Redis{Addrs: seeds[:1], Password: pw}})
+		for _, addr := range seeds {
+			w := "note    redis " + addr + ": accepts connections without a password, so the password in redis.password protects nothing"
+			if !strings.Contains(got, w) {
+				t.Errorf("findings:\n%s\nwant %q", got, w)
+			}
+		}
+		if strings.Contains(got, "PROBLEM") || strings.Contains(got, "LEAK") {
+			t.Errorf("findings:\n%s\nwant no problem, and no password", got)
+		}
+	})
+	t.Run("sentinel", func(t *testing.T) {
+		addr, name, ok := strings.Cut(os.Getenv("BRIDGE_TEST_REDIS_SENTINEL"), "/")
+		if !ok {
+			t.Skip("BRIDGE_TEST_REDIS_SENTINEL is not set (host:port/master)")
+		}
+		sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		defer sc.Close()
+		master, err := sc.GetMasterAddrByName(context.Background(), name).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := checkText(t, &config.Config{Redis: config.Redis{Addrs: []string{addr}, MasterName: name, Password: pw}})
+		w := "note    redis " + net.JoinHostPort(master[0], master[1]) + ": accepts connections without a password, so the password in redis.password protects nothing"
+		if !strings.Contains(got, w) {
+			t.Errorf("findings:\n%s\nwant %q", got, w)
+		}
+		if strings.Contains(got, "PROBLEM") || strings.Contains(got, "LEAK") {
+			t.Errorf("findings:\n%s\nwant no problem, and no password", got)
+		}
+	})
+}
+
+// checkText is what app.Check finds about cfg, a finding a line.
+func checkText(t *testing.T, cfg *config.Config) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var lines []string
+	for _, f := range app.Check(ctx, cfg, surface.HTTPClient(), false) {
+		lines = append(lines, f.String())
+	}
+	return strings.Join(lines, "\n")
 }
