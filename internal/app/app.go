@@ -166,13 +166,18 @@ func connOf(r config.Redis) pending.Conn {
 // would fail with it, and be logged, for as long as the bridge ran. A
 // Redis that can't be reached yet, or says "not now" (loading, failing
 // over), does not stop it: the API answers 503 until Redis is back. A
-// Redis that answers and may evict keys is warned about.
+// Redis that answers and may evict keys, or takes the configured password
+// and would take none, is warned about.
 func checkRedis(store *pending.Store, rdb redis.UniversalClient, health *redisHealth, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	switch err := store.Ping(ctx); {
 	case err == nil:
 		warnIfEvicting(rdb, log)
+		for _, addr := range passwordless(ctx, rdb) {
+			log.Warn("redis accepts connections without a password, so the configured password protects nothing: set requirepass on it, or give its default user a password",
+				"node", addr)
+		}
 	case errors.Is(err, pending.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 		if !health.down() { // else the outage's first line said so
 			log.Warn("redis can't be reached yet: the API answers 503 UNAVAILABLE until it can", "err", err)

@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -126,6 +128,20 @@ func TestCheckRedisThatNeedsNoPassword(t *testing.T) {
 			}
 			if strings.Contains(got, "PROBLEM") || strings.Contains(got, "LEAK") {
 				t.Errorf("findings:\n%s\nwant no problem, and no password", got)
+			}
+
+			// bridge serve warns of it at start.
+			var out bytes.Buffer
+			cfg := apptest.Config(t, "", string(tc.redis.URL), "nopass:")
+			cfg.Redis.Password = tc.redis.Password
+			a, err := app.New(cfg, slog.New(slog.NewJSONHandler(&out, nil)), app.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Close() // New has checked; the log is written
+			warned := strings.Contains(out.String(), "redis accepts connections without a password")
+			if warned != (tc.want != "") || strings.Contains(out.String(), "LEAK") {
+				t.Errorf("warned at start: %v, want %v, and no password; log:\n%s", warned, tc.want != "", out.String())
 			}
 		})
 	}
