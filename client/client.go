@@ -561,8 +561,9 @@ func collection(kind Kind) string {
 }
 
 // errNoID is the error of a call given an empty request id. Sent, its path
-// would be another endpoint's ("/v1/questions//answer"), which the bridge
-// redirects to its clean form, and the error would blame the bridge's URL.
+// would hold an empty segment ("/v1/questions//answer"), which the bridge
+// answers as no such endpoint (an older one redirects it to its clean
+// form, another endpoint), and the error would blame the bridge's URL.
 var errNoID = errors.New("the request id is empty: give the id of a question or approval")
 
 // eitherKind runs f for a question and, when there is no such question,

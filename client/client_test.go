@@ -416,8 +416,8 @@ func TestCreateErrors(t *testing.T) {
 }
 
 // An empty request id is refused before any call: sent, it made paths such
-// as /v1/questions//answer, which the bridge redirects elsewhere, and the
-// error blamed the bridge's URL.
+// as /v1/questions//answer, which the bridge redirected elsewhere (it now
+// answers no such endpoint), and the error blamed the bridge's URL.
 func TestEmptyIDIsRefused(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("a call with an empty id reached the bridge: %s %s", r.Method, r.URL.Path)

@@ -902,6 +902,46 @@ func TestMethodNotAllowedSaysWhich(t *testing.T) {
 	}
 }
 
+// TestUncleanPathIsNotFound: an API path with an empty segment (an empty
+// id from a shell variable) or a "." or ".." is 404 NOT_FOUND in JSON,
+// naming what is wrong and the clean path, not ServeMux's redirect to the
+// clean path, whose body is no JSON and which a POST followed would send
+// to another endpoint.
+func TestUncleanPathIsNotFound(t *testing.T) {
+	a := start(t, tokensYAML)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ method, path, want string }{
+		{"POST", "/v1/questions//answer", "POST /v1/questions//answer has an empty segment (an empty id?); paths are taken as sent, not cleaned to /v1/questions/answer"},
+		{"GET", "/v1/questions/abc/../x?wait=30s", `GET /v1/questions/abc/../x has a "." or ".." segment; paths are taken as sent, not cleaned to /v1/questions/x`},
+		{"DELETE", "/v1/approvals/./abc", "not cleaned to /v1/approvals/abc"},
+		{"GET", "/v1/questions/..", "not cleaned to /v1"},
+		{"POST", "//v1/questions", "POST //v1/questions starts with // (a bridge URL that ends in /?)"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, a.URL()+tc.path, strings.NewReader(deployQ))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer tok-answer-7f3c9e21b4")
+			res, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			var body struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal(raw, &body); err != nil || res.StatusCode != http.StatusNotFound || body.Error.Code != "NOT_FOUND" {
+				t.Fatalf("got %d (Location %q) %q; want 404 NOT_FOUND in JSON", res.StatusCode, res.Header.Get("Location"), raw)
+			}
+			if !strings.Contains(body.Error.Message, tc.want) {
+				t.Errorf("message %q; want it to hold %q", body.Error.Message, tc.want)
+			}
+		})
+	}
+}
+
 // TestOpenAPIRefusesWebPages: an API without tokens trusts whoever can
 // connect, and listens on loopback only; a web page the person who runs it
 // visits can connect too. A cross-site form or fetch must not answer, and

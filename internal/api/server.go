@@ -153,7 +153,45 @@ func (s *Server) allowed(r *http.Request) []string {
 func (s *Server) Shutdown() { s.stop() }
 
 // Handler returns the server's handler.
-func (s *Server) Handler() http.Handler { return WithBodyDeadline(s.mux) }
+func (s *Server) Handler() http.Handler { return WithBodyDeadline(s.cleanOnly(s.mux)) }
+
+// cleanOnly answers a call to an API path that is not clean (an empty
+// segment, as an empty id leaves in /v1/questions//answer, or a "." or
+// "..") with NOT_FOUND, as it does an unknown path. h, a ServeMux, would
+// redirect it to the clean path with a body that is no JSON, and a POST
+// that follows it would reach another endpoint. Other paths (the web
+// inbox's pages, for a browser) are left to h.
+func (s *Server) cleanOnly(h http.Handler) http.Handler {
+	notFound := s.measure("/", s.serve(func(w http.ResponseWriter, r *http.Request) error {
+		p := r.URL.EscapedPath()
+		why := `has a "." or ".." segment`
+		switch {
+		case strings.HasPrefix(p, "//"):
+			why = "starts with // (a bridge URL that ends in /?)"
+		case strings.Contains(p, "//"):
+			why = "has an empty segment (an empty id?)"
+		}
+		return apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s %s; paths are taken as sent, not cleaned to %s", r.Method, p, why, cleanPath(p)))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if clean := cleanPath(p); clean != p && (strings.HasPrefix(p, "/v1/") || strings.HasPrefix(clean, "/v1/")) {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is p as ServeMux cleans it: without empty, "." and ".."
+// segments, and with its final slash, if any.
+func cleanPath(p string) string {
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean
+}
 
 // BodyTimeout bounds the reading of a request's body. The server sets no
 // read timeout of its own: one would cut off the long-polls, whose
