@@ -942,6 +942,84 @@ func TestUncleanPathIsNotFound(t *testing.T) {
 	}
 }
 
+// TestUnknownQueryParameterIsRefused: a query parameter the endpoint does
+// not read is 400 INVALID_REQUEST naming it and the ones it reads: a
+// misspelt ?wiat=30s was ignored, and the call answered at once instead of
+// waiting. The parameters its callers send (the Go client, the harness
+// plugin, the Agno example) still work.
+func TestUnknownQueryParameterIsRefused(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	const (
+		asker    = "tok-ask-a-7f3c9e21b4"
+		answerer = "tok-answer-7f3c9e21b4"
+	)
+	created := do(t, "POST", u+"/v1/questions", asker, `{"questions":[{"id":"deploy","question":"Deploy?"}],"tool_call_id":"call-q"}`)
+	approval := do(t, "POST", u+"/v1/approvals", asker, `{"tool_name":"rm","tool_call_id":"call-a"}`)
+	if created.Status != http.StatusCreated || approval.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s; %d %s", created.Status, created.Raw, approval.Status, approval.Raw)
+	}
+	id, aid := created.str("id"), approval.str("id")
+
+	for _, tc := range []struct {
+		name, method, path, token string
+		body                      any
+		want                      string
+	}{
+		{"misspelt wait", "GET", "/v1/questions/" + id + "?wiat=30s", asker, nil, `unknown query parameter "wiat"; this endpoint takes wait`},
+		{"misspelt wait on a create", "POST", "/v1/questions?wiat=30s", asker, deployQ, `unknown query parameter "wiat"; this endpoint takes wait`},
+		{"of two, the first by name", "GET", "/v1/approvals/" + aid + "?z=1&b=2", asker, nil, `unknown query parameter "b"`},
+		{"listing", "GET", "/v1/questions?statsu=pending", answerer, nil, `unknown query parameter "statsu"; this endpoint takes status, limit, tool_call_id and wait`},
+		{"a wait on a listing", "GET", "/v1/questions?status=pending&wait=30s", answerer, nil, `unknown query parameter "wait"; a listing (no tool_call_id) takes status and limit`},
+		{"a limit on a lookup", "GET", "/v1/questions?tool_call_id=call-q&limit=5", asker, nil, `unknown query parameter "limit"; a lookup by tool_call_id takes tool_call_id and wait`},
+		{"a wait on a cancel by tool_call_id", "DELETE", "/v1/questions?tool_call_id=call-q&wait=1s", asker, nil, `unknown query parameter "wait"; this endpoint takes tool_call_id`},
+		{"cancel", "DELETE", "/v1/questions/" + id + "?force=1", asker, nil, `unknown query parameter "force"; this endpoint takes no query parameters`},
+		{"answer", "POST", "/v1/questions/" + id + "/answer?wait=1s", answerer, `{"answers":[]}`, `unknown query parameter "wait"; this endpoint takes no query parameters`},
+		{"decision", "POST", "/v1/approvals/" + aid + "/decision?outcome=rejected", answerer, `{"outcome":"allowed-once"}`, `unknown query parameter "outcome"`},
+		{"dismiss", "POST", "/v1/approvals/" + aid + "/dismiss?x", answerer, nil, `unknown query parameter "x"`},
+		{"sign-in link", "POST", "/v1/signin-link?x=1", answerer, nil, `unknown query parameter "x"`},
+		// Go's query parsing drops such a pair: its wait would be ignored.
+		{"a semicolon", "GET", "/v1/questions/" + id + "?wait=30s;x=1", asker, nil, "the query can't be read: invalid semicolon separator in query"},
+		{"a bad escape", "GET", "/v1/questions/" + id + "?wait=30%s", asker, nil, `the query can't be read: invalid URL escape "%s"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, tc.method, u+tc.path, tc.token, tc.body)
+			e, _ := r.Body["error"].(map[string]any)
+			if msg, _ := e["message"].(string); r.Status != http.StatusBadRequest || r.code() != "INVALID_REQUEST" || msg != tc.want && !strings.HasPrefix(msg, tc.want+";") {
+				t.Fatalf("got %d %s; want 400 INVALID_REQUEST, message %q", r.Status, r.Raw, tc.want)
+			}
+		})
+	}
+	// Nothing above was created, cancelled, answered or decided.
+	for _, p := range []string{"/v1/questions/" + id, "/v1/approvals/" + aid} {
+		if r := do(t, "GET", u+p, asker, nil); r.str("status") != "pending" {
+			t.Fatalf("%s changed by a refused call: %s", p, r.Raw)
+		}
+	}
+	if r := do(t, "GET", u+"/v1/questions?status=pending", answerer, nil); len(r.Body["questions"].([]any)) != 1 {
+		t.Fatalf("a refused create made a question: %s", r.Raw)
+	}
+
+	for _, tc := range []struct {
+		name, method, path, token string
+		body                      any
+		status                    int
+	}{
+		{"create, waiting", "POST", "/v1/questions?wait=0s", asker, `{"questions":[{"id":"a","question":"x"}]}`, http.StatusCreated},
+		{"read, waiting", "GET", "/v1/questions/" + id + "?wait=0s", asker, nil, http.StatusOK},
+		{"list", "GET", "/v1/approvals?status=pending&limit=500", answerer, nil, http.StatusOK},
+		{"lookup, waiting", "GET", "/v1/questions?tool_call_id=call-q&wait=1ms", asker, nil, http.StatusOK},
+		{"cancel by tool_call_id", "DELETE", "/v1/approvals?tool_call_id=call-a", asker, nil, http.StatusOK},
+		{"an empty query", "GET", "/v1/questions/" + id + "?", asker, nil, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := do(t, tc.method, u+tc.path, tc.token, tc.body); r.Status != tc.status {
+				t.Fatalf("got %d %s; want %d", r.Status, r.Raw, tc.status)
+			}
+		})
+	}
+}
+
 // TestOpenAPIRefusesWebPages: an API without tokens trusts whoever can
 // connect, and listens on loopback only; a web page the person who runs it
 // visits can connect too. A cross-site form or fetch must not answer, and

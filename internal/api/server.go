@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,15 +91,15 @@ func New(o Options) *Server {
 		{seam.KindQuestion, "/v1/questions", resolveSegment[seam.KindQuestion], s.createQuestions, s.answer},
 		{seam.KindApproval, "/v1/approvals", resolveSegment[seam.KindApproval], s.createApproval, s.decide},
 	} {
-		s.handle("POST "+k.path, s.require(k.create, ScopeAsk))
-		s.handle("GET "+k.path, s.require(s.list(k.kind), ScopeAsk, ScopeAnswer))
-		s.handle("DELETE "+k.path, s.require(s.cancelByToolCall(k.kind), ScopeAsk))
-		s.handle("GET "+k.path+"/{id}", s.require(s.get(k.kind), ScopeAsk, ScopeAnswer))
-		s.handle("DELETE "+k.path+"/{id}", s.require(s.cancel(k.kind), ScopeAsk))
-		s.handle("POST "+k.path+"/{id}/"+k.resolveSeg, s.require(k.resolve, ScopeAnswer))
-		s.handle("POST "+k.path+"/{id}/dismiss", s.require(s.dismiss(k.kind), ScopeAnswer))
+		s.handle("POST "+k.path, s.require(takes(k.create, "wait"), ScopeAsk))
+		s.handle("GET "+k.path, s.require(takes(s.list(k.kind), "status", "limit", "tool_call_id", "wait"), ScopeAsk, ScopeAnswer))
+		s.handle("DELETE "+k.path, s.require(takes(s.cancelByToolCall(k.kind), "tool_call_id"), ScopeAsk))
+		s.handle("GET "+k.path+"/{id}", s.require(takes(s.get(k.kind), "wait"), ScopeAsk, ScopeAnswer))
+		s.handle("DELETE "+k.path+"/{id}", s.require(takes(s.cancel(k.kind)), ScopeAsk))
+		s.handle("POST "+k.path+"/{id}/"+k.resolveSeg, s.require(takes(k.resolve), ScopeAnswer))
+		s.handle("POST "+k.path+"/{id}/dismiss", s.require(takes(s.dismiss(k.kind)), ScopeAnswer))
 	}
-	s.handle("POST /v1/signin-link", s.require(s.signInLink, ScopeAnswer))
+	s.handle("POST /v1/signin-link", s.require(takes(s.signInLink), ScopeAnswer))
 	s.handle("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -374,6 +376,43 @@ func outOfRange(s string) error {
 	return fmt.Errorf("duration %q is out of range; the most is 1e9 seconds (about 31 years)", s)
 }
 
+// takes has h refuse a call with a query parameter it does not read: a
+// misspelt ?wiat=30s would otherwise be ignored, and the call answered at
+// once instead of held.
+func takes(h func(http.ResponseWriter, *http.Request, Client) error, params ...string) func(http.ResponseWriter, *http.Request, Client) error {
+	return func(w http.ResponseWriter, r *http.Request, c Client) error {
+		if err := onlyParams(r, "this endpoint", params...); err != nil {
+			return err
+		}
+		return h(w, r, c)
+	}
+}
+
+// onlyParams is INVALID_REQUEST for r when its query holds a parameter
+// other than params, which what (an endpoint) takes, or can't be read
+// whole (a bad escape, a ";"), which would leave a parameter out.
+func onlyParams(r *http.Request, what string, params ...string) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return invalid("the query can't be read: " + err.Error())
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if slices.Contains(params, name) {
+			continue
+		}
+		known := "no query parameters"
+		switch n := len(params); n {
+		case 0:
+		case 1:
+			known = params[0]
+		default:
+			known = strings.Join(params[:n-1], ", ") + " and " + params[n-1]
+		}
+		return invalid(fmt.Sprintf("unknown query parameter %q; %s takes %s", name, what, known))
+	}
+	return nil
+}
+
 // wait returns the ?wait= of r, capped at the server's maximum.
 func (s *Server) wait(r *http.Request) (time.Duration, error) {
 	q := r.URL.Query().Get("wait")
@@ -636,6 +675,9 @@ func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, C
 	return func(w http.ResponseWriter, r *http.Request, c Client) error {
 		q := r.URL.Query()
 		if q.Has("tool_call_id") {
+			if err := onlyParams(r, "a lookup by tool_call_id", "tool_call_id", "wait"); err != nil {
+				return err
+			}
 			tc, err := toolCallID(r)
 			if err != nil {
 				return err
@@ -651,6 +693,9 @@ func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, C
 		}
 		if !c.Can(ScopeAnswer) {
 			return apiErr(http.StatusForbidden, CodeForbidden, "listing requests needs the answer scope; an asker reads its own with ?tool_call_id=")
+		}
+		if err := onlyParams(r, "a listing (no tool_call_id)", "status", "limit"); err != nil {
+			return err
 		}
 		if st := q.Get("status"); st != "" && st != string(seam.StatusPending) {
 			return invalid("status: only status=pending can be listed")
