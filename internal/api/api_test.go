@@ -836,7 +836,7 @@ func TestWrongTypesAreNamedByField(t *testing.T) {
 		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,{"id":"b","question":"x","input":{"type":"integer","value":[1]}}]}`, "questions[1].input.value must be a string, number or boolean, not a JSON array"},
 		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,{"id":"b","question":"x","input":{"type":"integer","value":{"n":1}}}]}`, "questions[1].input.value must be a string, number or boolean, not a JSON object"},
 		// A number no float64 holds is the input type's to judge.
-		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,{"id":"b","question":"x","input":{"type":"number","value":1e400}}]}`, `question "b": input.value "1e400" is not a valid number`},
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[` + q0 + `,{"id":"b","question":"x","input":{"type":"number","value":1e400}}]}`, `question "b": input.value "1e400" is not a number`},
 		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `{"questions":[{"id":"a","question":"x"}],"caller":{"delegated":"no"}}`, "caller.delegated must be true or false, not a JSON string"},
 		{"/v1/questions", "tok-ask-a-7f3c9e21b4", `[]`, "the request body must be an object, not a JSON array"},
 		{"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":["rm"]}`, "tool_name must be a string, not a JSON array"},

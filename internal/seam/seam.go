@@ -94,7 +94,7 @@ const (
 // The answer still carries the text in custom; it must parse as Type.
 type Input struct {
 	Type     string `json:"type"`
-	Value    string `json:"value,omitempty"` // prefill; JSON numbers and booleans are accepted and kept as text
+	Value    string `json:"value,omitempty"` // prefill; JSON numbers and booleans are accepted as text, Validate makes it canonical (ParseInput)
 	Required bool   `json:"required,omitempty"`
 }
 

@@ -8,8 +8,9 @@ import (
 
 // FuzzQuestions decodes an API body as the questions endpoint does, then
 // validates it and normalises an answer against it: nothing panics, a
-// valid request survives a JSON round trip still valid, and normalising a
-// normalised answer changes nothing.
+// valid request survives a JSON round trip still valid and unchanged (its
+// prefills already canonical), and normalising a normalised answer
+// changes nothing.
 func FuzzQuestions(f *testing.F) {
 	f.Add([]byte(`{"questions":[{"id":"cleanup","question":"Proceed with the destructive cleanup?","header":"Confirm","options":[{"label":"Yes, delete them (Recommended)","description":"Removes the three stale files."},{"label":"No, keep them"}]}]}`),
 		[]byte(`{"answers":[{"id":"cleanup","selected":["No, keep them"]}]}`))
@@ -22,6 +23,7 @@ func FuzzQuestions(f *testing.F) {
 	f.Add([]byte(`{"questions":[]}`), []byte(`{}`))
 	f.Add([]byte(`{"questions":[{"id":"a","question":"q\u0000","options":[{"label":""}]}]}`), []byte(`{"answers":null}`))
 	f.Add([]byte(`{"questions":[{"id":"n","question":"Size?","input":{"type":"number","value":"1e309"}}]}`), []byte(`{"answers":[{"id":"n","custom":"NaN"}]}`))
+	f.Add([]byte(`{"questions":[{"id":"b","question":"Dry run?","input":{"type":"boolean","value":" Yes "}},{"id":"n","question":"How many?","input":{"type":"integer","value":"+007"}}]}`), []byte(`{"answers":[]}`))
 	f.Fuzz(func(t *testing.T, body, answer []byte) {
 		var q Questions
 		if json.Unmarshal(body, &q) != nil || q.Validate() != nil {
@@ -37,6 +39,9 @@ func FuzzQuestions(f *testing.F) {
 		}
 		if err := q2.Validate(); err != nil {
 			t.Fatalf("a valid request is invalid after a round trip: %v\n%s", err, again)
+		}
+		if twice, _ := json.Marshal(q2); string(twice) != string(again) {
+			t.Fatalf("validating a valid request again changed it:\n%s\n%s", again, twice)
 		}
 		var a Answer
 		if json.Unmarshal(answer, &a) != nil {

@@ -128,6 +128,60 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestPrefillIsCanonical: a typed field's prefill is kept as an answer's
+// text would be, so that every surface shows it chosen or filled in as
+// the same value ("true" for "yes"); one that is not of its type is an
+// agent's bug, refused naming the question and the field. What Agno sends
+// (JSON numbers and booleans, a string, null for none) passes.
+func TestPrefillIsCanonical(t *testing.T) {
+	for _, tt := range []struct {
+		typ, value string // value as JSON
+		want       string // the stored prefill
+		refused    string // or the error
+	}{
+		{"boolean", `true`, "true", ""},
+		{"boolean", `false`, "false", ""},
+		{"boolean", `"yes"`, "true", ""},
+		{"boolean", `" N "`, "false", ""},
+		{"boolean", `"True"`, "true", ""},
+		{"boolean", `""`, "", ""},
+		{"boolean", `null`, "", ""},
+		{"integer", `42`, "42", ""},
+		{"integer", `-0`, "0", ""},
+		{"integer", `" +7 "`, "7", ""},
+		{"integer", `"007"`, "7", ""},
+		{"number", `3.50`, "3.50", ""},
+		{"number", `1e3`, "1e3", ""},
+		{"number", `".5"`, "0.5", ""},
+		{"string", `"  two lines\nkept  "`, "  two lines\nkept  ", ""},
+		{"", `" as sent "`, " as sent ", ""},
+		{"boolean", `"maybe"`, "", `question "a": input.value "maybe" is not true or false`},
+		{"boolean", `1`, "", `question "a": input.value "1" is not true or false`},
+		{"integer", `3.5`, "", `question "a": input.value "3.5" is not a whole number`},
+		{"integer", `true`, "", `question "a": input.value "true" is not a whole number`},
+		{"number", `"many"`, "", `question "a": input.value "many" is not a number`},
+		{"number", `1e400`, "", `question "a": input.value "1e400" is not a number`},
+	} {
+		t.Run(tt.typ+" "+tt.value, func(t *testing.T) {
+			q := parseQuestions(t, `{"questions":[{"id":"a","question":"x","input":{"type":"`+tt.typ+`","value":`+tt.value+`}}]}`)
+			err := q.Validate()
+			if tt.refused != "" {
+				var se *Error
+				if !errors.As(err, &se) || se.Code != CodeInvalidRequest || se.Field != "a" || err.Error() != tt.refused {
+					t.Fatalf("Validate() = %v; want INVALID_REQUEST %q", err, tt.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := q.Questions[0].Input.Value; got != tt.want {
+				t.Errorf("prefill stored as %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestIntentWithoutApprove: an intent without approve is told that
 // approve is required and what it names, not that "" names no option.
 func TestIntentWithoutApprove(t *testing.T) {

@@ -174,10 +174,15 @@ func (q *Question) validateInput(where string) error {
 	if tooLong(in.Value, MaxInputValueLen) {
 		return invalid(q.ID, "%s: input.value is longer than %d characters", where, MaxInputValueLen)
 	}
-	if in.Value != "" {
-		if _, err := ParseInput(in.Type, in.Value); err != nil {
-			return invalid(q.ID, "%s: input.value %q is not a valid %s", where, in.Value, in.Type)
+	if in.Value != "" && in.Type != InputString {
+		// Kept as an answer's text would be ("true" for "yes", 7 for
+		// 007), which is what the surfaces show chosen or filled in.
+		// A string's is kept as sent: its lines and spaces are text.
+		v, err := ParseInput(in.Type, in.Value)
+		if err != nil {
+			return invalid(q.ID, "%s: input.value %v", where, err)
 		}
+		in.Value = v
 	}
 	return nil
 }

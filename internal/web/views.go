@@ -174,7 +174,9 @@ func questionOf(group string, qs []seam.Question, i int) questionView {
 			v.Mode = "decimal"
 		case seam.InputBoolean:
 			// Yes or No chosen for any spelling the bridge takes ("True",
-			// "yes"), as Slack's and Discord's forms choose it.
+			// "yes"), as Slack's and Discord's forms choose it: a request
+			// is stored with "true" or "false", but one an earlier bridge
+			// stored kept the agent's spelling.
 			v.Value, _ = seam.ParseInput(seam.InputBoolean, in.Value)
 		}
 	}

@@ -637,17 +637,35 @@ func TestRequiredFields(t *testing.T) {
 // A boolean field's prefill is chosen as Slack's and Discord's forms
 // choose it: any spelling the bridge takes for it ("True", "yes", " n "),
 // not only "true" and "false". Shown unchosen, an optional one would be
-// sent unanswered, not as the agent prefilled it.
+// sent unanswered, not as the agent prefilled it. A request is stored
+// with its prefill canonical ("true"); one an earlier bridge stored as it
+// came ("yes") is chosen the same.
 func TestBooleanPrefill(t *testing.T) {
 	b := newBench(t, defaultTokens)
 	c := b.browser(t)
 	b.signIn(t, c, "ada-token-7f3c9e21b4")
-	for _, tc := range []struct{ value, want string }{
-		{"true", "true"}, {"True", "true"}, {"yes", "true"}, {" false ", "false"}, {"N", "false"}, {"", ""},
+	for _, tc := range []struct {
+		value, want string
+		asSent      bool // stored as an earlier bridge stored it
+	}{
+		{"true", "true", false}, {"True", "true", false}, {"yes", "true", false}, {" false ", "false", false}, {"N", "false", false}, {"", "", false},
+		{"True", "true", true}, {"yes", "true", true}, {" false ", "false", true}, {"N", "false", true},
 	} {
-		t.Run(tc.value, func(t *testing.T) {
-			rec := b.ask(t, time.Hour, seam.Question{ID: "b", Question: "Dry run first?", Input: &seam.Input{Type: seam.InputBoolean, Value: tc.value}},
-				seam.Question{ID: "n", Question: "Note?"})
+		t.Run(fmt.Sprintf("%s as sent %t", tc.value, tc.asSent), func(t *testing.T) {
+			qs := []seam.Question{
+				{ID: "b", Question: "Dry run first?", Input: &seam.Input{Type: seam.InputBoolean, Value: tc.value}},
+				{ID: "n", Question: "Note?"},
+			}
+			var rec *pending.Record
+			if tc.asSent {
+				var err error
+				rec, _, err = b.disp.Create(context.Background(), pending.NewRequest{Kind: seam.KindQuestion, Client: "agent", Questions: &seam.Questions{Questions: qs}, ExpiresIn: time.Hour})
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if rec = b.ask(t, time.Hour, qs...); rec.Questions.Questions[0].Input.Value != tc.want {
+				t.Errorf("prefill %q stored as %q, want %q", tc.value, rec.Questions.Questions[0].Input.Value, tc.want)
+			}
 			_, page := b.page(t, c, "/r/"+rec.ID)
 			var got []string
 			for _, v := range []string{"true", "false"} {
