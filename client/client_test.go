@@ -135,7 +135,7 @@ func TestAsk(t *testing.T) {
 		respond: func(ctx context.Context, id string) (*client.Record, error) {
 			return c.Answer(ctx, id, client.Answer{Answers: []client.AnswerItem{{ID: "envs", Selected: []string{"prod", "dev"}, Custom: " and qa "}}})
 		},
-		want: `{"answers":[{"id":"envs","selected":["prod","dev"],"custom":"and qa"}]}`,
+		want: `{"answers":[{"id":"envs","selected":["dev","prod"],"custom":"and qa"}]}`, // the options' order
 	}, {
 		name:      "custom overrides a single choice, skipped question",
 		questions: []client.Question{yesNo("web"), yesNo("api")},

@@ -214,7 +214,7 @@ func TestAskAndAnswer(t *testing.T) {
 		name:       "multi with custom",
 		ask:        []string{"--question", "Which?", "--multi", "--option", "a", "--option", "b", "--option", "c", "--id", "pick"},
 		answer:     []string{"--select", "c", "--select", "a", "--custom", " and d "},
-		wantStdout: `{"answers":[{"id":"pick","selected":["c","a"],"custom":"and d"}]}` + "\n",
+		wantStdout: `{"answers":[{"id":"pick","selected":["a","c"],"custom":"and d"}]}` + "\n", // the options' order
 	}, {
 		name: "free text",
 		ask:  []string{"--question", "Release name?", "--expires", "1h", "--caller", "ci"},

@@ -355,7 +355,8 @@ func TestAnswerOnOneReplicaWakesWaiterOnAnother(t *testing.T) {
 	}()
 	waitFor(t, "the waiter to register on replica A", func() bool { return a.Store().Waiting() == 1 })
 
-	// Answer items out of order, with whitespace and a custom override.
+	// Answer items out of order, labels out of the options' order, with
+	// whitespace and a custom override.
 	ans := `{"answers":[
 	  {"id":"replicas","selected":[],"custom":" 5 "},
 	  {"id":"extras","selected":["traces","logs"],"custom":"  also profiles "},
@@ -370,7 +371,7 @@ func TestAnswerOnOneReplicaWakesWaiterOnAnother(t *testing.T) {
 		t.Fatal("the waiter on A was not woken")
 	}
 	want := `{"answers":[{"id":"region","selected":[]` + `,"custom":"ap-south-1"},` +
-		`{"id":"extras","selected":["traces","logs"],"custom":"also profiles"},` +
+		`{"id":"extras","selected":["logs","traces"],"custom":"also profiles"},` +
 		`{"id":"replicas","selected":[],"custom":"5"},` +
 		`{"id":"note","selected":[]}]}`
 	gotAns := r.field(t, "answer")

@@ -582,12 +582,20 @@ func TestMultiSelect(t *testing.T) {
 		t.Fatalf("Answer… got %v; want a form with a checkbox group of the three and a text field", resp)
 	}
 	modalID, _ := data(resp)["custom_id"].(string)
-	resp = b.click(t, discord.Submit(msg, bob, modalID, discord.Fill(t, data(resp), map[string][]string{"q0p0": {"2", "0"}, "q0o": {"canary first"}})...))
+	form := data(resp)
+	resp = b.click(t, discord.Submit(msg, bob, modalID, discord.Fill(t, form, map[string][]string{"q0p0": {"2", "0"}, "q0o": {"canary first"}})...))
 	if respType(resp) != 7 {
 		t.Fatalf("the submission got %v", resp)
 	}
-	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"envs","selected":["prod","dev"],"custom":"canary first"}]}` {
+	// In the options' order, whatever order the group listed them in.
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"envs","selected":["dev","prod"],"custom":"canary first"}]}` {
 		t.Errorf("answer %s", got)
+	}
+	// The same choice sent again, in another order, is the answer already
+	// recorded: the message shows it, and bob is not told he came too late.
+	resp = b.click(t, discord.Submit(msg, bob, modalID, discord.Fill(t, form, map[string][]string{"q0p0": {"0", "2"}, "q0o": {"canary first"}})...))
+	if respType(resp) != 7 || isEphemeral(resp) {
+		t.Errorf("the same choice sent again got %v; want the message updated with the outcome", resp)
 	}
 }
 

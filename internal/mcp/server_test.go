@@ -321,7 +321,7 @@ func TestAskUserQuestion(t *testing.T) {
 				{ID: "why", Custom: " the freeze ends today "},
 			}})
 		},
-		want: `{"answers":[{"id":"envs","selected":["prod <eu>","dev"]},{"id":"why","selected":[],"custom":"the freeze ends today"}]}`,
+		want: `{"answers":[{"id":"envs","selected":["dev","prod <eu>"]},{"id":"why","selected":[],"custom":"the freeze ends today"}]}`,
 	}, {
 		name:    "dismissed",
 		args:    questions(yesNo("web")),

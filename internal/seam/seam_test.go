@@ -208,9 +208,9 @@ func TestNormalize(t *testing.T) {
 		name, answer, want string
 		field              string // the question a refusal names
 	}{
-		{"reordered, trimmed, custom overrides single, skips filled in",
+		{"reordered, options in their order, trimmed, custom overrides single, skips filled in",
 			`{"answers":[{"id":"flag","selected":[],"custom":" Yes "},{"id":"multi","selected":["Z","X"],"custom":" more "},{"id":"single","selected":["B"],"custom":" other "}]}`,
-			`{"answers":[{"id":"single","selected":[],"custom":"other"},{"id":"multi","selected":["Z","X"],"custom":"more"},{"id":"count","selected":[]},{"id":"flag","selected":[],"custom":"true"},{"id":"text","selected":[]}]}`, ""},
+			`{"answers":[{"id":"single","selected":[],"custom":"other"},{"id":"multi","selected":["X","Z"],"custom":"more"},{"id":"count","selected":[]},{"id":"flag","selected":[],"custom":"true"},{"id":"text","selected":[]}]}`, ""},
 		{"verbatim label with suffix",
 			`{"answers":[{"id":"single","selected":["A (Recommended)"]},{"id":"flag","custom":"no"},{"id":"count","custom":"-3"},{"id":"text","custom":"   "}]}`,
 			`{"answers":[{"id":"single","selected":["A (Recommended)"]},{"id":"multi","selected":[]},{"id":"count","selected":[],"custom":"-3"},{"id":"flag","selected":[],"custom":"false"},{"id":"text","selected":[]}]}`, ""},
@@ -245,6 +245,24 @@ func TestNormalize(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", out, tt.want)
 			}
 		})
+	}
+}
+
+// TestSelectedInOptionOrder: one set of options is one answer, whatever
+// order the answerer listed them in (a select may list them in the order
+// they were picked): selected comes back in the order of the options.
+func TestSelectedInOptionOrder(t *testing.T) {
+	q := parseQuestions(t, `{"questions":[{"id":"checks","question":"?","multiSelect":true,"options":[{"label":"lint"},{"label":"unit"},{"label":"e2e"},{"label":"smoke"}]}]}`)
+	for _, picked := range [][]string{
+		{"lint", "e2e", "smoke"}, {"smoke", "e2e", "lint"}, {"e2e", "lint", "smoke"},
+	} {
+		got, err := q.Normalize(Answer{Answers: []AnswerItem{{ID: "checks", Selected: picked}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := strings.Join(got.Answers[0].Selected, ","); s != "lint,e2e,smoke" {
+			t.Errorf("%v came back as %s; want lint,e2e,smoke, the options' order", picked, s)
+		}
 	}
 }
 

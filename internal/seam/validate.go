@@ -301,8 +301,9 @@ func isObject(raw []byte) bool {
 // Normalize checks an answer against the request it answers and returns it
 // in canonical form: one item per question in request order (the answerer
 // may send them in any order, and a question it leaves out is skipped),
-// labels verbatim, custom trimmed and omitted when empty, custom overriding
-// the selection of a single-select question, typed input in canonical form.
+// labels verbatim and in the order of the question's options, custom
+// trimmed and omitted when empty, custom overriding the selection of a
+// single-select question, typed input in canonical form.
 func (r Questions) Normalize(a Answer) (Answer, error) {
 	byID := make(map[string]AnswerItem, len(a.Answers))
 	for i, it := range a.Answers {
@@ -385,7 +386,15 @@ func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
 			return AnswerItem{}, invalid(q.ID, "%q is not an option of question %q; its options: %s", l, q.ID, q.optionList())
 		}
 		seen[l] = true
-		selected = append(selected, l)
+	}
+	// In the options' order, not the answerer's: a select may list what
+	// was picked in the order it was picked, the web inbox's checkboxes
+	// list it in the options' order, and one choice is one answer, on
+	// every surface and when the same person sends it again.
+	for _, o := range q.Options {
+		if seen[o.Label] {
+			selected = append(selected, o.Label)
+		}
 	}
 	if !q.MultiSelect && len(selected) > 1 {
 		return AnswerItem{}, invalid(q.ID, "question %q takes one option, the answer selects %d", q.ID, len(selected))

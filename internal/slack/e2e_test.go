@@ -699,9 +699,23 @@ func TestSeveralQuestionsOneModal(t *testing.T) {
 		"q2":  slacktest.TextValue(""),
 	}))
 	rec := b.wait(t, "/v1/questions", id)
-	want := `{"answers":[{"id":"env","selected":["production"]},{"id":"checks","selected":["e2e","lint"],"custom":"and a smoke test"},{"id":"note","selected":[]}]}`
+	// The checks in the options' order, not in the order they were ticked.
+	want := `{"answers":[{"id":"env","selected":["production"]},{"id":"checks","selected":["lint","e2e"],"custom":"and a smoke test"},{"id":"note","selected":[]}]}`
 	if got := rec.Raw("answer"); got != want {
 		t.Errorf("answer\n%s\nwant\n%s", got, want)
+	}
+	// The same choice sent again, ticked in another order, is the answer
+	// already recorded: the modal closes, not told it came too late.
+	if body := b.click(t, slacktest.ViewSubmission(opened, bob, map[string]any{
+		"q0":  map[string]any{"v": map[string]any{"type": "radio_buttons", "selected_option": map[string]any{"value": "1", "text": map[string]any{"type": "plain_text", "text": "production"}}}},
+		"q0o": slacktest.TextValue(""),
+		"q1": map[string]any{"v": map[string]any{"type": "checkboxes", "selected_options": []any{
+			map[string]any{"value": "0", "text": map[string]any{"type": "plain_text", "text": "lint"}},
+			map[string]any{"value": "2", "text": map[string]any{"type": "plain_text", "text": "e2e"}}}}},
+		"q1o": slacktest.TextValue("and a smoke test"),
+		"q2":  slacktest.TextValue(""),
+	})); body != "" {
+		t.Errorf("the same choice sent again got %s; want an empty 200 (closes the modal)", body)
 	}
 }
 

@@ -447,7 +447,7 @@ func TestAnswerDecideDismiss(t *testing.T) {
 			t.Fatalf("%d %v", status, body)
 		}
 		got := b.get(t, rec.ID)
-		want := `[{deploy [Yes (Recommended)] } {regions [us eu] and mars}]`
+		want := `[{deploy [Yes (Recommended)] } {regions [eu us] and mars}]` // the options' order
 		if s := fmtAnswers(got.Answer); s != want {
 			t.Errorf("answer %s, want %s", s, want)
 		}

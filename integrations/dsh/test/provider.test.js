@@ -99,7 +99,7 @@ describe('provider API (dsh-user-questions 0.1.0-rc.8)', () => {
     assert.deepStrictEqual(answer, { answers: [{ id: 'deploy', selected: ['Yes, ship it (Recommended)'] }] })
   })
 
-  test('multi select, with custom text beside the labels', async () => {
+  test('multi select, with custom text beside the labels, in the options\' order', async () => {
     const text = unique('Which environments?')
     const asking = track(ctx.userQuestions.ask({
       questions: [{
@@ -113,7 +113,7 @@ describe('provider API (dsh-user-questions 0.1.0-rc.8)', () => {
     assert.equal(rec.questions[0].multiSelect, true)
     await person.answer(rec.id, [{ id: 'envs', selected: ['prod', 'dev'], custom: ' and the canary ' }])
     assert.deepStrictEqual(await within(asking, 10_000, 'ask'), {
-      answers: [{ id: 'envs', selected: ['prod', 'dev'], custom: 'and the canary' }],
+      answers: [{ id: 'envs', selected: ['dev', 'prod'], custom: 'and the canary' }],
     })
   })
 
