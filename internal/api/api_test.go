@@ -979,6 +979,7 @@ func TestUnknownQueryParameterIsRefused(t *testing.T) {
 		{"decision", "POST", "/v1/approvals/" + aid + "/decision?outcome=rejected", answerer, `{"outcome":"allowed-once"}`, `unknown query parameter "outcome"`},
 		{"dismiss", "POST", "/v1/approvals/" + aid + "/dismiss?x", answerer, nil, `unknown query parameter "x"`},
 		{"sign-in link", "POST", "/v1/signin-link?x=1", answerer, nil, `unknown query parameter "x"`},
+		{"a wait given twice", "GET", "/v1/questions/" + id + "?wait=1s&wait=30s", asker, nil, `query parameter "wait" is given 2 times; give it once`},
 		// Go's query parsing drops such a pair: its wait would be ignored.
 		{"a semicolon", "GET", "/v1/questions/" + id + "?wait=30s;x=1", asker, nil, "the query can't be read: invalid semicolon separator in query"},
 		{"a bad escape", "GET", "/v1/questions/" + id + "?wait=30%s", asker, nil, `the query can't be read: invalid URL escape "%s"`},

@@ -389,8 +389,9 @@ func takes(h func(http.ResponseWriter, *http.Request, Client) error, params ...s
 }
 
 // onlyParams is INVALID_REQUEST for r when its query holds a parameter
-// other than params, which what (an endpoint) takes, or can't be read
-// whole (a bad escape, a ";"), which would leave a parameter out.
+// other than params, which what (an endpoint) takes, holds one twice
+// (the endpoint would read the first and ignore the other), or can't be
+// read whole (a bad escape, a ";"), which would leave a parameter out.
 func onlyParams(r *http.Request, what string, params ...string) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -398,6 +399,9 @@ func onlyParams(r *http.Request, what string, params ...string) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if slices.Contains(params, name) {
+			if len(q[name]) > 1 {
+				return invalid(fmt.Sprintf("query parameter %q is given %d times; give it once", name, len(q[name])))
+			}
 			continue
 		}
 		known := "no query parameters"
