@@ -503,8 +503,10 @@ def apply_feedback(target, answer):
     options) as one more entry, so the model reads the person's own words;
     a skipped question selects nothing ([]). Each option's selected follows,
     and the tool is marked answered once every question has its selections.
-    Uses the requirement's provide_user_feedback() where Agno has one, and
-    writes both copies of the schema either way."""
+    Uses the requirement's provide_user_feedback() where Agno has one, for
+    the questions whose text no other question has (it names questions by
+    their text), and writes both copies of the schema by position either
+    way."""
     tool = _get(target, "tool_execution") or target
     schema = _feedback_schema(target)
     by_id = {a["id"]: a for a in answer["answers"]}
@@ -513,9 +515,14 @@ def apply_feedback(target, answer):
         item = by_id.get(_feedback_id(i))
         if item is not None:
             picked[i] = list(item.get("selected") or []) + ([item["custom"]] if item.get("custom") else [])
+    # Agno's provide_user_feedback takes {question text: labels} and writes
+    # them into every question with that text: a text two questions share
+    # goes in by position only, below.
+    texts = [_get(q, "question") for q in schema]
+    by_text = {texts[i]: labels for i, labels in picked.items() if texts.count(texts[i]) == 1}
     provide = getattr(target, "provide_user_feedback", None)
-    if picked and callable(provide) and _needs(target, "user_feedback"):
-        provide({_get(schema[i], "question"): labels for i, labels in picked.items()})
+    if by_text and callable(provide) and _needs(target, "user_feedback"):
+        provide(by_text)
     for copy in _schema_copies(target, "user_feedback_schema"):
         for i, labels in picked.items():
             if i < len(copy):
@@ -1029,6 +1036,26 @@ def demo(agent, person):
         ("run", "book_trip", {"city": "Lisbon", "nights": 5}),
         ("reject", "pay_deposit", "not before Friday")])
     print("user feedback:", json.dumps(_continue(paused)[0][2]))
+
+    # Three questions with the same text, the first already answered: the
+    # bridge takes the other two (ids q2, q3), and each keeps its own answer,
+    # though Agno's provide_user_feedback names a question by its text.
+    sizes = [_Question("Which size?", options=[_Option("S"), _Option("M"), _Option("L")]) for _ in range(3)]
+    sizes[0].selected_options, sizes[0].options[0].selected = ["S"], True
+    ask = _Tool(f"call_size_{run}", "ask_user", {}, requires_user_input=True, user_feedback_schema=sizes)
+    paused = _Run([_Requirement(ask)])
+
+    def answer_sizes(rec):
+        _expect("same-text questions asked", [(q["id"], q["question"]) for q in rec["questions"]],
+                [("q2", "Which size?"), ("q3", "Which size?")])
+        person.call("POST", f"/v1/questions/{rec['id']}/answer", {"answers": [
+            {"id": "q2", "selected": ["L"]}, {"id": "q3", "selected": ["M"]}]})
+
+    _play(agent, person, [("questions", f"agno:call_size_{run}:feedback", answer_sizes)], lambda: resolve_paused(agent, paused))
+    _expect("same-text answers", [q.selected_options for q in sizes], [["S"], ["L"], ["M"]])
+    _expect("same-text options selected", [[o.selected for o in q.options] for q in sizes],
+            [[True, False, False], [False, False, True], [False, True, False]])
+    _expect("pauses left (same text)", paused.active_requirements, [])
 
     # An early Agno 2 RunRequirement: no provide_user_input, and a reject()
     # that takes no note. The note still reaches the tool.
