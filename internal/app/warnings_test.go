@@ -13,9 +13,10 @@ import (
 
 // TestStartWarnings: a replica says once, as it starts, what in its config
 // works against its users, naming the keys and no secret: an API open
-// while Slack's callbacks reach it from outside, and a slack: section that
-// no route's targets use (nothing is posted there). Fixed, it says
-// nothing of them.
+// while Slack's callbacks reach it from outside, a slack: section that
+// no route's targets use (nothing is posted there), and a Slack bot token
+// that expires within 12 hours (token rotation). Fixed, it says nothing
+// of them.
 func TestStartWarnings(t *testing.T) {
 	const token = "xoxb-1111-2222-WARNINGSBOTTOKEN"
 	fake := slacktest.NewFakeSlack(t, token)
@@ -32,7 +33,11 @@ slack:
 		untarget = "routes: [{name: default, targets: []}]\n"
 		openAPI  = `level=WARN msg="no api.tokens: the API is open`
 		unused   = `level=WARN msg="the slack: section is set but no route's targets use it`
+		rotating = `level=WARN msg="slack.bot_token is from a Slack app with token rotation on (xoxe.xoxb-…): Slack expires it 12 hours after issuing it and the bridge does not renew it`
 	)
+	// The token of an app with token rotation on; the fake need not take
+	// it: New calls no Slack method.
+	rotates := strings.Replace(slack, token, "xoxe.xoxb-1111-LEAK-warnings-rotating", 1)
 	for _, tt := range []struct {
 		name, yaml, warning string
 		warned              bool
@@ -42,6 +47,8 @@ slack:
 		{"an API with a token", slack + targeted + tokens, openAPI, false, ""},
 		{"a slack: section without a target", slack + untarget + tokens, unused, true, "slack:"},
 		{"a slack target", slack + targeted + tokens, unused, false, ""},
+		{"a bot token that expires", rotates + targeted + tokens, rotating, true, "token_expired"},
+		{"a bot token that does not expire", slack + targeted + tokens, rotating, false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs apptest.LogBuffer

@@ -572,6 +572,57 @@ func TestSlackBotTokenOfAnotherKind(t *testing.T) {
 	}
 }
 
+// TestRotatingBotTokenWarned: a bot token of an app with token rotation
+// on (xoxe.xoxb-) passes, but is warned of: Slack expires it within 12
+// hours and the bridge does not renew it. The warning says so, and what
+// to do, without the token; a bot token that does not expire is not
+// warned of.
+func TestRotatingBotTokenWarned(t *testing.T) {
+	for _, tc := range []struct {
+		token  string
+		warned bool
+	}{
+		{"xoxe.xoxb-1-LEAKrotating", true},
+		{"xoxb-1234-5678-LEAKbot", false},
+	} {
+		name, _, _ := strings.Cut(tc.token, "LEAK")
+		t.Run(name, func(t *testing.T) {
+			c, err := parse([]byte(`{slack: {bot_token: "${TOK}", signing_secret: sig}, routes: [{name: default, targets: [{slack: {channel: C1}}]}]}`),
+				env(map[string]string{"TOK": tc.token}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			var got []string
+			for _, w := range c.Warnings() {
+				if strings.Contains(w, "LEAK") {
+					t.Errorf("the warning shows the token: %s", w)
+				}
+				if strings.Contains(w, "token rotation") {
+					got = append(got, w)
+				}
+			}
+			if !tc.warned {
+				if len(got) != 0 {
+					t.Errorf("warned %q; want no warning of token rotation", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("warnings %q; want one of token rotation", c.Warnings())
+			}
+			for _, says := range []string{"slack.bot_token", "xoxe.xoxb-", "12 hours", "does not renew it", "token_expired",
+				"can't be turned off", "create a Slack app without it", "Bot User OAuth Token (xoxb-…)"} {
+				if !strings.Contains(got[0], says) {
+					t.Errorf("the warning does not say %q: %s", says, got[0])
+				}
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	base := func(t *testing.T) *Config {
 		t.Helper()

@@ -69,14 +69,17 @@ const tokensExample = `e.g. {name: agents, token: "${ASKBRIDGE_ASK_TOKEN}", scop
 	`and {name: inbox, token: "${ASKBRIDGE_ANSWER_TOKEN}", scopes: [answer]} for whoever answers through the API or the web inbox`
 
 // Warnings are what in a valid c is likely not what was meant, worded for
-// the log and for bridge config check: OpenAPIWarning's, a slack: or
-// discord: section that no route posts to, and routes none of which is
-// named default. They name keys, never their
-// values.
+// the log and for bridge config check: OpenAPIWarning's, a Slack bot
+// token that expires (rotatingBotTokenWarning), a slack: or discord:
+// section that no route posts to, and routes none of which is named
+// default. They name keys, never their values.
 func (c *Config) Warnings() []string {
 	var ws []string
 	if w := c.OpenAPIWarning(); w != "" {
 		ws = append(ws, w)
+	}
+	if c.Slack != nil && strings.HasPrefix(strings.TrimSpace(c.Slack.BotToken.Reveal()), "xoxe.xoxb-") {
+		ws = append(ws, rotatingBotTokenWarning)
 	}
 	slackUsed, discordUsed := false, false
 	for _, r := range c.Routes {
@@ -118,6 +121,21 @@ func noDefaultRouteWarning(routes []Route) string {
 		" is refused with 503 NO_PROVIDER. If that is not meant, rename the route such requests should go to %[1]s, or add a route named %[1]s",
 		DefaultRoute, strings.Join(names, ", "))
 }
+
+// rotatingBotTokenWarning words a slack.bot_token of an app with token
+// rotation on (xoxe.xoxb-): Slack expires it 12 hours after issuing it,
+// and renewing it takes the refresh token and the app's client secret,
+// which the bridge does not hold, so from then on Slack refuses every
+// call with token_expired. It is warned of, not refused: Slack does not
+// let an app turn rotation off once it is on
+// (docs.slack.dev/authentication/using-token-rotation), so a refusal
+// would lock such an app out for good, while its token works for up to
+// 12 hours (a trial; a token that something else renews, restarting the
+// bridge with it).
+const rotatingBotTokenWarning = "slack.bot_token is from a Slack app with token rotation on (xoxe.xoxb-…): Slack expires it 12 hours after issuing it" +
+	" and the bridge does not renew it, so within 12 hours every post and edit fails with token_expired." +
+	" Token rotation can't be turned off once on: create a Slack app without it (deploy/slack-app-manifest.yaml keeps it off)," +
+	" install it, and use its Bot User OAuth Token (xoxb-…) here"
 
 // unusedSurfaceWarning words a surface section that no route's targets
 // use; target is a flow-style target to paste into a route's targets.
@@ -278,7 +296,7 @@ func (c *Config) Validate() error {
 		// in bot_token: an app-level or refresh token passes until Slack
 		// refuses it at start; a user's token signs in, and every question
 		// is posted as that person instead of the app. A bot token that
-		// rotates is xoxe.xoxb-, and passes.
+		// rotates is xoxe.xoxb-, and passes with a warning (Warnings).
 		bot, app := strings.TrimSpace(s.BotToken.Reveal()), strings.TrimSpace(s.AppToken.Reveal())
 		switch {
 		case strings.HasPrefix(bot, "xapp-"):
