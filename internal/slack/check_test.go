@@ -119,7 +119,7 @@ func TestCheck(t *testing.T) {
 		setup: func(f *slacktest.FakeSlack) {
 			f.FailNext("auth.test", slacktest.FakeFail{Error: "token_expired"})
 		},
-		want: []string{"PROBLEM slack: auth.test with slack.bot_token failed: token_expired: the app has token rotation on, whose tokens expire after 12 hours"},
+		want: []string{"PROBLEM slack: auth.test with slack.bot_token failed: token_expired: the bot token expired: use a Slack app without token rotation, as the bridge does not renew tokens"},
 	}, {
 		name: "Slack failing",
 		setup: func(f *slacktest.FakeSlack) {

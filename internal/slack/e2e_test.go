@@ -1564,6 +1564,51 @@ func TestFailedPostNamesTheMissingScope(t *testing.T) {
 	b.logs.WaitFor(t, "chat:write", 5*time.Second)
 }
 
+// TestExpiredBotToken: the token of an app with token rotation on
+// expires 12 hours after Slack issued it, and Slack then refuses every
+// call with token_expired (HTTP 200, ok:false). The agent's NO_PROVIDER,
+// within its 200 characters of why, says that the bot token expired and
+// what to do; the log lines of a failed post and a failed edit say why
+// too: "token_expired" alone leaves the team to guess.
+func TestExpiredBotToken(t *testing.T) {
+	const (
+		expired = "token_expired (slack.bot_token: the bot token expired: use a Slack app without token rotation"
+		why     = "the bridge does not renew tokens and an app can't turn rotation off once on)"
+	)
+	b := start(t, defaultTarget)
+	b.fake.FailNext("chat.postMessage", slacktest.FakeFail{Error: "token_expired"})
+	status, body := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
+	e, _ := body.M["error"].(map[string]any)
+	if m, _ := e["message"].(string); status != http.StatusServiceUnavailable || e["code"] != "NO_PROVIDER" ||
+		!strings.Contains(m, expired) || strings.Contains(m, botToken) {
+		t.Errorf("create with an expired token: %d %v; want 503 NO_PROVIDER saying %q", status, body, expired)
+	}
+	b.logs.WaitFor(t, `msg="posting failed"`, 5*time.Second)
+	if line := logLine(b.logs.String(), `msg="posting failed"`); !strings.Contains(line, expired) || !strings.Contains(line, why) {
+		t.Errorf("the failed post's log line does not say %q and %q: %s", expired, why, line)
+	}
+
+	id := b.create(t, "/v1/questions", cleanupQuestion())
+	b.fake.FailNext("chat.update", slacktest.FakeFail{Error: "token_expired"})
+	if status, _ := b.do(t, http.MethodDelete, "/v1/questions/"+id, nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d", status)
+	}
+	b.logs.WaitFor(t, `msg="editing a finished request's message failed"`, 5*time.Second)
+	if line := logLine(b.logs.String(), `msg="editing a finished request's message failed"`); !strings.Contains(line, expired) || !strings.Contains(line, why) {
+		t.Errorf("the failed edit's log line does not say %q and %q: %s", expired, why, line)
+	}
+}
+
+// logLine is the first line of log that holds text, or "".
+func logLine(log, text string) string {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, text) {
+			return line
+		}
+	}
+	return ""
+}
+
 func TestSocketMode(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, botToken)
 	sock := fake.SocketMode(appToken)
