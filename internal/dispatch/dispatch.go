@@ -319,12 +319,14 @@ func (d *Dispatcher) post(ctx context.Context, rec *pending.Record, rt route) (i
 }
 
 // refusal is the part of a NO_PROVIDER message that says why the route's
-// first target did not take the request.
+// first target did not take the request: cut, but long enough for what
+// comes before the platform's error (the target, the request, the call)
+// and the advice after it, which says what to do.
 func refusal(err error) string {
 	if err == nil {
 		return "no target was tried"
 	}
-	return surface.Truncate(err.Error(), 200)
+	return surface.Truncate(err.Error(), 400)
 }
 
 // each calls f with every item at once and waits for them. A single item

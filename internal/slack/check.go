@@ -320,9 +320,7 @@ func botTokenFix(err error) string {
 		return ": the token was revoked, or the app uninstalled; reinstall the app (Install App) and copy its new Bot User OAuth Token"
 	case "token_expired":
 		// The token of an app with token rotation on (xoxe.xoxb-), 12
-		// hours after Slack issued it. What to do comes first, why after:
-		// the agent's NO_PROVIDER holds the first 200 characters of the
-		// error, the log all of it.
+		// hours after Slack issued it. What to do comes first, why after.
 		return ": the bot token expired: use a Slack app without token rotation, as the bridge does not renew tokens and an app can't turn rotation off once on"
 	}
 	return ""

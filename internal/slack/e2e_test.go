@@ -1566,9 +1566,9 @@ func TestFailedPostNamesTheMissingScope(t *testing.T) {
 
 // TestExpiredBotToken: the token of an app with token rotation on
 // expires 12 hours after Slack issued it, and Slack then refuses every
-// call with token_expired (HTTP 200, ok:false). The agent's NO_PROVIDER,
-// within its 200 characters of why, says that the bot token expired and
-// what to do; the log lines of a failed post and a failed edit say why
+// call with token_expired (HTTP 200, ok:false). The agent's NO_PROVIDER
+// says that the bot token expired and what to do, whole (until
+// 2026-12-06 it was cut at 200 characters, before the reason); the log lines of a failed post and a failed edit say why
 // too: "token_expired" alone leaves the team to guess.
 func TestExpiredBotToken(t *testing.T) {
 	const (
@@ -1580,8 +1580,8 @@ func TestExpiredBotToken(t *testing.T) {
 	status, body := b.do(t, http.MethodPost, "/v1/questions", cleanupQuestion())
 	e, _ := body.M["error"].(map[string]any)
 	if m, _ := e["message"].(string); status != http.StatusServiceUnavailable || e["code"] != "NO_PROVIDER" ||
-		!strings.Contains(m, expired) || strings.Contains(m, botToken) {
-		t.Errorf("create with an expired token: %d %v; want 503 NO_PROVIDER saying %q", status, body, expired)
+		!strings.Contains(m, expired) || !strings.Contains(m, why) || strings.Contains(m, botToken) {
+		t.Errorf("create with an expired token: %d %v; want 503 NO_PROVIDER saying %q and %q", status, body, expired, why)
 	}
 	b.logs.WaitFor(t, `msg="posting failed"`, 5*time.Second)
 	if line := logLine(b.logs.String(), `msg="posting failed"`); !strings.Contains(line, expired) || !strings.Contains(line, why) {
