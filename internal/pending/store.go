@@ -347,7 +347,8 @@ func (s *Store) Create(ctx context.Context, nr NewRequest) (rec *Record, created
 // same request. earlier are the hashes bridges before that may have given
 // the same request, where they differ from hash: of the arguments in the
 // order they came, and, for arguments absent, of "arguments": null, which
-// they kept as sent and Validate now drops.
+// they kept as sent and Validate now drops; of a question's typed prefill
+// as sent ("yes"), which Validate now makes canonical ("true").
 func (nr NewRequest) encode() (body []byte, hash string, earlier []string, err error) {
 	var hashed []byte // body, with an approval's arguments canonical
 	switch nr.Kind {
@@ -387,6 +388,25 @@ func (nr NewRequest) encode() (body []byte, hash string, earlier []string, err e
 			return nil, "", nil, err
 		}
 		h, err := nr.hash(withNull)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		earlier = append(earlier, h)
+	}
+	if nr.Kind == seam.KindQuestion && slices.ContainsFunc(nr.Questions.Questions, func(q seam.Question) bool { return q.Input != nil && q.Input.Sent() != q.Input.Value }) {
+		qs := seam.Questions{Questions: slices.Clone(nr.Questions.Questions)}
+		for i, q := range qs.Questions {
+			if q.Input != nil {
+				in := *q.Input
+				in.Value = in.Sent()
+				qs.Questions[i].Input = &in
+			}
+		}
+		asSent, err := json.Marshal(&qs)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		h, err := nr.hash(asSent)
 		if err != nil {
 			return nil, "", nil, err
 		}

@@ -191,6 +191,40 @@ func TestCreate(t *testing.T) {
 			}
 		})
 
+		// They kept a typed prefill as sent ("yes"), which Validate now
+		// makes canonical ("true"): a request they created re-attaches.
+		t.Run("a request hashed with its prefill as sent re-attaches", func(t *testing.T) {
+			create := func(validated bool) NewRequest {
+				nr := question("alice", "call-prefill-as-sent")
+				nr.Questions = &seam.Questions{Questions: []seam.Question{
+					{ID: "dry", Question: "Dry run?", Input: &seam.Input{Type: seam.InputBoolean, Value: "yes"}},
+					{ID: "n", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger, Value: "3"}},
+				}}
+				if validated {
+					if err := nr.Questions.Validate(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return nr
+			}
+			_, oldHash, _, err := create(false).encode() // as they hashed it
+			if err != nil {
+				t.Fatal(err)
+			}
+			nr := create(true)
+			if v := nr.Questions.Questions[0].Input.Value; v != "true" {
+				t.Fatalf("the prefill validated is %q, want true", v)
+			}
+			first := mustCreate(t, s, nr)
+			if err := s.rdb.HSet(ctx, s.keys.record(first.ID), fHash, oldHash).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, created, err := s.Create(ctx, create(true))
+			if err != nil || created || got.ID != first.ID {
+				t.Errorf("Create = %+v, created %v, %v; want the first record, created false", got, created, err)
+			}
+		})
+
 		// Bridges before DefaultExpiresIn filled the default in as
 		// ExpiresIn, and hashed it the same: a request they created
 		// re-attaches, and one created here re-attaches on them.

@@ -96,6 +96,18 @@ type Input struct {
 	Type     string `json:"type"`
 	Value    string `json:"value,omitempty"` // prefill; JSON numbers and booleans are accepted as text, Validate makes it canonical (ParseInput)
 	Required bool   `json:"required,omitempty"`
+
+	sent string // Value as sent, where Validate made it canonical
+}
+
+// Sent is the prefill as the agent sent it, before Validate made it
+// canonical: what bridges before 2026-12-06 kept, and hashed to tell a
+// create sent again under its tool_call_id from another request.
+func (in Input) Sent() string {
+	if in.sent != "" {
+		return in.sent
+	}
+	return in.Value
 }
 
 // UnmarshalJSON accepts a prefill value of any JSON scalar, since Agno sends

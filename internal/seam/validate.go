@@ -182,7 +182,9 @@ func (q *Question) validateInput(where string) error {
 		if err != nil {
 			return invalid(q.ID, "%s: input.value %v", where, err)
 		}
-		in.Value = v
+		if v != in.Value {
+			in.sent, in.Value = in.Value, v
+		}
 	}
 	return nil
 }
