@@ -177,6 +177,10 @@ func (s *Server) cleanOnly(h http.Handler) http.Handler {
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
+		if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+			h.ServeHTTP(w, r) // clean, as nearly every path is
+			return
+		}
 		if clean := cleanPath(p); clean != p && (strings.HasPrefix(p, "/v1/") || strings.HasPrefix(clean, "/v1/")) {
 			notFound.ServeHTTP(w, r)
 			return
@@ -393,11 +397,21 @@ func takes(h func(http.ResponseWriter, *http.Request, Client) error, params ...s
 // (the endpoint would read the first and ignore the other), or can't be
 // read whole (a bad escape, a ";"), which would leave a parameter out.
 func onlyParams(r *http.Request, what string, params ...string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return invalid("the query can't be read: " + err.Error())
 	}
-	for _, name := range slices.Sorted(maps.Keys(q)) {
+	ok := true
+	for name, values := range q {
+		ok = ok && slices.Contains(params, name) && len(values) == 1
+	}
+	if ok {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) { // the first by name is named
 		if slices.Contains(params, name) {
 			if len(q[name]) > 1 {
 				return invalid(fmt.Sprintf("query parameter %q is given %d times; give it once", name, len(q[name])))

@@ -96,7 +96,7 @@ func TestCheckRedisThatNeedsNoPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := "note    redis " + u.Host + ": accepts connections without a password, so the password in "
+	open := ":" + u.Port() + ": accepts connections without a password, so the password in " // the address dialed: localhost is 127.0.0.1
 
 	protected := apptest.StartRedisServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", protected.Port)})
