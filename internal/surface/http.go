@@ -9,10 +9,12 @@ import (
 // HTTPClient is the client a surface calls its platform's API with: a 15 s
 // timeout, and every keep-alive connection kept for the next call until it
 // has been idle for 90 s, where Go's default keeps 2 per host (and 100 in
-// all), so that posts and edits made at once reuse connections instead of
-// dialing (and TLS-handshaking) one each. A cap below the calls a replica
-// has in flight at its busiest has it dial the difference at every burst,
-// when it has the least CPU to spare: 64 did under the bench.
+// all). Over HTTP/2, which Slack's and Discord's APIs speak, one
+// connection carries many calls at once. Over HTTP/1.1 (a proxy, the
+// bench's fake Slack) each call in flight holds a connection of its own,
+// and a cap below the calls a replica has in flight at its busiest has it
+// dial (and TLS-handshake) the difference at every burst, when it has the
+// least CPU to spare: 64 did under the bench.
 func HTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 0              // no cap in all
