@@ -4,6 +4,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -418,14 +419,7 @@ func onlyParams(r *http.Request, what string, params ...string) error {
 			}
 			continue
 		}
-		known := "no query parameters"
-		switch n := len(params); n {
-		case 0:
-		case 1:
-			known = params[0]
-		default:
-			known = strings.Join(params[:n-1], ", ") + " and " + params[n-1]
-		}
+		known := cmp.Or(surface.List(params), "no query parameters")
 		return invalid(fmt.Sprintf("unknown query parameter %q; %s takes %s", name, what, known))
 	}
 	return nil

@@ -342,8 +342,8 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 			// tie them together): say so, in the person's words.
 			return seam.Answer{}, &refusal{
 				say:  fmt.Sprintf("%s takes one option, and %d were chosen (one in each of its lists). Nothing was saved; open the form again and choose in one list only.", esc(fieldName(i, q)), len(it.Selected)),
-				fix:  fmt.Sprintf("%s takes one option, and %d were chosen, one in each of its lists (%s): choose one, in one list only.", esc(fieldName(i, q)), len(it.Selected), esc(chosenList(it.Selected))),
-				hint: fmt.Sprintf("You chose %s: choose one, in one list only.", chosenList(it.Selected)),
+				fix:  fmt.Sprintf("%s takes one option, and %d were chosen, one in each of its lists (%s): choose one, in one list only.", esc(fieldName(i, q)), len(it.Selected), esc(surface.List(it.Selected))),
+				hint: fmt.Sprintf("You chose %s: choose one, in one list only.", surface.List(it.Selected)),
 				q:    i, clear: true,
 			}
 		}
@@ -389,15 +389,6 @@ func answerFrom(qs *seam.Questions, fs map[string]field, r surface.Ref) (seam.An
 		return seam.Answer{}, &refusal{say: "Nothing was chosen, so nothing was saved: click Answer… and choose an option or write an answer."}
 	}
 	return a, nil
-}
-
-// chosenList names the options chosen, in the order of the lists: "a and
-// b", "a, b and c".
-func chosenList(labels []string) string {
-	if len(labels) < 2 {
-		return strings.Join(labels, "")
-	}
-	return strings.Join(labels[:len(labels)-1], ", ") + " and " + labels[len(labels)-1]
 }
 
 // submission is what a submitted modal means for rec: a resolution, or a

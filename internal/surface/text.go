@@ -69,6 +69,15 @@ func eastAsianWide(r rune) bool {
 	return false
 }
 
+// List names items as a sentence does: "a", "a and b", "a, b and c"; ""
+// for none.
+func List(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
 const ellipsis = "…"
 
 // Truncate returns s if Len(s) <= max, else a prefix that fits with "…"
