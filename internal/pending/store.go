@@ -373,25 +373,27 @@ func (nr NewRequest) encode() (body []byte, hash string, earlier []string, err e
 	if hash, err = nr.hash(hashed); err != nil {
 		return nil, "", nil, err
 	}
-	if !bytes.Equal(hashed, body) {
-		h, err := nr.hash(body)
+	// also adds the hash of b, a body an earlier bridge hashed, to
+	// earlier; err is b's encoding's.
+	also := func(b []byte, err error) error {
 		if err != nil {
+			return err
+		}
+		h, err := nr.hash(b)
+		earlier = append(earlier, h)
+		return err
+	}
+	if !bytes.Equal(hashed, body) {
+		if err := also(body, nil); err != nil {
 			return nil, "", nil, err
 		}
-		earlier = append(earlier, h)
 	}
 	if nr.Kind == seam.KindApproval && nr.Approval.Arguments == nil {
 		a := *nr.Approval
 		a.Arguments = json.RawMessage("null")
-		withNull, err := json.Marshal(&a)
-		if err != nil {
+		if err := also(json.Marshal(&a)); err != nil {
 			return nil, "", nil, err
 		}
-		h, err := nr.hash(withNull)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		earlier = append(earlier, h)
 	}
 	if nr.Kind == seam.KindQuestion && slices.ContainsFunc(nr.Questions.Questions, func(q seam.Question) bool { return q.Input != nil && q.Input.Sent() != q.Input.Value }) {
 		qs := seam.Questions{Questions: slices.Clone(nr.Questions.Questions)}
@@ -402,15 +404,9 @@ func (nr NewRequest) encode() (body []byte, hash string, earlier []string, err e
 				qs.Questions[i].Input = &in
 			}
 		}
-		asSent, err := json.Marshal(&qs)
-		if err != nil {
+		if err := also(json.Marshal(&qs)); err != nil {
 			return nil, "", nil, err
 		}
-		h, err := nr.hash(asSent)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		earlier = append(earlier, h)
 	}
 	return body, hash, earlier, nil
 }
