@@ -199,12 +199,20 @@ var decimal = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 // ParseInput checks text against a typed input field and returns it in
 // canonical form: trimmed, booleans as "true" or "false", numbers as JSON
 // writes them (" +4 " is "4", "007" is "7", ".50" is "0.50"), with every
-// digit the person typed, so that an agent can read one as JSON.
+// digit the person typed, so that an agent can read one as JSON; an
+// integer's zeros after a point are dropped ("3.0" is "3").
 func ParseInput(typ, text string) (string, error) {
 	s := strings.TrimSpace(text)
 	switch typ {
 	case InputInteger:
-		n, err := strconv.ParseInt(s, 10, 64)
+		// A point followed by zeros alone is still a whole number: what
+		// an agent writes for a float that holds one (Python's
+		// json.dumps(3.0) is 3.0), and what some people type.
+		digits := s
+		if whole, frac, ok := strings.Cut(s, "."); ok && strings.Trim(frac, "0") == "" {
+			digits = whole
+		}
+		n, err := strconv.ParseInt(digits, 10, 64)
 		if errors.Is(err, strconv.ErrRange) {
 			// An agent reads it as an int64 (docs/api.md).
 			return "", fmt.Errorf("%s is not a whole number from %d to %d", quoteTyped(s), math.MinInt64, math.MaxInt64)

@@ -50,6 +50,8 @@
         ": a " + group + " before three digits could be either.";
     }
     if (type === "number") s = pointed(s);
+    // Zeros after a point still make a whole number ("3.0"), as the bridge takes it.
+    if (type === "integer" && /^[+-]?\d+\.0*$/.test(s)) s = s.slice(0, s.indexOf("."));
     if (type === "integer" && !/^[+-]?\d+$/.test(s)) return "Enter a whole number, such as 42.";
     // An integer field takes 64 bits, as an agent reads it.
     if (type === "integer" && (BigInt(s) < -(2n ** 63n) || BigInt(s) >= 2n ** 63n)) return "Enter a whole number from -9223372036854775808 to 9223372036854775807.";
