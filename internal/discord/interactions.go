@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -115,7 +114,7 @@ func (h *Interactions) verify(hdr http.Header, body []byte) error {
 	}
 	now := h.s.now()
 	if at := time.Unix(secs, 0); now.Sub(at) > maxClockSkew || now.Sub(at) < -maxClockSkew {
-		return fmt.Errorf("stale timestamp, %s (more than %s): if Discord's own interactions are refused, check this machine's clock (NTP)", surface.ClockOff(at, now), maxClockSkew)
+		return surface.StaleTimestamp("Discord's own interactions", at, now, maxClockSkew)
 	}
 	return nil
 }

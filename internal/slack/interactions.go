@@ -108,7 +108,7 @@ func (h *Interactions) verify(hdr http.Header, body []byte) error {
 	case errors.Is(err, slackapi.ErrExpiredTimestamp):
 		// slack-go, which decided, reads time.Now, not the surface's clock.
 		secs, _ := strconv.ParseInt(hdr.Get("X-Slack-Request-Timestamp"), 10, 64)
-		return fmt.Errorf("stale timestamp, %s (more than 5m0s): if Slack's own requests are refused, check this machine's clock (NTP)", surface.ClockOff(time.Unix(secs, 0), time.Now()))
+		return surface.StaleTimestamp("Slack's own requests", time.Unix(secs, 0), time.Now(), 5*time.Minute)
 	case errors.Is(err, slackapi.ErrInvalidSignature):
 		return errors.New("bad signature: if Slack's own requests are refused, slack.signing_secret is not the app's Signing Secret (Basic Information → App Credentials)")
 	}

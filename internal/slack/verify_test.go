@@ -11,7 +11,7 @@ import (
 
 // A refused interaction's error, which the log carries, says which check
 // refused it and what to look at: the clock for a stale timestamp, and
-// which way it is off (the amount is surface.ClockOff's, read from a
+// which way it is off (the amount is surface.StaleTimestamp's, read from a
 // clock this test can't pin: slack-go reads time.Now);
 // slack.signing_secret for a signature that does not match.
 func TestVerifySaysWhichCheckRefused(t *testing.T) {

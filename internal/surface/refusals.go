@@ -76,10 +76,16 @@ func (r *Refusals) after(d time.Duration, f func()) {
 	time.AfterFunc(d, f)
 }
 
-// ClockOff says how far a refused callback's timestamp, at, is from now
-// by this machine's clock: the platform's own callbacks refused as stale
-// mean that clock is off, and by about that much.
-func ClockOff(at, now time.Time) string {
+// StaleTimestamp is why a callback whose timestamp, at, is more than max
+// from now by this machine's clock was refused. The platform's own
+// callbacks (own: "Slack's own requests") refused so mean that clock is
+// off, and by about that much.
+func StaleTimestamp(own string, at, now time.Time, max time.Duration) error {
+	return fmt.Errorf("stale timestamp, %s (more than %s): if %s are refused, check this machine's clock (NTP)", clockOff(at, now), max, own)
+}
+
+// clockOff says how far at is from now, and which way.
+func clockOff(at, now time.Time) string {
 	d := now.Sub(at).Round(time.Second)
 	if d < 0 {
 		return fmt.Sprintf("%s ahead of this machine's clock", -d)
