@@ -24,6 +24,10 @@ type Config struct {
 	// env holds the values that came from ${VAR}: Validate's errors show
 	// them as written, since a secret may be expanded into the wrong key.
 	env []envValue
+	// parseErrs are the problems Parse found in a document whose values
+	// decoded all the same (unknown keys): Validate reports them first, so
+	// that a config Parse refused never validates.
+	parseErrs []error
 }
 
 // envValue is how a value expanded from the environment was written, and

@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzParse reads arbitrary config files: Parse and Validate never panic,
-// a config that parses prints its effective form, and no error or
+// a config that parses prints its effective form, a config Parse returns
+// with an error (an unknown key) never validates, and no error or
 // effective form ever shows a secret's value.
 func FuzzParse(f *testing.F) {
 	// Seeds stay small. The fuzzer minimizes every input that finds new
@@ -36,10 +37,13 @@ func FuzzParse(f *testing.F) {
 	f.Add("listen: ${NOPE}\nbase_url: $${x}\n")
 	f.Fuzz(func(t *testing.T, data string) {
 		c, err := parse([]byte(data), noEnv)
-		if err != nil {
+		if c == nil {
 			return
 		}
 		verr := c.Validate()
+		if err != nil && verr == nil {
+			t.Fatalf("parse refused it (%v) and returned a config that validates", err)
+		}
 		eff, err := c.Effective()
 		if err != nil {
 			t.Fatalf("Effective of a parsed config: %v", err)

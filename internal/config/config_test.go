@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -392,6 +393,97 @@ func TestUnknownKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnknownKeysWithValidate: a document whose only problems are its keys
+// is refused by Parse, which returns the config as well, and Validate on
+// it names those problems and then its own, a line each: whoever sets up
+// the bridge meets them in one run, not an unknown key first and a missing
+// secret on the next. A value of the wrong type returns no config, and
+// Validate's problems are not reported: it checked nothing trustworthy.
+func TestUnknownKeysWithValidate(t *testing.T) {
+	const tok = "xoxb-1234567890-leaky"
+	vars := env(map[string]string{"TOK": tok})
+	const slakKey = "routes[0].targets[0].slak: unknown key (line 5); the keys of routes[0].targets[0] are: discord, slack"
+	for _, tc := range []struct {
+		name, data string
+		parseErr   []string // Parse's error, a line each
+		validate   []string // Validate's, a line each; none: Parse returns no config
+	}{
+		{"an unknown key and Validate's problems",
+			"slack: {bot_token: xoxb-1}\nroutes:\n  - name: default\n    targets:\n      - slak: {channel: C1}\n",
+			[]string{slakKey},
+			[]string{slakKey,
+				"slack: set signing_secret (interactions over the Request URL) or app_token (Socket Mode)",
+				"routes[0].targets[0]: set exactly one of slack or discord"}},
+		{"only an unknown key", validBase + "web: {sesion_ttl: 1h}\n",
+			[]string{"web.sesion_ttl: unknown key (line 25); the keys of web are: link_ttl, max_link_streams, secret, session_ttl"},
+			[]string{"web.sesion_ttl: unknown key (line 25); the keys of web are: link_ttl, max_link_streams, secret, session_ttl"}},
+		{"responders that name nobody and Validate's problem",
+			"slack: {bot_token: xoxb-1, app_token: xapp-1}\nroutes:\n  - name: default\n    targets:\n      - slack: {channel: C1, responders: {users: []}}\n        discord: {channel: \"2\"}\n",
+			[]string{"routes[0].targets[0].slack.responders.users (line 5): an empty list names nobody, and responders that name nobody let anyone in the channel answer; list who may answer, or remove responders to let anyone in the channel answer"},
+			[]string{"routes[0].targets[0].slack.responders.users (line 5): an empty list names nobody, and responders that name nobody let anyone in the channel answer; list who may answer, or remove responders to let anyone in the channel answer",
+				"routes[0].targets[0]: set exactly one of slack or discord"}},
+		{"a value from the environment is shown as written", "lisen: x\nlog: {level: \"${TOK}\"}\n",
+			[]string{"lisen: unknown key (line 1); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web"},
+			[]string{"lisen: unknown key (line 1); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web",
+				`log.level: "${TOK}" is not a level; use debug, info, warn or error`}},
+		{"a wrong type stops before Validate",
+			"slack: {bot_token: xoxb-1}\nstore: {max_wait: 90}\nroutes:\n  - name: default\n    targets:\n      - slak: {channel: C1}\n",
+			[]string{"store.max_wait (line 2): cannot read `90` as a duration (write 90s)",
+				"routes[0].targets[0].slak: unknown key (line 6); the keys of routes[0].targets[0] are: discord, slack"},
+			nil},
+		{"a duplicate key stops before Validate", "slack: {bot_token: xoxb-1}\nlisen: x\nlog: {level: debug, level: info}\n",
+			[]string{"lisen: unknown key (line 2); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web",
+				`yaml: unmarshal errors:`, `  line 3: mapping key "level" already defined at line 3`},
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse([]byte(tc.data), vars)
+			if err == nil {
+				t.Fatal("parse: no error")
+			}
+			if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, tc.parseErr) {
+				t.Errorf("parse's error:\n%s\nwant:\n%s", err, strings.Join(tc.parseErr, "\n"))
+			}
+			if tc.validate == nil {
+				if c != nil {
+					t.Errorf("parse returned a config with %q", err)
+				}
+				return
+			}
+			if c == nil {
+				t.Fatal("parse returned no config to validate")
+			}
+			verr := c.Validate()
+			if verr == nil {
+				t.Fatal("Validate: no error")
+			}
+			if got := strings.Split(verr.Error(), "\n"); !reflect.DeepEqual(got, tc.validate) {
+				t.Errorf("Validate's error:\n%s\nwant:\n%s", verr, strings.Join(tc.validate, "\n"))
+			}
+			if strings.Contains(err.Error()+verr.Error(), tok[5:]) {
+				t.Errorf("an error shows the value:\n%s\n%s", err, verr)
+			}
+		})
+	}
+
+	// Load refuses the file, naming it, and returns the config for
+	// Validate to name every problem.
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("slack: {bot_token: xoxb-1}\nroutes:\n  - name: default\n    targets:\n      - slak: {channel: C1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if want := "config " + path + ": " + slakKey; err == nil || err.Error() != want {
+		t.Errorf("Load: %v\nwant %q", err, want)
+	}
+	if c == nil {
+		t.Fatal("Load returned no config to validate")
+	}
+	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), slakKey+"\nslack: set signing_secret") {
+		t.Errorf("Validate of what Load returned: %v\nwant the unknown key, then the missing secret", err)
 	}
 }
 

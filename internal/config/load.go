@@ -42,7 +42,8 @@ const (
 	DefaultLogFormat = "text"
 )
 
-// Load reads the config file at path; see Parse.
+// Load reads the config file at path; see Parse, whose config it returns
+// with the error when Parse does.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -50,7 +51,7 @@ func Load(path string) (*Config, error) {
 	}
 	c, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
@@ -63,6 +64,14 @@ func Load(path string) (*Config, error) {
 //
 // Parse does not validate: the caller applies its overrides (such as
 // --listen) and then calls Validate.
+//
+// When every value decoded and the only problems are in what the document
+// says (unknown keys, responders that name nobody), Parse returns the
+// config as well as the error: a caller that wants every problem in one
+// run calls Validate on it, which reports Parse's problems first and then
+// its own. Such a config never validates, and must not be used otherwise.
+// A value of the wrong type, or a document that can't be read, returns no
+// config: what decoded can't be trusted to validate.
 func Parse(data []byte) (*Config, error) {
 	return parse(data, os.LookupEnv)
 }
@@ -113,17 +122,21 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 	// which the decoder reports by line alone.
 	ck := checker{written: x.written, seen: map[anchorCheck]bool{}}
 	ck.check(&doc, reflect.TypeFor[Config](), "")
-	errs := ck.errs
-	if ck.badTypes == 0 {
-		if err := doc.Decode(c); err != nil {
-			errs = append(errs, x.hideValues(err))
-		}
+	if ck.badTypes > 0 {
+		return nil, errors.Join(ck.errs...)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := doc.Decode(c); err != nil {
+		return nil, errors.Join(append(ck.errs, x.hideValues(err))...)
 	}
 	c.setDefaults()
 	c.env = x.env
+	if len(ck.errs) > 0 {
+		// Returned with the config for Validate to report with its own
+		// problems: else whoever sets up the bridge meets them one run at
+		// a time, an unknown key first, a missing secret on the next run.
+		c.parseErrs = ck.errs
+		return c, errors.Join(ck.errs...)
+	}
 	return c, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -264,9 +265,11 @@ const botTokenWhere = "the Bot User OAuth Token (xoxb-…, the app's OAuth & Per
 
 // Validate reports every problem in c, each naming its key, such as
 // "routes[1].targets[0]: set exactly one of slack or discord", joined with
-// errors.Join. Messages never include a secret's value.
+// errors.Join. Messages never include a secret's value. The problems Parse
+// returned this config with (unknown keys) come first, each as Parse
+// worded it.
 func (c *Config) Validate() error {
-	v := validator{env: c.env}
+	v := validator{env: c.env, errs: slices.Clone(c.parseErrs)}
 	v.listen(c)
 	if c.BaseURL != "" && v.httpURL("base_url", c.BaseURL) {
 		// Links and the web pages' paths are built under base_url: a
