@@ -256,10 +256,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(stderr, "serve", "--listen %q is not host:port, such as 127.0.0.1:8080 or :8080", *listen)
 	}
 	cfg, err := loadConfig(*cfgPath)
-	if err != nil {
+	if cfg == nil {
 		fmt.Fprintln(stderr, "bridge:", err)
 		return exitError
 	}
+	// A config that came with an error (an unknown key) never validates:
+	// Validate reports that error's problems first, then its own, so that
+	// one run names them all.
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
@@ -350,10 +353,12 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return usageErr(stderr, "config check", "--post goes with --connect")
 	}
 	cfg, err := config.Load(path)
-	if err != nil {
+	if cfg == nil {
 		fmt.Fprintln(stderr, "bridge:", err)
 		return exitError
 	}
+	// As in serve: Validate names the unknown keys Load found, then the
+	// rest, a line each.
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
 		return exitError

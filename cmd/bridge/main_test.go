@@ -95,6 +95,56 @@ func TestServeEmptyFlag(t *testing.T) {
 	}
 }
 
+// TestConfigProblemsInOneRun: config check and serve name a file's unknown
+// keys and Validate's problems together, a line each, so that setting up
+// takes one run; serve still refuses the file, even when an unknown key
+// is its only problem. A value of the wrong type is reported alone, as
+// Parse words it: Validate would check what did not decode.
+func TestConfigProblemsInOneRun(t *testing.T) {
+	const (
+		slak     = "routes[0].targets[0].slak: unknown key (line 6); the keys of routes[0].targets[0] are: discord, slack\n"
+		lisen    = "lisen: unknown key (line 2); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web\n"
+		validate = "slack: set signing_secret (interactions over the Request URL) or app_token (Socket Mode)\n" +
+			"routes[0].targets[0]: set exactly one of slack or discord\n"
+	)
+	// Stopped before it starts: a serve that ran the file would start and
+	// stop at once, exit 0.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name, yaml    string
+		check, served string // stderr after "bridge: "; PATH is the file's
+	}{
+		{"an unknown key and Validate's problems",
+			"listen: 127.0.0.1:0\nslack: {bot_token: xoxb-LEAK-bot}\nroutes:\n  - name: default\n    targets:\n      - slak: {channel: C1}\n",
+			"config PATH:\n" + slak + validate, "invalid config: " + slak + validate},
+		{"only an unknown key", "listen: 127.0.0.1:0\nlisen: x\n",
+			"config PATH:\n" + lisen, "invalid config: " + lisen},
+		{"a wrong type", "listen: 127.0.0.1:0\nlisen: x\nslack: {bot_token: xoxb-LEAK-bot}\nstore: {max_wait: 90}\n",
+			"config PATH: " + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n",
+			"config PATH: " + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := cli("config", "check", path)
+			if want := "bridge: " + strings.ReplaceAll(tc.check, "PATH", path); r.code != exitError || r.stderr != want || r.stdout != "" {
+				t.Errorf("config check: exit %d, stdout %q, stderr:\n%s\nwant exit %d, no stdout, stderr:\n%s", r.code, r.stdout, r.stderr, exitError, want)
+			}
+			var stdout, stderr bytes.Buffer
+			code := serve(ctx, []string{"--config", path}, &stdout, &stderr)
+			if want := "bridge: " + strings.ReplaceAll(tc.served, "PATH", path); code != exitError || stderr.String() != want {
+				t.Errorf("serve: exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, stderr.String(), exitError, want)
+			}
+			if strings.Contains(r.stdout+r.stderr+stdout.String()+stderr.String(), "LEAK") {
+				t.Errorf("a secret is in the output:\n%s%s%s%s", r.stdout, r.stderr, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
 func TestConfigCheckUsage(t *testing.T) {
 	valid := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(valid, []byte("listen: 127.0.0.1:0\n"), 0o600); err != nil {
