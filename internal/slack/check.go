@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 		}
 	}
 
-	channels, groups := map[string]bool{}, map[string]bool{}
+	channels, groups, mentions := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	empty := map[string]int{} // the finding of each group with no members, by group
 	var targets []*config.SlackTarget
 	for _, r := range cfg.Routes {
@@ -98,6 +99,10 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 						empty[g] = len(fs) - 1
 					}
 				}
+			}
+			if g := mentionedGroup.FindStringSubmatch(t.Slack.Mention); g != nil && !mentions[g[1]] {
+				mentions[g[1]] = true
+				checkMention(ctx, api, g[1], &fs)
 			}
 		}
 	}
@@ -294,6 +299,30 @@ func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surfac
 		fs.Add(surface.Fine, what, "%d members may answer", len(users))
 	}
 	return len(users), err == nil
+}
+
+// mentionedGroup finds the user group a target's mention pings, if any.
+var mentionedGroup = regexp.MustCompile(`<!subteam\^(S[A-Z0-9]+)`)
+
+// checkMention reports whether the user group id, which a target's
+// mention pings, has anyone in it: a mistyped id, or a group emptied
+// since, leaves every request posted with a ping that reaches nobody. The
+// mention needs no scope; reading the group takes usergroups:read.
+func checkMention(ctx context.Context, api *slackapi.Client, id string, fs *surface.Findings) {
+	what := "slack mention <!subteam^" + id + ">"
+	users, err := api.GetUserGroupMembersContext(ctx, id)
+	switch {
+	case refusedWith(err, "missing_scope"):
+		fs.Add(surface.Note, what, "not checked: reading the user group needs the usergroups:read scope, which the mention itself does not")
+	case refusedWith(err, "no_such_subteam"):
+		fs.Add(surface.Problem, what, "Slack knows no such user group, so the mention pings nobody: check the group's id")
+	case err != nil:
+		fs.Add(surface.Problem, what, "usergroups.users.list failed: %s", checkReason(err))
+	case len(users) == 0:
+		fs.Add(surface.Problem, what, "the user group has no members, so the mention pings nobody")
+	default:
+		fs.Add(surface.Fine, what, "pings the user group's %d members", len(users))
+	}
 }
 
 // restricted reports whether Slack refused a post for a setting that

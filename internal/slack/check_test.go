@@ -464,3 +464,42 @@ func TestCheckEmptyGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMention: a target's mention of a user group is checked for a
+// group with members, as its ping reaches only them: an id Slack doesn't
+// know, or an empty group, pings nobody. Each group is read once; other
+// mentions are not checked.
+func TestCheckMention(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	fake.Scopes += ",channels:read"
+	fake.SetChannel("C1", slacktest.FakeChannel{Name: "deploys", Member: true})
+	fake.SetChannel("C2", slacktest.FakeChannel{Name: "ops", Member: true})
+	fake.SetGroup("S1", "U1", "U2")
+	fake.SetGroup("S2")
+	target := func(ch, mention string) config.Target {
+		return config.Target{Slack: &config.SlackTarget{Channel: ch, Mention: mention}}
+	}
+	cfg := &config.Config{
+		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
+		Routes: []config.Route{{Name: "default", Targets: []config.Target{
+			target("C1", "<!subteam^S1|@oncall>"), target("C2", "<!subteam^S9>"),
+		}}, {Name: "ops", Targets: []config.Target{
+			target("C2", "<!subteam^S2>"), target("C1", "<!subteam^S1>"), target("C1", "<@U1>"), target("C2", "<!here>"),
+		}}},
+	}
+	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
+	want := "ok      slack channel C1: #deploys, and @askbridge is in it\n" +
+		"ok      slack mention <!subteam^S1>: pings the user group's 2 members\n" +
+		"ok      slack channel C2: #ops, and @askbridge is in it\n" +
+		"PROBLEM slack mention <!subteam^S9>: Slack knows no such user group, so the mention pings nobody: check the group's id\n" +
+		"PROBLEM slack mention <!subteam^S2>: the user group has no members, so the mention pings nobody\n"
+	if _, rest, _ := strings.Cut(got, "\n"); rest != want {
+		t.Errorf("findings:\n%s\nwant, after signing in:\n%s", got, want)
+	}
+
+	fake.Scopes = "chat:write,channels:read" // no usergroups:read
+	got = findings(Check(context.Background(), cfg, http.DefaultClient, false))
+	if w := "note    slack mention <!subteam^S1>: not checked: reading the user group needs the usergroups:read scope, which the mention itself does not\n"; !strings.Contains(got, w) {
+		t.Errorf("without usergroups:read, findings:\n%s\nwant %q", got, w)
+	}
+}
