@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bwmarrin/discordgo"
 )
 
 // FakeDiscord is a fake Discord REST API (v10 paths): it creates and edits
@@ -48,6 +50,12 @@ type FakeDiscord struct {
 	// application with FakeAppID, PublicKeyHex and no Interactions
 	// Endpoint URL.
 	App FakeApp
+
+	// Guild is the server the fake's channels are in, as GET
+	// /guilds/{FakeGuildID} and GET /guilds/{FakeGuildID}/members/{FakeBotID}
+	// answer: by default as a bot invited with docs/discord.md's link
+	// finds it (FakeGuild).
+	Guild FakeGuild
 
 	// CreatorOpensLocked lets the bot open (unarchive) and close a locked
 	// thread it started, as Discord's Threads topic says a thread's
@@ -86,11 +94,73 @@ type FakeApp struct {
 	InteractionsURL string // its Interactions Endpoint URL; "" for none
 }
 
+// FakeGuildID is the server the fake's channels are in; FakeBotID its
+// bot user, who GET /users/@me is.
+const (
+	FakeGuildID = "1200000000000000003"
+	FakeBotID   = "1200000000000000002"
+	// FakeBotRoleID is the role Discord made for the bot as it joined,
+	// holding the invite link's permissions.
+	FakeBotRoleID = "1200000000000000004"
+)
+
+// FakeGuild is the fake's server.
+type FakeGuild struct {
+	OwnerID  string     // not the bot, by default
+	Roles    []FakeRole // the first is @everyone, whose id is FakeGuildID
+	BotRoles []string   // the bot member's roles: by default FakeBotRoleID
+}
+
+// FakeRole is a role of the fake's server. Permissions are Discord's
+// bits, sent as a string of decimal digits as Discord does.
+type FakeRole struct {
+	ID, Name    string
+	Permissions int64
+	Mentionable bool
+	botOf       string // the bot a managed role belongs to
+}
+
+// defaultGuild is a server whose @everyone may view channels, read their
+// history, send messages, add reactions and connect and speak in voice,
+// but not mention everyone, and where the bot has the role the invite
+// link's permissions (309237730304) made for it.
+func defaultGuild() FakeGuild {
+	const everyone = discordgo.PermissionViewChannel | discordgo.PermissionSendMessages | discordgo.PermissionReadMessageHistory |
+		discordgo.PermissionAddReactions | discordgo.PermissionVoiceConnect | discordgo.PermissionVoiceSpeak
+	return FakeGuild{
+		OwnerID: "1000000000000000099",
+		Roles: []FakeRole{
+			{ID: FakeGuildID, Name: "@everyone", Permissions: everyone},
+			{ID: FakeBotRoleID, Name: "askbridge", Permissions: 309237730304, botOf: FakeBotID},
+		},
+		BotRoles: []string{FakeBotRoleID},
+	}
+}
+
+// FakeOverwrite is a channel's permission overwrite: Type 0 for a role
+// (@everyone's id is the server's), 1 for a member.
+type FakeOverwrite struct {
+	ID          string
+	Type        int
+	Allow, Deny int64
+}
+
 // fakeChannel is a channel as GET /channels/{id} answers for the bot.
 type fakeChannel struct {
-	name   string
-	hidden bool // in a server the bot is not in, or not allowed to view
-	typ    int  // Discord's channel type: 0 a text channel
+	name       string
+	hidden     bool // in a server the bot is not in, or not allowed to view
+	typ        int  // Discord's channel type: 0 a text channel
+	overwrites []FakeOverwrite
+}
+
+// SetOverwrites gives the channel id, set before, its permission
+// overwrites, as GET /channels/{id} answers them.
+func (f *FakeDiscord) SetOverwrites(id string, ows ...FakeOverwrite) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := f.chans[id]
+	ch.overwrites = ows
+	f.chans[id] = ch
 }
 
 // SetChannel makes GET /channels/{id} answer with a text channel named
@@ -172,6 +242,8 @@ type FakeCall struct {
 	MessageID string         // the message created or edited
 	Body      map[string]any // the JSON sent
 	Status    int
+	Guild     string // the server a "guild" or "member" read names; User, the member
+	User      string
 
 	app, token string // a follow-up's application and interaction token; a callback's token
 }
@@ -199,7 +271,7 @@ type FakeFail struct {
 func NewFakeDiscord(t testing.TB, token string) *FakeDiscord {
 	f := &FakeDiscord{Token: token, t: t, fails: map[string][]FakeFail{}, next: 1300000000000000000, wake: make(chan struct{}),
 		threads: map[string]*fakeThread{}, nonces: map[string]map[string]any{}, chans: map[string]fakeChannel{}, acked: map[string]bool{}, tokens: map[string]bool{}, sent: map[string]map[string]any{},
-		App: FakeApp{ID: FakeAppID, VerifyKey: PublicKeyHex()}}
+		App: FakeApp{ID: FakeAppID, VerifyKey: PublicKeyHex()}, Guild: defaultGuild()}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.URL = f.srv.URL + "/api/v10/"
@@ -472,6 +544,10 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		c.Kind = "app"
 	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "channels":
 		c.Kind, c.Channel = "channel", path[1]
+	case r.Method == http.MethodGet && len(path) == 2 && path[0] == "guilds":
+		c.Kind, c.Guild = "guild", path[1]
+	case r.Method == http.MethodGet && len(path) == 4 && path[0] == "guilds" && path[2] == "members":
+		c.Kind, c.Guild, c.User = "member", path[1], path[3]
 	case r.Method == http.MethodPatch && len(path) == 2 && path[0] == "channels":
 		c.Kind, c.Channel = "modify channel", path[1]
 	case r.Method == http.MethodGet && path[0] == "gateway" && f.GatewayURL != "":
@@ -702,14 +778,15 @@ func (f *FakeDiscord) postedIn(channel, id string) bool {
 	return false
 }
 
-// read answers the GET calls c of kinds me, app and channel as Discord
-// does, with the HTTP status; status 0 for any other kind.
+// read answers the GET calls c of kinds me, app, channel, guild and
+// member as Discord does, with the HTTP status; status 0 for any other
+// kind.
 func (f *FakeDiscord) read(c FakeCall) (out map[string]any, status int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch c.Kind {
 	case "me":
-		return map[string]any{"id": "1200000000000000002", "username": "askbridge", "discriminator": "0", "global_name": nil,
+		return map[string]any{"id": FakeBotID, "username": "askbridge", "discriminator": "0", "global_name": nil,
 			"avatar": nil, "bot": true, "flags": 0, "mfa_enabled": true, "verified": true}, http.StatusOK
 	case "app":
 		app := map[string]any{"id": f.App.ID, "name": "askbridge", "icon": nil, "description": "", "bot_public": false,
@@ -730,10 +807,62 @@ func (f *FakeDiscord) read(c FakeCall) (out map[string]any, status int) {
 		case ch.hidden:
 			return map[string]any{"message": "Missing Access", "code": 50001}, http.StatusForbidden
 		}
-		return map[string]any{"id": c.Channel, "type": ch.typ, "guild_id": "1200000000000000003", "name": ch.name,
-			"position": 0, "permission_overwrites": []any{}, "nsfw": false, "parent_id": nil}, http.StatusOK
+		ows := []any{}
+		for _, o := range ch.overwrites {
+			ows = append(ows, map[string]any{"id": o.ID, "type": o.Type,
+				"allow": strconv.FormatInt(o.Allow, 10), "deny": strconv.FormatInt(o.Deny, 10)})
+		}
+		return map[string]any{"id": c.Channel, "type": ch.typ, "guild_id": FakeGuildID, "name": ch.name,
+			"position": 0, "permission_overwrites": ows, "nsfw": false, "parent_id": nil}, http.StatusOK
+	case "guild", "member":
+		if c.Guild != FakeGuildID {
+			return map[string]any{"message": "Unknown Guild", "code": 10004}, http.StatusNotFound
+		}
+		if c.Kind == "member" {
+			if c.User != FakeBotID {
+				return map[string]any{"message": "Unknown Member", "code": 10007}, http.StatusNotFound
+			}
+			return f.botMember(), http.StatusOK
+		}
+		return f.guild(), http.StatusOK
 	}
 	return nil, 0
+}
+
+// guild is the fake's server as GET /guilds/{id} answers it (Discord's
+// Guild Resource: the guild object, its roles role objects).
+func (f *FakeDiscord) guild() map[string]any {
+	roles := []any{}
+	for i, r := range f.Guild.Roles {
+		role := map[string]any{"id": r.ID, "name": r.Name, "color": 0, "hoist": false, "icon": nil, "unicode_emoji": nil, "position": i,
+			"permissions": strconv.FormatInt(r.Permissions, 10), "managed": r.botOf != "", "mentionable": r.Mentionable, "flags": 0}
+		role["colors"] = map[string]any{"primary_color": 0, "secondary_color": nil, "tertiary_color": nil}
+		if r.botOf != "" {
+			role["tags"] = map[string]any{"bot_id": r.botOf}
+		}
+		roles = append(roles, role)
+	}
+	return map[string]any{"id": FakeGuildID, "name": "Acme", "icon": nil, "splash": nil, "discovery_splash": nil,
+		"owner_id": f.Guild.OwnerID, "afk_channel_id": nil, "afk_timeout": 300, "widget_enabled": false,
+		"verification_level": 1, "default_message_notifications": 1, "explicit_content_filter": 2,
+		"roles": roles, "emojis": []any{}, "features": []any{}, "mfa_level": 0, "application_id": nil,
+		"system_channel_id": nil, "system_channel_flags": 0, "rules_channel_id": nil, "max_presences": nil,
+		"max_members": 500000, "vanity_url_code": nil, "description": nil, "banner": nil, "premium_tier": 0,
+		"premium_subscription_count": 0, "preferred_locale": "en-US", "public_updates_channel_id": nil,
+		"max_video_channel_users": 25, "max_stage_video_channel_users": 50, "nsfw_level": 0, "stickers": []any{},
+		"premium_progress_bar_enabled": false, "safety_alerts_channel_id": nil, "incidents_data": nil}
+}
+
+// botMember is the bot's member of the fake's server as GET
+// /guilds/{id}/members/{user.id} answers it (a guild member object).
+func (f *FakeDiscord) botMember() map[string]any {
+	roles := append([]string{}, f.Guild.BotRoles...)
+	return map[string]any{
+		"user": map[string]any{"id": FakeBotID, "username": "askbridge", "global_name": nil, "discriminator": "0",
+			"avatar": nil, "bot": true, "public_flags": 0},
+		"nick": nil, "avatar": nil, "banner": nil, "roles": roles, "joined_at": "2025-01-01T00:00:00.000000+00:00",
+		"premium_since": nil, "deaf": false, "mute": false, "flags": 0, "pending": false,
+		"communication_disabled_until": nil}
 }
 
 // apply carries out c for author, id being a new id if it needs one, and
