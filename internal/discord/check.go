@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -65,41 +66,259 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 		checkApp(cfg, app.ID, app.Name, app.VerifyKey, app.Interactions, &fs)
 	}
 
-	seen := map[string]bool{}
+	// The Discord targets by channel, in the order the config names them:
+	// each channel is read once, and checked for what all its targets need.
+	var channels []string
+	targets := map[string][]*config.DiscordTarget{}
 	for _, r := range cfg.Routes {
 		for _, t := range r.Targets {
-			if t.Discord == nil || seen[t.Discord.Channel] {
+			if t.Discord == nil {
 				continue
 			}
-			seen[t.Discord.Channel] = true
-			what := "discord channel " + t.Discord.Channel
-			var ch struct {
-				Name string                `json:"name"`
-				Type discordgo.ChannelType `json:"type"`
+			id := t.Discord.Channel
+			if targets[id] == nil {
+				channels = append(channels, id)
 			}
-			err := get(discordgo.EndpointChannel(t.Discord.Channel), &ch)
-			var re *discordgo.RESTError
-			errors.As(err, &re)
-			switch {
-			case err == nil && !takesMessages(ch.Type):
-				fs.Add(surface.Problem, what, "#%s is a %s, where messages can't be posted: name a text channel", ch.Name, kindName(ch.Type))
-			case err == nil && post:
-				postTo(ctx, api, t.Discord.Channel, ch.Name, dc.APIURL, &fs)
-			case err == nil:
-				fs.Add(surface.Fine, what, "#%s: the bot can see it (whether it may post there: --post)", ch.Name)
-			case re != nil && re.Message != nil && re.Message.Code == discordgo.ErrCodeMissingAccess:
-				fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server (%s) and let it View Channel, Send Messages, Embed Links and Read Message History there (and Create Public Threads and Send Messages in Threads, for thread_by_session)", inviteURL(dc.ApplicationID))
-			case re != nil && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
-				fs.Add(surface.Problem, what, "Discord knows no such channel: check the ID (Developer Mode on, right-click the channel, Copy Channel ID)")
-			default:
-				fs.Add(surface.Problem, what, "reading it failed: %s", checkReason(err, dc.APIURL))
-			}
+			targets[id] = append(targets[id], t.Discord)
 		}
 	}
-	if len(seen) == 0 {
+	servers := map[string]string{} // the servers read into api.State, by id: what failed, or ""
+	for _, id := range channels {
+		what := "discord channel " + id
+		var ch discordgo.Channel
+		err := get(discordgo.EndpointChannel(id), &ch)
+		var re *discordgo.RESTError
+		errors.As(err, &re)
+		switch {
+		case err == nil && !takesMessages(ch.Type):
+			fs.Add(surface.Problem, what, "#%s is a %s, where messages can't be posted: name a text channel", ch.Name, kindName(ch.Type))
+		case err == nil && (ch.GuildID == "" || ch.IsThread()):
+			// A DM, or a thread, which takes its channel's permissions:
+			// what the bot may do there is not worked out.
+			if post {
+				postTo(ctx, api, id, ch.Name, dc.APIURL, &fs)
+			} else {
+				fs.Add(surface.Fine, what, "#%s: the bot can see it (whether it may post there: --post)", ch.Name)
+			}
+		case err == nil:
+			failed, read := servers[ch.GuildID]
+			if !read {
+				failed = readServer(get, ch.GuildID, me.ID, api.State, dc.APIURL)
+				servers[ch.GuildID] = failed
+			}
+			if failed != "" {
+				fs.Add(surface.Problem, what, "#%s: the bot can see it, but %s: what it may do there is not checked", ch.Name, failed)
+			} else {
+				checkAccess(api.State, me.ID, &ch, targets[id], post, &fs)
+			}
+			if post {
+				postTo(ctx, api, id, ch.Name, dc.APIURL, &fs)
+			}
+		case re != nil && re.Message != nil && re.Message.Code == discordgo.ErrCodeMissingAccess:
+			fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server (%s) and let it View Channel, Send Messages, Embed Links and Read Message History there (and Create Public Threads and Send Messages in Threads, for thread_by_session)", inviteURL(dc.ApplicationID))
+		case re != nil && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
+			fs.Add(surface.Problem, what, "Discord knows no such channel: check the ID (Developer Mode on, right-click the channel, Copy Channel ID)")
+		default:
+			fs.Add(surface.Problem, what, "reading it failed: %s", checkReason(err, dc.APIURL))
+		}
+	}
+	if len(channels) == 0 {
 		fs.Add(surface.Note, "discord", "no route has a Discord target: nothing is posted to Discord")
 	}
 	return fs
+}
+
+// readServer reads the server (guild) id, its owner and roles, and the
+// bot's member in it, its roles, into st: from them and a channel's
+// permission overwrites discordgo computes the bot's permissions in the
+// channel as Discord does. It returns what failed, or "".
+func readServer(get func(endpoint string, v any) error, id, botID string, st *discordgo.State, apiURL string) string {
+	var g discordgo.Guild
+	if err := get(discordgo.EndpointGuild(id), &g); err != nil {
+		return "reading its server failed: " + checkReason(err, apiURL)
+	}
+	var m discordgo.Member
+	if err := get(discordgo.EndpointGuildMember(id, botID), &m); err != nil {
+		return "reading the bot's roles in its server failed: " + checkReason(err, apiURL)
+	}
+	// Discord's member names no guild; State keeps members by guild and
+	// user.
+	m.GuildID = id
+	if m.User == nil {
+		m.User = &discordgo.User{ID: botID}
+	}
+	if err := errors.Join(st.GuildAdd(&g), st.MemberAdd(&m)); err != nil {
+		return "keeping its server failed: " + err.Error()
+	}
+	return ""
+}
+
+// permission is one the bridge needs in a target's channel, named as
+// Discord's app names it, with what the bridge needs it for.
+type permission struct {
+	bit     int64
+	name    string
+	why     string
+	threads bool // needed only with thread_by_session
+}
+
+// needed are the permissions docs/discord.md asks for, those the invite
+// link grants.
+var needed = []permission{
+	{discordgo.PermissionViewChannel, "View Channel", "to see it", false},
+	{discordgo.PermissionSendMessages, "Send Messages", "to post the questions", false},
+	{discordgo.PermissionEmbedLinks, "Embed Links", "the questions' text is in embeds", false},
+	// Discord's Create Message: a reply needs Read Message History.
+	{discordgo.PermissionReadMessageHistory, "Read Message History", "a long request's further messages are replies", false},
+	{discordgo.PermissionCreatePublicThreads, "Create Public Threads", "thread_by_session's threads", true},
+	{discordgo.PermissionSendMessagesInThreads, "Send Messages in Threads", "to post in them", true},
+}
+
+// mentionEveryone is the name of Mention Everyone in Discord's app.
+const mentionEveryone = "Mention @everyone, @here, and All Roles"
+
+// checkAccess says what the bot lacks in ch of what its targets need
+// there: the permissions the bridge uses, a mention that would ping
+// nobody, and a role in responders.roles the server does not have. The
+// channel's server and the bot's member are in st (readServer).
+func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targets []*config.DiscordTarget, post bool, fs *surface.Findings) {
+	what := "discord channel " + ch.ID
+	guild, err := st.Guild(ch.GuildID)
+	if err == nil {
+		err = st.ChannelAdd(ch)
+	}
+	var perms int64
+	if err == nil {
+		perms, err = st.UserChannelPermissions(botID, ch.ID)
+	}
+	if err != nil {
+		fs.Add(surface.Problem, what, "#%s: working out what the bot may do there failed: %v", ch.Name, err)
+		return
+	}
+	if perms&discordgo.PermissionAdministrator != 0 {
+		// Administrator allows every permission, whatever the channel's
+		// overwrites (Discord's Permissions topic); the PermissionAll
+		// discordgo gives it predates the thread permissions.
+		perms = ^int64(0)
+	}
+
+	threads := slices.ContainsFunc(targets, func(t *config.DiscordTarget) bool { return t.ThreadBySession })
+	var has, lacks []string
+	var lacking int64
+	for _, p := range needed {
+		switch {
+		case p.threads && !threads:
+		case perms&p.bit != 0:
+			has = append(has, p.name)
+		default:
+			lacks = append(lacks, p.name+" ("+p.why+")")
+			lacking |= p.bit
+		}
+	}
+	switch {
+	case lacking == 0 && post:
+		fs.Add(surface.Fine, what, "#%s: the bot may %s there", ch.Name, surface.List(has))
+	case lacking == 0:
+		fs.Add(surface.Fine, what, "#%s: the bot may %s there (a test post: --post)", ch.Name, surface.List(has))
+	default:
+		// Where to grant them: in the channel what its overwrites deny,
+		// else in the bot's role or the channel.
+		var fix []string
+		if denied := deniedIn(st, guild.ID, botID, ch) & lacking; denied != 0 {
+			fix = append(fix, fmt.Sprintf("allow %s to the bot's role in the channel, whose permissions deny %s to @everyone or to the bot's roles (Edit Channel → Permissions)", names(denied), pronoun(denied)))
+			lacking &^= denied
+		}
+		if lacking != 0 {
+			fix = append(fix, fmt.Sprintf("grant %s to the bot's role (Server Settings → Roles, or in the channel)", names(lacking)))
+		}
+		fs.Add(surface.Problem, what, "#%s: the bot lacks %s there: %s", ch.Name, surface.List(lacks), strings.Join(fix, "; "))
+	}
+
+	// A mention pings as mentions() lets it through: @here and @everyone
+	// only where the bot may Mention Everyone, a role where it may or
+	// where the role is mentionable. A message the bot can't post pings
+	// nobody either, which is said above.
+	posts := perms&discordgo.PermissionViewChannel != 0 && perms&discordgo.PermissionSendMessages != 0
+	pingsAll := perms&discordgo.PermissionMentionEveryone != 0
+	seen := map[string]bool{}
+	for _, t := range targets {
+		m := strings.TrimSpace(t.Mention)
+		if m == "" || seen[m] {
+			continue
+		}
+		seen[m] = true
+		var r *discordgo.Role
+		sub := mentionRE.FindStringSubmatch(m)
+		if sub != nil && sub[1] == "&" {
+			r = role(guild, sub[2])
+		}
+		switch {
+		case (m == "@here" || m == "@everyone") && posts && !pingsAll:
+			fs.Add(surface.Problem, what, "#%s: mention %s is posted but pings nobody: the bot lacks %s there; grant it to the bot's role (Server Settings → Roles, or the channel's Edit Channel → Permissions)", ch.Name, m, mentionEveryone)
+		case sub == nil || sub[1] != "&":
+			// A user's mention pings them wherever they may see it.
+		case r == nil:
+			fs.Add(surface.Problem, what, "#%s: mention %s pings nobody: the server %s has no such role; check the ID (Developer Mode on, right-click the role, Copy Role ID)", ch.Name, m, guild.Name)
+		case posts && !r.Mentionable && !pingsAll:
+			fs.Add(surface.Problem, what, "#%s: mention %s (@%s) is posted but pings nobody: the role is not mentionable and the bot lacks %s there; turn on Allow anyone to @mention this role (Server Settings → Roles → %s), or grant the bot's role %s", ch.Name, m, r.Name, mentionEveryone, r.Name, mentionEveryone)
+		}
+	}
+	// A role that is not there lets nobody answer, and says nothing.
+	missing := map[string]bool{}
+	for _, t := range targets {
+		for _, id := range t.Responders.Roles {
+			if !missing[id] && role(guild, id) == nil {
+				missing[id] = true
+				fs.Add(surface.Problem, what, "#%s: responders.roles names %s, a role the server %s does not have: nobody with it can answer; check the ID (Developer Mode on, right-click the role, Copy Role ID)", ch.Name, id, guild.Name)
+			}
+		}
+	}
+}
+
+// deniedIn is what the overwrites of ch deny the bot: those of
+// @everyone (whose id is the server's), of the bot's roles and of the bot.
+func deniedIn(st *discordgo.State, guildID, botID string, ch *discordgo.Channel) int64 {
+	m, err := st.Member(guildID, botID)
+	if err != nil {
+		return 0
+	}
+	var denied int64
+	for _, o := range ch.PermissionOverwrites {
+		if o.ID == guildID || o.Type == discordgo.PermissionOverwriteTypeRole && slices.Contains(m.Roles, o.ID) ||
+			o.Type == discordgo.PermissionOverwriteTypeMember && o.ID == botID {
+			denied |= o.Deny
+		}
+	}
+	return denied
+}
+
+// names names the needed permissions in bits.
+func names(bits int64) string {
+	var out []string
+	for _, p := range needed {
+		if bits&p.bit != 0 {
+			out = append(out, p.name)
+		}
+	}
+	return surface.List(out)
+}
+
+// pronoun is "it" for one permission in bits, "them" for more.
+func pronoun(bits int64) string {
+	if bits&(bits-1) == 0 {
+		return "it"
+	}
+	return "them"
+}
+
+// role is g's role id, or nil.
+func role(g *discordgo.Guild, id string) *discordgo.Role {
+	for _, r := range g.Roles {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
 }
 
 // checkEmbed is the embed of the message a check with post posts: the

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/discord"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -56,8 +58,8 @@ func TestCheck(t *testing.T) {
 			"ok      discord application: askbridge (" + discord.FakeAppID + ")",
 			"ok      discord application: discord.public_key is its public key",
 			"ok      discord application: interactions are sent to " + endpoint,
-			"ok      discord channel 111: #deploys: the bot can see it",
-			"ok      discord channel 222: #ops",
+			"ok      discord channel 111: #deploys: the bot may View Channel, Send Messages, Embed Links and Read Message History there (a test post: --post)",
+			"ok      discord channel 222: #ops: the bot may View Channel",
 		},
 	}, {
 		name: "another application, no endpoint, channels out of reach",
@@ -243,5 +245,184 @@ func TestCheckPostWithoutEmbedLinks(t *testing.T) {
 	}
 	if deletes := fake.Calls("delete"); len(deletes) != 2 {
 		t.Errorf("deletes %+v; want both test messages deleted", deletes)
+	}
+}
+
+// TestCheckAccess: without posting, the check works out from Discord's
+// REST data (the channel's overwrites, the server's roles and owner, the
+// bot's roles) what the bot may do in each target's channel, and says
+// what it lacks of what the bridge needs there, which mention would ping
+// nobody, and which responders role the server does not have. (Until
+// 2026-12-07 it said only that the bot could see the channel: a channel
+// where it may not post, or an @here that pings nobody, showed when
+// questions went unanswered.)
+func TestCheckAccess(t *testing.T) {
+	const (
+		oncall = "1200000000000000010" // a role of the server
+		typo   = "1200000000000000011" // none
+		lacks  = "PROBLEM discord channel 111: #deploys: the bot lacks "
+	)
+	all := "ok      discord channel 111: #deploys: the bot may View Channel, Send Messages, Embed Links, Read Message History, Create Public Threads and Send Messages in Threads there (a test post: --post)"
+	for _, tc := range []struct {
+		name  string
+		setup func(*discord.FakeDiscord, *config.DiscordTarget)
+		want  []string // the channel's findings, each a substring of its line, in order
+	}{{
+		name: "all fine",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.Roles = append(f.Guild.Roles, discord.FakeRole{ID: oncall, Name: "oncall", Mentionable: true})
+			t.Mention, t.ThreadBySession, t.Responders.Roles = "<@&"+oncall+">", true, []string{oncall}
+		},
+		want: []string{all},
+	}, {
+		// A read-only channel: @everyone may not Send Messages there,
+		// which takes it from the bot's role too.
+		name: "send messages denied by the channel",
+		setup: func(f *discord.FakeDiscord, _ *config.DiscordTarget) {
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeGuildID, Type: 0, Deny: discordgo.PermissionSendMessages})
+		},
+		want: []string{lacks + "Send Messages (to post the questions) there: allow Send Messages to the bot's role in the channel, whose permissions deny it to @everyone or to the bot's roles (Edit Channel → Permissions)"},
+	}, {
+		name: "embed links not granted, threads denied to the bot's role",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.Roles[1].Permissions &^= discordgo.PermissionEmbedLinks
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Deny: discordgo.PermissionCreatePublicThreads | discordgo.PermissionSendMessagesInThreads})
+			t.ThreadBySession = true
+		},
+		want: []string{lacks + "Embed Links (the questions' text is in embeds), Create Public Threads (thread_by_session's threads) and Send Messages in Threads (to post in them) there: " +
+			"allow Create Public Threads and Send Messages in Threads to the bot's role in the channel, whose permissions deny them to @everyone or to the bot's roles (Edit Channel → Permissions); " +
+			"grant Embed Links to the bot's role (Server Settings → Roles, or in the channel)"},
+	}, {
+		// Administrator allows everything, overwrites or not.
+		name: "administrator",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.Roles[1].Permissions = discordgo.PermissionAdministrator
+			f.SetOverwrites("111",
+				discord.FakeOverwrite{ID: discord.FakeGuildID, Type: 0, Deny: discordgo.PermissionSendMessages | discordgo.PermissionMentionEveryone},
+				discord.FakeOverwrite{ID: discord.FakeBotID, Type: 1, Deny: discordgo.PermissionEmbedLinks | discordgo.PermissionSendMessagesInThreads})
+			t.Mention, t.ThreadBySession = "@here", true
+		},
+		want: []string{all},
+	}, {
+		name: "the server's owner",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.OwnerID, f.Guild.BotRoles = discord.FakeBotID, nil
+			t.Mention, t.ThreadBySession = "@everyone", true
+		},
+		want: []string{all},
+	}, {
+		name: "@here without Mention Everyone",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			t.Mention = "@here"
+		},
+		want: []string{
+			"ok      discord channel 111: #deploys: the bot may View Channel",
+			"PROBLEM discord channel 111: #deploys: mention @here is posted but pings nobody: the bot lacks Mention @everyone, @here, and All Roles there; grant it to the bot's role (Server Settings → Roles, or the channel's Edit Channel → Permissions)",
+		},
+	}, {
+		name: "@everyone with Mention Everyone allowed in the channel",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Allow: discordgo.PermissionMentionEveryone})
+			t.Mention = "@everyone"
+		},
+		want: []string{"ok      discord channel 111: #deploys: the bot may View Channel"},
+	}, {
+		name: "a role that is not mentionable",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.Roles = append(f.Guild.Roles, discord.FakeRole{ID: oncall, Name: "oncall"})
+			t.Mention = "<@&" + oncall + ">"
+		},
+		want: []string{
+			"ok      discord channel 111: #deploys: the bot may View Channel",
+			"PROBLEM discord channel 111: #deploys: mention <@&" + oncall + "> (@oncall) is posted but pings nobody: the role is not mentionable and the bot lacks Mention @everyone, @here, and All Roles there; turn on Allow anyone to @mention this role (Server Settings → Roles → oncall), or grant the bot's role Mention @everyone, @here, and All Roles",
+		},
+	}, {
+		name: "a role that is not mentionable, by a bot that may Mention Everyone",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.Roles = append(f.Guild.Roles, discord.FakeRole{ID: oncall, Name: "oncall"})
+			f.Guild.Roles[1].Permissions |= discordgo.PermissionMentionEveryone
+			t.Mention = "<@&" + oncall + ">"
+		},
+		want: []string{"ok      discord channel 111: #deploys: the bot may View Channel"},
+	}, {
+		name: "a role the server does not have",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			t.Mention, t.Responders.Users, t.Responders.Roles = "<@&"+typo+">", []string{"1000000000000000007"}, []string{typo}
+		},
+		want: []string{
+			"ok      discord channel 111: #deploys: the bot may View Channel",
+			"PROBLEM discord channel 111: #deploys: mention <@&" + typo + "> pings nobody: the server Acme has no such role; check the ID (Developer Mode on, right-click the role, Copy Role ID)",
+			"PROBLEM discord channel 111: #deploys: responders.roles names " + typo + ", a role the server Acme does not have: nobody with it can answer; check the ID (Developer Mode on, right-click the role, Copy Role ID)",
+		},
+	}, {
+		name: "responders' roles, one not in the server",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.Roles = append(f.Guild.Roles, discord.FakeRole{ID: oncall, Name: "oncall"})
+			t.Responders.Roles = []string{oncall, typo}
+		},
+		want: []string{
+			"ok      discord channel 111: #deploys: the bot may View Channel",
+			"PROBLEM discord channel 111: #deploys: responders.roles names " + typo + ", a role the server Acme does not have: nobody with it can answer",
+		},
+	}, {
+		name: "reading the server fails",
+		setup: func(f *discord.FakeDiscord, _ *config.DiscordTarget) {
+			f.FailNext("guild", discord.FakeFail{Status: http.StatusInternalServerError})
+		},
+		want: []string{"PROBLEM discord channel 111: #deploys: the bot can see it, but reading its server failed: Internal Server Error (HTTP 500, code 0): what it may do there is not checked"},
+	}, {
+		name: "reading the bot's member fails",
+		setup: func(f *discord.FakeDiscord, _ *config.DiscordTarget) {
+			f.FailNext("member", discord.FakeFail{Status: http.StatusForbidden, Code: 50001, Message: "Missing Access"})
+		},
+		want: []string{"PROBLEM discord channel 111: #deploys: the bot can see it, but reading the bot's roles in its server failed: Missing Access (HTTP 403, code 50001): what it may do there is not checked"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := discord.NewFakeDiscord(t, botToken)
+			fake.App.InteractionsURL = "https://bridge.example.com/discord/interactions"
+			fake.SetChannel("111", "deploys", true)
+			cfg := checkConfig(fake, []string{"111"})
+			tc.setup(fake, cfg.Routes[0].Targets[0].Discord)
+			var lines []string
+			for _, l := range checkLines(cfg, false) {
+				if strings.Contains(l, "discord channel ") {
+					lines = append(lines, l)
+				}
+			}
+			got := strings.Join(lines, "\n")
+			if len(lines) != len(tc.want) {
+				t.Fatalf("findings:\n%s\nwant %d lines", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(lines[i], w) {
+					t.Errorf("finding %d = %q; want %q", i, lines[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckAccessOnce: channels of one server read it once, and a channel
+// named by several targets is checked for all they need there.
+func TestCheckAccessOnce(t *testing.T) {
+	fake := discord.NewFakeDiscord(t, botToken)
+	fake.App.InteractionsURL = "https://bridge.example.com/discord/interactions"
+	fake.SetChannel("111", "deploys", true)
+	fake.SetChannel("222", "ops", true)
+	cfg := checkConfig(fake, []string{"111", "222"}, []string{"111"})
+	cfg.Routes[1].Targets[0].Discord.Mention = "@here"
+	cfg.Routes[1].Targets[0].Discord.ThreadBySession = true
+	got := strings.Join(checkLines(cfg, false), "\n")
+	for _, w := range []string{
+		"ok      discord channel 111: #deploys: the bot may View Channel, Send Messages, Embed Links, Read Message History, Create Public Threads and Send Messages in Threads there",
+		"PROBLEM discord channel 111: #deploys: mention @here is posted but pings nobody",
+		"ok      discord channel 222: #ops: the bot may View Channel, Send Messages, Embed Links and Read Message History there",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("findings:\n%s\nwant %q", got, w)
+		}
+	}
+	if g, m := fake.Calls("guild"), fake.Calls("member"); len(g) != 1 || len(m) != 1 || g[0].Guild != discord.FakeGuildID || m[0].User != discord.FakeBotID {
+		t.Errorf("guild reads %+v, member reads %+v; want one of each, of the channels' server and the bot", g, m)
 	}
 }
