@@ -28,6 +28,7 @@ import (
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/config"
+	mcpserver "github.com/askbridge/askbridge/internal/mcp"
 	"github.com/askbridge/askbridge/internal/surface"
 )
 
@@ -279,7 +280,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	log := newLogger(cfg, stderr)
-	a, err := app.New(cfg, log, app.Options{})
+	a, err := app.New(cfg, log, app.Options{MCP: func(apiURL string, tokens bool, log *slog.Logger) app.MCP {
+		return mcpserver.NewHTTP(mcpserver.HTTPOptions{
+			Bridge: apiURL, Tokens: tokens,
+			Server: mcpserver.Options{Logger: log.With("mcp", "http"), Version: version()},
+		})
+	}})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			// The first thing a new user may meet: 8080 is a popular port.

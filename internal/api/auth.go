@@ -154,3 +154,13 @@ func (s *Server) require(h func(w http.ResponseWriter, r *http.Request, c Client
 		return h(w, r, c)
 	}
 }
+
+// RequireAsk has h answer only the callers the API lets ask: with tokens,
+// a bearer token with the ask scope; without, a program on this machine.
+// Others get the API's 401 or 403.
+func (s *Server) RequireAsk(h http.Handler) http.Handler {
+	return s.serve(s.require(func(w http.ResponseWriter, r *http.Request, _ Client) error {
+		h.ServeHTTP(w, r)
+		return nil
+	}, ScopeAsk))
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ type App struct {
 	web      *web.Server
 	ln       net.Listener
 	srv      *http.Server
+	mcp      MCP                           // nil without Options.MCP
 	parts    []func(context.Context) error // surfaces' long-running parts
 	unlog    func()                        // stops go-redis's lines going to log
 	closed   sync.Once
@@ -48,6 +50,20 @@ type App struct {
 type Options struct {
 	Now     func() time.Time // the clock of the store and of the web pages; default time.Now
 	Recheck time.Duration    // waiters' re-read interval; default the store's
+
+	// MCP builds the handler of /mcp, MCP's Streamable HTTP transport
+	// (internal/mcp's NewHTTP), given the URL of this replica's API on
+	// loopback, whether the API has tokens, and the replica's logger. It is passed in, not
+	// built here, because internal/mcp's tests start replicas of this
+	// package. Nil: no /mcp.
+	MCP func(apiURL string, tokens bool, log *slog.Logger) MCP
+}
+
+// MCP is the handler of /mcp. Close ends its sessions, withdrawing their
+// questions.
+type MCP interface {
+	http.Handler
+	Close()
 }
 
 // New builds an App from a validated config and listens on cfg.Listen, so
@@ -136,6 +152,10 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	}
 	if a.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	if opt.MCP != nil {
+		a.mcp = opt.MCP(loopbackURL(a.ln.Addr()), len(tokens) > 0, log)
+		a.api.Mount("/mcp", a.api.RequireAsk(a.mcp))
 	}
 	a.srv = &http.Server{
 		Handler:           a.api.Handler(),
@@ -233,6 +253,21 @@ func buildSurfaces(cfg *config.Config, store *pending.Store, links surface.Links
 	return set, errors.Join(errs...)
 }
 
+// loopbackURL is the URL of the API listening on addr, reached on this
+// machine: a listener on every address (0.0.0.0, [::]) is reached on
+// 127.0.0.1.
+func loopbackURL(addr net.Addr) string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "http://" + addr.String()
+	}
+	ip := ta.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(ta.Port))
+}
+
 // Addr is the address the API listens on.
 func (a *App) Addr() string { return a.ln.Addr().String() }
 
@@ -265,6 +300,11 @@ func (a *App) Run(ctx context.Context) error {
 		case err := <-errc:
 			return fmt.Errorf("http server: %w", err)
 		case <-ctx.Done():
+		}
+		if a.mcp != nil {
+			// Before the listener closes: the sessions' questions are
+			// withdrawn through it, and their held POSTs end.
+			a.mcp.Close()
 		}
 		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

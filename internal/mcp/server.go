@@ -58,6 +58,8 @@ type Options struct {
 
 	Logger  *slog.Logger // default: discard
 	Version string       // the server's version in its MCP serverInfo
+
+	sessionID func() string // over HTTP: the id of the server's one session
 }
 
 // Server is the MCP server. Run serves one MCP session over a transport.
@@ -107,6 +109,7 @@ func New(bridge *client.Client, opts Options) *Server {
 		Logger:       opts.Logger,
 		// Tools only, and a list that never changes: no listChanged.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		GetSessionID: opts.sessionID,
 	})
 	s.mcp.AddTool(askTool, s.askUserQuestion)
 	s.mcp.AddTool(approvalTool, s.requestApproval)

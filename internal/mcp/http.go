@@ -1,0 +1,285 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/askbridge/askbridge/client"
+)
+
+// DefaultIdle is how long an MCP session over HTTP lives with none of its
+// client's requests open.
+const DefaultIdle = 30 * time.Minute
+
+// HTTPOptions configures an HTTP.
+type HTTPOptions struct {
+	// Bridge is the URL of the bridge's own API, on loopback. Every tool
+	// call goes there under the bearer token the MCP client sent, so the
+	// API's scopes and "a client sees only its own requests" hold as for
+	// any other caller.
+	Bridge string
+	// Tokens says the bridge has api.tokens: every request carries one.
+	Tokens bool
+	// Idle is how long a session lives with no request of its client
+	// open (a tool call waiting for a person holds its POST open).
+	// Default DefaultIdle.
+	Idle time.Duration
+	// Server configures the Server of each session.
+	Server Options
+}
+
+// HTTP serves the tools over MCP's Streamable HTTP transport, for MCP
+// clients that reach the bridge by URL. Each MCP session has a Server of
+// its own, as bridge mcp's process has, and when the session ends (the
+// client deletes it, it stays idle for Options.Idle, the bridge stops)
+// the questions it still waits for are withdrawn, as bridge mcp's are when
+// its client goes.
+//
+// The SDK's own SessionTimeout is not used: its timer runs while a tool
+// call whose POST went away still waits for a person, and closing the
+// session then waits for that call, which waits for the person. Here the
+// idle timer runs only while no request of the session is open, and when
+// it fires the questions are withdrawn first, which ends the calls.
+type HTTP struct {
+	sdk  *mcp.StreamableHTTPHandler
+	opts HTTPOptions
+
+	mu       sync.Mutex
+	sessions map[string]*session // by Mcp-Session-Id
+	closed   bool
+}
+
+// A session is one MCP session and its Server.
+type session struct {
+	id    string
+	srv   *Server
+	token [sha256.Size]byte // digest of the bearer token that opened it
+
+	// Guarded by HTTP.mu.
+	open  int         // requests being served
+	idle  *time.Timer // runs while open is 0
+	armed uint64      // generation of idle; a firing of an older one does nothing
+}
+
+// newSession is the context key of the session a POST opens.
+type newSession struct{}
+
+// NewHTTP returns the handler of the MCP endpoint; mount it behind the
+// API's authentication (the ask scope).
+func NewHTTP(opts HTTPOptions) *HTTP {
+	if opts.Idle <= 0 {
+		opts.Idle = DefaultIdle
+	}
+	if opts.Server.Logger == nil {
+		opts.Server.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &HTTP{opts: opts, sessions: map[string]*session{}}
+	h.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		// Asked for every request; only the POST that opens a session
+		// has a Server of its own. For the others nil means the SDK's
+		// protocol versions, which are the Server's too.
+		if s, ok := r.Context().Value(newSession{}).(*session); ok {
+			return s.srv.mcp
+		}
+		return nil
+	}, &mcp.StreamableHTTPOptions{
+		Logger: opts.Server.Logger,
+		// The SDK refuses a call that reached a loopback address under a
+		// Host that is not loopback (DNS rebinding). A bridge behind a
+		// reverse proxy on its machine receives exactly that. With
+		// api.tokens every call carries a bearer token, which a page
+		// rebound to the bridge cannot know: the check is off. With an
+		// open API (no tokens, loopback only) it stays on, besides the
+		// API's own refusal of such a Host.
+		DisableLocalhostProtection: opts.Tokens,
+	})
+	return h
+}
+
+func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		if r.Method == http.MethodPost {
+			h.openSession(w, r)
+			return
+		}
+		h.sdk.ServeHTTP(w, r) // the SDK refuses it
+		return
+	}
+	h.mu.Lock()
+	s := h.sessions[id]
+	if s != nil && s.token != digest(r) {
+		// Another token's session: as if there were none.
+		h.mu.Unlock()
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if s != nil {
+		h.begin(s)
+	}
+	h.mu.Unlock()
+	if s == nil {
+		h.sdk.ServeHTTP(w, r) // not found: the client opens a new one
+		return
+	}
+	defer h.end(s)
+	if r.Method == http.MethodDelete {
+		// The client ends the session: its questions are withdrawn
+		// before the SDK closes it, which waits for the calls.
+		h.forget(s)
+		s.srv.closeFor(errClientGone)
+	}
+	h.sdk.ServeHTTP(w, r)
+}
+
+// openSession serves a POST without a session id, which opens one
+// (initialize) with a Server of its own.
+func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
+	tok, _ := bearer(r.Header.Get("Authorization"))
+	bc, err := client.New(h.opts.Bridge, client.WithToken(tok))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest) // says nothing of the token
+		return
+	}
+	s := &session{id: rand.Text(), token: digest(r)}
+	opts := h.opts.Server
+	opts.sessionID = func() string { return s.id }
+	s.srv = New(bc, opts)
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		http.Error(w, "the bridge is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	h.sessions[s.id] = s
+	h.begin(s)
+	h.mu.Unlock()
+	defer h.end(s)
+	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), newSession{}, s)))
+	for ss := range s.srv.mcp.Sessions() {
+		if ss.InitializeParams() != nil {
+			return
+		}
+	}
+	// Not an initialize, or it failed: the SDK closed the session.
+	h.forget(s)
+	s.srv.closeFor(errClientGone)
+}
+
+// bearer returns the token of an Authorization header value "Bearer
+// <token>", as the API reads it.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// digest is the digest of r's bearer token, or of "" without one.
+func digest(r *http.Request) [sha256.Size]byte {
+	tok, _ := bearer(r.Header.Get("Authorization"))
+	return sha256.Sum256([]byte(tok))
+}
+
+// begin counts a request of s being served, which stops its idle timer.
+// h.mu is held.
+func (h *HTTP) begin(s *session) {
+	s.open++
+	s.armed++
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+}
+
+// end counts a request of s served; with none left open, s's idle timer
+// starts.
+func (h *HTTP) end(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.open--
+	if s.open > 0 || h.sessions[s.id] != s {
+		return
+	}
+	n := s.armed
+	s.idle = time.AfterFunc(h.opts.Idle, func() {
+		h.mu.Lock()
+		if s.armed != n || h.sessions[s.id] != s {
+			h.mu.Unlock()
+			return // a request came, or the session ended, since
+		}
+		delete(h.sessions, s.id)
+		h.mu.Unlock()
+		s.close(errIdle)
+	})
+}
+
+// errIdle is why the questions of a session that stayed idle are
+// withdrawn.
+var errIdle = errors.New("the MCP client's session stayed idle (no request open) and was closed")
+
+// errStopping is why the questions of every session are withdrawn as the
+// bridge stops.
+var errStopping = errors.New("the bridge is stopping, and the MCP sessions with it")
+
+// forget removes s from the sessions.
+func (h *HTTP) forget(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	s.armed++
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+}
+
+// close withdraws the questions of s, which ends its tool calls, then
+// closes its MCP session.
+func (s *session) close(cause error) {
+	s.srv.closeFor(cause)
+	var open []*mcp.ServerSession
+	for ss := range s.srv.mcp.Sessions() {
+		open = append(open, ss)
+	}
+	for _, ss := range open {
+		ss.Close()
+	}
+}
+
+// Close ends every session, withdrawing their questions, and refuses new
+// ones. Call it before the HTTP server shuts down: the withdrawals go
+// through its listener, and the calls' open POSTs end.
+func (h *HTTP) Close() {
+	h.mu.Lock()
+	h.closed = true
+	all := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		s.armed++
+		if s.idle != nil {
+			s.idle.Stop()
+			s.idle = nil
+		}
+		all = append(all, s)
+	}
+	clear(h.sessions)
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(func() { s.close(errStopping) })
+	}
+	wg.Wait()
+}
