@@ -109,7 +109,7 @@ func (a authenticator) client(r *http.Request) (Client, error) {
 		}
 		return openClient, nil
 	}
-	tok, ok := bearer(r.Header.Get("Authorization"))
+	tok, ok := Bearer(r.Header.Get("Authorization"))
 	if !ok {
 		return Client{}, apiErr(http.StatusUnauthorized, CodeUnauthorized, "send Authorization: Bearer <token>")
 	}
@@ -129,10 +129,10 @@ func (a authenticator) client(r *http.Request) (Client, error) {
 	return found, nil
 }
 
-// bearer returns the token of an Authorization header value "Bearer
+// Bearer returns the token of an Authorization header value "Bearer
 // <token>". The scheme is case-insensitive (RFC 7235 §2.1: "bearer" and
 // "BEARER" are Bearer too), and one or more spaces may follow it.
-func bearer(h string) (string, bool) {
+func Bearer(h string) (string, bool) {
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/api"
 )
 
 // DefaultIdle is how long an MCP session over HTTP lives with none of its
@@ -144,7 +144,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // openSession serves a POST without a session id, which opens one
 // (initialize) with a Server of its own.
 func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
-	tok, _ := bearer(r.Header.Get("Authorization"))
+	tok, _ := api.Bearer(r.Header.Get("Authorization"))
 	bc, err := client.New(h.opts.Bridge, client.WithToken(tok))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest) // says nothing of the token
@@ -175,20 +175,9 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	s.srv.closeFor(errClientGone)
 }
 
-// bearer returns the token of an Authorization header value "Bearer
-// <token>", as the API reads it.
-func bearer(h string) (string, bool) {
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
-}
-
 // digest is the digest of r's bearer token, or of "" without one.
 func digest(r *http.Request) [sha256.Size]byte {
-	tok, _ := bearer(r.Header.Get("Authorization"))
+	tok, _ := api.Bearer(r.Header.Get("Authorization"))
 	return sha256.Sum256([]byte(tok))
 }
 
