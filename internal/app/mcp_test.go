@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -22,9 +23,11 @@ import (
 const (
 	mcpTokens = "api:\n  tokens:\n" +
 		"    - {name: agent, token: mcp-agent-3b9f1c, scopes: [ask]}\n" +
-		"    - {name: person, token: mcp-person-8e2d4a, scopes: [answer]}\n"
+		"    - {name: person, token: mcp-person-8e2d4a, scopes: [answer]}\n" +
+		"    - {name: other, token: mcp-other-5c7e2b, scopes: [ask]}\n"
 	agentToken  = "mcp-agent-3b9f1c"
 	personToken = "mcp-person-8e2d4a"
+	otherToken  = "mcp-other-5c7e2b"
 )
 
 // mcpOptions are the app options of a replica that serves /mcp with
@@ -41,7 +44,7 @@ func mcpOptions(opts mcpserver.HTTPOptions) app.Options {
 func startMCP(t *testing.T, yaml string, opts mcpserver.HTTPOptions) *app.App {
 	t.Helper()
 	url, prefix := apptest.Redis(t)
-	a, _ := apptest.StartWatched(t, apptest.Config(t, yaml, url, prefix), mcpOptions(opts), agentToken, personToken)
+	a, _ := apptest.StartWatched(t, apptest.Config(t, yaml, url, prefix), mcpOptions(opts), agentToken, personToken, otherToken)
 	return a
 }
 
@@ -345,5 +348,92 @@ func TestMCPStopWithdraws(t *testing.T) {
 	}
 	if got.Status != client.StatusCancelled {
 		t.Errorf("status after the replica stopped = %s, want %s", got.Status, client.StatusCancelled)
+	}
+}
+
+// rawPost sends body to a's /mcp in session cs with token, as an MCP
+// client does, under ctx.
+func rawPost(ctx context.Context, a *app.App, cs *mcp.ClientSession, token, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL()+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return http.DefaultClient.Do(req)
+}
+
+// A tool call whose POST's client goes away, its session still open (its
+// GET stream too), is a call whose client cancelled it: its question is
+// withdrawn once its re-attach window passes (at once here), not left
+// asked for an answer nobody would read.
+func TestMCPCutPostWithdraws(t *testing.T) {
+	a := startMCP(t, mcpTokens, mcpserver.HTTPOptions{Server: mcpserver.Options{Reattach: -1}})
+	person, _ := client.New(a.URL(), client.WithToken(personToken))
+	cs := connectMCP(t, a, agentToken, nil, false)
+	ctx, cut := context.WithCancel(context.Background())
+	defer cut()
+	posted := make(chan error, 1)
+	go func() {
+		resp, err := rawPost(ctx, a, cs, agentToken, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"go","question":"Go?"}]}}}`)
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body) // held until the call ends
+			resp.Body.Close()
+		}
+		posted <- err
+	}()
+	rec := pendingOne(t, person)
+	cut()
+	<-posted
+	got, err := person.Get(context.Background(), rec.ID, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != client.StatusCancelled {
+		t.Errorf("status after the call's POST went away = %s, want %s", got.Status, client.StatusCancelled)
+	}
+}
+
+// A session is its token's: a request under another token, or for a
+// session the bridge does not hold, is 404, as if there were none, and
+// reaches no session.
+func TestMCPSessionIsItsTokens(t *testing.T) {
+	a := startMCP(t, mcpTokens, mcpserver.HTTPOptions{})
+	cs := connectMCP(t, a, agentToken, nil, true)
+	list := `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+	for _, tc := range []struct {
+		name, token, session string
+	}{
+		{"another token", otherToken, cs.ID()},
+		{"an unknown session", agentToken, "NO-SUCH-SESSION"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, a.URL()+"/mcp", strings.NewReader(list))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", tc.session)
+			req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("status %d, want 404", resp.StatusCode)
+			}
+		})
+	}
+	// The session's own token still reaches it.
+	resp, err := rawPost(context.Background(), a, cs, agentToken, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the session's own token: status %d, want 200", resp.StatusCode)
 	}
 }

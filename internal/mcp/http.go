@@ -65,9 +65,10 @@ type session struct {
 	token [sha256.Size]byte // digest of the bearer token that opened it
 
 	// Guarded by HTTP.mu.
-	open  int         // requests being served
-	idle  *time.Timer // runs while open is 0
-	armed uint64      // generation of idle; a firing of an older one does nothing
+	posts map[string]*post // its POSTs being served, or gone before their call began, by tag
+	open  int              // requests being served
+	idle  *time.Timer      // runs while open is 0
+	armed uint64           // generation of idle; a firing of an older one does nothing
 }
 
 // newSession is the context key of the session a POST opens.
@@ -117,28 +118,101 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	s := h.sessions[id]
-	if s != nil && s.token != digest(r) {
-		// Another token's session: as if there were none.
+	if s == nil || s.token != digest(r) {
+		// None, or another token's: as if there were none, and the
+		// client opens a new one (the spec's 404). Never passed to the
+		// SDK, which still holds a session this one has dropped until
+		// its withdrawals are done.
 		h.mu.Unlock()
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	if s != nil {
-		h.begin(s)
+	h.begin(s)
+	var tag string
+	if r.Method == http.MethodPost {
+		tag = rand.Text()
+		s.posts[tag] = &post{}
 	}
 	h.mu.Unlock()
-	if s == nil {
-		h.sdk.ServeHTTP(w, r) // not found: the client opens a new one
-		return
-	}
 	defer h.end(s)
-	if r.Method == http.MethodDelete {
+	switch r.Method {
+	case http.MethodDelete:
 		// The client ends the session: its questions are withdrawn
 		// before the SDK closes it, which waits for the calls.
 		h.forget(s)
 		s.srv.closeFor(errClientGone)
+	case http.MethodPost:
+		r.Header.Set(postHeader, tag) // a client's own is replaced
 	}
 	h.sdk.ServeHTTP(w, r)
+	if tag != "" {
+		h.posted(s, tag, r.Context().Err() != nil)
+	}
+}
+
+// postHeader tags each POST of a session, as the tool calls it carries
+// see it (their request's Extra.Header): the SDK goes on with a call
+// whose POST ended before its response (a client may resume the stream,
+// under protocol versions before 2026-07-28), and nothing would tell the
+// call that nobody reads its outcome any more.
+const postHeader = "Askbridge-Mcp-Post"
+
+// A post is a POST of a session, for the tool call it carries.
+type post struct {
+	gone   bool                    // its client went away before its response ended
+	cancel context.CancelCauseFunc // the call's, once it began
+}
+
+// errPostGone is why a call ends whose POST's client went away.
+var errPostGone = errors.New("the MCP client went away before the call's response (its POST ended)")
+
+// posted says that the POST tagged tag of s was served; gone, that its
+// client went away first: the call it carries ends as a call whose client
+// cancelled it does, and a call it carries that has not begun yet ends as
+// it begins (callContext).
+func (h *HTTP) posted(s *session, tag string, gone bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := s.posts[tag]
+	switch {
+	case !gone:
+		delete(s.posts, tag)
+	case p.cancel != nil:
+		p.cancel(errPostGone)
+		delete(s.posts, tag)
+	default:
+		p.gone = true // kept for its call, until it begins or s ends
+	}
+}
+
+// callContext is ctx for a tool call of s, ended when the client of the
+// POST that carried it goes away before its response; done ends it.
+func (h *HTTP) callContext(s *session, ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func()) {
+	if req.Extra == nil {
+		return ctx, func() {}
+	}
+	tag := req.Extra.Header.Get(postHeader)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := s.posts[tag]
+	if p == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	if p.gone {
+		cancel(errPostGone)
+		delete(s.posts, tag)
+	} else {
+		p.cancel = cancel
+	}
+	return ctx, func() {
+		h.mu.Lock()
+		if s.posts[tag] == p {
+			delete(s.posts, tag)
+		}
+		h.mu.Unlock()
+		cancel(nil)
+	}
 }
 
 // openSession serves a POST without a session id, which opens one
@@ -150,9 +224,13 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest) // says nothing of the token
 		return
 	}
-	s := &session{id: rand.Text(), token: digest(r)}
+	s := &session{id: rand.Text(), token: digest(r), posts: map[string]*post{}}
 	opts := h.opts.Server
 	opts.sessionID = func() string { return s.id }
+	opts.callContext = func(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
+		return h.callContext(s, ctx, req)
+	}
+	r.Header.Del(postHeader) // an initialize carries no tool call
 	s.srv = New(bc, opts)
 	h.mu.Lock()
 	if h.closed {
@@ -165,6 +243,13 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 	defer h.end(s)
 	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), newSession{}, s)))
+	h.mu.Lock()
+	stopped := h.sessions[s.id] != s // Close ran meanwhile, before the SDK had the session
+	h.mu.Unlock()
+	if stopped {
+		s.close(errStopping)
+		return
+	}
 	for ss := range s.srv.mcp.Sessions() {
 		if ss.InitializeParams() != nil {
 			return

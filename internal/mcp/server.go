@@ -59,7 +59,8 @@ type Options struct {
 	Logger  *slog.Logger // default: discard
 	Version string       // the server's version in its MCP serverInfo
 
-	sessionID func() string // over HTTP: the id of the server's one session
+	sessionID   func() string                                                                // over HTTP: the id of the server's one session
+	callContext func(context.Context, *mcp.CallToolRequest) (_ context.Context, done func()) // over HTTP: a call's, ended when its POST's client goes
 }
 
 // Server is the MCP server. Run serves one MCP session over a transport.
@@ -207,6 +208,11 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Re
 	a, err := s.attach(k, r)
 	if err != nil {
 		return toolError("", err.Error()), nil
+	}
+	if s.opts.callContext != nil {
+		var done func()
+		ctx, done = s.opts.callContext(ctx, req)
+		defer done()
 	}
 	out, err := s.wait(ctx, a, s.progress(ctx, req))
 	if err != nil {
