@@ -222,9 +222,16 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 		fs.Add(surface.Fine, what, "#%s: the bot may %s there (a test post: --post)", ch.Name, surface.List(has))
 	default:
 		// Where to grant them: in the channel what its overwrites deny,
-		// else in the bot's role or the channel.
+		// else in the bot's role or the channel. Discord applies the
+		// bot's own overwrite last, over @everyone's and the roles': what
+		// it denies, only it can allow.
 		var fix []string
-		if denied := deniedIn(st, guild.ID, botID, ch) & lacking; denied != 0 {
+		byRoles, byBot := deniedIn(st, guild.ID, botID, ch)
+		if denied := byBot & lacking; denied != 0 {
+			fix = append(fix, fmt.Sprintf("allow %s to the bot itself in the channel, whose permissions deny %s to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)", names(denied), pronoun(denied)))
+			lacking &^= denied
+		}
+		if denied := byRoles & lacking; denied != 0 {
 			fix = append(fix, fmt.Sprintf("allow %s to the bot's role in the channel, whose permissions deny %s to @everyone or to the bot's roles (Edit Channel → Permissions)", names(denied), pronoun(denied)))
 			lacking &^= denied
 		}
@@ -275,21 +282,23 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 	}
 }
 
-// deniedIn is what the overwrites of ch deny the bot: those of
-// @everyone (whose id is the server's), of the bot's roles and of the bot.
-func deniedIn(st *discordgo.State, guildID, botID string, ch *discordgo.Channel) int64 {
+// deniedIn is what the overwrites of ch deny the bot: byRoles those of
+// @everyone (whose id is the server's) and of the bot's roles, byBot
+// the bot's own (a member overwrite).
+func deniedIn(st *discordgo.State, guildID, botID string, ch *discordgo.Channel) (byRoles, byBot int64) {
 	m, err := st.Member(guildID, botID)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	var denied int64
 	for _, o := range ch.PermissionOverwrites {
-		if o.ID == guildID || o.Type == discordgo.PermissionOverwriteTypeRole && slices.Contains(m.Roles, o.ID) ||
-			o.Type == discordgo.PermissionOverwriteTypeMember && o.ID == botID {
-			denied |= o.Deny
+		switch {
+		case o.ID == guildID || o.Type == discordgo.PermissionOverwriteTypeRole && slices.Contains(m.Roles, o.ID):
+			byRoles |= o.Deny
+		case o.Type == discordgo.PermissionOverwriteTypeMember && o.ID == botID:
+			byBot |= o.Deny
 		}
 	}
-	return denied
+	return byRoles, byBot
 }
 
 // names names the needed permissions in bits.

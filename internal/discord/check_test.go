@@ -293,6 +293,21 @@ func TestCheckAccess(t *testing.T) {
 			"allow Create Public Threads and Send Messages in Threads to the bot's role in the channel, whose permissions deny them to @everyone or to the bot's roles (Edit Channel → Permissions); " +
 			"grant Embed Links to the bot's role (Server Settings → Roles, or in the channel)"},
 	}, {
+		// Adding a bot to a private channel gives it an overwrite of its
+		// own, which Discord applies after the roles': its denies are
+		// allowed there, not to the bot's role (whose allow of Embed
+		// Links here does not undo them).
+		name: "denied by the bot's own overwrite",
+		setup: func(f *discord.FakeDiscord, _ *config.DiscordTarget) {
+			f.SetOverwrites("111",
+				discord.FakeOverwrite{ID: discord.FakeGuildID, Type: 0, Deny: discordgo.PermissionSendMessages},
+				discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Allow: discordgo.PermissionEmbedLinks, Deny: discordgo.PermissionReadMessageHistory},
+				discord.FakeOverwrite{ID: discord.FakeBotID, Type: 1, Deny: discordgo.PermissionSendMessages | discordgo.PermissionEmbedLinks})
+		},
+		want: []string{lacks + "Send Messages (to post the questions), Embed Links (the questions' text is in embeds) and Read Message History (a long request's further messages are replies) there: " +
+			"allow Send Messages and Embed Links to the bot itself in the channel, whose permissions deny them to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot); " +
+			"allow Read Message History to the bot's role in the channel, whose permissions deny it to @everyone or to the bot's roles (Edit Channel → Permissions)"},
+	}, {
 		// Administrator allows everything, overwrites or not.
 		name: "administrator",
 		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
