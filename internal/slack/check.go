@@ -73,6 +73,21 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 
 	channels, groups, mentions := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	empty := map[string]int{} // the finding of each group with no members, by group
+	// Each user group is read once, whether responders.groups names it,
+	// a mention pings it, or both.
+	type read struct {
+		users []string
+		err   error
+	}
+	reads := map[string]read{}
+	members := func(id string) ([]string, error) {
+		r, ok := reads[id]
+		if !ok {
+			r.users, r.err = api.GetUserGroupMembersContext(ctx, id)
+			reads[id] = r
+		}
+		return r.users, r.err
+	}
 	var targets []*config.SlackTarget
 	for _, r := range cfg.Routes {
 		for _, t := range r.Targets {
@@ -95,14 +110,19 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 			for _, g := range t.Slack.Responders.Groups {
 				if !groups[g] {
 					groups[g] = true
-					if n, ok := checkGroup(ctx, api, g, &fs); ok && n == 0 {
+					users, err := members(g)
+					checkGroup(g, users, err, &fs)
+					if err == nil && len(users) == 0 {
 						empty[g] = len(fs) - 1
 					}
 				}
 			}
-			if g := mentionedGroup.FindStringSubmatch(t.Slack.Mention); g != nil && !mentions[g[1]] {
-				mentions[g[1]] = true
-				checkMention(ctx, api, g[1], &fs)
+			for _, g := range mentionedGroup.FindAllStringSubmatch(t.Slack.Mention, -1) {
+				if !mentions[g[1]] {
+					mentions[g[1]] = true
+					users, err := members(g[1])
+					checkMention(g[1], users, err, &fs)
+				}
 			}
 		}
 	}
@@ -281,11 +301,11 @@ func postTo(ctx context.Context, api *slackapi.Client, id, bot string, fs *surfa
 	fs.Add(surface.Fine, what, "posted a test message and deleted it")
 }
 
-// checkGroup reports how many members group id has, ok false when Slack
-// did not say.
-func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surface.Findings) (n int, ok bool) {
+// checkGroup says whether anyone in responders group id may answer:
+// users are its members, err why reading them (usergroups.users.list)
+// failed.
+func checkGroup(id string, users []string, err error, fs *surface.Findings) {
 	what := "slack group " + id
-	users, err := api.GetUserGroupMembersContext(ctx, id)
 	switch {
 	case refusedWith(err, "missing_scope"):
 		fs.Add(surface.Problem, what, "reading its members needs the usergroups:read scope: add it to the app and reinstall it, or nobody in the group can answer")
@@ -298,19 +318,19 @@ func checkGroup(ctx context.Context, api *slackapi.Client, id string, fs *surfac
 	default:
 		fs.Add(surface.Fine, what, "%d members may answer", len(users))
 	}
-	return len(users), err == nil
 }
 
-// mentionedGroup finds the user group a target's mention pings, if any.
+// mentionedGroup finds the user groups a target's mention pings, if any:
+// config validation lets a mention ping several.
 var mentionedGroup = regexp.MustCompile(`<!subteam\^(S[A-Z0-9]+)`)
 
-// checkMention reports whether the user group id, which a target's
-// mention pings, has anyone in it: a mistyped id, or a group emptied
-// since, leaves every request posted with a ping that reaches nobody. The
-// mention needs no scope; reading the group takes usergroups:read.
-func checkMention(ctx context.Context, api *slackapi.Client, id string, fs *surface.Findings) {
+// checkMention says whether the user group id, which a target's mention
+// pings, has anyone in it: a mistyped id, or a group emptied since,
+// leaves every request posted with a ping that reaches nobody. users are
+// its members, err why reading them failed. The mention needs no scope;
+// reading the group takes usergroups:read.
+func checkMention(id string, users []string, err error, fs *surface.Findings) {
 	what := "slack mention <!subteam^" + id + ">"
-	users, err := api.GetUserGroupMembersContext(ctx, id)
 	switch {
 	case refusedWith(err, "missing_scope"):
 		fs.Add(surface.Note, what, "not checked: reading the user group needs the usergroups:read scope, which the mention itself does not")

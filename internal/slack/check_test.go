@@ -467,8 +467,11 @@ func TestCheckEmptyGroup(t *testing.T) {
 
 // TestCheckMention: a target's mention of a user group is checked for a
 // group with members, as its ping reaches only them: an id Slack doesn't
-// know, or an empty group, pings nobody. Each group is read once; other
-// mentions are not checked.
+// know, or an empty group, pings nobody. A mention may ping several
+// groups, and each is checked. Each group is read once, also when
+// responders.groups names it; other mentions are not checked. (Until
+// 2026-12-06 only a mention's first group was checked, and a group both
+// named and mentioned was read twice.)
 func TestCheckMention(t *testing.T) {
 	fake := slacktest.NewFakeSlack(t, testToken)
 	fake.Scopes += ",channels:read"
@@ -479,22 +482,34 @@ func TestCheckMention(t *testing.T) {
 	target := func(ch, mention string) config.Target {
 		return config.Target{Slack: &config.SlackTarget{Channel: ch, Mention: mention}}
 	}
+	oncall := target("C1", "<!subteam^S1|@oncall>")
+	oncall.Slack.Responders.Groups = []string{"S1"}
 	cfg := &config.Config{
 		Slack: &config.Slack{BotToken: testToken, SigningSecret: "s", APIURL: fake.URL},
 		Routes: []config.Route{{Name: "default", Targets: []config.Target{
-			target("C1", "<!subteam^S1|@oncall>"), target("C2", "<!subteam^S9>"),
+			oncall, target("C2", "<!subteam^S9>"),
 		}}, {Name: "ops", Targets: []config.Target{
 			target("C2", "<!subteam^S2>"), target("C1", "<!subteam^S1>"), target("C1", "<@U1>"), target("C2", "<!here>"),
+			target("C2", "<!subteam^S1> and <!subteam^S8|@typo>"),
 		}}},
 	}
 	got := findings(Check(context.Background(), cfg, http.DefaultClient, false))
 	want := "ok      slack channel C1: #deploys, and @askbridge is in it\n" +
+		"ok      slack group S1: 2 members may answer\n" +
 		"ok      slack mention <!subteam^S1>: pings the user group's 2 members\n" +
 		"ok      slack channel C2: #ops, and @askbridge is in it\n" +
 		"PROBLEM slack mention <!subteam^S9>: Slack knows no such user group, so the mention pings nobody: check the group's id\n" +
-		"PROBLEM slack mention <!subteam^S2>: the user group has no members, so the mention pings nobody\n"
+		"PROBLEM slack mention <!subteam^S2>: the user group has no members, so the mention pings nobody\n" +
+		"PROBLEM slack mention <!subteam^S8>: Slack knows no such user group, so the mention pings nobody: check the group's id\n"
 	if _, rest, _ := strings.Cut(got, "\n"); rest != want {
 		t.Errorf("findings:\n%s\nwant, after signing in:\n%s", got, want)
+	}
+	var read []string
+	for _, c := range fake.Calls("usergroups.users.list") {
+		read = append(read, c.Field("usergroup"))
+	}
+	if want := []string{"S1", "S9", "S2", "S8"}; !slices.Equal(read, want) {
+		t.Errorf("usergroups.users.list read %v; want each group once: %v", read, want)
 	}
 
 	fake.Scopes = "chat:write,channels:read" // no usergroups:read
