@@ -351,16 +351,19 @@ func TestMCPStopWithdraws(t *testing.T) {
 	}
 }
 
-// rawPost sends body to a's /mcp in session cs with token, as an MCP
-// client does, under ctx.
-func rawPost(ctx context.Context, a *app.App, cs *mcp.ClientSession, token, body string) (*http.Response, error) {
+// rawPost sends body to a's /mcp in session (cs's, unless given) with
+// token, as an MCP client does, under ctx.
+func rawPost(ctx context.Context, a *app.App, cs *mcp.ClientSession, session, token, body string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL()+"/mcp", strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
+	if session == "" {
+		session = cs.ID()
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Session-Id", session)
 	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
 	req.Header.Set("Authorization", "Bearer "+token)
 	return http.DefaultClient.Do(req)
@@ -378,7 +381,7 @@ func TestMCPCutPostWithdraws(t *testing.T) {
 	defer cut()
 	posted := make(chan error, 1)
 	go func() {
-		resp, err := rawPost(ctx, a, cs, agentToken, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"go","question":"Go?"}]}}}`)
+		resp, err := rawPost(ctx, a, cs, "", agentToken, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"go","question":"Go?"}]}}}`)
 		if err == nil {
 			_, err = io.Copy(io.Discard, resp.Body) // held until the call ends
 			resp.Body.Close()
@@ -411,13 +414,7 @@ func TestMCPSessionIsItsTokens(t *testing.T) {
 		{"an unknown session", agentToken, "NO-SUCH-SESSION"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, a.URL()+"/mcp", strings.NewReader(list))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Session-Id", tc.session)
-			req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
-			req.Header.Set("Authorization", "Bearer "+tc.token)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := rawPost(context.Background(), a, cs, tc.session, tc.token, list)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,7 +425,7 @@ func TestMCPSessionIsItsTokens(t *testing.T) {
 		})
 	}
 	// The session's own token still reaches it.
-	resp, err := rawPost(context.Background(), a, cs, agentToken, list)
+	resp, err := rawPost(context.Background(), a, cs, "", agentToken, list)
 	if err != nil {
 		t.Fatal(err)
 	}
