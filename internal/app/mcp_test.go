@@ -215,14 +215,16 @@ func TestMCPOverHTTP(t *testing.T) {
 // A call waits for its person however long the session's idle timeout:
 // a request open (the call's POST) holds it off.
 func TestMCPIdleTimeoutSparesAWaitingCall(t *testing.T) {
-	idle := 30 * time.Millisecond
-	a := startMCP(t, mcpTokens, mcpserver.HTTPOptions{Idle: idle, Server: mcpserver.Options{ProgressInterval: 10 * time.Millisecond}})
+	// Long enough for the call to reach the bridge after the connection
+	// on a loaded machine: the session is idle in between.
+	idle := time.Second
+	a := startMCP(t, mcpTokens, mcpserver.HTTPOptions{Idle: idle, Server: mcpserver.Options{ProgressInterval: 50 * time.Millisecond}})
 	person, _ := client.New(a.URL(), client.WithToken(personToken))
 	progress := make(chan float64, 100)
 	cs := connectMCP(t, a, agentToken, progress, true)
 	call := callTool(cs, "ask_user_question", map[string]any{"questions": []map[string]any{{"id": "go", "question": "Go?"}}})
 	rec := pendingOne(t, person)
-	for waited := 0.0; waited < 4*idle.Seconds(); {
+	for waited := 0.0; waited < 2*idle.Seconds(); {
 		select {
 		case waited = <-progress:
 		case <-time.After(10 * time.Second):
