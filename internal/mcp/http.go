@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -21,14 +20,6 @@ import (
 // client's requests open.
 const DefaultIdle = 30 * time.Minute
 
-// DefaultMaxSessions is how many MCP sessions one token may hold on a
-// replica at once.
-const DefaultMaxSessions = 1000
-
-// CodeTooManySessions is the code of a session refused for its token's
-// sessions, each with a request open, at HTTPOptions.MaxSessions.
-const CodeTooManySessions = "TOO_MANY_SESSIONS"
-
 // HTTPOptions configures an HTTP.
 type HTTPOptions struct {
 	// Bridge is the URL of the bridge's own API, on loopback. Every tool
@@ -42,12 +33,6 @@ type HTTPOptions struct {
 	// open (a tool call waiting for a person holds its POST open).
 	// Default DefaultIdle.
 	Idle time.Duration
-	// MaxSessions bounds the sessions one token holds on this replica (each
-	// lives until its client ends it, or Idle): past it, a new one closes
-	// the token's longest idle session, and is refused (429
-	// TOO_MANY_SESSIONS) while each has a request open. Default
-	// DefaultMaxSessions.
-	MaxSessions int
 	// Server configures the Server of each session.
 	Server Options
 }
@@ -82,7 +67,6 @@ type session struct {
 	// Guarded by HTTP.mu.
 	posts map[string]*post // its POSTs being served, or gone before their call began, by tag
 	open  int              // requests being served
-	since time.Time        // when open last fell to 0
 	idle  *time.Timer      // runs while open is 0
 	armed uint64           // generation of idle; a firing of an older one does nothing
 }
@@ -95,9 +79,6 @@ type newSession struct{}
 func NewHTTP(opts HTTPOptions) *HTTP {
 	if opts.Idle <= 0 {
 		opts.Idle = DefaultIdle
-	}
-	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultMaxSessions
 	}
 	if opts.Server.Logger == nil {
 		opts.Server.Logger = slog.New(slog.DiscardHandler)
@@ -257,20 +238,10 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the bridge is stopping", http.StatusServiceUnavailable)
 		return
 	}
-	evict, ok := h.room(s.token)
-	if !ok {
-		h.mu.Unlock()
-		api.WriteError(w, &api.Error{Status: http.StatusTooManyRequests, Code: CodeTooManySessions,
-			Message: fmt.Sprintf("this token holds %d MCP sessions on this replica, each with a request open: end one first (its client quits, or DELETE /mcp)", h.opts.MaxSessions)})
-		return
-	}
 	h.sessions[s.id] = s
 	h.begin(s)
 	h.mu.Unlock()
 	defer h.end(s)
-	if evict != nil {
-		evict.close(errEvicted)
-	}
 	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), newSession{}, s)))
 	h.mu.Lock()
 	stopped := h.sessions[s.id] != s // Close ran meanwhile, before the SDK had the session
@@ -315,7 +286,6 @@ func (h *HTTP) end(s *session) {
 	if s.open > 0 || h.sessions[s.id] != s {
 		return
 	}
-	s.since = time.Now()
 	n := s.armed
 	s.idle = time.AfterFunc(h.opts.Idle, func() {
 		h.mu.Lock()
@@ -328,40 +298,6 @@ func (h *HTTP) end(s *session) {
 		s.close(errIdle)
 	})
 }
-
-// room makes room for a new session of token: it reports false when
-// token holds MaxSessions sessions, each with a request open; else the
-// token's longest idle session, taken out of the sessions, when one must
-// go to make room. h.mu is held.
-func (h *HTTP) room(token [sha256.Size]byte) (evict *session, ok bool) {
-	n := 0
-	for _, s := range h.sessions {
-		if s.token != token {
-			continue
-		}
-		n++
-		if s.open == 0 && (evict == nil || s.since.Before(evict.since)) {
-			evict = s
-		}
-	}
-	if n < h.opts.MaxSessions {
-		return nil, true
-	}
-	if evict == nil {
-		return nil, false
-	}
-	delete(h.sessions, evict.id)
-	evict.armed++
-	if evict.idle != nil {
-		evict.idle.Stop()
-		evict.idle = nil
-	}
-	return evict, true
-}
-
-// errEvicted is why the questions of a session closed to make room for
-// another of its token are withdrawn.
-var errEvicted = errors.New("the MCP client's session was idle, and closed for a newer one of its token (HTTPOptions.MaxSessions)")
 
 // errIdle is why the questions of a session that stayed idle are
 // withdrawn.
