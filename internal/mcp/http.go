@@ -175,6 +175,9 @@ func (h *HTTP) posted(s *session, tag string, gone bool) {
 	defer h.mu.Unlock()
 	p := s.posts[tag]
 	switch {
+	case p == nil:
+		// Its call ended and took it out (callContext's done) just as
+		// the client went away: nothing is left to end.
 	case !gone:
 		delete(s.posts, tag)
 	case p.cancel != nil:
