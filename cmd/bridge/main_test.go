@@ -95,18 +95,29 @@ func TestServeEmptyFlag(t *testing.T) {
 	}
 }
 
-// TestConfigProblemsInOneRun: config check and serve name a file's unknown
-// keys and Validate's problems together, a line each, so that setting up
-// takes one run; serve still refuses the file, even when an unknown key
-// is its only problem. A value of the wrong type is reported alone, as
-// Parse words it: Validate would check what did not decode.
+// TestConfigProblemsInOneRun: config check and serve name a file's unset
+// ${VAR}s, unknown keys and Validate's problems together, a line each, so
+// that setting up takes one run; serve still refuses the file, even when
+// an unknown key or an unset variable is its only problem. A value of the
+// wrong type is reported without Validate's problems, as Parse words it:
+// Validate would check what did not decode.
 func TestConfigProblemsInOneRun(t *testing.T) {
 	const (
 		slak     = "routes[0].targets[0].slak: unknown key (line 6); the keys of routes[0].targets[0] are: discord, slack\n"
 		lisen    = "lisen: unknown key (line 2); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web\n"
 		validate = "slack: set signing_secret (interactions over the Request URL) or app_token (Socket Mode)\n" +
 			"routes[0].targets[0]: set exactly one of slack or discord\n"
+		// Named once, with both keys; neither key's own problem (an empty
+		// signing_secret and no app_token, an empty channel) is reported.
+		unsetVars = "slack.signing_secret (line 4): environment variable ASKBRIDGE_TEST_UNSET_SECRET is not set: set it, or write ${ASKBRIDGE_TEST_UNSET_SECRET:-} where the key may be left empty\n" +
+			"routes[0].targets[0].slack.channel (line 9), routes[0].targets[1].slack.channel (line 11): environment variable ASKBRIDGE_TEST_UNSET_CHANNEL is not set: set it, or write ${ASKBRIDGE_TEST_UNSET_CHANNEL:-} where the key may be left empty\n"
+		unsetLevel = "log.level (line 2): environment variable ASKBRIDGE_TEST_UNSET_LEVEL is not set: set it, or write ${ASKBRIDGE_TEST_UNSET_LEVEL:-} where the key may be left empty\n"
 	)
+	t.Setenv("ASKBRIDGE_TEST_BOT_TOKEN", "xoxb-LEAK-bot")
+	for _, name := range []string{"ASKBRIDGE_TEST_UNSET_SECRET", "ASKBRIDGE_TEST_UNSET_CHANNEL", "ASKBRIDGE_TEST_UNSET_LEVEL"} {
+		t.Setenv(name, "") // restored after the test
+		os.Unsetenv(name)
+	}
 	// Stopped before it starts: a serve that ran the file would start and
 	// stop at once, exit 0.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -120,6 +131,13 @@ func TestConfigProblemsInOneRun(t *testing.T) {
 			"config PATH:\n" + slak + validate, "invalid config: " + slak + validate},
 		{"only an unknown key", "listen: 127.0.0.1:0\nlisen: x\n",
 			"config PATH:\n" + lisen, "invalid config: " + lisen},
+		{"unset variables, an unknown key and Validate's problems",
+			"listen: 127.0.0.1:0\nlisen: x\nslack:\n  signing_secret: ${ASKBRIDGE_TEST_UNSET_SECRET}\n  bot_token: ${ASKBRIDGE_TEST_BOT_TOKEN}\nroutes:\n  - name: default\n    targets:\n" +
+				"      - slack: {channel: \"${ASKBRIDGE_TEST_UNSET_CHANNEL}\"}\n        discord: {channel: \"2\"}\n      - slack: {channel: \"${ASKBRIDGE_TEST_UNSET_CHANNEL}\"}\nlog: {format: xml}\n",
+			"config PATH:\n" + unsetVars + lisen + "routes[0].targets[0]: set exactly one of slack or discord\n" + `log.format: "xml" is not a format; use text or json` + "\n",
+			"invalid config: " + unsetVars + lisen + "routes[0].targets[0]: set exactly one of slack or discord\n" + `log.format: "xml" is not a format; use text or json` + "\n"},
+		{"only an unset variable", "listen: 127.0.0.1:0\nlog: {level: \"${ASKBRIDGE_TEST_UNSET_LEVEL}\"}\n",
+			"config PATH:\n" + unsetLevel, "invalid config: " + unsetLevel},
 		{"a wrong type", "listen: 127.0.0.1:0\nlisen: x\nslack: {bot_token: xoxb-LEAK-bot}\nstore: {max_wait: 90}\n",
 			"config PATH: " + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n",
 			"config PATH: " + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n"},

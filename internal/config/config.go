@@ -25,9 +25,13 @@ type Config struct {
 	// them as written, since a secret may be expanded into the wrong key.
 	env []envValue
 	// parseErrs are the problems Parse found in a document whose values
-	// decoded all the same (unknown keys): Validate reports them first, so
-	// that a config Parse refused never validates.
+	// decoded all the same (unknown keys, a ${VAR} not set): Validate
+	// reports them first, so that a config Parse refused never validates.
 	parseErrs []error
+	// unknown are the keys, as Validate names them, whose value a ${VAR}
+	// should have given and did not: they read as not set, and Validate
+	// says nothing of them or under them, since their value is not known.
+	unknown []string
 }
 
 // envValue is how a value expanded from the environment was written, and

@@ -487,6 +487,106 @@ func TestUnknownKeysWithValidate(t *testing.T) {
 	}
 }
 
+// TestUnsetVariablesWithValidate: a ${VAR} whose variable is not set is
+// reported with the unknown keys and Validate's problems, a line each, so
+// that setting up takes one run: each variable once, with every key that
+// uses it. The key reads as not set, and Validate says nothing of it, nor
+// of what follows from it being empty (its value is not known). Set but
+// empty is fine, as before. A wrong type still returns no config.
+func TestUnsetVariablesWithValidate(t *testing.T) {
+	const leak = "LEAK-0123456789abcdef"
+	vars := env(map[string]string{"SET": leak, "EMPTY": ""})
+	unset := func(name, where string) string {
+		return where + ": environment variable " + name + " is not set: set it, or write ${" + name + ":-} where the key may be left empty"
+	}
+	const lisen = "lisen: unknown key (line 1); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web"
+	for _, tc := range []struct {
+		name, data string
+		parseErr   []string // Parse's error, a line each
+		validate   []string // Validate's, a line each; none: Parse returns no config
+	}{
+		{"unset variables, an unknown key and Validate's problems",
+			"lisen: x\nslack:\n  bot_token: ${BOT}\n  signing_secret: ${SIGN}\napi:\n  tokens:\n" +
+				"    - {name: a, token: \"${TOK}\", scopes: [ask]}\n    - {name: b, token: \"${TOK}\", scopes: [answer]}\nlog: {level: loud}\n",
+			[]string{unset("BOT", "slack.bot_token (line 3)"), unset("SIGN", "slack.signing_secret (line 4)"),
+				unset("TOK", "api.tokens[0].token (line 7), api.tokens[1].token (line 8)"), lisen},
+			[]string{unset("BOT", "slack.bot_token (line 3)"), unset("SIGN", "slack.signing_secret (line 4)"),
+				unset("TOK", "api.tokens[0].token (line 7), api.tokens[1].token (line 8)"), lisen,
+				`log.level: "loud" is not a level; use debug, info, warn or error`}},
+		{"only an unset variable", "log: {level: \"${LEVEL}\"}\n",
+			[]string{unset("LEVEL", "log.level (line 1)")},
+			[]string{unset("LEVEL", "log.level (line 1)")}},
+		{"twice in one value, and beside one that is set", "redis: {url: \"redis://${U}:${SET}@${H}:${H}/0\"}\n",
+			[]string{unset("U", "redis.url (line 1)"), unset("H", "redis.url (line 1)")},
+			[]string{unset("U", "redis.url (line 1)"), unset("H", "redis.url (line 1)")}},
+		// Each a key whose problem would be that another key is empty.
+		{"nothing follows from an unset key",
+			"redis: {url: \"${RURL}\", password: pw}\nslack: {bot_token: xoxb-1, app_token: \"${APP}\"}\ndiscord: {bot_token: d, application_id: \"1\", gateway: \"${GW}\"}\n",
+			[]string{unset("RURL", "redis.url (line 1)"), unset("APP", "slack.app_token (line 2)"), unset("GW", "discord.gateway (line 3)")},
+			[]string{unset("RURL", "redis.url (line 1)"), unset("APP", "slack.app_token (line 2)"), unset("GW", "discord.gateway (line 3)")}},
+		{"nothing follows from unset tokens or master_name",
+			"listen: 0.0.0.0:8080\napi: {tokens: \"${TOKS}\"}\nredis: {addrs: [\"s1:26379\"], master_name: \"${M}\", db: 2}\n",
+			[]string{unset("TOKS", "api.tokens (line 2)"), unset("M", "redis.master_name (line 3)")},
+			[]string{unset("TOKS", "api.tokens (line 2)"), unset("M", "redis.master_name (line 3)")}},
+		{"through an alias", "x-tok: &t \"${TOK}\"\napi:\n  tokens:\n    - {name: a, token: *t, scopes: [ask]}\n    - {name: b, token: *t, scopes: [answer]}\n",
+			[]string{unset("TOK", "x-tok (line 1)"), "x-tok: unknown key (line 1); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web"},
+			[]string{unset("TOK", "x-tok (line 1)"), "x-tok: unknown key (line 1); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web"}},
+		{"as a target's channel and responder",
+			"slack: {bot_token: xoxb-1, app_token: xapp-1}\nroutes:\n  - name: default\n    targets:\n      - slack: {channel: \"${CH}\", responders: {users: [\"${U1}\"]}}\n      - slack: {channel: C2, responders: {users: \"${US}\"}}\n      - slack: {channel: C3, responders: \"${R}\"}\n",
+			[]string{unset("CH", "routes[0].targets[0].slack.channel (line 5)"), unset("U1", "routes[0].targets[0].slack.responders.users[0] (line 5)"),
+				unset("US", "routes[0].targets[1].slack.responders.users (line 6)"), unset("R", "routes[0].targets[2].slack.responders (line 7)")},
+			[]string{unset("CH", "routes[0].targets[0].slack.channel (line 5)"), unset("U1", "routes[0].targets[0].slack.responders.users[0] (line 5)"),
+				unset("US", "routes[0].targets[1].slack.responders.users (line 6)"), unset("R", "routes[0].targets[2].slack.responders (line 7)")}},
+		{"an empty list item, and a ${ with no }", "listen: \"${L\"\napi:\n  tokens:\n    - name: a\n      token: tok-7f3c9e21b4aaaa\n      scopes:\n        - ask\n        - ${EMPTY}\nlog: {format: xml}\n",
+			[]string{`listen (line 1): "${L" has no closing }`,
+				"api.tokens[0].scopes[1] (line 8): ${EMPTY} is empty, and a list item can't be: remove the item, or set the variable"},
+			[]string{`listen (line 1): "${L" has no closing }`,
+				"api.tokens[0].scopes[1] (line 8): ${EMPTY} is empty, and a list item can't be: remove the item, or set the variable",
+				`log.format: "xml" is not a format; use text or json`}},
+		{"a wrong type stops before Validate, with the variable", "listen: ${L}\nstore: {max_wait: 90}\nlog: {level: loud}\n",
+			[]string{unset("L", "listen (line 1)"), "store.max_wait (line 2): cannot read `90` as a duration (write 90s)"},
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse([]byte(tc.data), vars)
+			if err == nil {
+				t.Fatal("parse: no error")
+			}
+			if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, tc.parseErr) {
+				t.Errorf("parse's error:\n%s\nwant:\n%s", err, strings.Join(tc.parseErr, "\n"))
+			}
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("parse's error shows a value:\n%s", err)
+			}
+			if tc.validate == nil {
+				if c != nil {
+					t.Errorf("parse returned a config with %q", err)
+				}
+				return
+			}
+			if c == nil {
+				t.Fatal("parse returned no config to validate")
+			}
+			verr := c.Validate()
+			if verr == nil {
+				t.Fatal("Validate: no error")
+			}
+			if got := strings.Split(verr.Error(), "\n"); !reflect.DeepEqual(got, tc.validate) {
+				t.Errorf("Validate's error:\n%s\nwant:\n%s", verr, strings.Join(tc.validate, "\n"))
+			}
+			if strings.Contains(verr.Error(), leak) {
+				t.Errorf("Validate's error shows a value:\n%s", verr)
+			}
+		})
+	}
+
+	// Set but empty is not unset: the key keeps its default.
+	c := mustParse(t, "listen: ${EMPTY}\n", vars)
+	if err := c.Validate(); err != nil || c.Listen != DefaultListen {
+		t.Errorf("listen: ${EMPTY} = %q, Validate: %v; want the default, valid", c.Listen, err)
+	}
+}
+
 // TestEmptyResponders: responders written to name nobody are refused. The
 // bridge reads no one named as no limit, so `users: []` would let anyone
 // in the channel answer; leaving responders out is how to say that.

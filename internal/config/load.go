@@ -66,12 +66,15 @@ func Load(path string) (*Config, error) {
 // --listen) and then calls Validate.
 //
 // When every value decoded and the only problems are in what the document
-// says (unknown keys, responders that name nobody), Parse returns the
-// config as well as the error: a caller that wants every problem in one
-// run calls Validate on it, which reports Parse's problems first and then
-// its own. Such a config never validates, and must not be used otherwise.
-// A value of the wrong type, or a document that can't be read, returns no
-// config: what decoded can't be trusted to validate.
+// says (unknown keys, responders that name nobody) or in the environment
+// it reads (a ${VAR} whose variable is not set, one that is empty where a
+// value can't be), Parse returns the config as well as the error: a
+// caller that wants every problem in one run calls Validate on it, which
+// reports Parse's problems first and then its own. A key whose ${VAR}
+// gave no value reads as not set, and Validate says nothing of it: its
+// value is not known. Such a config never validates, and must not be used
+// otherwise. A value of the wrong type, or a document that can't be read,
+// returns no config: what decoded can't be trusted to validate.
 func Parse(data []byte) (*Config, error) {
 	return parse(data, os.LookupEnv)
 }
@@ -110,32 +113,35 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 	// Expansion works on the parsed values rather than on the raw text, so
 	// that ${VAR} in a comment is left alone and a value such as "a #b" or
 	// "*x" stays one string instead of changing the document's structure.
-	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}, written: map[*yaml.Node]string{}}
+	// Its problems don't stop here: a value the environment did not give
+	// reads as not set, and the problems are reported with the rest.
+	x := expander{lookupEnv: lookupEnv, fromEnv: map[int][]string{}, written: map[*yaml.Node]string{},
+		unknown: map[*yaml.Node]bool{}, unset: map[string]*unsetVarError{}}
 	x.walk(&doc, "")
-	if len(x.errs) > 0 {
-		return nil, errors.Join(x.errs...)
-	}
 
 	// Node.Decode has no KnownFields option, so unknown keys are found by
 	// walking the document against the struct's yaml tags, which also lets
 	// the error name the key's full path; so are values of the wrong type,
 	// which the decoder reports by line alone.
-	ck := checker{written: x.written, seen: map[anchorCheck]bool{}}
+	ck := checker{written: x.written, unknown: x.unknown, seen: map[anchorCheck]bool{}}
 	ck.check(&doc, reflect.TypeFor[Config](), "")
+	errs := slices.Concat(x.errs, ck.errs)
 	if ck.badTypes > 0 {
-		return nil, errors.Join(ck.errs...)
+		return nil, errors.Join(errs...)
 	}
 	if err := doc.Decode(c); err != nil {
-		return nil, errors.Join(append(ck.errs, x.hideValues(err))...)
+		return nil, errors.Join(append(errs, x.hideValues(err))...)
 	}
 	c.setDefaults()
 	c.env = x.env
-	if len(ck.errs) > 0 {
+	c.unknown = ck.unknownAt
+	if len(errs) > 0 {
 		// Returned with the config for Validate to report with its own
 		// problems: else whoever sets up the bridge meets them one run at
-		// a time, an unknown key first, a missing secret on the next run.
-		c.parseErrs = ck.errs
-		return c, errors.Join(ck.errs...)
+		// a time, an unset variable first, an unknown key on the next
+		// run, a missing secret on the one after.
+		c.parseErrs = errs
+		return c, errors.Join(errs...)
 	}
 	return c, nil
 }
@@ -185,12 +191,32 @@ func withSlash(u, def string) string {
 
 // expander replaces ${VAR} and ${VAR:-default} in scalar values. ${VAR:-x}
 // uses x when VAR is unset or empty; $${ writes a literal ${.
+//
+// A value it can't expand (a variable not set, ${ with no }, an empty
+// variable where a value can't be empty) is made null, as if not set,
+// and marked unknown: its problem is reported with the document's others,
+// and nothing is said of the value, which is not known.
 type expander struct {
 	lookupEnv func(string) (string, bool)
 	fromEnv   map[int][]string      // line -> the values there as written, before expansion
 	written   map[*yaml.Node]string // each expanded value's node -> the value as written
 	env       []envValue            // the values expanded (Config.env)
-	errs      []error
+	unknown   map[*yaml.Node]bool   // values not expanded, for a problem in errs
+	unset     map[string]*unsetVarError
+	errs      []error // in the order met; an unset variable's where it is first used
+}
+
+// unsetVarError is a variable that ${VAR} names and the environment does
+// not set, with every place the document uses it: one problem, however
+// many keys read it.
+type unsetVarError struct {
+	name  string
+	where []string // "path (line N)"
+}
+
+func (e *unsetVarError) Error() string {
+	return fmt.Sprintf("%s: environment variable %s is not set: set it, or write ${%s:-} where the key may be left empty",
+		strings.Join(e.where, ", "), e.name, e.name)
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -213,12 +239,27 @@ func (x *expander) walk(n *yaml.Node, path string) {
 		if !strings.Contains(n.Value, "${") {
 			return
 		}
-		v, err := x.expand(n.Value)
-		if err != nil {
+		v, unset, err := x.expand(n.Value)
+		if err != nil || len(unset) > 0 {
+			where := fmt.Sprintf("%s (line %d)", path, n.Line)
 			if path == "" {
-				path = "(top level)"
+				where = fmt.Sprintf("(top level) (line %d)", n.Line)
 			}
-			x.errs = append(x.errs, fmt.Errorf("%s (line %d): %w", path, n.Line, err))
+			if err != nil {
+				x.errs = append(x.errs, fmt.Errorf("%s: %w", where, err))
+			}
+			for _, name := range unset {
+				e := x.unset[name]
+				if e == nil {
+					e = &unsetVarError{name: name}
+					x.unset[name] = e
+					x.errs = append(x.errs, e)
+				}
+				if !slices.Contains(e.where, where) { // ${A}${A}
+					e.where = append(e.where, where)
+				}
+			}
+			x.unknownValue(n)
 			return
 		}
 		if v == "" && (n.Style == 0 || strings.Contains(path, ".responders")) {
@@ -231,9 +272,11 @@ func (x *expander) walk(n *yaml.Node, path string) {
 			switch {
 			case strings.HasSuffix(path, "]"):
 				x.errs = append(x.errs, fmt.Errorf("%s (line %d): %s is empty, and a list item can't be: remove the item, or set the variable", path, n.Line, n.Value))
+				x.unknownValue(n)
 				return
 			case strings.Contains(path, ".responders"):
 				x.errs = append(x.errs, fmt.Errorf("%s (line %d): %s is empty: responders left unset let anyone in the channel answer (remove the key for that), so an empty variable can't leave them unset", path, n.Line, n.Value))
+				x.unknownValue(n)
 				return
 			}
 		}
@@ -250,9 +293,18 @@ func (x *expander) walk(n *yaml.Node, path string) {
 	// Aliases share their anchor's node, expanded where it is defined.
 }
 
-// expand returns s with its ${...} replaced. Its errors name variables,
-// never values.
-func (x *expander) expand(s string) (string, error) {
+// unknownValue makes scalar n, whose value the environment did not give,
+// null: the key reads as not set (its default), of any type, so that the
+// rest of the document is checked and decoded. The checker notes where it
+// is used (Config.unknown).
+func (x *expander) unknownValue(n *yaml.Node) {
+	n.Value, n.Tag, n.Style = "", "!!null", 0
+	x.unknown[n] = true
+}
+
+// expand returns s with its ${...} replaced, and the variables it names
+// that are not set, each once. Its errors name variables, never values.
+func (x *expander) expand(s string) (_ string, unset []string, _ error) {
 	var b strings.Builder
 	var errs []error
 	for {
@@ -285,12 +337,14 @@ func (x *expander) expand(s string) (string, error) {
 		case hasDef && v == "":
 			v = def
 		case !ok:
-			errs = append(errs, fmt.Errorf("environment variable %s is not set: set it, or write ${%s:-} where the key may be left empty", name, name))
+			if !slices.Contains(unset, name) {
+				unset = append(unset, name)
+			}
 			continue
 		}
 		b.WriteString(v)
 	}
-	return b.String(), errors.Join(errs...)
+	return b.String(), unset, errors.Join(errs...)
 }
 
 var typeErrorValue = regexp.MustCompile("`[^`]*`")
@@ -342,10 +396,12 @@ type anchorCheck struct {
 // the decoder's own errors name a line, never the key, and one line of a
 // flow mapping ({max_wait: 90, retention: 1h}) may hold several.
 type checker struct {
-	written  map[*yaml.Node]string // values expanded from the environment, as written
-	seen     map[anchorCheck]bool
-	errs     []error
-	badTypes int // errors about values, not keys: the decoder would repeat them
+	written   map[*yaml.Node]string // values expanded from the environment, as written
+	unknown   map[*yaml.Node]bool   // values the environment did not give (expander.unknown)
+	unknownAt []string              // the paths those are read at (Config.unknown)
+	seen      map[anchorCheck]bool
+	errs      []error
+	badTypes  int // errors about values, not keys: the decoder would repeat them
 }
 
 // check reports every mapping key in n that names no field of t, as
@@ -362,6 +418,16 @@ type checker struct {
 func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	// Before seen: an anchored value the environment did not give is
+	// noted at every key that reads it, not only the first.
+	r := n
+	for r.Kind == yaml.AliasNode && r.Alias != nil {
+		r = r.Alias
+	}
+	if c.unknown[r] {
+		c.unknownAt = append(c.unknownAt, path)
+		return
 	}
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
@@ -457,6 +523,9 @@ func (c *checker) responders(n *yaml.Node, t reflect.Type, path string) {
 	empty := func(v *yaml.Node) bool {
 		for v.Kind == yaml.AliasNode && v.Alias != nil {
 			v = v.Alias
+		}
+		if c.unknown[v] {
+			return false // not known, and its problem is reported
 		}
 		return v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" ||
 			v.Kind == yaml.SequenceNode && len(v.Content) == 0 ||

@@ -266,10 +266,12 @@ const botTokenWhere = "the Bot User OAuth Token (xoxb-…, the app's OAuth & Per
 // Validate reports every problem in c, each naming its key, such as
 // "routes[1].targets[0]: set exactly one of slack or discord", joined with
 // errors.Join. Messages never include a secret's value. The problems Parse
-// returned this config with (unknown keys) come first, each as Parse
-// worded it.
+// returned this config with (unset variables, unknown keys) come first,
+// each as Parse worded it; of a key whose ${VAR} gave no value it says
+// nothing more, and nothing of what follows from the key not being set
+// (slack's "set signing_secret or app_token" when ${VAR} was to give one).
 func (c *Config) Validate() error {
-	v := validator{env: c.env, errs: slices.Clone(c.parseErrs)}
+	v := validator{env: c.env, unknown: c.unknown, errs: slices.Clone(c.parseErrs)}
 	v.listen(c)
 	if c.BaseURL != "" && v.httpURL("base_url", c.BaseURL) {
 		// Links and the web pages' paths are built under base_url: a
@@ -317,7 +319,7 @@ func (c *Config) Validate() error {
 			}
 			v.add("slack.app_token", "%s", what)
 		}
-		if s.SigningSecret == "" && s.AppToken == "" {
+		if s.SigningSecret == "" && s.AppToken == "" && !v.isUnknown("slack.signing_secret") && !v.isUnknown("slack.app_token") {
 			v.add("slack", "set signing_secret (interactions over the Request URL) or app_token (Socket Mode)")
 		}
 		v.apiURL("slack.api_url", s.APIURL)
@@ -340,7 +342,7 @@ func (c *Config) Validate() error {
 			v.add("discord.application_id", "must be the application's id, a number (Developer Portal, General Information, Application ID)")
 		}
 		switch {
-		case d.PublicKey == "" && !d.Gateway:
+		case d.PublicKey == "" && !d.Gateway && !v.isUnknown("discord.gateway"):
 			v.add("discord.public_key", "required unless gateway: true (it verifies /discord/interactions)")
 		case d.PublicKey != "" && !isHexKey(d.PublicKey):
 			v.add("discord.public_key", "must be 64 hex characters (the application's Ed25519 public key), got %d characters", len(d.PublicKey))
@@ -362,8 +364,20 @@ func (c *Config) Validate() error {
 }
 
 type validator struct {
-	errs []error
-	env  []envValue // see Config.env
+	errs    []error
+	env     []envValue // see Config.env
+	unknown []string   // see Config.unknown
+}
+
+// isUnknown reports whether the value at path, or at a key it is under,
+// is one a ${VAR} did not give (Config.unknown).
+func (v *validator) isUnknown(path string) bool {
+	for _, p := range v.unknown {
+		if rest, ok := strings.CutPrefix(path, p); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return true
+		}
+	}
+	return false
 }
 
 // quote quotes a value as an error shows it: as written when it is a value
@@ -380,7 +394,12 @@ func (v *validator) quote(value string) string {
 	return strconv.Quote(value)
 }
 
+// add reports a problem at path, unless the value there is unknown: its
+// ${VAR} is reported instead.
 func (v *validator) add(path, format string, args ...any) {
+	if v.isUnknown(path) {
+		return
+	}
 	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
 }
 
@@ -394,7 +413,7 @@ func (v *validator) listen(c *Config) {
 		v.add("listen", "%s: the port is not a number from 0 to 65535", v.quote(c.Listen))
 		return
 	}
-	if c.OpenAPI() && !isLoopback(host) {
+	if c.OpenAPI() && !isLoopback(host) && !v.isUnknown("api.tokens") {
 		v.add("listen", "%s is not a loopback address, and with no api.tokens the API is open to anyone "+
 			"who can reach it: listen on 127.0.0.1, ::1 or localhost, or add tokens under api.tokens "+
 			"("+tokensExample+") that clients send as Authorization: Bearer <token>", v.quote(c.Listen))
@@ -418,6 +437,9 @@ func (v *validator) redis(r Redis) {
 	case r.URL != "" && len(r.Addrs) > 0:
 		v.add("redis.addrs", "set redis.url (one server) or redis.addrs (a Cluster or Sentinels), not both")
 	case r.URL == "" && len(r.Addrs) == 0:
+		if v.isUnknown("redis.url") || v.isUnknown("redis.addrs") {
+			break // which the keys below need
+		}
 		for _, k := range []struct {
 			key string
 			set bool
@@ -549,7 +571,7 @@ func (v *validator) redisAddrs(r Redis) {
 		}
 		seen[a] = i
 	}
-	if r.MasterName == "" {
+	if r.MasterName == "" && !v.isUnknown("redis.master_name") {
 		if r.DB != 0 {
 			v.add("redis.db", "a Redis Cluster has database 0 only")
 		}
