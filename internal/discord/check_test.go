@@ -40,6 +40,32 @@ func checkLines(cfg *config.Config, post bool) []string {
 	return lines
 }
 
+// channelLines runs the check of cfg, without posting, and returns its
+// findings about channels, a line each.
+func channelLines(cfg *config.Config) []string {
+	var lines []string
+	for _, l := range checkLines(cfg, false) {
+		if strings.Contains(l, "discord channel ") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// matchLines fails t unless there are as many lines as want, each holding
+// its want.
+func matchLines(t *testing.T, lines, want []string) {
+	t.Helper()
+	if len(lines) != len(want) {
+		t.Fatalf("findings:\n%s\nwant %d lines", strings.Join(lines, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("finding %d = %q; want %q", i, lines[i], w)
+		}
+	}
+}
+
 func TestCheck(t *testing.T) {
 	const endpoint = "https://bridge.example.com/discord/interactions"
 	for _, tc := range []struct {
@@ -167,16 +193,8 @@ func TestCheck(t *testing.T) {
 			cfg := checkConfig(fake, []string{"111"}, []string{"222", "111"}) // 111 is checked once
 			tc.setup(fake, cfg)
 			lines := checkLines(cfg, false)
-			got := strings.Join(lines, "\n")
-			if len(lines) != len(tc.want) {
-				t.Fatalf("findings:\n%s\nwant %d lines", got, len(tc.want))
-			}
-			for i, w := range tc.want {
-				if !strings.Contains(lines[i], w) {
-					t.Errorf("finding %d = %q; want %q", i, lines[i], w)
-				}
-			}
-			if strings.Contains(got, botToken) || strings.Contains(got, "not-the-bot-token") {
+			matchLines(t, lines, tc.want)
+			if got := strings.Join(lines, "\n"); strings.Contains(got, botToken) || strings.Contains(got, "not-the-bot-token") {
 				t.Errorf("a token is in the findings:\n%s", got)
 			}
 		})
@@ -398,21 +416,7 @@ func TestCheckAccess(t *testing.T) {
 			fake.SetChannel("111", "deploys", true)
 			cfg := checkConfig(fake, []string{"111"})
 			tc.setup(fake, cfg.Routes[0].Targets[0].Discord)
-			var lines []string
-			for _, l := range checkLines(cfg, false) {
-				if strings.Contains(l, "discord channel ") {
-					lines = append(lines, l)
-				}
-			}
-			got := strings.Join(lines, "\n")
-			if len(lines) != len(tc.want) {
-				t.Fatalf("findings:\n%s\nwant %d lines", got, len(tc.want))
-			}
-			for i, w := range tc.want {
-				if !strings.Contains(lines[i], w) {
-					t.Errorf("finding %d = %q; want %q", i, lines[i], w)
-				}
-			}
+			matchLines(t, channelLines(cfg), tc.want)
 		})
 	}
 }
