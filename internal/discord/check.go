@@ -153,11 +153,10 @@ func readServer(get func(endpoint string, v any) error, id, botID string, st *di
 	return ""
 }
 
-// permission is one the bridge needs in a target's channel, named as
-// Discord's app names it, with what the bridge needs it for.
+// permission is one the bridge needs in a target's channel, with what the
+// bridge needs it for.
 type permission struct {
 	bit     int64
-	name    string
 	why     string
 	threads bool // needed only with thread_by_session
 }
@@ -165,17 +164,26 @@ type permission struct {
 // needed are the permissions docs/discord.md asks for, those the invite
 // link grants.
 var needed = []permission{
-	{discordgo.PermissionViewChannel, "View Channel", "to see it", false},
-	{discordgo.PermissionSendMessages, "Send Messages", "to post the questions", false},
-	{discordgo.PermissionEmbedLinks, "Embed Links", "the questions' text is in embeds", false},
+	{discordgo.PermissionViewChannel, "to see it", false},
+	{discordgo.PermissionSendMessages, "to post the questions", false},
+	{discordgo.PermissionEmbedLinks, "the questions' text is in embeds", false},
 	// Discord's Create Message: a reply needs Read Message History.
-	{discordgo.PermissionReadMessageHistory, "Read Message History", "a long request's further messages are replies", false},
-	{discordgo.PermissionCreatePublicThreads, "Create Public Threads", "thread_by_session's threads", true},
-	{discordgo.PermissionSendMessagesInThreads, "Send Messages in Threads", "to post in them", true},
+	{discordgo.PermissionReadMessageHistory, "a long request's further messages are replies", false},
+	{discordgo.PermissionCreatePublicThreads, "thread_by_session's threads", true},
+	{discordgo.PermissionSendMessagesInThreads, "to post in them", true},
 }
 
-// mentionEveryone is the name of Mention Everyone in Discord's app.
-const mentionEveryone = "Mention @everyone, @here, and All Roles"
+// permNames names the permissions the check speaks of as Discord's app
+// names them.
+var permNames = map[int64]string{
+	discordgo.PermissionViewChannel:           "View Channel",
+	discordgo.PermissionSendMessages:          "Send Messages",
+	discordgo.PermissionEmbedLinks:            "Embed Links",
+	discordgo.PermissionReadMessageHistory:    "Read Message History",
+	discordgo.PermissionMentionEveryone:       "Mention @everyone, @here, and All Roles",
+	discordgo.PermissionCreatePublicThreads:   "Create Public Threads",
+	discordgo.PermissionSendMessagesInThreads: "Send Messages in Threads",
+}
 
 // checkAccess says what the bot lacks in ch of what its targets need
 // there: the permissions the bridge uses, a mention that would ping
@@ -202,6 +210,7 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 		perms = ^int64(0)
 	}
 
+	a := access{st: st, guildID: guild.ID, botID: botID, in: ch}
 	threads := slices.ContainsFunc(targets, func(t *config.DiscordTarget) bool { return t.ThreadBySession })
 	var has, lacks []string
 	var lacking int64
@@ -209,9 +218,9 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 		switch {
 		case p.threads && !threads:
 		case perms&p.bit != 0:
-			has = append(has, p.name)
+			has = append(has, permNames[p.bit])
 		default:
-			lacks = append(lacks, p.name+" ("+p.why+")")
+			lacks = append(lacks, permNames[p.bit]+" ("+p.why+")")
 			lacking |= p.bit
 		}
 	}
@@ -221,24 +230,7 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 	case lacking == 0:
 		fs.Add(surface.Fine, what, "#%s: the bot may %s there (a test post: --post)", ch.Name, surface.List(has))
 	default:
-		// Where to grant them: in the channel what its overwrites deny,
-		// else in the bot's role or the channel. Discord applies the
-		// bot's own overwrite last, over @everyone's and the roles': what
-		// it denies, only it can allow.
-		var fix []string
-		byRoles, byBot := deniedIn(st, guild.ID, botID, ch)
-		if denied := byBot & lacking; denied != 0 {
-			fix = append(fix, fmt.Sprintf("allow %s to the bot itself in the channel, whose permissions deny %s to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)", names(denied), pronoun(denied)))
-			lacking &^= denied
-		}
-		if denied := byRoles & lacking; denied != 0 {
-			fix = append(fix, fmt.Sprintf("allow %s to the bot's role in the channel, whose permissions deny %s to @everyone or to the bot's roles (Edit Channel → Permissions)", names(denied), pronoun(denied)))
-			lacking &^= denied
-		}
-		if lacking != 0 {
-			fix = append(fix, fmt.Sprintf("grant %s to the bot's role (Server Settings → Roles, or in the channel)", names(lacking)))
-		}
-		fs.Add(surface.Problem, what, "#%s: the bot lacks %s there: %s", ch.Name, surface.List(lacks), strings.Join(fix, "; "))
+		fs.Add(surface.Problem, what, "#%s: the bot lacks %s there: %s", ch.Name, surface.List(lacks), a.fix(lacking))
 	}
 
 	// A mention pings as mentions() lets it through: @here and @everyone
@@ -261,13 +253,13 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 		}
 		switch {
 		case (m == "@here" || m == "@everyone") && posts && !pingsAll:
-			fs.Add(surface.Problem, what, "#%s: mention %s is posted but pings nobody: the bot lacks %s there; grant it to the bot's role (Server Settings → Roles, or the channel's Edit Channel → Permissions)", ch.Name, m, mentionEveryone)
+			fs.Add(surface.Problem, what, "#%s: mention %s is posted but pings nobody: the bot lacks %s there: %s", ch.Name, m, names(discordgo.PermissionMentionEveryone), a.fix(discordgo.PermissionMentionEveryone))
 		case sub == nil || sub[1] != "&":
 			// A user's mention pings them wherever they may see it.
 		case r == nil:
 			fs.Add(surface.Problem, what, "#%s: mention %s pings nobody: the server %s has no such role; check the ID (Developer Mode on, right-click the role, Copy Role ID)", ch.Name, m, guild.Name)
 		case posts && !r.Mentionable && !pingsAll:
-			fs.Add(surface.Problem, what, "#%s: mention %s (@%s) is posted but pings nobody: the role is not mentionable and the bot lacks %s there; turn on Allow anyone to @mention this role (Server Settings → Roles → %s), or grant the bot's role %s", ch.Name, m, r.Name, mentionEveryone, r.Name, mentionEveryone)
+			fs.Add(surface.Problem, what, "#%s: mention %s (@%s) is posted but pings nobody: the role is not mentionable and the bot lacks %s there: turn on Allow anyone to @mention this role (Server Settings → Roles → %s), or %s", ch.Name, m, r.Name, names(discordgo.PermissionMentionEveryone), r.Name, a.fix(discordgo.PermissionMentionEveryone))
 		}
 	}
 	// A role that is not there lets nobody answer, and says nothing.
@@ -280,6 +272,34 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 			}
 		}
 	}
+}
+
+// access is where the bot's permissions in a target's channel come from.
+type access struct {
+	st             *discordgo.State // holding the server and the bot's member (readServer)
+	guildID, botID string
+	in             *discordgo.Channel // whose permission overwrites apply
+}
+
+// fix says where to grant the bot the permissions in bits, which it lacks
+// in a.in. In the channel, what its overwrites deny, else in the bot's
+// role or the channel: Discord applies the bot's own overwrite last, over
+// @everyone's and the roles', so what it denies only it can allow.
+func (a access) fix(bits int64) string {
+	var fix []string
+	byRoles, byBot := deniedIn(a.st, a.guildID, a.botID, a.in)
+	if denied := byBot & bits; denied != 0 {
+		fix = append(fix, fmt.Sprintf("allow %s to the bot itself in the channel, whose permissions deny %s to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)", names(denied), pronoun(denied)))
+		bits &^= denied
+	}
+	if denied := byRoles & bits; denied != 0 {
+		fix = append(fix, fmt.Sprintf("allow %s to the bot's role in the channel, whose permissions deny %s to @everyone or to the bot's roles (Edit Channel → Permissions)", names(denied), pronoun(denied)))
+		bits &^= denied
+	}
+	if bits != 0 {
+		fix = append(fix, fmt.Sprintf("grant %s to the bot's role (Server Settings → Roles, or in the channel)", names(bits)))
+	}
+	return strings.Join(fix, "; ")
 }
 
 // deniedIn is what the overwrites of ch deny the bot: byRoles those of
@@ -301,12 +321,12 @@ func deniedIn(st *discordgo.State, guildID, botID string, ch *discordgo.Channel)
 	return byRoles, byBot
 }
 
-// names names the needed permissions in bits.
+// names names the permissions in bits, in the order of their bits.
 func names(bits int64) string {
 	var out []string
-	for _, p := range needed {
-		if bits&p.bit != 0 {
-			out = append(out, p.name)
+	for i := range 64 {
+		if bit := int64(1) << i; bits&bit != 0 {
+			out = append(out, permNames[bit])
 		}
 	}
 	return surface.List(out)

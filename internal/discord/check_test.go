@@ -350,7 +350,23 @@ func TestCheckAccess(t *testing.T) {
 		},
 		want: []string{
 			"ok      discord channel 111: #deploys: the bot may View Channel",
-			"PROBLEM discord channel 111: #deploys: mention @here is posted but pings nobody: the bot lacks Mention @everyone, @here, and All Roles there; grant it to the bot's role (Server Settings → Roles, or the channel's Edit Channel → Permissions)",
+			"PROBLEM discord channel 111: #deploys: mention @here is posted but pings nobody: the bot lacks Mention @everyone, @here, and All Roles there: grant Mention @everyone, @here, and All Roles to the bot's role (Server Settings → Roles, or in the channel)",
+		},
+	}, {
+		// Where Mention Everyone is denied is said as for the permissions
+		// above: the bot's own overwrite, which its role's allow does not
+		// undo. (Until 2026-12-06 the advice was to grant it to the bot's
+		// role, which it already had.)
+		name: "@here denied by the bot's own overwrite",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.SetOverwrites("111",
+				discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Allow: discordgo.PermissionMentionEveryone},
+				discord.FakeOverwrite{ID: discord.FakeBotID, Type: 1, Deny: discordgo.PermissionMentionEveryone})
+			t.Mention = "@here"
+		},
+		want: []string{
+			"ok      discord channel 111: #deploys: the bot may View Channel",
+			"PROBLEM discord channel 111: #deploys: mention @here is posted but pings nobody: the bot lacks Mention @everyone, @here, and All Roles there: allow Mention @everyone, @here, and All Roles to the bot itself in the channel, whose permissions deny it to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)",
 		},
 	}, {
 		name: "@everyone with Mention Everyone allowed in the channel",
@@ -367,7 +383,19 @@ func TestCheckAccess(t *testing.T) {
 		},
 		want: []string{
 			"ok      discord channel 111: #deploys: the bot may View Channel",
-			"PROBLEM discord channel 111: #deploys: mention <@&" + oncall + "> (@oncall) is posted but pings nobody: the role is not mentionable and the bot lacks Mention @everyone, @here, and All Roles there; turn on Allow anyone to @mention this role (Server Settings → Roles → oncall), or grant the bot's role Mention @everyone, @here, and All Roles",
+			"PROBLEM discord channel 111: #deploys: mention <@&" + oncall + "> (@oncall) is posted but pings nobody: the role is not mentionable and the bot lacks Mention @everyone, @here, and All Roles there: turn on Allow anyone to @mention this role (Server Settings → Roles → oncall), or grant Mention @everyone, @here, and All Roles to the bot's role (Server Settings → Roles, or in the channel)",
+		},
+	}, {
+		name: "a role that is not mentionable, Mention Everyone denied by the channel",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.Roles = append(f.Guild.Roles, discord.FakeRole{ID: oncall, Name: "oncall"})
+			f.Guild.Roles[1].Permissions |= discordgo.PermissionMentionEveryone
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Deny: discordgo.PermissionMentionEveryone})
+			t.Mention = "<@&" + oncall + ">"
+		},
+		want: []string{
+			"ok      discord channel 111: #deploys: the bot may View Channel",
+			"PROBLEM discord channel 111: #deploys: mention <@&" + oncall + "> (@oncall) is posted but pings nobody: the role is not mentionable and the bot lacks Mention @everyone, @here, and All Roles there: turn on Allow anyone to @mention this role (Server Settings → Roles → oncall), or allow Mention @everyone, @here, and All Roles to the bot's role in the channel, whose permissions deny it to @everyone or to the bot's roles (Edit Channel → Permissions)",
 		},
 	}, {
 		name: "a role that is not mentionable, by a bot that may Mention Everyone",
