@@ -92,9 +92,8 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 		switch {
 		case err == nil && !takesMessages(ch.Type):
 			fs.Add(surface.Problem, what, "#%s is a %s, where messages can't be posted: name a text channel", ch.Name, kindName(ch.Type))
-		case err == nil && (ch.GuildID == "" || ch.IsThread()):
-			// A DM, or a thread, which takes its channel's permissions:
-			// what the bot may do there is not worked out.
+		case err == nil && ch.GuildID == "":
+			// A DM: no server's permissions to work out.
 			if post {
 				postTo(ctx, api, id, ch.Name, dc.APIURL, &fs)
 			} else {
@@ -106,16 +105,28 @@ func Check(ctx context.Context, cfg *config.Config, client *http.Client, post bo
 				failed = readServer(get, ch.GuildID, me.ID, api.State, dc.APIURL)
 				servers[ch.GuildID] = failed
 			}
+			// A thread takes the permissions of its channel (Discord's
+			// Permissions topic, Inherited Permissions (Threads)).
+			var parent *discordgo.Channel
+			if failed == "" && ch.IsThread() {
+				parent = new(discordgo.Channel)
+				if err := get(discordgo.EndpointChannel(ch.ParentID), parent); err != nil {
+					failed = "reading its channel " + ch.ParentID + " failed: " + checkReason(err, dc.APIURL)
+				}
+			}
 			if failed != "" {
 				fs.Add(surface.Problem, what, "#%s: the bot can see it, but %s: what it may do there is not checked", ch.Name, failed)
 			} else {
-				checkAccess(api.State, me.ID, &ch, targets[id], post, &fs)
+				checkAccess(api.State, me.ID, &ch, parent, targets[id], post, &fs)
 			}
 			if post {
 				postTo(ctx, api, id, ch.Name, dc.APIURL, &fs)
 			}
 		case re != nil && re.Message != nil && re.Message.Code == discordgo.ErrCodeMissingAccess:
-			fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server (%s) and let it View Channel, Send Messages, Embed Links and Read Message History there (and Create Public Threads and Send Messages in Threads, for thread_by_session)", inviteURL(dc.ApplicationID))
+			// Discord shows a private thread only to its members and to
+			// those who may Manage Threads (Threads topic, Permissions):
+			// to the bot, a thread it is not in is out of sight too.
+			fs.Add(surface.Problem, what, "the bot can't see it (Missing Access): add the bot to the channel's server (%s) and let it View Channel, Send Messages, Embed Links and Read Message History there (and Create Public Threads and Send Messages in Threads, for thread_by_session); for a private thread, add the bot to the thread too (@mention it there)", inviteURL(dc.ApplicationID))
 		case re != nil && re.Response != nil && re.Response.StatusCode == http.StatusNotFound:
 			fs.Add(surface.Problem, what, "Discord knows no such channel: check the ID (Developer Mode on, right-click the channel, Copy Channel ID)")
 		default:
@@ -154,23 +165,49 @@ func readServer(get func(endpoint string, v any) error, id, botID string, st *di
 }
 
 // permission is one the bridge needs in a target's channel, with what the
-// bridge needs it for.
+// bridge needs it for, and which targets need it.
 type permission struct {
-	bit     int64
-	why     string
-	threads bool // needed only with thread_by_session
+	bit int64
+	why string
+	in  int // anywhere, inChannel, inThread or forSessions
 }
 
+// Which targets need a permission: all; those posting in a channel, or in
+// a thread; those posting in a channel with thread_by_session.
+const (
+	anywhere = iota
+	inChannel
+	inThread
+	forSessions
+)
+
 // needed are the permissions docs/discord.md asks for, those the invite
-// link grants.
+// link grants. In a thread Send Messages does nothing: posting there
+// takes Send Messages in Threads, in its channel (Discord's Threads
+// topic, Permissions).
 var needed = []permission{
-	{discordgo.PermissionViewChannel, "to see it", false},
-	{discordgo.PermissionSendMessages, "to post the questions", false},
-	{discordgo.PermissionEmbedLinks, "the questions' text is in embeds", false},
+	{discordgo.PermissionViewChannel, "to see it", anywhere},
+	{discordgo.PermissionSendMessages, "to post the questions", inChannel},
+	{discordgo.PermissionSendMessagesInThreads, "to post the questions", inThread},
+	{discordgo.PermissionEmbedLinks, "the questions' text is in embeds", anywhere},
 	// Discord's Create Message: a reply needs Read Message History.
-	{discordgo.PermissionReadMessageHistory, "a long request's further messages are replies", false},
-	{discordgo.PermissionCreatePublicThreads, "thread_by_session's threads", true},
-	{discordgo.PermissionSendMessagesInThreads, "to post in them", true},
+	{discordgo.PermissionReadMessageHistory, "a long request's further messages are replies", anywhere},
+	{discordgo.PermissionCreatePublicThreads, "thread_by_session's threads", forSessions},
+	{discordgo.PermissionSendMessagesInThreads, "to post in them", forSessions},
+}
+
+// neededIn reports whether p is needed by a target posting in a thread
+// or not, with thread_by_session or not.
+func (p permission) neededIn(thread, sessions bool) bool {
+	switch p.in {
+	case inChannel:
+		return !thread
+	case inThread:
+		return thread
+	case forSessions:
+		return sessions && !thread
+	}
+	return true
 }
 
 // permNames names the permissions the check speaks of as Discord's app
@@ -181,23 +218,30 @@ var permNames = map[int64]string{
 	discordgo.PermissionEmbedLinks:            "Embed Links",
 	discordgo.PermissionReadMessageHistory:    "Read Message History",
 	discordgo.PermissionMentionEveryone:       "Mention @everyone, @here, and All Roles",
+	discordgo.PermissionManageThreads:         "Manage Threads",
 	discordgo.PermissionCreatePublicThreads:   "Create Public Threads",
 	discordgo.PermissionSendMessagesInThreads: "Send Messages in Threads",
 }
 
 // checkAccess says what the bot lacks in ch of what its targets need
 // there: the permissions the bridge uses, a mention that would ping
-// nobody, and a role in responders.roles the server does not have. The
-// channel's server and the bot's member are in st (readServer).
-func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targets []*config.DiscordTarget, post bool, fs *surface.Findings) {
+// nobody, and a role in responders.roles the server does not have. ch is
+// a thread when parent, its channel, is not nil. The channel's server
+// and the bot's member are in st (readServer).
+func checkAccess(st *discordgo.State, botID string, ch, parent *discordgo.Channel, targets []*config.DiscordTarget, post bool, fs *surface.Findings) {
 	what := "discord channel " + ch.ID
+	a := access{st: st, botID: botID, in: ch, where: "the channel"}
+	if parent != nil {
+		a.in, a.where = parent, "#"+parent.Name+", the thread's channel"
+	}
 	guild, err := st.Guild(ch.GuildID)
 	if err == nil {
-		err = st.ChannelAdd(ch)
+		a.guildID = guild.ID
+		err = st.ChannelAdd(a.in)
 	}
 	var perms int64
 	if err == nil {
-		perms, err = st.UserChannelPermissions(botID, ch.ID)
+		perms, err = st.UserChannelPermissions(botID, a.in.ID)
 	}
 	if err != nil {
 		fs.Add(surface.Problem, what, "#%s: working out what the bot may do there failed: %v", ch.Name, err)
@@ -210,13 +254,13 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 		perms = ^int64(0)
 	}
 
-	a := access{st: st, guildID: guild.ID, botID: botID, in: ch}
-	threads := slices.ContainsFunc(targets, func(t *config.DiscordTarget) bool { return t.ThreadBySession })
+	thread := parent != nil
+	sessions := slices.ContainsFunc(targets, func(t *config.DiscordTarget) bool { return t.ThreadBySession })
 	var has, lacks []string
 	var lacking int64
 	for _, p := range needed {
 		switch {
-		case p.threads && !threads:
+		case !p.neededIn(thread, sessions):
 		case perms&p.bit != 0:
 			has = append(has, permNames[p.bit])
 		default:
@@ -224,7 +268,15 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 			lacking |= p.bit
 		}
 	}
+	// In a thread a moderator locked, only those who may Manage Threads
+	// post or edit messages (Threads topic, Locked Threads). One that is
+	// only archived is opened again by the bot's message.
+	locked := thread && ch.ThreadMetadata != nil && ch.ThreadMetadata.Locked && perms&discordgo.PermissionManageThreads == 0
+	if locked {
+		fs.Add(surface.Problem, what, "#%s: the thread is locked: a bot without Manage Threads may neither post nor edit messages there: unlock it, or %s", ch.Name, a.fix(discordgo.PermissionManageThreads))
+	}
 	switch {
+	case lacking == 0 && locked:
 	case lacking == 0 && post:
 		fs.Add(surface.Fine, what, "#%s: the bot may %s there", ch.Name, surface.List(has))
 	case lacking == 0:
@@ -232,12 +284,26 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 	default:
 		fs.Add(surface.Problem, what, "#%s: the bot lacks %s there: %s", ch.Name, surface.List(lacks), a.fix(lacking))
 	}
+	if thread && sessions {
+		// The bridge posts in the thread, and starting a thread from its
+		// message fails (Discord starts threads in text and
+		// announcement channels, Threads topic): the request stays.
+		instead := ""
+		if takesMessages(parent.Type) {
+			instead = fmt.Sprintf("; name its channel (%s) to have a thread per session", parent.ID)
+		}
+		fs.Add(surface.Note, what, "#%s is a thread, where thread_by_session starts none: each request is posted in it, and the bridge logs that starting its thread failed%s", ch.Name, instead)
+	}
 
 	// A mention pings as mentions() lets it through: @here and @everyone
 	// only where the bot may Mention Everyone, a role where it may or
 	// where the role is mentionable. A message the bot can't post pings
 	// nobody either, which is said above.
-	posts := perms&discordgo.PermissionViewChannel != 0 && perms&discordgo.PermissionSendMessages != 0
+	send := int64(discordgo.PermissionSendMessages)
+	if thread {
+		send = discordgo.PermissionSendMessagesInThreads
+	}
+	posts := perms&discordgo.PermissionViewChannel != 0 && perms&send != 0 && !locked
 	pingsAll := perms&discordgo.PermissionMentionEveryone != 0
 	seen := map[string]bool{}
 	for _, t := range targets {
@@ -278,7 +344,8 @@ func checkAccess(st *discordgo.State, botID string, ch *discordgo.Channel, targe
 type access struct {
 	st             *discordgo.State // holding the server and the bot's member (readServer)
 	guildID, botID string
-	in             *discordgo.Channel // whose permission overwrites apply
+	in             *discordgo.Channel // whose permission overwrites apply: the channel, or a thread's
+	where          string             // names in for the advice
 }
 
 // fix says where to grant the bot the permissions in bits, which it lacks
@@ -289,15 +356,15 @@ func (a access) fix(bits int64) string {
 	var fix []string
 	byRoles, byBot := deniedIn(a.st, a.guildID, a.botID, a.in)
 	if denied := byBot & bits; denied != 0 {
-		fix = append(fix, fmt.Sprintf("allow %s to the bot itself in the channel, whose permissions deny %s to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)", names(denied), pronoun(denied)))
+		fix = append(fix, fmt.Sprintf("allow %s to the bot itself in %s, whose permissions deny %s to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)", names(denied), a.where, pronoun(denied)))
 		bits &^= denied
 	}
 	if denied := byRoles & bits; denied != 0 {
-		fix = append(fix, fmt.Sprintf("allow %s to the bot's role in the channel, whose permissions deny %s to @everyone or to the bot's roles (Edit Channel → Permissions)", names(denied), pronoun(denied)))
+		fix = append(fix, fmt.Sprintf("allow %s to the bot's role in %s, whose permissions deny %s to @everyone or to the bot's roles (Edit Channel → Permissions)", names(denied), a.where, pronoun(denied)))
 		bits &^= denied
 	}
 	if bits != 0 {
-		fix = append(fix, fmt.Sprintf("grant %s to the bot's role (Server Settings → Roles, or in the channel)", names(bits)))
+		fix = append(fix, fmt.Sprintf("grant %s to the bot's role (Server Settings → Roles, or in %s)", names(bits), a.where))
 	}
 	return strings.Join(fix, "; ")
 }

@@ -473,3 +473,128 @@ func TestCheckAccessOnce(t *testing.T) {
 		t.Errorf("guild reads %+v, member reads %+v; want one of each, of the channels' server and the bot", g, m)
 	}
 }
+
+// TestCheckThread: a target's channel may be a thread, which takes the
+// permissions of its channel, where posting needs Send Messages in
+// Threads, not Send Messages (Discord's Threads topic, Permissions). The
+// check reads the thread's channel for its overwrites, works out what the
+// bot may do there, and says what keeps it from posting: a lock, a
+// private thread it is not in (which Discord hides from it). (Until
+// 2026-12-06 it said only that the bot could see the thread.)
+func TestCheckThread(t *testing.T) {
+	const (
+		lacks = "PROBLEM discord channel 333: #deploy-requests: the bot lacks "
+		all   = "ok      discord channel 333: #deploy-requests: the bot may View Channel, Send Messages in Threads, Embed Links and Read Message History there (a test post: --post)"
+	)
+	for _, tc := range []struct {
+		name  string
+		setup func(*discord.FakeDiscord, *discord.FakeThread, *config.DiscordTarget)
+		want  []string // the thread's findings, each a substring of its line, in order
+	}{{
+		name:  "a public thread",
+		setup: func(*discord.FakeDiscord, *discord.FakeThread, *config.DiscordTarget) {},
+		want:  []string{all},
+	}, {
+		// A channel read-only but for its threads: Send Messages does
+		// nothing there.
+		name: "send messages denied in its channel",
+		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, _ *config.DiscordTarget) {
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeGuildID, Type: 0, Deny: discordgo.PermissionSendMessages})
+		},
+		want: []string{all},
+	}, {
+		name: "send messages in threads and embed links denied in its channel",
+		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, _ *config.DiscordTarget) {
+			f.SetOverwrites("111",
+				discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Deny: discordgo.PermissionEmbedLinks},
+				discord.FakeOverwrite{ID: discord.FakeBotID, Type: 1, Deny: discordgo.PermissionSendMessagesInThreads})
+		},
+		want: []string{lacks + "Send Messages in Threads (to post the questions) and Embed Links (the questions' text is in embeds) there: " +
+			"allow Send Messages in Threads to the bot itself in #deploys, the thread's channel, whose permissions deny it to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot); " +
+			"allow Embed Links to the bot's role in #deploys, the thread's channel, whose permissions deny it to @everyone or to the bot's roles (Edit Channel → Permissions)"},
+	}, {
+		name: "send messages in threads not granted",
+		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, _ *config.DiscordTarget) {
+			f.Guild.Roles[1].Permissions &^= discordgo.PermissionSendMessagesInThreads
+		},
+		want: []string{lacks + "Send Messages in Threads (to post the questions) there: grant Send Messages in Threads to the bot's role (Server Settings → Roles, or in #deploys, the thread's channel)"},
+	}, {
+		// Discord shows a thread only to those who may view its channel.
+		name: "its channel out of view",
+		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, _ *config.DiscordTarget) {
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeGuildID, Type: 0, Deny: discordgo.PermissionViewChannel})
+		},
+		want: []string{"PROBLEM discord channel 333: the bot can't see it (Missing Access): add the bot to the channel's server"},
+	}, {
+		name: "a private thread the bot is in",
+		setup: func(_ *discord.FakeDiscord, th *discord.FakeThread, _ *config.DiscordTarget) {
+			th.Private, th.Joined = true, true
+		},
+		want: []string{all},
+	}, {
+		name: "a private thread the bot is not in",
+		setup: func(_ *discord.FakeDiscord, th *discord.FakeThread, _ *config.DiscordTarget) {
+			th.Private = true
+		},
+		want: []string{"PROBLEM discord channel 333: the bot can't see it (Missing Access): add the bot to the channel's server (https://discord.com/oauth2/authorize?client_id=" + discord.FakeAppID + "&scope=bot&permissions=309237730304) and let it View Channel, Send Messages, Embed Links and Read Message History there (and Create Public Threads and Send Messages in Threads, for thread_by_session); for a private thread, add the bot to the thread too (@mention it there)"},
+	}, {
+		name: "a private thread the bot is not in, but may manage",
+		setup: func(f *discord.FakeDiscord, th *discord.FakeThread, _ *config.DiscordTarget) {
+			th.Private = true
+			f.Guild.Roles[1].Permissions |= discordgo.PermissionManageThreads
+		},
+		want: []string{all},
+	}, {
+		// The bot's message opens an archived thread again.
+		name: "an archived thread",
+		setup: func(_ *discord.FakeDiscord, th *discord.FakeThread, _ *config.DiscordTarget) {
+			th.Archived = true
+		},
+		want: []string{all},
+	}, {
+		name: "a locked thread",
+		setup: func(f *discord.FakeDiscord, th *discord.FakeThread, _ *config.DiscordTarget) {
+			th.Archived, th.Locked = true, true
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeBotID, Type: 1, Deny: discordgo.PermissionManageThreads})
+		},
+		want: []string{"PROBLEM discord channel 333: #deploy-requests: the thread is locked: a bot without Manage Threads may neither post nor edit messages there: unlock it, or allow Manage Threads to the bot itself in #deploys, the thread's channel, whose permissions deny it to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)"},
+	}, {
+		name: "a locked thread the bot may manage",
+		setup: func(f *discord.FakeDiscord, th *discord.FakeThread, _ *config.DiscordTarget) {
+			th.Archived, th.Locked = true, true
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Allow: discordgo.PermissionManageThreads})
+		},
+		want: []string{all},
+	}, {
+		name: "thread_by_session",
+		setup: func(_ *discord.FakeDiscord, _ *discord.FakeThread, t *config.DiscordTarget) {
+			t.ThreadBySession = true
+		},
+		want: []string{all, "note    discord channel 333: #deploy-requests is a thread, where thread_by_session starts none: each request is posted in it, and the bridge logs that starting its thread failed; name its channel (111) to have a thread per session"},
+	}, {
+		name: "@here with Mention Everyone denied in its channel",
+		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, t *config.DiscordTarget) {
+			f.Guild.Roles[1].Permissions |= discordgo.PermissionMentionEveryone
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeGuildID, Type: 0, Deny: discordgo.PermissionMentionEveryone})
+			t.Mention = "@here"
+		},
+		want: []string{all, "PROBLEM discord channel 333: #deploy-requests: mention @here is posted but pings nobody: the bot lacks Mention @everyone, @here, and All Roles there: allow Mention @everyone, @here, and All Roles to the bot's role in #deploys, the thread's channel, whose permissions deny it to @everyone or to the bot's roles (Edit Channel → Permissions)"},
+	}, {
+		name: "reading its channel fails",
+		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, _ *config.DiscordTarget) {
+			f.FailNext("channel", discord.FakeFail{Pass: true}, discord.FakeFail{Status: http.StatusInternalServerError})
+		},
+		want: []string{"PROBLEM discord channel 333: #deploy-requests: the bot can see it, but reading its channel 111 failed: Internal Server Error (HTTP 500, code 0): what it may do there is not checked"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := discord.NewFakeDiscord(t, botToken)
+			fake.App.InteractionsURL = "https://bridge.example.com/discord/interactions"
+			fake.SetChannel("111", "deploys", true)
+			cfg := checkConfig(fake, []string{"333"})
+			th := discord.FakeThread{Name: "deploy-requests", Parent: "111"}
+			tc.setup(fake, &th, cfg.Routes[0].Targets[0].Discord)
+			fake.SetThread("333", th)
+			matchLines(t, channelLines(cfg), tc.want)
+		})
+	}
+}

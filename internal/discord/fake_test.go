@@ -207,12 +207,44 @@ type fakeHold struct {
 
 // fakeThread is a thread as the fake knows it: the channel it is in,
 // what a moderator did to it, when its archive status last changed (its
-// thread_metadata.archive_timestamp) and its last message.
+// thread_metadata.archive_timestamp) and its last message; for one set
+// with SetThread, its name, who started it, whether it is private and
+// whether the bot is in it (the bot is in those it started).
 type fakeThread struct {
 	parent                    string
 	deleted, locked, archived bool
 	stamp                     time.Time
 	lastMessage               string
+	name, owner               string
+	private, joined           bool
+}
+
+// FakeThread is a thread a person started, for SetThread.
+type FakeThread struct {
+	Name   string
+	Parent string // the text channel it is in, set with SetChannel
+	// Private makes it a private thread (type 12), which Discord shows
+	// only to its members and to those who may Manage Threads in its
+	// channel: to anyone else GET /channels/{id} answers 403 Missing
+	// Access (Discord's Threads topic, Permissions).
+	Private bool
+	Joined  bool // the bot is a member of it
+	// Archived and Locked are its thread_metadata's: a moderator's lock
+	// keeps a bot without Manage Threads from posting or editing there.
+	Archived, Locked bool
+}
+
+// SetThread makes id a thread started by a person in th.Parent, as GET
+// /channels/{id} answers it: a channel object of type 11 (12 when
+// private) with parent_id, thread_metadata and, when the bot is a member,
+// its thread member (Get Channel: "If the channel is a thread, a thread
+// member object is included"). A thread takes its channel's permissions;
+// the bot sees it only where it may View Channel there.
+func (f *FakeDiscord) SetThread(id string, th FakeThread) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.threads[id] = &fakeThread{parent: th.Parent, name: th.Name, owner: "1000000000000000042", private: th.Private, joined: th.Joined,
+		archived: th.Archived, locked: th.Locked, stamp: f.tick()}
 }
 
 // setArchived archives or opens th at now, as Discord does: the archive
@@ -265,6 +297,9 @@ type FakeFail struct {
 	// network may once the call is in (after carrying it out, with
 	// Applied). The call is recorded with Status 0.
 	Drop bool
+	// Pass lets the call through, answered as usual: to fail a later
+	// call of its kind.
+	Pass bool
 }
 
 // NewFakeDiscord starts a fake that accepts token and stops with t.
@@ -576,6 +611,9 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 	var fail *FakeFail
 	if q := f.fails[c.Kind]; len(q) > 0 {
 		fail, f.fails[c.Kind] = &q[0], q[1:]
+		if fail.Pass {
+			fail = nil
+		}
 	}
 	if ch, ok := f.chans[c.Channel]; fail == nil && ok && ch.hidden && c.Kind == "create" {
 		fail = &FakeFail{Status: http.StatusForbidden, Code: 50001, Message: "Missing Access"}
@@ -797,15 +835,27 @@ func (f *FakeDiscord) read(c FakeCall) (out map[string]any, status int) {
 		}
 		return app, http.StatusOK
 	case "channel":
+		missingAccess := map[string]any{"message": "Missing Access", "code": 50001}
 		if th := f.threads[c.Channel]; th != nil && !th.deleted {
-			return th.channel(c.Channel), http.StatusOK
+			// A thread is seen where its channel is; a private one only
+			// by its members and those who may Manage Threads.
+			perms := f.botPerms(th.parent)
+			if f.chans[th.parent].hidden || perms&discordgo.PermissionViewChannel == 0 ||
+				th.private && !th.joined && perms&discordgo.PermissionManageThreads == 0 {
+				return missingAccess, http.StatusForbidden
+			}
+			out := th.channel(c.Channel)
+			if th.joined {
+				out["member"] = map[string]any{"id": c.Channel, "user_id": FakeBotID, "join_timestamp": "2026-01-01T00:00:00.000000+00:00", "flags": 1}
+			}
+			return out, http.StatusOK
 		}
 		ch, ok := f.chans[c.Channel]
 		switch {
 		case !ok:
 			return map[string]any{"message": "Unknown Channel", "code": 10003}, http.StatusNotFound
-		case ch.hidden:
-			return map[string]any{"message": "Missing Access", "code": 50001}, http.StatusForbidden
+		case ch.hidden, f.botPerms(c.Channel)&discordgo.PermissionViewChannel == 0:
+			return missingAccess, http.StatusForbidden
 		}
 		ows := []any{}
 		for _, o := range ch.overwrites {
@@ -827,6 +877,43 @@ func (f *FakeDiscord) read(c FakeCall) (out map[string]any, status int) {
 		return f.guild(), http.StatusOK
 	}
 	return nil, 0
+}
+
+// botPerms is what the bot may do in channel id as Discord's Permissions
+// topic computes it (compute_base_permissions, compute_overwrites): the
+// server's owner and Administrator may do everything; else @everyone's
+// and the bot's roles' permissions, less and plus the channel's
+// overwrites for @everyone, then for the bot's roles, then for the bot.
+// (A timeout takes neither View Channel nor Manage Threads' view of a
+// thread: not counted.) Call with f.mu held.
+func (f *FakeDiscord) botPerms(id string) int64 {
+	g := f.Guild
+	if g.OwnerID == FakeBotID {
+		return ^int64(0)
+	}
+	var perms int64
+	for _, r := range g.Roles {
+		if r.ID == FakeGuildID || slices.Contains(g.BotRoles, r.ID) {
+			perms |= r.Permissions
+		}
+	}
+	if perms&discordgo.PermissionAdministrator != 0 {
+		return ^int64(0)
+	}
+	for _, applies := range []func(FakeOverwrite) bool{
+		func(o FakeOverwrite) bool { return o.Type == 0 && o.ID == FakeGuildID },
+		func(o FakeOverwrite) bool { return o.Type == 0 && slices.Contains(g.BotRoles, o.ID) },
+		func(o FakeOverwrite) bool { return o.Type == 1 && o.ID == FakeBotID },
+	} {
+		var allow, deny int64
+		for _, o := range f.chans[id].overwrites {
+			if applies(o) {
+				allow, deny = allow|o.Allow, deny|o.Deny
+			}
+		}
+		perms = perms&^deny | allow
+	}
+	return perms
 }
 
 // guild is the fake's server as GET /guilds/{id} answers it (Discord's
@@ -895,7 +982,7 @@ func (f *FakeDiscord) apply(c FakeCall, author, id string) (string, map[string]a
 	case "thread":
 		// A thread started from a message shares the message's id.
 		f.mu.Lock()
-		f.threads[c.MessageID] = &fakeThread{parent: c.Channel, stamp: f.tick()}
+		f.threads[c.MessageID] = &fakeThread{parent: c.Channel, stamp: f.tick(), name: "thread", owner: FakeBotID, joined: true}
 		f.mu.Unlock()
 		return c.MessageID, map[string]any{"id": c.MessageID, "type": 11, "parent_id": c.Channel, "name": body["name"]}
 	case "modify channel":
@@ -907,16 +994,19 @@ func (f *FakeDiscord) apply(c FakeCall, author, id string) (string, map[string]a
 }
 
 // channel is thread id as Discord answers it, a channel object of type
-// 11 (public thread) with its thread_metadata.
+// 11 (public thread) or 12 (private) with its thread_metadata.
 func (th *fakeThread) channel(id string) map[string]any {
 	var last any
 	if th.lastMessage != "" {
 		last = th.lastMessage
 	}
-	return map[string]any{"id": id, "type": 11, "guild_id": "1200000000000000003", "parent_id": th.parent, "name": "thread",
-		"owner_id": "1200000000000000002", "last_message_id": last, "rate_limit_per_user": 0, "flags": 0,
-		"thread_metadata": map[string]any{"archived": th.archived, "locked": th.locked, "auto_archive_duration": 10080,
-			"archive_timestamp": th.stamp.Format("2006-01-02T15:04:05.000000+00:00")}}
+	typ, meta := 11, map[string]any{"archived": th.archived, "locked": th.locked, "auto_archive_duration": 10080,
+		"archive_timestamp": th.stamp.Format("2006-01-02T15:04:05.000000+00:00")}
+	if th.private {
+		typ, meta["invitable"] = 12, true
+	}
+	return map[string]any{"id": id, "type": typ, "guild_id": FakeGuildID, "parent_id": th.parent, "name": th.name,
+		"owner_id": th.owner, "last_message_id": last, "rate_limit_per_user": 0, "flags": 0, "thread_metadata": meta}
 }
 
 func (f *FakeDiscord) record(c FakeCall) {
