@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -247,11 +248,19 @@ func checkAccess(st *discordgo.State, botID string, ch, parent *discordgo.Channe
 		fs.Add(surface.Problem, what, "#%s: working out what the bot may do there failed: %v", ch.Name, err)
 		return
 	}
+	a.granted = perms
 	if perms&discordgo.PermissionAdministrator != 0 {
 		// Administrator allows every permission, whatever the channel's
 		// overwrites (Discord's Permissions topic); the PermissionAll
 		// discordgo gives it predates the thread permissions.
-		perms = ^int64(0)
+		perms, a.granted = ^int64(0), ^int64(0)
+	} else if m, err := st.Member(guild.ID, botID); err == nil && m.CommunicationDisabledUntil != nil && m.CommunicationDisabledUntil.After(time.Now()) {
+		// A member timed out keeps only View Channel and Read Message
+		// History until the timeout ends; the owner and Administrator
+		// are exempt (Permissions topic, Permissions For Timed Out
+		// Members). discordgo does not count it.
+		a.until = *m.CommunicationDisabledUntil
+		perms &= timeoutKeeps
 	}
 
 	thread := parent != nil
@@ -340,20 +349,32 @@ func checkAccess(st *discordgo.State, botID string, ch, parent *discordgo.Channe
 	}
 }
 
+// timeoutKeeps is what a timed-out member may still do.
+const timeoutKeeps = discordgo.PermissionViewChannel | discordgo.PermissionReadMessageHistory
+
 // access is where the bot's permissions in a target's channel come from.
 type access struct {
 	st             *discordgo.State // holding the server and the bot's member (readServer)
 	guildID, botID string
 	in             *discordgo.Channel // whose permission overwrites apply: the channel, or a thread's
 	where          string             // names in for the advice
+	granted        int64              // what the bot may do in a.in but for a timeout
+	until          time.Time          // when the bot's timeout ends; zero when it is not timed out
 }
 
 // fix says where to grant the bot the permissions in bits, which it lacks
-// in a.in. In the channel, what its overwrites deny, else in the bot's
-// role or the channel: Discord applies the bot's own overwrite last, over
-// @everyone's and the roles', so what it denies only it can allow.
+// in a.in: a timeout takes them until it ends. In the channel, what its
+// overwrites deny, else in the bot's role or the channel: Discord applies
+// the bot's own overwrite last, over @everyone's and the roles', so what
+// it denies only it can allow.
 func (a access) fix(bits int64) string {
 	var fix []string
+	if !a.until.IsZero() {
+		if timed := bits &^ timeoutKeeps; timed != 0 {
+			fix = append(fix, fmt.Sprintf("the bot is timed out until %s, which takes %s from it: remove its timeout (a moderator: right-click the bot → Remove Timeout), or wait", a.until.UTC().Format("2006-01-02 15:04 UTC"), names(timed)))
+		}
+		bits &^= a.granted // lacking for the timeout alone
+	}
 	byRoles, byBot := deniedIn(a.st, a.guildID, a.botID, a.in)
 	if denied := byBot & bits; denied != 0 {
 		fix = append(fix, fmt.Sprintf("allow %s to the bot itself in %s, whose permissions deny %s to the bot by name, which no role's allow undoes (Edit Channel → Permissions → the bot)", names(denied), a.where, pronoun(denied)))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -281,6 +282,7 @@ func TestCheckAccess(t *testing.T) {
 		lacks  = "PROBLEM discord channel 111: #deploys: the bot lacks "
 	)
 	all := "ok      discord channel 111: #deploys: the bot may View Channel, Send Messages, Embed Links, Read Message History, Create Public Threads and Send Messages in Threads there (a test post: --post)"
+	timedOut := time.Now().Add(24 * time.Hour) // Discord times out for up to 28 days
 	for _, tc := range []struct {
 		name  string
 		setup func(*discord.FakeDiscord, *config.DiscordTarget)
@@ -425,6 +427,35 @@ func TestCheckAccess(t *testing.T) {
 			"ok      discord channel 111: #deploys: the bot may View Channel",
 			"PROBLEM discord channel 111: #deploys: responders.roles names " + typo + ", a role the server Acme does not have: nobody with it can answer",
 		},
+	}, {
+		// A timeout leaves the bot View Channel and Read Message History
+		// (Discord's Permissions topic): it posts nothing until it ends,
+		// and no mention is posted either. (Until 2026-12-06 the check
+		// said it might post, and named the mention.)
+		name: "timed out",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.BotTimedOutUntil = timedOut
+			f.SetOverwrites("111", discord.FakeOverwrite{ID: discord.FakeBotRoleID, Type: 0, Deny: discordgo.PermissionEmbedLinks})
+			t.Mention = "@here"
+		},
+		want: []string{lacks + "Send Messages (to post the questions) and Embed Links (the questions' text is in embeds) there: " +
+			"the bot is timed out until " + timedOut.UTC().Format("2006-01-02 15:04 UTC") + ", which takes Send Messages and Embed Links from it: remove its timeout (a moderator: right-click the bot → Remove Timeout), or wait; " +
+			"allow Embed Links to the bot's role in the channel, whose permissions deny it to @everyone or to the bot's roles (Edit Channel → Permissions)"},
+	}, {
+		name: "a timeout that has ended",
+		setup: func(f *discord.FakeDiscord, _ *config.DiscordTarget) {
+			f.Guild.BotTimedOutUntil = time.Now().Add(-time.Hour)
+		},
+		want: []string{"ok      discord channel 111: #deploys: the bot may View Channel, Send Messages, Embed Links and Read Message History there"},
+	}, {
+		// Administrator (and the owner) are exempt from timeouts.
+		name: "timed out, but administrator",
+		setup: func(f *discord.FakeDiscord, t *config.DiscordTarget) {
+			f.Guild.BotTimedOutUntil = timedOut
+			f.Guild.Roles[1].Permissions |= discordgo.PermissionAdministrator
+			t.ThreadBySession = true
+		},
+		want: []string{all},
 	}, {
 		name: "reading the server fails",
 		setup: func(f *discord.FakeDiscord, _ *config.DiscordTarget) {
@@ -579,6 +610,12 @@ func TestCheckThread(t *testing.T) {
 			t.Mention = "@here"
 		},
 		want: []string{all, "PROBLEM discord channel 333: #deploy-requests: mention @here is posted but pings nobody: the bot lacks Mention @everyone, @here, and All Roles there: allow Mention @everyone, @here, and All Roles to the bot's role in #deploys, the thread's channel, whose permissions deny it to @everyone or to the bot's roles (Edit Channel → Permissions)"},
+	}, {
+		name: "timed out",
+		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, _ *config.DiscordTarget) {
+			f.Guild.BotTimedOutUntil = time.Now().Add(24 * time.Hour)
+		},
+		want: []string{lacks + "Send Messages in Threads (to post the questions) and Embed Links (the questions' text is in embeds) there: the bot is timed out until "},
 	}, {
 		name: "reading its channel fails",
 		setup: func(f *discord.FakeDiscord, _ *discord.FakeThread, _ *config.DiscordTarget) {

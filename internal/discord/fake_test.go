@@ -109,6 +109,9 @@ type FakeGuild struct {
 	OwnerID  string     // not the bot, by default
 	Roles    []FakeRole // the first is @everyone, whose id is FakeGuildID
 	BotRoles []string   // the bot member's roles: by default FakeBotRoleID
+	// BotTimedOutUntil is the bot member's communication_disabled_until:
+	// when a moderator's timeout of it ends (or ended); zero for none.
+	BotTimedOutUntil time.Time
 }
 
 // FakeRole is a role of the fake's server. Permissions are Discord's
@@ -944,12 +947,16 @@ func (f *FakeDiscord) guild() map[string]any {
 // /guilds/{id}/members/{user.id} answers it (a guild member object).
 func (f *FakeDiscord) botMember() map[string]any {
 	roles := append([]string{}, f.Guild.BotRoles...)
+	var until any
+	if t := f.Guild.BotTimedOutUntil; !t.IsZero() {
+		until = t.UTC().Format("2006-01-02T15:04:05.000000+00:00")
+	}
 	return map[string]any{
 		"user": map[string]any{"id": FakeBotID, "username": "askbridge", "global_name": nil, "discriminator": "0",
 			"avatar": nil, "bot": true, "public_flags": 0},
 		"nick": nil, "avatar": nil, "banner": nil, "roles": roles, "joined_at": "2025-01-01T00:00:00.000000+00:00",
 		"premium_since": nil, "deaf": false, "mute": false, "flags": 0, "pending": false,
-		"communication_disabled_until": nil}
+		"communication_disabled_until": until}
 }
 
 // apply carries out c for author, id being a new id if it needs one, and
