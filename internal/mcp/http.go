@@ -1,15 +1,21 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/client"
@@ -19,6 +25,16 @@ import (
 // DefaultIdle is how long an MCP session over HTTP lives with none of its
 // client's requests open.
 const DefaultIdle = 30 * time.Minute
+
+// DefaultMaxSessions is how many MCP sessions one token holds on a replica
+// at once: far more than the clients one agent runs, few enough that
+// sessions piled up by one token (each lives up to Idle) stay small.
+const DefaultMaxSessions = 1000
+
+// CodeTooManySessions is the code of an initialize refused (HTTP 429)
+// because its token holds HTTPOptions.MaxSessions sessions on this
+// replica, each with a request open.
+const CodeTooManySessions = "TOO_MANY_SESSIONS"
 
 // HTTPOptions configures an HTTP.
 type HTTPOptions struct {
@@ -33,6 +49,13 @@ type HTTPOptions struct {
 	// open (a tool call waiting for a person holds its POST open).
 	// Default DefaultIdle.
 	Idle time.Duration
+	// MaxSessions bounds the sessions one token holds on this replica,
+	// counting those whose initialize succeeded. A new one past it closes
+	// the token's session idle longest (no request open), once its own
+	// initialize has succeeded; while every one has a request open, an
+	// initialize is refused (429 TOO_MANY_SESSIONS). Default
+	// DefaultMaxSessions.
+	MaxSessions int
 	// Server configures the Server of each session.
 	Server Options
 }
@@ -40,9 +63,10 @@ type HTTPOptions struct {
 // HTTP serves the tools over MCP's Streamable HTTP transport, for MCP
 // clients that reach the bridge by URL. Each MCP session has a Server of
 // its own, as bridge mcp's process has, and when the session ends (the
-// client deletes it, it stays idle for Options.Idle, the bridge stops)
-// the questions it still waits for are withdrawn, as bridge mcp's are when
-// its client goes.
+// client deletes it, it stays idle for Options.Idle, it is closed for a
+// newer one of its token past MaxSessions, the bridge stops) the questions
+// it still waits for are withdrawn, as bridge mcp's are when its client
+// goes.
 //
 // The SDK's own SessionTimeout is not used: its timer runs while a tool
 // call whose POST went away still waits for a person, and closing the
@@ -54,7 +78,9 @@ type HTTP struct {
 	opts HTTPOptions
 
 	mu       sync.Mutex
-	sessions map[string]*session // by Mcp-Session-Id
+	sessions map[string]*session                         // by Mcp-Session-Id, from their first POST
+	live     map[[sha256.Size]byte]map[*session]struct{} // those initialized, by their token's digest
+	idles    uint64                                      // times a session's open fell to 0
 	closed   bool
 }
 
@@ -69,6 +95,7 @@ type session struct {
 	open  int              // requests being served
 	idle  *time.Timer      // runs while open is 0
 	armed uint64           // generation of idle; a firing of an older one does nothing
+	quiet uint64           // HTTP.idles when open last fell to 0: the lowest is the longest idle
 }
 
 // newSession is the context key of the session a POST opens.
@@ -80,10 +107,13 @@ func NewHTTP(opts HTTPOptions) *HTTP {
 	if opts.Idle <= 0 {
 		opts.Idle = DefaultIdle
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
 	if opts.Server.Logger == nil {
 		opts.Server.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &HTTP{opts: opts, sessions: map[string]*session{}}
+	h := &HTTP{opts: opts, sessions: map[string]*session{}, live: map[[sha256.Size]byte]map[*session]struct{}{}}
 	h.sdk = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		// Asked for every request; only the POST that opens a session
 		// has a Server of its own. For the others nil means the SDK's
@@ -219,12 +249,20 @@ func (h *HTTP) callContext(s *session, ctx context.Context, req *mcp.CallToolReq
 }
 
 // openSession serves a POST without a session id, which opens one
-// (initialize) with a Server of its own.
+// (initialize) with a Server of its own. The go-sdk client sends another
+// before each initialize (server/discover, which a stateful handler does
+// not serve): the SDK has it open a session too, closed as it ends. Only
+// a session whose initialize succeeded counts for MaxSessions.
 func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	tok, _ := api.Bearer(r.Header.Get("Authorization"))
 	bc, err := client.New(h.opts.Bridge, client.WithToken(tok))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest) // says nothing of the token
+		return
+	}
+	initialize, err := initializes(r)
+	if err != nil {
+		api.WriteError(w, api.BodyError(err))
 		return
 	}
 	s := &session{id: rand.Text(), token: digest(r), posts: map[string]*post{}}
@@ -241,26 +279,132 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the bridge is stopping", http.StatusServiceUnavailable)
 		return
 	}
+	if initialize && !h.room(s.token) {
+		h.mu.Unlock()
+		h.opts.Server.Logger.Debug("an MCP session refused: its token holds as many as it may on this replica, each with a request open", "max_sessions", h.opts.MaxSessions)
+		w.Header().Set("Retry-After", "30")
+		api.WriteError(w, &api.Error{Status: http.StatusTooManyRequests, Code: CodeTooManySessions,
+			Message: fmt.Sprintf("this token holds %d MCP sessions on this replica, as many as it may, each with a request open: end one (its client quits, or sends DELETE /mcp), or try again once one has none open", h.opts.MaxSessions)})
+		return
+	}
 	h.sessions[s.id] = s
 	h.begin(s)
 	h.mu.Unlock()
 	defer h.end(s)
 	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), newSession{}, s)))
-	h.mu.Lock()
-	stopped := h.sessions[s.id] != s // Close ran meanwhile, before the SDK had the session
-	h.mu.Unlock()
-	if stopped {
-		s.close(errStopping)
-		return
-	}
+	initialized := false
 	for ss := range s.srv.mcp.Sessions() {
 		if ss.InitializeParams() != nil {
-			return
+			initialized = true
 		}
 	}
-	// Not an initialize, or it failed: the SDK closed the session.
-	h.forget(s)
-	s.srv.closeFor(errClientGone)
+	switch evict, how := h.opened(s, initialized); how {
+	case openStopped:
+		s.close(errStopping)
+	case openFailed:
+		// Not an initialize, or it failed: the SDK closed the session.
+		s.srv.closeFor(errClientGone)
+	case openFull:
+		// Its client has its session id, and gets 404 with it, as for
+		// any session that ended: the one it then opens is refused (429)
+		// while all are still busy.
+		s.close(errFull)
+	case openKept:
+		if evict != nil {
+			evict.close(errEvicted)
+		}
+	}
+}
+
+// An opening is what became of a session once the POST that opened it was
+// served.
+type opening int
+
+const (
+	openKept    opening = iota // initialized, and counted
+	openStopped                // Close ran meanwhile, before the SDK had the session, or its client deleted it
+	openFailed                 // not an initialize, or it failed
+	openFull                   // initialized, but its token's sessions all had a request open by then
+)
+
+// opened counts s, whose first POST was served, as one of its token's
+// sessions when initialized says its initialize succeeded, and takes out
+// of the sessions the one it makes room for (evict), or s itself.
+func (h *HTTP) opened(s *session, initialized bool) (evict *session, _ opening) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.id] != s {
+		return nil, openStopped
+	}
+	if !initialized {
+		h.remove(s)
+		return nil, openFailed
+	}
+	mine := h.live[s.token]
+	if len(mine) >= h.opts.MaxSessions {
+		if evict = h.longestIdle(mine); evict == nil {
+			// Each came to have a request open since room let s in.
+			h.remove(s)
+			return nil, openFull
+		}
+		h.remove(evict)
+	}
+	if mine == nil {
+		mine = map[*session]struct{}{}
+		h.live[s.token] = mine
+	}
+	mine[s] = struct{}{}
+	return evict, openKept
+}
+
+// room reports whether a session of token may open: its token holds fewer
+// than MaxSessions, or one of them has no request open (the new one, once
+// initialized, closes it). h.mu is held.
+func (h *HTTP) room(token [sha256.Size]byte) bool {
+	mine := h.live[token]
+	return len(mine) < h.opts.MaxSessions || h.longestIdle(mine) != nil
+}
+
+// longestIdle is the session of mine idle longest, or nil when each has
+// a request open. h.mu is held.
+func (h *HTTP) longestIdle(mine map[*session]struct{}) *session {
+	var idlest *session
+	for s := range mine {
+		if s.open == 0 && (idlest == nil || s.quiet < idlest.quiet) {
+			idlest = s
+		}
+	}
+	return idlest
+}
+
+// maxPeek is the longest body initializes reads: the SDK's own limit.
+// A longer one is passed on unread, and the SDK refuses it.
+const maxPeek = mcp.DefaultMaxRequestBodyBytes
+
+// initializes reports whether the POST r carries an initialize, read as
+// the SDK reads its body; r's body is read again from its start after.
+func initializes(r *http.Request) (bool, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeek+1))
+	if err != nil {
+		return false, err
+	}
+	if len(body) > maxPeek {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		return false, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var raws []json.RawMessage // a batch's messages
+	if json.Unmarshal(body, &raws) != nil {
+		raws = []json.RawMessage{body} // one message
+	}
+	return slices.ContainsFunc(raws, func(raw json.RawMessage) bool {
+		msg, err := jsonrpc.DecodeMessage(raw)
+		req, ok := msg.(*jsonrpc.Request)
+		return err == nil && ok && req.Method == "initialize"
+	}), nil
 }
 
 // digest is the digest of r's bearer token, or of "" without one.
@@ -289,6 +433,8 @@ func (h *HTTP) end(s *session) {
 	if s.open > 0 || h.sessions[s.id] != s {
 		return
 	}
+	h.idles++
+	s.quiet = h.idles
 	n := s.armed
 	s.idle = time.AfterFunc(h.opts.Idle, func() {
 		h.mu.Lock()
@@ -296,7 +442,7 @@ func (h *HTTP) end(s *session) {
 			h.mu.Unlock()
 			return // a request came, or the session ended, since
 		}
-		delete(h.sessions, s.id)
+		h.remove(s)
 		h.mu.Unlock()
 		s.close(errIdle)
 	})
@@ -306,6 +452,14 @@ func (h *HTTP) end(s *session) {
 // withdrawn.
 var errIdle = errors.New("the MCP client's session stayed idle (no request open) and was closed")
 
+// errEvicted is why the questions of a session closed for a newer one of
+// its token are withdrawn.
+var errEvicted = errors.New("the MCP client's session was idle (no request open), and closed for a newer session of its token: a token holds a limited number on a replica (HTTPOptions.MaxSessions)")
+
+// errFull is why a session is closed as its initialize succeeds when every
+// session of its token has come to have a request open meanwhile.
+var errFull = errors.New("the token of the MCP client's new session holds as many as it may on this replica, each with a request open (HTTPOptions.MaxSessions)")
+
 // errStopping is why the questions of every session are withdrawn as the
 // bridge stops.
 var errStopping = errors.New("the bridge is stopping, and the MCP sessions with it")
@@ -314,8 +468,20 @@ var errStopping = errors.New("the bridge is stopping, and the MCP sessions with 
 func (h *HTTP) forget(s *session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.remove(s)
+}
+
+// remove takes s out of the sessions, and out of its token's count, and
+// stops its idle timer. h.mu is held.
+func (h *HTTP) remove(s *session) {
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+	}
+	if mine := h.live[s.token]; mine != nil {
+		delete(mine, s)
+		if len(mine) == 0 {
+			delete(h.live, s.token)
+		}
 	}
 	s.armed++
 	if s.idle != nil {
@@ -345,14 +511,11 @@ func (h *HTTP) Close() {
 	h.closed = true
 	all := make([]*session, 0, len(h.sessions))
 	for _, s := range h.sessions {
-		s.armed++
-		if s.idle != nil {
-			s.idle.Stop()
-			s.idle = nil
-		}
 		all = append(all, s)
 	}
-	clear(h.sessions)
+	for _, s := range all {
+		h.remove(s)
+	}
 	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range all {

@@ -1,6 +1,25 @@
 package mcpserver
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
+)
 
 // A POST whose call ended, taking its entry out, as its client went away
 // is nothing to end: posted must not expect the entry.
@@ -10,5 +29,341 @@ func TestPostedAfterItsCallEnded(t *testing.T) {
 	h.posted(s, "gone-with-its-call", true)
 	if len(s.posts) != 0 {
 		t.Errorf("posts = %v, want none", s.posts)
+	}
+}
+
+const (
+	askToken    = "http-ask-6d2f8a41c9"
+	otherToken  = "http-other-3e9b7c05d1"
+	answerToken = "http-answer-a47c1e92f6"
+	httpTokens  = "api:\n  tokens:\n" +
+		"    - {name: agent, token: " + askToken + ", scopes: [ask]}\n" +
+		"    - {name: other, token: " + otherToken + ", scopes: [ask]}\n" +
+		"    - {name: person, token: " + answerToken + ", scopes: [answer]}\n"
+)
+
+// startHTTP starts a replica with httpTokens whose /mcp is an HTTP with
+// opts, and returns it, the replica's URL and a person's client of it.
+func startHTTP(t *testing.T, opts HTTPOptions) (h *HTTP, url string, person *client.Client) {
+	t.Helper()
+	redisURL, prefix := apptest.Redis(t)
+	a, _ := apptest.StartWatched(t, apptest.Config(t, httpTokens, redisURL, prefix), app.Options{MCP: func(apiURL string, tokens bool, log *slog.Logger) app.MCP {
+		opts.Bridge, opts.Tokens, opts.Server.Logger = apiURL, tokens, log
+		h = NewHTTP(opts)
+		return h
+	}}, askToken, otherToken, answerToken)
+	// Run before it stops: a connection dialled for a request that
+	// another connection served sits unused, and holds the HTTP server's
+	// shutdown 5 s (net/http waits that long for its first request).
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
+	person, err := client.New(a.URL(), client.WithToken(answerToken), client.WithPollWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, a.URL(), person
+}
+
+// seeing sends every request with Authorization: Bearer token (none when
+// it is ""), and has see look at each, its body and its response.
+type seeing struct {
+	token string
+	see   func(r *http.Request, body []byte, resp *http.Response)
+}
+
+func (s seeing) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if s.token != "" {
+		r.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && s.see != nil {
+		s.see(r, body, resp)
+	}
+	return resp, err
+}
+
+// connectHTTP connects the SDK's client to the /mcp of url with token,
+// with no standalone GET stream (which would keep its session busy), and
+// see (if not nil) looking at its requests.
+func connectHTTP(t *testing.T, url, token string, see func(*http.Request, []byte, *http.Response)) (*mcp.ClientSession, error) {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:             url + "/mcp",
+		HTTPClient:           &http.Client{Transport: seeing{token, see}},
+		DisableStandaloneSSE: true,
+	}, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// mustConnect is connectHTTP, which must succeed.
+func mustConnect(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := connectHTTP(t, url, token, nil)
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	return cs
+}
+
+// waitSessions waits until h holds exactly the sessions of ids (as the SDK
+// client names them), each as want says (say says how, for the failure).
+func waitSessions(t *testing.T, h *HTTP, say string, want func(*session) bool, ids ...string) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(within); ; <-tick.C {
+		h.mu.Lock()
+		var held []string
+		ok := len(h.sessions) == len(ids)
+		for id, s := range h.sessions {
+			held = append(held, id)
+			ok = ok && slices.Contains(ids, id) && want(s)
+		}
+		h.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s the replica holds sessions %v, want %v, each %s", within, held, ids, say)
+		}
+	}
+}
+
+func idle(s *session) bool { return s.open == 0 }
+func busy(s *session) bool { return s.open > 0 }
+
+// postStatus is the status of a tools/list in cs's session, under token.
+func postStatus(t *testing.T, url string, cs *mcp.ClientSession, token string) int {
+	t.Helper()
+	resp := mcpPost(t, url, token, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, map[string]string{
+		"Mcp-Session-Id":       cs.ID(),
+		"Mcp-Protocol-Version": cs.InitializeResult().ProtocolVersion,
+	})
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// mcpPost sends body to the /mcp of url with token and headers, as an MCP
+// client does.
+func mcpPost(t *testing.T, url, token, body string, headers map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+
+// A token at MaxSessions that opens another session closes its session
+// idle longest, once the new one's initialize succeeded: its next request
+// is 404, and the question it still held (for a call to re-attach to) is
+// withdrawn. The others stay, other tokens' too, which don't count.
+func TestHTTPMaxSessionsClosesTheLongestIdle(t *testing.T) {
+	h, url, person := startHTTP(t, HTTPOptions{MaxSessions: 2, Server: Options{Reattach: time.Hour}})
+	first := mustConnect(t, url, askToken)
+	// A call its client gave up on: its question stays asked, for an
+	// identical call to re-attach to.
+	ctx, giveUp := context.WithCancel(context.Background())
+	call := make(chan error, 1)
+	go func() {
+		_, err := first.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: questions(yesNo("web"))})
+		call <- err
+	}()
+	rec := waitPending(t, person, 1)[0]
+	giveUp()
+	if err := await(t, "the call given up on", call); err == nil {
+		t.Fatal("the call given up on succeeded")
+	}
+	waitSessions(t, h, "idle", idle, first.ID())
+	other := mustConnect(t, url, otherToken)
+	waitSessions(t, h, "idle", idle, first.ID(), other.ID())
+	second := mustConnect(t, url, askToken)
+	waitSessions(t, h, "idle", idle, first.ID(), other.ID(), second.ID())
+
+	third := mustConnect(t, url, askToken)
+	waitSessions(t, h, "there", func(*session) bool { return true }, other.ID(), second.ID(), third.ID())
+	for _, tc := range []struct {
+		name   string
+		cs     *mcp.ClientSession
+		token  string
+		status int
+	}{
+		{"the longest idle", first, askToken, http.StatusNotFound},
+		{"the other idle one", second, askToken, http.StatusOK},
+		{"the new one", third, askToken, http.StatusOK},
+		{"another token's", other, otherToken, http.StatusOK},
+	} {
+		if got := postStatus(t, url, tc.cs, tc.token); got != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.name, got, tc.status)
+		}
+	}
+	got, err := person.Get(context.Background(), rec.ID, within)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != client.StatusCancelled {
+		t.Errorf("the closed session's question: status %s, want %s", got.Status, client.StatusCancelled)
+	}
+}
+
+// waitPending waits until n questions are pending, as person sees them.
+func waitPending(t *testing.T, person *client.Client, n int) []client.Record {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(within); ; <-tick.C {
+		list, err := person.Pending(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Questions) == n {
+			return list.Questions
+		}
+		if len(list.Questions) > n || time.Now().After(deadline) {
+			t.Fatalf("%d questions pending, want %d", len(list.Questions), n)
+		}
+	}
+}
+
+// The SDK's client sends a POST without a session id before its
+// initialize (server/discover), and a failed initialize is one too:
+// neither is a session of its token, and neither closes one. The
+// initialize that follows does.
+func TestHTTPMaxSessionsCountsOnlyInitializedSessions(t *testing.T) {
+	h, url, _ := startHTTP(t, HTTPOptions{MaxSessions: 1})
+	first := mustConnect(t, url, askToken)
+	waitSessions(t, h, "idle", idle, first.ID())
+
+	// Without text/event-stream in Accept, the SDK refuses it.
+	resp := mcpPost(t, url, askToken, initialize, map[string]string{"Accept": "application/json"})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("an initialize the SDK refuses: status %d, want 400", resp.StatusCode)
+	}
+	waitSessions(t, h, "idle", idle, first.ID()) // the failed one's gone; first stays
+
+	var mu sync.Mutex
+	var before []string // methods of the POSTs without a session id before the initialize
+	var gone bool       // first went as one of them was served
+	see := func(r *http.Request, body []byte, resp *http.Response) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			return
+		}
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok || req.Method == "initialize" {
+			return
+		}
+		// Read to its end, then wait until the session it opened is
+		// gone: first must be there still.
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(within); ; <-tick.C {
+			h.mu.Lock()
+			_, there := h.sessions[first.ID()]
+			others := len(h.sessions)
+			if there {
+				others--
+			}
+			h.mu.Unlock()
+			if others == 0 || time.Now().After(deadline) {
+				mu.Lock()
+				before = append(before, req.Method)
+				gone = gone || !there
+				mu.Unlock()
+				return
+			}
+		}
+	}
+	second, err := connectHTTP(t, url, askToken, see)
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	mu.Lock()
+	if len(before) == 0 {
+		t.Error("the SDK's client sent no POST without a session id before its initialize; this test no longer tests that")
+	}
+	if gone {
+		t.Errorf("the session of the token was closed as %v was served, before any initialize", before)
+	}
+	mu.Unlock()
+	waitSessions(t, h, "there", func(*session) bool { return true }, second.ID())
+	if got := postStatus(t, url, first, askToken); got != http.StatusNotFound {
+		t.Errorf("the session idle as the new one opened: status %d, want 404", got)
+	}
+}
+
+// While each session of a token at MaxSessions has a request open (a
+// call waiting for its person), a new initialize is refused, 429 in the
+// API's shape, and closes none. Another token's opens.
+func TestHTTPMaxSessionsRefusesWhileEachIsBusy(t *testing.T) {
+	h, url, person := startHTTP(t, HTTPOptions{MaxSessions: 2})
+	first := mustConnect(t, url, askToken)
+	second := mustConnect(t, url, askToken)
+	var calls []<-chan result
+	for _, cs := range []*mcp.ClientSession{first, second} {
+		ch := make(chan result, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question", Arguments: questions(yesNo("web"))})
+			ch <- result{res, err}
+		}()
+		calls = append(calls, ch)
+	}
+	recs := waitPending(t, person, 2)
+	waitSessions(t, h, "busy", busy, first.ID(), second.ID())
+
+	if _, err := connectHTTP(t, url, askToken, nil); err == nil {
+		t.Error("a third session of the token opened")
+	}
+	resp := mcpPost(t, url, askToken, initialize, nil)
+	var body struct {
+		Error struct{ Code, Message string }
+	}
+	err := json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || err != nil || body.Error.Code != CodeTooManySessions || body.Error.Message == "" {
+		t.Errorf("an initialize with both busy: status %d, body %+v (%v); want 429 %s in the API's shape", resp.StatusCode, body, err, CodeTooManySessions)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("the 429 has no Retry-After")
+	}
+	mustConnect(t, url, otherToken)
+	for i, ch := range calls {
+		select {
+		case r := <-ch:
+			t.Fatalf("call %d ended before its answer: %v %v", i, r.res, r.err)
+		default:
+		}
+	}
+	for _, rec := range recs {
+		if _, err := person.Answer(context.Background(), rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ch := range calls {
+		answerJSON(t, await(t, "the call", ch), `{"answers":[{"id":"web","selected":["No"]}]}`)
 	}
 }
