@@ -271,6 +271,7 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	opts.callContext = func(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
 		return h.callContext(s, ctx, req)
 	}
+	opts.overHTTP = true
 	r.Header.Del(postHeader) // an initialize carries no tool call
 	s.srv = New(bc, opts)
 	h.mu.Lock()

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/api"
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
 )
@@ -365,5 +368,46 @@ func TestHTTPMaxSessionsRefusesWhileEachIsBusy(t *testing.T) {
 	}
 	for _, ch := range calls {
 		answerJSON(t, await(t, "the call", ch), `{"answers":[{"id":"web","selected":["No"]}]}`)
+	}
+}
+
+// Over the bridge's own /mcp, the tool errors that tell what to check
+// speak of the MCP client's token and of the bridge, not of bridge mcp's
+// BRIDGE_TOKEN and --server.
+func TestHTTPToolErrorsSpeakOfMCP(t *testing.T) {
+	locked := newBridge(t, "api:\n  tokens:\n    - {name: agent, token: ask-secret-7f3c9e21b4, scopes: [ask]}\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	want := (&Server{opts: Options{overHTTP: true}}).hints()
+
+	for _, tc := range []struct {
+		name, bridge, code, hint string
+	}{
+		{"refused token", locked, api.CodeUnauthorized, want.unauthorized},
+		{"bridge unreachable", down, codeUnreachable, want.unreachable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Served without the API in front: the calls reach the
+			// bridge without a token.
+			h := NewHTTP(HTTPOptions{Bridge: tc.bridge})
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			t.Cleanup(h.Close)
+			cs := mustConnect(t, srv.URL, "")
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question", Arguments: questions(yesNo("web"))})
+			got := text(t, result{res, err}, true)
+			if !strings.HasPrefix(got, tc.code+": ") || !strings.HasSuffix(got, tc.hint) || !strings.Contains(got, "/mcp") {
+				t.Errorf("error text = %q, want %s: ... ending %q, which names /mcp", got, tc.code, tc.hint)
+			}
+			for _, stdio := range []string{"BRIDGE_TOKEN", "BRIDGE_SERVER", "--server", "bridge mcp"} {
+				if strings.Contains(got, stdio) {
+					t.Errorf("error text = %q, which speaks of %s", got, stdio)
+				}
+			}
+		})
 	}
 }

@@ -61,6 +61,7 @@ type Options struct {
 
 	sessionID   func() string                                                                // over HTTP: the id of the server's one session
 	callContext func(context.Context, *mcp.CallToolRequest) (_ context.Context, done func()) // over HTTP: a call's, ended when its POST's client goes
+	overHTTP    bool                                                                         // the bridge's own /mcp (HTTP), not bridge mcp: what its errors tell to check
 }
 
 // Server is the MCP server. Run serves one MCP session over a transport.
@@ -220,7 +221,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Re
 		return nil, err
 	}
 	if out.err != nil {
-		return errorResult(out.err), nil
+		return s.errorResult(out.err), nil
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(out.result)}},
@@ -302,7 +303,7 @@ const (
 // errorResult is the tool error of a request that ended without an answer
 // or failed: the bridge's code and message (the seam's for ASK_*), or one of
 // the codes above.
-func errorResult(err error) *mcp.CallToolResult {
+func (s *Server) errorResult(err error) *mcp.CallToolResult {
 	var (
 		e  *client.Error
 		ue *url.Error
@@ -310,18 +311,38 @@ func errorResult(err error) *mcp.CallToolResult {
 	switch {
 	case errors.As(err, &e) && e.Code == client.CodeUnauthorized:
 		// The bridge speaks of an Authorization header; whoever reads this
-		// set an environment variable.
-		return toolError(e.Code, e.Message+"; the bridge refused the BRIDGE_TOKEN that bridge mcp runs with (missing, or not one of its api.tokens)")
+		// set an environment variable, or, over /mcp, the header itself.
+		return toolError(e.Code, e.Message+s.hints().unauthorized)
 	case errors.As(err, &e) && e.Code != "":
 		return toolError(e.Code, e.Message)
 	case errors.As(err, &e):
 		return toolError(codeBridgeError, err.Error())
 	case errors.Is(err, client.ErrUnreachable), errors.As(err, &ue):
-		// As the CLI does, say what to check: the URL comes from the
-		// client's config, which whoever reads this can change.
-		return toolError(codeUnreachable, err.Error()+"; is `bridge serve` running there? bridge mcp's --server (or BRIDGE_SERVER) in the MCP client's config says where it is")
+		// As the CLI does, say what to check: for bridge mcp the URL comes
+		// from the client's config, which whoever reads this can change.
+		return toolError(codeUnreachable, err.Error()+s.hints().unreachable)
 	}
 	return toolError(codeBridgeError, err.Error())
+}
+
+// hints are what errorResult tells to check, after the bridge's message.
+type hints struct{ unauthorized, unreachable string }
+
+// hints are the server's: bridge mcp's flags and environment, or, over
+// the bridge's own /mcp, the MCP client's header and the bridge itself.
+func (s *Server) hints() hints {
+	if s.opts.overHTTP {
+		// The calls go to the API of the bridge that serves /mcp, on
+		// loopback, under the token the MCP client sent there.
+		return hints{
+			unauthorized: "; the bridge refused the token this MCP client sends to /mcp in its Authorization header (missing, or not one of its api.tokens): the header in the client's MCP server settings says which",
+			unreachable:  "; that is the bridge's own API, which serves this /mcp: it may be stopping (call again: the client opens a new session if this one ends), else its log says why",
+		}
+	}
+	return hints{
+		unauthorized: "; the bridge refused the BRIDGE_TOKEN that bridge mcp runs with (missing, or not one of its api.tokens)",
+		unreachable:  "; is `bridge serve` running there? bridge mcp's --server (or BRIDGE_SERVER) in the MCP client's config says where it is",
+	}
 }
 
 // toolError is a tool result with isError set: "CODE: message", or the
