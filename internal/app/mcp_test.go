@@ -303,10 +303,7 @@ func TestMCPSessionEndWithdraws(t *testing.T) {
 	rec := pendingOne(t, person)
 	// The client ends its session, as one does when it quits. (The SDK's
 	// ClientSession.Close waits for the call first.)
-	req, _ := http.NewRequest(http.MethodDelete, a.URL()+"/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", cs.ID())
-	req.Header.Set("Authorization", "Bearer "+agentToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := rawDelete(context.Background(), a, cs, agentToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,13 +311,7 @@ func TestMCPSessionEndWithdraws(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Errorf("DELETE: status %d, want 204", resp.StatusCode)
 	}
-	got, err := person.Get(context.Background(), rec.ID, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != client.StatusCancelled {
-		t.Errorf("status after the session ended = %s, want %s", got.Status, client.StatusCancelled)
-	}
+	wantCancelled(t, person, rec.ID, 10*time.Second, "the session ended")
 }
 
 // A replica that stops withdraws the questions of its MCP sessions, and
@@ -344,31 +335,53 @@ func TestMCPStopWithdraws(t *testing.T) {
 	}
 	b := apptest.Start(t, cfg, app.Options{})
 	person, _ = client.New(b.URL(), client.WithToken(personToken))
-	got, err := person.Get(context.Background(), rec.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != client.StatusCancelled {
-		t.Errorf("status after the replica stopped = %s, want %s", got.Status, client.StatusCancelled)
-	}
+	wantCancelled(t, person, rec.ID, 0, "the replica stopped")
 }
 
 // rawPost sends body to a's /mcp in session (cs's, unless given) with
 // token, as an MCP client does, under ctx.
 func rawPost(ctx context.Context, a *app.App, cs *mcp.ClientSession, session, token, body string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL()+"/mcp", strings.NewReader(body))
+	return rawRequest(ctx, a, http.MethodPost, cs, session, token, strings.NewReader(body))
+}
+
+// rawDelete ends cs's session at a's /mcp with token, as an MCP client
+// does as it quits, under ctx.
+func rawDelete(ctx context.Context, a *app.App, cs *mcp.ClientSession, token string) (*http.Response, error) {
+	return rawRequest(ctx, a, http.MethodDelete, cs, "", token, nil)
+}
+
+// rawRequest sends a request of method, with body unless it is nil, to
+// a's /mcp in session (cs's, unless given) with token, as an MCP client
+// does, under ctx.
+func rawRequest(ctx context.Context, a *app.App, method string, cs *mcp.ClientSession, session, token string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, a.URL()+"/mcp", body)
 	if err != nil {
 		return nil, err
 	}
 	if session == "" {
 		session = cs.ID()
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
 	req.Header.Set("Mcp-Session-Id", session)
 	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
 	req.Header.Set("Authorization", "Bearer "+token)
 	return http.DefaultClient.Do(req)
+}
+
+// wantCancelled checks that the request id is withdrawn, as person sees
+// it (waiting up to wait for it to end), after what happened.
+func wantCancelled(t *testing.T, person *client.Client, id string, wait time.Duration, after string) {
+	t.Helper()
+	got, err := person.Get(context.Background(), id, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != client.StatusCancelled {
+		t.Errorf("status after %s = %s, want %s", after, got.Status, client.StatusCancelled)
+	}
 }
 
 // A tool call whose POST's client goes away, its session still open (its
@@ -393,13 +406,7 @@ func TestMCPCutPostWithdraws(t *testing.T) {
 	rec := pendingOne(t, person)
 	cut()
 	<-posted
-	got, err := person.Get(context.Background(), rec.ID, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != client.StatusCancelled {
-		t.Errorf("status after the call's POST went away = %s, want %s", got.Status, client.StatusCancelled)
-	}
+	wantCancelled(t, person, rec.ID, 10*time.Second, "the call's POST went away")
 }
 
 // A session is its token's: a request under another token, or for a
