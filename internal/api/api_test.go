@@ -857,8 +857,50 @@ func TestWrongTypesAreNamedByField(t *testing.T) {
 	}
 }
 
-// TestAnswerNeedsAnswers: an answer body without "answers" (null, {}, or
-// "answers": null) is refused rather than recorded as every question
+// TestBodyMustBeAnObject: every endpoint that takes a JSON object refuses
+// a body that is another JSON value alike, null included, which
+// encoding/json would read into its struct as nothing (a create's
+// EMPTY_QUESTIONS, an answer's missing "answers"). Nothing changes.
+func TestBodyMustBeAnObject(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	qid := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ).str("id")
+	aid := do(t, "POST", u+"/v1/approvals", "tok-ask-a-7f3c9e21b4", `{"tool_name":"kubectl_apply"}`).str("id")
+	for _, ep := range []struct{ path, token string }{
+		{"/v1/questions", "tok-ask-a-7f3c9e21b4"},
+		{"/v1/approvals", "tok-ask-a-7f3c9e21b4"},
+		{"/v1/questions/" + qid + "/answer", "tok-answer-7f3c9e21b4"},
+		{"/v1/approvals/" + aid + "/decision", "tok-answer-7f3c9e21b4"},
+	} {
+		for _, tc := range []struct{ body, want string }{
+			{`null`, "the request body must be an object, not JSON null"},
+			{" \n null \r\n", "the request body must be an object, not JSON null"},
+			{`[]`, "the request body must be an object, not a JSON array"},
+			{`"deploy?"`, "the request body must be an object, not a JSON string"},
+			{`5`, "the request body must be an object, not a JSON number"},
+		} {
+			r := do(t, "POST", u+ep.path, ep.token, tc.body)
+			msg, _ := r.Body["error"].(map[string]any)["message"].(string)
+			if r.Status != 400 || r.code() != "INVALID_REQUEST" || msg != tc.want {
+				t.Errorf("%s with %q: %d %s, want 400 INVALID_REQUEST %q", ep.path, tc.body, r.Status, r.Raw, tc.want)
+			}
+		}
+	}
+	for _, path := range []string{"/v1/questions/" + qid, "/v1/approvals/" + aid} {
+		if r := do(t, "GET", u+path, "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "pending" {
+			t.Errorf("a refused body changed %s: %s", path, r.Raw)
+		}
+	}
+	for _, kind := range []string{"questions", "approvals"} {
+		r := do(t, "GET", u+"/v1/"+kind+"?status=pending", "tok-answer-7f3c9e21b4", nil)
+		if list, _ := r.Body[kind].([]any); len(list) != 1 {
+			t.Errorf("a refused create made a request: %s", r.Raw)
+		}
+	}
+}
+
+// TestAnswerNeedsAnswers: an answer body without "answers" (null, which
+// is no object, {}, or "answers": null) is refused rather than recorded as every question
 // skipped, which can't be undone; "answers": [] skips them all.
 func TestAnswerNeedsAnswers(t *testing.T) {
 	a := start(t, tokensYAML)

@@ -253,11 +253,11 @@ func (w *statusWriter) WriteHeader(code int) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// decode reads a JSON body of at most seam.MaxBodyBytes into v. Agents'
-// requests may carry fields the bridge does not know (newer harnesses add
-// some); a person's answer or decision may not, nor name a field twice,
-// since a misspelt or repeated "selected" would otherwise record a skip
-// that can't be undone.
+// decode reads a JSON body, an object, of at most seam.MaxBodyBytes into
+// v. Agents' requests may carry fields the bridge does not know (newer
+// harnesses add some); a person's answer or decision may not, nor name a
+// field twice, since a misspelt or repeated "selected" would otherwise
+// record a skip that can't be undone.
 func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 	body, err := surface.ReadBody(w, r, seam.MaxBodyBytes)
 	if err != nil {
@@ -305,6 +305,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 			}
 		}
 		return invalid("the request body is not valid: " + strings.TrimPrefix(err.Error(), "json: "))
+	}
+	// encoding/json reads null into a struct as nothing: a create would
+	// be EMPTY_QUESTIONS, an answer a missing "answers". It is not an
+	// object, as [] is not.
+	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("null")) {
+		return invalid("the request body must be an object, not JSON null")
 	}
 	// Not dec.More(): it is false for a stray "}" or "]" after the value,
 	// and {"answers":[]}] would record a skip.
@@ -842,8 +848,9 @@ func ended(rec *pending.Record) error {
 }
 
 // answerBody is the body of POST /v1/questions/{id}/answer. Its answers
-// are required: a body without them (null, {}, a wrong variable sent) would
-// otherwise record every question as skipped, for good. [] skips them all.
+// are required: a body without them ({}, a wrong variable sent; null is
+// not an object, see decode) would otherwise record every question as
+// skipped, for good. [] skips them all.
 type answerBody struct {
 	Answers *[]seam.AnswerItem `json:"answers"`
 }

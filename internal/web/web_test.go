@@ -467,6 +467,27 @@ func TestAnswerDecideDismiss(t *testing.T) {
 		}
 	})
 
+	t.Run("a body that is not an object is refused", func(t *testing.T) {
+		// As the API refuses it: null too, which would read as an
+		// answer without "answers" or a decision without an outcome.
+		q, ap := b.ask(t, time.Hour, deploy), b.approval(t, seam.Approval{ToolName: "kubectl_apply"})
+		for _, path := range []string{"/web/requests/" + q.ID + "/answer", "/web/requests/" + ap.ID + "/decision"} {
+			for body, want := range map[string]string{
+				`null`: "the request body must be an object, not JSON null",
+				`[]`:   "the request body must be an object, not a JSON array",
+			} {
+				status, got := b.post(t, c, path, h, json.RawMessage(body))
+				msg, _ := got["error"].(map[string]any)["message"].(string)
+				if status != http.StatusBadRequest || errCode(got) != "INVALID_REQUEST" || msg != want {
+					t.Errorf("%s with %s: %d %v, want 400 INVALID_REQUEST %q", path, body, status, got, want)
+				}
+			}
+		}
+		if b.get(t, q.ID).Status != seam.StatusPending || b.get(t, ap.ID).Status != seam.StatusPending {
+			t.Errorf("a refused body ended a request")
+		}
+	})
+
 	t.Run("a lone question sent with nothing chosen is refused", func(t *testing.T) {
 		rec := b.ask(t, time.Hour, seam.Question{ID: "env", Question: "Where?", Options: []seam.Option{{Label: "eu"}, {Label: "us"}}})
 		for _, answers := range []any{[]any{}, []any{map[string]any{"id": "env", "selected": []string{}, "custom": "  "}}} {
