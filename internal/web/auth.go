@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -188,8 +189,13 @@ type session struct {
 }
 
 // errSignedOut is sessionOf's error for a request without a current
-// session: no cookie, or a forged, expired or signed-out one.
-var errSignedOut = errors.New("not signed in")
+// session: no cookie, or a forged, expired or signed-out one. Without a
+// cookie it is errNoSession, which is errSignedOut too: no session has
+// ended, there was none.
+var (
+	errSignedOut = errors.New("not signed in")
+	errNoSession = fmt.Errorf("%w: no session cookie", errSignedOut)
+)
 
 // sessionDigest names a session in the store, for sign-out: a digest of
 // its cookie, which the store never sees.
@@ -296,6 +302,9 @@ func (s *Server) sessionOf(r *http.Request) (session, string, error) {
 			raw = c.Value
 			break
 		}
+	}
+	if raw == "" {
+		return session{}, "", errNoSession
 	}
 	p, sig, ok := strings.Cut(raw, ".")
 	if !ok {

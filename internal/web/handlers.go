@@ -56,11 +56,32 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) error {
 // reloads into the sign-in page.
 func (s *Server) signedIn(r *http.Request) error {
 	switch _, _, err := s.sessionOf(r); {
+	case errors.Is(err, errNoSession):
+		return &pageErr{http.StatusUnauthorized, "Not signed in", "Sign in first: " + s.signInHow() + "."}
 	case errors.Is(err, errSignedOut):
 		return &pageErr{http.StatusUnauthorized, "Signed out", "Your session has ended; reload the page to sign in again."}
 	default:
 		return err
 	}
+}
+
+// signInFirst is the 401 of a JSON call that needs a session and has
+// none, err from sessionOf: "has ended" only when a session cookie came
+// and is no longer good; a call that brought none is told how to sign in.
+func (s *Server) signInFirst(err error) *webError {
+	msg := "sign in first: your session has ended"
+	if errors.Is(err, errNoSession) {
+		msg = "sign in first: " + s.signInHow()
+	}
+	return &webError{http.StatusUnauthorized, api.CodeUnauthorized, msg, ""}
+}
+
+// signInHow says how to sign in to this bridge's inbox.
+func (s *Server) signInHow() string {
+	if s.tokens.open() {
+		return "open the one-time sign-in link from the bridge's log, or run bridge signin-link on its machine for another"
+	}
+	return "sign in at " + s.root + "/ with an API token that has the answer scope"
 }
 
 // cards is the inbox's list alone, which the page fetches when the
@@ -277,7 +298,7 @@ func (s *Server) responderOf(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	by, err := s.sessionResponder(w, r)
 	if errors.Is(err, errSignedOut) {
-		return nil, nil, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first: your session has ended", ""}
+		return nil, nil, s.signInFirst(err)
 	}
 	return by, nil, err
 }
@@ -517,7 +538,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	} else {
 		switch ss, cookie, err := s.sessionOf(r); {
 		case errors.Is(err, errSignedOut):
-			writeError(w, &webError{http.StatusUnauthorized, api.CodeUnauthorized, "sign in first", ""})
+			writeError(w, s.signInFirst(err))
 			return
 		case err != nil:
 			refuseStream(w, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"log/slog"
 	"maps"
@@ -191,6 +192,81 @@ func TestSignIn(t *testing.T) {
 			t.Errorf("signing out one browser signed out another")
 		}
 	})
+}
+
+// TestSignInFirst: a call that needs a session and has none is 401
+// UNAUTHORIZED, and says "your session has ended" only when a session
+// cookie came and is no longer good; a call without one (no cookie ever,
+// curl) is told how to sign in to this bridge instead.
+func TestSignInFirst(t *testing.T) {
+	for _, bridge := range []struct {
+		name   string
+		tokens []api.Token
+		user   string
+		how    string
+	}{
+		{"no tokens", nil, anonymous, "open the one-time sign-in link from the bridge's log, or run bridge signin-link on its machine for another"},
+		{"tokens", defaultTokens, "ada", "sign in at / with an API token that has the answer scope"},
+	} {
+		t.Run(bridge.name, func(t *testing.T) {
+			b := newBench(t, bridge.tokens)
+			rec := b.ask(t, time.Hour, deploy)
+			expired := b.web.sessionValue(session{Name: bridge.user, Exp: b.clock.now().Add(-time.Second).Unix()})
+			forged := b.web.sessionValue(session{Name: bridge.user, Exp: b.clock.now().Add(time.Hour).Unix()})
+			forged = forged[:strings.IndexByte(forged, '.')] + "." + strings.Repeat("A", 43)
+			for _, cookie := range []struct {
+				name, value string
+				set         bool
+				ended       bool
+			}{
+				{"no cookie", "", false, false},
+				{"an empty cookie", "", true, false},
+				{"an expired session", expired, true, true},
+				{"a forged session", forged, true, true},
+			} {
+				wantJSON, wantPage := "sign in first: "+bridge.how, "Sign in first: "+bridge.how+"."
+				if cookie.ended {
+					wantJSON, wantPage = "sign in first: your session has ended", "Your session has ended; reload the page to sign in again."
+				}
+				send := func(method, path, body string) (int, string) {
+					t.Helper()
+					req, _ := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+					if cookie.set {
+						req.AddCookie(&http.Cookie{Name: cookieName, Value: cookie.value})
+					}
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer res.Body.Close()
+					raw, _ := io.ReadAll(res.Body)
+					return res.StatusCode, string(raw)
+				}
+				for _, call := range []struct{ method, path, body string }{
+					{http.MethodPost, "/web/requests/" + rec.ID + "/answer", `{}`}, // as QA sent it, with curl -d
+					{http.MethodPost, "/web/requests/" + rec.ID + "/dismiss", ""},
+					{http.MethodGet, "/web/events", ""},
+				} {
+					status, raw := send(call.method, call.path, call.body)
+					var got struct {
+						Error struct{ Code, Message string }
+					}
+					json.Unmarshal([]byte(raw), &got)
+					if status != http.StatusUnauthorized || got.Error.Code != api.CodeUnauthorized || got.Error.Message != wantJSON {
+						t.Errorf("%s: %s %s: %d %s, want 401 UNAUTHORIZED %q", cookie.name, call.method, call.path, status, raw, wantJSON)
+					}
+				}
+				for _, path := range []string{"/web/cards", "/web/requests/" + rec.ID + "/outcome"} {
+					if status, page := send(http.MethodGet, path, ""); status != http.StatusUnauthorized || !strings.Contains(page, template.HTMLEscapeString(wantPage)) {
+						t.Errorf("%s: GET %s: %d, want 401 saying %q:\n%s", cookie.name, path, status, wantPage, page)
+					}
+				}
+			}
+			if got := b.get(t, rec.ID); got.Status != seam.StatusPending {
+				t.Errorf("a call without a session ended the request: %s", got.Status)
+			}
+		})
+	}
 }
 
 // sessionCookie is the session cookie c holds for the bench.
