@@ -193,7 +193,7 @@ type Record struct {
 	ID         string     `json:"id"`
 	Kind       Kind       `json:"kind"`
 	Status     Status     `json:"status"`
-	Route      string     `json:"route"`
+	Route      string     `json:"route,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Caller     *Caller    `json:"caller,omitempty"`
 	Questions  []Question `json:"questions,omitempty"`

@@ -314,11 +314,21 @@ func TestWithdrawBeforeCreate(t *testing.T) {
 	if w.Status != 200 || w.str("status") != "cancelled" || w.str("tool_call_id") != "call-9" {
 		t.Fatalf("withdraw before the create: %d %s", w.Status, w.Raw)
 	}
+	// No create has named its route yet: the record names none, and says
+	// nothing of one, as the API leaves out every empty field.
+	if _, ok := w.Body["route"]; ok {
+		t.Errorf("the withdrawn record has a route before any create named one: %s", w.Raw)
+	}
 	late := do(t, "POST", u+"/v1/questions?wait=5s", "tok-ask-a-7f3c9e21b4", `{"tool_call_id":"call-9",`+deployQ[1:])
 	if late.Status != 200 || late.str("id") != w.str("id") || late.str("status") != "cancelled" {
 		t.Fatalf("the create that lands after it: %d %s", late.Status, late.Raw)
 	}
-	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "cancelled" {
+	// The create that lands names it ("default", naming none), as every
+	// create does its record's.
+	if late.str("route") != "default" {
+		t.Errorf("the create that lands after it: route %q, want default: %s", late.str("route"), late.Raw)
+	}
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call-9", "tok-ask-a-7f3c9e21b4", nil); r.str("status") != "cancelled" || r.str("route") != "default" {
 		t.Errorf("read by tool_call_id: %s", r.Raw)
 	}
 	if r := do(t, "GET", u+"/v1/questions?status=pending", "tok-answer-7f3c9e21b4", nil); strings.Contains(r.Raw, w.str("id")) {

@@ -13,7 +13,7 @@ type Record struct {
 	ID         string          `json:"id"`
 	Kind       seam.Kind       `json:"kind"`
 	Status     seam.Status     `json:"status"`
-	Route      string          `json:"route"`
+	Route      string          `json:"route,omitempty"` // none on a record withdrawn before a create named it
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	Caller     *seam.Caller    `json:"caller,omitempty"`
 	Questions  []seam.Question `json:"questions,omitempty"`

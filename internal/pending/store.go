@@ -238,10 +238,14 @@ func (nr NewRequest) expiresIn() time.Duration {
 // ARGV[5] audit cap, ARGV[6] client, ARGV[7] route, ARGV[8..] field/value pairs.
 // Returns {0} when created, {1, HGETALL} when the same request exists or
 // the id was withdrawn before it was created (see Withdraw), {2} when the
-// id holds a different request.
+// id holds a different request. A withdrawn record, which names no route
+// until a create lands, takes the route of the first create that does.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local held = redis.call('HMGET', KEYS[1], 'hash', 'withdrawn')
+  if held[2] == '1' then
+    redis.call('HSETNX', KEYS[1], 'route', ARGV[7])
+  end
   if held[1] == ARGV[2] or held[2] == '1' then
     return {1, redis.call('HGETALL', KEYS[1])}
   end
@@ -486,7 +490,8 @@ func IDFor(client string, kind seam.Kind, toolCallID string) string {
 
 // withdrawScript records a request withdrawn before it was created: a
 // record cancelled at once, kept as long as an ended request, which a
-// create of the id finds ended (createScript).
+// create of the id finds ended (createScript). It has no route: the
+// create names it, if one lands.
 //
 // KEYS[1] record, KEYS[3] audit stream (as createScript's keys).
 // ARGV[1] id, ARGV[2] kind, ARGV[3] client, ARGV[4] tool_call_id,

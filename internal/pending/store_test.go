@@ -1298,11 +1298,21 @@ func TestWithdraw(t *testing.T) {
 			if err != nil || got.Status != seam.StatusCancelled || got.ID != IDFor(nr.Client, nr.Kind, nr.ToolCallID) {
 				t.Fatalf("Withdraw %s = %+v, %v; want it cancelled", nr.Kind, got, err)
 			}
-			rec, created, err := s.Create(ctx, nr)
-			if err != nil || created || rec.Status != seam.StatusCancelled || rec.ID != got.ID {
-				t.Fatalf("the create after it = %+v, created %v, %v; want the withdrawn request", rec, created, err)
+			if read := mustGet(t, s, got.ID); got.Route != "" || read.Route != "" {
+				t.Errorf("withdrawn, before any create named a route: route %q, read back %q; want none", got.Route, read.Route)
 			}
-			if read := mustGet(t, s, got.ID); read.Status != seam.StatusCancelled || read.ToolCallID != nr.ToolCallID || read.Client != "alice" {
+			nr.Route = "ops"
+			rec, created, err := s.Create(ctx, nr)
+			if err != nil || created || rec.Status != seam.StatusCancelled || rec.ID != got.ID || rec.Route != "ops" {
+				t.Fatalf("the create after it = %+v, created %v, %v; want the withdrawn request, on the create's route", rec, created, err)
+			}
+			// The first create to land names it; a later one, on another
+			// route, finds it named.
+			nr.Route = "other"
+			if again, _, err := s.Create(ctx, nr); err != nil || again.Route != "ops" {
+				t.Errorf("a second create after it: %+v, %v; want route ops", again, err)
+			}
+			if read := mustGet(t, s, got.ID); read.Status != seam.StatusCancelled || read.ToolCallID != nr.ToolCallID || read.Client != "alice" || read.Route != "ops" {
 				t.Errorf("read back: %+v", read)
 			}
 			if ttl := b.pttl(s.keys.record(got.ID)); ttl <= 0 {
