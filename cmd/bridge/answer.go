@@ -34,8 +34,10 @@ An approval: --allow allows the tool call once, --reject rejects it; --note
 is passed to the agent.
 Either: --dismiss declines to answer; the agent gets ASK_CANCELLED.
 
-exit status: 0 answered, 1 error (ALREADY_RESOLVED, NOT_FOUND, an invalid
-answer, ...), 2 usage.
+exit status: 0 answered, 1 error (ALREADY_RESOLVED, NOT_FOUND, ...), 2 usage:
+found before anything is answered, an answer the bridge would refuse (an
+option the question does not have, a --note too long) included, and a
+--server or BRIDGE_SERVER that is no URL.
 
 environment:
   BRIDGE_SERVER  default of --server
@@ -86,6 +88,16 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case !*dismiss && !questionFlags && !*allow && !*reject:
 		return usageErr(stderr, "answer", "say how to answer: --select, --custom, --json, --allow, --reject or --dismiss")
 	}
+	d := client.Decision{Outcome: client.OutcomeAllowedOnce, Note: *note}
+	if *reject {
+		d.Outcome = client.OutcomeRejected
+	}
+	if _, err := d.Normalize(); approvalFlags && err != nil {
+		return usageErr(stderr, "answer", "%s", strings.Replace(err.Error(), "note", "--note", 1))
+	}
+	if msg := serverProblem(fs); msg != "" {
+		return usageErr(stderr, "answer", "%s", msg)
+	}
 
 	c, err := newClient(*server)
 	if err != nil {
@@ -109,6 +121,17 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if msg != "" {
 				return usageErr(stderr, "answer", "%s", msg)
 			}
+			// The bridge checks the answer against the question by the
+			// seam's rules, which the record read holds all it needs for.
+			if _, err := (seam.Questions{Questions: rec.Questions}).Normalize(a); err != nil {
+				msg := err.Error()
+				if !set["json"] {
+					msg = answerFlagTerms(msg)
+				} else {
+					msg = "--json: " + msg
+				}
+				return usageErr(stderr, "answer", "%s", msg)
+			}
 			rec, err = c.Answer(ctx, id, a)
 			if !set["json"] {
 				err = inCLITerms(err, answerFlagTerms)
@@ -116,10 +139,6 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case client.KindApproval:
 			if questionFlags {
 				return usageErr(stderr, "answer", "%s is an approval: decide it with --allow or --reject", id)
-			}
-			d := client.Decision{Outcome: client.OutcomeAllowedOnce, Note: *note}
-			if *reject {
-				d.Outcome = client.OutcomeRejected
 			}
 			rec, err = c.Decide(ctx, id, d)
 		default:

@@ -64,8 +64,10 @@ tool_call_id, caller, route and expires_in is refused.
 exit status:
   0  allowed (allowed-once)
   1  error: the bridge is unreachable, no answerer took the request
-     (NO_PROVIDER), the request is invalid (INVALID_REQUEST), ...
-  2  usage
+     (NO_PROVIDER), it refused the --json-request (INVALID_REQUEST), ...
+  2  usage, found before anything is sent: what the bridge would refuse
+     of the flags (by its rules: --args that is no JSON object, a --tool
+     too long) included, and a --server or BRIDGE_SERVER that is no URL
   3  cancelled (ASK_ABORTED): the request was withdrawn (Ctrl-C, SIGTERM, SIGHUP)
   4  dismissed (ASK_CANCELLED): a person declined to decide
   5  expired (ASK_TIMED_OUT): nobody decided before it expired (--expires)
@@ -115,6 +117,10 @@ func approve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return usageErr(stderr, "approve", "%s", msg)
 		}
 		req.Approval = client.Approval{ToolName: *tool, Reason: *reason, DisplayReason: *displayReason, Arguments: arguments}
+		a := req.Approval // Validate normalises in place
+		if msg := approvalWords.refusal(a.Validate); msg != "" {
+			return usageErr(stderr, "approve", "%s", msg)
+		}
 	}
 	rf.place(&req.Route, &req.ExpiresIn, &req.ToolCallID, &req.Caller)
 	rec, found, err := rf.send(ctx, approvalWords, req, stderr)
@@ -136,8 +142,8 @@ func approveFlagTerms(msg string) string {
 }
 
 // toolArguments makes the tool call's arguments of --args and the --arg
-// flags, or returns why it can't. --args alone is sent as it is: the
-// bridge says what it takes (a JSON object).
+// flags, or returns why it can't. --args alone is kept as it is: the
+// seam's rules say what the bridge takes (a JSON object, or null).
 func toolArguments(argsJSON string, argList []string) (json.RawMessage, string) {
 	if argsJSON == "" && len(argList) == 0 {
 		return nil, ""

@@ -105,10 +105,10 @@ func TestApprove(t *testing.T) {
 	}
 }
 
-// TestApproveBadArgs: flags that can't make an approval are refused before
-// anything is sent, in the flags' terms (the request flags it shares with
-// ask: TestRequestFlagsRefused); a request the bridge refuses exits 1
-// with the bridge's code and message.
+// TestApproveBadArgs: flags that can't make an approval, or make one the
+// bridge would refuse, are refused before anything is sent, in the flags'
+// terms (the request flags it shares with ask: TestRequestFlagsRefused);
+// a request the bridge refuses exits 1 with the bridge's code and message.
 func TestApproveBadArgs(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -124,6 +124,10 @@ func TestApproveBadArgs(t *testing.T) {
 		{[]string{"--tool", "deploy", "--args", `{"env":`}, "--args is not valid JSON: unexpected end of JSON input"},
 		{[]string{"--tool", "deploy", "--args", `{env: prod}`}, "--args is not valid JSON: invalid character 'e'"},
 		{[]string{"--json-request", "-", "--arg", "a=b"}, "--arg can't be combined with --json-request"},
+		// JSON, and not an object: the bridge would refuse it.
+		{[]string{"--tool", "deploy", "--args", `["prod"]`}, "--args must be a JSON object"},
+		{[]string{"--tool", "deploy", "--args", `"prod"`}, "--args must be a JSON object"},
+		{[]string{"--tool", strings.Repeat("x", 201)}, "--tool must be at most 200 characters"},
 	} {
 		// Nothing listens there: without the check, exit 1.
 		r := await(t, "approve", cliAsync(append([]string{"approve", "--server", "http://127.0.0.1:1"}, tc.args...)...))
@@ -137,9 +141,6 @@ func TestApproveBadArgs(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--tool", "deploy", "--args", `["prod"]`}, []string{"INVALID_REQUEST", "--args must be a JSON object"}},
-		{[]string{"--tool", "deploy", "--args", `"prod"`}, []string{"INVALID_REQUEST", "--args must be a JSON object"}},
-		{[]string{"--tool", strings.Repeat("x", 201)}, []string{"INVALID_REQUEST", "--tool must be at most 200 characters"}},
 		{[]string{"--tool", "deploy", "--route", "nope"}, []string{"NO_PROVIDER"}},
 		{[]string{"--json-request", tempFile(t, `{"tool_name":"deploy","expire_in":"1h"}`)}, []string{`unknown key "expire_in"`}},
 		{[]string{"--json-request", tempFile(t, `{"tool_name":"deploy","caller":{"agent":"a-8","delegated":true}}`), "--caller", "cli-bot"}, []string{"DELEGATED_CALLER"}},

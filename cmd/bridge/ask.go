@@ -19,6 +19,7 @@ import (
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/api"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 // optionSep splits an --option into its label and description.
@@ -64,8 +65,10 @@ not apply.
 exit status:
   0  answered
   1  error: the bridge is unreachable, no answerer took the question
-     (NO_PROVIDER), the request is invalid, ...
-  2  usage
+     (NO_PROVIDER), it refused the --json-request (INVALID_REQUEST), ...
+  2  usage, found before anything is sent: what the bridge would refuse
+     of the flags (by its rules: an --option given twice, a --question
+     too long) included, and a --server or BRIDGE_SERVER that is no URL
   3  cancelled (ASK_ABORTED): the question was withdrawn (Ctrl-C, SIGTERM, SIGHUP)
   4  dismissed (ASK_CANCELLED): a person declined to answer
   5  expired (ASK_TIMED_OUT): nobody answered before it expired (--expires)
@@ -116,6 +119,10 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			q.Options = append(q.Options, client.Option{Label: label, Description: desc})
 		}
 		req.Questions = []client.Question{q}
+		qs := seam.Questions{Questions: slices.Clone(req.Questions)} // Validate normalises in place
+		if msg := questionWords.refusal(qs.Validate); msg != "" {
+			return usageErr(stderr, "ask", "%s", msg)
+		}
 	}
 	rf.place(&req.Route, &req.ExpiresIn, &req.ToolCallID, &req.Caller)
 	rec, _, err := rf.send(ctx, questionWords, req, stderr)
@@ -150,6 +157,20 @@ func serverFlag(fs *flag.FlagSet) *string {
 		def = defaultServer
 	}
 	return fs.String("server", def, "the bridge's `URL` ($BRIDGE_SERVER)")
+}
+
+// serverProblem says what is wrong with the bridge URL the commands of fs
+// would call, --server's or, left out, BRIDGE_SERVER's, or "": a usage
+// error, found before anything is sent. (BRIDGE_TOKEN's problems are
+// newClient's: the token is a credential, not how the command was run.)
+func serverProblem(fs *flag.FlagSet) string {
+	if _, err := client.New(fs.Lookup("server").Value.String()); err != nil {
+		if visited(fs)["server"] {
+			return "--server: " + err.Error()
+		}
+		return "BRIDGE_SERVER (the default of --server): " + err.Error()
+	}
+	return ""
 }
 
 // newClient returns a client of server with the token in $BRIDGE_TOKEN.
@@ -245,6 +266,7 @@ func answerFlagTerms(msg string) string {
 	return strings.NewReplacer(
 		"answer it in free text, with custom", "answer it in free text, with --custom TEXT",
 		"; select each option once", "; give --select once for each",
+		"the answer names question ", "--question-id names question ",
 	).Replace(msg)
 }
 

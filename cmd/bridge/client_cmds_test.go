@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -773,7 +774,7 @@ func TestAnswerUsage(t *testing.T) {
 		{[]string{"answer", rec.ID, "--json", `{}`}, exitUsage},                                       // no answers: not a skip
 		{[]string{"answer", rec.ID, "--json", `null`}, exitUsage},
 		{[]string{"answer", "nosuchid", "--custom", "x"}, exitError},
-		{[]string{"answer", rec.ID, "--question-id", "c", "--custom", "x"}, exitError}, // INVALID_REQUEST
+		{[]string{"answer", rec.ID, "--question-id", "c", "--custom", "x"}, exitUsage}, // no such question: found before answering
 		{[]string{"answer", "-h"}, exitOK},
 		{[]string{"ask"}, exitUsage},
 		{[]string{"ask", "--question", "Q?", "extra"}, exitUsage},
@@ -805,12 +806,13 @@ func TestAnswerUsage(t *testing.T) {
 	}
 }
 
-// TestRefusalsInFlagTerms: where the bridge's refusal speaks of the API
-// (options[0], custom, ?tool_call_id=, "this token", tool_name) and a flag
-// or variable of the command corresponds, the command says the flag or the
-// variable, keeping the code. Given as JSON (--json-request, --json), the
-// API's terms are the ones to use, and stay.
-func TestRefusalsInFlagTerms(t *testing.T) {
+// TestRefusedBeforeSent: what the bridge would refuse of a request or an
+// answer made of the flags is found before anything is sent, by the
+// seam's own rules: a usage error (exit 2) in the flags' terms, not the
+// API's (options[0], custom, tool_name), with the pointer to -h. A
+// --json-request's is the file's to fix: sent, the bridge's refusal
+// (exit 1), in the API's terms.
+func TestRefusedBeforeSent(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
@@ -822,8 +824,73 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	approval, err := c.Create(ctx, client.ApprovalRequest{Approval: client.Approval{ToolName: "deploy"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	long := strings.Repeat("x", 201)
+	for _, tc := range []struct {
+		args []string
+		want string
+		not  string
+	}{
+		{[]string{"ask", "--question", "Go?", "--option", "Yes", "--option", ""}, `question "q1": --option 2 has an empty label`, "options["},
+		{[]string{"ask", "--question", "Go?", "--option", "Yes", "--option", "Yes"}, `question "q1": --option "Yes" appears twice`, "option label"},
+		{[]string{"ask", "--question", "Go?", "--option", "a\tb"}, `question "q1": --option "a\tb" contains control characters`, "option label"},
+		{[]string{"ask", "--question", strings.Repeat("x", 2001)}, `question "q1": --question is longer than 2000 characters`, "question text"},
+		{[]string{"ask", "--question", "Go?", "--header", long}, `question "q1": --header is longer than 100 characters`, ": header"},
+		{[]string{"ask", "--question", "Go?", "--id", ""}, "--id is empty", "questions[0]"},
+		{[]string{"ask", "--question", "Go?", "--id", " "}, `--id " " is blank`, "questions[0]"},
+		{[]string{"ask", "--question", "Go?", "--caller", long}, "--caller is longer than 200 characters", "caller.name"},
+		{[]string{"ask", "--question", "Go?", "--tool-call-id", long}, "--tool-call-id is longer than 200 bytes", "tool_call_id"},
+		{[]string{"ask", "--question", "Go?", "--route", long}, "--route is longer than 100 bytes", " route is"},
+		{[]string{"approve", "--tool", long}, "--tool must be at most 200 characters without control characters", "tool_name"},
+		{[]string{"approve", "--tool", "de\nploy"}, "--tool must be at most 200 characters without control characters", "tool_name"},
+		{[]string{"approve", "--tool", "deploy", "--args", `["prod"]`}, `--args must be a JSON object of the tool call's arguments, such as {"file": "prod.yaml"}`, "arguments must"},
+		{[]string{"approve", "--tool", "deploy", "--args", `"prod"`}, "--args must be a JSON object", "arguments must"},
+		{[]string{"approve", "--tool", "deploy", "--arg", "manifest=" + strings.Repeat("x", 256<<10)}, "the arguments of --args and --arg are larger than 256 KiB", "arguments are"},
+		{[]string{"approve", "--tool", "deploy", "--reason", strings.Repeat("x", 4001)}, "--reason is longer than 4000 characters", " reason is"},
+		{[]string{"approve", "--tool", "deploy", "--display-reason", strings.Repeat("x", 4001)}, "--display-reason is longer than 4000 characters", "display_reason"},
+		{[]string{"approve", "--tool", "deploy", "--caller", long}, "--caller is longer than 200 characters", "caller.name"},
+		{[]string{"approve", "--tool", "deploy", "--tool-call-id", long}, "--tool-call-id is longer than 200 bytes", "tool_call_id"},
+		// Flags that apply to a --json-request are the flags' to fix.
+		{[]string{"approve", "--json-request", tempFile(t, `{"tool_name":"deploy"}`), "--caller", long}, "--caller is longer than 200 characters", "caller.name"},
+		{[]string{"answer", free.ID, "--select", "Later"}, `"Later" is not an option of question "why", which has none: answer it in free text, with --custom TEXT`, "with custom"},
+		{[]string{"answer", single.ID, "--select", "staging", "--select", "prod"}, `question "env" takes one option, --select is given 2 times`, "the answer selects"},
+		{[]string{"answer", free.ID, "--custom", strings.Repeat("x", 10001)}, `the answer to "why" is longer than 10000 characters`, "INVALID_REQUEST"},
+		{[]string{"answer", free.ID, "--json", `{"answers":[{"id":"why","selected":["Later"]}]}`}, "--json: " + `"Later" is not an option of question "why", which has none: answer it in free text, with custom`, "--custom"},
+		{[]string{"answer", approval.ID, "--allow", "--note", strings.Repeat("x", 2001)}, "--note is longer than 2000 characters", "INVALID_REQUEST"},
+	} {
+		r := await(t, tc.args[0], cliAsync(slices.Concat(tc.args[:1], []string{"--server", url}, tc.args[1:])...))
+		want, hint := "bridge "+tc.args[0]+": "+tc.want, "\nRun \"bridge "+tc.args[0]+" -h\" for its flags.\n"
+		if r.code != exitUsage || !strings.HasPrefix(r.stderr, want) || !strings.HasSuffix(r.stderr, hint) || strings.Count(r.stderr, "\n") != 2 ||
+			strings.Contains(r.stderr, tc.not) || r.stdout != "" {
+			t.Errorf("%.80q = %+v; want exit %d, stderr %.200q ... %q", tc.args, r, exitUsage, want, hint)
+		}
+	}
+	// Nothing was asked, answered or decided.
+	list, err := c.Pending(ctx)
+	if err != nil || len(list.Questions) != 2 || len(list.Approvals) != 1 {
+		t.Errorf("after refused requests pending = %+v, %v; want the 2 questions and the approval made here", list, err)
+	}
+
 	req := tempFile(t, `{"questions":[{"id":"q1","question":"Go?","options":[{"label":"Yes"},{"label":" "}]}]}`)
+	r := await(t, "ask", cliAsync("ask", "--server", url, "--json-request", req))
+	if r.code != exitError || !strings.Contains(r.stderr, `options[1] has an empty label (INVALID_REQUEST)`) || strings.Contains(r.stderr, "--option") {
+		t.Errorf("ask --json-request with an empty label = %+v; want exit 1, the bridge's refusal in the API's terms", r)
+	}
+}
+
+// TestRefusalsInFlagTerms: where the bridge's refusal speaks of the API
+// (options[0], ?tool_call_id=, "this token", tool_name) and a flag or
+// variable of the command corresponds, the command says the flag or the
+// variable, keeping the code. Given as JSON (--json-request), the API's
+// terms are the ones to use, and stay. (What the seam's rules refuse of
+// the flags is found before it is sent: TestRefusedBeforeSent; a bridge of
+// another version may refuse more.)
+func TestRefusalsInFlagTerms(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	long := strings.Repeat("x", 201)
 	approval := tempFile(t, `{"tool_name":"`+long+`"}`)
 	locked := startBridge(t, app.Options{}, func(cfg *config.Config) {
 		cfg.API.Tokens = []config.Token{
@@ -831,6 +898,9 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 			{Name: "inbox", Token: "tok-answer-7f3c9e21b4", Scopes: []string{config.ScopeAnswer}},
 		}
 	})
+	refusing := func(msg string) string {
+		return failing(t, url, http.MethodPost, http.StatusBadRequest, `{"error":{"code":"INVALID_REQUEST","message":`+strconv.Quote(msg)+`}}`).URL
+	}
 	for _, tc := range []struct {
 		token string
 		args  []string
@@ -841,42 +911,16 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 			[]string{"listing requests needs the answer scope; BRIDGE_TOKEN holds a token without it", "(FORBIDDEN)"}, "?tool_call_id="},
 		{"tok-answer-7f3c9e21b4", []string{"ask", "--server", locked, "--question", "Go?"},
 			[]string{"BRIDGE_TOKEN holds a token that lacks the ask scope (FORBIDDEN)"}, "this token"},
-		{"", []string{"ask", "--server", url, "--question", "Go?", "--option", "Yes", "--option", ""},
+		{"", []string{"ask", "--server", refusing(`question "q1": options[1] has an empty label`), "--question", "Go?", "--option", "Yes", "--option", "No"},
 			[]string{`question "q1": --option 2 has an empty label (INVALID_REQUEST)`}, "options["},
-		{"", []string{"ask", "--server", url, "--question", "Go?", "--option", "Yes", "--option", "Yes"},
-			[]string{`--option "Yes" appears twice`, "(INVALID_REQUEST)"}, "option label"},
-		{"", []string{"ask", "--server", url, "--json-request", req},
-			[]string{`options[1] has an empty label (INVALID_REQUEST)`}, "--option"},
-		{"", []string{"ask", "--server", url, "--question", "Go?", "--caller", long},
-			[]string{"--caller is longer than 200 characters (INVALID_REQUEST)"}, "caller.name"},
-		{"", []string{"ask", "--server", url, "--question", "Go?", "--tool-call-id", long},
-			[]string{"--tool-call-id is longer than 200 bytes (INVALID_REQUEST)"}, "tool_call_id is"},
-		// bridge approve: its flags for the approval's fields, and the
-		// flags it shares with ask as ask says them.
+		{"", []string{"ask", "--server", refusing("caller.name is longer than 100 characters"), "--question", "Go?", "--caller", "bot"},
+			[]string{"--caller is longer than 100 characters (INVALID_REQUEST)"}, "caller.name"},
 		{"tok-answer-7f3c9e21b4", []string{"approve", "--server", locked, "--tool", "deploy"},
 			[]string{"BRIDGE_TOKEN holds a token that lacks the ask scope (FORBIDDEN)"}, "this token"},
-		{"", []string{"approve", "--server", url, "--tool", long},
-			[]string{"--tool must be at most 200 characters without control characters (INVALID_REQUEST)"}, "tool_name"},
-		{"", []string{"approve", "--server", url, "--tool", "deploy", "--args", `["prod"]`},
-			[]string{`--args must be a JSON object of the tool call's arguments, such as {"file": "prod.yaml"} (INVALID_REQUEST)`}, "arguments must"},
-		{"", []string{"approve", "--server", url, "--tool", "deploy", "--arg", "manifest=" + strings.Repeat("x", 256<<10)},
-			[]string{"the arguments of --args and --arg are larger than 256 KiB (INVALID_REQUEST)"}, "arguments are"},
-		{"", []string{"approve", "--server", url, "--tool", "deploy", "--reason", strings.Repeat("x", 4001)},
-			[]string{"--reason is longer than 4000 characters (INVALID_REQUEST)"}, " reason is"},
-		{"", []string{"approve", "--server", url, "--tool", "deploy", "--display-reason", strings.Repeat("x", 4001)},
-			[]string{"--display-reason is longer than 4000 characters (INVALID_REQUEST)"}, "display_reason"},
-		{"", []string{"approve", "--server", url, "--tool", "deploy", "--caller", long},
-			[]string{"--caller is longer than 200 characters (INVALID_REQUEST)"}, "caller.name"},
-		{"", []string{"approve", "--server", url, "--tool", "deploy", "--tool-call-id", long},
-			[]string{"--tool-call-id is longer than 200 bytes (INVALID_REQUEST)"}, "tool_call_id is"},
+		{"", []string{"approve", "--server", refusing("tool_name must be at most 100 characters without control characters"), "--tool", "deploy"},
+			[]string{"--tool must be at most 100 characters without control characters (INVALID_REQUEST)"}, "tool_name"},
 		{"", []string{"approve", "--server", url, "--json-request", approval},
 			[]string{"tool_name must be at most 200 characters without control characters (INVALID_REQUEST)"}, "--tool"},
-		{"", []string{"answer", "--server", url, free.ID, "--select", "Later"},
-			[]string{`"Later" is not an option of question "why", which has none: answer it in free text, with --custom TEXT (INVALID_REQUEST)`}, "with custom"},
-		{"", []string{"answer", "--server", url, single.ID, "--select", "staging", "--select", "prod"},
-			[]string{`question "env" takes one option, --select is given 2 times (INVALID_REQUEST)`}, "the answer selects"},
-		{"", []string{"answer", "--server", url, free.ID, "--json", `{"answers":[{"id":"why","selected":["Later"]}]}`},
-			[]string{"answer it in free text, with custom (INVALID_REQUEST)"}, "--custom"},
 	} {
 		t.Setenv("BRIDGE_TOKEN", tc.token)
 		r := await(t, tc.args[0], cliAsync(tc.args...))
@@ -886,6 +930,41 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 		for _, w := range tc.want {
 			if !strings.Contains(r.stderr, w) {
 				t.Errorf("%.80q stderr = %q; want %q", tc.args, r.stderr, w)
+			}
+		}
+	}
+}
+
+// TestMalformedServerIsUsage: a --server, or a BRIDGE_SERVER in its
+// stead, that is no bridge URL is a usage error of every command that
+// takes it, named with where it came from and the pointer to -h, and
+// without the password a URL may hold.
+func TestMalformedServerIsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"ask", "--question", "Deploy?"},
+		{"approve", "--tool", "deploy"},
+		{"answer", "0123456789abcdef", "--allow"},
+		{"pending"},
+		{"signin-link"},
+		{"mcp"},
+	} {
+		cmd := args[0]
+		hint := "\nRun \"bridge " + cmd + " -h\" for its flags.\n"
+		for _, tc := range []struct{ flag, env, want string }{
+			{"foo", "", `bridge ` + cmd + `: --server: bridge URL "foo": write it as http://host:port or https://host` + hint},
+			{"ftp://127.0.0.1:1", "", `bridge ` + cmd + `: --server: bridge URL "ftp://127.0.0.1:1": write it as`},
+			{"", "127.0.0.1:8080", `bridge ` + cmd + `: BRIDGE_SERVER (the default of --server): bridge URL "127.0.0.1:8080": write it as`},
+			{"http://bob:pw-secret-7f3c@", "", `bridge ` + cmd + `: --server: bridge URL "http://bob:xxxxx@": write it as`},
+		} {
+			t.Setenv("BRIDGE_SERVER", tc.env)
+			full := slices.Clone(args)
+			if tc.flag != "" {
+				full = append(full, "--server", tc.flag)
+			}
+			// Without the check mcp would serve stdin (empty: exit 0).
+			r := await(t, cmd, cliAsync(full...))
+			if r.code != exitUsage || !strings.HasPrefix(r.stderr, tc.want) || !strings.HasSuffix(r.stderr, hint) || strings.Contains(r.stderr, "pw-secret") {
+				t.Errorf("BRIDGE_SERVER=%q %q = %+v; want exit %d, stderr starting %q", tc.env, full, r, exitUsage, tc.want)
 			}
 		}
 	}

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os/signal"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/client"
 	mcpserver "github.com/askbridge/askbridge/internal/mcp"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 const mcpUsage = `usage: bridge mcp [--server URL] [flags]
@@ -61,6 +63,13 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}); msg != "" {
 		return usageErr(stderr, "mcp", "%s", msg)
 	}
+	// Else every tool call would fail with the bridge's INVALID_REQUEST.
+	switch {
+	case len(*route) > seam.MaxRouteLen:
+		return usageErr(stderr, "mcp", "--route is longer than %d bytes", seam.MaxRouteLen)
+	case utf8.RuneCountInString(*caller) > seam.MaxCallerFieldLen:
+		return usageErr(stderr, "mcp", "--caller is longer than %d characters", seam.MaxCallerFieldLen)
+	}
 	if *progress <= 0 {
 		return usageErr(stderr, "mcp", "--progress-interval must be positive")
 	}
@@ -72,6 +81,9 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *reattach < 0 {
 		// Else read as 0, unsaid.
 		return usageErr(stderr, "mcp", "--reattach must not be negative; 0 withdraws a question at once")
+	}
+	if msg := serverProblem(fs); msg != "" {
+		return usageErr(stderr, "mcp", "%s", msg)
 	}
 	bc, err := newClient(*server)
 	if err != nil {

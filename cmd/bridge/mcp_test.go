@@ -210,6 +210,9 @@ func TestMCPUsage(t *testing.T) {
 		{"mcp", "--no-such-flag"},
 		{"mcp", "--route", ""},  // "$ROUTE" unset: not the default route
 		{"mcp", "--caller", ""}, // nor the client's name
+		// Longer than the bridge takes: every call would be refused.
+		{"mcp", "--route", strings.Repeat("r", 101)},
+		{"mcp", "--caller", strings.Repeat("c", 201)},
 	} {
 		if r := cli(args...); r.code != exitUsage {
 			t.Errorf("bridge %s: exit %d, want %d; stderr %q", strings.Join(args, " "), r.code, exitUsage, r.stderr)

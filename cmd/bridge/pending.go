@@ -40,6 +40,9 @@ func pendingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "pending", "unexpected argument %q", fs.Arg(0))
 	}
+	if msg := serverProblem(fs); msg != "" {
+		return usageErr(stderr, "pending", "%s", msg)
+	}
 	c, err := newClient(*server)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge: pending:", err)

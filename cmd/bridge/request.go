@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/dispatch"
@@ -76,9 +77,10 @@ func addRequestFlags(fs *flag.FlagSet, expiresHelp, toolCallIDHelp, callerHelp s
 
 // parse parses args as parseFlags does and refuses, as usage errors, what
 // the request flags can't mean: an argument, a negative --expires, a flag
-// given empty (which would read as left out), and beside --json-request
-// any of made, the command's flags that make what is asked, which the
-// request holds then. It returns false with the exit status when it
+// given empty (which would read as left out), beside --json-request any
+// of made, the command's flags that make what is asked, which the request
+// holds then, a value longer than the bridge takes, and a --server (or
+// BRIDGE_SERVER) that is no bridge URL. It returns false with the exit status when it
 // refused, or -h was asked for.
 func (f *requestFlags) parse(args []string, usage string, made []string, stdout, stderr io.Writer) (int, bool) {
 	if code, ok := parseFlags(f.fs, args, usage, stdout, stderr); !ok {
@@ -106,7 +108,30 @@ func (f *requestFlags) parse(args []string, usage string, made []string, stdout,
 			}
 		}
 	}
+	// As the bridge refuses them, a --json-request's too.
+	switch {
+	case len(*f.route) > seam.MaxRouteLen:
+		return usageErr(stderr, cmd, "--route is longer than %d bytes", seam.MaxRouteLen), false
+	case len(*f.toolCallID) > seam.MaxToolCallIDLen:
+		return usageErr(stderr, cmd, "--tool-call-id is longer than %d bytes", seam.MaxToolCallIDLen), false
+	case utf8.RuneCountInString(*f.caller) > seam.MaxCallerFieldLen:
+		return usageErr(stderr, cmd, "--caller is longer than %d characters", seam.MaxCallerFieldLen), false
+	}
+	if msg := serverProblem(f.fs); msg != "" {
+		return usageErr(stderr, cmd, "%s", msg), false
+	}
 	return 0, true
+}
+
+// refusal is why the bridge would refuse what the command's flags made
+// (not a --json-request's): validate applies the seam's rules, the
+// bridge's own, to a copy of it. Found before anything is sent, it is a
+// usage error, in the flags' terms; "" when there is none.
+func (w requestWords) refusal(validate func() error) string {
+	if err := validate(); err != nil {
+		return w.flagTerms(err.Error())
+	}
+	return ""
 }
 
 // place sets on a request's fields what the request flags given say: its

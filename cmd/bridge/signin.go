@@ -37,6 +37,9 @@ func signInLinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if fs.NArg() > 0 {
 		return usageErr(stderr, "signin-link", "unexpected argument %q", fs.Arg(0))
 	}
+	if msg := serverProblem(fs); msg != "" {
+		return usageErr(stderr, "signin-link", "%s", msg)
+	}
 	c, err := newClient(*server)
 	if err != nil {
 		fmt.Fprintln(stderr, "bridge: signin-link:", err)

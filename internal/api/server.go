@@ -495,8 +495,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, nr pending.NewRe
 	if len(nr.ToolCallID) > seam.MaxToolCallIDLen {
 		return invalid(fmt.Sprintf("tool_call_id is longer than %d bytes", seam.MaxToolCallIDLen))
 	}
-	if len(nr.Route) > 100 {
-		return invalid("route is longer than 100 bytes")
+	if len(nr.Route) > seam.MaxRouteLen {
+		return invalid(fmt.Sprintf("route is longer than %d bytes", seam.MaxRouteLen))
 	}
 	if err := seam.ValidateCaller(nr.Caller); err != nil {
 		return err

@@ -33,6 +33,7 @@ const (
 	MaxCallerFieldLen = 200  // caller agent, name, session, characters
 	MaxToolCallIDLen  = 200  // tool_call_id, bytes
 	MaxApprovalCallID = 200  // approval call_id, bytes
+	MaxRouteLen       = 100  // route name a request is posted to, bytes
 )
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
