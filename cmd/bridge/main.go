@@ -17,8 +17,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -201,6 +201,31 @@ func loadConfig(path string) (*config.Config, error) {
 	return config.Load(path)
 }
 
+// configProblems prints err, the problems of the config file at path (""
+// for the embedded defaults) that config.Load or Validate found, as serve
+// and config check both print them: a line naming the file, then one
+// problem a line, whatever their kind. An error that is not of the
+// file's content (it could not be read) is one line, naming the file.
+func configProblems(w io.Writer, path string, err error) {
+	var (
+		fe *config.FileError
+		pe *fs.PathError
+	)
+	switch {
+	case errors.As(err, &fe):
+		err = fe.Err
+	case errors.As(err, &pe):
+		// Not a problem in the file: os.ReadFile's error names it.
+		fmt.Fprintln(w, "bridge:", err)
+		return
+	}
+	if path == "" {
+		fmt.Fprintf(w, "bridge: the embedded config:\n%v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "bridge: config %s:\n%v\n", path, err)
+}
+
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Log.Level))
@@ -252,23 +277,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}); msg != "" {
 		return usageErr(stderr, "serve", "%s", msg)
 	}
-	if _, _, err := net.SplitHostPort(*listen); *listen != "" && err != nil {
-		// Else Validate names the config's key, which the flag overrode.
-		return usageErr(stderr, "serve", "--listen %q is not host:port, such as 127.0.0.1:8080 or :8080", *listen)
-	}
 	cfg, err := loadConfig(*cfgPath)
 	if cfg == nil {
-		fmt.Fprintln(stderr, "bridge:", err)
+		configProblems(stderr, *cfgPath, err)
 		return exitError
+	}
+	if *listen != "" {
+		// The flag's problem, named as the flag's: else Validate would
+		// name the config's listen key, which the flag overrode. Checked
+		// against the config: loopback, unless it has api.tokens.
+		if msg := cfg.ListenProblem(*listen); msg != "" {
+			return usageErr(stderr, "serve", "--listen %s", msg)
+		}
+		cfg.Listen = *listen
 	}
 	// A config that came with an error (an unknown key) never validates:
 	// Validate reports that error's problems first, then its own, so that
 	// one run names them all.
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(stderr, "bridge: invalid config:", err)
+		configProblems(stderr, *cfgPath, err)
 		return exitError
 	}
 	if *cpuProfile != "" {
@@ -360,13 +387,13 @@ func configCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	cfg, err := config.Load(path)
 	if cfg == nil {
-		fmt.Fprintln(stderr, "bridge:", err)
+		configProblems(stderr, path, err)
 		return exitError
 	}
 	// As in serve: Validate names the unknown keys Load found, then the
 	// rest, a line each.
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "bridge: config %s:\n%v\n", path, err)
+		configProblems(stderr, path, err)
 		return exitError
 	}
 	for _, w := range cfg.Warnings() {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +56,28 @@ func TestServeUsage(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--config") || strings.Contains(r.stderr, "listening") {
 		t.Errorf("serve FILE: exit %d, stderr %q; want exit %d pointing at --config", r.code, r.stderr, exitUsage)
 	}
-	// A bad --listen is the flag's, not the config's listen key.
-	r = cli("serve", "--listen", "18487")
-	if r.code != exitUsage || !strings.Contains(r.stderr, `--listen "18487" is not host:port`) || strings.Contains(r.stderr, "listen: ") {
-		t.Errorf("serve --listen 18487: exit %d, stderr %q; want exit %d naming the flag", r.code, r.stderr, exitUsage)
+	// A bad --listen is the flag's, not the config's listen key, and the
+	// form offered works: on loopback while the API is open (no
+	// api.tokens), the embedded defaults' or a file's.
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("listen: 127.0.0.1:0\napi:\n  tokens: [{name: a, token: tok-7f3c9e21b4aa, scopes: [ask]}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "18487"}, `--listen "18487" is not host:port, such as 127.0.0.1:18487` + "\n"},
+		{[]string{"--config", cfg, "--listen", "18487"}, `--listen "18487" is not host:port, such as 127.0.0.1:18487` + "\n"},
+		{[]string{"--listen", ":18487"}, `--listen ":18487" is not a loopback address, and with no api.tokens the API is open to anyone who can reach it: listen on 127.0.0.1:18487 (or ::1, localhost), or add tokens`},
+		{[]string{"--listen", "0.0.0.0:99999"}, `--listen "0.0.0.0:99999": the port is not a number from 0 to 65535`},
+		{[]string{"--config", tokens, "--listen", "18487"}, `--listen "18487" is not host:port, such as 127.0.0.1:18487, or :18487 for every interface` + "\n"},
+	} {
+		r := cli(slices.Concat([]string{"serve"}, tc.args)...)
+		if want := "bridge serve: " + tc.want; r.code != exitUsage || !strings.HasPrefix(r.stderr, want) || !strings.HasSuffix(r.stderr, "Run \"bridge serve -h\" for its flags.\n") ||
+			strings.Contains(r.stderr, "config") {
+			t.Errorf("serve %q: exit %d, stderr %q; want exit %d, stderr starting %q, naming the flag, not the config", tc.args, r.code, r.stderr, exitUsage, want)
+		}
 	}
 	r = cli("serve", "-h")
 	if r.code != exitOK || !strings.Contains(r.stdout, "usage: bridge serve") {
@@ -100,7 +119,9 @@ func TestServeEmptyFlag(t *testing.T) {
 // that setting up takes one run; serve still refuses the file, even when
 // an unknown key or an unset variable is its only problem. A value of the
 // wrong type is reported without Validate's problems, as Parse words it:
-// Validate would check what did not decode.
+// Validate would check what did not decode. Both commands print them
+// alike, whatever their kind: a line naming the file, then a problem a
+// line.
 func TestConfigProblemsInOneRun(t *testing.T) {
 	const (
 		slak     = "routes[0].targets[0].slak: unknown key (line 6); the keys of routes[0].targets[0] are: discord, slack\n"
@@ -128,19 +149,25 @@ func TestConfigProblemsInOneRun(t *testing.T) {
 	}{
 		{"an unknown key and Validate's problems",
 			"listen: 127.0.0.1:0\nslack: {bot_token: xoxb-LEAK-bot}\nroutes:\n  - name: default\n    targets:\n      - slak: {channel: C1}\n",
-			"config PATH:\n" + slak + validate, "invalid config: " + slak + validate},
+			"config PATH:\n" + slak + validate, "config PATH:\n" + slak + validate},
 		{"only an unknown key", "listen: 127.0.0.1:0\nlisen: x\n",
-			"config PATH:\n" + lisen, "invalid config: " + lisen},
+			"config PATH:\n" + lisen, "config PATH:\n" + lisen},
 		{"unset variables, an unknown key and Validate's problems",
 			"listen: 127.0.0.1:0\nlisen: x\nslack:\n  signing_secret: ${ASKBRIDGE_TEST_UNSET_SECRET}\n  bot_token: ${ASKBRIDGE_TEST_BOT_TOKEN}\nroutes:\n  - name: default\n    targets:\n" +
 				"      - slack: {channel: \"${ASKBRIDGE_TEST_UNSET_CHANNEL}\"}\n        discord: {channel: \"2\"}\n      - slack: {channel: \"${ASKBRIDGE_TEST_UNSET_CHANNEL}\"}\nlog: {format: xml}\n",
 			"config PATH:\n" + unsetVars + lisen + "routes[0].targets[0]: set exactly one of slack or discord\n" + `log.format: "xml" is not a format; use text or json` + "\n",
-			"invalid config: " + unsetVars + lisen + "routes[0].targets[0]: set exactly one of slack or discord\n" + `log.format: "xml" is not a format; use text or json` + "\n"},
+			"config PATH:\n" + unsetVars + lisen + "routes[0].targets[0]: set exactly one of slack or discord\n" + `log.format: "xml" is not a format; use text or json` + "\n"},
 		{"only an unset variable", "listen: 127.0.0.1:0\nlog: {level: \"${ASKBRIDGE_TEST_UNSET_LEVEL}\"}\n",
-			"config PATH:\n" + unsetLevel, "invalid config: " + unsetLevel},
+			"config PATH:\n" + unsetLevel, "config PATH:\n" + unsetLevel},
 		{"a wrong type", "listen: 127.0.0.1:0\nlisen: x\nslack: {bot_token: xoxb-LEAK-bot}\nstore: {max_wait: 90}\n",
-			"config PATH: " + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n",
-			"config PATH: " + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n"},
+			"config PATH:\n" + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n",
+			"config PATH:\n" + lisen + "store.max_wait (line 4): cannot read `90` as a duration (write 90s)\n"},
+		{"only a wrong type", "store:\n  max_wait: 90\n",
+			"config PATH:\nstore.max_wait (line 2): cannot read `90` as a duration (write 90s)\n",
+			"config PATH:\nstore.max_wait (line 2): cannot read `90` as a duration (write 90s)\n"},
+		{"only Validate's problem", "listen: 127.0.0.1:0\nlog: {format: xml}\n",
+			"config PATH:\n" + `log.format: "xml" is not a format; use text or json` + "\n",
+			"config PATH:\n" + `log.format: "xml" is not a format; use text or json` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "config.yaml")

@@ -1570,3 +1570,46 @@ func TestUnusedSurfaceWarned(t *testing.T) {
 		})
 	}
 }
+
+// TestListenOffersWhatWorks: a listen that is not host:port is answered
+// with a form that works with the API as it is (loopback while it is
+// open), its port kept; a non-loopback listen of an open API with its own
+// port on loopback. ListenProblem says the same of a value from elsewhere
+// (bridge serve --listen). A value from the environment is not echoed,
+// not even its port.
+func TestListenOffersWhatWorks(t *testing.T) {
+	const tokens = "api:\n  tokens: [{name: a, token: tok-7f3c9e21b4aa, scopes: [ask]}]\n"
+	vars := env(map[string]string{"PORT": "18476"})
+	for _, tc := range []struct {
+		name, data, listen, want string
+	}{
+		{"a bare port, open", "", "18476", `"18476" is not host:port, such as 127.0.0.1:18476`},
+		{"a bare port, tokens", tokens, "18476", `"18476" is not host:port, such as 127.0.0.1:18476, or :18476 for every interface`},
+		{"no port, open", "", "localhost", `"localhost" is not host:port, such as 127.0.0.1:8080`},
+		{"every interface, open", "", ":18476", `":18476" is not a loopback address, and with no api.tokens the API is open to anyone who can reach it: listen on 127.0.0.1:18476 (or ::1, localhost), or add tokens under api.tokens`},
+		{"every interface, tokens", tokens, ":18476", ""},
+		{"a bare port from the environment", "", "${PORT}", `"${PORT}" is not host:port, such as 127.0.0.1:8080`},
+		{"a port from the environment, open", "", "0.0.0.0:${PORT}", `"0.0.0.0:${PORT}" is not a loopback address, and with no api.tokens the API is open to anyone who can reach it: listen on 127.0.0.1, ::1 or localhost, or add`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse([]byte(tc.data+"listen: \""+tc.listen+"\"\n"), vars)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("Validate: %v; want none", err)
+				}
+			} else if err == nil || !strings.HasPrefix(err.Error(), "listen: "+tc.want) || strings.Contains(err.Error(), "18476") != strings.Contains(tc.listen, "18476") {
+				t.Errorf("Validate: %v\nwant it to start %q, the port shown only when written", err, "listen: "+tc.want)
+			}
+			if strings.Contains(tc.listen, "$") {
+				return
+			}
+			if got := c.ListenProblem(tc.listen); !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+				t.Errorf("ListenProblem(%q) = %q; want it to start %q", tc.listen, got, tc.want)
+			}
+		})
+	}
+}

@@ -43,7 +43,8 @@ const (
 )
 
 // Load reads the config file at path; see Parse, whose config it returns
-// with the error when Parse does.
+// with the error when Parse does, as a *FileError. A file that can't be
+// read is an error naming it (os.ReadFile's).
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -51,10 +52,20 @@ func Load(path string) (*Config, error) {
 	}
 	c, err := Parse(data)
 	if err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
+		return c, &FileError{Path: path, Err: err}
 	}
 	return c, nil
 }
+
+// FileError is what Parse found wrong in the config file at Path: Err
+// holds each problem, a line each (errors.Join), as Parse words it.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string { return "config " + e.Path + ": " + e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
 
 // Parse reads a config file's contents: it expands ${VAR} and
 // ${VAR:-default} in values from the environment, rejects unknown keys, and

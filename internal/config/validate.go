@@ -404,20 +404,52 @@ func (v *validator) add(path, format string, args ...any) {
 }
 
 func (v *validator) listen(c *Config) {
-	host, port, err := net.SplitHostPort(c.Listen)
+	if msg := v.listenProblem(c.Listen, c.OpenAPI()); msg != "" {
+		v.add("listen", "%s", msg)
+	}
+}
+
+// ListenProblem says what is wrong with listen as the address c's bridge
+// listens on, as Validate says it of the listen key, or "": for a value
+// given elsewhere (bridge serve --listen), which its caller names.
+func (c *Config) ListenProblem(listen string) string {
+	v := validator{env: c.env, unknown: c.unknown}
+	return v.listenProblem(listen, c.OpenAPI())
+}
+
+// listenProblem says what is wrong with listen, or "": not host:port, a
+// port that is no number from 0 to 65535, or, with open (no api.tokens),
+// a host that is not loopback. The forms it offers work with the API as
+// open is: on loopback when it is open.
+func (v *validator) listenProblem(listen string, open bool) string {
+	// A value from the environment (${VAR}) is not shown, not even its
+	// port: it may be a secret in the wrong key.
+	shown := v.quote(listen) == strconv.Quote(listen)
+	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		v.add("listen", "%s is not host:port, such as 127.0.0.1:8080", v.quote(c.Listen))
-		return
+		// A bare port ("8080") is the likely slip: offered back with a host.
+		p := "8080"
+		if _, err := strconv.ParseUint(listen, 10, 16); err == nil && shown {
+			p = listen
+		}
+		if open {
+			return fmt.Sprintf("%s is not host:port, such as 127.0.0.1:%s", v.quote(listen), p)
+		}
+		return fmt.Sprintf("%s is not host:port, such as 127.0.0.1:%s, or :%s for every interface", v.quote(listen), p, p)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		v.add("listen", "%s: the port is not a number from 0 to 65535", v.quote(c.Listen))
-		return
+		return fmt.Sprintf("%s: the port is not a number from 0 to 65535", v.quote(listen))
 	}
-	if c.OpenAPI() && !isLoopback(host) && !v.isUnknown("api.tokens") {
-		v.add("listen", "%s is not a loopback address, and with no api.tokens the API is open to anyone "+
-			"who can reach it: listen on 127.0.0.1, ::1 or localhost, or add tokens under api.tokens "+
-			"("+tokensExample+") that clients send as Authorization: Bearer <token>", v.quote(c.Listen))
+	if open && !isLoopback(host) && !v.isUnknown("api.tokens") {
+		loopback := "127.0.0.1, ::1 or localhost"
+		if shown {
+			loopback = "127.0.0.1:" + port + " (or ::1, localhost)"
+		}
+		return fmt.Sprintf("%s is not a loopback address, and with no api.tokens the API is open to anyone "+
+			"who can reach it: listen on %s, or add tokens under api.tokens "+
+			"("+tokensExample+") that clients send as Authorization: Bearer <token>", v.quote(listen), loopback)
 	}
+	return ""
 }
 
 // isLoopback reports whether host is localhost or a loopback IP address
