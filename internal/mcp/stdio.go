@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,11 @@ import (
 // with a JSON-RPC error instead (-32700, or -32600 for JSON that is not a
 // message), logged, and the session goes on. stdout stays open when the
 // session ends.
+//
+// A request before the session's initialize (other than those the SDK
+// serves then: ping, and a request of the sessionless protocol) is
+// answered with -32600, saying to initialize first: the SDK's own answer is
+// an error of code 0.
 //
 // A request the client cancelled (notifications/cancelled) gets no reply:
 // the spec asks none, and the SDK's, an error of code 0 ("context
@@ -73,6 +79,13 @@ func screen(in io.Reader, pass io.Writer, out *lockedWriter, log *slog.Logger) e
 		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			switch code, msg, id := refusal(trimmed); code {
 			case 0:
+				if id, method, early := out.early(trimmed); early {
+					log.Warn("an MCP client sent a request before initialize; answered with an error", "method", method)
+					if _, werr := out.Write(errorLine(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+strconv.Quote(method)+" before initialize: send initialize first, and the session's other requests once it is answered")); werr != nil {
+						return werr
+					}
+					break
+				}
 				out.note(trimmed)
 				if _, werr := pass.Write(append(trimmed, '\n')); werr != nil {
 					return werr
@@ -255,6 +268,54 @@ type lockedWriter struct {
 	// open holds the ids (idKey) of the client's requests not yet replied
 	// to, true for one the client has cancelled since.
 	open map[string]bool
+	// initializing holds the ids of the client's initializes not yet
+	// replied to; initialized says the SDK answered one with a result.
+	initializing map[string]bool
+	initialized  bool
+}
+
+// beforeInit are the methods the SDK serves before the session's
+// initialize: the others get an error (of code 0) from it.
+var beforeInit = []string{"initialize", "ping", "server/discover", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+
+// sessionless is the first protocol version without initialize (SEP-2575):
+// a request whose _meta names it, or a later one, needs none.
+const sessionless = "2026-07-28"
+
+// early reads msg, a message the SDK reads, on its way to the SDK, as the
+// SDK reads it: it reports whether msg is a request the SDK would refuse
+// as coming before the session's initialize, with its id and method, and
+// notes an initialize passed on. Until one is answered, the SDK decides:
+// it serves an initialize before what comes after it.
+func (l *lockedWriter) early(msg []byte) (id json.RawMessage, method string, _ bool) {
+	dec, err := jsonrpc.DecodeMessage(msg)
+	req, ok := dec.(*jsonrpc.Request)
+	if err != nil || !ok || !req.IsCall() || req.Method == "" || strings.HasPrefix(req.Method, "notifications/") {
+		return nil, "", false
+	}
+	var m map[string]json.RawMessage // by names as written, as refusal reads them
+	_ = json.Unmarshal(msg, &m)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if req.Method == "initialize" {
+		if k := idKey(m["id"]); k != "" {
+			if l.initializing == nil {
+				l.initializing = map[string]bool{}
+			}
+			l.initializing[k] = true
+		}
+	}
+	if l.initialized || len(l.initializing) > 0 || slices.Contains(beforeInit, req.Method) {
+		return nil, "", false
+	}
+	var params struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(req.Params, &params)
+	if v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string); v >= sessionless {
+		return nil, "", false
+	}
+	return validID(m["id"]), req.Method, true
 }
 
 // note reads a message the client sent, on its way to the SDK: a request
@@ -295,9 +356,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		var reply struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
 		}
 		if json.Unmarshal(p, &reply) == nil && reply.Method == "" {
 			k := idKey(reply.ID)
+			if l.initializing[k] {
+				delete(l.initializing, k)
+				l.initialized = l.initialized || len(reply.Result) > 0
+			}
 			cancelled, open := l.open[k]
 			delete(l.open, k)
 			if open && cancelled {

@@ -45,6 +45,13 @@ var stdioSeeds = []string{
 	"\xc2\xa0" + tsPing + "\xc2\x85\n",
 	"\f" + tsPing + "\v\n",
 	"\r" + tsPing + "\r" + tsPing + "\n",
+	// Requests before initialize: answered, but for those the SDK serves
+	// then; after an initialize, passed on.
+	tsToolsList + "\n" + tsPing + "\n" + tsInitialize + "\n" + tsToolsList + "\n",
+	`{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	`{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`,
+	`{"jsonrpc":"2.0","id":22,"method":"logging/setLevel","params":{"level":"info"}}`,
+	`{"jsonrpc":"2.0","method":"initialize"}` + "\n" + tsToolsList + "\n", // a notification initializes nothing
 	// Ids of every JSON type.
 	`{"jsonrpc":"2.0","id":"","method":"ping"}`,
 	`{"jsonrpc":"2.0","id":"\u00e9\"\\\/\ud83d\ude00","method":"ping"}`,
@@ -107,12 +114,16 @@ func FuzzStdio(f *testing.F) {
 		if len(msgs) != bytes.Count(passed, []byte("\n")) {
 			t.Errorf("the SDK read %d messages from %d lines passed on:\n%s", len(msgs), bytes.Count(passed, []byte("\n")), passed)
 		}
+		initializing := false // an initialize was passed on (nothing answers it here)
 		for line := range bytes.Lines(stdin) {
 			trimmed := bytes.TrimSpace(line)
 			if len(trimmed) == 0 {
 				continue
 			}
-			kind, code, id := fate(trimmed)
+			kind, code, id := fate(trimmed, initializing)
+			if kind == passOn && requestOf(trimmed) == "initialize" {
+				initializing = true
+			}
 			switch kind {
 			case passOn:
 				next, rest, _ := bytes.Cut(passed, []byte("\n"))
@@ -179,9 +190,12 @@ const (
 
 // fate is what becomes of a trimmed, non-blank line by JSON-RPC 2.0 and
 // MCP: the SDK gets what it reads as a message under the id the client
-// wrote; a response that it can't read so is dropped; the rest is answered with an error (code), under the
-// line's id (its "id" member, when a string or a number) or else null.
-func fate(line []byte) (kind, code int, id json.RawMessage) {
+// wrote, unless it is a request the SDK does not serve before the
+// session's initialize and none came before it (initializing); a response
+// that it can't read so is dropped; the rest is answered with an error
+// (code), under the line's id (its "id" member, when a string or a
+// number) or else null.
+func fate(line []byte, initializing bool) (kind, code int, id json.RawMessage) {
 	null := json.RawMessage("null")
 	if !json.Valid(line) {
 		return answer, jsonrpc.CodeParseError, null
@@ -197,6 +211,9 @@ func fate(line []byte) (kind, code int, id json.RawMessage) {
 	_ = json.Unmarshal(m["method"], &name)
 	nullID := string(m["id"]) == "null" && !strings.HasPrefix(name, "notifications/")
 	if msg, err := jsonrpc.DecodeMessage(line); err == nil && !nullID && readsID(msg, m["id"]) {
+		if method := requestOf(line); !initializing && method != "" && !servedBeforeInit(method, line) {
+			return answer, jsonrpc.CodeInvalidRequest, m["id"]
+		}
 		return passOn, 0, nil
 	}
 	_, method := m["method"]
@@ -209,6 +226,40 @@ func fate(line []byte) (kind, code int, id json.RawMessage) {
 		return answer, jsonrpc.CodeInvalidRequest, null
 	}
 	return answer, jsonrpc.CodeInvalidRequest, m["id"]
+}
+
+// requestOf is the method of the request line, as the SDK reads it, or ""
+// when line is not a request (a notification, a response).
+func requestOf(line []byte) string {
+	msg, err := jsonrpc.DecodeMessage(line)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || !req.IsCall() {
+		return ""
+	}
+	return req.Method
+}
+
+// servedBeforeInit reports whether the SDK serves the request line, of
+// method, before the session's initialize: the lifecycle's initialize and
+// ping, what the SDK takes besides (logging and subscriptions), and a
+// request of the protocol without sessions (2026-07-28, SEP-2575), which
+// names its version in _meta.
+func servedBeforeInit(method string, line []byte) bool {
+	switch method {
+	case "initialize", "ping", "server/discover", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		return true
+	}
+	if strings.HasPrefix(method, "notifications/") {
+		return true // a request so named: the SDK takes it for what it names
+	}
+	var m struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(line, &m)
+	v, _ := m.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return v >= "2026-07-28"
 }
 
 // readsID reports whether the SDK read msg under id as a client wrote it:

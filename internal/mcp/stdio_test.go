@@ -262,3 +262,99 @@ func TestRepliesLeftOut(t *testing.T) {
 		t.Errorf("ids kept after every reply: %v", l.open)
 	}
 }
+
+// A request before the session's initialize is answered with -32600
+// under its id, saying to initialize first (the SDK's own answer has code
+// 0), as is one after an initialize that failed; ping is served then, and
+// after an initialize the session goes on as any.
+func TestStdioRequestBeforeInitialize(t *testing.T) {
+	send, next := stdioSession(t)
+	errorOf := func(m map[string]any) (float64, string) {
+		e, _ := m["error"].(map[string]any)
+		c, _ := e["code"].(float64)
+		msg, _ := e["message"].(string)
+		return c, msg
+	}
+	early := func(what string, id any) {
+		t.Helper()
+		m := next(what)
+		code, msg := errorOf(m)
+		if code != -32600 || m["id"] != id || !strings.Contains(msg, "before initialize: send initialize first") {
+			t.Errorf("%s: answered %v, want -32600 under id %v, saying to send initialize first", what, m, id)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[]}}}`)
+	early("a tools/call before initialize", float64(5))
+	send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+	early("a tools/list before initialize", "list")
+	send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if m := next("a ping before initialize"); m["id"] != float64(6) || m["result"] == nil {
+		t.Errorf("a ping before initialize: answered %v, want its result", m)
+	}
+	send(`{"jsonrpc":"2.0","id":7,"method":"initialize"}`) // no params: it fails
+	if m := next("an initialize without params"); m["id"] != float64(7) || m["error"] == nil {
+		t.Fatalf("an initialize without params: answered %v, want an error", m)
+	}
+	send(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`)
+	early("a tools/list after a failed initialize", float64(8))
+	send(`{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := next("initialize"); m["id"] != float64(9) || m["result"] == nil {
+		t.Fatalf("initialize answered %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":10,"method":"tools/list"}`)
+	if m := next("tools/list"); m["id"] != float64(10) || m["result"] == nil {
+		t.Errorf("tools/list after initialize answered %v", m)
+	}
+}
+
+// stdioSession runs a Server on a bridge over Stdio, and returns a
+// function that sends a line to its stdin, and one that reads the next
+// line it writes, failing the test when none comes within 10 s.
+func stdioSession(t *testing.T) (send func(line string), next func(what string) map[string]any) {
+	t.Helper()
+	bc, err := client.New(newBridge(t, ""), client.WithPollWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(bc, Options{Logger: slog.New(slog.DiscardHandler)})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(ctx, Stdio(inR, outW, slog.New(slog.DiscardHandler))) }()
+	t.Cleanup(func() {
+		cancel()
+		inW.Close()
+		outR.Close()
+		<-ran
+	})
+	lines := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				m = map[string]any{"unparsable": sc.Text()}
+			}
+			lines <- m
+		}
+	}()
+	send = func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next = func(what string) map[string]any {
+		t.Helper()
+		select {
+		case m := <-lines:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no answer to %s", what)
+			return nil
+		}
+	}
+	return send, next
+}
