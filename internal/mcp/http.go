@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -252,7 +251,8 @@ func (h *HTTP) callContext(s *session, ctx context.Context, req *mcp.CallToolReq
 // (initialize) with a Server of its own. The go-sdk client sends another
 // before each initialize (server/discover, which a stateful handler does
 // not serve): the SDK has it open a session too, closed as it ends. Only
-// a session whose initialize succeeded counts for MaxSessions.
+// a session whose initialize succeeded counts for MaxSessions. One that
+// carries only messages of a session is refused (400).
 func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	tok, _ := api.Bearer(r.Header.Get("Authorization"))
 	bc, err := client.New(h.opts.Bridge, client.WithToken(tok))
@@ -260,11 +260,19 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest) // says nothing of the token
 		return
 	}
-	initialize, err := initializes(r)
+	carries, err := firstPOST(r)
 	if err != nil {
 		api.WriteError(w, api.BodyError(err))
 		return
 	}
+	if carries == inSession {
+		// The spec's 400, in the API's shape; the SDK would open a
+		// session for it and answer as an uninitialized one does (a
+		// request: an error of code 0; a notification: 202, dropped).
+		api.WriteError(w, &api.Error{Status: http.StatusBadRequest, Code: client.CodeInvalidRequest, Message: errNoSession})
+		return
+	}
+	initialize := carries == opens
 	s := &session{id: rand.Text(), token: digest(r), posts: map[string]*post{}}
 	opts := h.opts.Server
 	opts.sessionID = func() string { return s.id }
@@ -382,30 +390,63 @@ func (h *HTTP) longestIdle(mine map[*session]struct{}) *session {
 // A longer one is passed on unread, and the SDK refuses it.
 const maxPeek = mcp.DefaultMaxRequestBodyBytes
 
-// initializes reports whether the POST r carries an initialize, read as
-// the SDK reads its body; r's body is read again from its start after.
-func initializes(r *http.Request) (bool, error) {
+// errNoSession is the message of a POST refused for want of a session id.
+const errNoSession = "no Mcp-Session-Id: send initialize first. A POST without the Mcp-Session-Id header carries an initialize, which opens a session; its response's Mcp-Session-Id header names it, and every later request of the session carries that header"
+
+// What a POST without a session id carries.
+type first int
+
+const (
+	// What the SDK answers without a session: server/discover (the
+	// go-sdk client's probe before its initialize), a request of the
+	// sessionless protocol (2026-07-28, by its Mcp-Protocol-Version
+	// header or its _meta), which the SDK refuses in words a client
+	// falls back to initialize on, or a body it can't read.
+	toSDK     first = iota
+	opens           // an initialize: it opens a session
+	inSession       // messages of a session only (requests, notifications, responses): refused
+)
+
+// firstPOST reads what the POST r, without a session id, carries, as the
+// SDK reads its body; r's body is read again from its start after.
+func firstPOST(r *http.Request) (first, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeek+1))
 	if err != nil {
-		return false, err
+		return toSDK, err
 	}
 	if len(body) > maxPeek {
 		r.Body = struct {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		return false, nil
+		return toSDK, nil
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var raws []json.RawMessage // a batch's messages
 	if json.Unmarshal(body, &raws) != nil {
 		raws = []json.RawMessage{body} // one message
 	}
-	return slices.ContainsFunc(raws, func(raw json.RawMessage) bool {
+	// sdk: any message that the SDK answers without a session, or that
+	// it can't read (it answers the body).
+	initialize, sdk := false, len(raws) == 0 || r.Header.Get("Mcp-Protocol-Version") >= sessionless
+	for _, raw := range raws {
 		msg, err := jsonrpc.DecodeMessage(raw)
 		req, ok := msg.(*jsonrpc.Request)
-		return err == nil && ok && req.Method == "initialize"
-	}), nil
+		switch {
+		case err != nil:
+			sdk = true
+		case ok:
+			initialize = initialize || req.Method == "initialize"
+			sdk = sdk || req.Method == "server/discover" || sessionlessMeta(req)
+		}
+	}
+	switch {
+	case initialize:
+		return opens, nil
+	case sdk:
+		return toSDK, nil
+	}
+	return inSession, nil
 }
 
 // digest is the digest of r's bearer token, or of "" without one.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -407,6 +408,78 @@ func TestHTTPToolErrorsSpeakOfMCP(t *testing.T) {
 				if strings.Contains(got, stdio) {
 					t.Errorf("error text = %q, which speaks of %s", got, stdio)
 				}
+			}
+		})
+	}
+}
+
+// A POST without a session id that carries no initialize is refused: the
+// spec's 400, in the API's shape, saying to initialize first, and no
+// session is opened for it. (The SDK opened one, uninitialized, and
+// answered a request in it with an error of code 0, HTTP 200.) What the
+// SDK answers without a session still reaches it: server/discover, which
+// the go-sdk client sends before its initialize, and a request of the
+// sessionless protocol, which it refuses in words a client falls back to
+// initialize on.
+func TestHTTPPostWithoutSessionID(t *testing.T) {
+	h, url, _ := startHTTP(t, HTTPOptions{})
+	const call = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"a","question":"Go?"}]}}}`
+	for _, tc := range []struct {
+		name, body string
+	}{
+		{"tools/call", call},
+		{"tools/list", `{"jsonrpc":"2.0","id":"x","method":"tools/list"}`},
+		{"ping", `{"jsonrpc":"2.0","id":4,"method":"ping"}`},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{"response", `{"jsonrpc":"2.0","id":5,"result":{}}`},
+		{"batch", `[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":6,"method":"tools/list"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := mcpPost(t, url, askToken, tc.body, nil)
+			var body struct {
+				Error struct{ Code, Message string }
+			}
+			err := json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || err != nil || body.Error.Code != client.CodeInvalidRequest ||
+				!strings.HasPrefix(body.Error.Message, "no Mcp-Session-Id: send initialize first") {
+				t.Errorf("status %d, body %+v (%v); want 400 %s in the API's shape, saying to send initialize first", resp.StatusCode, body, err, client.CodeInvalidRequest)
+			}
+			if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+				t.Errorf("the refusal names session %s", id)
+			}
+			waitSessions(t, h, "", nil)
+		})
+	}
+
+	for _, tc := range []struct {
+		name, body string
+		headers    map[string]string
+		status     int
+		code       int64 // of the JSON-RPC error in the body, 0 for none
+	}{
+		{"server/discover", `{"jsonrpc":"2.0","id":7,"method":"server/discover"}`, nil, http.StatusOK, jsonrpc.CodeMethodNotFound},
+		{"sessionless protocol", call, map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, http.StatusBadRequest, mcp.CodeUnsupportedProtocolVersion},
+		{"initialize", initialize, nil, http.StatusOK, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := mcpPost(t, url, askToken, tc.body, tc.headers)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if data, ok := bytes.CutPrefix(bytes.TrimSpace(b), []byte("event: message\ndata: ")); ok {
+				b = data
+			}
+			msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(b))
+			res, _ := msg.(*jsonrpc.Response)
+			var code int64
+			if res != nil && res.Error != nil {
+				var we *jsonrpc.Error
+				if errors.As(res.Error, &we) {
+					code = we.Code
+				}
+			}
+			if resp.StatusCode != tc.status || err != nil || res == nil || code != tc.code {
+				t.Errorf("status %d, body %s; want %d with a JSON-RPC response of error code %d (0: a result), the SDK's", resp.StatusCode, b, tc.status, tc.code)
 			}
 		})
 	}

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/client"
@@ -62,6 +63,22 @@ type Options struct {
 	sessionID   func() string                                                                // over HTTP: the id of the server's one session
 	callContext func(context.Context, *mcp.CallToolRequest) (_ context.Context, done func()) // over HTTP: a call's, ended when its POST's client goes
 	overHTTP    bool                                                                         // the bridge's own /mcp (HTTP), not bridge mcp: what its errors tell to check
+}
+
+// sessionless is the first MCP protocol version without sessions or
+// initialize (SEP-2575): a request that names it, or a later one, needs
+// none.
+const sessionless = "2026-07-28"
+
+// sessionlessMeta reports whether req names the sessionless protocol in
+// its _meta, as a request of it does.
+func sessionlessMeta(req *jsonrpc.Request) bool {
+	var params struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(req.Params, &params)
+	v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return v >= sessionless
 }
 
 // Server is the MCP server. Run serves one MCP session over a transport.

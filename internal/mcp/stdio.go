@@ -278,10 +278,6 @@ type lockedWriter struct {
 // initialize: the others get an error (of code 0) from it.
 var beforeInit = []string{"initialize", "ping", "server/discover", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
-// sessionless is the first protocol version without initialize (SEP-2575):
-// a request whose _meta names it, or a later one, needs none.
-const sessionless = "2026-07-28"
-
 // early reads msg, a message the SDK reads, on its way to the SDK, as the
 // SDK reads it: it reports whether msg is a request the SDK would refuse
 // as coming before the session's initialize, with its id and method, and
@@ -308,11 +304,7 @@ func (l *lockedWriter) early(msg []byte) (id json.RawMessage, method string, _ b
 	if l.initialized || len(l.initializing) > 0 || slices.Contains(beforeInit, req.Method) {
 		return nil, "", false
 	}
-	var params struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	_ = json.Unmarshal(req.Params, &params)
-	if v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string); v >= sessionless {
+	if sessionlessMeta(req) {
 		return nil, "", false
 	}
 	return validID(m["id"]), req.Method, true
