@@ -13,6 +13,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +22,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -186,7 +190,7 @@ func (s *Server) askUserQuestion(ctx context.Context, req *mcp.CallToolRequest) 
 		Questions []client.Question `json:"questions"`
 	}
 	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
-		return toolError(client.CodeInvalidRequest, err.Error()), nil
+		return toolError(client.CodeInvalidRequest, strayArgs(req)+err.Error()), nil
 	}
 	return s.call(ctx, req, client.QuestionRequest{
 		Questions: args.Questions,
@@ -203,7 +207,7 @@ func (s *Server) requestApproval(ctx context.Context, req *mcp.CallToolRequest) 
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := decodeArgs(req.Params.Arguments, &args); err != nil {
-		return toolError(client.CodeInvalidRequest, err.Error()), nil
+		return toolError(client.CodeInvalidRequest, strayArgs(req)+err.Error()), nil
 	}
 	if string(args.Arguments) == "null" {
 		args.Arguments = nil
@@ -238,7 +242,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Re
 		return nil, err
 	}
 	if out.err != nil {
-		return s.errorResult(out.err), nil
+		return s.errorResult(out.err, strayArgs(req)), nil
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(out.result)}},
@@ -293,6 +297,67 @@ func (s *Server) caller(ss *mcp.ServerSession) *client.Caller {
 	return &client.Caller{Name: name}
 }
 
+// takes holds the top-level arguments of each tool, in the order its
+// input schema lists them: what the handlers read. The schemas leave
+// additionalProperties open (true), so a call with others goes through.
+var takes = map[string][]string{askTool.Name: properties(askTool), approvalTool.Name: properties(approvalTool)}
+
+// properties are the names of the properties of t's input schema, in
+// their order.
+func properties(t *mcp.Tool) []string {
+	var schema struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(t.InputSchema.(json.RawMessage), &schema); err != nil {
+		panic(fmt.Sprintf("mcpserver: the input schema of %s: %v", t.Name, err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(schema.Properties))
+	var names []string
+	dec.Token() // {
+	for dec.More() {
+		name, _ := dec.Token()
+		names = append(names, name.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			panic(fmt.Sprintf("mcpserver: the input schema of %s: %v", t.Name, err))
+		}
+	}
+	return names
+}
+
+// strayArgs is what begins the message of an error in the arguments of
+// req's call when they hold top-level keys its tool does not take: it
+// names them, and what the tool takes; else "". Such a key is otherwise
+// ignored, but a misspelt one is likely the cause of the error: a call
+// with "questons" has no questions.
+func strayArgs(req *mcp.CallToolRequest) string {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(req.Params.Arguments, &args) != nil {
+		return "" // not an object: its error says so
+	}
+	known := takes[req.Params.Name]
+	var stray []string
+	for k := range args {
+		// As encoding/json reads them into the handlers' structs:
+		// "Questions" is questions.
+		if !slices.ContainsFunc(known, func(name string) bool { return strings.EqualFold(name, k) }) {
+			stray = append(stray, strconv.Quote(k))
+		}
+	}
+	if len(stray) == 0 {
+		return ""
+	}
+	slices.Sort(stray)
+	noun := "argument"
+	if len(stray) > 1 {
+		noun = "arguments"
+	}
+	return fmt.Sprintf("unknown %s %s (%s takes %s); ", noun, strings.Join(stray, ", "), req.Params.Name, strings.Join(known, ", "))
+}
+
+// argumentCodes are the codes of a call refused for its arguments.
+var argumentCodes = []string{client.CodeEmptyQuestions, client.CodeInvalidRequest, client.CodeBadIntent}
+
 // decodeArgs reads a tool call's arguments into v.
 func decodeArgs(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -319,8 +384,9 @@ const (
 
 // errorResult is the tool error of a request that ended without an answer
 // or failed: the bridge's code and message (the seam's for ASK_*), or one of
-// the codes above.
-func (s *Server) errorResult(err error) *mcp.CallToolResult {
+// the codes above. stray (strayArgs) begins the message of a refusal of the
+// call's arguments.
+func (s *Server) errorResult(err error, stray string) *mcp.CallToolResult {
 	var (
 		e  *client.Error
 		ue *url.Error
@@ -330,6 +396,8 @@ func (s *Server) errorResult(err error) *mcp.CallToolResult {
 		// The bridge speaks of an Authorization header; whoever reads this
 		// set an environment variable, or, over /mcp, the header itself.
 		return toolError(e.Code, e.Message+s.hints().unauthorized)
+	case errors.As(err, &e) && slices.Contains(argumentCodes, e.Code):
+		return toolError(e.Code, stray+e.Message)
 	case errors.As(err, &e) && e.Code != "":
 		return toolError(e.Code, e.Message)
 	case errors.As(err, &e):

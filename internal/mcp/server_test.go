@@ -407,6 +407,62 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// A call refused for its arguments names the top-level keys its tool does
+// not take, and what it takes: a misspelt "questions" reads as no
+// questions at all. Such a key fails no call (the schemas leave
+// additionalProperties open), and is read as encoding/json reads it.
+func TestUnknownArguments(t *testing.T) {
+	e := start(t, "", Options{})
+	for _, tc := range []struct {
+		name, tool string
+		args       any
+		want       string // the error text
+	}{
+		{"misspelt questions", "ask_user_question", map[string]any{"questons": []any{yesNo("web")}},
+			`EMPTY_QUESTIONS: unknown argument "questons" (ask_user_question takes questions); ask_user_question requires at least one question`},
+		{"two, and another spelling of questions", "ask_user_question", map[string]any{"Questions": []any{}, "q": 1, "extra": true},
+			`EMPTY_QUESTIONS: unknown arguments "extra", "q" (ask_user_question takes questions); ask_user_question requires at least one question`},
+		{"with a bad question", "ask_user_question", map[string]any{"questions": []any{yesNo("web"), yesNo("web")}, "why": "x"},
+			`INVALID_REQUEST: unknown argument "why" (ask_user_question takes questions); `},
+		{"with arguments of the wrong type", "ask_user_question", map[string]any{"questions": "deploy?", "why": "x"},
+			`INVALID_REQUEST: unknown argument "why" (ask_user_question takes questions); arguments.questions must be an array, not a JSON string`},
+		{"misspelt tool_name", "request_approval", map[string]any{"toolName": "rm", "reason": "cleanup"},
+			`INVALID_REQUEST: unknown argument "toolName" (request_approval takes tool_name, reason, arguments); an approval needs tool_name`},
+		{"none unknown", "request_approval", map[string]any{"reason": "cleanup"}, `INVALID_REQUEST: an approval needs tool_name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), within)
+			defer cancel()
+			got := text(t, await(t, "the tool call", e.call(ctx, tc.tool, tc.args, "")), true)
+			if !strings.HasPrefix(got, tc.want) {
+				t.Errorf("error text = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	t.Run("a call that is otherwise good", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		done := e.call(ctx, "ask_user_question", map[string]any{"questions": []any{yesNo("web")}, "priority": "high"}, "")
+		rec := e.pending(t, client.KindQuestion, 1)[0]
+		if _, err := e.bridge.Answer(ctx, rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		answerJSON(t, await(t, "the tool call", done), `{"answers":[{"id":"web","selected":["No"]}]}`)
+	})
+	for tool, want := range map[string][]string{"ask_user_question": {"questions"}, "request_approval": {"tool_name", "reason", "arguments"}} {
+		if !reflect.DeepEqual(takes[tool], want) {
+			t.Errorf("%s takes %q, want %q", tool, takes[tool], want)
+		}
+	}
+	for _, tool := range []*mcp.Tool{askTool, approvalTool} {
+		var schema map[string]json.RawMessage
+		json.Unmarshal(tool.InputSchema.(json.RawMessage), &schema)
+		if v, ok := schema["additionalProperties"]; ok && string(v) != "true" {
+			t.Errorf("%s: additionalProperties %s, yet a call with other arguments goes through", tool.Name, v)
+		}
+	}
+}
+
 // A create the bridge refuses is logged as refused, with its code: nothing
 // was asked, so nothing "ended without an answer".
 func TestRefusedCreateIsLoggedAsRefused(t *testing.T) {

@@ -9,7 +9,10 @@ import (
 // The tools' schemas are written out rather than derived from Go types: they
 // are what the model reads, so every description counts, and the bridge, not
 // the SDK, validates the arguments, so that a bad question comes back with
-// the seam's code (EMPTY_QUESTIONS, INVALID_REQUEST, BAD_INTENT).
+// the seam's code (EMPTY_QUESTIONS, INVALID_REQUEST, BAD_INTENT). The
+// top-level properties of an input schema are what its handler reads, and
+// what a refusal names as what the tool takes (takes); additionalProperties
+// stays open, and other arguments are ignored.
 
 const instructions = `These tools reach a person (on Slack, Discord or another surface of askbridge) and wait for their reply, which can take minutes. ` +
 	`Use ask_user_question when you need a decision or information only a person can give, and request_approval before a tool call that needs a person's consent. ` +
