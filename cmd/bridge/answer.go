@@ -35,9 +35,14 @@ is passed to the agent.
 Either: --dismiss declines to answer; the agent gets ASK_CANCELLED.
 
 exit status: 0 answered, 1 error (ALREADY_RESOLVED, NOT_FOUND, ...), 2 usage:
-found before anything is answered, an answer the bridge would refuse (an
-option the question does not have, a --note too long) included, and a
---server or BRIDGE_SERVER that is no URL.
+found before anything is answered, and as the bridge would find it: a
+--note too long (checked before the approval is looked at), an answer of
+--select, --custom and --question-id the bridge would refuse of a pending
+question (an option the question does not have), and a --server or
+BRIDGE_SERVER that is no URL. A question that ended already is
+ALREADY_RESOLVED, whatever its flags. A --json answer that is no answer
+body is a usage error; whether it fits the questions is the bridge's to
+say (INVALID_REQUEST, exit 1).
 
 environment:
   BRIDGE_SERVER  default of --server
@@ -92,6 +97,9 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *reject {
 		d.Outcome = client.OutcomeRejected
 	}
+	// The bridge checks a decision (a --note too long) before it looks at
+	// the approval, so that one already decided, or gone, is told the
+	// same: a usage error before anything is read.
 	if _, err := d.Normalize(); approvalFlags && err != nil {
 		return usageErr(stderr, "answer", "%s", strings.Replace(err.Error(), "note", "--note", 1))
 	}
@@ -117,19 +125,16 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if approvalFlags {
 				return usageErr(stderr, "answer", "%s is a question: answer it with --select, --custom or --json", id)
 			}
-			a, msg := buildAnswer(rec, selects, *custom, *questionID, *jsonAnswer)
-			if msg != "" {
-				return usageErr(stderr, "answer", "%s", msg)
+			var (
+				a   client.Answer
+				msg string
+			)
+			if set["json"] {
+				a, msg = decodeAnswer(*jsonAnswer)
+			} else {
+				a, msg = buildAnswer(rec, selects, *custom, *questionID)
 			}
-			// The bridge checks the answer against the question by the
-			// seam's rules, which the record read holds all it needs for.
-			if _, err := (seam.Questions{Questions: rec.Questions}).Normalize(a); err != nil {
-				msg := err.Error()
-				if !set["json"] {
-					msg = answerFlagTerms(msg)
-				} else {
-					msg = "--json: " + msg
-				}
+			if msg != "" {
 				return usageErr(stderr, "answer", "%s", msg)
 			}
 			rec, err = c.Answer(ctx, id, a)
@@ -156,42 +161,56 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// buildAnswer makes the answer the flags describe to the questions of rec,
-// or returns why it can't.
-func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonAnswer string) (client.Answer, string) {
-	if jsonAnswer != "" {
-		// Strictly: a misspelt "selected" would answer the question as
-		// skipped, for good, and so would a field given twice, decoded
-		// here keeping the last and sent on without the other: refused
-		// as the API refuses such a body.
-		var a client.Answer
-		if msg := seam.DuplicateKeyMessage([]byte(jsonAnswer)); msg != "" {
-			return a, "--json: " + msg
+// decodeAnswer reads the answer --json gives, or returns why it can't:
+// what the bridge refuses of the body before it looks at the request
+// (internal/api's DecodeAnswer). Whether the answer fits the questions is
+// the bridge's to say, as a --json-request's content is, in the API's
+// terms: a bridge of another version may take more (a longer custom).
+func decodeAnswer(jsonAnswer string) (client.Answer, string) {
+	// Strictly: a misspelt "selected" would answer the question as
+	// skipped, for good, and so would a field given twice, decoded here
+	// keeping the last and sent on without the other: refused as the API
+	// refuses such a body.
+	var a client.Answer
+	if msg := seam.DuplicateKeyMessage([]byte(jsonAnswer)); msg != "" {
+		return a, "--json: " + msg
+	}
+	// In the answer's terms, as the API words them.
+	if msg := seam.UnknownFieldMessage([]byte(jsonAnswer), &a); msg != "" {
+		return a, "--json: " + msg
+	}
+	dec := json.NewDecoder(strings.NewReader(jsonAnswer))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		var (
+			te *json.UnmarshalTypeError
+			sy *json.SyntaxError
+		)
+		switch {
+		case errors.As(err, &te):
+			return a, "--json: " + seam.TypeErrorMessage([]byte(jsonAnswer), te, "")
+		case errors.As(err, &sy), errors.Is(err, io.ErrUnexpectedEOF):
+			return a, "--json is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
 		}
-		// In the answer's terms, as the API words them.
-		if msg := seam.UnknownFieldMessage([]byte(jsonAnswer), &a); msg != "" {
-			return a, "--json: " + msg
-		}
-		dec := json.NewDecoder(strings.NewReader(jsonAnswer))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&a); err != nil {
-			var (
-				te *json.UnmarshalTypeError
-				sy *json.SyntaxError
-			)
-			switch {
-			case errors.As(err, &te):
-				return a, "--json: " + seam.TypeErrorMessage([]byte(jsonAnswer), te, "")
-			case errors.As(err, &sy), errors.Is(err, io.ErrUnexpectedEOF):
-				return a, "--json is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
-			}
-			return a, fmt.Sprintf("--json is not an answer {\"answers\":[{\"id\",\"selected\",\"custom\"}]}: %v", err)
-		}
-		if a.Answers == nil {
-			// As the bridge refuses it: sent, it would skip every question.
-			return a, `--json has no "answers": give them, or "answers":[] to skip every question`
-		}
-		return a, ""
+		return a, fmt.Sprintf("--json is not an answer {\"answers\":[{\"id\",\"selected\",\"custom\"}]}: %v", err)
+	}
+	if a.Answers == nil {
+		// As the bridge refuses it: sent, it would skip every question.
+		return a, `--json has no "answers": give them, or "answers":[] to skip every question`
+	}
+	return a, ""
+}
+
+// buildAnswer makes the answer --select, --custom and --question-id
+// describe to the questions of rec, or returns why the bridge would
+// refuse it, in the flags' terms: found before it is sent. Only while rec
+// is pending: the bridge refuses an answer to an ended request as ended
+// (ALREADY_RESOLVED) before it looks at the answer, and a request
+// withdrawn before its create landed has no questions to check it against.
+func buildAnswer(rec *client.Record, selects []string, custom, questionID string) (client.Answer, string) {
+	item := client.AnswerItem{ID: questionID, Selected: append([]string{}, selects...), Custom: custom}
+	if rec.Status != client.StatusPending {
+		return client.Answer{Answers: []client.AnswerItem{item}}, ""
 	}
 	if questionID == "" {
 		if len(rec.Questions) != 1 {
@@ -212,8 +231,14 @@ func buildAnswer(rec *client.Record, selects []string, custom, questionID, jsonA
 			return client.Answer{}, fmt.Sprintf("question %s takes one answer: --select picks an option, --custom answers in its place; give one of them", q.ID)
 		}
 	}
-	item := client.AnswerItem{ID: questionID, Selected: append([]string{}, selects...), Custom: custom}
-	return client.Answer{Answers: []client.AnswerItem{item}}, ""
+	item.ID = questionID
+	a := client.Answer{Answers: []client.AnswerItem{item}}
+	// The bridge checks the answer against the question by the seam's
+	// rules, which the record read holds all it needs for.
+	if _, err := (seam.Questions{Questions: rec.Questions}).Normalize(a); err != nil {
+		return a, answerFlagTerms(err.Error())
+	}
+	return a, ""
 }
 
 // parseInterleaved parses flags that may come before and after the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -811,7 +812,8 @@ func TestAnswerUsage(t *testing.T) {
 // seam's own rules: a usage error (exit 2) in the flags' terms, not the
 // API's (options[0], custom, tool_name), with the pointer to -h. A
 // --json-request's is the file's to fix: sent, the bridge's refusal
-// (exit 1), in the API's terms.
+// (exit 1), in the API's terms; so is an answer's --json
+// (TestAnswerJSONLeftToTheBridge).
 func TestRefusedBeforeSent(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
@@ -858,7 +860,6 @@ func TestRefusedBeforeSent(t *testing.T) {
 		{[]string{"answer", free.ID, "--select", "Later"}, `"Later" is not an option of question "why", which has none: answer it in free text, with --custom TEXT`, "with custom"},
 		{[]string{"answer", single.ID, "--select", "staging", "--select", "prod"}, `question "env" takes one option, --select is given 2 times`, "the answer selects"},
 		{[]string{"answer", free.ID, "--custom", strings.Repeat("x", 10001)}, `the answer to "why" is longer than 10000 characters`, "INVALID_REQUEST"},
-		{[]string{"answer", free.ID, "--json", `{"answers":[{"id":"why","selected":["Later"]}]}`}, "--json: " + `"Later" is not an option of question "why", which has none: answer it in free text, with custom`, "--custom"},
 		{[]string{"answer", approval.ID, "--allow", "--note", strings.Repeat("x", 2001)}, "--note is longer than 2000 characters", "INVALID_REQUEST"},
 	} {
 		r := await(t, tc.args[0], cliAsync(slices.Concat(tc.args[:1], []string{"--server", url}, tc.args[1:])...))
@@ -1055,6 +1056,128 @@ func TestAnswerEmpty(t *testing.T) {
 		if got, err := c.Get(ctx, id, 0); err != nil || got.Status != client.StatusPending {
 			t.Errorf("after an empty answer %s is %+v, %v; want it still pending", id, got, err)
 		}
+	}
+}
+
+// TestAnswerEnded: a request that ended already is told as ended
+// (ALREADY_RESOLVED, exit 1) whatever the answer flags say of its
+// questions, as the bridge tells it before it looks at the answer: not a
+// usage error over an option, a question id, or questions the record no
+// longer has. A --note too long is a usage error even so: the bridge
+// checks a decision before it looks at the approval.
+func TestAnswerEnded(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	answered, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Answer(ctx, answered.ID, client.Answer{Answers: []client.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	two, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "a", Question: "A?"}, {ID: "b", Question: "B?"},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Dismiss(ctx, two.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Withdrawn before its create landed: a record without questions.
+	req, _ := http.NewRequest(http.MethodDelete, url+"/v1/questions?tool_call_id=tc-withdrawn-first", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withdrawn client.Record
+	err = json.NewDecoder(resp.Body).Decode(&withdrawn)
+	resp.Body.Close()
+	if err != nil || withdrawn.ID == "" || withdrawn.Status != client.StatusCancelled || len(withdrawn.Questions) != 0 {
+		t.Fatalf("withdrawn before created: %+v, %v; want a cancelled record without questions", withdrawn, err)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{answered.ID, "--select", "dev"}, "already ended: answered"},
+		{[]string{answered.ID, "--select", "staging", "--select", "prod"}, "already ended: answered"},
+		{[]string{answered.ID, "--question-id", "nope", "--custom", "x"}, "already ended: answered"},
+		{[]string{two.ID, "--custom", "x"}, "already ended: dismissed"},
+		{[]string{withdrawn.ID, "--question-id", "q1", "--custom", "x"}, "already ended: cancelled"},
+		{[]string{withdrawn.ID, "--select", "Yes"}, "already ended: cancelled"},
+	} {
+		r := cli(append([]string{"answer", "--server", url}, tc.args...)...)
+		if r.code != exitError || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "ALREADY_RESOLVED") ||
+			strings.Contains(r.stderr, "-h\" for its flags") || r.stdout != "" {
+			t.Errorf("answer %q = %+v; want exit %d saying %q (ALREADY_RESOLVED)", tc.args, r, exitError, tc.want)
+		}
+	}
+
+	approval, err := c.Create(ctx, client.ApprovalRequest{Approval: client.Approval{ToolName: "deploy"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decide(ctx, approval.ID, client.Decision{Outcome: client.OutcomeAllowedOnce}); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 2001)
+	// What the bridge says of it: the note, not the approval's end.
+	if _, err := c.Decide(ctx, approval.ID, client.Decision{Outcome: client.OutcomeRejected, Note: long}); !errors.Is(err, client.ErrInvalidRequest) {
+		t.Fatalf("bridge: a note too long on a decided approval: %v; want INVALID_REQUEST", err)
+	}
+	r := cli("answer", "--server", url, approval.ID, "--reject", "--note", long)
+	if r.code != exitUsage || !strings.HasPrefix(r.stderr, "bridge answer: --note is longer than 2000 characters\n") {
+		t.Errorf("answer --note too long on a decided approval = %+v; want exit %d naming --note", r, exitUsage)
+	}
+	if r := cli("answer", "--server", url, approval.ID, "--reject"); r.code != exitError || !strings.Contains(r.stderr, "already ended: answered") {
+		t.Errorf("answer --reject on a decided approval = %+v; want exit %d, already ended", r, exitError)
+	}
+}
+
+// TestAnswerJSONLeftToTheBridge: whether a --json answer fits the
+// questions is the bridge's to say, as a --json-request's content is: sent,
+// its refusal exits 1 in the API's terms, and what a bridge of another
+// version takes (a longer custom) is answered, where the seam's rules of
+// this build would refuse it.
+func TestAnswerJSONLeftToTheBridge(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	free, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "why", Question: "Why now?"}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cli("answer", "--server", url, free.ID, "--json", `{"answers":[{"id":"why","selected":["Later"]}]}`)
+	if want := `"Later" is not an option of question "why", which has none: answer it in free text, with custom (INVALID_REQUEST)`; r.code != exitError ||
+		!strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "--custom") || r.stdout != "" {
+		t.Errorf("answer --json with an option the question lacks = %+v; want exit %d, the bridge's %q", r, exitError, want)
+	}
+	if got, err := c.Get(ctx, free.ID, 0); err != nil || got.Status != client.StatusPending {
+		t.Fatalf("after a refused answer %s is %+v, %v; want it still pending", free.ID, got, err)
+	}
+
+	// A newer bridge that takes a longer custom: it answers.
+	longer := strings.Repeat("x", 10001)
+	newer := proxyTo(t, url, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodPost {
+			return false
+		}
+		var a client.Answer
+		if err := json.NewDecoder(r.Body).Decode(&a); err != nil || len(a.Answers) != 1 || a.Answers[0].Custom != longer {
+			t.Errorf("the bridge got %+v, %v; want the --json answer", a, err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(client.Record{ID: free.ID, Kind: client.KindQuestion, Status: client.StatusAnswered, Answer: &a})
+		return true
+	})
+	r = cli("answer", "--server", newer.URL, free.ID, "--json", `{"answers":[{"id":"why","custom":"`+longer+`"}]}`)
+	if r.code != exitOK || !strings.Contains(r.stdout, `"status": "answered"`) {
+		t.Errorf("answer --json with a custom a newer bridge takes = exit %d, stdout %.300q, stderr %.300q; want exit 0, the answered record", r.code, r.stdout, r.stderr)
 	}
 }
 
