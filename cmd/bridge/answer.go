@@ -29,7 +29,8 @@ single-select question it answers in place of an option, so --select and
 --custom together are refused there (the API would drop the option). In a
 request of several questions --question-id names the one answered and the others are
 skipped; --json gives the answers to all of them at once. An answer with
-no option and no text (--custom "") is refused: skip questions with --json.
+no option and no text (--custom "") is refused, and so is an empty --json:
+skip questions with --json.
 An approval: --allow allows the tool call once, --reject rejects it; --note
 is passed to the agent.
 Either: --dismiss declines to answer; the agent gets ASK_CANCELLED.
@@ -172,6 +173,10 @@ func decodeAnswer(jsonAnswer string) (client.Answer, string) {
 	// keeping the last and sent on without the other: refused as the API
 	// refuses such a body.
 	var a client.Answer
+	if strings.TrimSpace(jsonAnswer) == "" {
+		// An unset "$ANSWER": not a skip of every question.
+		return a, `--json is empty: give the answer {"answers":[...]}, or "answers":[] to skip every question`
+	}
 	if msg := seam.DuplicateKeyMessage([]byte(jsonAnswer)); msg != "" {
 		return a, "--json: " + msg
 	}

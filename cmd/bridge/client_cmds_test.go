@@ -1052,6 +1052,13 @@ func TestAnswerEmpty(t *testing.T) {
 			t.Errorf("answer %q = %+v; want exit %d saying no answer was given", args, r, exitUsage)
 		}
 	}
+	// An empty --json ("$ANSWER" unset) is no answer either, not a skip.
+	for _, j := range []string{"", " \n"} {
+		r := cli("answer", "--server", url, one.ID, "--json", j)
+		if r.code != exitUsage || !strings.HasPrefix(r.stderr, "bridge answer: --json is empty") {
+			t.Errorf("answer --json %q = %+v; want exit %d saying --json is empty", j, r, exitUsage)
+		}
+	}
 	for _, id := range []string{rec.ID, one.ID} {
 		if got, err := c.Get(ctx, id, 0); err != nil || got.Status != client.StatusPending {
 			t.Errorf("after an empty answer %s is %+v, %v; want it still pending", id, got, err)
