@@ -9,11 +9,9 @@ import (
 	"log/slog"
 	"os/signal"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/client"
 	mcpserver "github.com/askbridge/askbridge/internal/mcp"
-	"github.com/askbridge/askbridge/internal/seam"
 )
 
 const mcpUsage = `usage: bridge mcp [--server URL] [flags]
@@ -64,11 +62,8 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return usageErr(stderr, "mcp", "%s", msg)
 	}
 	// Else every tool call would fail with the bridge's INVALID_REQUEST.
-	switch {
-	case len(*route) > seam.MaxRouteLen:
-		return usageErr(stderr, "mcp", "--route is longer than %d bytes", seam.MaxRouteLen)
-	case utf8.RuneCountInString(*caller) > seam.MaxCallerFieldLen:
-		return usageErr(stderr, "mcp", "--caller is longer than %d characters", seam.MaxCallerFieldLen)
+	if msg := tooLong(*route, "", *caller); msg != "" {
+		return usageErr(stderr, "mcp", "%s", msg)
 	}
 	if *progress <= 0 {
 		return usageErr(stderr, "mcp", "--progress-interval must be positive")

@@ -218,6 +218,15 @@ func TestMCPUsage(t *testing.T) {
 			t.Errorf("bridge %s: exit %d, want %d; stderr %q", strings.Join(args, " "), r.code, exitUsage, r.stderr)
 		}
 	}
+	// Worded as bridge ask and approve word them (TestRefusedBeforeSent).
+	for flag, want := range map[string]string{
+		"--route":  "bridge mcp: --route is longer than 100 bytes\n",
+		"--caller": "bridge mcp: --caller is longer than 200 characters\n",
+	} {
+		if r := cli("mcp", flag, strings.Repeat("x", 201)); r.code != exitUsage || !strings.HasPrefix(r.stderr, want) {
+			t.Errorf("bridge mcp %s too long: exit %d, stderr %q; want %q", flag, r.code, r.stderr, want)
+		}
+	}
 	if r := cli("mcp", "-h"); r.code != exitOK || !strings.Contains(r.stdout, "ask_user_question") {
 		t.Errorf("bridge mcp -h: exit %d, stdout %q", r.code, r.stdout)
 	}

@@ -109,18 +109,29 @@ func (f *requestFlags) parse(args []string, usage string, made []string, stdout,
 		}
 	}
 	// As the bridge refuses them, a --json-request's too.
-	switch {
-	case len(*f.route) > seam.MaxRouteLen:
-		return usageErr(stderr, cmd, "--route is longer than %d bytes", seam.MaxRouteLen), false
-	case len(*f.toolCallID) > seam.MaxToolCallIDLen:
-		return usageErr(stderr, cmd, "--tool-call-id is longer than %d bytes", seam.MaxToolCallIDLen), false
-	case utf8.RuneCountInString(*f.caller) > seam.MaxCallerFieldLen:
-		return usageErr(stderr, cmd, "--caller is longer than %d characters", seam.MaxCallerFieldLen), false
+	if msg := tooLong(*f.route, *f.toolCallID, *f.caller); msg != "" {
+		return usageErr(stderr, cmd, "%s", msg), false
 	}
 	if msg := serverProblem(f.fs); msg != "" {
 		return usageErr(stderr, cmd, "%s", msg), false
 	}
 	return 0, true
+}
+
+// tooLong says which of --route, --tool-call-id and --caller (each ""
+// when not given) is longer than the bridge takes in a request, for the
+// commands that place requests with them (ask, approve, mcp); "" when
+// none is.
+func tooLong(route, toolCallID, caller string) string {
+	switch {
+	case len(route) > seam.MaxRouteLen:
+		return fmt.Sprintf("--route is longer than %d bytes", seam.MaxRouteLen)
+	case len(toolCallID) > seam.MaxToolCallIDLen:
+		return fmt.Sprintf("--tool-call-id is longer than %d bytes", seam.MaxToolCallIDLen)
+	case utf8.RuneCountInString(caller) > seam.MaxCallerFieldLen:
+		return fmt.Sprintf("--caller is longer than %d characters", seam.MaxCallerFieldLen)
+	}
+	return ""
 }
 
 // refusal is why the bridge would refuse what the command's flags made
