@@ -81,6 +81,12 @@ type HTTP struct {
 	live     map[[sha256.Size]byte]map[*session]struct{} // those initialized, by their token's digest
 	idles    uint64                                      // times a session's open fell to 0
 	closed   bool
+	// closing counts the sessions taken out of sessions to be closed by
+	// others than Close (eviction, the idle timer, a client's DELETE, an
+	// initialize that failed or found no room), until they are: Close
+	// waits for them, or their withdrawals would find the listener gone.
+	// Added to under mu, while not closed.
+	closing sync.WaitGroup
 }
 
 // A session is one MCP session and its Server.
@@ -168,8 +174,11 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		// The client ends the session: its questions are withdrawn
 		// before the SDK closes it, which waits for the calls.
-		h.forget(s)
+		taken := h.forget(s) // or another took it: it waits for this too
 		s.srv.closeFor(errClientGone)
+		if taken {
+			h.closing.Done()
+		}
 	case http.MethodPost:
 		r.Header.Set(postHeader, tag) // a client's own is replaced
 	}
@@ -313,14 +322,22 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	case openFailed:
 		// Not an initialize, or it failed: the SDK closed the session.
 		s.srv.closeFor(errClientGone)
+		h.closing.Done()
 	case openFull:
 		// Its client has its session id, and gets 404 with it, as for
 		// any session that ended: the one it then opens is refused (429)
 		// while all are still busy.
 		s.close(errFull)
+		h.closing.Done()
 	case openKept:
 		if evict != nil {
-			evict.close(errEvicted)
+			// Not waited for: this initialize's response ends as the
+			// handler returns, and the withdrawals may take long (the
+			// bridge slow or down). Close waits for them.
+			go func() {
+				defer h.closing.Done()
+				evict.close(errEvicted)
+			}()
 		}
 	}
 }
@@ -338,7 +355,9 @@ const (
 
 // opened counts s, whose first POST was served, as one of its token's
 // sessions when initialized says its initialize succeeded, and takes out
-// of the sessions the one it makes room for (evict), or s itself.
+// of the sessions the one it makes room for (evict), or s itself (failed,
+// full). The caller closes the one taken out, and then calls
+// h.closing.Done.
 func (h *HTTP) opened(s *session, initialized bool) (evict *session, _ opening) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -346,17 +365,17 @@ func (h *HTTP) opened(s *session, initialized bool) (evict *session, _ opening) 
 		return nil, openStopped
 	}
 	if !initialized {
-		h.remove(s)
+		h.take(s)
 		return nil, openFailed
 	}
 	mine := h.live[s.token]
 	if len(mine) >= h.opts.MaxSessions {
 		if evict = h.longestIdle(mine); evict == nil {
 			// Each came to have a request open since room let s in.
-			h.remove(s)
+			h.take(s)
 			return nil, openFull
 		}
-		h.remove(evict)
+		h.take(evict)
 	}
 	if mine == nil {
 		mine = map[*session]struct{}{}
@@ -484,8 +503,9 @@ func (h *HTTP) end(s *session) {
 			h.mu.Unlock()
 			return // a request came, or the session ended, since
 		}
-		h.remove(s)
+		h.take(s)
 		h.mu.Unlock()
+		defer h.closing.Done()
 		s.close(errIdle)
 	})
 }
@@ -506,11 +526,24 @@ var errFull = errors.New("the token of the MCP client's new session holds as man
 // bridge stops.
 var errStopping = errors.New("the bridge is stopping, and the MCP sessions with it")
 
-// forget removes s from the sessions.
-func (h *HTTP) forget(s *session) {
+// forget takes s out of the sessions, as take does, and reports whether
+// it was there: then the caller closes it, and calls h.closing.Done.
+func (h *HTTP) forget(s *session) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.sessions[s.id] != s {
+		h.remove(s)
+		return false
+	}
+	h.take(s)
+	return true
+}
+
+// take removes s, to be closed by its caller, which Close waits for
+// (h.closing). s is in the sessions, and h.mu is held.
+func (h *HTTP) take(s *session) {
 	h.remove(s)
+	h.closing.Add(1)
 }
 
 // remove takes s out of the sessions, and out of its token's count, and
@@ -546,8 +579,9 @@ func (s *session) close(cause error) {
 }
 
 // Close ends every session, withdrawing their questions, and refuses new
-// ones. Call it before the HTTP server shuts down: the withdrawals go
-// through its listener, and the calls' open POSTs end.
+// ones; it returns once the sessions others were closing (evicted, idle,
+// deleted) are closed too. Call it before the HTTP server shuts down: the
+// withdrawals go through its listener, and the calls' open POSTs end.
 func (h *HTTP) Close() {
 	h.mu.Lock()
 	h.closed = true
@@ -564,4 +598,5 @@ func (h *HTTP) Close() {
 		wg.Go(func() { s.close(errStopping) })
 	}
 	wg.Wait()
+	h.closing.Wait()
 }

@@ -484,3 +484,151 @@ func TestHTTPPostWithoutSessionID(t *testing.T) {
 		})
 	}
 }
+
+// A session closed while the bridge stops, by another than Close (for a
+// newer one of its token, or idle), withdraws its questions before Close
+// returns: the withdrawals go through the listener, which closes once
+// Close returns. And the initialize that closes a session for room does
+// not wait for that session's withdrawals.
+func TestHTTPCloseWaitsForSessionsBeingClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		close func(t *testing.T, h *HTTP, srvURL string, first *mcp.ClientSession, held <-chan struct{}) (own *session)
+	}{
+		{"evicted", func(t *testing.T, h *HTTP, srvURL string, _ *mcp.ClientSession, held <-chan struct{}) *session {
+			// Its response must end (the POST no longer open) while
+			// the evicted session's withdrawal is held.
+			type served struct {
+				id  string
+				err error
+			}
+			opened := make(chan served, 1)
+			go func() {
+				req, err := http.NewRequest(http.MethodPost, srvURL, strings.NewReader(initialize))
+				if err != nil {
+					opened <- served{err: err}
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					opened <- served{err: err}
+					return
+				}
+				defer resp.Body.Close()
+				_, err = io.ReadAll(resp.Body)
+				opened <- served{resp.Header.Get("Mcp-Session-Id"), err}
+			}()
+			await(t, "the evicted session's withdrawal", held)
+			second := await(t, "the end of the response of the initialize that evicted a session, while the evicted one's withdrawal is held", opened)
+			if second.err != nil || second.id == "" {
+				t.Fatalf("the initialize that evicted a session: session %q, %v", second.id, second.err)
+			}
+			h.mu.Lock()
+			own := h.sessions[second.id]
+			h.mu.Unlock()
+			if own == nil {
+				t.Fatalf("the session of the initialize that evicted one (%s) is not held", second.id)
+			}
+			return own
+		}},
+		{"idle", func(t *testing.T, h *HTTP, _ string, first *mcp.ClientSession, held <-chan struct{}) *session {
+			h.mu.Lock()
+			h.sessions[first.ID()].idle.Reset(0) // its idle timer fires now
+			h.mu.Unlock()
+			await(t, "the idle session's withdrawal", held)
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bridgeURL := newBridge(t, "")
+			direct, err := client.New(bridgeURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := make(chan struct{}, 1) // a withdrawal (DELETE) reached the API, and is held
+			release := make(chan struct{}) // lets it through
+			stopped := make(chan struct{}) // Close returned: the listener is gone, nothing reaches the API
+			proxy := proxyTo(t, bridgeURL, func(w http.ResponseWriter, r *http.Request) bool {
+				select {
+				case <-stopped:
+					dropConnection(w)
+					return true
+				default:
+				}
+				if r.Method != http.MethodDelete {
+					return false
+				}
+				select {
+				case held <- struct{}{}:
+				default:
+				}
+				select {
+				case <-release:
+					return false
+				case <-stopped:
+					dropConnection(w)
+					return true
+				}
+			})
+			h := NewHTTP(HTTPOptions{Bridge: proxy, MaxSessions: 1, Server: Options{Reattach: time.Hour}})
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			t.Cleanup(free)
+
+			// A call its client gave up on: its question stays asked,
+			// for an identical call to re-attach to.
+			first := mustConnect(t, srv.URL, "")
+			ctx, giveUp := context.WithCancel(context.Background())
+			call := make(chan error, 1)
+			go func() {
+				_, err := first.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: questions(yesNo("web"))})
+				call <- err
+			}()
+			rec := waitPending(t, direct, 1)[0]
+			giveUp()
+			await(t, "the call given up on", call)
+			waitSessions(t, h, "idle", idle, first.ID())
+
+			own := tc.close(t, h, srv.URL, first, held)
+			closed := make(chan struct{})
+			go func() {
+				h.Close()
+				close(stopped)
+				close(closed)
+			}()
+			// Once Close has closed the sessions it holds itself, it
+			// waits for the withdrawal held.
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for deadline := time.Now().Add(within); ; <-tick.C {
+				h.mu.Lock()
+				done := h.closed && len(h.sessions) == 0
+				h.mu.Unlock()
+				if done && own != nil {
+					done = len(slices.Collect(own.srv.mcp.Sessions())) == 0
+				}
+				if done {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("Close did not close its own sessions within %s", within)
+				}
+			}
+			select {
+			case <-closed:
+				t.Fatal("Close returned while a session it did not hold still withdrew its question")
+			default:
+			}
+			free()
+			await(t, "Close, once the withdrawal went through", closed)
+			got, err := direct.Get(context.Background(), rec.ID, 0)
+			if err != nil || got.Status != client.StatusCancelled {
+				t.Errorf("the closed session's question after Close: %+v, %v; want it %s", got, err, client.StatusCancelled)
+			}
+		})
+	}
+}
