@@ -318,7 +318,13 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	}
 	switch evict, how := h.opened(s, initialized); how {
 	case openStopped:
+		// Close closes it too, but may have looked at its MCP sessions
+		// before the SDK had this one.
 		s.close(errStopping)
+	case openDeleted:
+		// The DELETE withdrew its questions; its MCP session is closed
+		// here, as above.
+		s.close(errClientGone)
 	case openFailed:
 		// Not an initialize, or it failed: the SDK closed the session.
 		s.srv.closeFor(errClientGone)
@@ -348,7 +354,8 @@ type opening int
 
 const (
 	openKept    opening = iota // initialized, and counted
-	openStopped                // Close ran meanwhile, before the SDK had the session, or its client deleted it
+	openStopped                // Close ran meanwhile, which took it out (before the SDK had it, maybe)
+	openDeleted                // its client deleted it meanwhile (DELETE, with the id of the initialize's response)
 	openFailed                 // not an initialize, or it failed
 	openFull                   // initialized, but its token's sessions all had a request open by then
 )
@@ -362,7 +369,10 @@ func (h *HTTP) opened(s *session, initialized bool) (evict *session, _ opening) 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sessions[s.id] != s {
-		return nil, openStopped
+		if h.closed {
+			return nil, openStopped
+		}
+		return nil, openDeleted
 	}
 	if !initialized {
 		h.take(s)

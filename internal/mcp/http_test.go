@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -629,6 +630,117 @@ func TestHTTPCloseWaitsForSessionsBeingClosed(t *testing.T) {
 			if err != nil || got.Status != client.StatusCancelled {
 				t.Errorf("the closed session's question after Close: %+v, %v; want it %s", got, err, client.StatusCancelled)
 			}
+		})
+	}
+}
+
+// opened, as the POST that opened a session was served: what became of
+// the session, which one it took out for room, which the token holds
+// after, and that each one taken out to be closed counts once in closing.
+func TestOpened(t *testing.T) {
+	token := sha256.Sum256([]byte("a token"))
+	other := sha256.Sum256([]byte("another token"))
+	type held struct {
+		id    string
+		token [sha256.Size]byte
+		open  int    // requests open
+		quiet uint64 // when it last went idle: the lowest is the longest idle
+	}
+	for _, tc := range []struct {
+		name        string
+		max         int
+		held        []held // sessions initialized before
+		initialized bool
+		meanwhile   func(t *testing.T, h *HTTP, s *session) (taken int) // what happened to s as its POST was served
+		want        opening
+		evict       string   // the session taken out for room
+		live        []string // the token's sessions after
+	}{
+		{"kept", 2, []held{{"a", token, 0, 1}}, true, nil, openKept, "", []string{"a", "new"}},
+		{"kept, another token's not counted", 1, []held{{"b", other, 0, 1}}, true, nil, openKept, "", []string{"new"}},
+		{"kept, closing the longest idle", 3,
+			[]held{{"busy", token, 1, 1}, {"idle-long", token, 0, 2}, {"idle-short", token, 0, 5}, {"b", other, 0, 0}},
+			true, nil, openKept, "idle-long", []string{"busy", "idle-short", "new"}},
+		{"failed", 1, []held{{"a", token, 0, 1}}, false, nil, openFailed, "", []string{"a"}},
+		{"full", 1, []held{{"busy", token, 2, 1}, {"b", other, 0, 1}}, true, nil, openFull, "", []string{"busy"}},
+		{"stopped", 1, []held{{"a", token, 0, 1}}, true, func(t *testing.T, h *HTTP, s *session) int {
+			h.mu.Lock() // as Close does
+			defer h.mu.Unlock()
+			h.closed = true
+			for _, s := range h.sessions {
+				h.remove(s)
+			}
+			return 0
+		}, openStopped, "", nil},
+		{"deleted", 1, nil, true, func(t *testing.T, h *HTTP, s *session) int {
+			if !h.forget(s) { // as a DELETE does
+				t.Fatal("forget: the session was not held")
+			}
+			return 1
+		}, openDeleted, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHTTP(HTTPOptions{Bridge: "http://127.0.0.1:1", MaxSessions: tc.max})
+			others := 0
+			for _, o := range tc.held {
+				s := &session{id: o.id, token: o.token, posts: map[string]*post{}, open: o.open, quiet: o.quiet}
+				h.sessions[s.id] = s
+				if h.live[s.token] == nil {
+					h.live[s.token] = map[*session]struct{}{}
+				}
+				h.live[s.token][s] = struct{}{}
+				if o.token == other {
+					others++
+				}
+			}
+			s := &session{id: "new", token: token, posts: map[string]*post{}}
+			h.sessions[s.id] = s
+			taken := 0
+			if tc.meanwhile != nil {
+				taken = tc.meanwhile(t, h, s)
+			}
+
+			evict, got := h.opened(s, tc.initialized)
+			if got != tc.want {
+				t.Errorf("opened = %d, want %d", got, tc.want)
+			}
+			var evicted string
+			if evict != nil {
+				evicted = evict.id
+				taken++
+				if h.sessions[evicted] != nil {
+					t.Errorf("session %s, taken out for room, is still held", evicted)
+				}
+			}
+			if evicted != tc.evict {
+				t.Errorf("took out %q for room, want %q", evicted, tc.evict)
+			}
+			if got == openFailed || got == openFull {
+				taken++
+			}
+			if kept := h.sessions[s.id] == s; kept != (got == openKept) {
+				t.Errorf("the new session held after: %v, want %v", kept, got == openKept)
+			}
+			var live []string
+			for l := range h.live[token] {
+				live = append(live, l.id)
+				if h.sessions[l.id] != l {
+					t.Errorf("counted session %s is not held", l.id)
+				}
+			}
+			slices.Sort(live)
+			if !slices.Equal(live, tc.live) {
+				t.Errorf("the token's sessions: %v, want %v", live, tc.live)
+			}
+			if n := len(h.live[other]); n != others && !h.closed {
+				t.Errorf("another token holds %d sessions after, want its %d", n, others)
+			}
+			for range taken {
+				h.closing.Done() // panics if it was not counted
+			}
+			waited := make(chan struct{})
+			go func() { h.closing.Wait(); close(waited) }()
+			await(t, "closing, once each taken out was closed (counted more than once?)", waited)
 		})
 	}
 }
