@@ -744,3 +744,59 @@ func TestOpened(t *testing.T) {
 		})
 	}
 }
+
+// firstPOST tells what a POST without a session id carries, and leaves
+// its body to be read again from its start, whole.
+func TestFirstPOST(t *testing.T) {
+	const (
+		list   = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+		note   = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+		answer = `{"jsonrpc":"2.0","id":5,"result":{}}`
+	)
+	long := `[` + strings.Repeat(note+",", maxPeek/len(note)) + initialize + `]` // past maxPeek, an initialize at its end
+	for _, tc := range []struct {
+		name, body, version string
+		want                first
+	}{
+		{"initialize", initialize, "", opens},
+		{"a batch with an initialize", `[` + note + `,` + initialize + `]`, "", opens},
+		{"a batch without", `[` + note + `,` + list + `]`, "", inSession},
+		{"a request", list, "", inSession},
+		{"a notification", note, "", inSession},
+		{"a response", answer, "", inSession},
+		{"an empty batch", `[]`, "", toSDK},
+		{"not JSON", `{"jsonrpc":`, "", toSDK},
+		{"a batch with what is no message", `[` + list + `,{"x":1}]`, "", toSDK},
+		{"server/discover", `{"jsonrpc":"2.0","id":7,"method":"server/discover"}`, "", toSDK},
+		{"the sessionless protocol, by its header", list, sessionless, toSDK},
+		{"the sessionless protocol, by its _meta", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"` + mcp.MetaKeyProtocolVersion + `":"` + sessionless + `"}}}`, "", toSDK},
+		{"past maxPeek, unread", long, "", toSDK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tc.body))
+			if tc.version != "" {
+				r.Header.Set("Mcp-Protocol-Version", tc.version)
+			}
+			got, err := firstPOST(r)
+			if err != nil || got != tc.want {
+				t.Errorf("firstPOST = %d, %v; want %d", got, err, tc.want)
+			}
+			if body, err := io.ReadAll(r.Body); err != nil || string(body) != tc.body {
+				t.Errorf("the body read again: %d bytes, %v; want the %d sent", len(body), err, len(tc.body))
+			}
+		})
+	}
+
+	t.Run("a body that fails to read", func(t *testing.T) {
+		cut := errors.New("connection reset")
+		r := httptest.NewRequest(http.MethodPost, "/mcp", io.MultiReader(strings.NewReader(`{"jsonrpc":`), failing{cut}))
+		if _, err := firstPOST(r); !errors.Is(err, cut) {
+			t.Errorf("firstPOST: %v, want %v", err, cut)
+		}
+	})
+}
+
+// failing is a reader that fails with err.
+type failing struct{ err error }
+
+func (f failing) Read([]byte) (int, error) { return 0, f.err }
