@@ -36,14 +36,19 @@ is passed to the agent.
 Either: --dismiss declines to answer; the agent gets ASK_CANCELLED.
 
 exit status: 0 answered, 1 error (ALREADY_RESOLVED, NOT_FOUND, ...), 2 usage:
-found before anything is answered, and as the bridge would find it: a
---note too long (checked before the approval is looked at), an answer of
---select, --custom and --question-id the bridge would refuse of a pending
-question (an option the question does not have), and a --server or
-BRIDGE_SERVER that is no URL. A question that ended already is
-ALREADY_RESOLVED, whatever its flags. A --json answer that is no answer
-body is a usage error; whether it fits the questions is the bridge's to
-say (INVALID_REQUEST, exit 1).
+found before anything is answered, and as the bridge would find it.
+Before ID is looked up, so whether the bridge is reached, or knows ID, or
+ID ended does not matter: flags that don't go together or give no answer
+(no --select, and --custom empty, blank or left out), a --note too long, a --json
+that is no answer body (empty, not JSON, an unknown or repeated field, a
+value of the wrong type, no "answers"), and a --server or BRIDGE_SERVER
+that is no URL. Once ID is read: question flags for an approval, or
+approval flags for a question, and, of a pending question only, an answer
+of --select, --custom and --question-id the bridge would refuse (an
+option the question does not have). Past those, a request that ended is
+ALREADY_RESOLVED, whatever --select, --custom and --question-id say and
+whatever questions a --json answer body names; whether a --json answer
+fits the questions is the bridge's to say (INVALID_REQUEST, exit 1).
 
 environment:
   BRIDGE_SERVER  default of --server
@@ -104,6 +109,16 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := d.Normalize(); approvalFlags && err != nil {
 		return usageErr(stderr, "answer", "%s", strings.Replace(err.Error(), "note", "--note", 1))
 	}
+	// The bridge refuses an answer body that is no answer before it looks
+	// at the question too: an empty --json (an unset "$ANSWER") is a
+	// usage error whether or not the bridge is up, knows ID, or ID ended.
+	var jsonA client.Answer
+	if set["json"] {
+		var msg string
+		if jsonA, msg = decodeAnswer(*jsonAnswer); msg != "" {
+			return usageErr(stderr, "answer", "%s", msg)
+		}
+	}
 	if msg := serverProblem(fs); msg != "" {
 		return usageErr(stderr, "answer", "%s", msg)
 	}
@@ -126,17 +141,12 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if approvalFlags {
 				return usageErr(stderr, "answer", "%s is a question: answer it with --select, --custom or --json", id)
 			}
-			var (
-				a   client.Answer
-				msg string
-			)
-			if set["json"] {
-				a, msg = decodeAnswer(*jsonAnswer)
-			} else {
-				a, msg = buildAnswer(rec, selects, *custom, *questionID)
-			}
-			if msg != "" {
-				return usageErr(stderr, "answer", "%s", msg)
+			a := jsonA
+			if !set["json"] {
+				var msg string
+				if a, msg = buildAnswer(rec, selects, *custom, *questionID); msg != "" {
+					return usageErr(stderr, "answer", "%s", msg)
+				}
 			}
 			rec, err = c.Answer(ctx, id, a)
 			if !set["json"] {

@@ -1117,6 +1117,10 @@ func TestAnswerEnded(t *testing.T) {
 		{[]string{two.ID, "--custom", "x"}, "already ended: dismissed"},
 		{[]string{withdrawn.ID, "--question-id", "q1", "--custom", "x"}, "already ended: cancelled"},
 		{[]string{withdrawn.ID, "--select", "Yes"}, "already ended: cancelled"},
+		// An answer body is the bridge's to fit to the questions, and it
+		// tells the question ended first.
+		{[]string{answered.ID, "--json", `{"answers":[{"id":"nope","selected":["dev"]}]}`}, "already ended: answered"},
+		{[]string{withdrawn.ID, "--json", `{"answers":[]}`}, "already ended: cancelled"},
 	} {
 		r := cli(append([]string{"answer", "--server", url}, tc.args...)...)
 		if r.code != exitError || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "ALREADY_RESOLVED") ||
@@ -1143,6 +1147,66 @@ func TestAnswerEnded(t *testing.T) {
 	}
 	if r := cli("answer", "--server", url, approval.ID, "--reject"); r.code != exitError || !strings.Contains(r.stderr, "already ended: answered") {
 		t.Errorf("answer --reject on a decided approval = %+v; want exit %d, already ended", r, exitError)
+	}
+}
+
+// TestAnswerJSONBeforeLookup: a --json that is no answer body (an unset
+// "$ANSWER" among them) is a usage error found before anything is sent,
+// as the bridge refuses such a body before it looks at the question:
+// whether the bridge is down, ID unknown, or its question ended.
+func TestAnswerJSONBeforeLookup(t *testing.T) {
+	url := startBridge(t, app.Options{})
+	c, _ := client.New(url)
+	ctx := context.Background()
+	ended, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Answer(ctx, ended.ID, client.Answer{Answers: []client.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	recording := proxyTo(t, url, func(_ http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, r.Method+" "+r.URL.Path)
+		return false
+	})
+	bodies := map[string]string{
+		"":    "bridge answer: --json is empty",
+		" \n": "bridge answer: --json is empty",
+		`{"answers":[{"id":"env","selected":["prod"]}]`:                "bridge answer: --json is not valid JSON: unexpected EOF",
+		`{"answers":[{"id":"env","selcted":["prod"]}]}`:                `bridge answer: --json: answers[0] has no field "selcted"`,
+		`{"answers":[{"id":"env","selected":["prod"],"selected":[]}]}`: `bridge answer: --json: answers[0] holds "selected" twice`,
+		`{"answers":[{"id":"env","selected":"prod"}]}`:                 "bridge answer: --json: answers[0].selected must be an array",
+		`{}`: `bridge answer: --json has no "answers"`,
+	}
+	for _, tc := range []struct{ name, server, id string }{
+		{"bridge down", "http://127.0.0.1:1", "0123456789abcdef"},
+		{"unknown id", recording.URL, "0123456789abcdef"},
+		{"ended question", recording.URL, ended.ID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			sent = nil
+			mu.Unlock()
+			for body, want := range bodies {
+				r := await(t, "answer", cliAsync("answer", "--server", tc.server, tc.id, "--json", body))
+				if r.code != exitUsage || !strings.HasPrefix(r.stderr, want) || r.stdout != "" {
+					t.Errorf("answer --json %q = %+v; want exit %d saying %q", body, r, exitUsage, want)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(sent) != 0 {
+				t.Errorf("sent %q; want nothing sent", sent)
+			}
+		})
 	}
 }
 
