@@ -242,7 +242,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Re
 		return nil, err
 	}
 	if out.err != nil {
-		return s.errorResult(out.err, strayArgs(req)), nil
+		return s.errorResult(out.err, req), nil
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(out.result)}},
@@ -294,7 +294,21 @@ func (s *Server) caller(ss *mcp.ServerSession) *client.Caller {
 	if name == "" {
 		return nil
 	}
+	// The bridge refuses a longer one, and with it every call: the client
+	// chose it, not whoever can change it.
+	name, _ = cutRunes(name, seam.MaxCallerFieldLen)
 	return &client.Caller{Name: name}
+}
+
+// cutRunes is s cut to its first n runes, and whether it was longer.
+func cutRunes(s string, n int) (string, bool) {
+	for i := range s {
+		if n == 0 {
+			return s[:i], true
+		}
+		n--
+	}
+	return s, false
 }
 
 // takes holds the top-level arguments of each tool, in the order its
@@ -325,6 +339,14 @@ func properties(t *mcp.Tool) []string {
 	return names
 }
 
+// Of the unknown keys strayArgs names: at most maxStrayNamed, the first by
+// name, each cut to maxStrayLen characters; the others it counts. A model
+// may send anything, at any length.
+const (
+	maxStrayNamed = 5
+	maxStrayLen   = 64
+)
+
 // strayArgs is what begins the message of an error in the arguments of
 // req's call when they hold top-level keys its tool does not take: it
 // names them, and what the tool takes; else "". Such a key is otherwise
@@ -341,7 +363,7 @@ func strayArgs(req *mcp.CallToolRequest) string {
 		// As encoding/json reads them into the handlers' structs:
 		// "Questions" is questions.
 		if !slices.ContainsFunc(known, func(name string) bool { return strings.EqualFold(name, k) }) {
-			stray = append(stray, strconv.Quote(k))
+			stray = append(stray, k)
 		}
 	}
 	if len(stray) == 0 {
@@ -352,7 +374,47 @@ func strayArgs(req *mcp.CallToolRequest) string {
 	if len(stray) > 1 {
 		noun = "arguments"
 	}
-	return fmt.Sprintf("unknown %s %s (%s takes %s); ", noun, strings.Join(stray, ", "), req.Params.Name, strings.Join(known, ", "))
+	var named []string
+	for _, k := range stray[:min(len(stray), maxStrayNamed)] {
+		cut, more := cutRunes(k, maxStrayLen)
+		q := strconv.Quote(cut)
+		if more {
+			q += "…"
+		}
+		named = append(named, q)
+	}
+	list := strings.Join(named, ", ")
+	if n := len(stray) - len(named); n > 0 {
+		list += fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("unknown %s %s (%s takes %s); ", noun, list, req.Params.Name, strings.Join(known, ", "))
+}
+
+// namesArgument reports whether msg, the message of a refusal of a call
+// to tool, names a top-level argument the tool takes, as the bridge's do
+// (questions[0] has no id; question "web": ...; an approval needs
+// tool_name). The bridge's refusals of what the server sends itself
+// (caller, route, expires_in, tool_call_id) name none.
+func namesArgument(tool, msg string) bool {
+	for _, name := range takes[tool] {
+		stem := strings.TrimSuffix(name, "s") // question "web" is one of questions
+		for i := 0; ; i++ {
+			j := strings.Index(msg[i:], stem)
+			if j < 0 {
+				break
+			}
+			if i += j; i == 0 || !isNamePart(msg[i-1]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isNamePart reports whether b can be part of a name in a message before
+// an argument's: display_reason, caller.name are not reason, tool_name.
+func isNamePart(b byte) bool {
+	return b == '_' || b == '.' || b == '-' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }
 
 // argumentCodes are the codes of a call refused for its arguments.
@@ -382,11 +444,14 @@ const (
 	codeBridgeError = "ASKBRIDGE_ERROR"       // the bridge answered with an error that has no code
 )
 
-// errorResult is the tool error of a request that ended without an answer
-// or failed: the bridge's code and message (the seam's for ASK_*), or one of
-// the codes above. stray (strayArgs) begins the message of a refusal of the
-// call's arguments.
-func (s *Server) errorResult(err error, stray string) *mcp.CallToolResult {
+// errorResult is the tool error of req's request that ended without an
+// answer or failed: the bridge's code and message (the seam's for ASK_*),
+// or one of the codes above. strayArgs begins the message of a refusal an
+// unknown key can be the cause of, as the key a misspelling left missing:
+// EMPTY_QUESTIONS, and a refusal that names a top-level argument the tool
+// takes (namesArgument). One of what the server sends itself, such as the
+// caller, gets none: the model can do nothing about it.
+func (s *Server) errorResult(err error, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	var (
 		e  *client.Error
 		ue *url.Error
@@ -397,6 +462,10 @@ func (s *Server) errorResult(err error, stray string) *mcp.CallToolResult {
 		// set an environment variable, or, over /mcp, the header itself.
 		return toolError(e.Code, e.Message+s.hints().unauthorized)
 	case errors.As(err, &e) && slices.Contains(argumentCodes, e.Code):
+		var stray string
+		if e.Code == client.CodeEmptyQuestions || namesArgument(req.Params.Name, e.Message) {
+			stray = strayArgs(req)
+		}
 		return toolError(e.Code, stray+e.Message)
 	case errors.As(err, &e) && e.Code != "":
 		return toolError(e.Code, e.Message)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/seam"
 )
 
 // within is how long a test waits for something that should take
@@ -57,6 +59,12 @@ func newBridge(t *testing.T, yaml string) string {
 // copts.
 func start(t *testing.T, url string, opts Options, copts ...client.ClientOption) *env {
 	t.Helper()
+	return startAs(t, &mcp.Implementation{Name: "test-agent", Version: "1.0"}, url, opts, copts...)
+}
+
+// startAs is start with an MCP client that names itself as impl.
+func startAs(t *testing.T, impl *mcp.Implementation, url string, opts Options, copts ...client.ClientOption) *env {
+	t.Helper()
 	if url == "" {
 		url = newBridge(t, "")
 	}
@@ -78,7 +86,7 @@ func start(t *testing.T, url string, opts Options, copts ...client.ClientOption)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0"}, &mcp.ClientOptions{
+	c := mcp.NewClient(impl, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			e.progress <- progressReport{req.Params.ProgressToken, req.Params.Progress, req.Params.Message}
 		},
@@ -429,6 +437,12 @@ func TestUnknownArguments(t *testing.T) {
 		{"misspelt tool_name", "request_approval", map[string]any{"toolName": "rm", "reason": "cleanup"},
 			`INVALID_REQUEST: unknown argument "toolName" (request_approval takes tool_name, reason, arguments); an approval needs tool_name`},
 		{"none unknown", "request_approval", map[string]any{"reason": "cleanup"}, `INVALID_REQUEST: an approval needs tool_name`},
+		// At most five are named, each cut to 64 characters; the others
+		// are counted.
+		{"many, one long", "ask_user_question", map[string]any{"a": 1, "a" + strings.Repeat("é", 99): 1, "b": 1, "c": 1, "d": 1, "e": 1, "f" + strings.Repeat("x", 500): 1},
+			`EMPTY_QUESTIONS: unknown arguments "a", "a` + strings.Repeat("é", 63) + `"…, "b", "c", "d" and 2 more (ask_user_question takes questions); ask_user_question requires at least one question`},
+		{"six", "request_approval", map[string]any{"tool": "rm", "a": 1, "b": 1, "c": 1, "d": 1, "e": 1},
+			`INVALID_REQUEST: unknown arguments "a", "b", "c", "d", "e" and 1 more (request_approval takes tool_name, reason, arguments); an approval needs tool_name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), within)
@@ -461,6 +475,66 @@ func TestUnknownArguments(t *testing.T) {
 			t.Errorf("%s: additionalProperties %s, yet a call with other arguments goes through", tool.Name, v)
 		}
 	}
+}
+
+// An unknown key is named only in a refusal it can be the cause of, one
+// that names an argument the tool takes (as above): not in a refusal of
+// what the server sends itself, here a caller the bridge takes too long.
+func TestUnknownArgumentsOnlyWhereTheyCanBeTheCause(t *testing.T) {
+	e := start(t, "", Options{Caller: &client.Caller{Name: strings.Repeat("n", seam.MaxCallerFieldLen+1)}})
+	want := fmt.Sprintf("INVALID_REQUEST: caller.name is longer than %d characters", seam.MaxCallerFieldLen)
+	for tool, args := range map[string]any{
+		"ask_user_question": map[string]any{"questions": []any{yesNo("web")}, "why": "x"},
+		"request_approval":  map[string]any{"tool_name": "rm", "reason": "cleanup", "why": "x"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		if got := text(t, await(t, "the tool call", e.call(ctx, tool, args, "")), true); got != want {
+			t.Errorf("%s: error text = %q, want %q", tool, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		tool, msg string
+		names     bool
+	}{
+		{"ask_user_question", "questions[0] has no id", true},
+		{"ask_user_question", `question "web": header is longer than 100 characters`, true},
+		{"ask_user_question", `question id "web" is used twice; ids must be unique in a request`, true},
+		{"ask_user_question", "a request holds at most 10 questions, this one has 11", true},
+		{"ask_user_question", "caller.name is longer than 200 characters", false},
+		{"ask_user_question", "route is longer than 100 bytes", false},
+		{"ask_user_question", "tool_call_id is longer than 200 bytes", false},
+		{"ask_user_question", `expires_in: "x" is not a duration; write 30s, 10m or a number of seconds`, false},
+		{"request_approval", "an approval needs tool_name", true},
+		{"request_approval", "reason is longer than 4000 characters", true},
+		{"request_approval", "arguments are larger than 256 KiB", true},
+		{"request_approval", "display_reason is longer than 4000 characters", false},
+		{"request_approval", "call_id is longer than 200 bytes", false},
+		{"request_approval", "caller.agent is longer than 200 characters", false},
+	} {
+		if got := namesArgument(tc.tool, tc.msg); got != tc.names {
+			t.Errorf("namesArgument(%s, %q) = %v, want %v", tc.tool, tc.msg, got, tc.names)
+		}
+	}
+}
+
+// An MCP client's name longer than the bridge takes as a caller's is cut
+// to its limit, on a rune boundary: else every tool call failed with
+// INVALID_REQUEST.
+func TestLongClientNameIsCut(t *testing.T) {
+	long := strings.Repeat("é", seam.MaxCallerFieldLen)
+	e := startAs(t, &mcp.Implementation{Name: "n", Title: long + "ü, and more", Version: "1"}, "", Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := e.call(ctx, "ask_user_question", questions(yesNo("web")), "")
+	rec := e.pending(t, client.KindQuestion, 1)[0] // before: none, the call refused
+	if rec.Caller == nil || rec.Caller.Name != long {
+		t.Errorf("caller = %+v, want the client's title cut to %d characters", rec.Caller, seam.MaxCallerFieldLen)
+	}
+	if _, err := e.bridge.Answer(ctx, rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	answerJSON(t, await(t, "the tool call", done), `{"answers":[{"id":"web","selected":["No"]}]}`)
 }
 
 // A create the bridge refuses is logged as refused, with its code: nothing
