@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -26,10 +27,17 @@ import (
 // message), logged, and the session goes on. stdout stays open when the
 // session ends.
 //
-// A request before the session's initialize (other than those the SDK
-// serves then: ping, and a request of the sessionless protocol) is
-// answered with -32600, saying to initialize first: the SDK's own answer is
-// an error of code 0.
+// A request before the session's initialize, or after one that failed,
+// is answered with -32600, saying to initialize first (the SDK's own
+// answer is an error of code 0), unless it is one the SDK serves then
+// (beforeInit: initialize, ping, logging/setLevel, resources/subscribe and
+// unsubscribe, server/discover; and a request of the sessionless protocol).
+// One that comes while an initialize is in flight goes to the SDK, which
+// serves the initialize first, and answers it as the initialize leaves the
+// session: an error of code 0 when it failed. A request named as a
+// notification (notifications/...) is answered with -32600 whenever it
+// comes: a notification has no id, and the SDK's answer before initialize
+// is an error of code 0.
 //
 // A request the client cancelled (notifications/cancelled) gets no reply:
 // the spec asks none, and the SDK's, an error of code 0 ("context
@@ -185,6 +193,10 @@ func refusal(line []byte) (code int, msg string, id json.RawMessage) {
 		// for a reply forever. (A notification under a null id, as
 		// JSON-RPC 1.0 wrote them, is taken as the notification it is.)
 		err = errors.New("the id is null; MCP ids are strings or integers")
+	case m["id"] != nil && string(m["id"]) != "null" && strings.HasPrefix(name, "notifications/"):
+		// MCP's notifications have no id. The SDK refuses one that has,
+		// but before initialize with an error of code 0.
+		err = fmt.Errorf("%s is a notification, which has no id", strconv.Quote(name))
 	case !sdkReads(m["id"]):
 		err = errors.New("the id is not an integer the server can answer under")
 	}
@@ -275,7 +287,8 @@ type lockedWriter struct {
 }
 
 // beforeInit are the methods the SDK serves before the session's
-// initialize: the others get an error (of code 0) from it.
+// initialize (its ServerSession.handle): the others get an error (of code
+// 0) from it. TestBeforeInitIsTheSDKs holds this to the SDK's.
 var beforeInit = []string{"initialize", "ping", "server/discover", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
 // early reads msg, a message the SDK reads, on its way to the SDK, as the
@@ -286,7 +299,7 @@ var beforeInit = []string{"initialize", "ping", "server/discover", "logging/setL
 func (l *lockedWriter) early(msg []byte) (id json.RawMessage, method string, _ bool) {
 	dec, err := jsonrpc.DecodeMessage(msg)
 	req, ok := dec.(*jsonrpc.Request)
-	if err != nil || !ok || !req.IsCall() || req.Method == "" || strings.HasPrefix(req.Method, "notifications/") {
+	if err != nil || !ok || !req.IsCall() || req.Method == "" {
 		return nil, "", false
 	}
 	var m map[string]json.RawMessage // by names as written, as refusal reads them

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/big"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,6 +52,9 @@ var stdioSeeds = []string{
 	`{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 	`{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`,
 	`{"jsonrpc":"2.0","id":22,"method":"logging/setLevel","params":{"level":"info"}}`,
+	// A notification under an id: answered, before initialize and after.
+	`{"jsonrpc":"2.0","id":23,"method":"notifications/progress","params":{"progressToken":1,"progress":1}}` + "\n" + tsInitialize + "\n" +
+		`{"jsonrpc":"2.0","id":"24","method":"notifications/initialized"}` + "\n",
 	`{"jsonrpc":"2.0","method":"initialize"}` + "\n" + tsToolsList + "\n", // a notification initializes nothing
 	// Ids of every JSON type.
 	`{"jsonrpc":"2.0","id":"","method":"ping"}`,
@@ -191,10 +195,10 @@ const (
 // fate is what becomes of a trimmed, non-blank line by JSON-RPC 2.0 and
 // MCP: the SDK gets what it reads as a message under the id the client
 // wrote, unless it is a request the SDK does not serve before the
-// session's initialize and none came before it (initializing); a response
-// that it can't read so is dropped; the rest is answered with an error
-// (code), under the line's id (its "id" member, when a string or a
-// number) or else null.
+// session's initialize and none came before it (initializing), or a
+// notification under an id; a response that it can't read so is dropped;
+// the rest is answered with an error (code), under the line's id (its "id"
+// member, when a string or a number) or else null.
 func fate(line []byte, initializing bool) (kind, code int, id json.RawMessage) {
 	null := json.RawMessage("null")
 	if !json.Valid(line) {
@@ -209,8 +213,11 @@ func fate(line []byte, initializing bool) (kind, code int, id json.RawMessage) {
 	// dropped; a notification under one is passed on.
 	var name string
 	_ = json.Unmarshal(m["method"], &name)
-	nullID := string(m["id"]) == "null" && !strings.HasPrefix(name, "notifications/")
-	if msg, err := jsonrpc.DecodeMessage(line); err == nil && !nullID && readsID(msg, m["id"]) {
+	notification := strings.HasPrefix(name, "notifications/")
+	nullID := string(m["id"]) == "null" && !notification
+	// A notification has no id: one under an id (not null) is answered.
+	notificationID := notification && m["id"] != nil && string(m["id"]) != "null"
+	if msg, err := jsonrpc.DecodeMessage(line); err == nil && !nullID && !notificationID && readsID(msg, m["id"]) {
 		if method := requestOf(line); !initializing && method != "" && !servedBeforeInit(method, line) {
 			return answer, jsonrpc.CodeInvalidRequest, m["id"]
 		}
@@ -240,17 +247,13 @@ func requestOf(line []byte) string {
 }
 
 // servedBeforeInit reports whether the SDK serves the request line, of
-// method, before the session's initialize: the lifecycle's initialize and
-// ping, what the SDK takes besides (logging and subscriptions), and a
-// request of the protocol without sessions (2026-07-28, SEP-2575), which
-// names its version in _meta.
+// method, before the session's initialize: one of beforeInit, which
+// TestBeforeInitIsTheSDKs holds to the SDK's, or a request of the protocol
+// without sessions (2026-07-28, SEP-2575), which names its version in
+// _meta.
 func servedBeforeInit(method string, line []byte) bool {
-	switch method {
-	case "initialize", "ping", "server/discover", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+	if slices.Contains(beforeInit, method) {
 		return true
-	}
-	if strings.HasPrefix(method, "notifications/") {
-		return true // a request so named: the SDK takes it for what it names
 	}
 	var m struct {
 		Params struct {

@@ -2,13 +2,23 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askbridge/askbridge/client"
 )
@@ -17,54 +27,8 @@ import (
 // session goes on: the SDK's own stdio transport ended it there, and the
 // server withdrew every question it had asked.
 func TestStdioSurvivesAMalformedLine(t *testing.T) {
-	bc, err := client.New(newBridge(t, ""), client.WithPollWait(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(bc, Options{Logger: slog.New(slog.DiscardHandler)})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(ctx, Stdio(inR, outW, slog.New(slog.DiscardHandler))) }()
-	t.Cleanup(func() {
-		cancel()
-		inW.Close()
-		outR.Close()
-		<-ran
-	})
-	lines := make(chan map[string]any, 16)
-	go func() {
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				m = map[string]any{"unparsable": sc.Text()}
-			}
-			lines <- m
-		}
-	}()
-	next := func(what string) map[string]any {
-		t.Helper()
-		select {
-		case m := <-lines:
-			return m
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no answer to %s", what)
-			return nil
-		}
-	}
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	code := func(m map[string]any) float64 {
-		e, _ := m["error"].(map[string]any)
-		c, _ := e["code"].(float64)
-		return c
-	}
+	ss := startStdio(t, Options{})
+	send, next := ss.send, ss.next
 
 	send(`this is not json`)
 	if m := next("a line that is not JSON"); code(m) != -32700 || m["id"] != nil {
@@ -104,9 +68,7 @@ func TestStdioSurvivesAMalformedLine(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"tools/call","meta":{"a":[{}]},"id":"six","params":{"pad":"`, "six"},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"pad":"`, nil},
 	} {
-		if _, err := io.WriteString(inW, tc.start+strings.Repeat("x", maxLine)+`"}}`+"\n"); err != nil {
-			t.Fatal(err)
-		}
+		send(tc.start + strings.Repeat("x", maxLine) + `"}}`)
 		if m := next("a line too long"); code(m) != -32600 || m["id"] != tc.id {
 			t.Errorf("a line too long, starting %s: answered %v, want -32600 under id %v", tc.start, m, tc.id)
 		}
@@ -146,42 +108,8 @@ func TestSDKReads(t *testing.T) {
 // client which has forgotten the id reports as one); the requests around
 // it are answered, and an id used again after a cancellation is answered.
 func TestCancelledCallGetsNoReply(t *testing.T) {
-	bc, err := client.New(newBridge(t, ""), client.WithPollWait(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(bc, Options{Logger: slog.New(slog.DiscardHandler), Reattach: -1})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(context.Background(), Stdio(inR, outW, slog.New(slog.DiscardHandler))) }()
-	replies := make(chan map[string]any, 16)
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			var m map[string]any
-			_ = json.Unmarshal(sc.Bytes(), &m)
-			replies <- m
-		}
-	}()
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	next := func(what string) map[string]any {
-		t.Helper()
-		select {
-		case m := <-replies:
-			return m
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no reply to %s", what)
-			return nil
-		}
-	}
+	ss := startStdio(t, Options{Reattach: -1})
+	send, next, bc := ss.send, ss.next, ss.bridge
 	// Each call asks something else: an identical call re-attaches to the
 	// question of one whose cancellation the server has not handled yet.
 	ask := func(id string) string {
@@ -219,14 +147,7 @@ func TestCancelledCallGetsNoReply(t *testing.T) {
 	if m := next("a ping under the cancelled call's id"); m["id"] != float64(2) || m["result"] == nil {
 		t.Fatalf("the ping got %v; want its result under id 2", m)
 	}
-	inW.Close() // the session ends; every reply is written once Run returns
-	if err := <-ran; err != nil {
-		t.Fatal(err)
-	}
-	outW.Close()
-	<-read
-	close(replies)
-	for m := range replies {
+	for _, m := range ss.end() {
 		t.Errorf("after the cancellations: %v; want no reply to a cancelled call", m)
 	}
 	if left, err := bc.Pending(context.Background()); err != nil || len(left.Questions) != 0 {
@@ -266,20 +187,17 @@ func TestRepliesLeftOut(t *testing.T) {
 // A request before the session's initialize is answered with -32600
 // under its id, saying to initialize first (the SDK's own answer has code
 // 0), as is one after an initialize that failed; ping is served then, and
-// after an initialize the session goes on as any.
+// after an initialize the session goes on as any. A request named as a
+// notification is answered with -32600 before initialize and after.
 func TestStdioRequestBeforeInitialize(t *testing.T) {
-	send, next := stdioSession(t)
-	errorOf := func(m map[string]any) (float64, string) {
-		e, _ := m["error"].(map[string]any)
-		c, _ := e["code"].(float64)
-		msg, _ := e["message"].(string)
-		return c, msg
-	}
+	ss := startStdio(t, Options{})
+	send, next := ss.send, ss.next
 	early := func(what string, id any) {
 		t.Helper()
 		m := next(what)
-		code, msg := errorOf(m)
-		if code != -32600 || m["id"] != id || !strings.Contains(msg, "before initialize: send initialize first") {
+		e, _ := m["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if code(m) != -32600 || m["id"] != id || !strings.Contains(msg, "before initialize: send initialize first") {
 			t.Errorf("%s: answered %v, want -32600 under id %v, saying to send initialize first", what, m, id)
 		}
 	}
@@ -291,6 +209,19 @@ func TestStdioRequestBeforeInitialize(t *testing.T) {
 	if m := next("a ping before initialize"); m["id"] != float64(6) || m["result"] == nil {
 		t.Errorf("a ping before initialize: answered %v, want its result", m)
 	}
+	// A notification has no id: one under an id is answered with -32600,
+	// before initialize (the SDK's own answer has code 0) and after.
+	notification := func(what string, id any) {
+		t.Helper()
+		m := next(what)
+		e, _ := m["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if code(m) != -32600 || m["id"] != id || !strings.Contains(msg, "is a notification, which has no id") {
+			t.Errorf("%s: answered %v, want -32600 under id %v, saying a notification has no id", what, m, id)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":"p","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
+	notification("a notifications/progress under an id, before initialize", "p")
 	send(`{"jsonrpc":"2.0","id":7,"method":"initialize"}`) // no params: it fails
 	if m := next("an initialize without params"); m["id"] != float64(7) || m["error"] == nil {
 		t.Fatalf("an initialize without params: answered %v, want an error", m)
@@ -306,55 +237,233 @@ func TestStdioRequestBeforeInitialize(t *testing.T) {
 	if m := next("tools/list"); m["id"] != float64(10) || m["result"] == nil {
 		t.Errorf("tools/list after initialize answered %v", m)
 	}
+	send(`{"jsonrpc":"2.0","id":11,"method":"notifications/message","params":{}}`)
+	notification("a notifications/message under an id, after initialize", float64(11))
 }
 
-// stdioSession runs a Server on a bridge over Stdio, and returns a
-// function that sends a line to its stdin, and one that reads the next
-// line it writes, failing the test when none comes within 10 s.
-func stdioSession(t *testing.T) (send func(line string), next func(what string) map[string]any) {
+// stdioSession is a Server on a bridge, run over Stdio, seen from its
+// client's end: lines go to its stdin, and come from its stdout.
+type stdioSession struct {
+	t      *testing.T
+	bridge *client.Client // the bridge's client the Server forwards through
+	in     *io.PipeWriter
+	out    *io.PipeWriter
+	lines  chan map[string]any // what it writes, a line each; closed at its end
+	ran    chan struct{}       // closed when Run returns, with its error in err
+	err    error
+}
+
+// startStdio runs a Server with opts on a new bridge over Stdio until the
+// test ends (or end).
+func startStdio(t *testing.T, opts Options) *stdioSession {
 	t.Helper()
 	bc, err := client.New(newBridge(t, ""), client.WithPollWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(bc, Options{Logger: slog.New(slog.DiscardHandler)})
+	opts.Logger = slog.New(slog.DiscardHandler)
+	srv := New(bc, opts)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
+	s := &stdioSession{t: t, bridge: bc, in: inW, out: outW, lines: make(chan map[string]any, 16), ran: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(ctx, Stdio(inR, outW, slog.New(slog.DiscardHandler))) }()
+	go func() {
+		defer close(s.ran)
+		s.err = srv.Run(ctx, Stdio(inR, outW, slog.New(slog.DiscardHandler)))
+	}()
 	t.Cleanup(func() {
 		cancel()
 		inW.Close()
 		outR.Close()
-		<-ran
+		<-s.ran
 	})
-	lines := make(chan map[string]any, 16)
 	go func() {
+		defer close(s.lines)
 		sc := bufio.NewScanner(outR)
 		for sc.Scan() {
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
 				m = map[string]any{"unparsable": sc.Text()}
 			}
-			lines <- m
+			s.lines <- m
 		}
 	}()
-	send = func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+	return s
+}
+
+// send writes line, and a newline, to the session's stdin.
+func (s *stdioSession) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// next is the next line the session writes, read as JSON; it fails the
+// test when none comes within 10 s.
+func (s *stdioSession) next(what string) map[string]any {
+	s.t.Helper()
+	select {
+	case m, ok := <-s.lines:
+		if !ok {
+			s.t.Fatalf("no answer to %s: stdout ended", what)
+		}
+		return m
+	case <-time.After(within):
+		s.t.Fatalf("no answer to %s", what)
+		return nil
+	}
+}
+
+// end closes stdin, as a client does that goes, waits for Run to return
+// (failing the test on its error), and returns the lines written and not
+// read: every reply is written once Run returns.
+func (s *stdioSession) end() []map[string]any {
+	s.t.Helper()
+	s.in.Close()
+	<-s.ran
+	if s.err != nil {
+		s.t.Fatal(s.err)
+	}
+	s.out.Close()
+	var rest []map[string]any
+	for m := range s.lines {
+		rest = append(rest, m)
+	}
+	return rest
+}
+
+// code is the JSON-RPC error code of the reply m, or 0.
+func code(m map[string]any) float64 {
+	e, _ := m["error"].(map[string]any)
+	c, _ := e["code"].(float64)
+	return c
+}
+
+// TestBeforeInitIsTheSDKs holds beforeInit, the methods the screen passes
+// on before initialize, to the SDK's: each method in the SDK's tables (and
+// one it has none of), sent as a request before initialize to the SDK's
+// server with nothing in front, gets the SDK's "invalid during session
+// initialization" exactly when it is not in beforeInit. A request named as
+// a notification is left out: the screen answers those itself, whenever
+// they come.
+func TestBeforeInitIsTheSDKs(t *testing.T) {
+	methods := sdkMethods(t)
+	methods = append(methods, beforeInit...)
+	methods = append(methods, "zz/none")
+	slices.Sort(methods)
+	methods = slices.Compact(methods)
+	srv := New(nil, Options{})
+	for _, method := range methods {
+		if strings.HasPrefix(method, "notifications/") {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		ss, err := srv.mcp.Connect(ctx, &mcp.IOTransport{Reader: inR, Writer: outW}, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
+		go io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":`+strconv.Quote(method)+`,"params":{}}`+"\n")
+		replies := make(chan []byte, 1)
+		go func() {
+			line, _ := bufio.NewReader(outR).ReadBytes('\n')
+			replies <- line
+		}()
+		line := await(t, method+" before initialize", replies)
+		var res struct {
+			Result json.RawMessage
+			Error  *struct{ Message string }
+		}
+		if err := json.Unmarshal(line, &res); err != nil {
+			t.Fatalf("%s before initialize: the SDK answered %q", method, line)
+		}
+		refused := res.Error != nil && strings.Contains(res.Error.Message, "invalid during session initialization")
+		if served := slices.Contains(beforeInit, method); refused == served {
+			t.Errorf("%s before initialize: the SDK answered %s; in beforeInit: %v", method, bytes.TrimSpace(line), served)
+		}
+		inW.Close()
+		outR.Close()
+		ss.Wait()
 	}
-	next = func(what string) map[string]any {
-		t.Helper()
-		select {
-		case m := <-lines:
-			return m
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no answer to %s", what)
-			return nil
+}
+
+// sdkMethods are the methods in the method tables of the SDK's source
+// (serverMethodInfos, clientMethodInfos), as its constants spell them.
+func sdkMethods(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/modelcontextprotocol/go-sdk").Output()
+	if err != nil {
+		t.Fatalf("go list the SDK's module: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "mcp")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the SDK's source in %s: %v", dir, err)
+	}
+	consts := map[string]string{}
+	tables := map[string][]ast.Expr{"serverMethodInfos": nil, "clientMethodInfos": nil}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs, ok := spec.(*ast.ValueSpec)
+				if !ok {
+					continue
+				}
+				for i, n := range vs.Names {
+					if i >= len(vs.Values) {
+						break
+					}
+					switch v := vs.Values[i].(type) {
+					case *ast.BasicLit:
+						if gd.Tok == token.CONST && v.Kind == token.STRING {
+							consts[n.Name], _ = strconv.Unquote(v.Value)
+						}
+					case *ast.CompositeLit:
+						if _, ok := tables[n.Name]; ok && gd.Tok == token.VAR {
+							for _, elt := range v.Elts {
+								if kv, ok := elt.(*ast.KeyValueExpr); ok {
+									tables[n.Name] = append(tables[n.Name], kv.Key)
+								}
+							}
+						}
+					}
+				}
+			}
 		}
 	}
-	return send, next
+	var methods []string
+	for table, keys := range tables {
+		if len(keys) == 0 {
+			t.Fatalf("no method table %s in the SDK's source in %s", table, dir)
+		}
+		for _, k := range keys {
+			var m string
+			switch k := k.(type) {
+			case *ast.Ident:
+				m = consts[k.Name]
+			case *ast.BasicLit:
+				m, _ = strconv.Unquote(k.Value)
+			}
+			if m == "" {
+				t.Fatalf("%s: can't read the method of its key %#v", table, k)
+			}
+			methods = append(methods, m)
+		}
+	}
+	return methods
 }
