@@ -2,6 +2,7 @@
 // long-poll it until it ends, withdraw it. No dependencies: Node's fetch.
 
 import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
 
 /**
  * Network errors after which the request may have reached the bridge (the
@@ -31,14 +32,39 @@ export const MAX_BACKOFF_MS = 5000
  * HTTP status, or a body that is not one (a proxy's error page).
  */
 export class BridgeError extends Error {
-  constructor (status, code, message, retryAfter = 0) {
+  constructor (status, code, message, retryAfter = 0, wrongURL = false) {
     super(message)
     this.name = 'BridgeError'
     this.status = status
     this.code = code
     /** The response's Retry-After, in ms; 0 without one. */
     this.retryAfter = retryAfter
+    /** True when the response shows that no bridge API answers at the URL. */
+    this.wrongURL = wrongURL
   }
+}
+
+/** How an error that says the URL reaches no bridge's API begins, as the Go client's does. */
+export const WRONG_URL = 'wrong bridge URL'
+
+/**
+ * The error of an error status whose body is not the bridge's JSON error:
+ * a reply from a proxy in front of the bridge, or from something in its
+ * place. The body is not shown (a web server's page says nothing to the
+ * model reading the error). As the Go client has it, a 404, 405 or 501 is a
+ * web server that has no bridge API, and a 400 that asks for HTTPS is a TLS
+ * server at an http:// URL: the URL is wrong.
+ */
+function notTheBridge (resp, text, base) {
+  const status = resp.status
+  const what = [`HTTP ${status}`, STATUS_CODES[status]].filter(Boolean).join(' ')
+  if (status === 404 || status === 405 || status === 501) {
+    return new BridgeError(status, '', `${WRONG_URL}: what answers there has no bridge API (${what})`, 0, true)
+  }
+  if (status === 400 && /https/i.test(text) && base.startsWith('http:')) {
+    return new BridgeError(status, '', `${WRONG_URL}: what answers there takes HTTPS: use https:${base.slice('http:'.length)}`, 0, true)
+  }
+  return new BridgeError(status, '', `${what}, not from the bridge (the reply is not its JSON error)`, retryAfter(resp.headers))
 }
 
 /** A call that never got an HTTP response: refused, reset, timed out. */
@@ -209,10 +235,14 @@ export class BridgeClient {
       if (e && typeof e.code === 'string' && e.code !== '') {
         throw new BridgeError(resp.status, e.code, String(e.message ?? e.code), retryAfter(resp.headers))
       }
-      const snippet = text.trim().slice(0, 200)
-      throw new BridgeError(resp.status, '', `HTTP ${resp.status}${snippet ? `: ${snippet}` : ''}`, retryAfter(resp.headers))
+      throw notTheBridge(resp, text, this.base)
     }
     if (data === undefined || typeof data !== 'object') {
+      const type = resp.headers.get('content-type') ?? ''
+      if (!type.startsWith('application/json')) {
+        // A web server, not the API: it answers every path.
+        throw new BridgeError(resp.status, '', `${WRONG_URL}: what answers there replied to ${method} ${path} with ${type.split(';')[0] || 'no Content-Type'}, not the bridge's JSON`, 0, true)
+      }
       throw new BridgeError(resp.status, '', `${method} ${path}: the bridge answered HTTP ${resp.status} without a JSON object`)
     }
     return data

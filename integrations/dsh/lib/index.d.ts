@@ -39,6 +39,8 @@ export interface Config {
 export interface ResolvedConfig {
   url: string
   token: string
+  /** Where token came from (`config.token`, `$ASKBRIDGE_TOKEN` or `$BRIDGE_TOKEN`), for errors that name it; never the token. */
+  tokenFrom?: string
   route?: string
   expiresIn?: string | number
   caller: string

@@ -231,9 +231,11 @@ export function resolveConfig (config = {}) {
   const tokenFrom = optString(config.token, 'token') !== undefined
     ? { value: config.token, from: 'config.token' }
     : fromEnv('ASKBRIDGE_TOKEN', 'BRIDGE_TOKEN') ?? { value: '', from: '' }
+  const token = checkToken(tokenFrom.value, tokenFrom.from)
   return {
     url: url.replace(/\/+$/, ''),
-    token: checkToken(tokenFrom.value, tokenFrom.from),
+    token,
+    tokenFrom: token === '' ? undefined : tokenFrom.from,
     route: routeOf(config.route),
     expiresIn,
     caller: optString(config.caller, 'caller') ?? 'dsh',
@@ -412,7 +414,7 @@ export class Answerer {
       const code = rec.error?.code ?? END_CODES[rec.status]
       throw questionEnd(END_CODE_SET.has(code) ? code : 'ASK_ABORTED')
     } catch (err) {
-      throw questionError(err, this.o.url)
+      throw questionError(err, this.o)
     }
   }
 
@@ -440,7 +442,7 @@ export class Answerer {
     try {
       rec = await this.#run('approval', body, callId, req?.signal)
     } catch (err) {
-      throw approvalError(err, this.o.url)
+      throw approvalError(err, this.o)
     }
     if (rec.noProvider) {
       this.#debug('no answerer on the bridge took the approval (%s); handing it to the next answerer', rec.noProvider.message)
@@ -775,24 +777,43 @@ function unreachable (url, err, lasted) {
   return new Unreachable(`askbridge at ${url} can't be reached: ${network ? err.detail : err.message}${span}${network ? UNREACHABLE_HINT : ''}`, { cause: err })
 }
 
-function questionError (err, url) {
+/**
+ * What the bridge's error err says, in the plugin's terms where the plugin's
+ * config is what to change: a URL at which no bridge API answers, a token
+ * missing or refused (named by where it came from, never shown).
+ */
+function bridgeSaid (err, o) {
+  if (err.wrongURL) return `${err.message}; the plugin's url (config.url, else $ASKBRIDGE_URL or $BRIDGE_SERVER) says where the bridge is`
+  if (err.status === 401 && err.code === 'UNAUTHORIZED') {
+    if (!o.token) {
+      return 'the bridge takes API tokens (api.tokens) and the plugin sent none: '
+        + 'set config.token, else $ASKBRIDGE_TOKEN or $BRIDGE_TOKEN, to one with the ask scope'
+    }
+    return `${err.message}: ${o.tokenFrom ?? "the plugin's token"} is not one of the bridge's API tokens (api.tokens)`
+  }
+  return err.message
+}
+
+function questionError (err, o) {
+  const url = o.url
   if (err instanceof UserQuestionError) return err
   if (err instanceof Unreachable) return new UserQuestionError(err.message, 'ASKBRIDGE_UNREACHABLE', { cause: err.cause })
   if (err instanceof BridgeError) {
     const code = seamCode(err.code)
     if (SEAM_CODES.has(code)) return new UserQuestionError(SEAM_MESSAGES[code] ?? err.message, code, { cause: err })
-    return withBridge(new UserQuestionError(`askbridge at ${url}: ${err.message}`, 'ASKBRIDGE_ERROR', { cause: err }), err)
+    return withBridge(new UserQuestionError(`askbridge at ${url}: ${bridgeSaid(err, o)}`, 'ASKBRIDGE_ERROR', { cause: err }), err)
   }
   if (err instanceof NetworkError) return new UserQuestionError(`askbridge at ${url} can't be reached: ${err.detail}${UNREACHABLE_HINT}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })
   return new UserQuestionError(`askbridge: ${err?.message ?? err}`, 'ASKBRIDGE_ERROR', { cause: err })
 }
 
-function approvalError (err, url) {
+function approvalError (err, o) {
+  const url = o.url
   if (err instanceof AskbridgeError) return err
   if (err instanceof Unreachable) return new AskbridgeError(err.message, 'ASKBRIDGE_UNREACHABLE', { cause: err.cause })
   if (err instanceof BridgeError) {
     const code = SEAM_CODES.has(seamCode(err.code)) ? seamCode(err.code) : 'ASKBRIDGE_ERROR'
-    return withBridge(new AskbridgeError(`askbridge at ${url}: ${err.message}`, code, { cause: err }), err)
+    return withBridge(new AskbridgeError(`askbridge at ${url}: ${bridgeSaid(err, o)}`, code, { cause: err }), err)
   }
   if (err instanceof NetworkError) return new AskbridgeError(`askbridge at ${url} can't be reached: ${err.detail}${UNREACHABLE_HINT}`, 'ASKBRIDGE_UNREACHABLE', { cause: err })
   return new AskbridgeError(`askbridge: ${err?.message ?? err}`, 'ASKBRIDGE_ERROR', { cause: err })

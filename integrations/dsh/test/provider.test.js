@@ -40,6 +40,25 @@ async function harness (options = {}) {
   return ctx
 }
 
+/**
+ * Run fn with $ASKBRIDGE_TOKEN and $BRIDGE_TOKEN as vars has them (unset
+ * where it has not), whatever the environment the tests run in holds.
+ */
+async function withoutTokenEnv (vars, fn) {
+  const names = ['ASKBRIDGE_TOKEN', 'BRIDGE_TOKEN']
+  const saved = Object.fromEntries(names.map((k) => [k, process.env[k]]))
+  for (const k of names) delete process.env[k]
+  Object.assign(process.env, vars)
+  try {
+    return await fn()
+  } finally {
+    for (const k of names) {
+      if (saved[k] === undefined) delete process.env[k]
+      else process.env[k] = saved[k]
+    }
+  }
+}
+
 /** Assert `promise` rejects with the seam's UserQuestionError of `code` (and `message`, when given). */
 async function rejectsWith (promise, code, message, ms = 15_000) {
   const err = await within(promise.then(
@@ -292,8 +311,58 @@ describe('provider API: ends without an answer', () => {
       'ASKBRIDGE_ERROR', undefined, 5000)
     assert.equal(err.status, 401)
     assert.equal(err.bridgeCode, 'UNAUTHORIZED')
-    assert.match(err.message, new RegExp(`askbridge at ${bridge.url}`))
+    assert.equal(err.message, `askbridge at ${bridge.url}: the bearer token is not valid: config.token is not one of the bridge's API tokens (api.tokens)`)
   })
+
+  test('a bridge with api.tokens and the plugin without a token: says how to set one in the plugin\'s terms', async () => {
+    const ctx = await withoutTokenEnv({}, () => harness({ token: undefined }))
+    const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Token?') }] })),
+      'ASKBRIDGE_ERROR', undefined, 5000)
+    assert.equal(err.status, 401)
+    assert.equal(err.bridgeCode, 'UNAUTHORIZED')
+    assert.equal(err.message, `askbridge at ${bridge.url}: the bridge takes API tokens (api.tokens) and the plugin sent none: `
+      + 'set config.token, else $ASKBRIDGE_TOKEN or $BRIDGE_TOKEN, to one with the ask scope')
+  })
+
+  test('a token from the environment that the bridge refuses: the error names the variable, not the token', async () => {
+    const secret = 'stale-token-s3cr3t'
+    const ctx = await withoutTokenEnv({ BRIDGE_TOKEN: secret }, () => harness({ token: undefined }))
+    const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Stale?') }] })),
+      'ASKBRIDGE_ERROR', undefined, 5000)
+    assert.equal(err.message, `askbridge at ${bridge.url}: the bearer token is not valid: $BRIDGE_TOKEN is not one of the bridge's API tokens (api.tokens)`)
+    assert.ok(!err.message.includes(secret) && !err.stack.includes(secret), 'the token is not shown')
+  })
+})
+
+describe('provider API: a url where no bridge answers', () => {
+  // What the QA run met: Python's http.server at the url, which answers a
+  // POST with a 501 page. Its page is not what the model should read.
+  const PAGE = '<!DOCTYPE HTML>\n<html lang="en">\n<head><title>Error response</title></head>\n'
+    + "<body><h1>Error response</h1><p>Error code: 501</p><p>Message: Unsupported method ('POST').</p></body>\n</html>\n"
+  for (const [status, reason] of [[501, 'Not Implemented'], [404, 'Not Found'], [405, 'Method Not Allowed']]) {
+    test(`a web server answering HTTP ${status} with its own page: "wrong bridge URL", without the page`, async () => {
+      const requests = []
+      const web = createServer((req, res) => {
+        requests.push(`${req.method} ${req.url}`)
+        req.resume()
+        res.writeHead(status, { 'content-type': 'text/html;charset=utf-8' }).end(PAGE)
+      })
+      await new Promise((resolve) => web.listen(0, '127.0.0.1', resolve))
+      try {
+        const url = `http://127.0.0.1:${web.address().port}`
+        const ctx = await harness({ url, retryFor: 600 })
+        const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Web?') }] })),
+          'ASKBRIDGE_ERROR', undefined, 5000)
+        assert.equal(err.status, status)
+        assert.equal(err.bridgeCode, undefined)
+        assert.equal(err.message, `askbridge at ${url}: wrong bridge URL: what answers there has no bridge API (HTTP ${status} ${reason}); `
+          + "the plugin's url (config.url, else $ASKBRIDGE_URL or $BRIDGE_SERVER) says where the bridge is")
+        assert.deepStrictEqual(requests, ['POST /v1/questions'], 'not retried: asking again changes nothing')
+      } finally {
+        web.close()
+      }
+    })
+  }
 })
 
 describe('provider API: a wait longer than the bridge holds a call', () => {

@@ -594,6 +594,16 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
     }
   })
 
+  test('no token for a bridge with api.tokens: the listener throws an error that says how to set one', async () => {
+    const options = { ...resolveConfig({ url: bridge.url, token: ASK_TOKEN }), token: '', tokenFrom: undefined }
+    const err = await rejection(track(new Answerer(options).approve({ agent: fakeAgent('s'), toolName: tool() }, () => Promise.resolve('next'))), 5000)
+    assert.ok(err instanceof AskbridgeError)
+    assert.equal(err.code, 'ASKBRIDGE_ERROR')
+    assert.equal(err.status, 401)
+    assert.equal(err.message, `askbridge at ${bridge.url}: the bridge takes API tokens (api.tokens) and the plugin sent none: `
+      + 'set config.token, else $ASKBRIDGE_TOKEN or $BRIDGE_TOKEN, to one with the ask scope')
+  })
+
   test('approvals: false leaves approval/request alone', async () => {
     const { ctx, downstream } = await harness({ approvals: false })
     downstream.approval = () => Promise.resolve('allowed-once')
