@@ -1,4 +1,4 @@
-// The npm install command of README.md, run as a new user would: into a
+// The npm install commands of README.md, run as a new user would: into a
 // fresh program (a "profile" below) that runs cordis itself, with its own
 // cordis and dsh-user-questions. The plugin must load there and share the
 // program's dsh-user-questions, so the errors it rejects with are the
@@ -18,18 +18,25 @@ import { test } from 'node:test'
 const run = promisify(execFile)
 const pkgDir = dirname(dirname(fileURLToPath(import.meta.url)))
 
-/** The npm install command of the README's Install section, for this checkout. */
+/**
+ * The README Install section's commands for npm, for this checkout: the
+ * line it adds to the program's .npmrc, and the npm install command's
+ * arguments.
+ */
 async function readmeInstall () {
   const readme = await readFile(join(pkgDir, 'README.md'), 'utf8')
   const section = readme.split(/^## /m).find((s) => s.startsWith('Install'))
   assert.ok(section, 'README.md has no Install section')
-  const line = section.split('\n').find((l) => /^npm install .*integrations\/dsh\s*$/.test(l))
+  const lines = section.split('\n')
+  const npmrc = lines.map((l) => /^echo '([^']*)' >> \.npmrc\s*$/.exec(l)?.[1]).find(Boolean)
+  assert.ok(npmrc, "the Install section has no `echo '...' >> .npmrc` line")
+  const line = lines.find((l) => /^npm install .*integrations\/dsh\s*$/.test(l))
   assert.ok(line, 'the Install section has no `npm install .../integrations/dsh` line')
-  return line.trim().replace('/path/to/askbridge/integrations/dsh', pkgDir).split(/\s+/).slice(1)
+  return { npmrc, args: line.trim().replace('/path/to/askbridge/integrations/dsh', pkgDir).split(/\s+/).slice(1) }
 }
 
-test('the README install command gives the profile a plugin that uses its dsh-user-questions', async () => {
-  const args = await readmeInstall()
+test('the README install commands give the profile a plugin that uses its dsh-user-questions, and a later npm install keeps it so', async () => {
+  const { npmrc, args } = await readmeInstall()
   const lock = JSON.parse(await readFile(join(pkgDir, 'package-lock.json'), 'utf8'))
   const pinned = (name) => `${name}@${lock.packages[`node_modules/${name}`].version}`
   const profile = await mkdtemp(join(tmpdir(), 'askbridge-dsh-profile-'))
@@ -37,6 +44,7 @@ test('the README install command gives the profile a plugin that uses its dsh-us
     await writeFile(join(profile, 'package.json'), JSON.stringify({ name: 'profile', private: true, type: 'module' }))
     const quiet = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error']
     await run('npm', ['install', ...quiet, pinned('@deepseek-ai/cordis'), pinned('@deepseek-ai/dsh-user-questions')], { cwd: profile })
+    await writeFile(join(profile, '.npmrc'), `${npmrc}\n`, { flag: 'a' })
     await run('npm', [...args, ...quiet], { cwd: profile })
 
     const probe = join(profile, 'probe.js')
@@ -47,6 +55,13 @@ test('the README install command gives the profile a plugin that uses its dsh-us
     ].join('\n'))
     const { stdout } = await run(process.execPath, [probe], { cwd: profile })
     assert.deepEqual(JSON.parse(stdout), { name: 'askbridge', same: true })
+
+    // A later plain npm install (a dependency added, a fresh clone of the
+    // program) must not turn the copy into a link to the checkout, whose
+    // own node_modules (npm ci there) has a second dsh-user-questions.
+    await run('npm', ['install', ...quiet], { cwd: profile })
+    const again = await run(process.execPath, [probe], { cwd: profile })
+    assert.deepEqual(JSON.parse(again.stdout), { name: 'askbridge', same: true }, 'after a plain npm install')
   } finally {
     await rm(profile, { recursive: true, force: true })
   }
