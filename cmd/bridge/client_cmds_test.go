@@ -1066,6 +1066,23 @@ func TestAnswerEmpty(t *testing.T) {
 	}
 }
 
+// answeredQuestion is a question request on c, "Which environment?"
+// (staging or prod), answered prod.
+func answeredQuestion(t *testing.T, c *client.Client) *client.Record {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Answer(ctx, rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 // TestAnswerEnded: a request that ended already is told as ended
 // (ALREADY_RESOLVED, exit 1) whatever the answer flags say of its
 // questions, as the bridge tells it before it looks at the answer: not a
@@ -1076,15 +1093,7 @@ func TestAnswerEnded(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
-	answered, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
-		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Answer(ctx, answered.ID, client.Answer{Answers: []client.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}); err != nil {
-		t.Fatal(err)
-	}
+	answered := answeredQuestion(t, c)
 	two, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
 		{ID: "a", Question: "A?"}, {ID: "b", Question: "B?"},
 	}}, 0)
@@ -1157,16 +1166,7 @@ func TestAnswerEnded(t *testing.T) {
 func TestAnswerJSONBeforeLookup(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
-	ctx := context.Background()
-	ended, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
-		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Answer(ctx, ended.ID, client.Answer{Answers: []client.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}); err != nil {
-		t.Fatal(err)
-	}
+	ended := answeredQuestion(t, c)
 	var (
 		mu   sync.Mutex
 		sent []string

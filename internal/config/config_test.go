@@ -440,30 +440,8 @@ func TestUnknownKeysWithValidate(t *testing.T) {
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parse([]byte(tc.data), vars)
-			if err == nil {
-				t.Fatal("parse: no error")
-			}
-			if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, tc.parseErr) {
-				t.Errorf("parse's error:\n%s\nwant:\n%s", err, strings.Join(tc.parseErr, "\n"))
-			}
-			if tc.validate == nil {
-				if c != nil {
-					t.Errorf("parse returned a config with %q", err)
-				}
-				return
-			}
-			if c == nil {
-				t.Fatal("parse returned no config to validate")
-			}
-			verr := c.Validate()
-			if verr == nil {
-				t.Fatal("Validate: no error")
-			}
-			if got := strings.Split(verr.Error(), "\n"); !reflect.DeepEqual(got, tc.validate) {
-				t.Errorf("Validate's error:\n%s\nwant:\n%s", verr, strings.Join(tc.validate, "\n"))
-			}
-			if strings.Contains(err.Error()+verr.Error(), tok[5:]) {
+			err, verr := parseThenValidate(t, tc.data, vars, tc.parseErr, tc.validate)
+			if strings.Contains(err+verr, tok[5:]) {
 				t.Errorf("an error shows the value:\n%s\n%s", err, verr)
 			}
 		})
@@ -485,6 +463,38 @@ func TestUnknownKeysWithValidate(t *testing.T) {
 	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), slakKey+"\nslack: set signing_secret") {
 		t.Errorf("Validate of what Load returned: %v\nwant the unknown key, then the missing secret", err)
 	}
+}
+
+// parseThenValidate parses data with the environment lookupEnv, wanting
+// the lines of Parse's error, then the config it returns validated,
+// wanting the lines of Validate's; with validate nil, Parse must return
+// no config. It returns both errors' texts ("" for Validate's not run).
+func parseThenValidate(t *testing.T, data string, lookupEnv func(string) (string, bool), parseErr, validate []string) (string, string) {
+	t.Helper()
+	c, err := parse([]byte(data), lookupEnv)
+	if err == nil {
+		t.Fatal("parse: no error")
+	}
+	if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, parseErr) {
+		t.Errorf("parse's error:\n%s\nwant:\n%s", err, strings.Join(parseErr, "\n"))
+	}
+	if validate == nil {
+		if c != nil {
+			t.Errorf("parse returned a config with %q", err)
+		}
+		return err.Error(), ""
+	}
+	if c == nil {
+		t.Fatal("parse returned no config to validate")
+	}
+	verr := c.Validate()
+	if verr == nil {
+		t.Fatal("Validate: no error")
+	}
+	if got := strings.Split(verr.Error(), "\n"); !reflect.DeepEqual(got, validate) {
+		t.Errorf("Validate's error:\n%s\nwant:\n%s", verr, strings.Join(validate, "\n"))
+	}
+	return err.Error(), verr.Error()
 }
 
 // TestUnsetVariablesWithValidate: a ${VAR} whose variable is not set is
@@ -548,34 +558,9 @@ func TestUnsetVariablesWithValidate(t *testing.T) {
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parse([]byte(tc.data), vars)
-			if err == nil {
-				t.Fatal("parse: no error")
-			}
-			if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, tc.parseErr) {
-				t.Errorf("parse's error:\n%s\nwant:\n%s", err, strings.Join(tc.parseErr, "\n"))
-			}
-			if strings.Contains(err.Error(), leak) {
-				t.Errorf("parse's error shows a value:\n%s", err)
-			}
-			if tc.validate == nil {
-				if c != nil {
-					t.Errorf("parse returned a config with %q", err)
-				}
-				return
-			}
-			if c == nil {
-				t.Fatal("parse returned no config to validate")
-			}
-			verr := c.Validate()
-			if verr == nil {
-				t.Fatal("Validate: no error")
-			}
-			if got := strings.Split(verr.Error(), "\n"); !reflect.DeepEqual(got, tc.validate) {
-				t.Errorf("Validate's error:\n%s\nwant:\n%s", verr, strings.Join(tc.validate, "\n"))
-			}
-			if strings.Contains(verr.Error(), leak) {
-				t.Errorf("Validate's error shows a value:\n%s", verr)
+			err, verr := parseThenValidate(t, tc.data, vars, tc.parseErr, tc.validate)
+			if strings.Contains(err, leak) || strings.Contains(verr, leak) {
+				t.Errorf("an error shows a value:\n%s\n%s", err, verr)
 			}
 		})
 	}
