@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -378,12 +377,7 @@ func TestHTTPMaxSessionsRefusesWhileEachIsBusy(t *testing.T) {
 // BRIDGE_TOKEN and --server.
 func TestHTTPToolErrorsSpeakOfMCP(t *testing.T) {
 	locked := newBridge(t, "api:\n  tokens:\n    - {name: agent, token: ask-secret-7f3c9e21b4, scopes: [ask]}\n")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
+	down := downURL(t)
 	want := (&Server{opts: Options{overHTTP: true}}).hints()
 
 	for _, tc := range []struct {

@@ -369,15 +369,21 @@ func TestAskUserQuestion(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
-	url := newBridge(t, "")
-	locked := newBridge(t, "api:\n  tokens:\n    - {name: agent, token: ask-secret-7f3c9e21b4, scopes: [ask]}\n")
+// downURL is a bridge URL where nothing listens.
+func downURL(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	down := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
+	defer ln.Close() // nothing listens there once it returns
+	return "http://" + ln.Addr().String()
+}
+
+func TestErrors(t *testing.T) {
+	url := newBridge(t, "")
+	locked := newBridge(t, "api:\n  tokens:\n    - {name: agent, token: ask-secret-7f3c9e21b4, scopes: [ask]}\n")
+	down := downURL(t)
 
 	for _, tc := range []struct {
 		name string
