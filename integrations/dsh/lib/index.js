@@ -778,18 +778,33 @@ function unreachable (url, err, lasted) {
 }
 
 /**
+ * The bridge's 403 for a token it knows without the scope a route needs
+ * ("this token lacks the ask scope"). Its other 403 FORBIDDENs (an API
+ * without tokens refusing a call from elsewhere) are not about the token,
+ * so they keep the bridge's wording.
+ */
+const LACKS_SCOPE = /\blacks the\b.*\bscope\b/
+
+/**
  * What the bridge's error err says, in the plugin's terms where the plugin's
  * config is what to change: a URL at which no bridge API answers, a token
- * missing or refused (named by where it came from, never shown).
+ * missing, refused or without the ask scope (named by where it came from,
+ * never shown).
  */
 function bridgeSaid (err, o) {
   if (err.wrongURL) return `${err.message}; the plugin's url (config.url, else $ASKBRIDGE_URL or $BRIDGE_SERVER) says where the bridge is`
+  const token = o.tokenFrom ?? "the plugin's token"
+  const apiTokens = "the bridge's API tokens (api.tokens)"
   if (err.status === 401 && err.code === 'UNAUTHORIZED') {
     if (!o.token) {
       return 'the bridge takes API tokens (api.tokens) and the plugin sent none: '
         + 'set config.token, else $ASKBRIDGE_TOKEN or $BRIDGE_TOKEN, to one with the ask scope'
     }
-    return `${err.message}: ${o.tokenFrom ?? "the plugin's token"} is not one of the bridge's API tokens (api.tokens)`
+    return `${err.message}: ${token} is not one of ${apiTokens}`
+  }
+  if (err.status === 403 && err.code === 'FORBIDDEN' && o.token && LACKS_SCOPE.test(err.message)) {
+    return `${err.message}: ${token} is one of ${apiTokens} but not one with the ask scope the plugin needs: `
+      + `set ${token} to a token with scopes [ask] there`
   }
   return err.message
 }

@@ -12,7 +12,7 @@ import { Context } from '@deepseek-ai/cordis'
 import { UserQuestionError, UserQuestionService } from '@deepseek-ai/dsh-user-questions'
 import askbridge, { SEAM_MESSAGES } from '../lib/index.js'
 import {
-  ASK_TOKEN, Person, buildBridge, cleanup, closedPort, startBridge, unique, within, writeConfig,
+  ANSWER_TOKEN, ASK_TOKEN, Person, buildBridge, cleanup, closedPort, startBridge, unique, within, writeConfig,
 } from './bridge.js'
 
 let build, config, bridge, person
@@ -331,6 +331,17 @@ describe('provider API: ends without an answer', () => {
       'ASKBRIDGE_ERROR', undefined, 5000)
     assert.equal(err.message, `askbridge at ${bridge.url}: the bearer token is not valid: $BRIDGE_TOKEN is not one of the bridge's API tokens (api.tokens)`)
     assert.ok(!err.message.includes(secret) && !err.stack.includes(secret), 'the token is not shown')
+  })
+
+  test('a token the bridge knows without the ask scope (403): the error names where it came from and how to fix it, not the token', async () => {
+    const ctx = await withoutTokenEnv({ ASKBRIDGE_TOKEN: ANSWER_TOKEN }, () => harness({ token: undefined }))
+    const err = await rejectsWith(track(ctx.userQuestions.ask({ questions: [{ id: 'q', question: unique('Scope?') }] })),
+      'ASKBRIDGE_ERROR', undefined, 5000)
+    assert.equal(err.status, 403)
+    assert.equal(err.bridgeCode, 'FORBIDDEN')
+    assert.equal(err.message, `askbridge at ${bridge.url}: this token lacks the ask scope: $ASKBRIDGE_TOKEN is one of the bridge's API tokens (api.tokens) `
+      + 'but not one with the ask scope the plugin needs: set $ASKBRIDGE_TOKEN to a token with scopes [ask] there')
+    assert.ok(!err.message.includes(ANSWER_TOKEN) && !err.stack.includes(ANSWER_TOKEN), 'the token is not shown')
   })
 })
 

@@ -11,7 +11,7 @@ import { ApprovalService } from '@deepseek-ai/dsh-user-approval'
 import { UserQuestionError } from '@deepseek-ai/dsh-user-questions'
 import askbridge, { Answerer, AskbridgeError, SEAM_MESSAGES, resolveConfig } from '../lib/index.js'
 import { NetworkError } from '../lib/client.js'
-import { ASK_TOKEN, Person, buildBridge, cleanup, startBridge, unique, within, writeConfig } from './bridge.js'
+import { ANSWER_TOKEN, ASK_TOKEN, Person, buildBridge, cleanup, startBridge, unique, within, writeConfig } from './bridge.js'
 import { WaterfallUserQuestionService, fakeAgent } from './newer-harness.js'
 
 let build, bridge, person
@@ -602,6 +602,18 @@ describe('approval/request (real dsh-user-approval 0.1.0-rc.8)', () => {
     assert.equal(err.status, 401)
     assert.equal(err.message, `askbridge at ${bridge.url}: the bridge takes API tokens (api.tokens) and the plugin sent none: `
       + 'set config.token, else $ASKBRIDGE_TOKEN or $BRIDGE_TOKEN, to one with the ask scope')
+  })
+
+  test('a token without the ask scope (403): the listener throws an error that names config.token and how to fix it, not the token', async () => {
+    const options = resolveConfig({ url: bridge.url, token: ANSWER_TOKEN })
+    const err = await rejection(track(new Answerer(options).approve({ agent: fakeAgent('s'), toolName: tool() }, () => Promise.resolve('next'))), 5000)
+    assert.ok(err instanceof AskbridgeError)
+    assert.equal(err.code, 'ASKBRIDGE_ERROR')
+    assert.equal(err.status, 403)
+    assert.equal(err.bridgeCode, 'FORBIDDEN')
+    assert.equal(err.message, `askbridge at ${bridge.url}: this token lacks the ask scope: config.token is one of the bridge's API tokens (api.tokens) `
+      + 'but not one with the ask scope the plugin needs: set config.token to a token with scopes [ask] there')
+    assert.ok(!err.message.includes(ANSWER_TOKEN) && !err.stack.includes(ANSWER_TOKEN), 'the token is not shown')
   })
 
   test('approvals: false leaves approval/request alone', async () => {
