@@ -282,21 +282,34 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		configProblems(stderr, *cfgPath, err)
 		return exitError
 	}
+	var listenProblem string
 	if *listen != "" {
 		// The flag's problem, named as the flag's: else Validate would
 		// name the config's listen key, which the flag overrode. Checked
 		// against the config: loopback, unless it has api.tokens.
-		if msg := cfg.ListenProblem(*listen); msg != "" {
-			return usageErr(stderr, "serve", "--listen %s", msg)
-		}
 		cfg.Listen = *listen
+		if listenProblem = cfg.ListenProblem(*listen); listenProblem != "" {
+			// Overridden still: Validate checks the file's other keys
+			// against an address it accepts, so that this run names
+			// their problems too.
+			cfg.Listen = config.DefaultListen
+		}
 	}
 	// A config that came with an error (an unknown key) never validates:
 	// Validate reports that error's problems first, then its own, so that
 	// one run names them all.
-	if err := cfg.Validate(); err != nil {
+	switch err := cfg.Validate(); {
+	case err != nil:
+		// The flag's line first: after the line naming the file, every
+		// line reads as one of the file's problems. Exit 1, as for the
+		// file's problems alone: the file is refused too.
+		if listenProblem != "" {
+			fmt.Fprintf(stderr, "bridge serve: --listen %s\n", listenProblem)
+		}
 		configProblems(stderr, *cfgPath, err)
 		return exitError
+	case listenProblem != "":
+		return usageErr(stderr, "serve", "--listen %s", listenProblem)
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)

@@ -190,6 +190,48 @@ func TestConfigProblemsInOneRun(t *testing.T) {
 	}
 }
 
+// TestServeListenAndConfigProblems: a bad --listen is reported with the
+// config file's problems in one run, its line first (after the line
+// naming the file, every line is one of the file's), and the file's
+// listen, which the flag overrides, is not among them. The exit status is
+// the file's, 1; the flag's alone is a usage error, 2 (TestServeUsage).
+func TestServeListenAndConfigProblems(t *testing.T) {
+	const (
+		notHostPort = `--listen "18487" is not host:port, such as 127.0.0.1:18487`
+		notLoopback = `--listen ":18487" is not a loopback address, and with no api.tokens the API is open to anyone who can reach it: ` +
+			`listen on 127.0.0.1:18487 (or ::1, localhost), or add tokens under api.tokens (`
+		format = "config PATH:\n" + `log.format: "xml" is not a format; use text or json` + "\n"
+		lisen  = "config PATH:\nlisen: unknown key (line 2); the keys of the top level are: api, base_url, discord, listen, log, redis, routes, slack, store, web\n"
+	)
+	// Stopped before it starts: a serve that ran the file would start and
+	// stop at once, exit 0.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name, yaml, listen string
+		flag, file         string // stderr's first line after "bridge serve: " (its start), then the rest after "bridge: "; PATH is the file's
+	}{
+		{"Validate's problem", "listen: 127.0.0.1:0\nlog: {format: xml}\n", "18487", notHostPort, format},
+		{"an unknown key", "listen: 127.0.0.1:0\nlisen: x\n", ":18487", notLoopback, lisen},
+		{"the file's listen overridden", "listen: nowhere\nlog: {format: xml}\n", "18487", notHostPort, format},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := serve(ctx, []string{"--config", path, "--listen", tc.listen}, &stdout, &stderr)
+			flag, file, _ := strings.Cut(stderr.String(), "\n")
+			wantFlag, wantFile := "bridge serve: "+tc.flag, "bridge: "+strings.ReplaceAll(tc.file, "PATH", path)
+			if code != exitError || !strings.HasPrefix(flag, wantFlag) || file != wantFile {
+				t.Errorf("serve --listen %q: exit %d, stderr:\n%s\nwant exit %d, a line starting %q, then:\n%s",
+					tc.listen, code, stderr.String(), exitError, wantFlag, wantFile)
+			}
+		})
+	}
+}
+
 func TestConfigCheckUsage(t *testing.T) {
 	valid := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(valid, []byte("listen: 127.0.0.1:0\n"), 0o600); err != nil {
