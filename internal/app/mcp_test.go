@@ -427,9 +427,16 @@ func TestMCPSessionIsItsTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp.Body.Close()
+			defer resp.Body.Close()
 			if resp.StatusCode != http.StatusNotFound {
 				t.Errorf("status %d, want 404", resp.StatusCode)
+			}
+			// In the API's shape, with its stable code.
+			var body struct {
+				Error struct{ Code string } `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Error.Code != "NOT_FOUND" {
+				t.Errorf("body: code %q, %v; want the API's error NOT_FOUND", body.Error.Code, err)
 			}
 		})
 	}

@@ -159,7 +159,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// SDK, which still holds a session this one has dropped until
 		// its withdrawals are done.
 		h.mu.Unlock()
-		http.Error(w, "session not found", http.StatusNotFound)
+		api.WriteError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: errNoSuchSession})
 		return
 	}
 	h.begin(s)
@@ -266,7 +266,8 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	tok, _ := api.Bearer(r.Header.Get("Authorization"))
 	bc, err := client.New(h.opts.Bridge, client.WithToken(tok))
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest) // says nothing of the token
+		// Says nothing of the token.
+		api.WriteError(w, &api.Error{Status: http.StatusBadRequest, Code: client.CodeInvalidRequest, Message: err.Error()})
 		return
 	}
 	carries, err := firstPOST(r)
@@ -294,7 +295,8 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		http.Error(w, "the bridge is stopping", http.StatusServiceUnavailable)
+		w.Header().Set("Retry-After", "1")
+		api.WriteError(w, &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "the bridge is stopping: try again, and another replica answers"})
 		return
 	}
 	if initialize && !h.room(s.token) {
@@ -418,6 +420,10 @@ func (h *HTTP) longestIdle(mine map[*session]struct{}) *session {
 // maxPeek is the longest body initializes reads: the SDK's own limit.
 // A longer one is passed on unread, and the SDK refuses it.
 const maxPeek = mcp.DefaultMaxRequestBodyBytes
+
+// errNoSuchSession is the message of a request for a session this replica
+// does not hold (the spec's 404): the client opens a new one.
+const errNoSuchSession = "no such MCP session: it ended (its client deleted it, it stayed idle, another of its token took its place, the bridge stopped), is another token's, or lives on another replica: send initialize for a new one"
 
 // errNoSession is the message of a POST refused for want of a session id.
 const errNoSession = "no Mcp-Session-Id: send initialize first. A POST without the Mcp-Session-Id header carries an initialize, which opens a session; its response's Mcp-Session-Id header names it, and every later request of the session carries that header"

@@ -794,3 +794,23 @@ func TestFirstPOST(t *testing.T) {
 type failing struct{ err error }
 
 func (f failing) Read([]byte) (int, error) { return 0, f.err }
+
+// An initialize that reaches a replica once Close began is refused in the
+// API's shape, as UNAVAILABLE with a Retry-After: another replica, or
+// this one restarted, opens the session.
+func TestHTTPOpenWhileStopping(t *testing.T) {
+	h := NewHTTP(HTTPOptions{Bridge: "http://127.0.0.1:1"})
+	h.Close()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initialize))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); w.Code != http.StatusServiceUnavailable || err != nil ||
+		body.Error.Code != api.CodeUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Errorf("got %d %q (Retry-After %q); want 503 UNAVAILABLE with a Retry-After", w.Code, w.Body, w.Header().Get("Retry-After"))
+	}
+}
