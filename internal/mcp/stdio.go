@@ -297,6 +297,12 @@ var beforeInit = []string{"initialize", "ping", "server/discover", "logging/setL
 // notes an initialize passed on. Until one is answered, the SDK decides:
 // it serves an initialize before what comes after it.
 func (l *lockedWriter) early(msg []byte) (id json.RawMessage, method string, _ bool) {
+	l.mu.Lock()
+	initialized := l.initialized
+	l.mu.Unlock()
+	if initialized {
+		return nil, "", false // every message of the session, read no further
+	}
 	dec, err := jsonrpc.DecodeMessage(msg)
 	req, ok := dec.(*jsonrpc.Request)
 	if err != nil || !ok || !req.IsCall() || req.Method == "" {
