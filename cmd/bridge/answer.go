@@ -107,7 +107,7 @@ func answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// the approval, so that one already decided, or gone, is told the
 	// same: a usage error before anything is read.
 	if _, err := d.Normalize(); approvalFlags && err != nil {
-		return usageErr(stderr, "answer", "%s", strings.Replace(err.Error(), "note", "--note", 1))
+		return usageErr(stderr, "answer", "%s", approveFlagTerms(err.Error()))
 	}
 	// The bridge refuses an answer body that is no answer before it looks
 	// at the question too: an empty --json (an unset "$ANSWER") is a

@@ -135,6 +135,7 @@ func approveFlagTerms(msg string) string {
 		"tool_name must be", "--tool must be",
 		"display_reason is longer", "--display-reason is longer",
 		"reason is longer", "--reason is longer",
+		"note is longer", "--note is longer",
 		"arguments are larger", "the arguments of --args and --arg are larger",
 		// Only --args can make arguments that are no object.
 		"arguments must be a JSON object", "--args must be a JSON object",

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/dispatch"
@@ -119,17 +118,13 @@ func (f *requestFlags) parse(args []string, usage string, made []string, stdout,
 }
 
 // tooLong says which of --route, --tool-call-id and --caller (each ""
-// when not given) is longer than the bridge takes in a request, for the
+// when not given) is longer than the bridge takes in a request, by its
+// own check (seam.ValidatePlacement), in the flags' terms, for the
 // commands that place requests with them (ask, approve, mcp); "" when
 // none is.
 func tooLong(route, toolCallID, caller string) string {
-	switch {
-	case len(route) > seam.MaxRouteLen:
-		return fmt.Sprintf("--route is longer than %d bytes", seam.MaxRouteLen)
-	case len(toolCallID) > seam.MaxToolCallIDLen:
-		return fmt.Sprintf("--tool-call-id is longer than %d bytes", seam.MaxToolCallIDLen)
-	case utf8.RuneCountInString(caller) > seam.MaxCallerFieldLen:
-		return fmt.Sprintf("--caller is longer than %d characters", seam.MaxCallerFieldLen)
+	if err := seam.ValidatePlacement(toolCallID, route, &seam.Caller{Name: caller}); err != nil {
+		return requestFlagTerms(err.Error())
 	}
 	return ""
 }
@@ -240,10 +235,12 @@ func (w requestWords) noProvider(err error) error {
 }
 
 // requestFlagTerms words the bridge's refusal of what the request flags
-// set (--caller, --tool-call-id) in their terms, for both commands.
+// set (--caller, --tool-call-id, --route) in their terms, for both
+// commands.
 var requestFlagTerms = strings.NewReplacer(
 	"caller.name is longer", "--caller is longer",
 	"tool_call_id is longer", "--tool-call-id is longer",
+	"route is longer", "--route is longer",
 ).Replace
 
 // endedAs says how a request ended: its outcome once decided, else its

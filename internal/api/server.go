@@ -492,13 +492,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, nr pending.NewRe
 	if err != nil {
 		return err
 	}
-	if len(nr.ToolCallID) > seam.MaxToolCallIDLen {
-		return invalid(fmt.Sprintf("tool_call_id is longer than %d bytes", seam.MaxToolCallIDLen))
-	}
-	if len(nr.Route) > seam.MaxRouteLen {
-		return invalid(fmt.Sprintf("route is longer than %d bytes", seam.MaxRouteLen))
-	}
-	if err := seam.ValidateCaller(nr.Caller); err != nil {
+	if err := seam.ValidatePlacement(nr.ToolCallID, nr.Route, nr.Caller); err != nil {
 		return err
 	}
 	nr.Client = c.Name

@@ -44,6 +44,20 @@ func hasControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) })
 }
 
+// ValidatePlacement checks what places a request beside its questions or
+// tool call: its tool_call_id and route, in bytes, and its caller
+// (ValidateCaller). The API checks a create with it, and the CLI its
+// --tool-call-id, --route and --caller before anything is sent.
+func ValidatePlacement(toolCallID, route string, c *Caller) error {
+	if len(toolCallID) > MaxToolCallIDLen {
+		return invalid("tool_call_id", "tool_call_id is longer than %d bytes", MaxToolCallIDLen)
+	}
+	if len(route) > MaxRouteLen {
+		return invalid("route", "route is longer than %d bytes", MaxRouteLen)
+	}
+	return ValidateCaller(c)
+}
+
 // ValidateCaller refuses a delegated caller: a child agent owned by another
 // live agent can't interact with a person.
 func ValidateCaller(c *Caller) error {
