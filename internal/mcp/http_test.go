@@ -764,6 +764,7 @@ func TestFirstPOST(t *testing.T) {
 		{"server/discover", `{"jsonrpc":"2.0","id":7,"method":"server/discover"}`, "", toSDK},
 		{"the sessionless protocol, by its header", list, sessionless, toSDK},
 		{"the sessionless protocol, by its _meta", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"` + mcp.MetaKeyProtocolVersion + `":"` + sessionless + `"}}}`, "", toSDK},
+		{"a _meta named in another case", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_META":{"` + mcp.MetaKeyProtocolVersion + `":"` + sessionless + `"}}}`, "", inSession}, // the SDK reads names as written
 		{"past maxPeek, unread", long, "", toSDK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,13 +75,15 @@ type Options struct {
 const sessionless = "2026-07-28"
 
 // sessionlessMeta reports whether req names the sessionless protocol in
-// its _meta, as a request of it does.
+// its _meta, as a request of it does. The SDK reads _meta by its name as
+// written ("_META" is no _meta to it), as jsonrpc.DecodeMessage read
+// params: encoding/json's struct fields would match any case.
 func sessionlessMeta(req *jsonrpc.Request) bool {
-	var params struct {
-		Meta map[string]any `json:"_meta"`
-	}
+	var params map[string]json.RawMessage
 	_ = json.Unmarshal(req.Params, &params)
-	v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	var meta map[string]any
+	_ = json.Unmarshal(params["_meta"], &meta)
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
 	return v >= sessionless
 }
 

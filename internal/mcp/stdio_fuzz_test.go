@@ -83,6 +83,10 @@ var stdioSeeds = []string{
 	`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[1,2]}`,
 	`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}}`,
 	`{"jsonrpc":"2.0","id":10}`,
+	// The sessionless protocol's _meta, named in another case: no _meta to
+	// the SDK, so a request before initialize.
+	`{"jsonrpc":"2.0","id":20,"method":"tools/list","pArams":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	`{"jsonrpc":"2.0","id":21,"method":"tools/list","params":{"_META":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 	`null`, `42`, `"ping"`, `true`, `{}`,
 	// Responses that answer nothing.
 	`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}`,
@@ -255,13 +259,14 @@ func servedBeforeInit(method string, line []byte) bool {
 	if slices.Contains(beforeInit, method) {
 		return true
 	}
-	var m struct {
-		Params struct {
-			Meta map[string]any `json:"_meta"`
-		} `json:"params"`
-	}
+	// Member names as written, as the SDK's decoder reads them.
+	var m map[string]json.RawMessage
 	_ = json.Unmarshal(line, &m)
-	v, _ := m.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	var params map[string]json.RawMessage
+	_ = json.Unmarshal(m["params"], &params)
+	var meta map[string]any
+	_ = json.Unmarshal(params["_meta"], &meta)
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
 	return v >= "2026-07-28"
 }
 
