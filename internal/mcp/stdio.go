@@ -81,7 +81,7 @@ func screen(in io.Reader, pass io.Writer, out *lockedWriter, log *slog.Logger) e
 		}
 		if tooLong {
 			log.Warn("an MCP client sent a line longer than the limit; answered with an error", "limit_bytes", maxLine)
-			if _, werr := out.Write(errorLine(tooLongID, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")); werr != nil {
+			if werr := out.answer(errorLine(tooLongID, jsonrpc.CodeInvalidRequest, "Invalid Request: the line is longer than 16 MiB")); werr != nil {
 				return werr
 			}
 		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
@@ -89,7 +89,7 @@ func screen(in io.Reader, pass io.Writer, out *lockedWriter, log *slog.Logger) e
 			case 0:
 				if id, method, early := out.early(trimmed); early {
 					log.Warn("an MCP client sent a request before initialize; answered with an error", "method", method)
-					if _, werr := out.Write(errorLine(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+strconv.Quote(method)+" before initialize: send initialize first, and the session's other requests once it is answered")); werr != nil {
+					if werr := out.answer(errorLine(id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+strconv.Quote(method)+" before initialize: send initialize first, and the session's other requests once it is answered")); werr != nil {
 						return werr
 					}
 					break
@@ -102,7 +102,7 @@ func screen(in io.Reader, pass io.Writer, out *lockedWriter, log *slog.Logger) e
 				log.Warn("an MCP client sent a response that answers no request; dropped", "error", msg)
 			default:
 				log.Warn("an MCP client sent a line that is not a JSON-RPC message; answered with an error", "code", code, "error", msg)
-				if _, werr := out.Write(errorLine(id, code, msg)); werr != nil {
+				if werr := out.answer(errorLine(id, code, msg)); werr != nil {
 					return werr
 				}
 			}
@@ -360,6 +360,18 @@ func (l *lockedWriter) note(msg []byte) {
 	}
 }
 
+// answer writes screen's answer to a line it did not pass on. It replies
+// to no request the SDK holds, even under the id of one: the client's
+// initialize 0 is still in flight after a stray {"id":0} is answered.
+func (l *lockedWriter) answer(p []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err := l.w.Write(p)
+	return err
+}
+
+// Write writes a message from the SDK, and reads it as the reply to the
+// request it names.
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
