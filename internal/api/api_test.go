@@ -344,6 +344,72 @@ func TestWithdrawBeforeCreate(t *testing.T) {
 	}
 }
 
+// TestToolCallIDOfTheOtherKind: ids are per kind, and one tool call is one
+// kind, so a cancel or a lookup by tool_call_id on the other kind's path
+// means the request the caller has: it is 404 naming that one and the call
+// that serves it, and withdraws nothing. A cancel there once recorded a
+// withdrawn question and answered 200, while the approval it meant stayed
+// pending, posted in chat.
+func TestToolCallIDOfTheOtherKind(t *testing.T) {
+	a := start(t, tokensYAML)
+	u := a.URL()
+	const ask = "tok-ask-a-7f3c9e21b4"
+	aid := do(t, "POST", u+"/v1/approvals", ask, `{"tool_name":"rm","tool_call_id":"call_x1"}`).str("id")
+	qid := do(t, "POST", u+"/v1/questions", ask, `{"tool_call_id":"call q&1",`+deployQ[1:]).str("id")
+	for _, c := range []struct{ method, path, want string }{
+		{"DELETE", "/v1/questions?tool_call_id=call_x1", "call_x1 names an approval, not a question: use DELETE /v1/approvals?tool_call_id=call_x1"},
+		{"GET", "/v1/questions?tool_call_id=call_x1", "call_x1 names an approval, not a question: use GET /v1/approvals?tool_call_id=call_x1"},
+		{"GET", "/v1/questions?tool_call_id=call_x1&wait=30s", "call_x1 names an approval, not a question: use GET /v1/approvals?tool_call_id=call_x1"},
+		{"DELETE", "/v1/approvals?tool_call_id=call+q%261", "call q&1 names a question, not an approval: use DELETE /v1/questions?tool_call_id=call+q%261"},
+		{"GET", "/v1/approvals?tool_call_id=call+q%261", "call q&1 names a question, not an approval: use GET /v1/questions?tool_call_id=call+q%261"},
+	} {
+		r := do(t, c.method, u+c.path, ask, nil)
+		e, _ := r.Body["error"].(map[string]any)
+		if msg, _ := e["message"].(string); r.Status != 404 || r.code() != "NOT_FOUND" || msg != c.want {
+			t.Errorf("%s %s: %d %s; want 404 NOT_FOUND %q", c.method, c.path, r.Status, r.Raw, c.want)
+		}
+	}
+	for _, p := range []string{"/v1/approvals/" + aid, "/v1/questions/" + qid} {
+		if r := do(t, "GET", u+p, ask, nil); r.str("status") != "pending" {
+			t.Errorf("%s after the other kind's cancel: %s; want it pending", p, r.Raw)
+		}
+	}
+	// Nothing was withdrawn under the other kind: the creates land.
+	if r := do(t, "POST", u+"/v1/questions", ask, `{"tool_call_id":"call_x1",`+deployQ[1:]); r.Status != 201 || r.str("status") != "pending" {
+		t.Errorf("a question created under call_x1 after: %d %s; want 201 pending", r.Status, r.Raw)
+	}
+
+	// Another client's tool_call_id of that name is its own: it names
+	// nothing of agent-a's, with the ask scope or the answer scope.
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call_x2", ask, nil); r.Status != 404 || strings.Contains(r.Raw, "names") {
+		t.Errorf("an unknown tool_call_id: %d %s; want a plain 404", r.Status, r.Raw)
+	}
+	do(t, "POST", u+"/v1/approvals", ask, `{"tool_name":"rm","tool_call_id":"call_x2"}`)
+	if r := do(t, "GET", u+"/v1/questions?tool_call_id=call_x2", "tok-answer-7f3c9e21b4", nil); r.Status != 404 || strings.Contains(r.Raw, "names") {
+		t.Errorf("the inbox's lookup of call_x2: %d %s; want a plain 404", r.Status, r.Raw)
+	}
+	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call_x2", "tok-ask-b-7f3c9e21b4", nil); r.Status != 200 || r.str("status") != "cancelled" {
+		t.Errorf("agent-b's cancel of call_x2: %d %s; want its own question withdrawn", r.Status, r.Raw)
+	}
+
+	// A withdrawn request of the other kind is no request the caller has:
+	// the create on its way is withdrawn too.
+	if r := do(t, "DELETE", u+"/v1/approvals?tool_call_id=call_w1", ask, nil); r.Status != 200 {
+		t.Fatalf("withdraw an approval: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call_w1", ask, nil); r.Status != 200 || r.str("status") != "cancelled" {
+		t.Errorf("withdraw a question beside a withdrawn approval: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, "POST", u+"/v1/questions", ask, `{"tool_call_id":"call_w1",`+deployQ[1:]); r.Status != 200 || r.str("status") != "cancelled" {
+		t.Errorf("the question's create after it: %d %s; want it withdrawn", r.Status, r.Raw)
+	}
+
+	// The right path still cancels it.
+	if r := do(t, "DELETE", u+"/v1/approvals?tool_call_id=call_x1", ask, nil); r.Status != 200 || r.str("id") != aid || r.str("status") != "cancelled" {
+		t.Errorf("cancel the approval by its tool_call_id: %d %s", r.Status, r.Raw)
+	}
+}
+
 // TestAnswerOnOneReplicaWakesWaiterOnAnother is the heart of the bridge:
 // the agent long-polls replica A, the person's answer lands on replica B.
 func TestAnswerOnOneReplicaWakesWaiterOnAnother(t *testing.T) {

@@ -698,6 +698,15 @@ func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, C
 			// tool_call_id to learn whether to create, and it should.
 			r.SetPathValue("id", pending.IDFor(c.Name, kind, tc))
 			rec, err := s.read(r, kind, c)
+			if errors.Is(err, pending.ErrNotFound) {
+				other, oerr := s.otherKind(r, kind, c.Name, owner(c), tc)
+				if oerr != nil {
+					return oerr
+				}
+				if other != nil {
+					return wrongKind(r, kind, other)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -768,6 +777,38 @@ func toolCallID(r *http.Request) (string, error) {
 	return tc, nil
 }
 
+// otherKind is the request of the kind other than kind that client
+// created under tc, when whose (its owner, or "" for any; see owner) may
+// see it, or nil when there is none. Ids are per kind (pending.IDFor),
+// and one tool call is one kind: a call by tool_call_id that finds
+// nothing of kind but this one means it. A request withdrawn before it
+// was created is none: nobody was asked, and the create of kind that a
+// cancel withdraws may be on the way.
+func (s *Server) otherKind(r *http.Request, kind seam.Kind, client, whose, tc string) (*pending.Record, error) {
+	other := seam.KindApproval
+	if kind == seam.KindApproval {
+		other = seam.KindQuestion
+	}
+	rec, err := s.store.Get(r.Context(), pending.IDFor(client, other, tc))
+	switch {
+	case errors.Is(err, pending.ErrNotFound): // a discarded one included
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case rec.Kind != other || rec.Withdrawn || (whose != "" && rec.Client != whose):
+		return nil, nil
+	}
+	return rec, nil
+}
+
+// wrongKind is NOT_FOUND for a call by tool_call_id to kind's path, r,
+// that means rec, of the other kind: it names rec's kind and the call
+// that serves it, as lookup does for an id.
+func wrongKind(r *http.Request, kind seam.Kind, rec *pending.Record) error {
+	return apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s names %s, not %s: use %s /v1/%ss?tool_call_id=%s",
+		rec.ToolCallID, article(rec.Kind), article(kind), r.Method, rec.Kind, url.QueryEscape(rec.ToolCallID)))
+}
+
 // cancelByToolCall cancels the caller's request created under
 // ?tool_call_id=, for an agent whose turn ended before the create's reply
 // told it the id.
@@ -777,15 +818,40 @@ func (s *Server) cancelByToolCall(kind seam.Kind) func(http.ResponseWriter, *htt
 		if err != nil {
 			return err
 		}
-		for range 2 {
+		cancel := func() (*pending.Record, error) {
 			rec, err := s.dispatch.Resolve(r.Context(), pending.IDFor(c.Name, kind, tc), pending.Resolution{
 				Status: seam.StatusCancelled, Kind: kind, Owner: c.Name,
 			})
-			if err == nil || errors.Is(err, pending.ErrAlreadyResolved) {
+			if errors.Is(err, pending.ErrAlreadyResolved) {
+				err = nil
+			}
+			return rec, err
+		}
+		for range 2 {
+			rec, err := cancel()
+			if err == nil {
 				return writeJSON(w, http.StatusOK, recordOf(rec))
 			}
 			if !errors.Is(err, pending.ErrNotFound) {
 				return err
+			}
+			// Nothing of kind under it, but a request of the other kind:
+			// the one the caller meant. Withdrawing would answer 200 and
+			// leave that one pending; nothing is withdrawn.
+			other, err := s.otherKind(r, kind, c.Name, c.Name, tc)
+			if err != nil {
+				return err
+			}
+			if other != nil {
+				// Unless one of kind was created in between: cancelled as
+				// any other.
+				if rec, err := cancel(); !errors.Is(err, pending.ErrNotFound) {
+					if err != nil {
+						return err
+					}
+					return writeJSON(w, http.StatusOK, recordOf(rec))
+				}
+				return wrongKind(r, kind, other)
 			}
 			// Nothing under it yet: its create may still be on the way (the
 			// agent's turn ended before the create's reply). Withdrawn now,

@@ -27,6 +27,10 @@ type Record struct {
 	// Hash tells this request from another under the same tool_call_id:
 	// a hash of what it asks (kind, route, questions or approval, expiry).
 	Hash string
+	// Withdrawn says the request was withdrawn before it was created (see
+	// Store.Withdraw): no request of its client's asked anything under it,
+	// unless a create landed since, and found it cancelled.
+	Withdrawn bool
 
 	Answer     *seam.Answer   // set when an answered question
 	Decision   *seam.Decision // set when a decided approval
@@ -95,6 +99,7 @@ const (
 	fBy         = "by"
 	fPosting    = "posting"         // unix ms until which one replica holds the right to post it
 	fCreatedBy  = "created_by_call" // a token of the Create call that stored it
+	fWithdrawn  = "withdrawn"       // "1": see Record.Withdrawn
 	postPrefix  = "post:"
 )
 
@@ -187,6 +192,7 @@ func recordFromHash(h fields) (*Record, error) {
 		CreatedAt:  msTime(h.get(fCreated)),
 		ExpiresAt:  msTime(h.get(fExpires)),
 		ResolvedAt: msTime(h.get(fResolved)),
+		Withdrawn:  h.get(fWithdrawn) == "1",
 	}
 	if err := r.decode(h); err != nil {
 		return nil, fmt.Errorf("record %s: %w", r.ID, err)

@@ -525,7 +525,7 @@ func (s *Store) Withdraw(ctx context.Context, client string, kind seam.Kind, too
 	}
 	at := time.UnixMilli(now.UnixMilli()).UTC()
 	rec := &Record{ID: id, Kind: kind, Status: seam.StatusCancelled, Client: client, ToolCallID: toolCallID,
-		CreatedAt: at, ResolvedAt: at}
+		CreatedAt: at, ResolvedAt: at, Withdrawn: true}
 	switch kind {
 	case seam.KindQuestion:
 		rec.Questions = &seam.Questions{Questions: []seam.Question{}}

@@ -1301,6 +1301,9 @@ func TestWithdraw(t *testing.T) {
 			if read := mustGet(t, s, got.ID); got.Route != "" || read.Route != "" {
 				t.Errorf("withdrawn, before any create named a route: route %q, read back %q; want none", got.Route, read.Route)
 			}
+			if read := mustGet(t, s, got.ID); !got.Withdrawn || !read.Withdrawn {
+				t.Errorf("withdrawn: Withdrawn %v, read back %v; want true", got.Withdrawn, read.Withdrawn)
+			}
 			nr.Route = "ops"
 			rec, created, err := s.Create(ctx, nr)
 			if err != nil || created || rec.Status != seam.StatusCancelled || rec.ID != got.ID || rec.Route != "ops" {
@@ -1327,8 +1330,8 @@ func TestWithdraw(t *testing.T) {
 		if _, err := s.Withdraw(ctx, "bob", seam.KindQuestion, "call-1"); !errors.Is(err, ErrExists) {
 			t.Errorf("Withdraw of a created request = %v; want ErrExists", err)
 		}
-		if got := mustGet(t, s, live.ID); got.Status != seam.StatusPending {
-			t.Errorf("Withdraw changed a created request: %s", got.Status)
+		if got := mustGet(t, s, live.ID); got.Status != seam.StatusPending || got.Withdrawn {
+			t.Errorf("Withdraw changed a created request: %s, withdrawn %v", got.Status, got.Withdrawn)
 		}
 	})
 }
