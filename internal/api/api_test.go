@@ -852,6 +852,19 @@ func TestDurationsAreGoDurationsOrSeconds(t *testing.T) {
 			t.Errorf("expires_in %s: %d %s, want 400 INVALID_REQUEST", bad, r.Status, r.Raw)
 		}
 	}
+	// A value of another JSON type is refused as any field's is: its
+	// path, what it takes and what it got. true once read as the text
+	// "true", "not a duration".
+	for bad, got := range map[string]string{`true`: "boolean", `false`: "boolean", `{}`: "object", `[1]`: "array"} {
+		want := "expires_in must be a string or a number (30s, 10m or a number of seconds), not a JSON " + got
+		for path, body := range map[string]string{"/v1/questions": q(bad), "/v1/approvals": `{"tool_name":"rm","expires_in":` + bad + `}`} {
+			r := do(t, "POST", u+path, "tok-ask-a-7f3c9e21b4", body)
+			e, _ := r.Body["error"].(map[string]any)
+			if msg, _ := e["message"].(string); r.Status != 400 || r.code() != "INVALID_REQUEST" || msg != want {
+				t.Errorf("POST %s, expires_in %s: %d %s; want 400 INVALID_REQUEST %q", path, bad, r.Status, r.Raw, want)
+			}
+		}
+	}
 	for _, neg := range []string{`-5`, `"-5"`, `"-5m"`} {
 		if r := do(t, "POST", u+"/v1/questions", "tok-ask-a-7f3c9e21b4", q(neg)); r.Status != 400 || !strings.Contains(r.Raw, "is negative") {
 			t.Errorf("expires_in %s: %d %s, want 400 saying it is negative", neg, r.Status, r.Raw)

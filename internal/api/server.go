@@ -332,6 +332,12 @@ func invalid(msg string) error {
 type Duration time.Duration
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	// encoding/json hands every JSON value to UnmarshalJSON: one of another
+	// type is refused as another field's is (seam.TypeErrorMessage), not
+	// read as text that is "not a duration".
+	if kind := otherJSON(b); kind != "" {
+		return invalid("expires_in must be a string or a number (30s, 10m or a number of seconds), not a JSON " + kind)
+	}
 	s := string(b)
 	if len(b) > 0 && b[0] == '"' {
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -344,6 +350,22 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// otherJSON names the type of b, a JSON value, when it is no string,
+// number or null: "boolean", "object" or "array"; otherwise "".
+func otherJSON(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return ""
+	case b[0] == 't' || b[0] == 'f':
+		return "boolean"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "array"
+	}
+	return ""
 }
 
 // seconds is a number of seconds as JSON writes a number, without the
