@@ -192,6 +192,13 @@ func TestErrorsHaveStatusAndCode(t *testing.T) {
 		{"a decision's outcome given twice", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"rejected","outcome":"allowed-once"}`, 400, "INVALID_REQUEST"},
 		{"bad outcome", "POST", "/v1/approvals/" + aid + "/decision", "tok-answer-7f3c9e21b4", `{"outcome":"maybe"}`, 400, "INVALID_REQUEST"},
 		{"list other status", "GET", "/v1/questions?status=answered", "tok-answer-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		// An empty value is no value the parameter takes, as an unknown one
+		// is not: ?status= listed pending, ?limit= 100, ?wait= held nothing.
+		{"list an empty status", "GET", "/v1/questions?status=", "tok-answer-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		{"list an empty limit", "GET", "/v1/approvals?status=pending&limit=", "tok-answer-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		{"read with an empty wait", "GET", "/v1/questions/" + id + "?wait=", "tok-ask-a-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		{"read by tool_call_id with an empty wait", "GET", "/v1/questions?tool_call_id=never&wait", "tok-ask-a-7f3c9e21b4", nil, 400, "INVALID_REQUEST"},
+		{"create with an empty wait", "POST", "/v1/approvals?wait=", "tok-ask-a-7f3c9e21b4", `{"tool_name":"rm"}`, 400, "INVALID_REQUEST"},
 		{"unknown path", "GET", "/v2/nothing", "", nil, 404, "NOT_FOUND"},
 		{"a method the path does not take", "PUT", "/v1/questions", "tok-ask-a-7f3c9e21b4", deployQ, 405, "METHOD_NOT_ALLOWED"},
 		{"reading an answer endpoint", "GET", "/v1/questions/" + id + "/answer", "tok-answer-7f3c9e21b4", nil, 405, "METHOD_NOT_ALLOWED"},

@@ -455,12 +455,26 @@ func onlyParams(r *http.Request, what string, params ...string) error {
 
 // wait returns the ?wait= of r, capped at the server's maximum.
 func (s *Server) wait(r *http.Request) (time.Duration, error) {
-	q := r.URL.Query().Get("wait")
-	d, err := parseDuration(q)
+	q := r.URL.Query()
+	if err := notEmpty(q, "wait", "a duration (30s, 10m) or a number of seconds"); err != nil {
+		return 0, err
+	}
+	d, err := parseDuration(q.Get("wait"))
 	if err != nil {
 		return 0, invalid("wait: " + err.Error())
 	}
 	return min(d, s.maxWait), nil
+}
+
+// notEmpty is INVALID_REQUEST when q gives name with no value (?wait=,
+// ?wait): as a value it does not take, not as if name were left out,
+// which a client that means one (a template's lost variable) would
+// otherwise never learn. takes says what a value would be.
+func notEmpty(q url.Values, name, takes string) error {
+	if q.Has(name) && q.Get(name) == "" {
+		return invalid(fmt.Sprintf("%s has no value; give %s, or leave %s out", name, takes, name))
+	}
+	return nil
 }
 
 // waitFor holds the call until rec leaves pending or the wait ends. When the
@@ -740,12 +754,15 @@ func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, C
 		if err := onlyParams(r, "a listing (no tool_call_id)", "status", "limit"); err != nil {
 			return err
 		}
+		if err := notEmpty(q, "status", "pending"); err != nil {
+			return err
+		}
 		if st := q.Get("status"); st != "" && st != string(seam.StatusPending) {
 			return invalid("status: only status=pending can be listed")
 		}
 		limit := 100
-		if l := q.Get("limit"); l != "" {
-			n, err := strconv.Atoi(l)
+		if q.Has("limit") { // an empty one included
+			n, err := strconv.Atoi(q.Get("limit"))
 			if err != nil || n < 1 || n > 500 {
 				return invalid("limit must be a number from 1 to 500")
 			}
