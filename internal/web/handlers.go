@@ -382,8 +382,8 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 		// Hash: the answer is checked against rec, and holds only for it,
 		// not for a request created under its id since it was read.
 		res := pending.Resolution{Status: seam.StatusAnswered, By: by, Kind: rec.Kind, From: rec, Hash: rec.Hash}
-		if action == "answer" && rec.Kind != seam.KindQuestion || action == "decision" && rec.Kind != seam.KindApproval {
-			return pending.ErrNotFound
+		if kind, ok := resolveKind[action]; ok && rec.Kind != kind {
+			return s.otherKind(rec, kind)
 		}
 		if rec.Status != seam.StatusPending {
 			// Its outcome, before the body is read: a form sent after
@@ -430,6 +430,30 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 		writeJSON(w, http.StatusOK, map[string]any{"status": got.Status, "html": s.outcomeHTML(got)})
 		return nil
 	}
+}
+
+// resolveKind is the kind of request each action but dismiss is for, and
+// resolveAction the reverse: the last segment of the path that answers or
+// decides a request of each kind.
+var (
+	resolveKind   = map[string]seam.Kind{"answer": seam.KindQuestion, "decision": seam.KindApproval}
+	resolveAction = map[seam.Kind]string{seam.KindQuestion: "answer", seam.KindApproval: "decision"}
+)
+
+// otherKind is the 404 of an answer to an approval, or a decision on a
+// question: as the API's, one the caller can act on, naming the request's
+// kind and the path that serves the call, rather than read as a request
+// that is gone.
+func (s *Server) otherKind(rec *pending.Record, want seam.Kind) *webError {
+	return &webError{http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("%s is %s, not %s: use %s/web/requests/%s/%s",
+		rec.ID, kindArticle(rec.Kind), kindArticle(want), s.root, rec.ID, resolveAction[rec.Kind]), ""}
+}
+
+func kindArticle(kind seam.Kind) string {
+	if kind == seam.KindApproval {
+		return "an approval"
+	}
+	return "a " + string(kind)
 }
 
 // blankRequired refuses a, normalised, when it leaves blank a text field

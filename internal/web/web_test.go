@@ -693,6 +693,81 @@ func TestAnswerDecideDismiss(t *testing.T) {
 	})
 }
 
+// TestOtherKind: an answer sent for an approval, or a decision for a
+// question, is a 404 that says which kind the request is and where the
+// call goes, as the API's is, not "no such request": signed in and
+// through the request's link alike. The request stays pending.
+func TestOtherKind(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	session := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
+	q, ap := b.ask(t, time.Hour, deploy), b.approval(t, seam.Approval{ToolName: "kubectl_apply"})
+	linkOf := func(rec *pending.Record) map[string]string {
+		u, _ := url.Parse(b.web.Links().For(rec))
+		e, _, sig, _ := linkQuery(u.Query())
+		return map[string]string{linkHeader: e + "." + sig}
+	}
+	answer := map[string]any{"answers": []any{map[string]any{"id": "deploy", "selected": []string{"No"}}}}
+	decision := map[string]any{"outcome": "rejected"}
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		hdr    map[string]string
+		path   string
+		body   any
+		want   string
+	}{
+		{"decision on a question, signed in", c, session, "/web/requests/" + q.ID + "/decision", decision,
+			q.ID + " is a question, not an approval: use /web/requests/" + q.ID + "/answer"},
+		{"answer to an approval, signed in", c, session, "/web/requests/" + ap.ID + "/answer", answer,
+			ap.ID + " is an approval, not a question: use /web/requests/" + ap.ID + "/decision"},
+		{"decision on a question, by its link", b.browser(t), linkOf(q), "/web/requests/" + q.ID + "/decision", decision,
+			q.ID + " is a question, not an approval: use /web/requests/" + q.ID + "/answer"},
+		{"answer to an approval, by its link", b.browser(t), linkOf(ap), "/web/requests/" + ap.ID + "/answer", answer,
+			ap.ID + " is an approval, not a question: use /web/requests/" + ap.ID + "/decision"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := b.post(t, tc.client, tc.path, tc.hdr, tc.body)
+			msg, _ := body["error"].(map[string]any)["message"].(string)
+			if status != http.StatusNotFound || errCode(body) != api.CodeNotFound || msg != tc.want {
+				t.Errorf("%d %v, want 404 NOT_FOUND %q", status, body, tc.want)
+			}
+		})
+	}
+	if b.get(t, q.ID).Status != seam.StatusPending || b.get(t, ap.ID).Status != seam.StatusPending {
+		t.Errorf("a call of the wrong kind ended a request")
+	}
+	// Without a session or a link that grants it, the kind is not told.
+	if status, body := b.post(t, b.browser(t), "/web/requests/"+ap.ID+"/answer", nil, answer); status != http.StatusUnauthorized {
+		t.Errorf("no session, no link: %d %v, want 401", status, body)
+	}
+	// Under a base_url with a path, the path named is the browser's.
+	under, err := New(Options{Store: b.store, Dispatcher: b.disp, Tokens: defaultTokens, Signer: NewSigner(testSecret),
+		BaseURL: "https://tools.example.com/askbridge", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(under.Shutdown)
+	mx := mux{http.NewServeMux()}
+	under.Mount(mx)
+	srv := httptest.NewServer(mx)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/web/requests/"+ap.ID+"/answer", strings.NewReader(`{"answers":[]}`))
+	req.Header.Set(linkHeader, linkOf(ap)[linkHeader])
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var got struct {
+		Error struct{ Code, Message string }
+	}
+	json.NewDecoder(res.Body).Decode(&got)
+	if want := ap.ID + " is an approval, not a question: use /askbridge/web/requests/" + ap.ID + "/decision"; res.StatusCode != http.StatusNotFound || got.Error.Message != want {
+		t.Errorf("under /askbridge: %d %+v, want 404 %q", res.StatusCode, got, want)
+	}
+}
+
 // TestRequiredFields: a form's text field is required as on Slack and
 // Discord: as input.required says, and with no input, for a request's
 // only question when it has no options.
