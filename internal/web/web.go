@@ -79,6 +79,7 @@ type Server struct {
 	log        *slog.Logger
 	once       onceLinks
 	tmpl       *template.Template
+	static     fs.FS // the assets
 	assets     http.Handler
 	cop        *http.CrossOriginProtection
 	stop       context.Context // ends live streams when the server shuts down
@@ -144,7 +145,7 @@ func New(o Options) (*Server, error) {
 		signer: o.Signer, links: o.Links, https: strings.HasPrefix(origin, "https://"), root: root,
 		sessionTTL: o.SessionTTL, poll: o.Poll, keepAlive: o.KeepAlive, now: o.Now,
 		streams: streamLimits{perKey: o.StreamsPerKey, links: o.LinkStreams}, refused: newRefusedStreams(o.Registry), log: o.Logger.With("surface", surfaceName),
-		tmpl: tmpl, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
+		tmpl: tmpl, static: static, assets: http.StripPrefix("/assets/", http.FileServerFS(static)), cop: cop,
 	}
 	cop.SetDenyHandler(http.HandlerFunc(s.crossOrigin))
 	s.stop, s.cancel = context.WithCancel(context.Background())
@@ -203,9 +204,16 @@ func securityHeaders(h http.Header) {
 	h.Set("X-Frame-Options", "DENY")
 }
 
+// assetsHandler serves the embedded assets: files only, never a listing
+// of a directory, and a missing one as the web's JSON 404.
 func (s *Server) assetsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w.Header())
+		name := strings.TrimPrefix(r.URL.Path, "/assets/")
+		if fi, err := fs.Stat(s.static, name); err != nil || !fi.Mode().IsRegular() {
+			writeError(w, &webError{http.StatusNotFound, api.CodeNotFound, "no such asset: " + r.URL.Path, ""})
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		s.assets.ServeHTTP(w, r)
 	})

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -1188,6 +1189,46 @@ func TestUnderAPath(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/askbridge/" {
 		t.Errorf("signed in: %d to %q, want 303 to /askbridge/", res.StatusCode, res.Header.Get("Location"))
+	}
+}
+
+// TestAssets: the assets are served as files, and nothing else is: no
+// listing of their directory, and a missing one is the web's JSON 404.
+func TestAssets(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	for _, tc := range []struct {
+		path, method string
+		status       int
+		contentType  string
+	}{
+		{"/assets/app.css", http.MethodGet, http.StatusOK, mime.TypeByExtension(".css")},
+		{"/assets/app.js", http.MethodGet, http.StatusOK, mime.TypeByExtension(".js")},
+		{"/assets/app.js", http.MethodHead, http.StatusOK, mime.TypeByExtension(".js")},
+		{"/assets/", http.MethodGet, http.StatusNotFound, "application/json"},
+		{"/assets/", http.MethodHead, http.StatusNotFound, "application/json"},
+		{"/assets/nope.js", http.MethodGet, http.StatusNotFound, "application/json"},
+		{"/assets/app.js/", http.MethodGet, http.StatusNotFound, "application/json"},
+	} {
+		req, _ := http.NewRequest(tc.method, b.srv.URL+tc.path, nil)
+		res, err := b.browser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.status || res.Header.Get("Content-Type") != tc.contentType || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s: %d %s %q, want %d %s", tc.method, tc.path, res.StatusCode, res.Header.Get("Content-Type"), raw, tc.status, tc.contentType)
+			continue
+		}
+		if tc.status != http.StatusNotFound || tc.method == http.MethodHead {
+			continue
+		}
+		var got struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal(raw, &got); err != nil || got.Error.Code != api.CodeNotFound || got.Error.Message != "no such asset: "+tc.path {
+			t.Errorf("%s %s: %q, want the JSON error NOT_FOUND", tc.method, tc.path, raw)
+		}
 	}
 }
 
