@@ -200,14 +200,23 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// signInOnce signs in with a one-time link of a bridge with no tokens.
-// signInOnce serves a one-time sign-in link: GET (and HEAD) show a
-// button, whose POST uses the link. Opening the link does not use it, so
-// that a chat's or a mail scanner's look at it (a link preview) leaves it
-// for the person.
+// signInOnce serves a one-time sign-in link of a bridge with no tokens:
+// GET (and HEAD) show a button, whose POST uses the link. Opening the link
+// does not use it, so that a chat's or a mail scanner's look at it (a link
+// preview) leaves it for the person.
+//
+// A link that is used or expired sends a browser that holds a session to
+// the inbox: it is the one the link signed in, come back to it (Back, the
+// button tapped twice, the link opened again from the log), or one signed
+// in some other way. It signs no browser in; one without a session is
+// refused.
 func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 	once := r.PathValue("once")
 	used := func() error {
+		if _, _, err := s.sessionOf(r); err == nil {
+			http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
+			return nil
+		}
 		return s.showSignIn(w, http.StatusForbidden, "That sign-in link was already used or has expired. Run bridge signin-link on the bridge's machine for a new one.")
 	}
 	if !s.tokens.open() {
@@ -221,11 +230,6 @@ func (s *Server) signInOnce(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if !s.once.use(once, s.now()) {
-		if _, _, err := s.sessionOf(r); err == nil {
-			// The button tapped twice: the first tap signed this browser in.
-			http.Redirect(w, r, s.root+"/", http.StatusSeeOther)
-			return nil
-		}
 		return used()
 	}
 	s.setSession(w, r, anonymous)

@@ -354,6 +354,69 @@ func TestOneTimeSignInLink(t *testing.T) {
 	}
 }
 
+// TestUsedSignInLinkOpenedAgain: a used sign-in link opened again (Back,
+// or from the log) in the browser it signed in goes to the inbox, not to
+// "already used"; in any browser without a current session, a signed-out
+// one too, it is still refused, and it sets no cookie anywhere.
+func TestUsedSignInLinkOpenedAgain(t *testing.T) {
+	b := newBench(t, nil)
+	path := strings.TrimPrefix(b.web.SignInLink(b.srv.URL), b.srv.URL)
+	c := b.browser(t)
+	res, err := c.PostForm(b.srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("first use: %d", res.StatusCode)
+	}
+	csrf := csrfOf(t, func() string { _, page := b.page(t, c, "/"); return page }())
+	open := func(c *http.Client, method, path string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, b.srv.URL+path, nil)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		if res := open(c, method, path); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" || len(res.Cookies()) != 0 {
+			t.Errorf("%s of the used link in the browser it signed in: %d to %q, cookies %v; want 303 to /, none set", method, res.StatusCode, res.Header.Get("Location"), res.Cookies())
+		}
+	}
+	// An expired link, likewise.
+	expired := strings.TrimPrefix(b.web.SignInLink(b.srv.URL), b.srv.URL)
+	b.clock.add(2 * time.Hour)
+	if res := open(c, http.MethodGet, expired); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
+		t.Errorf("an expired link in a signed-in browser: %d to %q, want 303 to /", res.StatusCode, res.Header.Get("Location"))
+	}
+	b.clock.add(-2 * time.Hour)
+
+	// Another browser, and this one once signed out, are refused.
+	copied := sessionCookie(t, b, c)
+	if res := open(b.browser(t), http.MethodGet, path); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+		t.Errorf("the used link in a new browser: %d, cookies %v; want 403, none", res.StatusCode, res.Cookies())
+	}
+	res, err = c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+path, nil)
+	req.AddCookie(&http.Cookie{Name: cookieName, Value: copied})
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(page), "already used or has expired") || len(res.Cookies()) != 0 {
+		t.Errorf("the used link with a signed-out session: %d, cookies %v; want the 403 page:\n%s", res.StatusCode, res.Cookies(), page)
+	}
+}
+
 // Asking for sign-in links in a loop retires the oldest unused ones: the
 // set of good links (and each sign-in's scan of it) stays small.
 func TestOneTimeSignInLinksAreCapped(t *testing.T) {
