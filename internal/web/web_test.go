@@ -1295,6 +1295,42 @@ func TestAssets(t *testing.T) {
 	}
 }
 
+// TestMetasInHead: the page's <meta>s that app.js reads, the session's
+// CSRF token and a link's, are in its <head>, where a <meta name> belongs,
+// not in its <body>.
+func TestMetasInHead(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	csrf := b.signIn(t, c, "ada-token-7f3c9e21b4")
+	rec := b.ask(t, time.Hour, deploy)
+	u, _ := url.Parse(b.web.Links().For(rec))
+	e, _, sig, _ := linkQuery(u.Query())
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		path   string
+		metas  []string
+	}{
+		{"inbox", c, "/", []string{`<meta name="csrf-token" content="` + csrf + `">`}},
+		{"request, signed in", c, "/r/" + rec.ID, []string{`<meta name="csrf-token" content="` + csrf + `">`}},
+		{"request by its link", b.browser(t), u.RequestURI(), []string{`<meta name="answer-link" content="` + e + "." + sig + `">`}},
+		{"request by its link, signed in", c, u.RequestURI(), []string{`<meta name="csrf-token" content="` + csrf + `">`, `<meta name="answer-link" content="` + e + "." + sig + `">`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, page := b.page(t, tc.client, tc.path)
+			head, body, ok := strings.Cut(page, "</head>")
+			if status != http.StatusOK || !ok || !strings.Contains(head, "<head>") {
+				t.Fatalf("%d, no <head>:\n%s", status, page)
+			}
+			for _, meta := range tc.metas {
+				if !strings.Contains(head, meta) || strings.Contains(body, "<meta") {
+					t.Errorf("%s is not in the <head> alone; the head:\n%s", meta, head)
+				}
+			}
+		})
+	}
+}
+
 var (
 	tagRE    = regexp.MustCompile(`<[a-zA-Z][^>]*>`)
 	onAttrRE = regexp.MustCompile(`\son[a-z]+\s*=`)
