@@ -471,6 +471,10 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("with 300 arguments, the decision's buttons are far below: %s (viewport 812)", got)
 		}
 		do(t, "reject", chromedp.Click(c+` button[data-outcome="rejected"]`), chromedp.WaitVisible(c+" .outcome"))
+		// Answered, but no yes: not marked with the green ✓.
+		if got := eval(t, `getComputedStyle(document.querySelector("`+c+` .outcome .line"), "::before").content`); strings.Contains(got, "✓") {
+			t.Errorf("a rejection is marked %s", got)
+		}
 	})
 	t.Run("answered elsewhere, it leaves the page", func(t *testing.T) {
 		later := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys now?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))

@@ -33,10 +33,11 @@ type cardView struct {
 	Questions []questionView
 	Approval  *approvalView
 
-	Pending bool
-	Status  string        // pending, answered, ...
-	Outcome template.HTML // "Answered by Ada via slack · Yes · <time>", every part from outside escaped
-	Answers []answerLine  // what was answered, per question
+	Pending  bool
+	Status   string        // pending, answered, ...
+	Rejected bool          // an approval decided "rejected": answered, but not a yes
+	Outcome  template.HTML // "Answered by Ada via slack · Yes · <time>", every part from outside escaped
+	Answers  []answerLine  // what was answered, per question
 }
 
 type questionView struct {
@@ -98,7 +99,8 @@ func (s *Server) card(rec *pending.Record) cardView {
 		ID: rec.ID, Kind: string(rec.Kind), Asker: shown(surface.Asker(rec.Caller)),
 		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
 		Pending: rec.Status == seam.StatusPending, Status: string(rec.Status),
-		Outcome: template.HTML(surface.StatusLine(rec, statusFormat)), // escaped by statusFormat
+		Rejected: rec.Decision != nil && rec.Decision.Outcome == seam.OutcomeRejected,
+		Outcome:  template.HTML(surface.StatusLine(rec, statusFormat)), // escaped by statusFormat
 	}
 	if rec.Caller != nil {
 		c.Session = shown(rec.Caller.Session)

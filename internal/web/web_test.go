@@ -1295,6 +1295,45 @@ func TestAssets(t *testing.T) {
 	}
 }
 
+// TestRejectionShownAsOne: a tool call rejected is answered (its status),
+// but its outcome is not marked as a yes: the outcome carries the class
+// rejected, which the stylesheet marks with a ✗ in the danger colour,
+// while the green ✓ is for the answers that are not rejections.
+func TestRejectionShownAsOne(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
+	for outcome, class := range map[string]string{
+		"rejected":     `class="outcome status-answered rejected"`,
+		"allowed-once": `class="outcome status-answered"`,
+	} {
+		rec := b.approval(t, seam.Approval{ToolName: "kubectl_apply"})
+		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/decision", h, map[string]any{"outcome": outcome})
+		if html, _ := body["html"].(string); status != 200 || !strings.Contains(html, class) {
+			t.Errorf("%s: %d, want the outcome %s:\n%s", outcome, status, class, html)
+		}
+		if _, page := b.page(t, c, "/r/"+rec.ID); !strings.Contains(page, class) {
+			t.Errorf("%s: the request's page has no %s", outcome, class)
+		}
+	}
+	css, err := embedded.ReadFile("assets/app.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]string{} // selector: declarations
+	for _, m := range regexp.MustCompile(`(?m)^([^{}\n]*\.outcome[^{}\n]*)\{([^}]*)\}`).FindAllStringSubmatch(string(css), -1) {
+		rules[strings.TrimSpace(m[1])] = m[2]
+	}
+	for sel, decl := range rules {
+		if strings.Contains(decl, "✓") && !strings.Contains(sel, ":not(.rejected)") {
+			t.Errorf("the ✓ rule %q marks a rejection too", sel)
+		}
+	}
+	if decl := rules[".outcome.rejected .line::before"]; strings.Contains(decl, "✓") || strings.Contains(decl, "--ok") || !strings.Contains(decl, "--danger") {
+		t.Errorf("a rejection's mark is %q, want neither ✓ nor green", decl)
+	}
+}
+
 // TestMetasInHead: the page's <meta>s that app.js reads, the session's
 // CSRF token and a link's, are in its <head>, where a <meta name> belongs,
 // not in its <body>.
