@@ -1334,6 +1334,46 @@ func TestRejectionShownAsOne(t *testing.T) {
 	}
 }
 
+// TestBooleanOutcome: a boolean field's answer is shown in its outcome
+// as the form labels its choice, Yes or No, not as the "true" or "false"
+// the agent gets, which the record keeps.
+func TestBooleanOutcome(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
+	dry := seam.Question{ID: "dry", Header: "Dry run", Question: "Dry run first?", Input: &seam.Input{Type: seam.InputBoolean}}
+	for _, tc := range []struct {
+		name    string
+		qs      []seam.Question
+		answers []any
+		line    string // in the outcome's line
+		dd      string // in its list of answers, when it has one
+	}{
+		{"alone, No", []seam.Question{dry}, []any{map[string]any{"id": "dry", "custom": "false"}},
+			"Answered by <bdi>ada</bdi> · <bdi>No</bdi>", ""},
+		{"alone, Yes", []seam.Question{dry}, []any{map[string]any{"id": "dry", "custom": "yes"}},
+			"Answered by <bdi>ada</bdi> · <bdi>Yes</bdi>", ""},
+		{"among others", []seam.Question{dry, {ID: "why", Question: "Why?"}}, []any{map[string]any{"id": "dry", "custom": "true"}, map[string]any{"id": "why", "custom": "true"}},
+			"<bdi>Dry run: Yes; Why?: “true”</bdi>", `<dd dir="auto">Yes</dd>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := b.ask(t, time.Hour, tc.qs...)
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": tc.answers})
+			html, _ := body["html"].(string)
+			if status != 200 || !strings.Contains(html, tc.line) || !strings.Contains(html, tc.dd) {
+				t.Errorf("%d, want %s and %s in the outcome:\n%s", status, tc.line, tc.dd, html)
+			}
+			if _, page := b.page(t, c, "/r/"+rec.ID); !strings.Contains(page, tc.line) || !strings.Contains(page, tc.dd) {
+				t.Errorf("the request's page has not %s and %s", tc.line, tc.dd)
+			}
+			// The agent gets the value, not the label.
+			if got := b.get(t, rec.ID).Answer.Answers[0]; got.Custom == "Yes" || got.Custom == "No" || len(got.Selected) != 0 {
+				t.Errorf("the answer stored is %+v", got)
+			}
+		})
+	}
+}
+
 // TestMetasInHead: the page's <meta>s that app.js reads, the session's
 // CSRF token and a link's, are in its <head>, where a <meta name> belongs,
 // not in its <body>.
