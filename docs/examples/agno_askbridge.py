@@ -587,44 +587,80 @@ def resolve_paused(bridge, run):
 # --- the self-test (--demo) --------------------------------------------------
 
 
-def _person(bridge, kind, tool_call_id, respond, errors):
-    """Play the person: wait for the request with tool_call_id to be pending,
-    then respond to it."""
-    deadline = time.monotonic() + 20
+class _DemoAgent(Bridge):
+    """The demo's agent: a Bridge that keeps the tool_call_ids of its
+    requests still pending, so that the demo can withdraw them when it
+    fails or runs out of time, rather than leave questions posted that
+    nobody will answer. Agents made with pending=another's share them."""
+
+    def __init__(self, server, token=None, pending=None, **kwargs):
+        super().__init__(server, token, **kwargs)
+        self.pending = set() if pending is None else pending  # {(collection path, tool_call_id)}
+
+    def call(self, method, path, body=None, wait=0):
+        collection = "/".join(path.split("?")[0].split("/")[:3])  # /v1/questions or /v1/approvals
+        if method == "POST" and collection == path and (body or {}).get("tool_call_id"):
+            self.pending.add((collection, body["tool_call_id"]))  # before it is sent: one on its way is withdrawn too
+        rec = super().call(method, path, body, wait)
+        if isinstance(rec, dict) and rec.get("tool_call_id") and rec.get("status", "pending") != "pending":
+            self.pending.discard((collection, rec["tool_call_id"]))
+        return rec
+
+    def withdraw_pending(self, also=()):
+        """Withdraw (DELETE by tool_call_id) the requests still pending, and
+        those named in also, (collection path, tool_call_id) pairs: a request
+        not created yet is withdrawn before its create lands. Returns the
+        tool_call_ids withdrawn; a bridge that can't be reached withdraws
+        nothing."""
+        withdrawn = []
+        for collection, tool_call_id in sorted(set(self.pending) | set(also)):
+            try:
+                rec = self.call("DELETE", f"{collection}?tool_call_id={urllib.parse.quote(tool_call_id)}")
+            except (BridgeError, OSError):
+                continue
+            if rec.get("status") == "cancelled":
+                withdrawn.append(tool_call_id)
+        return withdrawn
+
+
+def _person(person, kind, tool_call_id, respond, patience, done):
+    """Play the person: poll the bridge until the request with tool_call_id
+    is pending, then respond to it. Returns what went wrong, or None: the
+    bridge refused to list requests, respond raised, the request did not
+    turn up within patience seconds, or the agent was done (done set)
+    without asking it."""
+    deadline = time.monotonic() + patience
     try:
-        while time.monotonic() < deadline:
-            pending = bridge.call("GET", f"/v1/{kind}?status=pending")[kind]
+        while not done.is_set():
+            pending = person.call("GET", f"/v1/{kind}?status=pending")[kind]
             mine = [r for r in pending if r.get("tool_call_id") == tool_call_id]
             if mine:
                 respond(mine[0])
-                return
-            time.sleep(0.02)
-        errors.append(f"no pending {kind} with tool_call_id {tool_call_id}")
-    except Exception as e:  # reported by the main thread
-        errors.append(f"the person failed: {e!r}")
+                return None
+            if time.monotonic() > deadline:
+                return f"no pending {kind} with tool_call_id {tool_call_id} turned up within {patience:g} s"
+            done.wait(0.02)
+    except Exception as e:
+        return f"the person failed on {tool_call_id}: {e}"
+    return f"the agent was done without asking {tool_call_id}"
 
 
-def _play(agent, person, asks, resolve):
-    """Run resolve (the agent's side) while the person answers asks, a list
-    of (kind, tool_call_id, respond). A respond that fails (a request not as
-    expected) withdraws its request, so that the agent's wait ends rather
-    than hangs; what went wrong is raised."""
-    errors = []
+def _play(agent, person, asks, resolve, patience=20):
+    """Run resolve (the agent's side, asking through agent, a _DemoAgent)
+    while the person answers asks, a list of (kind, tool_call_id, respond),
+    each in a thread of its own. When the person fails at any step, the
+    agent's requests are withdrawn, so that its wait ends at once rather
+    than when the request expires; what went wrong is raised as an
+    AssertionError."""
+    errors, done = [], threading.Event()
 
-    def withdrawing(kind, respond):
-        def attempt(rec):
-            try:
-                respond(rec)
-            except Exception:
-                try:
-                    agent.call("DELETE", f"/v1/{kind}/{rec['id']}")
-                except Exception:  # the person's error is the one to report
-                    pass
-                raise
-        return attempt
+    def answer(kind, tool_call_id, respond):
+        error = _person(person, kind, tool_call_id, respond, patience, done)
+        if error:
+            errors.append(error)
+            agent.withdraw_pending(also=[(f"/v1/{k}", tc) for k, tc, _ in asks])
 
-    threads = [threading.Thread(target=_person, args=(person, kind, tc, withdrawing(kind, respond), errors))
-               for kind, tc, respond in asks]
+    threads = [threading.Thread(target=answer, args=ask, daemon=True) for ask in asks]
     for t in threads:
         t.start()
     try:
@@ -632,10 +668,35 @@ def _play(agent, person, asks, resolve):
     except BridgeError as e:
         errors.append(f"the agent's ask failed: {e}")
     finally:
+        done.set()
         for t in threads:
             t.join()
     if errors:
         raise AssertionError("; ".join(errors))
+
+
+def _within(seconds, agent, work):
+    """Run work (the demo) and wait for it for up to seconds; then withdraw
+    every request agent (a _DemoAgent) still has pending and raise
+    TimeoutError naming them. work runs in a daemon thread, which a
+    program that exits leaves behind."""
+    outcome = []
+
+    def run():
+        try:
+            work()
+            outcome.append(None)
+        except BaseException as e:  # raised below, in the caller's thread
+            outcome.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        waiting = agent.withdraw_pending()
+        raise TimeoutError(f"not done within {seconds:g} s; withdrew what it was waiting for: {', '.join(waiting) or 'nothing'}")
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 class _Flaky:
@@ -910,7 +971,6 @@ def demo(agent, person):
             {"name": "urgent", "field_type": "bool", "description": "Mark it urgent?", "value": None},
         ],
     }
-    errors = []
 
     def answer_send(rec):
         _expect("questions asked", [q["id"] for q in rec["questions"]], ["to_address", "copies", "budget", "urgent"])
@@ -922,12 +982,7 @@ def demo(agent, person):
             {"id": "urgent", "selected": [], "custom": "yes"},
         ]})
 
-    t = threading.Thread(target=_person, args=(person, "questions", f"agno:call_send_{run}:input", answer_send, errors))
-    t.start()
-    fill_tool(agent, send)
-    t.join()
-    if errors:
-        raise AssertionError("; ".join(errors))
+    _play(agent, person, [("questions", f"agno:call_send_{run}:input", answer_send)], lambda: fill_tool(agent, send))
     values = {f["name"]: f["value"] for f in send["user_input_schema"]}
     _expect("filled values", values, {"subject": "Q3 report", "to_address": "ada@example.com", "copies": 3, "budget": 12.5, "urgent": True})
     print("user input:", json.dumps(values))
@@ -948,15 +1003,8 @@ def demo(agent, person):
             raise AssertionError(f"the question asked again does not say why: {rec['questions'][0]!r}")
         answer_tags('["q3", "urgent"]')(rec)
 
-    threads = [threading.Thread(target=_person, args=(person, "questions", tc, respond, errors)) for tc, respond in [
-        (f"agno:call_tag_{run}:input", answer_tags("q3, urgent")), (f"agno:call_tag_{run}:input:2", answer_tags_again)]]
-    for t in threads:
-        t.start()
-    fill_tool(agent, tag)
-    for t in threads:
-        t.join()
-    if errors:
-        raise AssertionError("; ".join(errors))
+    _play(agent, person, [("questions", f"agno:call_tag_{run}:input", answer_tags("q3, urgent")),
+                          ("questions", f"agno:call_tag_{run}:input:2", answer_tags_again)], lambda: fill_tool(agent, tag))
     _expect("tags", tag["user_input_schema"][0]["value"], ["q3", "urgent"])
     print("list input:", json.dumps(tag["user_input_schema"][0]["value"]))
 
@@ -973,12 +1021,8 @@ def demo(agent, person):
             _expect("approval", (rec["tool_name"], rec["arguments"]), ("delete_rows", {"table": "events", "older_than_days": 30}))
             person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": outcome, **({"note": note} if note else {})})
 
-        t = threading.Thread(target=_person, args=(person, "approvals", f"agno:{call_id}:confirm", decide, errors))
-        t.start()
-        confirm_tool(agent, tool, reason="clean up old events")
-        t.join()
-        if errors:
-            raise AssertionError("; ".join(errors))
+        _play(agent, person, [("approvals", f"agno:{call_id}:confirm", decide)],
+              lambda tool=tool: confirm_tool(agent, tool, reason="clean up old events"))
         _expect(f"{name} confirmed", tool["confirmed"], want_confirmed)
         _expect(f"{name} note", tool["confirmation_note"], note)
         print("confirmation:", name, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
@@ -1074,15 +1118,13 @@ def demo(agent, person):
     # tool_call_id) and the wait are retried.
     flaky = _Flaky(agent.server, ["503", "502", "cut"])
     try:
-        patient = Bridge(flaky.url, agent.token, poll_wait=5)
+        patient = _DemoAgent(flaky.url, agent.token, pending=agent.pending, poll_wait=5)
         tool = {"tool_call_id": f"call_del_3_{run}", "tool_name": "delete_rows", "tool_args": {"table": "events"}, "requires_confirmation": True}
-        t = threading.Thread(target=_person, args=(person, "approvals", f"agno:call_del_3_{run}:confirm",
-                                                    lambda rec: person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": "allowed-once"}), errors))
-        t.start()
-        confirm_tool(patient, tool)
-        t.join()
-        if errors:
-            raise AssertionError("; ".join(errors))
+
+        def allow(rec):
+            person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": "allowed-once"})
+
+        _play(agent, person, [("approvals", f"agno:call_del_3_{run}:confirm", allow)], lambda: confirm_tool(patient, tool))
         _expect("confirmed through a flaky bridge", tool["confirmed"], True)
         _expect("creates sent", flaky.calls.get("POST"), 4)
 
@@ -1228,6 +1270,62 @@ def demo(agent, person):
     resolve_paused(Bridge(nobody, retry_for=1), paused)
     _expect("pauses left with nothing to ask", [r.tool_execution.tool_name for r in paused.active_requirements], [])
 
+    _check_failing_person(agent, person, run)
+
+
+def _check_failing_person(agent, person, run):
+    """A person who fails (can't reach the bridge, finds the request not as
+    expected, or finds nothing in time) withdraws the agent's request: the
+    agent's wait ends at once and the play fails saying why, rather than
+    hanging until the request expires (a day by default)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        unreachable = Bridge(f"http://127.0.0.1:{s.getsockname()[1]}")
+
+    def not_as_expected(rec):
+        raise AssertionError("not the request expected")
+
+    # (case, the person, how it responds, the suffix of the tool_call_id it
+    # waits for, its patience in seconds, what its failure says)
+    for case, who, respond, expects, patience, says in [
+        ("unreachable", unreachable, not_as_expected, "", 20, "Connection refused"),
+        ("wrong", person, not_as_expected, "", 20, "not the request expected"),
+        ("unasked", person, not_as_expected, "_other", 1, "within 1 s"),
+    ]:
+        call_id = f"call_fail_{case}_{run}"
+        tool = {"tool_call_id": call_id, "tool_name": "delete_rows", "requires_confirmation": True}
+        outcome = []
+
+        def play():
+            try:
+                _play(agent, who, [("approvals", f"agno:{call_id}{expects}:confirm", respond)],
+                      lambda: confirm_tool(agent, tool), patience=patience)
+                outcome.append(None)
+            except Exception as e:
+                outcome.append(e)
+
+        t = threading.Thread(target=play, daemon=True)
+        t.start()
+        t.join(timeout=10)
+        if t.is_alive():
+            raise AssertionError(f"a failing person ({case}) left the agent waiting")
+        if not isinstance(outcome[0], AssertionError) or says not in str(outcome[0]):
+            raise AssertionError(f"a failing person ({case}) was reported as {outcome[0]!r}, not with {says!r}")
+        rec = agent.call("GET", f"/v1/approvals?tool_call_id=agno:{call_id}:confirm")
+        _expect(f"the request a failing person ({case}) left", rec["status"], "cancelled")
+    print("a failing person withdraws the request: unreachable, wrong request, nothing in time")
+
+    # The demo's deadline: when it passes, what the agent waits for is
+    # withdrawn, and the demo fails naming it.
+    stuck = approval_request({"tool_call_id": f"call_stuck_{run}", "tool_name": "stuck"})
+    try:
+        _within(1, agent, lambda: agent.ask("approvals", stuck))
+        raise AssertionError("an ask nobody answers returned")
+    except TimeoutError as e:
+        rec = agent.call("GET", f"/v1/approvals?tool_call_id={stuck['tool_call_id']}")
+        _expect("past the deadline", (stuck["tool_call_id"] in str(e), rec["status"]), (True, "cancelled"))
+    print("past the deadline, the demo withdraws what it waits for")
+
 
 def start_bridge(binary):
     """Run `bridge serve` on a free loopback port; return it and its URL."""
@@ -1249,6 +1347,8 @@ def main():
     p.add_argument("--start-bridge", metavar="BINARY", help="start `BINARY serve` on a free port and use it")
     p.add_argument("--runs", type=int, default=1, metavar="N",
                    help="run the self-test N times against the same bridge (each run asks under new tool_call_ids)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="fail after SECONDS in all, withdrawing what is pending (default: 120 for each run)")
     args = p.parse_args()
     if not args.demo:
         p.print_help()
@@ -1256,11 +1356,18 @@ def main():
     proc = None
     if args.start_bridge:
         proc, args.server = start_bridge(args.start_bridge)
-    try:
-        agent = Bridge(args.server, os.environ.get("BRIDGE_TOKEN"), poll_wait=5)
-        person = Bridge(args.server, os.environ.get("BRIDGE_ANSWER_TOKEN"))
+    agent = _DemoAgent(args.server, os.environ.get("BRIDGE_TOKEN"), poll_wait=5)
+    person = Bridge(args.server, os.environ.get("BRIDGE_ANSWER_TOKEN"))
+
+    def runs():
         for _ in range(args.runs):
             demo(agent, person)
+
+    try:
+        _within(args.timeout or 120 * args.runs, agent, runs)
+    except (AssertionError, TimeoutError) as e:
+        print(f"agno_askbridge demo failed: {e}", file=sys.stderr)
+        return 1
     finally:
         if proc:
             proc.terminate()
