@@ -32,6 +32,7 @@ neither is needed for an open bridge).
 """
 
 import argparse
+import collections
 import http.client
 import http.server
 import inspect
@@ -44,14 +45,32 @@ import subprocess
 import sys
 import threading
 import time
+import types
+import typing
 import urllib.error
 import urllib.parse
 import urllib.request
 
-# Agno's UserInputField.field_type (a Python type, or its __name__ once
-# serialised) -> the bridge's input.type. list and dict are asked as text
-# and parsed as JSON.
-INPUT_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+# What a UserInputField's field_type asks for (_field_spec): kind, the
+# Python value the answer becomes (str, int, float, bool, list, dict, or
+# choice: one of a Literal's values); optional, whether None is a value of
+# it (Optional[X], X | None), so that the person may leave it blank;
+# choices, a Literal's values.
+_FieldSpec = collections.namedtuple("_FieldSpec", "kind optional choices")
+
+# A kind -> the bridge's input.type. list and dict are asked as text and
+# parsed as JSON; a choice is asked with its values as options.
+INPUT_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "string", "dict": "string"}
+
+# The names UserInputField.to_dict() writes (field_type.__name__) -> kind:
+# typing.List[str] is "List" and Dict[str, int] "Dict". Any other name
+# ("Optional", "Union", "Literal", a class's) is asked as text, since what
+# it stood for is lost.
+_KIND_NAMES = {"str": "str", "int": "int", "float": "float", "bool": "bool", "list": "list", "dict": "dict",
+               "List": "list", "Dict": "dict"}
+
+# The bridge's limits on a question's options (docs/api.md).
+MAX_OPTIONS, MAX_LABEL_LEN = 100, 200
 
 
 class BridgeError(Exception):
@@ -201,8 +220,42 @@ def _set(obj, name, value):
         setattr(obj, name, value)
 
 
-def _type_name(field_type):
-    return field_type if isinstance(field_type, str) else getattr(field_type, "__name__", "str")
+def _field_spec(field_type):
+    """What a UserInputField's field_type asks for, a _FieldSpec. Agno's
+    field_type is the parameter's type hint as written (typing.List[str],
+    Optional[int], Literal["a", "b"], int | None); once serialised with
+    to_dict(), its __name__ ("List", "Optional", "Literal")."""
+    if isinstance(field_type, str):
+        return _FieldSpec(_KIND_NAMES.get(field_type, "str"), field_type == "Optional", None)
+    origin, args = typing.get_origin(field_type), typing.get_args(field_type)
+    if origin is typing.Union or origin is getattr(types, "UnionType", None):  # Optional[X], X | None
+        members = [a for a in args if a is not type(None)]
+        spec = _field_spec(members[0]) if len(members) == 1 else _FieldSpec("str", False, None)
+        return spec._replace(optional=len(members) < len(args))
+    if origin is typing.Literal:
+        return _FieldSpec("choice", False, args)
+    if origin in (list, dict):  # typing.List[str], list[str], Dict[str, int], dict[str, int]
+        return _FieldSpec(origin.__name__, False, None)
+    return _FieldSpec(_KIND_NAMES.get(getattr(field_type, "__name__", None), "str"), False, None)
+
+
+def _choice_label(value):
+    return value if isinstance(value, str) else str(value)
+
+
+def _option_labels(spec):
+    """The option labels of a choice's values, or None when they can't all
+    be labels (empty, too long, too many, two alike): the field is then
+    asked as text, checked against them."""
+    if spec.kind != "choice":
+        return None
+    labels = [_choice_label(v) for v in spec.choices]
+    usable = all(0 < len(label) <= MAX_LABEL_LEN for label in labels) and len(set(labels)) == len(labels)
+    return labels if usable and 0 < len(labels) <= MAX_OPTIONS else None
+
+
+def _one_of(spec):
+    return "one of " + ", ".join(json.dumps(_choice_label(v), ensure_ascii=False) for v in spec.choices)
 
 
 def _prefill(value):
@@ -288,7 +341,9 @@ def user_input_request(target, review_filled=False):
     One question per field of user_input_schema whose value is None; the
     fields the agent filled are shown in the detail. With review_filled the
     person also sees those as optional fields prefilled with the agent's
-    values, to keep or correct."""
+    values, to keep or correct. A field is a typed input as its field_type
+    says (_field_spec), not required when None is a value of it; a Literal
+    is asked as a choice among its values."""
     tool, fields = _tool_and_fields(target)
     tool_name = _get(tool, "tool_name") or "tool"
     filled = [f for f in fields if _get(f, "value") is not None]
@@ -298,17 +353,18 @@ def user_input_request(target, review_filled=False):
         if value is not None and not review_filled:
             continue
         name = _get(f, "name")
-        field_input = {"type": INPUT_TYPES.get(_type_name(_get(f, "field_type")), "string")}
-        if value is None:
-            field_input["required"] = True
+        spec = _field_spec(_get(f, "field_type"))
+        question = {"id": name, "question": _get(f, "description") or f"{name}?", "header": tool_name[:100]}
+        labels = _option_labels(spec)
+        if labels:  # a typed input can't have options: a question with options is the bridge's choice
+            question["options"] = [{"label": label} for label in labels]
         else:
-            field_input["value"] = _prefill(value)
-        questions.append({
-            "id": name,
-            "question": _get(f, "description") or f"{name}?",
-            "header": tool_name[:100],
-            "input": field_input,
-        })
+            question["input"] = {"type": INPUT_TYPES.get(spec.kind, "string")}
+            if value is not None:
+                question["input"]["value"] = _prefill(value)
+            elif not spec.optional:
+                question["input"]["required"] = True
+        questions.append(question)
     if not questions:
         return None
     if filled and not review_filled:
@@ -322,20 +378,31 @@ def user_input_request(target, review_filled=False):
 
 def parse_input(text, field_type):
     """The bridge's answer text (canonical: booleans are true/false) as the
-    field's Python type. Raises ValueError for a list or dict that is not
-    one in JSON: the bridge checks integers, numbers and booleans, but asks
-    for lists and dicts as plain text."""
-    t = _type_name(field_type)
-    if t == "int":
+    value field_type asks for (_field_spec). Raises ValueError, saying what
+    to write instead, for a list or dict that is not one in JSON and for a
+    choice that is none of its values: the bridge checks integers, numbers
+    and booleans, but takes lists and dicts as plain text, and offers free
+    text beside a choice's options."""
+    spec = _field_spec(field_type)
+    if spec.kind == "choice":
+        for value in spec.choices:
+            if text == _choice_label(value):
+                return value
+        raise ValueError("not " + _one_of(spec))
+    if spec.kind == "int":
         return int(text)
-    if t == "float":
+    if spec.kind == "float":
         return float(text)
-    if t == "bool":
+    if spec.kind == "bool":
         return text == "true"
-    if t in ("list", "dict"):
-        value = json.loads(text)  # json.JSONDecodeError is a ValueError
-        if not isinstance(value, list if t == "list" else dict):
-            raise ValueError(f"not a JSON {'list' if t == 'list' else 'object'}")
+    if spec.kind in ("list", "dict"):
+        shape = '["a", "b"]' if spec.kind == "list" else '{"key": "value"}'
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            raise ValueError(f"not JSON ({e}); write it as {shape}") from None
+        if not isinstance(value, list if spec.kind == "list" else dict):
+            raise ValueError(f"not a JSON {'list' if spec.kind == 'list' else 'object'}; write it as {shape}")
         return value
     return text
 
@@ -346,21 +413,30 @@ def apply_answer(target, answer):
     copies each field's value of the tool's schema into tool_args. Uses the
     requirement's provide_user_input() where Agno has one, writes both
     copies of the schema either way, and marks the tool answered once every
-    field has a value (which is what provide_user_input does; without it
-    the requirement's needs_user_input stays true, so Agno still counts the
-    pause among run.active_requirements). A question left blank (a reviewed
-    field) keeps the agent's value. Returns the fields whose text did not
-    parse, {name: (text, why)}; those keep their value."""
+    field has a value, or is optional (which is what provide_user_input
+    does, optional fields aside; without it the requirement's
+    needs_user_input stays true, so Agno still counts the pause among
+    run.active_requirements). A question left blank keeps the agent's value
+    (a reviewed field), or None (an optional one). Returns the fields whose
+    answer could not be used, {name: (text, why)}: text that did not parse,
+    or no choice for a required one; those keep their value."""
     by_id = {a["id"]: a for a in answer["answers"]}
     tool, fields = _tool_and_fields(target)
     values, bad = {}, {}
     for f in fields:
-        item = by_id.get(_get(f, "name"))
-        if item and item.get("custom") is not None:
+        name, spec, item = _get(f, "name"), _field_spec(_get(f, "field_type")), by_id.get(_get(f, "name"))
+        if item is None:
+            continue
+        text = item.get("custom")
+        if text is None and item.get("selected"):  # an option of a choice
+            text = item["selected"][0]
+        if text is not None:
             try:
-                values[_get(f, "name")] = parse_input(item["custom"], _get(f, "field_type"))
+                values[name] = parse_input(text, _get(f, "field_type"))
             except ValueError as e:
-                bad[_get(f, "name")] = (item["custom"], str(e))
+                bad[name] = (text, str(e))
+        elif _get(f, "value") is None and not spec.optional:  # the bridge can't require a choice
+            bad[name] = ("", "nothing was chosen; choose " + _one_of(spec))
     provide = getattr(target, "provide_user_input", None)
     if values and callable(provide) and _needs(target, "user_input"):
         provide(values)
@@ -368,22 +444,23 @@ def apply_answer(target, answer):
         for f in schema:
             if _get(f, "name") in values:
                 _set(f, "value", values[_get(f, "name")])
-    if fields and all(_get(f, "value") is not None for f in fields):
+    if fields and all(_get(f, "value") is not None or _field_spec(_get(f, "field_type")).optional for f in fields):
         _set(tool, "answered", True)
     return bad
 
 
 def reask_request(body, bad, attempt):
-    """The request that asks again for the fields of body whose answers did
-    not parse (bad, {name: (text, why)}), saying why. Its tool_call_id is
-    body's with the attempt appended: a new request, since under the old id
-    the bridge returns the answered one, and the same one after a restart."""
+    """The request that asks again for the fields of body whose answers
+    could not be used (bad, {name: (text, why)}), saying why. Its
+    tool_call_id is body's with the attempt appended: a new request, since
+    under the old id the bridge returns the answered one, and the same one
+    after a restart."""
     questions = []
     for q in body["questions"]:
         if q["id"] in bad:
             text, why = bad[q["id"]]
-            questions.append({**q, "detail": f"{json.dumps(text)} could not be used ({why}). "
-                              'Write it as JSON: a list as `["a", "b"]`, an object as `{"key": "value"}`.'})
+            detail = f"{json.dumps(text, ensure_ascii=False)} could not be used: {why}." if text else f"{why[:1].upper()}{why[1:]}."
+            questions.append({**q, "detail": detail})
     out = {"questions": questions}
     if body.get("tool_call_id"):
         out["tool_call_id"] = f"{body['tool_call_id']}:{attempt + 1}"
@@ -1007,6 +1084,7 @@ def demo(agent, person):
                           ("questions", f"agno:call_tag_{run}:input:2", answer_tags_again)], lambda: fill_tool(agent, tag))
     _expect("tags", tag["user_input_schema"][0]["value"], ["q3", "urgent"])
     print("list input:", json.dumps(tag["user_input_schema"][0]["value"]))
+    _check_field_types(agent, person, run)
 
     # Two tool calls paused for confirmation: one rejected with a note, one allowed.
     for name, outcome, note, want_confirmed in [
@@ -1271,6 +1349,78 @@ def demo(agent, person):
     _expect("pauses left with nothing to ask", [r.tool_execution.tool_name for r in paused.active_requirements], [])
 
     _check_failing_person(agent, person, run)
+
+
+def _check_field_types(agent, person, run):
+    """Parameters annotated with typing's generics, as Agno hands them over:
+    UserInputField.field_type is the type hint as written
+    (tools/function.py: type_hints.get(name, str)), and to_dict() writes
+    its __name__ ("List" for typing.List[str], "Optional" for
+    Optional[int], "Literal"; an X | None has no __name__ to write)."""
+    fields = [
+        _Field("stops", typing.List[str], "Which stops?"),
+        _Field("prefs", typing.Dict[str, int], "Which preferences?"),
+        _Field("nights", typing.Optional[int], "How many nights, if you know?"),
+        _Field("pace", typing.Literal["slow", "fast"], "Which pace?"),
+        _Field("seat", typing.Optional[typing.Literal["aisle", "window"]], "Which seat?"),
+        _Field("cities", "List", "Which cities?"),
+        _Field("note", "Optional", "Anything to add?"),
+        _Field("mode", "Literal", "Which mode?"),
+    ]
+    if sys.version_info >= (3, 10):
+        fields.append(_Field("budget", float | None, "What budget?"))
+    plan = _Tool(f"call_plan_{run}", "plan_trip", {}, requires_user_input=True, user_input_schema=fields)
+    paused = _Run([_Requirement(plan)])
+    asked = {q["id"]: {k: q[k] for k in ("input", "options") if k in q} for q in user_input_request(plan)["questions"]}
+    _expect("annotated fields asked", asked, {
+        "stops": {"input": {"type": "string", "required": True}},
+        "prefs": {"input": {"type": "string", "required": True}},
+        "nights": {"input": {"type": "integer"}},
+        "pace": {"options": [{"label": "slow"}, {"label": "fast"}]},
+        "seat": {"options": [{"label": "aisle"}, {"label": "window"}]},
+        "cities": {"input": {"type": "string", "required": True}},
+        "note": {"input": {"type": "string"}},
+        "mode": {"input": {"type": "string", "required": True}},
+        **({"budget": {"input": {"type": "number"}}} if sys.version_info >= (3, 10) else {}),
+    })
+
+    def answer_plan(rec):
+        person.call("POST", f"/v1/questions/{rec['id']}/answer", {"answers": [
+            {"id": "stops", "selected": [], "custom": '["Porto", "Lisbon"]'},
+            {"id": "prefs", "selected": [], "custom": '{"quiet": 1}'},
+            {"id": "nights", "selected": []},
+            {"id": "pace", "selected": ["fast"]},
+            {"id": "seat", "selected": [], "custom": "middle"},
+            {"id": "cities", "selected": [], "custom": '["Faro"]'},
+            {"id": "mode", "selected": [], "custom": "train"},
+        ] + ([{"id": "budget", "selected": [], "custom": "800.5"}] if sys.version_info >= (3, 10) else [])})
+
+    def answer_seat_again(rec):
+        _expect("asked again", [(q["id"], q.get("options")) for q in rec["questions"]],
+                [("seat", [{"label": "aisle"}, {"label": "window"}])])
+        if 'not one of "aisle", "window"' not in rec["questions"][0].get("detail", ""):
+            raise AssertionError(f"the choice asked again does not say why: {rec['questions'][0]!r}")
+        person.call("POST", f"/v1/questions/{rec['id']}/answer", {"answers": [{"id": "seat", "selected": ["window"]}]})
+
+    _play(agent, person, [("questions", f"agno:call_plan_{run}:input", answer_plan),
+                          ("questions", f"agno:call_plan_{run}:input:2", answer_seat_again)],
+          lambda: resolve_paused(agent, paused))
+    _expect("annotated values", {f.name: f.value for f in fields}, {
+        "stops": ["Porto", "Lisbon"], "prefs": {"quiet": 1}, "nights": None, "pace": "fast", "seat": "window",
+        "cities": ["Faro"], "note": None, "mode": "train", **({"budget": 800.5} if sys.version_info >= (3, 10) else {})})
+    _expect("pauses left (annotated)", paused.active_requirements, [])
+
+    # A required choice skipped (the bridge can't require one) is asked
+    # again; the builtin generics map as typing's do.
+    pick = _Tool(f"call_pick_{run}", "pick", {}, requires_user_input=True,
+                 user_input_schema=[_Field("pace", typing.Literal["slow", "fast"])])
+    bad = apply_answer(pick, {"answers": [{"id": "pace", "selected": []}]})
+    _expect("a required choice skipped", (bad, pick.answered), ({"pace": ("", 'nothing was chosen; choose one of "slow", "fast"')}, None))
+    _expect("asked again for a choice", reask_request(user_input_request(pick), bad, 1)["questions"][0]["detail"],
+            'Nothing was chosen; choose one of "slow", "fast".')
+    if sys.version_info >= (3, 9):
+        _expect("builtin generics", (parse_input('["a"]', list[str]), parse_input('{"a": 1}', dict[str, int])), (["a"], {"a": 1}))
+    print("annotated input:", json.dumps({f.name: f.value for f in fields}))
 
 
 def _check_failing_person(agent, person, run):
