@@ -641,24 +641,32 @@ def resolve_paused(bridge, run):
     pause newer than this module) raises ValueError, naming it, before
     anything is asked: left unresolved, it would pause the continued run
     again, and a `while run.is_paused` loop would never end. Resolve such
-    requirements yourself first."""
+    requirements yourself first. So does a call of an @approval tool
+    (approval_type "required"): with a db, Agno's continue_run waits for
+    its own approval record, which an answer through the bridge does not
+    resolve (see docs/agno.md)."""
     resolvers = {"user_feedback": fill_feedback, "user_input": fill_tool, "confirmation": confirm_tool}
     requirements = _open_requirements(run)
     if requirements is not None:
-        kinds = [(req, _pause_kind(req)) for req in requirements]
-        for req, kind in kinds:
-            if kind not in resolvers:
-                tool = _get(req, "tool_execution") or req
-                raise ValueError(f"askbridge: the run is paused on {_get(tool, 'tool_name') or 'a tool'} for "
-                                 f"{(kind or 'something').replace('_', ' ')}, not user input, user feedback or a confirmation, "
-                                 "which resolve_paused does not resolve; resolve it first")
-        for req, kind in kinds:
-            resolvers[kind](bridge, req)
-        return
-    for tool in _get(run, "tools_requiring_user_input") or []:
-        (fill_feedback if _feedback_schema(tool) else fill_tool)(bridge, tool)
-    for tool in _get(run, "tools_requiring_confirmation") or []:
-        confirm_tool(bridge, tool)
+        pauses = [(req, _pause_kind(req)) for req in requirements]
+    else:  # before RunRequirement: the paused tools themselves
+        pauses = [(tool, "user_feedback" if _feedback_schema(tool) else "user_input")
+                  for tool in _get(run, "tools_requiring_user_input") or []]
+        pauses += [(tool, "confirmation") for tool in _get(run, "tools_requiring_confirmation") or []]
+    for target, kind in pauses:
+        tool = _get(target, "tool_execution") or target
+        name = _get(tool, "tool_name") or "a tool"
+        if kind not in resolvers:
+            raise ValueError(f"askbridge: the run is paused on {name} for {(kind or 'something').replace('_', ' ')}, "
+                             "not user input, user feedback or a confirmation, which resolve_paused does not resolve; "
+                             "resolve it first")
+        if _get(tool, "approval_type") == "required":
+            raise ValueError(f"askbridge: the run is paused on {name}, an @approval tool (approval_type \"required\"): "
+                             "Agno's continue_run waits for its own approval record, which an answer through the bridge "
+                             "does not resolve, so resolve_paused does not ask it; declare the tool with "
+                             "@tool(requires_confirmation=True) instead of @approval, or resolve the approval through Agno")
+    for target, kind in pauses:
+        resolvers[kind](bridge, target)
 
 
 # --- the self-test (--demo) --------------------------------------------------
@@ -846,7 +854,8 @@ class _Flaky:
 # RunRequirement (agno/run/requirement.py, the version with user feedback);
 # _EarlyRequirement is an early Agno 2 RunRequirement, without
 # provide_user_input, user feedback or a note for reject(). Left out: ids,
-# timestamps, metrics, approval and team-member fields, to_dict/from_dict.
+# timestamps, metrics, approval fields (the demo sets approval_type where it
+# needs one), team-member fields, to_dict/from_dict.
 
 
 class _Field:
@@ -1337,6 +1346,18 @@ def demo(agent, person):
             raise AssertionError("a pause for an external execution was taken as resolved")
         except ValueError as e:
             _expect("an external execution names its tool", "run_migration" in str(e), True)
+
+    # An @approval tool (approval_type "required"): continue_run waits for
+    # Agno's own approval record, which an answer through the bridge does
+    # not resolve. Refused before anything is asked, saying what to use.
+    gated = _Tool(f"call_gated_{run}", "drop_table", requires_confirmation=True)
+    gated.approval_type = "required"
+    for paused in (_Run([_Requirement(gated)]), {"tools_requiring_confirmation": [vars(gated)]}):
+        try:
+            resolve_paused(Bridge(nobody, retry_for=1), paused)
+            raise AssertionError("an @approval tool was asked through the bridge")
+        except ValueError as e:
+            _expect("an @approval tool is refused", ("drop_table" in str(e), "requires_confirmation" in str(e)), (True, True))
 
     # A pause with nothing left to ask (the fields, and the questions, hold
     # their answers already) asks nobody, and is no longer counted open.
