@@ -788,8 +788,9 @@ class _Flaky:
     """Stands in front of the bridge at server as a restarting bridge and its
     proxy do: it answers the first calls with fails, in order ("503": 503
     UNAVAILABLE; "502": a proxy's HTML 502; "cut": an answer cut off;
-    "html": a 200 that is a web page; "301": a redirect to the bridge),
-    forwards the rest, and counts each method's calls."""
+    "html": a 200 that is a web page; "301": a redirect to the bridge;
+    "401": a token refused; None: none, forwarded), forwards the rest, and
+    counts each method's calls."""
 
     def __init__(self, server, fails):
         self.server, self.fails, self.calls = server, list(fails), {}
@@ -811,6 +812,8 @@ class _Flaky:
                 kind = "application/json"
                 if fail == "503":
                     status, out = 503, b'{"error":{"code":"UNAVAILABLE","message":"the bridge can\'t reach its Redis; try again shortly"}}'
+                elif fail == "401":
+                    status, out = 401, b'{"error":{"code":"UNAUTHORIZED","message":"the bearer token is not valid"}}'
                 elif fail in ("502", "html"):
                     status, out, kind = (502 if fail == "502" else 200), b"<html><body>Bad Gateway</body></html>", "text/html"
                 elif fail == "301":
@@ -1370,6 +1373,7 @@ def demo(agent, person):
     _expect("pauses left with nothing to ask", [r.tool_execution.tool_name for r in paused.active_requirements], [])
 
     _check_failing_person(agent, person, run)
+    _check_script_fails_cleanly(agent)
 
 
 def _check_field_types(agent, person, run):
@@ -1498,6 +1502,49 @@ def _check_failing_person(agent, person, run):
     print("past the deadline, the demo withdraws what it waits for")
 
 
+def _check_script_fails_cleanly(agent):
+    """Run as a script against no bridge, or a bridge that refuses the
+    token, the demo fails at once with the bridge's error, not with a
+    traceback (after two minutes of retries, with no bridge)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{s.getsockname()[1]}"
+    refusing = _Flaky(agent.server, [None] + ["401"] * 10)  # GET /healthz needs no token
+    try:
+        for what, server, says in [("no bridge", nobody, "ASKBRIDGE_UNREACHABLE"),
+                                   ("a token refused", refusing.url, "UNAUTHORIZED: as the agent (BRIDGE_TOKEN, ask scope): the bearer token is not valid")]:
+            try:
+                ran = subprocess.run([sys.executable, os.path.abspath(__file__), "--demo", "--server", server],
+                                     capture_output=True, text=True, timeout=20)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"the demo with {what} did not end within 20 s") from None
+            if ran.returncode == 0 or says not in ran.stderr or "Traceback" in ran.stderr:
+                raise AssertionError(f"the demo with {what}: exit status {ran.returncode}, stderr {ran.stderr!r}")
+    finally:
+        refusing.close()
+    print("run with no bridge, or a token refused, the demo fails at once saying why")
+
+
+def _check_bridge(agent, person):
+    """Fail at once, in the bridge's words, when the demo can't run: nothing
+    answers at the server, or it refuses the agent's or the person's token.
+    (A Bridge rides out a bridge it can't reach for two minutes, as a
+    program asking a person should; a self-test should not.)"""
+    try:
+        agent.call("GET", "/healthz")
+    except OSError as e:  # urllib's URLError is one
+        raise BridgeError("ASKBRIDGE_UNREACHABLE", f"nothing answers at {agent.server} ({getattr(e, 'reason', e)}): "
+                          "is `bridge serve` running there? --server (or BRIDGE_SERVER) says where; "
+                          "--start-bridge BINARY starts one") from None
+    for who, bridge, env, path in [("agent", agent, "BRIDGE_TOKEN, ask scope", "/v1/questions?tool_call_id=agno-demo-check"),
+                                   ("person", person, "BRIDGE_ANSWER_TOKEN, answer scope", "/v1/questions?status=pending&limit=1")]:
+        try:
+            bridge.call("GET", path)
+        except BridgeError as e:
+            if e.code != "NOT_FOUND":  # no such request: the token may read its own
+                raise BridgeError(e.code, f"as the {who} ({env}): {e.message}", e.status) from None
+
+
 def start_bridge(binary):
     """Run `bridge serve` on a free loopback port; return it and its URL."""
     proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
@@ -1535,8 +1582,9 @@ def main():
             demo(agent, person)
 
     try:
+        _check_bridge(agent, person)
         _within(args.timeout or 120 * args.runs, agent, runs)
-    except (AssertionError, TimeoutError) as e:
+    except (BridgeError, AssertionError, TimeoutError) as e:
         print(f"agno_askbridge demo failed: {e}", file=sys.stderr)
         return 1
     finally:
