@@ -40,6 +40,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -790,10 +791,14 @@ class _Flaky:
     UNAVAILABLE; "502": a proxy's HTML 502; "cut": an answer cut off;
     "html": a 200 that is a web page; "301": a redirect to the bridge;
     "401": a token refused; None: none, forwarded), forwards the rest, and
-    counts each method's calls."""
+    counts each method's calls. With hide_pending, it lists no pending
+    requests, so that what is asked through it stays pending; created holds
+    the tool_call_ids of the creates it forwarded, and asked is set at the
+    first."""
 
-    def __init__(self, server, fails):
+    def __init__(self, server, fails, hide_pending=False):
         self.server, self.fails, self.calls = server, list(fails), {}
+        self.created, self.asked = [], threading.Event()
         flaky = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -822,6 +827,8 @@ class _Flaky:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
+                elif hide_pending and "status=pending" in self.path:
+                    status, out = 200, b'{"questions": [], "approvals": []}'
                 else:
                     req = urllib.request.Request(flaky.server + self.path, data=body, method=self.command,
                                                  headers={k: v for k, v in self.headers.items() if k in ("Content-Type", "Authorization")})
@@ -830,13 +837,16 @@ class _Flaky:
                             status, out = resp.status, resp.read()
                     except urllib.error.HTTPError as e:
                         status, out = e.code, e.read()
+                    if self.command == "POST" and self.path in ("/v1/questions", "/v1/approvals"):
+                        flaky.created.append(json.loads(body).get("tool_call_id"))
+                        flaky.asked.set()
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
 
-            do_GET = do_POST = _any
+            do_GET = do_POST = do_DELETE = _any
 
             def log_message(self, *args):
                 pass
@@ -1374,6 +1384,8 @@ def demo(agent, person):
 
     _check_failing_person(agent, person, run)
     _check_script_fails_cleanly(agent)
+    if os.name == "posix":  # elsewhere a signal can't be sent to a process
+        _check_stopped(agent)
 
 
 def _check_field_types(agent, person, run):
@@ -1525,6 +1537,34 @@ def _check_script_fails_cleanly(agent):
     print("run with no bridge, or a token refused, the demo fails at once saying why")
 
 
+def _check_stopped(agent):
+    """Run as a script against a bridge with --server, the demo warns what it
+    will post where; stopped (SIGTERM, as Ctrl-C) while it waits for a
+    person, it withdraws what it asked and exits."""
+    hiding = _Flaky(agent.server, [], hide_pending=True)  # the person finds nothing: the first ask stays pending
+    try:
+        demo = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--demo", "--server", hiding.url],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            if not hiding.asked.wait(20):
+                raise AssertionError("the demo asked nothing within 20 s")
+            demo.send_signal(signal.SIGTERM)
+            _, err = demo.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the demo did not end within 20 s of SIGTERM") from None
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
+        rec = agent.call("GET", f"/v1/questions?tool_call_id={urllib.parse.quote(hiding.created[0])}")
+        _expect("stopped by SIGTERM", (demo.returncode, rec["status"], f"withdrew 1 pending request(s): {hiding.created[0]}" in err,
+                                       f"the bridge at {hiding.url}" in err and "Slack or Discord" in err),
+                (128 + signal.SIGTERM, "cancelled", True, True))
+    finally:
+        hiding.close()
+    print("stopped by SIGTERM, the demo withdraws what it asked")
+
+
 def _check_bridge(agent, person):
     """Fail at once, in the bridge's words, when the demo can't run: nothing
     answers at the server, or it refuses the agent's or the person's token.
@@ -1543,6 +1583,18 @@ def _check_bridge(agent, person):
         except BridgeError as e:
             if e.code != "NOT_FOUND":  # no such request: the token may read its own
                 raise BridgeError(e.code, f"as the {who} ({env}): {e.message}", e.status) from None
+
+
+class _Terminated(Exception):
+    """SIGTERM, raised in the main thread as SIGINT raises KeyboardInterrupt."""
+
+    def __init__(self, signum):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _terminated(signum, frame):
+    raise _Terminated(signum)
 
 
 def start_bridge(binary):
@@ -1574,8 +1626,13 @@ def main():
     proc = None
     if args.start_bridge:
         proc, args.server = start_bridge(args.start_bridge)
+    else:
+        print(f"agno_askbridge demo: asking test questions and approvals (send_report, delete_rows, plan_trip, ...) "
+              f"on the default route of the bridge at {args.server}, and answering them itself; where that route has "
+              "Slack or Discord targets, each is posted to their channels. Ctrl-C withdraws what is pending.", file=sys.stderr)
     agent = _DemoAgent(args.server, os.environ.get("BRIDGE_TOKEN"), poll_wait=5)
     person = Bridge(args.server, os.environ.get("BRIDGE_ANSWER_TOKEN"))
+    signal.signal(signal.SIGTERM, _terminated)
 
     def runs():
         for _ in range(args.runs):
@@ -1587,6 +1644,11 @@ def main():
     except (BridgeError, AssertionError, TimeoutError) as e:
         print(f"agno_askbridge demo failed: {e}", file=sys.stderr)
         return 1
+    except (KeyboardInterrupt, _Terminated) as e:
+        withdrawn = agent.withdraw_pending()
+        names = f": {', '.join(withdrawn)}" if withdrawn else ""
+        print(f"agno_askbridge demo stopped; withdrew {len(withdrawn)} pending request(s){names}", file=sys.stderr)
+        return 128 + getattr(e, "signum", signal.SIGINT)
     finally:
         if proc:
             proc.terminate()
