@@ -6,15 +6,19 @@ and works on Agno's objects (ToolExecution, RunRequirement) or on their
 to_dict() form alike, so it runs with or without Agno installed.
 docs/agno.md explains the mapping.
 
-In an Agno program:
+In an Agno program, with this file copied next to it (or its directory on
+PYTHONPATH):
 
     from agno_askbridge import Bridge, resolve_paused
 
-    bridge = Bridge(os.environ["BRIDGE_SERVER"], os.environ.get("BRIDGE_TOKEN"))
+    bridge = Bridge(os.environ["BRIDGE_SERVER"], os.environ.get("BRIDGE_TOKEN"), expires_in="30m")
     run = agent.run("Email the Q3 report")
     while run.is_paused:
         resolve_paused(bridge, run)          # asks people, fills in the answers
         run = agent.continue_run(run_id=run.run_id, requirements=run.requirements)
+
+resolve_paused blocks until people answer: in async code, run it with
+`await asyncio.to_thread(resolve_paused, bridge, run)`.
 
 As a script it is a self-test of the mapping against a real bridge (CI runs
 it): it asks Agno-shaped requests, plays the person through the answer API,
@@ -33,6 +37,7 @@ neither is needed for an open bridge).
 
 import argparse
 import collections
+import datetime
 import http.client
 import http.server
 import inspect
@@ -95,13 +100,18 @@ _opener = urllib.request.build_opener(_NoRedirect)
 
 
 class Bridge:
-    """A minimal client of the bridge's v1 API."""
+    """A minimal client of the bridge's v1 API. expires_in, when given, is
+    how long each request it asks waits for a person before it expires
+    (ASK_TIMED_OUT): a Go duration ("30m") or a number of seconds, as
+    docs/api.md has it; without it the bridge's default applies (the
+    route's expires_in, then store.default_expires_in: 24 h)."""
 
-    def __init__(self, server, token=None, poll_wait=25, retry_for=120):
+    def __init__(self, server, token=None, poll_wait=25, retry_for=120, expires_in=None):
         self.server = server.rstrip("/")
         self.token = token
         self.poll_wait = poll_wait
         self.retry_for = retry_for
+        self.expires_in = expires_in
         self.answered = False  # an HTTP response came: a hang-up is then a bridge stopping
 
     def call(self, method, path, body=None, wait=0):
@@ -164,8 +174,11 @@ class Bridge:
         ends. Returns the record when answered; raises BridgeError with the
         seam's code otherwise. The same tool_call_id and body re-attach to the
         request already made, so a restarted agent does not ask twice, and a
-        create with one is retried like the waits."""
+        create with one is retried like the waits. The Bridge's expires_in
+        goes in a body that gives none."""
         path = f"/v1/{kind}"
+        if self.expires_in is not None:
+            body = {"expires_in": self.expires_in, **body}
         if body.get("tool_call_id"):
             rec = self._riding_out(lambda: self.call("POST", path, body))
         else:  # a create sent again might ask twice
@@ -1126,6 +1139,19 @@ def demo(agent, person):
         _expect(f"{name} confirmed", tool["confirmed"], want_confirmed)
         _expect(f"{name} note", tool["confirmation_note"], note)
         print("confirmation:", name, json.dumps({k: tool[k] for k in ("confirmed", "confirmation_note")}))
+
+    # A Bridge made with expires_in gives its requests that expiry, not the
+    # bridge's default (a day).
+    brief = _DemoAgent(agent.server, agent.token, pending=agent.pending, poll_wait=5, expires_in="90s")
+    tool = {"tool_call_id": f"call_brief_{run}", "tool_name": "delete_rows", "requires_confirmation": True}
+
+    def allow_brief(rec):
+        created, expires = (datetime.datetime.strptime(rec[k][:19], "%Y-%m-%dT%H:%M:%S") for k in ("created_at", "expires_at"))
+        _expect("expires_in", (expires - created).total_seconds(), 90)
+        person.call("POST", f"/v1/approvals/{rec['id']}/decision", {"outcome": "allowed-once"})
+
+    _play(agent, person, [("approvals", f"agno:call_brief_{run}:confirm", allow_brief)], lambda: confirm_tool(brief, tool))
+    print("expires_in: a request of a Bridge(expires_in=\"90s\") expires 90 s after it is created")
 
     # Agno's objects (the stand-ins above), through resolve_paused as an Agno
     # program calls it: a run paused on a call of the ask_user tool (user
