@@ -456,7 +456,9 @@ func TestTypedFieldError(t *testing.T) {
 
 // TestBooleanFieldIsYesOrNo: a boolean field is a radio group of Yes and
 // No (on a phone both show in the form), its prefill chosen, and the question is shown whole beside it (a
-// field's label is cut at 45 characters).
+// field's label is cut at 45 characters). The edited message and a late
+// click's note show the answer as the form labelled it, Yes, not the
+// "true" the agent gets.
 func TestBooleanFieldIsYesOrNo(t *testing.T) {
 	b := start(t, defaultTarget)
 	const question = "Start the rollout with a canary in the eu-west region first?"
@@ -477,11 +479,18 @@ func TestBooleanFieldIsYesOrNo(t *testing.T) {
 		t.Errorf("the question is not shown whole: %s", raw)
 	}
 	modalID, _ := data(resp)["custom_id"].(string)
-	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, data(resp), map[string][]string{"q0": {"true"}})...)); respType(resp) != 7 {
+	resp = b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, data(resp), map[string][]string{"q0": {"true"}})...))
+	if respType(resp) != 7 {
 		t.Fatalf("the submission got %v", resp)
 	}
 	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"canary","selected":[],"custom":"true"}]}` {
 		t.Errorf("answer %s", got)
+	}
+	if c := content(resp); !strings.HasPrefix(c, "**Answered by ada · Yes · ") || strings.Contains(c, "true") {
+		t.Errorf("the edited message says %q; want the answer as the form labelled it, Yes", c)
+	}
+	if resp := b.click(t, discord.Click(msg, bob, "ab:answer:"+id+":0:0", nil)); !isEphemeral(resp) || content(resp) != "Already answered by ada · Yes" {
+		t.Errorf("a late click got %v; want Already answered by ada · Yes", resp)
 	}
 }
 

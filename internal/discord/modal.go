@@ -128,8 +128,8 @@ func typedField(i int, q seam.Question, required, skip bool, d *draft) any {
 	if typ == seam.InputBoolean {
 		v, _ := seam.ParseInput(seam.InputBoolean, prefill)
 		opts := []groupOption{
-			{Label: "Yes", Value: "true", Default: v == "true"},
-			{Label: "No", Value: "false", Default: v == "false"},
+			{Label: surface.BooleanLabel("true"), Value: "true", Default: v == "true"},
+			{Label: surface.BooleanLabel("false"), Value: "false", Default: v == "false"},
 		}
 		if skip {
 			// A radio group can't be cleared once tapped: Skip leaves

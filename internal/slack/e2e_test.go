@@ -642,7 +642,9 @@ func TestTypedInputModal(t *testing.T) {
 
 // TestBooleanFieldIsYesOrNo: a boolean field is answered in one tap, Yes
 // or No, its prefill chosen; before, a phone typed "true". Required, its
-// choice counts as filled.
+// choice counts as filled. The edited message and a late click's note
+// show the answer as the form labelled it, No, not the "false" the agent
+// gets.
 func TestBooleanFieldIsYesOrNo(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
@@ -668,6 +670,25 @@ func TestBooleanFieldIsYesOrNo(t *testing.T) {
 	}
 	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"canary","selected":[],"custom":"false"}]}` {
 		t.Errorf("answer %s", got)
+	}
+	upd := b.fake.WaitCalls(t, "chat.update", 1)[0]
+	if txt := upd.Text(); !strings.HasPrefix(txt, "Answered by ada · No · ") || strings.Contains(txt, "false") {
+		t.Errorf("the edited message's text is %q; want the answer as the form labelled it, No", txt)
+	}
+	var line string // the status line's section, under the intro
+	if bl := upd.Blocks(); len(bl) > 1 {
+		text, _ := bl[1]["text"].(map[string]any)
+		line, _ = text["text"].(string)
+	}
+	if !strings.HasPrefix(line, "Answered by ada · No · ") {
+		t.Errorf("the edited message's status line is %q; want Answered by ada · No", line)
+	}
+	b.click(t, slacktest.BlockActions(t, msg, bob, "ab:answer:"+id, nil, nil))
+	calls := b.fake.WaitFor(t, "bob told it is over", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		return len(ephemerals(calls, "UBOB")) == 1
+	})
+	if got := ephemerals(calls, "UBOB")[0]; got != "Already answered by ada · No" {
+		t.Errorf("a late click was told %q, want Already answered by ada · No", got)
 	}
 }
 

@@ -460,8 +460,8 @@ func formOptions(q seam.Question, f formFit) ([]*slackapi.OptionBlockObject, boo
 // (radio buttons can't be cleared once tapped).
 func yesNo(prefill string, optional bool) *slackapi.RadioButtonsBlockElement {
 	opts := []*slackapi.OptionBlockObject{
-		slackapi.NewOptionBlockObject("true", plain("Yes"), nil),
-		slackapi.NewOptionBlockObject("false", plain("No"), nil),
+		slackapi.NewOptionBlockObject("true", plain(surface.BooleanLabel("true")), nil),
+		slackapi.NewOptionBlockObject("false", plain(surface.BooleanLabel("false")), nil),
 	}
 	if optional {
 		opts = append(opts, slackapi.NewOptionBlockObject(surface.SkipValue, plain(surface.SkipLabel), nil))

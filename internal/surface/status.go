@@ -1,6 +1,7 @@
 package surface
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -119,9 +120,52 @@ func Summary(rec *pending.Record) string {
 			s += ": " + quote(rec.Decision.Note)
 		}
 	case rec.Answer != nil && rec.Questions != nil:
-		s = answerSummary(rec.Questions, rec.Answer)
+		s = answerSummary(rec.Questions, Shown(rec.Questions, rec.Answer))
 	}
 	return Truncate(s, MaxSummary)
+}
+
+// BooleanLabel is the label every form (Slack's and Discord's radio
+// buttons, the web inbox's) gives the choice of a boolean field that
+// answers v: Yes for "true", No for "false"; any other v is itself.
+func BooleanLabel(v string) string {
+	switch v {
+	case "true":
+		return "Yes"
+	case "false":
+		return "No"
+	}
+	return v
+}
+
+// Shown is a as a person is shown it: the answer to a boolean field of
+// qs is the label of the choice in the form (BooleanLabel), shown as an
+// option chosen is, not the "true" or "false" the agent gets. a itself is
+// not changed; it is returned as it is when it has nothing to relabel.
+func Shown(qs *seam.Questions, a *seam.Answer) *seam.Answer {
+	if a == nil || qs == nil {
+		return a
+	}
+	boolean := map[string]bool{}
+	for _, q := range qs.Questions {
+		if q.Input != nil && q.Input.Type == seam.InputBoolean {
+			boolean[q.ID] = true
+		}
+	}
+	if len(boolean) == 0 {
+		return a
+	}
+	shown := *a
+	shown.Answers = slices.Clone(a.Answers)
+	for i, it := range shown.Answers {
+		if !boolean[it.ID] || len(it.Selected) > 0 || it.Custom == "" {
+			continue
+		}
+		if v, err := seam.ParseInput(seam.InputBoolean, it.Custom); err == nil {
+			shown.Answers[i].Selected, shown.Answers[i].Custom = []string{BooleanLabel(v)}, ""
+		}
+	}
+	return &shown
 }
 
 func answerSummary(qs *seam.Questions, a *seam.Answer) string {

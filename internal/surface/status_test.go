@@ -17,6 +17,9 @@ func TestStatusLine(t *testing.T) {
 		{ID: "why", Question: "Why?"},
 	}}
 	one := &seam.Questions{Questions: qs.Questions[:1]}
+	dry := seam.Question{ID: "dry", Header: "Dry run", Question: "Dry run first?", Input: &seam.Input{Type: seam.InputBoolean}}
+	yn := &seam.Questions{Questions: []seam.Question{dry}}
+	yns := &seam.Questions{Questions: []seam.Question{dry, qs.Questions[1]}}
 	ada := &pending.Responder{Surface: "slack", UserID: "U1", Name: "Ada <x>"}
 	f := Format{Escape: func(s string) string { return strings.ReplaceAll(s, "<", "&lt;") }, Surface: "slack"}
 	for _, tc := range []struct {
@@ -35,6 +38,12 @@ func TestStatusLine(t *testing.T) {
 			ResolvedBy: &pending.Responder{Surface: "discord", Name: "bo"},
 			Answer:     &seam.Answer{Answers: []seam.AnswerItem{{ID: "env", Selected: []string{"staging"}, Custom: "and prod"}}}},
 			"Answered by bo via discord · staging + “and prod” · 2026-03-04 14:03 UTC", ""},
+		{"a boolean field's answer, as the form labels it", pending.Record{Status: seam.StatusAnswered, Questions: yn, ResolvedBy: ada, ResolvedAt: at,
+			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "dry", Custom: "false"}}}},
+			"Answered by Ada &lt;x> · No · 2026-03-04 14:03 UTC", "Already answered by Ada &lt;x> · No"},
+		{"a boolean field among others; a text field's true stays text", pending.Record{Status: seam.StatusAnswered, Questions: yns, ResolvedBy: ada, ResolvedAt: at,
+			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "dry", Custom: "yes"}, {ID: "why", Custom: "true"}}}},
+			"Answered by Ada &lt;x> · Dry run: Yes; Why?: “true” · 2026-03-04 14:03 UTC", ""},
 		{"allowed", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at, Decision: &seam.Decision{Outcome: seam.OutcomeAllowedOnce}},
 			"Answered by Ada &lt;x> · Allowed once · 2026-03-04 14:03 UTC", ""},
 		{"rejected", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at, Decision: &seam.Decision{Outcome: seam.OutcomeRejected, Note: "no"}},
@@ -54,6 +63,19 @@ func TestStatusLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Shown relabels a boolean field's answer for people; the answer the
+// agent gets keeps its value.
+func TestShownKeepsTheAnswer(t *testing.T) {
+	qs := &seam.Questions{Questions: []seam.Question{{ID: "dry", Question: "Dry run?", Input: &seam.Input{Type: seam.InputBoolean}}}}
+	a := &seam.Answer{Answers: []seam.AnswerItem{{ID: "dry", Custom: "true"}}}
+	if got := Shown(qs, a).Answers[0]; len(got.Selected) != 1 || got.Selected[0] != "Yes" || got.Custom != "" {
+		t.Errorf("shown as %+v, want Yes chosen", got)
+	}
+	if got := a.Answers[0]; got.Custom != "true" || len(got.Selected) != 0 {
+		t.Errorf("the answer became %+v", got)
 	}
 }
 

@@ -3,7 +3,6 @@ package web
 import (
 	"fmt"
 	"html/template"
-	"slices"
 	"time"
 
 	"github.com/askbridge/askbridge/internal/pending"
@@ -101,7 +100,7 @@ func (s *Server) card(rec *pending.Record) cardView {
 		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
 		Pending: rec.Status == seam.StatusPending, Status: string(rec.Status),
 		Rejected: rec.Decision != nil && rec.Decision.Outcome == seam.OutcomeRejected,
-		Outcome:  template.HTML(surface.StatusLine(labelled(rec), statusFormat)), // escaped by statusFormat
+		Outcome:  template.HTML(surface.StatusLine(rec, statusFormat)), // escaped by statusFormat
 	}
 	if rec.Caller != nil {
 		c.Session = shown(rec.Caller.Session)
@@ -118,7 +117,7 @@ func (s *Server) card(rec *pending.Record) cardView {
 		for i := range rec.Questions.Questions {
 			c.Questions = append(c.Questions, questionOf(fmt.Sprintf("%s-%d", rec.ID, i), rec.Questions.Questions, i))
 		}
-		if a := labelled(rec).Answer; a != nil {
+		if a := surface.Shown(rec.Questions, rec.Answer); a != nil {
 			for i, it := range a.Answers {
 				line := answerLine{Question: it.ID, Answer: "skipped"}
 				if i < len(c.Questions) {
@@ -130,41 +129,6 @@ func (s *Server) card(rec *pending.Record) cardView {
 		}
 	}
 	return c
-}
-
-// boolLabels are the labels of a boolean field's choices in the form
-// (the card template's Yes and No), by the value each answers.
-var boolLabels = map[string]string{"true": "Yes", "false": "No"}
-
-// labelled is rec as its outcome shows it: the answer to a boolean field
-// is the form's label of the choice (Yes, No), shown as an option chosen
-// is, not the "true" or "false" the agent gets. rec itself is not changed.
-func labelled(rec *pending.Record) *pending.Record {
-	if rec.Answer == nil || rec.Questions == nil {
-		return rec
-	}
-	boolean := map[string]bool{}
-	for _, q := range rec.Questions.Questions {
-		if q.Input != nil && q.Input.Type == seam.InputBoolean {
-			boolean[q.ID] = true
-		}
-	}
-	if len(boolean) == 0 {
-		return rec
-	}
-	a := *rec.Answer
-	a.Answers = slices.Clone(a.Answers)
-	for i, it := range a.Answers {
-		if !boolean[it.ID] || len(it.Selected) > 0 || it.Custom == "" {
-			continue
-		}
-		if v, err := seam.ParseInput(seam.InputBoolean, it.Custom); err == nil {
-			a.Answers[i].Selected, a.Answers[i].Custom = []string{boolLabels[v]}, ""
-		}
-	}
-	shown := *rec
-	shown.Answer = &a
-	return &shown
 }
 
 func itemText(it seam.AnswerItem) string {

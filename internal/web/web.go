@@ -35,6 +35,7 @@ import (
 	"github.com/askbridge/askbridge/internal/dispatch"
 	"github.com/askbridge/askbridge/internal/pending"
 	"github.com/askbridge/askbridge/internal/seam"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 //go:embed assets templates
@@ -126,6 +127,9 @@ func New(o Options) (*Server, error) {
 		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"utc":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"root":    func() string { return root },
+		// A boolean field's choices, labelled as Slack's and Discord's forms
+		// and every status line label them.
+		"boolLabel": surface.BooleanLabel,
 	}).ParseFS(embedded, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web templates: %w", err)
