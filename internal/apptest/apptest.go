@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -94,18 +95,48 @@ func Start(t testing.TB, cfg *config.Config, opt app.Options) *app.App {
 func StartLogged(t testing.TB, cfg *config.Config, opt app.Options, log *slog.Logger) *app.App {
 	t.Helper()
 	r := Run(t, cfg, opt, log)
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() error {
 		r.Stop()
 		select {
 		case err := <-r.Done:
 			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("app.Run: %v", err)
+				return fmt.Errorf("app.Run: %w", err)
 			}
+			return nil
 		case <-time.After(15 * time.Second):
-			t.Errorf("app did not stop within 15s")
+			return errors.New("app did not stop within 15s")
+		}
+	})
+	stops.Store(r.App, stop)
+	t.Cleanup(func() {
+		stops.Delete(r.App)
+		if err := stop(); err != nil {
+			t.Error(err)
 		}
 	})
 	return r.App
+}
+
+// stops holds, for each replica StartLogged runs, the function that stops
+// it and waits for its Run (once, however often it is called).
+var stops sync.Map // *app.App → func() error
+
+// Stop stops a replica that Start, StartLogged or StartWatched started, as
+// SIGTERM does, and waits until its Run has returned: its HTTP handlers
+// have finished, the work its callbacks handed on after their acks
+// (resolving, editing, telling people) is done (or cut off after
+// surface.DrainGrace), and its creates have posted and recorded their
+// messages. Whatever the replica was to send Slack or Discord for the
+// calls made to it so far has been sent. Its Redis client is closed.
+func Stop(t testing.TB, a *app.App) {
+	t.Helper()
+	stop, ok := stops.Load(a)
+	if !ok {
+		t.Fatal("apptest.Stop: not a replica that StartLogged runs")
+	}
+	if err := stop.(func() error)(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Running is a replica whose test watches how it stops.

@@ -124,16 +124,26 @@ func (b bridge) get(t *testing.T, path, id string) record {
 // send posts an interaction payload signed at at, as Slack does.
 func (b bridge) send(t *testing.T, payload any, at time.Time, secret string) (int, string) {
 	t.Helper()
+	status, body, err := b.post(payload, at, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, body
+}
+
+// post is send for any goroutine: it returns what went wrong instead of
+// failing the test, which only the test's goroutine may do.
+func (b bridge) post(payload any, at time.Time, secret string) (int, string, error) {
 	body := slacktest.FormBody(payload)
 	req, _ := http.NewRequest(http.MethodPost, b.URL()+"/slack/interactions", strings.NewReader(body))
 	req.Header = slacktest.Sign(secret, at, body)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("interaction: %v", err)
+		return 0, "", fmt.Errorf("interaction: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
+	return resp.StatusCode, string(raw), nil
 }
 
 // click sends a correctly signed interaction and expects 200.

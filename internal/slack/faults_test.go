@@ -5,6 +5,7 @@ package slack_test
 // API that answers 429 and 5xx in bursts.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/pending"
 
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
@@ -65,54 +67,90 @@ func parallel(n, workers int, f func(i int)) {
 	wg.Wait()
 }
 
+// tryClick sends a signed click, as click does, from any goroutine: it
+// returns what went wrong instead of failing the test.
+func (b bridge) tryClick(payload any) error {
+	status, body, err := b.post(payload, time.Now(), signingSecret)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("interaction: %d %s", status, body)
+	}
+	return nil
+}
+
 // TestFaultDoubleClicks: n questions, each clicked at the same moment by
 // two people on two replicas. Exactly one answer each, one edit of each
-// message, and every other click told "Already answered by".
+// message, and for each question exactly one "Already answered by" to
+// its loser and nothing to its winner. The counts are read once both
+// replicas have stopped in order (apptest.Stop): every click's work is
+// done then, so a duplicate edit or note sent late is counted too, and
+// the store holds nothing a finisher would edit again.
 func TestFaultDoubleClicks(t *testing.T) {
 	n := 1000
 	if testing.Short() {
 		n = 100
 	}
-	rs := startReplicas(t, 2, defaultTarget)
+	fake := slacktest.NewFakeSlack(t, botToken)
+	fake.SetGroup("SOPS", "UOPS")
+	url, prefix := apptest.Redis(t)
+	rs := []bridge{
+		startConfig(t, fake, configYAML(fake, defaultTarget), url, prefix),
+		startConfig(t, fake, configYAML(fake, defaultTarget), url, prefix),
+	}
+	created := make([]apptest.Result, n)
+	parallel(n, 16, func(i int) {
+		created[i] = <-apptest.Go(rs[i%2].URL(), http.MethodPost, "/v1/questions", cleanupQuestion())
+	})
 	ids := make([]string, n)
-	parallel(n, 16, func(i int) { ids[i] = rs[i%2].create(t, "/v1/questions", cleanupQuestion()) })
-	msgs := postedIDs(rs[0].fake.WaitCalls(t, "chat.postMessage", n))
+	for i, r := range created {
+		ids[i], _ = r.Rec.M["id"].(string)
+		if r.Err != nil || r.Status != http.StatusCreated || ids[i] == "" {
+			t.Fatalf("create %d: %d %v %v", i, r.Status, r.Rec.M, r.Err)
+		}
+	}
+	msgs := postedIDs(fake.WaitCalls(t, "chat.postMessage", n))
 	if len(msgs) != n {
 		t.Fatalf("%d posted messages for %d questions", len(msgs), n)
 	}
 
+	// Ada picks the first option on replica 0, bob the second on replica
+	// 1. Each click has a response_url of its own, where the bridge tells
+	// the person who clicked: a note is known by it to its question.
+	type click struct {
+		b       bridge
+		payload map[string]any
+		id      string // the question's
+		user    string
+	}
+	clicks := make([][2]click, n)
+	clickOf := map[string]click{} // by response_url
+	for i, id := range ids {
+		for j, who := range []map[string]any{ada, bob} {
+			p := slacktest.BlockActions(t, msgs[id], who, fmt.Sprintf("ab:pick:%s:0:%d", id, j), nil, nil)
+			c := click{b: rs[j], payload: p, id: id, user: who["id"].(string)}
+			clicks[i][j] = c
+			clickOf[p["response_url"].(string)] = c
+		}
+	}
 	parallel(n, 32, func(i int) {
-		id := ids[i]
-		msg := msgs[id]
 		var wg sync.WaitGroup
-		wg.Go(func() { rs[0].click(t, slacktest.BlockActions(t, msg, ada, "ab:pick:"+id+":0:0", nil, nil)) })
-		wg.Go(func() { rs[1].click(t, slacktest.BlockActions(t, msg, bob, "ab:pick:"+id+":0:1", nil, nil)) })
+		for _, c := range clicks[i] {
+			wg.Go(func() {
+				if err := c.b.tryClick(c.payload); err != nil {
+					t.Errorf("question %s, %s's click: %v", c.id, c.user, err)
+				}
+			})
+		}
 		wg.Wait()
 	})
 
-	// The edits and the losers' notes are sent after the acks.
-	calls := rs[0].fake.WaitFor(t, "an edit and a note per question", 60*time.Second, func(calls []slacktest.FakeCall) bool {
-		var edits, notes int
-		for _, c := range calls {
-			switch {
-			case c.Method == "chat.update" && c.OK:
-				edits++
-			}
-			if _, _, ok := c.Ephemeral(); ok {
-				notes++
-			}
-		}
-		return edits >= n && notes >= n
-	})
-	edited := map[string]int{}
-	for _, c := range calls {
-		if c.Method == "chat.update" && c.OK {
-			edited[c.Field("ts")]++
-		}
-	}
+	// Each question ended once, as its winner said.
+	winners := make([]string, n)
 	won := map[string]int{}
 	for i, id := range ids {
-		rec := rs[i%2].get(t, "/v1/questions", id)
+		rec := rs[i%2].wait(t, "/v1/questions", id)
 		by, _ := rec.M["answered_by"].(map[string]any)
 		winner, _ := by["user_id"].(string)
 		label := map[string]string{"UADA": "Yes, delete them (Recommended)", "UBOB": "No, keep them"}[winner]
@@ -122,23 +160,64 @@ func TestFaultDoubleClicks(t *testing.T) {
 		if got := rec.Raw("answer"); got != `{"answers":[{"id":"cleanup","selected":["`+label+`"]}]}` {
 			t.Errorf("question %s: answer %s does not match its winner %s", id, got, winner)
 		}
-		if e := edited[msgs[id].TS]; e != 1 {
-			t.Errorf("question %s: its message was edited %d times, want 1", id, e)
-		}
+		winners[i] = winner
 		won[winner]++
 	}
-	// Each loser was told once, and told who won.
-	for loser, winner := range map[string]string{"UBOB": "ada", "UADA": "bob"} {
-		notes := ephemerals(calls, loser)
-		if w := won[map[string]string{"UBOB": "UADA", "UADA": "UBOB"}[loser]]; len(notes) != w {
-			t.Errorf("%s was told %d times; %s won %d questions", loser, len(notes), winner, w)
-		}
-		for _, note := range notes {
-			if !strings.HasPrefix(note, "Already answered by "+winner) {
-				t.Errorf("%s was told %q", loser, note)
-				break
+
+	// The edits and the losers' notes are sent after the acks, in each
+	// replica's background work: stopped, a replica has finished it.
+	apptest.Stop(t, rs[0].App)
+	apptest.Stop(t, rs[1].App)
+	rdb, err := pending.Connect(pending.Conn{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if c, err := pending.New(rdb, pending.Options{Prefix: prefix}).Count(context.Background(), 0); err != nil || c.Unedited != 0 {
+		t.Errorf("%d answered questions left for a finisher to edit (again) (%v)", c.Unedited, err)
+	}
+
+	edits := map[string]int{}                 // by message ts
+	notes := map[string]map[string][]string{} // by question, then by whom they told
+	for _, c := range fake.Calls("") {
+		switch c.Method {
+		case "chat.update":
+			if c.OK {
+				edits[c.Field("ts")]++
 			}
+		case "chat.postEphemeral":
+			to, text, _ := c.Ephemeral()
+			t.Errorf("%s was told %q through chat.postEphemeral, not on their click's response_url", to, text)
+		case "response_url":
+			k, ok := clickOf[c.URL]
+			to, text, note := c.Ephemeral()
+			if !ok || !note || to != k.user {
+				t.Errorf("a post to a response_url not an ephemeral note on a click's: %d %s", c.Status, c.Body)
+				continue
+			}
+			if notes[k.id] == nil {
+				notes[k.id] = map[string][]string{}
+			}
+			notes[k.id][to] = append(notes[k.id][to], text)
 		}
+	}
+	names := map[string]string{"UADA": "ada", "UBOB": "bob"}
+	for i, id := range ids {
+		if e := edits[msgs[id].TS]; e != 1 {
+			t.Errorf("question %s: its message was edited %d times, want 1", id, e)
+		}
+		delete(edits, msgs[id].TS)
+		winner := winners[i]
+		loser := map[string]string{"UADA": "UBOB", "UBOB": "UADA"}[winner]
+		if told := notes[id][winner]; len(told) != 0 {
+			t.Errorf("question %s: its winner %s was told %q", id, winner, told)
+		}
+		if told := notes[id][loser]; len(told) != 1 || !strings.HasPrefix(told[0], "Already answered by "+names[winner]) {
+			t.Errorf("question %s: its loser %s was told %q; want one \"Already answered by %s…\"", id, loser, told, names[winner])
+		}
+	}
+	for ts, e := range edits {
+		t.Errorf("%d edits of message %s, which no question posted", e, ts)
 	}
 	t.Logf("%d questions: ada won %d, bob won %d", n, won["UADA"], won["UBOB"])
 }

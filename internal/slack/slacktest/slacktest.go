@@ -91,6 +91,7 @@ type FakeCall struct {
 	OK          bool           // whether it answered ok:true
 	TS          string         // the ts of the message a successful post made
 	User        string         // a response_url's: who clicked (Slack tells them, and only them, an ephemeral reply)
+	URL         string         // a response_url's: the URL posted to, the response_url of the click Click made
 
 	TokenInForm bool // the token came as a form field, not in the Authorization header
 
@@ -441,7 +442,7 @@ const maxResponses = 5
 // who clicked only. No token: the URL is the credential.
 func (f *FakeSlack) respond(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, actionsPath), "/")
-	call := FakeCall{Method: "response_url", Status: http.StatusOK, ContentType: r.Header.Get("Content-Type")}
+	call := FakeCall{Method: "response_url", Status: http.StatusOK, ContentType: r.Header.Get("Content-Type"), URL: f.srv.URL + r.URL.Path}
 	body, _ := io.ReadAll(r.Body)
 	call.Body = string(body)
 	status, answer := http.StatusOK, `{"ok":true}`
