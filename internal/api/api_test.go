@@ -364,11 +364,12 @@ func TestToolCallIDOfTheOtherKind(t *testing.T) {
 	aid := do(t, "POST", u+"/v1/approvals", ask, `{"tool_name":"rm","tool_call_id":"call_x1"}`).str("id")
 	qid := do(t, "POST", u+"/v1/questions", ask, `{"tool_call_id":"call q&1",`+deployQ[1:]).str("id")
 	for _, c := range []struct{ method, path, want string }{
-		{"DELETE", "/v1/questions?tool_call_id=call_x1", "call_x1 names an approval, not a question: use DELETE /v1/approvals?tool_call_id=call_x1"},
 		{"GET", "/v1/questions?tool_call_id=call_x1", "call_x1 names an approval, not a question: use GET /v1/approvals?tool_call_id=call_x1"},
 		{"GET", "/v1/questions?tool_call_id=call_x1&wait=30s", "call_x1 names an approval, not a question: use GET /v1/approvals?tool_call_id=call_x1"},
-		{"DELETE", "/v1/approvals?tool_call_id=call+q%261", "call q&1 names a question, not an approval: use DELETE /v1/questions?tool_call_id=call+q%261"},
 		{"GET", "/v1/approvals?tool_call_id=call+q%261", "call q&1 names a question, not an approval: use GET /v1/questions?tool_call_id=call+q%261"},
+		{"DELETE", "/v1/questions?tool_call_id=call_x1", "call_x1 names an approval, not a question: use DELETE /v1/approvals?tool_call_id=call_x1; it is still pending, and no question will be asked under call_x1"},
+		{"DELETE", "/v1/questions?tool_call_id=call_x1", "call_x1 names an approval, not a question: use DELETE /v1/approvals?tool_call_id=call_x1; it is still pending, and no question will be asked under call_x1"}, // again: the same
+		{"DELETE", "/v1/approvals?tool_call_id=call+q%261", "call q&1 names a question, not an approval: use DELETE /v1/questions?tool_call_id=call+q%261; it is still pending, and no approval will be asked under call q&1"},
 	} {
 		r := do(t, c.method, u+c.path, ask, nil)
 		e, _ := r.Body["error"].(map[string]any)
@@ -381,9 +382,23 @@ func TestToolCallIDOfTheOtherKind(t *testing.T) {
 			t.Errorf("%s after the other kind's cancel: %s; want it pending", p, r.Raw)
 		}
 	}
-	// Nothing was withdrawn under the other kind: the creates land.
-	if r := do(t, "POST", u+"/v1/questions", ask, `{"tool_call_id":"call_x1",`+deployQ[1:]); r.Status != 201 || r.str("status") != "pending" {
-		t.Errorf("a question created under call_x1 after: %d %s; want 201 pending", r.Status, r.Raw)
+	// The kind the cancel named is withdrawn all the same: a create of it
+	// still on its way, when the agent did mean it, asks no one.
+	if r := do(t, "POST", u+"/v1/questions", ask, `{"tool_call_id":"call_x1",`+deployQ[1:]); r.Status != 200 || r.str("status") != "cancelled" {
+		t.Errorf("a question created under call_x1 after: %d %s; want it withdrawn", r.Status, r.Raw)
+	}
+
+	// Beside one of the other kind that has ended, the cancel is of the
+	// kind it names, as any other.
+	did := do(t, "POST", u+"/v1/approvals", ask, `{"tool_name":"rm","tool_call_id":"call_d1"}`).str("id")
+	if r := do(t, "POST", u+"/v1/approvals/"+did+"/decision", "tok-answer-7f3c9e21b4", `{"outcome":"allowed-once"}`); r.Status != 200 {
+		t.Fatalf("decide the approval: %d %s", r.Status, r.Raw)
+	}
+	if r := do(t, "DELETE", u+"/v1/questions?tool_call_id=call_d1", ask, nil); r.Status != 200 || r.str("kind") != "question" || r.str("status") != "cancelled" {
+		t.Errorf("cancel a question beside a decided approval: %d %s; want the question withdrawn", r.Status, r.Raw)
+	}
+	if r := do(t, "POST", u+"/v1/questions", ask, `{"tool_call_id":"call_d1",`+deployQ[1:]); r.Status != 200 || r.str("status") != "cancelled" {
+		t.Errorf("its create after: %d %s; want it withdrawn", r.Status, r.Raw)
 	}
 
 	// Another client's tool_call_id of that name is its own: it names

@@ -740,7 +740,7 @@ func (s *Server) list(kind seam.Kind) func(http.ResponseWriter, *http.Request, C
 					return oerr
 				}
 				if other != nil {
-					return wrongKind(r, kind, other)
+					return wrongKind(r, kind, other, "")
 				}
 			}
 			if err != nil {
@@ -843,9 +843,9 @@ func (s *Server) otherKind(r *http.Request, kind seam.Kind, client, whose, tc st
 // wrongKind is NOT_FOUND for a call by tool_call_id to kind's path, r,
 // that means rec, of the other kind: it names rec's kind and the call
 // that serves it, as lookup does for an id.
-func wrongKind(r *http.Request, kind seam.Kind, rec *pending.Record) error {
-	return apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s names %s, not %s: use %s /v1/%ss?tool_call_id=%s",
-		rec.ToolCallID, article(rec.Kind), article(kind), r.Method, rec.Kind, url.QueryEscape(rec.ToolCallID)))
+func wrongKind(r *http.Request, kind seam.Kind, rec *pending.Record, more string) error {
+	return apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s names %s, not %s: use %s /v1/%ss?tool_call_id=%s%s",
+		rec.ToolCallID, article(rec.Kind), article(kind), r.Method, rec.Kind, url.QueryEscape(rec.ToolCallID), more))
 }
 
 // cancelByToolCall cancels the caller's request created under
@@ -857,52 +857,32 @@ func (s *Server) cancelByToolCall(kind seam.Kind) func(http.ResponseWriter, *htt
 		if err != nil {
 			return err
 		}
-		cancel := func() (*pending.Record, error) {
+		for range 2 {
 			rec, err := s.dispatch.Resolve(r.Context(), pending.IDFor(c.Name, kind, tc), pending.Resolution{
 				Status: seam.StatusCancelled, Kind: kind, Owner: c.Name,
 			})
-			if errors.Is(err, pending.ErrAlreadyResolved) {
-				err = nil
-			}
-			return rec, err
-		}
-		for range 2 {
-			rec, err := cancel()
-			if err == nil {
-				return writeJSON(w, http.StatusOK, recordOf(rec))
-			}
-			if !errors.Is(err, pending.ErrNotFound) {
-				return err
-			}
-			// Nothing of kind under it, but a request of the other kind:
-			// the one the caller meant. Withdrawing would answer 200 and
-			// leave that one pending; nothing is withdrawn.
-			other, err := s.otherKind(r, kind, c.Name, c.Name, tc)
-			if err != nil {
-				return err
-			}
-			if other != nil {
-				// Unless one of kind was created in between: cancelled as
-				// any other.
-				if rec, err := cancel(); !errors.Is(err, pending.ErrNotFound) {
-					if err != nil {
-						return err
-					}
-					return writeJSON(w, http.StatusOK, recordOf(rec))
+			if errors.Is(err, pending.ErrNotFound) {
+				// Nothing under it yet: its create may still be on the way
+				// (the agent's turn ended before the create's reply).
+				// Withdrawn now, the create finds it cancelled when it
+				// lands, and posts nothing.
+				rec, err = s.store.Withdraw(r.Context(), c.Name, kind, tc)
+				if errors.Is(err, pending.ErrExists) {
+					continue // created in between: cancel it as any other
 				}
-				return wrongKind(r, kind, other)
 			}
-			// Nothing under it yet: its create may still be on the way (the
-			// agent's turn ended before the create's reply). Withdrawn now,
-			// the create finds it cancelled when it lands, and posts nothing.
-			rec, err = s.store.Withdraw(r.Context(), c.Name, kind, tc)
-			if err == nil {
-				return writeJSON(w, http.StatusOK, recordOf(rec))
-			}
-			if !errors.Is(err, pending.ErrExists) {
+			if err != nil && !errors.Is(err, pending.ErrAlreadyResolved) {
 				return err
 			}
-			// Created in between: cancel it as any other.
+			// Withdrawn before anything was asked under it, beside a request
+			// of the other kind that is pending: that one is likely what the
+			// caller meant, and a 200 would read as if it were cancelled.
+			if rec.Withdrawn {
+				if other, _ := s.otherKind(r, kind, c.Name, c.Name, tc); other != nil && other.Status == seam.StatusPending {
+					return wrongKind(r, kind, other, fmt.Sprintf("; it is still pending, and no %s will be asked under %s", kind, tc))
+				}
+			}
+			return writeJSON(w, http.StatusOK, recordOf(rec))
 		}
 		return pending.ErrExists // created and deleted in between, twice: not seen in practice
 	}
