@@ -89,8 +89,8 @@ func New(o Options) *Server {
 		path, resolveSeg string
 		create, resolve  func(http.ResponseWriter, *http.Request, Client) error
 	}{
-		{seam.KindQuestion, "/v1/questions", resolveSegment[seam.KindQuestion], s.createQuestions, s.answer},
-		{seam.KindApproval, "/v1/approvals", resolveSegment[seam.KindApproval], s.createApproval, s.decide},
+		{seam.KindQuestion, "/v1/questions", seam.KindQuestion.Resolve(), s.createQuestions, s.answer},
+		{seam.KindApproval, "/v1/approvals", seam.KindApproval.Resolve(), s.createApproval, s.decide},
 	} {
 		s.handle("POST "+k.path, s.require(takes(k.create, "wait"), ScopeAsk))
 		s.handle("GET "+k.path, s.require(takes(s.list(k.kind), "status", "limit", "tool_call_id", "wait"), ScopeAsk, ScopeAnswer))
@@ -639,7 +639,7 @@ func (s *Server) lookup(r *http.Request, kind seam.Kind, c Client) (*pending.Rec
 		// /v1/approvals/ (or the reverse) would otherwise read as a request
 		// that is gone, and on the in-memory bridge as one lost in a restart.
 		return nil, apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s is %s, not %s: use /v1/%ss/%s%s",
-			rec.ID, article(rec.Kind), article(kind), rec.Kind, rec.ID, sameCall(r.Pattern, rec.Kind)))
+			rec.ID, rec.Kind.Article(), kind.Article(), rec.Kind, rec.ID, sameCall(r.Pattern, rec.Kind)))
 	}
 	return rec, nil
 }
@@ -650,21 +650,9 @@ func (s *Server) lookup(r *http.Request, kind seam.Kind, c Client) (*pending.Rec
 func sameCall(pattern string, kind seam.Kind) string {
 	_, rest, _ := strings.Cut(pattern, "{id}")
 	if rest == "/answer" || rest == "/decision" {
-		return "/" + resolveSegment[kind]
+		return "/" + kind.Resolve()
 	}
 	return rest
-}
-
-// resolveSegment is the last segment of the path that answers or decides
-// a request of each kind.
-var resolveSegment = map[seam.Kind]string{seam.KindQuestion: "answer", seam.KindApproval: "decision"}
-
-// article is kind with its indefinite article: "a question", "an approval".
-func article(kind seam.Kind) string {
-	if kind == seam.KindApproval {
-		return "an approval"
-	}
-	return "a " + string(kind)
 }
 
 // get answers GET /v1/questions/{id}: the request, held with ?wait=. A
@@ -845,7 +833,7 @@ func (s *Server) otherKind(r *http.Request, kind seam.Kind, client, whose, tc st
 // that serves it, as lookup does for an id.
 func wrongKind(r *http.Request, kind seam.Kind, rec *pending.Record, more string) error {
 	return apiErr(http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s names %s, not %s: use %s /v1/%ss?tool_call_id=%s%s",
-		rec.ToolCallID, article(rec.Kind), article(kind), r.Method, rec.Kind, url.QueryEscape(rec.ToolCallID), more))
+		rec.ToolCallID, rec.Kind.Article(), kind.Article(), r.Method, rec.Kind, url.QueryEscape(rec.ToolCallID), more))
 }
 
 // cancelByToolCall cancels the caller's request created under

@@ -21,6 +21,24 @@ const (
 	KindApproval Kind = "approval"
 )
 
+// Article is k with its indefinite article: "a question", "an approval".
+func (k Kind) Article() string {
+	if k == KindApproval {
+		return "an approval"
+	}
+	return "a " + string(k)
+}
+
+// Resolve is the last segment of the paths (the API's and the web
+// inbox's) that end a request of kind k with a person's word: "answer"
+// for a question, "decision" for an approval.
+func (k Kind) Resolve() string {
+	if k == KindApproval {
+		return "decision"
+	}
+	return "answer"
+}
+
 // Status is where a request is in its life.
 type Status string
 

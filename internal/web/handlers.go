@@ -436,13 +436,9 @@ func (s *Server) resolve(action string) func(http.ResponseWriter, *http.Request)
 	}
 }
 
-// resolveKind is the kind of request each action but dismiss is for, and
-// resolveAction the reverse: the last segment of the path that answers or
-// decides a request of each kind.
-var (
-	resolveKind   = map[string]seam.Kind{"answer": seam.KindQuestion, "decision": seam.KindApproval}
-	resolveAction = map[seam.Kind]string{seam.KindQuestion: "answer", seam.KindApproval: "decision"}
-)
+// resolveKind is the kind of request each action but dismiss is for (the
+// reverse of seam.Kind.Resolve).
+var resolveKind = map[string]seam.Kind{seam.KindQuestion.Resolve(): seam.KindQuestion, seam.KindApproval.Resolve(): seam.KindApproval}
 
 // otherKind is the 404 of an answer to an approval, or a decision on a
 // question: as the API's, one the caller can act on, naming the request's
@@ -450,14 +446,7 @@ var (
 // that is gone.
 func (s *Server) otherKind(rec *pending.Record, want seam.Kind) *webError {
 	return &webError{http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("%s is %s, not %s: use %s/web/requests/%s/%s",
-		rec.ID, kindArticle(rec.Kind), kindArticle(want), s.root, rec.ID, resolveAction[rec.Kind]), ""}
-}
-
-func kindArticle(kind seam.Kind) string {
-	if kind == seam.KindApproval {
-		return "an approval"
-	}
-	return "a " + string(kind)
+		rec.ID, rec.Kind.Article(), want.Article(), s.root, rec.ID, rec.Kind.Resolve()), ""}
 }
 
 // blankRequired refuses a, normalised, when it leaves blank a text field
