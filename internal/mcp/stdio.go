@@ -334,27 +334,25 @@ func (l *lockedWriter) early(msg []byte) (id json.RawMessage, method string, _ b
 // reply to be left out (one of a request replied to already, or never
 // made, is nothing).
 func (l *lockedWriter) note(msg []byte) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
+	// By names as written, as the SDK reads them ("ID" is no id to it).
+	var m, params map[string]json.RawMessage
 	if json.Unmarshal(msg, &m) != nil {
 		return
 	}
+	var method string
+	_ = json.Unmarshal(m["method"], &method)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case m.Method == "notifications/cancelled" && len(m.ID) == 0:
-		if k := idKey(m.Params.RequestID); k != "" {
+	case method == "notifications/cancelled" && len(m["id"]) == 0:
+		_ = json.Unmarshal(m["params"], &params)
+		if k := idKey(params["requestId"]); k != "" {
 			if _, open := l.open[k]; open {
 				l.open[k] = true
 			}
 		}
-	case m.Method != "" && !strings.HasPrefix(m.Method, "notifications/"):
-		if k := idKey(m.ID); k != "" {
+	case method != "" && !strings.HasPrefix(method, "notifications/"):
+		if k := idKey(m["id"]); k != "" {
 			l.open[k] = false
 		}
 	}

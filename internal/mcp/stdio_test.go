@@ -176,7 +176,13 @@ func TestRepliesLeftOut(t *testing.T) {
 	cancel(`"two"`) // after its reply: nothing
 	request(`"two"`)
 	l.Write([]byte(reply(`"two"`)))
-	if want := reply(`"two"`) + reply(`"two"`); out.String() != want {
+	// Names in another case are none to the SDK: no request of id 4 (it
+	// is a notification to the SDK, which replies nothing), no cancel of 5.
+	l.note([]byte(`{"jsonrpc":"2.0","ID":4,"method":"tools/call","params":{}}`))
+	request("5")
+	l.note([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"RequestId":5}}`))
+	l.Write([]byte(reply("5")))
+	if want := reply(`"two"`) + reply(`"two"`) + reply("5"); out.String() != want {
 		t.Errorf("written:\n%s\nwant:\n%s", out.String(), want)
 	}
 	if len(l.open) != 0 {
