@@ -677,10 +677,15 @@ def resolve_paused(bridge, run):
         if _get(tool, "approval_type") == "required":
             raise ValueError(f"askbridge: the run is paused on {name}, an @approval tool (approval_type \"required\"): "
                              "Agno's continue_run waits for its own approval record, which an answer through the bridge "
-                             "does not resolve, so resolve_paused does not ask it; declare the tool with "
-                             "@tool(requires_confirmation=True) instead of @approval, or resolve the approval through Agno")
+                             f"does not resolve, so resolve_paused does not ask it; declare the tool with "
+                             f"@tool({_plain_flag(kind)}=True) instead of @approval, or resolve the approval through Agno")
     for target, kind in pauses:
         resolvers[kind](bridge, target)
+
+
+def _plain_flag(kind):
+    """The @tool flag that pauses for kind without @approval."""
+    return {"user_input": "requires_user_input", "user_feedback": "requires_user_input"}.get(kind, "requires_confirmation")
 
 
 # --- the self-test (--demo) --------------------------------------------------
@@ -1397,6 +1402,14 @@ def demo(agent, person):
             raise AssertionError("an @approval tool was asked through the bridge")
         except ValueError as e:
             _expect("an @approval tool is refused", ("drop_table" in str(e), "requires_confirmation" in str(e)), (True, True))
+    # One that pauses for input is told the flag that pauses for input.
+    gated = _Tool(f"call_gated_in_{run}", "rename", {}, requires_user_input=True, user_input_schema=[_Field("name", str)])
+    gated.approval_type = "required"
+    try:
+        resolve_paused(Bridge(nobody, retry_for=1), _Run([_Requirement(gated)]))
+        raise AssertionError("an @approval tool was asked through the bridge")
+    except ValueError as e:
+        _expect("an @approval input tool is told its flag", "@tool(requires_user_input=True)" in str(e), True)
 
     # A pause with nothing left to ask (the fields, and the questions, hold
     # their answers already) asks nobody, and is no longer counted open.
