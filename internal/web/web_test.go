@@ -322,14 +322,7 @@ func TestOneTimeSignInLink(t *testing.T) {
 	if res, err := http.Head(b.srv.URL + path); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("HEAD of the link: %v %v", res, err)
 	}
-	res, err := c.PostForm(b.srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("first use: %d", res.StatusCode)
-	}
+	useLink(t, c, b.srv.URL+path)
 	if res, err := b.browser(t).PostForm(b.srv.URL+path, nil); err != nil || res.StatusCode != http.StatusForbidden {
 		t.Errorf("second sign-in through the link: %v %v, want 403", res, err)
 	}
@@ -344,13 +337,26 @@ func TestOneTimeSignInLink(t *testing.T) {
 		t.Errorf("second use: %d, want 403", status)
 	}
 	// Pasting a token does nothing on a bridge with no tokens.
-	res, err = b.browser(t).PostForm(b.srv.URL+"/web/signin", url.Values{"token": {""}})
+	res, err := b.browser(t).PostForm(b.srv.URL+"/web/signin", url.Values{"token": {""}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
 	if res.StatusCode != http.StatusBadRequest || len(res.Cookies()) != 0 {
 		t.Errorf("token sign-in on an open bridge: %d %v", res.StatusCode, res.Cookies())
+	}
+}
+
+// useLink signs browser c in through the one-time link at url.
+func useLink(t *testing.T, c *http.Client, url string) {
+	t.Helper()
+	res, err := c.PostForm(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("first use of the sign-in link: %d", res.StatusCode)
 	}
 }
 
@@ -362,14 +368,7 @@ func TestUsedSignInLinkOpenedAgain(t *testing.T) {
 	b := newBench(t, nil)
 	path := strings.TrimPrefix(b.web.SignInLink(b.srv.URL), b.srv.URL)
 	c := b.browser(t)
-	res, err := c.PostForm(b.srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("first use: %d", res.StatusCode)
-	}
+	useLink(t, c, b.srv.URL+path)
 	csrf := csrfOf(t, func() string { _, page := b.page(t, c, "/"); return page }())
 	open := func(c *http.Client, method, path string) *http.Response {
 		t.Helper()
@@ -399,7 +398,7 @@ func TestUsedSignInLinkOpenedAgain(t *testing.T) {
 	if res := open(b.browser(t), http.MethodGet, path); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
 		t.Errorf("the used link in a new browser: %d, cookies %v; want 403, none", res.StatusCode, res.Cookies())
 	}
-	res, err = c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
+	res, err := c.PostForm(b.srv.URL+"/web/signout", url.Values{"csrf": {csrf}})
 	if err != nil {
 		t.Fatal(err)
 	}
