@@ -79,6 +79,17 @@ _KIND_NAMES = {"str": "str", "int": "int", "float": "float", "bool": "bool", "li
 MAX_OPTIONS, MAX_LABEL_LEN = 100, 200
 
 
+# How a question that ends unanswered is told to an Agno program. The
+# bridge's own words are the DeepSeek harness's ("the user cancelled
+# ask_user_question"), naming a tool an Agno program never called; an
+# approval's ("the user dismissed the approval request") are kept.
+_QUESTION_ENDS = {
+    "ASK_CANCELLED": "the user dismissed the question",
+    "ASK_TIMED_OUT": "the question timed out before the user answered",
+    "ASK_ABORTED": "the question was withdrawn before the user answered",
+}
+
+
 class BridgeError(Exception):
     """An error of the bridge: code (NO_PROVIDER, ASK_CANCELLED, ...) and message."""
 
@@ -193,7 +204,7 @@ class Bridge:
                 time.sleep(max(0, min(self.poll_wait, 1) - (time.monotonic() - started)))
         if rec["status"] != "answered":
             err = rec.get("error") or {"code": rec["status"].upper(), "message": rec["status"]}
-            raise BridgeError(err["code"], err["message"])
+            raise BridgeError(err["code"], _QUESTION_ENDS.get(err["code"], err["message"]) if kind == "questions" else err["message"])
         return rec
 
     def _riding_out(self, call, retry=True):
@@ -1211,6 +1222,20 @@ def demo(agent, person):
         ("run", "book_trip", {"city": "Lisbon", "nights": 5}),
         ("reject", "pay_deposit", "not before Friday")])
     print("user feedback:", json.dumps(_continue(paused)[0][2]))
+
+    # A question the person dismisses ends the ask in the program's terms,
+    # not in the harness's (its tool's name, ask_user_question).
+    ended = []
+
+    def ask_dismissed():
+        try:
+            agent.ask("questions", {"tool_call_id": f"agno:call_gone_{run}", "questions": [{"id": "day", "question": "Which day?"}]})
+        except BridgeError as e:
+            ended.append((e.code, e.message))
+
+    _play(agent, person, [("questions", f"agno:call_gone_{run}",
+                           lambda rec: person.call("POST", f"/v1/questions/{rec['id']}/dismiss"))], ask_dismissed)
+    _expect("a dismissed question", ended, [("ASK_CANCELLED", "the user dismissed the question")])
 
     # Three questions with the same text, the first already answered: the
     # bridge takes the other two (ids q2, q3), and each keeps its own answer,
