@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"time"
 
 	"github.com/askbridge/askbridge/internal/pending"
@@ -94,12 +95,34 @@ var statusFormat = surface.Format{Surface: surfaceName, Escape: func(s string) s
 // bidi controls (see cardView), but for a text of them alone.
 func shown(s string) string { return surface.Label(s) }
 
+// declined reports whether rec ended with a person's no: an approval
+// rejected, or a plan (a plan-review question) answered with anything but
+// the option that approves it, its Reject or a change asked for.
+func declined(rec *pending.Record) bool {
+	if rec.Decision != nil {
+		return rec.Decision.Outcome == seam.OutcomeRejected
+	}
+	if rec.Answer == nil || rec.Questions == nil {
+		return false
+	}
+	for _, it := range rec.Answer.Answers {
+		i := slices.IndexFunc(rec.Questions.Questions, func(q seam.Question) bool { return q.ID == it.ID })
+		if i < 0 || !rec.Questions.Questions[i].IsPlanReview() || len(it.Selected) == 0 && it.Custom == "" {
+			continue // no plan, or left unanswered: neither yes nor no
+		}
+		if approve := rec.Questions.Questions[i].Intent.Approve; it.Custom != "" || !slices.Equal(it.Selected, []string{approve}) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) card(rec *pending.Record) cardView {
 	c := cardView{
 		ID: rec.ID, Kind: string(rec.Kind), Asker: shown(surface.Asker(rec.Caller)),
 		CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
 		Pending: rec.Status == seam.StatusPending, Status: string(rec.Status),
-		Rejected: rec.Decision != nil && rec.Decision.Outcome == seam.OutcomeRejected,
+		Rejected: declined(rec),
 		Outcome:  template.HTML(surface.StatusLine(rec, statusFormat)), // escaped by statusFormat
 	}
 	if rec.Caller != nil {

@@ -1315,6 +1315,24 @@ func TestRejectionShownAsOne(t *testing.T) {
 			t.Errorf("%s: the request's page has no %s", outcome, class)
 		}
 	}
+	// A plan is turned down by any answer but its approving option.
+	plan := seam.Question{ID: "plan", Question: "Approve the rollback plan?", Detail: "1. Roll back", Options: []seam.Option{{Label: "Approve"}, {Label: "Reject"}},
+		Intent: &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}}
+	for _, tc := range []struct {
+		name   string
+		answer map[string]any
+		class  string
+	}{
+		{"a plan approved", map[string]any{"id": "plan", "selected": []string{"Approve"}}, `class="outcome status-answered"`},
+		{"a plan rejected", map[string]any{"id": "plan", "selected": []string{"Reject"}}, `class="outcome status-answered rejected"`},
+		{"a plan sent back with changes", map[string]any{"id": "plan", "custom": "do step 2 first"}, `class="outcome status-answered rejected"`},
+	} {
+		rec := b.ask(t, time.Hour, plan)
+		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{tc.answer}})
+		if html, _ := body["html"].(string); status != 200 || !strings.Contains(html, tc.class) {
+			t.Errorf("%s: %d, want the outcome %s:\n%s", tc.name, status, tc.class, html)
+		}
+	}
 	css, err := embedded.ReadFile("assets/app.css")
 	if err != nil {
 		t.Fatal(err)
