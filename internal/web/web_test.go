@@ -1307,12 +1307,19 @@ func TestRejectionShownAsOne(t *testing.T) {
 		"allowed-once": `class="outcome status-answered"`,
 	} {
 		rec := b.approval(t, seam.Approval{ToolName: "kubectl_apply"})
+		if _, page := b.page(t, c, "/r/"+rec.ID); !strings.Contains(page, " · expires <time") {
+			t.Errorf("the pending request's page does not say when it expires")
+		}
 		status, body := b.post(t, c, "/web/requests/"+rec.ID+"/decision", h, map[string]any{"outcome": outcome})
 		if html, _ := body["html"].(string); status != 200 || !strings.Contains(html, class) {
 			t.Errorf("%s: %d, want the outcome %s:\n%s", outcome, status, class, html)
 		}
-		if _, page := b.page(t, c, "/r/"+rec.ID); !strings.Contains(page, class) {
+		_, page := b.page(t, c, "/r/"+rec.ID)
+		if !strings.Contains(page, class) {
 			t.Errorf("%s: the request's page has no %s", outcome, class)
+		}
+		if strings.Contains(page, "expires") {
+			t.Errorf("%s: the ended request's page still says when it expires", outcome)
 		}
 	}
 	// A plan is turned down by any answer but its approving option.
