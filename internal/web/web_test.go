@@ -1468,7 +1468,7 @@ func TestXSS(t *testing.T) {
 				case strings.HasPrefix(lower, "<script") && lower != `<script src="/assets/app.js" defer>`,
 					strings.HasPrefix(lower, "<img"), strings.HasPrefix(lower, "<b "),
 					onAttrRE.MatchString(lower),
-					strings.Contains(lower, "href=") && !strings.Contains(lower, `href="https://`) && !strings.Contains(lower, `href="/assets/`):
+					strings.Contains(lower, "href=") && !strings.Contains(lower, `href="https://`) && !strings.Contains(lower, `href="/assets/`) && !strings.Contains(lower, `href="/"`):
 					t.Errorf("the page holds the tag %s", tag)
 				}
 			}
@@ -2149,5 +2149,22 @@ func TestClientNet(t *testing.T) {
 		if got := clientNet(in); got != want {
 			t.Errorf("clientNet(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRequestPageLinksBackToTheInbox: a signed-in person's page of one
+// request links back to the inbox (on a phone there is no other way but
+// Back); the page of a signed link alone, which opens no inbox, does not.
+func TestRequestPageLinksBackToTheInbox(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	rec := b.approval(t, seam.Approval{ToolName: "kubectl_apply"})
+	const back = `<a class="back" href="/"`
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
+	if _, page := b.page(t, c, "/r/"+rec.ID); !strings.Contains(page, back) {
+		t.Errorf("the signed-in page has no link back to the inbox:\n%s", page)
+	}
+	if status, page := b.page(t, b.browser(t), strings.TrimPrefix(b.web.Links().For(rec), "http://bridge.test")); status != http.StatusOK || strings.Contains(page, back) {
+		t.Errorf("the signed link's page: %d, with a link to an inbox it does not open:\n%s", status, page)
 	}
 }
