@@ -1322,11 +1322,17 @@ func TestPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	yn, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+		{ID: "dry", Question: "Dry run first?", Input: &client.Input{Type: client.InputBoolean}},
+	}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	r := cli("pending", "--server", url)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if r.code != exitOK || len(lines) != 3 {
-		t.Fatalf("pending = %+v, want a header and two rows", r)
+	if r.code != exitOK || len(lines) != 4 {
+		t.Fatalf("pending = %+v, want a header and three rows", r)
 	}
 	// Rows are oldest first; these two may share a millisecond, so each is
 	// found by its id.
@@ -1334,6 +1340,7 @@ func TestPending(t *testing.T) {
 		{"ID", "AGE", "KIND", "ASKED", "OPTIONS"},
 		{q.ID, "question", "Deploy now? (+1 more)", "web | api (multi)"},
 		{a.ID, "approval", "kubectl_apply", "--allow | --reject"},
+		{yn.ID, "question", "Dry run first?", "(yes or no)"},
 	} {
 		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, want[0]) })
 		if i < 0 {
@@ -1352,7 +1359,11 @@ func TestPending(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != exitOK {
 		t.Fatalf("pending --json = %+v (%v)", r, err)
 	}
-	if len(list.Questions) != 1 || list.Questions[0].ID != q.ID || len(list.Approvals) != 1 || list.Approvals[0].ID != a.ID {
+	ids := []string{}
+	for _, r := range list.Questions {
+		ids = append(ids, r.ID)
+	}
+	if slices.Sort(ids); !slices.Equal(ids, slices.Sorted(slices.Values([]string{q.ID, yn.ID}))) || len(list.Approvals) != 1 || list.Approvals[0].ID != a.ID {
 		t.Errorf("pending --json = %+v", list)
 	}
 }
