@@ -2167,4 +2167,16 @@ func TestRequestPageLinksBackToTheInbox(t *testing.T) {
 	if status, page := b.page(t, b.browser(t), strings.TrimPrefix(b.web.Links().For(rec), "http://bridge.test")); status != http.StatusOK || strings.Contains(page, back) {
 		t.Errorf("the signed link's page: %d, with a link to an inbox it does not open:\n%s", status, page)
 	}
+	// Beside a long name on a phone, the link and the heading keep their
+	// width (a flex item shrinks and wraps otherwise: "‹ / Inbo / x"), and
+	// the name gives way, cut with an ellipsis.
+	css, err := embedded.ReadFile("assets/app.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sel, want := range map[string]string{".top .back, .top .brand, .signout": "flex: none", ".top .who": "min-width: 0"} {
+		if m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(sel) + ` \{([^}]*)\}`).FindStringSubmatch(string(css)); m == nil || !strings.Contains(m[1], want) {
+			t.Errorf("app.css: %s has no %s", sel, want)
+		}
+	}
 }
