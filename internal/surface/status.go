@@ -139,30 +139,35 @@ func BooleanLabel(v string) string {
 }
 
 // Shown is a as a person is shown it: the answer to a boolean field of
-// qs is the label of the choice in the form (BooleanLabel), shown as an
-// option chosen is, not the "true" or "false" the agent gets. a itself is
-// not changed; it is returned as it is when it has nothing to relabel.
+// qs is the label of the choice in the form (BooleanLabel), and that of a
+// number field the number, each shown as an option chosen is (not quoted
+// as text), not the "true" or "false" the agent gets. a itself is not
+// changed; it is returned as it is when it has nothing to relabel.
 func Shown(qs *seam.Questions, a *seam.Answer) *seam.Answer {
 	if a == nil || qs == nil {
 		return a
 	}
-	boolean := map[string]bool{}
+	typed := map[string]string{} // question id: its field's type, when shown as a choice
 	for _, q := range qs.Questions {
-		if q.Input != nil && q.Input.Type == seam.InputBoolean {
-			boolean[q.ID] = true
+		if q.Input != nil && q.Input.Type != seam.InputString {
+			typed[q.ID] = q.Input.Type
 		}
 	}
-	if len(boolean) == 0 {
+	if len(typed) == 0 {
 		return a
 	}
 	shown := *a
 	shown.Answers = slices.Clone(a.Answers)
 	for i, it := range shown.Answers {
-		if !boolean[it.ID] || len(it.Selected) > 0 || it.Custom == "" {
+		typ, ok := typed[it.ID]
+		if !ok || len(it.Selected) > 0 || it.Custom == "" {
 			continue
 		}
-		if v, err := seam.ParseInput(seam.InputBoolean, it.Custom); err == nil {
-			shown.Answers[i].Selected, shown.Answers[i].Custom = []string{BooleanLabel(v)}, ""
+		if v, err := seam.ParseInput(typ, it.Custom); err == nil {
+			if typ == seam.InputBoolean {
+				v = BooleanLabel(v)
+			}
+			shown.Answers[i].Selected, shown.Answers[i].Custom = []string{v}, ""
 		}
 	}
 	return &shown

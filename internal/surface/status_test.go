@@ -44,6 +44,13 @@ func TestStatusLine(t *testing.T) {
 		{"a boolean field among others; a text field's true stays text", pending.Record{Status: seam.StatusAnswered, Questions: yns, ResolvedBy: ada, ResolvedAt: at,
 			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "dry", Custom: "yes"}, {ID: "why", Custom: "true"}}}},
 			"Answered by Ada &lt;x> · Dry run: Yes; Why?: “true” · 2026-03-04 14:03 UTC", ""},
+		{"number fields' answers, as numbers; a text field's stays quoted", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at,
+			Questions: &seam.Questions{Questions: []seam.Question{
+				{ID: "n", Header: "Replicas", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger}},
+				{ID: "r", Header: "Ratio", Question: "Which ratio?", Input: &seam.Input{Type: seam.InputNumber}},
+				{ID: "t", Header: "Ticket", Question: "Ticket?", Input: &seam.Input{Type: seam.InputString}}}},
+			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "n", Custom: "3"}, {ID: "r", Custom: "0.5"}, {ID: "t", Custom: "42"}}}},
+			"Answered by Ada &lt;x> · Replicas: 3; Ratio: 0.5; Ticket: “42” · 2026-03-04 14:03 UTC", ""},
 		{"allowed", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at, Decision: &seam.Decision{Outcome: seam.OutcomeAllowedOnce}},
 			"Answered by Ada &lt;x> · Allowed once · 2026-03-04 14:03 UTC", ""},
 		{"rejected", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at, Decision: &seam.Decision{Outcome: seam.OutcomeRejected, Note: "no"}},
