@@ -1001,7 +1001,7 @@ func TestApprovalAllowAndReject(t *testing.T) {
 	}
 	upd := b.fake.WaitFor(t, "the rejection shown", 10*time.Second, func(calls []slacktest.FakeCall) bool {
 		for _, c := range calls {
-			if c.Method == "chat.update" && strings.Contains(c.Text(), "Rejected: “too risky on a Friday”") {
+			if c.Method == "chat.update" && strings.Contains(c.Text(), "Rejected by ") && strings.Contains(c.Text(), " · “too risky on a Friday”") {
 				return true
 			}
 		}

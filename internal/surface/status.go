@@ -69,7 +69,14 @@ func LateReply(rec *pending.Record, f Format) string {
 func statusParts(rec *pending.Record, f Format) []string {
 	switch rec.Status {
 	case seam.StatusAnswered:
-		parts := []string{"Answered by " + who(rec.ResolvedBy, f)}
+		lead := "Answered by "
+		if d := rec.Decision; d != nil {
+			lead = "Allowed once by "
+			if d.Outcome == seam.OutcomeRejected {
+				lead = "Rejected by " // not "Answered by … · Rejected", which reads as a yes at a glance
+			}
+		}
+		parts := []string{lead + who(rec.ResolvedBy, f)}
 		if s := Summary(rec); s != "" {
 			if f.SummaryLen > 0 {
 				s = Truncate(s, f.SummaryLen)
@@ -105,19 +112,16 @@ func who(r *pending.Responder, f Format) string {
 	return name
 }
 
-// Summary is rec's answer or decision in a few words, unescaped, at most
-// MaxSummary characters: the labels chosen and any text typed, per
-// question when there are several.
+// Summary is rec's answer in a few words, unescaped, at most MaxSummary
+// characters: the labels chosen and any text typed, per question when
+// there are several; of a decision, its note (the outcome leads the
+// status line).
 func Summary(rec *pending.Record) string {
 	var s string
 	switch {
 	case rec.Decision != nil:
-		s = "Allowed once"
-		if rec.Decision.Outcome == seam.OutcomeRejected {
-			s = "Rejected"
-		}
 		if rec.Decision.Note != "" {
-			s += ": " + quote(rec.Decision.Note)
+			s = quote(rec.Decision.Note)
 		}
 	case rec.Answer != nil && rec.Questions != nil:
 		s = answerSummary(rec.Questions, Shown(rec.Questions, rec.Answer))
