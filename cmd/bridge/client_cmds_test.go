@@ -818,14 +818,8 @@ func TestRefusedBeforeSent(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
-	free, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "why", Question: "Why now?"}}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	single, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "env", Question: "Where?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}}}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	free := mustAsk(t, c, []client.Question{{ID: "why", Question: "Why now?"}})
+	single := mustAsk(t, c, []client.Question{{ID: "env", Question: "Where?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}}})
 	approval, err := c.Create(ctx, client.ApprovalRequest{Approval: client.Approval{ToolName: "deploy"}}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -979,19 +973,13 @@ func TestAnswerSelectAndCustom(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
-	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	rec := mustAsk(t, c, []client.Question{
 		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
 		{ID: "svc", Question: "Which services?", MultiSelect: true, Options: []client.Option{{Label: "web"}, {Label: "api"}}},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	})
+	one := mustAsk(t, c, []client.Question{
 		{ID: "q1", Question: "Deploy?", Options: []client.Option{{Label: "Yes"}, {Label: "No"}}},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -1030,17 +1018,11 @@ func TestAnswerEmpty(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
-	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	rec := mustAsk(t, c, []client.Question{
 		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
 		{ID: "why", Question: "Why now?"},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "q1", Question: "Release name?"}}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	one := mustAsk(t, c, []client.Question{{ID: "q1", Question: "Release name?"}})
 	for _, args := range [][]string{
 		{one.ID, "--custom", ""},
 		{one.ID, "--custom", " \t"},
@@ -1068,15 +1050,22 @@ func TestAnswerEmpty(t *testing.T) {
 
 // answeredQuestion is a question request on c, "Which environment?"
 // (staging or prod), answered prod.
-func answeredQuestion(t *testing.T, c *client.Client) *client.Record {
+// mustAsk creates a question request of qs through c, waiting for nothing.
+func mustAsk(t *testing.T, c *client.Client, qs []client.Question) *client.Record {
 	t.Helper()
-	ctx := context.Background()
-	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
-		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
-	}}, 0)
+	rec, err := c.Create(context.Background(), client.QuestionRequest{Questions: qs}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rec
+}
+
+func answeredQuestion(t *testing.T, c *client.Client) *client.Record {
+	t.Helper()
+	ctx := context.Background()
+	rec := mustAsk(t, c, []client.Question{
+		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
+	})
 	if _, err := c.Answer(ctx, rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "env", Selected: []string{"prod"}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -1094,12 +1083,9 @@ func TestAnswerEnded(t *testing.T) {
 	c, _ := client.New(url)
 	ctx := context.Background()
 	answered := answeredQuestion(t, c)
-	two, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	two := mustAsk(t, c, []client.Question{
 		{ID: "a", Question: "A?"}, {ID: "b", Question: "B?"},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if _, err := c.Dismiss(ctx, two.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -1219,10 +1205,7 @@ func TestAnswerJSONLeftToTheBridge(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
-	free, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{{ID: "why", Question: "Why now?"}}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	free := mustAsk(t, c, []client.Question{{ID: "why", Question: "Why now?"}})
 	r := cli("answer", "--server", url, free.ID, "--json", `{"answers":[{"id":"why","selected":["Later"]}]}`)
 	if want := `"Later" is not an option of question "why", which has none: answer it in free text, with custom (INVALID_REQUEST)`; r.code != exitError ||
 		!strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "--custom") || r.stdout != "" {
@@ -1259,12 +1242,9 @@ func TestAnswerJSONDuplicateKey(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
-	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	rec := mustAsk(t, c, []client.Question{
 		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	r := cli("answer", "--server", url, rec.ID, "--json", `{"answers":[{"id":"env","selected":["prod"],"selected":[]}]}`)
 	if want := `answers[0] holds "selected" twice; send it once`; r.code != exitUsage || !strings.Contains(r.stderr, want) || r.stdout != "" {
 		t.Errorf("answer = %+v; want exit %d saying %q", r, exitUsage, want)
@@ -1282,13 +1262,10 @@ func TestAnswerJSONSaysWhere(t *testing.T) {
 	url := startBridge(t, app.Options{})
 	c, _ := client.New(url)
 	ctx := context.Background()
-	rec, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	rec := mustAsk(t, c, []client.Question{
 		{ID: "env", Question: "Which environment?", Options: []client.Option{{Label: "staging"}, {Label: "prod"}}},
 		{ID: "why", Question: "Why?"},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	for answer, want := range map[string]string{
 		`{"answers":[{"id":"why","custom":"x"},{"id":"env","selcted":["prod"]}]}`: `bridge answer: --json: answers[1] has no field "selcted"; its fields are id, selected and custom`,
 		`{"answers":[{"id":"env","selected":"prod"}]}`:                            `bridge answer: --json: answers[0].selected must be an array, not a JSON string`,
@@ -1311,23 +1288,17 @@ func TestPending(t *testing.T) {
 	}
 	c, _ := client.New(url)
 	ctx := context.Background()
-	q, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	q := mustAsk(t, c, []client.Question{
 		{ID: "a", Question: "Deploy\nnow?", MultiSelect: true, Options: []client.Option{{Label: "web"}, {Label: "api"}}},
 		{ID: "b", Question: "Why?"},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	a, err := c.Create(ctx, client.ApprovalRequest{Approval: client.Approval{ToolName: "kubectl_apply"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	yn, err := c.Create(ctx, client.QuestionRequest{Questions: []client.Question{
+	yn := mustAsk(t, c, []client.Question{
 		{ID: "dry", Question: "Dry run first?", Input: &client.Input{Type: client.InputBoolean}},
-	}}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	r := cli("pending", "--server", url)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
