@@ -1311,7 +1311,7 @@ func TestPending(t *testing.T) {
 		{"ID", "AGE", "KIND", "ASKED", "OPTIONS"},
 		{q.ID, "question", "Deploy now? (+1 more)", "web | api (multi)"},
 		{a.ID, "approval", "kubectl_apply", "--allow | --reject"},
-		{yn.ID, "question", "Dry run first?", "(yes or no)"},
+		{yn.ID, "question", "Dry run first?", "(true or false)"},
 	} {
 		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, want[0]) })
 		if i < 0 {

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/askbridge/askbridge/client"
+	"github.com/askbridge/askbridge/internal/surface"
 )
 
 const pendingUsage = `usage: bridge pending [--json] [--server URL]
@@ -123,22 +124,14 @@ func summary(r client.Record) (asked, options string) {
 	}
 	options = strings.Join(labels, " | ")
 	switch {
-	case options == "" && q.Input != nil:
-		options = inputShown[q.Input.Type]
+	case options == "" && q.Input != nil && q.Input.Type != client.InputString:
+		options = "(" + strings.ToLower(surface.InputHint(q.Input.Type)) + ")" // what --custom takes
 	case options == "":
 		options = "(free text)"
 	case q.MultiSelect:
 		options += " (multi)"
 	}
 	return asked, options
-}
-
-// inputShown is what a table row says a typed field takes, as --custom.
-var inputShown = map[string]string{
-	client.InputString:  "(free text)",
-	client.InputInteger: "(whole number)",
-	client.InputNumber:  "(number)",
-	client.InputBoolean: "(yes or no)",
 }
 
 // cell makes s fit one table cell: control characters and runs of blanks
