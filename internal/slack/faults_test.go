@@ -25,15 +25,17 @@ import (
 )
 
 // postedIDs maps the request id of each posted message to the message,
-// read from the action ids of its buttons (ab:pick:<id>:...).
+// read from the action ids of its controls (ab:<verb>:<id>...).
 func postedIDs(calls []slacktest.FakeCall) map[string]slacktest.FakeCall {
 	out := map[string]slacktest.FakeCall{}
 	var walk func(v any, c slacktest.FakeCall)
 	walk = func(v any, c slacktest.FakeCall) {
 		switch v := v.(type) {
 		case map[string]any:
-			if a, ok := v["action_id"].(string); ok && strings.HasPrefix(a, "ab:pick:") {
-				out[strings.Split(a, ":")[2]] = c
+			if a, ok := v["action_id"].(string); ok && strings.HasPrefix(a, "ab:") {
+				if f := strings.Split(a, ":"); len(f) > 2 {
+					out[f[2]] = c
+				}
 			}
 			for _, x := range v {
 				walk(x, c)
@@ -236,11 +238,34 @@ func TestFaultRedisRestart(t *testing.T) {
 		startConfig(t, fake, configYAML(fake, defaultTarget), srv.URL(), prefix),
 	}
 	const n = 10
+	// Question multi is the same one as a multi-select, answered by its
+	// Submit, which reads its request first as Other… does.
+	const multi = 5
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = rs[i%2].create(t, "/v1/questions", cleanupQuestion())
+		q := cleanupQuestion()
+		if i == multi {
+			q["questions"].([]any)[0].(map[string]any)["multi_select"] = true
+		}
+		ids[i] = rs[i%2].create(t, "/v1/questions", q)
 	}
 	msgs := postedIDs(fake.WaitCalls(t, "chat.postMessage", n))
+	// submit is a click of the multi-select's Submit with "No, keep them"
+	// ticked, as Slack sends it: the boxes' state beside the button.
+	submit := func(user map[string]any) map[string]any {
+		msg := msgs[ids[multi]]
+		boxes, block := msg.Action("ab:multi:" + ids[multi])
+		if boxes == nil {
+			t.Fatalf("the multi-select's message has no checkboxes: %v", msg.Blocks())
+		}
+		if block == "" {
+			block = "Xy7pQ"
+		}
+		state := map[string]any{block: map[string]any{boxes["action_id"].(string): map[string]any{
+			"type": "checkboxes", "selected_options": []any{
+				map[string]any{"value": "1", "text": map[string]any{"type": "plain_text", "text": "No, keep them"}}}}}}
+		return slacktest.BlockActions(t, msg, user, "ab:submit:"+ids[multi], nil, state)
+	}
 	// The first two are answered before the crash. Their messages are
 	// edited after the clicks' acks, in the background: the crash comes
 	// once both are edited and the store knows it (else the edit, or a
@@ -313,13 +338,15 @@ func TestFaultRedisRestart(t *testing.T) {
 	// without reading its request, and the bridge cannot tell "not
 	// written" from "written, reply lost" (MsgUnconfirmed); Other… reads
 	// the request first, which fails, so nothing was written
-	// (MsgTrouble). Each note is known by its click's response_url.
+	// (MsgTrouble), as does a multi-select's Submit. Each note is known
+	// by its click's response_url.
 	downClicks := []struct {
 		name, action, want string
 	}{
 		{"an option", "ab:pick:" + ids[2] + ":0:1", surface.MsgUnconfirmed},
 		{"an option", "ab:pick:" + ids[3] + ":0:1", surface.MsgUnconfirmed},
 		{"Other…", "ab:other:" + ids[4], surface.MsgTrouble},
+		{"a multi-select's Submit", "ab:submit:" + ids[multi], surface.MsgTrouble},
 	}
 	told := func(calls []slacktest.FakeCall, url string) []string {
 		var out []string
@@ -332,8 +359,12 @@ func TestFaultRedisRestart(t *testing.T) {
 	}
 	respond := make([]string, len(downClicks))
 	for i, dc := range downClicks {
-		id := strings.Split(dc.action, ":")[2]
-		p := slacktest.BlockActions(t, msgs[id], bob, dc.action, nil, nil)
+		var p map[string]any
+		if id := strings.Split(dc.action, ":")[2]; id == ids[multi] {
+			p = submit(bob)
+		} else {
+			p = slacktest.BlockActions(t, msgs[id], bob, dc.action, nil, nil)
+		}
 		respond[i] = p["response_url"].(string)
 		rs[1].click(t, p)
 	}
@@ -392,6 +423,10 @@ func TestFaultRedisRestart(t *testing.T) {
 	}
 	// Everything proceeds: the rest are answered now, on either replica.
 	for i, id := range ids[2:] {
+		if id == ids[multi] {
+			rs[i%2].click(t, submit(bob))
+			continue
+		}
 		rs[i%2].click(t, slacktest.BlockActions(t, msgs[id], bob, "ab:pick:"+id+":0:1", nil, nil))
 	}
 	for range ids[2:] {
