@@ -85,7 +85,8 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var options stringList
 	question := fs.String("question", "", "the question `TEXT` (required unless --json-request)")
 	fs.Var(&options, "option", "an option: `LABEL`, or \"LABEL :: DESCRIPTION\"; repeat for each")
-	multi := fs.Bool("multi", false, "let the person select several options")
+	multi := fs.Bool("multi-select", false, "let the person select several options (the question's multiSelect; --multi is another name for it)")
+	aliasFlag(fs, "multi", "multi-select") // its first name, which scripts use
 	header := fs.String("header", "", "short heading shown above the question")
 	detail := fs.String("detail", "", "markdown shown with the question")
 	id := fs.String("id", "q1", "question id, echoed in the answer")
@@ -93,7 +94,7 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		"expire the question unanswered after this `duration` (30m, 2h); 0: the route's or bridge's default",
 		"idempotency key: asking the same question again under it re-attaches to the pending one (default: random)",
 		"who asks, `NAME` shown to the people who answer")
-	if code, ok := rf.parse(args, askUsage, []string{"question", "option", "multi", "header", "detail", "id"}, stdout, stderr); !ok {
+	if code, ok := rf.parse(args, askUsage, []string{"question", "option", "multi-select", "multi", "header", "detail", "id"}, stdout, stderr); !ok {
 		return code
 	}
 
@@ -111,7 +112,11 @@ func ask(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		if *multi && len(options) == 0 {
 			// The bridge would ask for free text, multi dropped.
-			return usageErr(stderr, "ask", "--multi lets the person select several options: give them with --option")
+			given := "--multi-select"
+			if rf.set["multi"] {
+				given = "--multi"
+			}
+			return usageErr(stderr, "ask", "%s lets the person select several options: give them with --option", given)
 		}
 		q := client.Question{ID: *id, Question: *question, Header: *header, Detail: *detail, MultiSelect: *multi}
 		for _, o := range options {
@@ -279,14 +284,44 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io
 	fs.Usage = func() {}
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
-		fs.SetOutput(stdout)
 		fmt.Fprint(stdout, usage)
-		fs.PrintDefaults()
+		printDefaults(fs, stdout)
 		return exitOK, false
 	case err != nil:
 		return usageErr(stderr, fs.Name(), "%v", err), false
 	}
 	return 0, true
+}
+
+// printDefaults lists fs's flags on w as fs.PrintDefaults does, but for
+// their other names (aliasFlag), which their flag's help names: listed
+// too, each flag would read as two.
+func printDefaults(fs *flag.FlagSet, w io.Writer) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(*alias); ok {
+			return
+		}
+		shown.Var(f.Value, f.Name, f.Usage)
+		shown.Lookup(f.Name).DefValue = f.DefValue // f.Value may hold a value parsed before -h
+	})
+	shown.PrintDefaults()
+}
+
+// aliasFlag adds name as another name of fs's flag of, which sets the
+// same value: --multi of bridge ask's --multi-select. -h lists of alone.
+func aliasFlag(fs *flag.FlagSet, name, of string) {
+	fs.Var(&alias{fs.Lookup(of).Value}, name, "another name of --"+of)
+}
+
+// alias is the value of another name of a flag: the flag's own.
+type alias struct{ flag.Value }
+
+// IsBoolFlag lets a bool flag's alias, as the flag, go without a value.
+func (a *alias) IsBoolFlag() bool {
+	b, ok := a.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 func usageErr(stderr io.Writer, cmd, format string, args ...any) int {

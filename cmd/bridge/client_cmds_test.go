@@ -213,10 +213,17 @@ func TestAskAndAnswer(t *testing.T) {
 		answer:     []string{"--select", "Yes (Recommended)"},
 		wantStdout: `{"answers":[{"id":"q1","selected":["Yes (Recommended)"]}]}` + "\n",
 	}, {
-		name:       "multi with custom",
-		ask:        []string{"--question", "Which?", "--multi", "--option", "a", "--option", "b", "--option", "c", "--id", "pick"},
+		name:       "multi-select with custom",
+		ask:        []string{"--question", "Which?", "--multi-select", "--option", "a", "--option", "b", "--option", "c", "--id", "pick"},
+		checkAsked: askedMultiSelect,
 		answer:     []string{"--select", "c", "--select", "a", "--custom", " and d "},
 		wantStdout: `{"answers":[{"id":"pick","selected":["a","c"],"custom":"and d"}]}` + "\n", // the options' order
+	}, {
+		name:       "--multi, multi-select's first name",
+		ask:        []string{"--question", "Which?", "--multi", "--option", "a", "--option", "b"},
+		checkAsked: askedMultiSelect,
+		answer:     []string{"--select", "a", "--select", "b"},
+		wantStdout: `{"answers":[{"id":"q1","selected":["a","b"]}]}` + "\n",
 	}, {
 		name: "free text",
 		ask:  []string{"--question", "Release name?", "--expires", "1h", "--caller", "ci"},
@@ -261,6 +268,14 @@ func TestAskAndAnswer(t *testing.T) {
 				t.Errorf("ask stderr = %q, want the id %s and %q", r.stderr, p.ID, tc.wantStderr)
 			}
 		})
+	}
+}
+
+// askedMultiSelect checks that the question asked is a multi-select one.
+func askedMultiSelect(t *testing.T, p client.Record) {
+	t.Helper()
+	if q := p.Questions[0]; !q.MultiSelect {
+		t.Errorf("asked %+v, want a multi-select question", q)
 	}
 }
 
@@ -313,12 +328,38 @@ func TestRequestFlagsRefused(t *testing.T) {
 	}
 }
 
-// TestAskMultiWithoutOptions: --multi with no --option is refused before
-// anything is sent: the bridge would ask for free text, silently.
+// TestAskMultiWithoutOptions: --multi-select (or --multi) with no
+// --option is refused before anything is sent, naming the flag given: the
+// bridge would ask for free text, silently.
 func TestAskMultiWithoutOptions(t *testing.T) {
-	r := cli("ask", "--server", "http://127.0.0.1:1", "--question", "Which?", "--multi")
-	if want := "--multi lets the person select several options: give them with --option"; r.code != exitUsage || !strings.Contains(r.stderr, want) {
-		t.Errorf("ask --multi = %+v; want exit %d saying %q", r, exitUsage, want)
+	for _, flag := range []string{"--multi-select", "--multi"} {
+		r := cli("ask", "--server", "http://127.0.0.1:1", "--question", "Which?", flag)
+		if want := "bridge ask: " + flag + " lets the person select several options: give them with --option"; r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("ask %s = %+v; want exit %d saying %q", flag, r, exitUsage, want)
+		}
+	}
+}
+
+// TestAskMultiSelectFlag: bridge ask -h lists --multi-select, the API's
+// name, once, and names --multi in its help rather than listing it as a
+// flag of its own; beside --json-request either is refused by the name
+// given.
+func TestAskMultiSelectFlag(t *testing.T) {
+	r := cli("ask", "-h")
+	var listed []string
+	for line := range strings.Lines(r.stdout) {
+		if name, ok := strings.CutPrefix(line, "  -multi"); ok {
+			listed = append(listed, "-multi"+strings.TrimSpace(name))
+		}
+	}
+	if r.code != exitOK || !slices.Equal(listed, []string{"-multi-select"}) || !strings.Contains(r.stdout, "--multi is another name for it") {
+		t.Errorf("bridge ask -h lists %q (exit %d); want -multi-select alone, its help naming --multi:\n%s", listed, r.code, r.stdout)
+	}
+	for _, flag := range []string{"--multi-select", "--multi"} {
+		r := cli("ask", "--server", "http://127.0.0.1:1", "--json-request", "-", flag)
+		if want := "bridge ask: " + flag + " can't be combined with --json-request"; r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("ask --json-request - %s = %+v; want exit %d saying %q", flag, r, exitUsage, want)
+		}
 	}
 }
 
