@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,14 +29,33 @@ import (
 // milliseconds before it fails.
 const within = 10 * time.Second
 
+// newBridge runs a bridge on a free loopback port with the config yaml
+// (nil: the defaults) until the test ends, and returns its URL.
 func newBridge(t *testing.T, yaml []byte, opt app.Options, adjust ...func(*config.Config)) string {
 	t.Helper()
-	url, stop, err := startBridge(yaml, opt, adjust...)
+	cfg, err := config.Parse(yaml)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stop)
-	return url
+	cfg.Listen = "127.0.0.1:0"
+	for _, f := range adjust {
+		f(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return a.URL()
 }
 
 func newClient(t *testing.T, url string, opts ...client.ClientOption) *client.Client {
@@ -107,6 +132,67 @@ func mustJSON(t *testing.T, v any) string {
 
 func yesNo(id string) client.Question {
 	return client.Question{ID: id, Question: "Deploy " + id + "?", Options: []client.Option{{Label: "Yes (Recommended)"}, {Label: "No"}}}
+}
+
+// TestAskInProcess is the package's Example, which needs a bridge at
+// 127.0.0.1:8080 and is only compiled, against a bridge with its defaults
+// (embedded Redis, open API, a "default" route answered through the API)
+// run in the test; the test stands in for the person who answers.
+func TestAskInProcess(t *testing.T) {
+	c := newClient(t, newBridge(t, nil, app.Options{}))
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := askAsync(ctx, c, client.QuestionRequest{Questions: []client.Question{{
+		ID:       "deploy",
+		Question: "Deploy to prod?",
+		Options:  []client.Option{{Label: "Yes"}, {Label: "No"}},
+	}}})
+	p := awaitPending(t, c, client.KindQuestion)
+	if _, err := c.Answer(ctx, p.ID, client.Answer{Answers: []client.AnswerItem{{ID: "deploy", Selected: []string{"Yes"}}}}); err != nil {
+		t.Fatalf("answering: %v", err)
+	}
+	r := await(t, "Ask", done)
+	if r.err != nil {
+		t.Fatalf("Ask: %v", r.err)
+	}
+	if got, want := mustJSON(t, r.ans), `{"answers":[{"id":"deploy","selected":["Yes"]}]}`; got != want {
+		t.Errorf("answer = %s\nwant     %s", got, want)
+	}
+	if r.rec.Status != client.StatusAnswered || r.rec.AnsweredBy == nil || r.rec.AnsweredBy.Surface != "api" {
+		t.Errorf("record = %+v, want answered through the api", r.rec)
+	}
+}
+
+// TestExamplesAreCopyable keeps the package's examples
+// copyable into a program of its own: a file with an Example imports the
+// standard library and this package only, never one under internal/ (go
+// refuses that to another module) nor a test helper's.
+func TestExamplesAreCopyable(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		examples := 0
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Example") {
+				examples++
+			}
+		}
+		if examples == 0 {
+			continue
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if path != "github.com/askbridge/askbridge/client" && strings.Contains(strings.Split(path, "/")[0], ".") {
+				t.Errorf("%s, which holds examples, imports %s: a user's program can't copy them", name, path)
+			}
+		}
+	}
 }
 
 func TestAsk(t *testing.T) {
