@@ -68,6 +68,11 @@ type Client struct {
 	grace                         time.Duration // beyond a call's wait before the client stops waiting for its response
 	withdrawTimeout               time.Duration // for the DELETE sent after the caller's context ended
 
+	// now and wait, when set (tests set them), stand in for time.Now and
+	// sleep as the clock the retries keep their window by and wait on.
+	now  func() time.Time
+	wait func(context.Context, time.Duration) error
+
 	// answered is set once a call got an HTTP response: something that
 	// speaks HTTP is at the URL, and a connection closed without a
 	// response is a bridge stopping (see transportError).
@@ -101,8 +106,9 @@ func WithPollWait(d time.Duration) ClientOption {
 
 // WithRetryFor sets how long a wait, or a create that may have reached the
 // bridge, keeps trying while the bridge can't be reached or answers 502,
-// 503 or 429 (default 2 minutes): past it the call fails, and the request
-// it waited on is left pending, for the caller to wait on again or cancel.
+// 503 or 429 (default 2 minutes): the last try is made as it ends, and a
+// call still failing then fails, and the request it waited on is left
+// pending, for the caller to wait on again or cancel.
 func WithRetryFor(d time.Duration) ClientOption {
 	return func(c *Client) {
 		if d > 0 {
@@ -373,8 +379,9 @@ func (c *Client) abandonFor(ctx context.Context, kind Kind, toolCallID string, b
 //
 // Network errors and 503 UNAVAILABLE (the bridge restarting, its Redis
 // failing over) are retried with backoff for up to two minutes of
-// failures, each retry no sooner than a Retry-After asks (up to the
-// longest backoff, 5 s). When ctx ends first, Wait withdraws the request (DELETE) and
+// failures (WithRetryFor), each retry no sooner than a Retry-After asks
+// (up to the longest backoff, 5 s) but for the last, made as those two
+// minutes end. When ctx ends first, Wait withdraws the request (DELETE) and
 // returns the record as it ended with an error wrapping ctx's error and,
 // once withdrawn, ErrAborted.
 func (c *Client) Wait(ctx context.Context, rec *Record) (*Record, error) {
@@ -912,15 +919,43 @@ type retrier struct {
 func (r *retrier) reset() { r.since = time.Time{} }
 
 // pause waits before the next attempt after err, or returns err when
-// failures have lasted too long, or ctx's error.
+// failures have lasted the client's retryFor, or ctx's error. No wait
+// outlasts the window: the last attempt is made as it closes, and a call
+// still failing then fails, not a whole backoff (up to 5 s) later.
 func (r *retrier) pause(ctx context.Context, err error) error {
+	now := r.now()
 	if r.since.IsZero() {
-		r.since, r.next = time.Now(), r.c.backoff
+		r.since, r.next = now, r.c.backoff
 	}
-	if lasted := time.Since(r.since); lasted >= r.c.retryFor {
-		return fmt.Errorf("still failing after %s: %w", lasted.Round(time.Second), err)
+	lasted := now.Sub(r.since)
+	if lasted >= r.c.retryFor {
+		return fmt.Errorf("still failing after %s: %w", spent(lasted), err)
 	}
-	return sleep(ctx, r.delay(err))
+	d := min(r.delay(err), r.c.retryFor-lasted)
+	if r.c.wait != nil {
+		return r.c.wait(ctx, d)
+	}
+	return sleep(ctx, d)
+}
+
+func (r *retrier) now() time.Time {
+	if r.c.now != nil {
+		return r.c.now()
+	}
+	return time.Now()
+}
+
+// spent is d as an error says how long something lasted: to the
+// millisecond under a second, the tenth of a second under a minute, else
+// the second.
+func spent(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // delay is the wait before the next attempt after err: the backoff,

@@ -699,3 +699,97 @@ func TestWithdrawalSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// fakeClock is a client's clock for its retries: a sleep moves it on at
+// once and is recorded, so a test reads the waits asked for instead of
+// timing them.
+type fakeClock struct {
+	mu     sync.Mutex
+	t      time.Time
+	sleeps []time.Duration
+}
+
+func newFakeClock(c *Client) *fakeClock {
+	f := &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c.now, c.wait = f.now, f.sleep
+	return f
+}
+
+func (f *fakeClock) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+}
+
+func (f *fakeClock) sleep(ctx context.Context, d time.Duration) error {
+	f.mu.Lock()
+	f.sleeps = append(f.sleeps, d)
+	f.mu.Unlock()
+	f.advance(d)
+	return ctx.Err()
+}
+
+// WithRetryFor is a window, not a floor: no wait between attempts outlasts
+// it, the last attempt is made as it closes, and a wait still failing then
+// fails, saying how long its failures lasted. (It used to check the window
+// only before a whole backoff: WithRetryFor(3s) failed after up to 8 s.)
+func TestRetryForIsAWindow(t *testing.T) {
+	const window = 3 * time.Second
+	for _, tc := range []struct {
+		name       string
+		retryAfter string        // the 503's Retry-After
+		attempt    time.Duration // how long each failing poll takes
+		sleeps     []time.Duration
+	}{
+		{name: "backoff"},
+		{name: "Retry-After past the window", retryAfter: "5", sleeps: []time.Duration{window}},
+		{name: "slow attempts", attempt: 700 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var clock *fakeClock
+			s, c := newScript(t, map[string][]func(http.ResponseWriter, *http.Request, []byte){
+				"GET": {func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+					clock.advance(tc.attempt)
+					if tc.retryAfter != "" {
+						w.Header().Set("Retry-After", tc.retryAfter)
+					}
+					reply(503, unavailable)(w, nil, nil)
+				}},
+			})
+			c.backoff, c.maxBackoff, c.retryFor = 250*time.Millisecond, 5*time.Second, window // New's pace
+			clock = newFakeClock(c)
+			start := clock.now()
+			_, err := c.Wait(context.Background(), &Record{ID: "abc", Kind: KindQuestion, Status: StatusPending})
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Wait error = %v, want ErrUnavailable", err)
+			}
+			polls := len(s.calls("GET"))
+			if len(clock.sleeps) != polls-1 {
+				t.Errorf("%d polls and %d waits, want a poll after each wait, the last as the window closed", polls, len(clock.sleeps))
+			}
+			if tc.sleeps != nil && !reflect.DeepEqual(clock.sleeps, tc.sleeps) {
+				t.Errorf("waits %v, want %v", clock.sleeps, tc.sleeps)
+			}
+			var waited time.Duration
+			for _, d := range clock.sleeps {
+				waited += d
+			}
+			failing := clock.now().Sub(start) - tc.attempt // from the first failure on
+			if waited > window || failing < window || failing > window+tc.attempt {
+				t.Errorf("waits %v (%v in all), failing for %v: want the waits within the %v window and the wait to fail as it closes, after its last poll", clock.sleeps, waited, failing, window)
+			}
+			if tc.attempt == 0 && waited != window {
+				t.Errorf("waits %v (%v in all); want them to end with the %v window, the last poll made then", clock.sleeps, waited, window)
+			}
+			if want := fmt.Sprintf("still failing after %s:", spent(failing)); !strings.Contains(err.Error(), want) {
+				t.Errorf("Wait error %q, want it to say %q", err, want)
+			}
+		})
+	}
+}
