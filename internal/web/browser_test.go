@@ -475,6 +475,17 @@ func TestBrowser(t *testing.T) {
 		if got := eval(t, `getComputedStyle(document.querySelector("`+c+` .outcome .line"), "::before").content`); strings.Contains(got, "✓") {
 			t.Errorf("a rejection is marked %s", got)
 		}
+		// Nor shown in the box of a yes.
+		if got := eval(t, `(() => {
+			const yes = document.createElement("div");
+			yes.className = "outcome status-answered";
+			document.body.append(yes);
+			const a = getComputedStyle(yes).backgroundColor, b = getComputedStyle(document.querySelector("`+c+` .outcome")).backgroundColor;
+			yes.remove();
+			return a === b ? "the same " + a : "ok";
+		})()`); got != "ok" {
+			t.Errorf("a rejection's box and a yes's have %s", got)
+		}
 	})
 	t.Run("answered elsewhere, it leaves the page", func(t *testing.T) {
 		later := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Rotate the keys now?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}))

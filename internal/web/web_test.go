@@ -1356,6 +1356,15 @@ func TestRejectionShownAsOne(t *testing.T) {
 	if decl := rules[".outcome.rejected .line::before"]; strings.Contains(decl, "✓") || strings.Contains(decl, "--ok") || !strings.Contains(decl, "--danger") {
 		t.Errorf("a rejection's mark is %q, want neither ✓ nor green", decl)
 	}
+	// Nor is its box the light blue of a yes: it is tinted as danger.
+	if decl := rules[".outcome.rejected"]; !regexp.MustCompile(`background:\s*var\(--danger-soft\)`).MatchString(decl) {
+		t.Errorf("a rejection's box is %q, want the background --danger-soft", decl)
+	}
+	for _, scheme := range regexp.MustCompile(`--danger:[^;]*;`).FindAllStringIndex(string(css), -1) {
+		if !strings.Contains(string(css[scheme[0]:scheme[1]+40]), "--danger-soft:") {
+			t.Errorf("a colour scheme sets --danger but not --danger-soft beside it")
+		}
+	}
 }
 
 // TestBooleanOutcome: a boolean field's answer is shown in its outcome
