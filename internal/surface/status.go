@@ -21,6 +21,11 @@ type Format struct {
 	// characters, fewer than MaxSummary: a line that must take little
 	// room.
 	SummaryLen int
+	// Listed says the surface lists a request's answers beside the line,
+	// each under its question (the web's page): the line then leaves the
+	// summary of several answers out, which would show each twice. One
+	// answer, or a decision's note, stays in the line.
+	Listed bool
 }
 
 func (f Format) esc(s string) string {
@@ -77,7 +82,7 @@ func statusParts(rec *pending.Record, f Format) []string {
 			}
 		}
 		parts := []string{lead + who(rec.ResolvedBy, f)}
-		if s := Summary(rec); s != "" {
+		if s := Summary(rec); s != "" && !(f.Listed && rec.Decision == nil && rec.Answer != nil && len(rec.Answer.Answers) > 1) {
 			if f.SummaryLen > 0 {
 				s = Truncate(s, f.SummaryLen)
 			}

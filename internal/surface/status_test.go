@@ -73,6 +73,38 @@ func TestStatusLine(t *testing.T) {
 	}
 }
 
+// A surface that lists the answers (Listed) leaves several out of its
+// line, not one or a decision's note.
+func TestStatusLineListed(t *testing.T) {
+	at := time.Date(2026, 3, 4, 14, 3, 0, 0, time.UTC)
+	qs := &seam.Questions{Questions: []seam.Question{
+		{ID: "n", Header: "Replicas", Question: "How many?", Input: &seam.Input{Type: seam.InputInteger}},
+		{ID: "why", Question: "Why?"},
+	}}
+	ada := &pending.Responder{Name: "Ada"}
+	f := Format{Listed: true}
+	for _, tc := range []struct {
+		name string
+		rec  pending.Record
+		want string
+	}{
+		{"several answers", pending.Record{Status: seam.StatusAnswered, Questions: qs, ResolvedBy: ada, ResolvedAt: at,
+			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "n", Custom: "3"}, {ID: "why", Custom: "load"}}}},
+			"Answered by Ada · 2026-03-04 14:03 UTC"},
+		{"one answer", pending.Record{Status: seam.StatusAnswered, Questions: &seam.Questions{Questions: qs.Questions[:1]}, ResolvedBy: ada, ResolvedAt: at,
+			Answer: &seam.Answer{Answers: []seam.AnswerItem{{ID: "n", Custom: "3"}}}},
+			"Answered by Ada · 3 · 2026-03-04 14:03 UTC"},
+		{"a decision's note", pending.Record{Status: seam.StatusAnswered, ResolvedBy: ada, ResolvedAt: at, Decision: &seam.Decision{Outcome: seam.OutcomeRejected, Note: "no"}},
+			"Rejected by Ada · “no” · 2026-03-04 14:03 UTC"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StatusLine(&tc.rec, f); got != tc.want {
+				t.Errorf("StatusLine = %q\nwant         %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // Shown relabels a boolean field's answer for people; the answer the
 // agent gets keeps its value.
 func TestShownKeepsTheAnswer(t *testing.T) {

@@ -84,8 +84,9 @@ type answerLine struct {
 // statusFormat writes a status line as HTML: what people and agents wrote
 // escaped, shown and isolated, each piece in a <bdi> (see cardView), and
 // its time a <time> that the page shows in the reader's own zone, as it
-// does every other time.
-var statusFormat = surface.Format{Surface: surfaceName, Escape: func(s string) string {
+// does every other time. Several answers are listed below it (the
+// "outcome" template), not in it as well.
+var statusFormat = surface.Format{Surface: surfaceName, Listed: true, Escape: func(s string) string {
 	return "<bdi>" + template.HTMLEscapeString(shown(s)) + "</bdi>"
 }, Time: func(t time.Time) string {
 	return `<time datetime="` + t.UTC().Format(time.RFC3339) + `">` + t.UTC().Format("2006-01-02 15:04 UTC") + `</time>`

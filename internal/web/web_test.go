@@ -1387,7 +1387,7 @@ func TestBooleanOutcome(t *testing.T) {
 		{"alone, Yes", []seam.Question{dry}, []any{map[string]any{"id": "dry", "custom": "yes"}},
 			"Answered by <bdi>ada</bdi> · <bdi>Yes</bdi>", ""},
 		{"among others", []seam.Question{dry, {ID: "why", Question: "Why?"}}, []any{map[string]any{"id": "dry", "custom": "true"}, map[string]any{"id": "why", "custom": "true"}},
-			"<bdi>Dry run: Yes; Why?: “true”</bdi>", `<dd dir="auto">Yes</dd>`},
+			"Answered by <bdi>ada</bdi> · <time", `<dd dir="auto">Yes</dd>`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := b.ask(t, time.Hour, tc.qs...)
@@ -1404,6 +1404,47 @@ func TestBooleanOutcome(t *testing.T) {
 				t.Errorf("the answer stored is %+v", got)
 			}
 		})
+	}
+}
+
+// TestSeveralAnswersShownOnce: the answers to several questions are
+// listed, each under its question, and not summed up in the outcome's
+// line above the list as well.
+func TestSeveralAnswersShownOnce(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
+	rec := b.ask(t, time.Hour,
+		seam.Question{ID: "n", Header: "Replicas", Question: "How many replicas?", Input: &seam.Input{Type: seam.InputInteger, Required: true}},
+		seam.Question{ID: "cpu", Header: "CPU", Question: "How many cores each?", Input: &seam.Input{Type: seam.InputNumber}},
+		seam.Question{ID: "dry", Header: "Dry run", Question: "Dry run first?", Input: &seam.Input{Type: seam.InputBoolean}},
+		seam.Question{ID: "msg", Header: "Message", Question: "Release note?", Input: &seam.Input{Type: seam.InputString}})
+	status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{
+		map[string]any{"id": "n", "custom": "37"}, map[string]any{"id": "cpu", "custom": "1.5"},
+		map[string]any{"id": "dry", "custom": "true"}, map[string]any{"id": "msg", "custom": "eu-west first"}}})
+	html, _ := body["html"].(string)
+	if status != 200 {
+		t.Fatalf("answer: %d %v", status, body)
+	}
+	_, page := b.page(t, c, "/r/"+rec.ID)
+	outcome := regexp.MustCompile(`(?s)<div class="outcome.*?</div>`)
+	times := regexp.MustCompile(`<time[^>]*>[^<]*</time>`)
+	for name, got := range map[string]string{"the reply's outcome": html, "the request's page": page} {
+		got = times.ReplaceAllString(outcome.FindString(got), "<time>")
+		line := regexp.MustCompile(`(?s)<p class="line">(.*?)</p>`).FindStringSubmatch(got)
+		if line == nil || line[1] != "Answered by <bdi>ada</bdi> · <time>" {
+			t.Errorf("%s: the outcome's line is %q, want who answered and when", name, line)
+		}
+		for _, dd := range []string{`<dd dir="auto">37</dd>`, `<dd dir="auto">1.5</dd>`, `<dd dir="auto">Yes</dd>`, `<dd dir="auto">“eu-west first”</dd>`} {
+			if n := strings.Count(got, dd); n != 1 {
+				t.Errorf("%s: %s shown %d times, want once", name, dd, n)
+			}
+		}
+		for _, answer := range []string{"37", "1.5", "eu-west first"} {
+			if n := strings.Count(got, answer); n != 1 {
+				t.Errorf("%s: %q shown %d times, want once:\n%s", name, answer, n, got)
+			}
+		}
 	}
 }
 
