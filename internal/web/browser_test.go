@@ -187,7 +187,7 @@ func TestBrowser(t *testing.T) {
 		groups, headings := names("group"), names("heading")
 		// An option is read with its number, as Slack and Discord show
 		// it, and apart from it: "1. eu-west", not "1.eu-west".
-		if radios, boxes := names("radio"), names("checkbox"); !strings.Contains(radios, "1. Yes, ship it (Recommended) Rolls out in 10 minutes. | 2. No, wait") ||
+		if radios, boxes := names("radio"), names("checkbox"); !strings.Contains(radios, "1. Yes, ship it Recommended Rolls out in 10 minutes. | 2. No, wait") ||
 			!strings.Contains(boxes, "1. eu-west Frankfurt and Dublin | 2. us-east | 3. ap-south") {
 			t.Errorf("options read as %s and %s", radios, boxes)
 		}

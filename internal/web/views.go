@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/askbridge/askbridge/internal/pending"
@@ -64,10 +65,21 @@ func (v questionView) Signed() bool { return v.Mode == "numeric" || v.Mode == "d
 
 type optionView struct {
 	Number      int    // 1, 2, ... in the question's order, as Slack and Discord number it
-	Label       string // as shown
+	Label       string // as shown: without a "(Recommended)" suffix, which Recommended shows
 	Value       string // the label as written, which the answer names
 	Description string
-	Primary     bool
+	Recommended bool // its label ends in "(Recommended)": it gets a badge
+}
+
+// recommended is label as an option shows it, without the suffix that
+// marks the option an agent recommends, and whether it had one. A label
+// that is the suffix alone stays as it is.
+func recommended(label string) (string, bool) {
+	l, ok := strings.CutSuffix(strings.TrimSpace(label), surface.RecommendedSuffix)
+	if l = strings.TrimSpace(l); !ok || l == "" {
+		return label, false
+	}
+	return l, true
 }
 
 type approvalView struct {
@@ -184,9 +196,9 @@ func questionOf(group string, qs []seam.Question, i int) questionView {
 		Plan: q.IsPlanReview(), Multi: q.MultiSelect, Other: surface.OtherLabel(q), Mode: "text",
 		Required: surface.TextRequired(qs, i),
 	}
-	primary := surface.Primary(q)
 	for i, o := range q.Options {
-		v.Options = append(v.Options, optionView{Number: i + 1, Label: shown(o.Label), Value: o.Label, Description: shown(o.Description), Primary: i == primary})
+		label, rec := recommended(shown(o.Label))
+		v.Options = append(v.Options, optionView{Number: i + 1, Label: label, Value: o.Label, Description: shown(o.Description), Recommended: rec})
 	}
 	if len(q.Options) == 0 {
 		v.Other = "Your answer"

@@ -953,6 +953,40 @@ func TestOptionsNumbered(t *testing.T) {
 	}
 }
 
+// TestRecommendedBadge: the option an agent recommends ("… (Recommended)")
+// wears a badge in place of the suffix, and no option is styled as
+// chosen before it is: neither it, nor a plan's approving option. The
+// answer still names it by its whole label.
+func TestRecommendedBadge(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	b.signIn(t, c, "ada-token-7f3c9e21b4")
+	rec := b.ask(t, time.Hour,
+		seam.Question{ID: "deploy", Question: "Deploy?", Options: []seam.Option{{Label: "Yes, ship it (Recommended)"}, {Label: "No"}, {Label: "(Recommended)"}}},
+		seam.Question{ID: "plan", Question: "Approve the plan?", Detail: "1. Roll back", Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}},
+			Intent: &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}})
+	_, page := b.page(t, c, "/r/"+rec.ID)
+	optRE := regexp.MustCompile(`<label class="([^"]*)"><input type="radio" name="[^"]+" value="([^"]*)"><span class="txt"><span class="num">\d+\.</span><span class="label" dir="auto">(.*?)</span></span></label>`)
+	got := map[string]string{}
+	for _, m := range optRE.FindAllStringSubmatch(page, -1) {
+		if m[1] != "opt" {
+			t.Errorf("option %q is styled %q, as if chosen", m[2], m[1])
+		}
+		got[m[2]] = m[3]
+	}
+	for value, want := range map[string]string{
+		"Yes, ship it (Recommended)": `Yes, ship it <span class="badge">Recommended</span>`,
+		"No":                         "No",
+		"(Recommended)":              "(Recommended)", // nothing left to label it
+		"Approve":                    "Approve",
+		"Keep planning":              "Keep planning",
+	} {
+		if got[value] != want {
+			t.Errorf("option %q is shown as %q, want %q", value, got[value], want)
+		}
+	}
+}
+
 func fmtAnswers(a *seam.Answer) string {
 	if a == nil {
 		return "<nil>"
