@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -351,6 +352,36 @@ func TestBrowser(t *testing.T) {
 		}
 		if got := get(t, a.Store(), rec); got.Answer == nil || fmtAnswer(got.Answer) != "[{cpu [] 1.250}]" {
 			t.Errorf("in German, 1,250 was answered as %+v, want 1.250", got.Answer)
+		}
+	})
+	t.Run("an hour is shown without a leading zero", func(t *testing.T) {
+		// In a zone where it is now about 5 o'clock, in English: "Dec 6,
+		// 5:07 AM", not "05:07 AM".
+		off := 5 - time.Now().UTC().Hour()
+		if off < -12 {
+			off += 24
+		}
+		zone := fmt.Sprintf("Etc/GMT%+d", -off) // Etc/GMT-5 is 5 hours ahead of UTC
+		rec := create(t, base, "/v1/questions", questions(seam.Question{ID: "q", Question: "Which zone?"}))
+		tab, cancelTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+		defer cancelTab()
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, tg, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: "en-US"}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone})
+			return err
+		}), chromedp.Navigate(base+a.Web().Links().Path(get(t, a.Store(), rec))), chromedp.WaitReady(`html[data-ready="1"]`)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".meta time").textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`, [56]:\d\d\W+AM$`).MatchString(got) {
+			t.Errorf("in %s, a time about 5 AM is shown as %q, want its hour without a leading zero", zone, got)
 		}
 	})
 	t.Run("a lone free-text question refuses a blank answer", func(t *testing.T) {

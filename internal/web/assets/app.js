@@ -19,7 +19,8 @@
     for (const t of root.querySelectorAll("time[datetime]")) {
       const d = new Date(t.dateTime);
       if (!isNaN(d)) {
-        t.textContent = d.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+        // "Dec 6, 1:39 PM", not "01:39 PM" (and "6. Dez., 5:07" in German).
+        t.textContent = d.toLocaleString([], { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" });
         t.title = d.toString();
       }
     }
