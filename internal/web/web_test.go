@@ -851,6 +851,8 @@ func TestRequiredFields(t *testing.T) {
 		{"a lone typed question, optional", []seam.Question{typed("optional", false)}, []bool{false}},
 		{"a lone typed question, required", []seam.Question{typed("required", true)}, []bool{true}},
 		{"several", []seam.Question{{ID: "free", Question: "Why?"}, typed("must", true), typed("may", false)}, []bool{false, true, false}},
+		{"booleans", []seam.Question{{ID: "yes", Question: "Sure?", Input: &seam.Input{Type: seam.InputBoolean, Required: true}},
+			{ID: "dry", Question: "Dry run?", Input: &seam.Input{Type: seam.InputBoolean}}}, []bool{true, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := b.ask(t, time.Hour, tc.qs...)
@@ -863,6 +865,11 @@ func TestRequiredFields(t *testing.T) {
 				tag := page[at : at+strings.IndexByte(page[at:], '>')]
 				if got := strings.Contains(tag, "data-required"); got != tc.want[i] || b.web.card(rec).Questions[i].Required != got {
 					t.Errorf("%s: required %v (%s), want %v", q.ID, got, tag, tc.want[i])
+				}
+				// Its field says which, as Slack's forms say "(optional)".
+				fs := page[at : at+strings.Index(page[at:], "</fieldset>")]
+				if strings.Contains(fs, " (required)") != tc.want[i] || strings.Contains(fs, " (optional)") == tc.want[i] {
+					t.Errorf("%s: required %v, but its field is not marked so:\n%s", q.ID, tc.want[i], fs)
 				}
 			}
 		})
