@@ -1489,6 +1489,33 @@ func TestSeveralAnswersShownOnce(t *testing.T) {
 	}
 }
 
+// TestEndedPlanShowsThePlan: an ended plan review's page, and the
+// outcome a card shows once answered, show the plan that was answered,
+// rendered as the form showed it, beside how it ended.
+func TestEndedPlanShowsThePlan(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
+	plan := seam.Question{ID: "plan", Question: "Approve the rollback plan?", Detail: "1. Drain **eu-west**\n2. Roll back to `v2.2`",
+		Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}}, Intent: &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}}
+	rec := b.ask(t, time.Hour, plan)
+	shown := `<div class="md plan" dir="auto">` + string(Markdown(plan.Detail)) + `</div>`
+	if _, page := b.page(t, c, "/r/"+rec.ID); !strings.Contains(page, shown) {
+		t.Fatalf("the pending plan's page does not show it as %s", shown)
+	}
+	status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": "plan", "custom": "drain us-east too"}}})
+	if html, _ := body["html"].(string); status != 200 || !strings.Contains(html, shown) || !strings.Contains(html, "drain us-east too") {
+		t.Errorf("answered: %d, the outcome shows no plan:\n%s", status, html)
+	}
+	_, page := b.page(t, c, "/r/"+rec.ID)
+	if !strings.Contains(page, shown) || strings.Contains(page, "<form") || !strings.Contains(page, `class="outcome`) {
+		t.Errorf("the ended plan's page does not show the plan, read-only, and how it ended:\n%s", page)
+	}
+	if _, outcome := b.page(t, c, "/web/requests/"+rec.ID+"/outcome"); !strings.Contains(outcome, shown) {
+		t.Errorf("the outcome read for a card shows no plan:\n%s", outcome)
+	}
+}
+
 // TestMetasInHead: the page's <meta>s that app.js reads, the session's
 // CSRF token and a link's, are in its <head>, where a <meta name> belongs,
 // not in its <body>.
