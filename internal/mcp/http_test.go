@@ -815,3 +815,83 @@ func TestHTTPOpenWhileStopping(t *testing.T) {
 		t.Errorf("got %d %q (Retry-After %q); want 503 UNAVAILABLE with a Retry-After", w.Code, w.Body, w.Header().Get("Retry-After"))
 	}
 }
+
+// A call its client cancels (notifications/cancelled on another POST)
+// gets no reply on its POST, whose stream ends, as over bridge mcp: the
+// spec asks none, and the SDK's, an error of code 0 ("context canceled"),
+// reaches a client that has forgotten the id. Its question stays asked
+// for the re-attach window: an identical call picks it up and gets the
+// answer.
+func TestHTTPCancelledCallGetsNoReply(t *testing.T) {
+	_, url, person := startHTTP(t, HTTPOptions{Server: Options{Reattach: time.Hour}})
+	resp := mcpPost(t, url, askToken, initialize, nil)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	headers := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-06-18"}
+	if resp.StatusCode != http.StatusOK || headers["Mcp-Session-Id"] == "" {
+		t.Fatalf("initialize: status %d, session %q", resp.StatusCode, headers["Mcp-Session-Id"])
+	}
+	notify := func(what, body string) {
+		t.Helper()
+		resp := mcpPost(t, url, askToken, body, headers)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: status %d, want 202", what, resp.StatusCode)
+		}
+	}
+	notify("notifications/initialized", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// call POSTs a tools/call under id, and sends the messages its stream
+	// carries once it ends.
+	call := func(id string) <-chan []*jsonrpc.Response {
+		ch := make(chan []*jsonrpc.Response, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":`+id+
+				`,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"id":"web","question":"Ship it?","options":[{"label":"Yes"},{"label":"No"}]}]}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+askToken)
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			var replies []*jsonrpc.Response
+			defer func() { ch <- replies }()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			for line := range strings.Lines(string(b)) {
+				if data, ok := strings.CutPrefix(line, "data: "); ok {
+					if msg, err := jsonrpc.DecodeMessage([]byte(strings.TrimSpace(data))); err == nil {
+						if r, ok := msg.(*jsonrpc.Response); ok {
+							replies = append(replies, r)
+						}
+					}
+				}
+			}
+		}()
+		return ch
+	}
+
+	first := call("11")
+	rec := waitPending(t, person, 1)[0]
+	notify("notifications/cancelled", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11,"reason":"timed out"}}`)
+	for _, r := range await(t, "the cancelled call's stream to end", first) {
+		t.Errorf("the cancelled call's stream carried a reply: id %v, error %v; want none", r.ID.Raw(), r.Error)
+	}
+
+	// Still asked, for an identical call to re-attach to.
+	if got, err := person.Get(context.Background(), rec.ID, 0); err != nil || got.Status != client.StatusPending {
+		t.Fatalf("the cancelled call's question: %+v, %v; want it still pending", got, err)
+	}
+	second := call("12")
+	if _, err := person.Answer(context.Background(), rec.ID, client.Answer{Answers: []client.AnswerItem{{ID: "web", Selected: []string{"No"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	replies := await(t, "the identical call", second)
+	if len(replies) != 1 || replies[0].ID.Raw() != int64(12) || replies[0].Error != nil || !strings.Contains(string(replies[0].Result), `{"answers":[{"id":"web","selected":["No"]}]}`) {
+		t.Errorf("the identical call got %+v; want one result under id 12 with the answer", replies)
+	}
+}

@@ -241,6 +241,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Re
 	out, err := s.wait(ctx, a, s.progress(ctx, req))
 	if err != nil {
 		// The client cancelled the call (or timed out): it reads no result.
+		noReply(req)
 		return nil, err
 	}
 	if out.err != nil {
@@ -250,6 +251,19 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Re
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(out.result)}},
 		StructuredContent: out.result,
 	}, nil
+}
+
+// noReply leaves out the reply to req, a call whose client cancelled it or
+// went away: the spec asks no reply to a cancelled request, and the SDK's,
+// an error of code 0 ("context canceled"), reaches a client that has
+// forgotten the id. Over HTTP it ends the stream of the POST that carried
+// req, with nothing on it: the SDK's reply, written as the handler
+// returns, finds it closed and is dropped (no EventStore keeps it). Over
+// stdio, Stdio's writer leaves it out.
+func noReply(req *mcp.CallToolRequest) {
+	if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+		req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{}) // no RetryAfter: no event that asks the client to come back
+	}
 }
 
 // progress returns the progress reporter of req, or nil when its client
