@@ -141,6 +141,7 @@ func (s *Server) attach(k askKey, req client.Request) (*ask, error) {
 	if a := s.asks[k]; a != nil {
 		a.refs++
 		a.disarm()
+		s.grew()
 		return a, nil
 	}
 	s.seq++
@@ -170,6 +171,7 @@ func (s *Server) forward(ctx context.Context, a *ask, req client.Request) {
 	if err == nil {
 		s.mu.Lock()
 		a.id = rec.ID
+		s.grew()
 		s.mu.Unlock()
 		s.log.Info("asked", "kind", rec.Kind, "request_id", rec.ID, "tool_call_id", a.toolCallID)
 		rec, err = s.bridge.Wait(ctx, rec)
@@ -396,6 +398,31 @@ func (s *Server) closeFor(cause error) {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+}
+
+// waitingCalls counts the tool calls waiting for a person: attached to an
+// ask whose bridge request was created and has not ended.
+func (s *Server) waitingCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for a := range s.running {
+		select {
+		case <-a.done:
+		default:
+			if a.id != "" {
+				n += a.refs
+			}
+		}
+	}
+	return n
+}
+
+// grew says that waitingCalls may have grown. s.mu is held.
+func (s *Server) grew() {
+	if s.waitingGrew != nil {
+		s.waitingGrew()
+	}
 }
 
 // event reports what happened to a test hook. s.mu is held.

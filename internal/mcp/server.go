@@ -101,6 +101,10 @@ type Server struct {
 	seq     uint64
 	closed  bool
 	wg      sync.WaitGroup // forward goroutines
+	// waitingGrew is called when a tool call may have come to wait for
+	// a person (waitingCalls), for a transport that waits for the others
+	// to be answered as its input ends (a drainer); nil for another.
+	waitingGrew func()
 
 	trace func(event string) // test hook: "detached" (a call went away), "ended" (a request), "settled" (its withdrawal too, if it needed one); s.mu is held
 }
@@ -152,6 +156,12 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	// wait for people: withdrawing the questions first lets them end.
 	stop := context.AfterFunc(ctx, func() { s.closeFor(context.Cause(ctx)) })
 	defer stop()
+	if d, ok := t.(drainer); ok {
+		grew := d.drainWith(s.waitingCalls)
+		s.mu.Lock()
+		s.waitingGrew = grew
+		s.mu.Unlock()
+	}
 	err := s.serve(ctx, t)
 	s.closeFor(errClientGone)
 	return err

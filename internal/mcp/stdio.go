@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,14 +44,48 @@ import (
 // the spec asks none, and the SDK's, an error of code 0 ("context
 // canceled"), reaches a client that has forgotten the id, which reports it
 // as an error of its own.
+//
+// When stdin ends, the requests the client sent are answered before the
+// session ends (the SDK's ends at once, and its requests in flight go
+// unanswered: a script that pipes in its lines and closes stdin got no
+// reply to most), but for the tool calls waiting for a person, which end
+// unanswered as the session does, their questions withdrawn. It waits for
+// that drainFor at most.
 func Stdio(stdin io.Reader, stdout io.Writer, log *slog.Logger) mcp.Transport {
-	out := &lockedWriter{w: stdout, open: map[string]bool{}}
+	out := &lockedWriter{w: stdout, open: map[string]bool{}, changed: make(chan struct{}, 1)}
 	r, w := io.Pipe()
 	go func() {
 		w.CloseWithError(screen(stdin, w, out, log))
 	}()
-	return &mcp.IOTransport{Reader: r, Writer: out}
+	return &stdio{IOTransport: mcp.IOTransport{Reader: r, Writer: out}, out: out}
 }
+
+// stdio is Stdio's transport: the SDK's, on the lines screen passes on.
+type stdio struct {
+	mcp.IOTransport
+	out *lockedWriter
+}
+
+// A drainer is a transport whose session, once its input has ended, waits
+// for the replies to the requests in flight but to the tool calls waiting
+// for a person, which waiting counts (Server.waitingCalls). It returns
+// what to call when that count may have grown.
+type drainer interface {
+	drainWith(waiting func() int) (changed func())
+}
+
+func (t *stdio) drainWith(waiting func() int) func() {
+	t.out.mu.Lock()
+	t.out.waiting = waiting
+	t.out.mu.Unlock()
+	t.out.change()
+	return t.out.change
+}
+
+// drainFor bounds how long the requests in flight have to be answered once
+// stdin has ended: a tool call whose bridge does not answer (its client
+// retries for minutes) must not hold the process.
+const drainFor = 5 * time.Second
 
 // maxLine is the longest line passed on: the SDK's own limit. A longer
 // one is answered and skipped, never held whole.
@@ -110,7 +145,10 @@ func screen(in io.Reader, pass io.Writer, out *lockedWriter, log *slog.Logger) e
 		line, tooLong, tooLongID = line[:0], false, nil
 		if err != nil {
 			if err == io.EOF {
-				return nil // the pipe reads as ended: the client closed stdin
+				// The client closed stdin: what it sent is answered
+				// before the pipe reads as ended.
+				out.drain(drainFor, log)
+				return nil
 			}
 			return err
 		}
@@ -284,6 +322,60 @@ type lockedWriter struct {
 	// replied to; initialized says the SDK answered one with a result.
 	initializing map[string]bool
 	initialized  bool
+
+	// What drain waits on: the tool calls waiting for a person (set by
+	// drainWith), a write to w that failed (no reply reaches the client
+	// any more), the SDK's session closed (Close). changed has a value
+	// (change) when one of them, or open, may have changed.
+	waiting func() int
+	failed  bool
+	closed  bool
+	changed chan struct{}
+}
+
+// change wakes drain. It takes no lock: the Server calls it holding its own.
+func (l *lockedWriter) change() {
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+// drain waits until every request the client sent is answered, but the
+// tool calls waiting for a person, or no reply can be written any more,
+// or for at most max. The client has closed stdin: nothing comes after.
+func (l *lockedWriter) drain(max time.Duration, log *slog.Logger) {
+	deadline := time.NewTimer(max)
+	defer deadline.Stop()
+	for {
+		left := l.unanswered()
+		if left == 0 {
+			return
+		}
+		select {
+		case <-l.changed:
+		case <-deadline.C:
+			log.Warn("stdin closed: requests the MCP client sent are left unanswered", "count", left, "waited", max)
+			return
+		}
+	}
+}
+
+// unanswered counts the requests in flight that are not tool calls
+// waiting for a person: 0 too once no reply can be written. Every call
+// waiting is in flight, and no request comes any more (stdin has ended),
+// so open holds at least as many as waiting counts, read after it.
+func (l *lockedWriter) unanswered() int {
+	l.mu.Lock()
+	open, waiting, over := len(l.open), l.waiting, l.failed || l.closed
+	l.mu.Unlock()
+	if over || open == 0 {
+		return 0
+	}
+	if waiting != nil {
+		open -= min(open, waiting()) // without l.mu: it takes the Server's
+	}
+	return open
 }
 
 // beforeInit are the methods the SDK serves before the session's
@@ -387,12 +479,20 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 			}
 			cancelled, open := l.open[k]
 			delete(l.open, k)
+			if open {
+				defer l.change()
+			}
 			if open && cancelled {
 				return len(p), nil
 			}
 		}
 	}
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if err != nil && !l.failed {
+		l.failed = true
+		defer l.change()
+	}
+	return n, err
 }
 
 // idKey is id as a map key that is the same however a number is written
@@ -411,4 +511,11 @@ func idKey(id json.RawMessage) string {
 	return ""
 }
 
-func (*lockedWriter) Close() error { return nil }
+// Close says the SDK's session has closed: no reply is to come.
+func (l *lockedWriter) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.change()
+	return nil
+}

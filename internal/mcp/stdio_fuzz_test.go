@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"math/big"
 	"reflect"
 	"slices"
@@ -168,7 +169,10 @@ func FuzzStdio(f *testing.F) {
 func runStdio(t *testing.T, stdin []byte) (passed []byte, msgs []jsonrpc.Message, answered []byte) {
 	t.Helper()
 	var out, pass bytes.Buffer
-	tr := Stdio(bytes.NewReader(stdin), &out, slog.New(slog.DiscardHandler)).(*mcp.IOTransport)
+	tr := Stdio(bytes.NewReader(stdin), &out, slog.New(slog.DiscardHandler)).(*stdio)
+	// Nothing answers the requests passed on here: as stdin ends, none is
+	// waited for, as if each were a tool call waiting for a person.
+	tr.drainWith(func() int { return math.MaxInt })
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	conn, err := (&mcp.IOTransport{Reader: io.NopCloser(io.TeeReader(tr.Reader, &pass)), Writer: tr.Writer}).Connect(ctx)

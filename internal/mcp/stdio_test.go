@@ -155,6 +155,93 @@ func TestCancelledCallGetsNoReply(t *testing.T) {
 	}
 }
 
+// TestStdioAnswersWhatCameBeforeStdinEnds: a client that writes its
+// requests and closes stdin at once (a script piping them in) gets every
+// reply before the session ends: the SDK's ended as stdin did, with the
+// requests it had not answered yet. A tool call waiting for a person is
+// not answered: its question is withdrawn as the session ends. Tool calls
+// that fail at once, before asking or refused by the bridge, are answered.
+func TestStdioAnswersWhatCameBeforeStdinEnds(t *testing.T) {
+	const (
+		initialize  = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	)
+	call := func(id int, args string) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"ask_user_question","arguments":` + args + `}}`
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  []float64 // the ids answered
+	}{
+		{"a ping alone", []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`}, []float64{1}},
+		{"a session's first requests", []string{initialize, initialized, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`}, []float64{1, 2}},
+		{"tool calls", []string{initialize, initialized,
+			// Refused before asking, refused by the bridge, waiting for a
+			// person.
+			call(3, `{"questions":"web"}`),
+			call(4, `{"questions":[{"id":"a","question":"A?"},{"id":"a","question":"B?"}]}`),
+			call(5, `{"questions":[{"id":"web","question":"Ship it?","options":[{"label":"Yes"},{"label":"No"}]}]}`),
+			`{"jsonrpc":"2.0","id":6,"method":"ping"}`,
+		}, []float64{1, 3, 4, 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := startStdio(t, Options{})
+			for _, line := range tc.lines {
+				ss.send(line)
+			}
+			var got []float64
+			for _, m := range ss.end() {
+				id, _ := m["id"].(float64)
+				if m["result"] == nil {
+					t.Errorf("answered %v, want a result", m)
+				}
+				got = append(got, id)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("answered ids %v, want %v", got, tc.want)
+			}
+			if left, err := ss.bridge.Pending(context.Background()); err != nil || len(left.Questions) != 0 {
+				t.Errorf("pending once the session ended: %+v, %v; want the waiting call's question withdrawn", left, err)
+			}
+		})
+	}
+}
+
+// TestDrainEnds: at the end of stdin, a request nobody answers holds the
+// session drainFor at most, and not at all once no reply can reach the
+// client: the SDK closed the session (bridge mcp stops), or a write to
+// stdout failed (the client died).
+func TestDrainEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  time.Duration
+		w    io.Writer
+		then func(l *lockedWriter)
+	}{
+		{"at its deadline", time.Millisecond, io.Discard, func(*lockedWriter) {}},
+		{"as the session closes", time.Hour, io.Discard, func(l *lockedWriter) { l.Close() }},
+		{"as a write fails", time.Hour, failing{io.ErrClosedPipe}, func(l *lockedWriter) {
+			l.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}` + "\n"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &lockedWriter{w: tc.w, open: map[string]bool{}, changed: make(chan struct{}, 1)}
+			l.note([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`))
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				l.drain(tc.max, slog.New(slog.DiscardHandler))
+			}()
+			tc.then(l)
+			await(t, "the drain to end", drained)
+		})
+	}
+}
+
+func (f failing) Write([]byte) (int, error) { return 0, f.err }
+
 // TestRepliesLeftOut: only the reply to a request the client cancelled
 // while it was open is left out; the ids kept are those of open requests.
 func TestRepliesLeftOut(t *testing.T) {
