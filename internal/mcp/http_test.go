@@ -118,6 +118,25 @@ func mustConnect(t *testing.T, url, token string) *mcp.ClientSession {
 	return cs
 }
 
+// connectCancelling is mustConnect, with a channel that gets a value each
+// time the client's notifications/cancelled has been served. The SDK's
+// client sends it after the call it cancels has returned (go-sdk#1150),
+// as a POST of its own: its session, idle once the call's POST ended, is
+// busy again while it is served, and idle for good only after it.
+func connectCancelling(t *testing.T, url, token string) (*mcp.ClientSession, <-chan struct{}) {
+	t.Helper()
+	cancels := make(chan struct{}, 16)
+	cs, err := connectHTTP(t, url, token, func(_ *http.Request, body []byte, _ *http.Response) {
+		if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+			cancels <- struct{}{}
+		}
+	})
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	return cs, cancels
+}
+
 // waitSessions waits until h holds exactly the sessions of ids (as the SDK
 // client names them), each as want says (say says how, for the failure).
 func waitSessions(t *testing.T, h *HTTP, say string, want func(*session) bool, ids ...string) {
@@ -185,7 +204,7 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 // withdrawn. The others stay, other tokens' too, which don't count.
 func TestHTTPMaxSessionsClosesTheLongestIdle(t *testing.T) {
 	h, url, person := startHTTP(t, HTTPOptions{MaxSessions: 2, Server: Options{Reattach: time.Hour}})
-	first := mustConnect(t, url, askToken)
+	first, cancels := connectCancelling(t, url, askToken)
 	// A call its client gave up on: its question stays asked, for an
 	// identical call to re-attach to.
 	ctx, giveUp := context.WithCancel(context.Background())
@@ -199,6 +218,7 @@ func TestHTTPMaxSessionsClosesTheLongestIdle(t *testing.T) {
 	if err := await(t, "the call given up on", call); err == nil {
 		t.Fatal("the call given up on succeeded")
 	}
+	await(t, "the client's notifications/cancelled", cancels)
 	waitSessions(t, h, "idle", idle, first.ID())
 	other := mustConnect(t, url, otherToken)
 	waitSessions(t, h, "idle", idle, first.ID(), other.ID())
@@ -576,7 +596,7 @@ func TestHTTPCloseWaitsForSessionsBeingClosed(t *testing.T) {
 
 			// A call its client gave up on: its question stays asked,
 			// for an identical call to re-attach to.
-			first := mustConnect(t, srv.URL, "")
+			first, cancels := connectCancelling(t, srv.URL, "")
 			ctx, giveUp := context.WithCancel(context.Background())
 			call := make(chan error, 1)
 			go func() {
@@ -586,6 +606,7 @@ func TestHTTPCloseWaitsForSessionsBeingClosed(t *testing.T) {
 			rec := waitPending(t, direct, 1)[0]
 			giveUp()
 			await(t, "the call given up on", call)
+			await(t, "the client's notifications/cancelled", cancels)
 			waitSessions(t, h, "idle", idle, first.ID())
 
 			own := tc.close(t, h, srv.URL, first, held)
