@@ -333,7 +333,7 @@ func TestConfigCheckConnect(t *testing.T) {
 		name: "a wrong password, a channel the bot is not in",
 		args: []string{"config", "check", "--connect", write("redis://:LEAK-wrong@"+m.Addr()+"/0", "C9")},
 		code: exitError,
-		want: []string{"PROBLEM redis: PING failed: WRONGPASS", "ok      slack: signed in", "PROBLEM slack channel C9: Slack knows no such channel"},
+		want: []string{"PROBLEM redis: check the database number and the credentials in redis.url (or redis.username and redis.password); Redis said: WRONGPASS", "ok      slack: signed in", "PROBLEM slack channel C9: Slack knows no such channel"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(tc.args...)

@@ -109,7 +109,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	a.rdb.AddHook(health)
 	// Watched from its first dial: a Redis down at the start is an outage
 	// like any other, logged once, its dial lines at debug.
-	if err := checkRedis(a.store, a.rdb, health, log); err != nil {
+	if err := checkRedis(a.store, a.rdb, conn, health, log); err != nil {
 		return nil, err
 	}
 	// The web app's signer exists before the surfaces: their messages carry
@@ -187,8 +187,9 @@ func connOf(r config.Redis) pending.Conn {
 // Redis that can't be reached yet, or says "not now" (loading, failing
 // over), does not stop it: the API answers 503 until Redis is back. A
 // Redis that answers and may evict keys, or takes the configured password
-// and would take none, is warned about.
-func checkRedis(store *pending.Store, rdb redis.UniversalClient, health *redisHealth, log *slog.Logger) error {
+// and would take none, is warned about. conn is how rdb was set up: the
+// refusal names the keys of that kind of connection.
+func checkRedis(store *pending.Store, rdb redis.UniversalClient, conn pending.Conn, health *redisHealth, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	switch err := store.Ping(ctx); {
@@ -203,7 +204,10 @@ func checkRedis(store *pending.Store, rdb redis.UniversalClient, health *redisHe
 			log.Warn("redis can't be reached yet: the API answers 503 UNAVAILABLE until it can", "err", err)
 		}
 	default:
-		return fmt.Errorf("redis refused the connection (check the database number and the credentials in redis.url, or redis.db): %w", err)
+		if refusedBy(err) {
+			err = explainRefusal(conn, err)
+		}
+		return fmt.Errorf("redis refused the connection: %w", err)
 	}
 	return nil
 }

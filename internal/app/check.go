@@ -57,7 +57,11 @@ func checkRedisConn(ctx context.Context, r config.Redis) surface.Findings {
 	}
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		fs.Add(surface.Problem, "redis", "PING failed: %v", err)
+		if refusedBy(err) {
+			fs.Add(surface.Problem, "redis", "%v", explainRefusal(conn, err))
+		} else {
+			fs.Add(surface.Problem, "redis", "PING failed: %v", err)
+		}
 		return fs
 	}
 	fs.Add(surface.Fine, "redis", "answers PING")

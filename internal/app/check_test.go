@@ -201,3 +201,62 @@ func checkText(t *testing.T, cfg *config.Config) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// A Redis that refuses a redis.addrs config is explained in that
+// config's terms, by `config check --connect` and by serve's start:
+// Sentinels that watch no master of that name (go-redis's error read
+// "all sentinels ... are unreachable: redis: nil"), a plain Redis given
+// as a Cluster, a Cluster node given as a Sentinel, a Sentinel given as a
+// Cluster. None of it points at redis.url, which such a config doesn't
+// use; a redis.url config is pointed at it, and not at redis.db, which it
+// can't use. Nothing is written to Redis: each refuses the first call.
+func TestRedisRefusalNamesTheKeysInUse(t *testing.T) {
+	sentinel, master, _ := strings.Cut(os.Getenv("BRIDGE_TEST_REDIS_SENTINEL"), "/")
+	cluster, _, _ := strings.Cut(os.Getenv("BRIDGE_TEST_REDIS_CLUSTER"), ",")
+	var plain string
+	if u, err := url.Parse(os.Getenv("BRIDGE_TEST_REDIS_URL")); err == nil {
+		plain = u.Host
+	}
+	for _, tc := range []struct {
+		name, addr, master string
+		want               string
+	}{
+		{"url, database out of range", plain, "", "check the database number and the credentials in redis.url (or redis.username and redis.password); Redis said: ERR DB index is out of range"},
+		{"sentinel, unknown master", sentinel, "nosuch", `no Sentinel in redis.addrs watches a master named "nosuch" (redis.master_name)`},
+		{"plain redis as a cluster", plain, "", "this Redis is not a Cluster: use redis.url (or redis.master_name for Sentinel); Redis said: ERR This instance has cluster support disabled"},
+		{"cluster node as a sentinel", cluster, master, "the addresses in redis.addrs are not Sentinels: with redis.master_name they must be"},
+		{"sentinel as a cluster", sentinel, "", "the addresses in redis.addrs are not a Cluster's nodes: for Sentinels name their master in redis.master_name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.addr == "" || master == "" && tc.master != "" {
+				t.Skip("BRIDGE_TEST_REDIS_URL, BRIDGE_TEST_REDIS_CLUSTER or BRIDGE_TEST_REDIS_SENTINEL is not set")
+			}
+			r := config.Redis{Addrs: []string{tc.addr}, MasterName: tc.master, Prefix: "abtest:refusal:"}
+			if strings.HasPrefix(tc.name, "url") {
+				r.Addrs, r.URL = nil, config.Secret("redis://"+tc.addr+"/100000")
+			}
+			got := checkText(t, &config.Config{Redis: r})
+			if want := "PROBLEM redis: " + tc.want; !strings.Contains(got, want) {
+				t.Errorf("findings:\n%s\nwant %q", got, want)
+			}
+			cfg := apptest.Config(t, "", "", "abtest:refusal:")
+			cfg.Redis = r
+			a, err := app.New(cfg, slog.New(slog.DiscardHandler), app.Options{})
+			if err == nil {
+				a.Close()
+				t.Fatal("app.New: no error; want Redis's refusal")
+			}
+			if want := "redis refused the connection: " + tc.want; !strings.Contains(err.Error(), want) {
+				t.Errorf("app.New: %v\nwant %q", err, want)
+			}
+			for _, f := range []string{got, err.Error()} {
+				if r.URL == "" && strings.Contains(strings.ReplaceAll(f, "use redis.url", ""), "redis.url") {
+					t.Errorf("%q points at redis.url, which the config doesn't use", f)
+				}
+				if strings.Contains(f, "redis.db") || strings.Contains(f, "unreachable") {
+					t.Errorf("%q points at redis.db, or says Redis is unreachable", f)
+				}
+			}
+		})
+	}
+}
