@@ -1598,3 +1598,46 @@ func TestListenOffersWhatWorks(t *testing.T) {
 		})
 	}
 }
+
+// A slack: or discord: line with nothing under it (its keys commented
+// out) is an empty section, not a missing one: it gets the same errors
+// as slack: {}, not a route target's "there is no top-level slack:
+// section" nor, with no target, a surface silently off. So is a route
+// target's slack: with nothing under it. A section the environment gave
+// empty stays not set.
+func TestNullSectionIsEmpty(t *testing.T) {
+	problems := func(t *testing.T, doc string) string {
+		t.Helper()
+		c, err := parse([]byte(doc), env(map[string]string{"EMPTY": ""}))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	const slackRoute = "routes: [{name: default, targets: [{slack: {channel: C1}}]}]\n"
+	const discordRoute = "routes: [{name: default, targets: [{discord: {channel: \"1\"}}]}]\n"
+	for _, tc := range []struct{ name, doc, empty string }{
+		{"slack, keys commented out", "slack:\n  # bot_token: ${SLACK_BOT_TOKEN}\n" + slackRoute, "slack: {}\n" + slackRoute},
+		{"slack: ~", "slack: ~\n" + slackRoute, "slack: {}\n" + slackRoute},
+		{"slack, no target", "slack:\n", "slack: {}\n"},
+		{"discord, keys commented out", "discord:\n  # bot_token: x\n" + discordRoute, "discord: {}\n" + discordRoute},
+		{"discord, no target", "discord: null\n", "discord: {}\n"},
+		{"a target's slack", "slack: {bot_token: xoxb-1, app_token: xapp-1}\nroutes: [{name: default, targets: [{slack: }]}]\n",
+			"slack: {bot_token: xoxb-1, app_token: xapp-1}\nroutes: [{name: default, targets: [{slack: {}}]}]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, want := problems(t, tc.doc), problems(t, tc.empty)
+			if got != want || !strings.Contains(got, "required") || strings.Contains(got, "no top-level") {
+				t.Errorf("problems:\n%s\nwant those of %q:\n%s", got, tc.empty, want)
+			}
+		})
+	}
+	t.Run("empty from the environment", func(t *testing.T) {
+		if got := problems(t, "slack: ${EMPTY}\ndiscord: ${EMPTY}\n"); got != "" {
+			t.Errorf("problems: %s; want none: a section the environment gave empty is not set", got)
+		}
+	})
+}

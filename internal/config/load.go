@@ -426,7 +426,15 @@ type checker struct {
 // exponential in their number, and an anchor merged into itself would
 // recurse until the stack overflowed. The decoder then reports the loop or
 // the excessive aliasing.
+//
+// A section written with nothing under it (`slack:` whose keys are all
+// commented out, or `slack: ~`) becomes an empty one (`slack: {}`), whose
+// missing keys Validate names: decoded as null it would leave the
+// pointer nil, turning the surface off in silence, and a route target
+// that uses it would be told there is no such section, though the line is
+// there. A value the environment gave empty stays not set.
 func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
+	section := t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -439,6 +447,9 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) {
 	if c.unknown[r] {
 		c.unknownAt = append(c.unknownAt, path)
 		return
+	}
+	if _, fromEnv := c.written[n]; section && !fromEnv && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		n.Kind, n.Tag, n.Value = yaml.MappingNode, "!!map", ""
 	}
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
