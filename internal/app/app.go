@@ -371,10 +371,17 @@ func (a *App) Run(ctx context.Context) error {
 
 // logInbox says where the web inbox is. With no API tokens it prints a
 // one-time sign-in link, so the quick start ends in a page where a
-// question can be answered.
+// question can be answered. The link is written whatever log.level: it
+// is an INFO line, but the way into the inbox, and log.level: warn must
+// not hide it (bridge signin-link prints another, but only to someone who
+// knows of it).
 func (a *App) logInbox() {
 	if link := a.web.SignInLink(a.inboxBase()); link != "" {
-		a.log.Info("web inbox: open this one-time sign-in link in a browser to answer questions (bridge signin-link prints another)", "url", link)
+		r := slog.NewRecord(time.Now(), slog.LevelInfo, "web inbox: open this one-time sign-in link in a browser to answer questions (bridge signin-link prints another)", 0)
+		r.AddAttrs(slog.String("url", link))
+		// The handler, not the logger: Logger.Log drops a record below
+		// the handler's level, Handle writes it.
+		_ = a.log.Handler().Handle(context.Background(), r)
 		return
 	}
 	a.log.Info("web inbox: sign in with an API token that has the answer scope", "url", a.inboxBase()+"/")
