@@ -1641,3 +1641,30 @@ func TestNullSectionIsEmpty(t *testing.T) {
 		}
 	})
 }
+
+// What `bridge config check` prints, pasted back as a config, is told
+// that each secret is the placeholder <secret>, once per key: two
+// tokens both shown as <secret> are not "the same token" as well.
+func TestEffectivePastedBackNamesOnlyPlaceholders(t *testing.T) {
+	out, err := mustParse(t, validBase, noEnv).Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := parse(out, noEnv)
+	if err == nil {
+		err = back.Validate()
+	}
+	if err == nil {
+		t.Fatalf("no error; want each secret named as the placeholder:\n%s", out)
+	}
+	for _, key := range []string{"api.tokens[0].token", "api.tokens[1].token", "slack.bot_token", "discord.bot_token"} {
+		if w := key + ": is the placeholder <secret>"; !strings.Contains(err.Error(), w) {
+			t.Errorf("error:\n%v\nwant %q", err, w)
+		}
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.Contains(line, ": is the placeholder <secret>") {
+			t.Errorf("error line %q; want only placeholders named", line)
+		}
+	}
+}
