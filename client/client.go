@@ -118,12 +118,21 @@ func WithRetryFor(d time.Duration) ClientOption {
 }
 
 // New returns a client of the bridge at baseURL, e.g. http://127.0.0.1:8080.
+// baseURL may have a path (a proxy's prefix), but no query or fragment:
+// the client adds /v1/... to it. The error for one shows no part of
+// baseURL: a query may hold a secret, and where it starts in a URL that
+// is malformed is a guess.
 //
 // A redirect is not followed: it fails the call with an *Error naming where
 // it leads (and the URL to use instead). Followed, a 301 or 302 turns a
 // create into a GET of the request list, and one to another host drops
 // the token.
 func New(baseURL string, opts ...ClientOption) (*Client, error) {
+	if strings.ContainsAny(baseURL, "?#") {
+		// As the dsh plugin refuses them. Kept, the query would come before
+		// /v1/... in every call's URL.
+		return nil, errors.New("the bridge URL has a query or fragment (not shown: it may hold a secret); write the bridge's base URL alone, as http://host:port or https://host, to which the client adds /v1/...")
+	}
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("bridge URL %q: write it as http://host:port or https://host", redactURL(baseURL))

@@ -777,3 +777,26 @@ func TestQuestionRequestJSON(t *testing.T) {
 		t.Errorf("encoded %s\nwant    %s", got, want)
 	}
 }
+
+// A base URL with a query or fragment is refused, as the dsh plugin
+// refuses it, rather than every call going to a URL with /v1/... after
+// the query; the error shows no part of the URL, the query least (it may
+// hold a secret). A path stays fine.
+func TestNewRejectsQueryOrFragment(t *testing.T) {
+	for _, u := range []string{
+		"http://127.0.0.1:1/?x=SECRETPW", "http://127.0.0.1:1?x=SECRETPW", "https://h/#SECRETPW",
+		"http://127.0.0.1:1/?", "http://127.0.0.1:1/#", "ftp://127.0.0.1:1/?x=SECRETPW", "http://SECRETPW:1?@h",
+	} {
+		_, err := client.New(u)
+		if err == nil {
+			t.Errorf("New(%q) = nil error", u)
+			continue
+		}
+		if !strings.Contains(err.Error(), "has a query or fragment") || strings.Contains(err.Error(), "SECRETPW") || strings.Contains(err.Error(), "127.0.0.1") {
+			t.Errorf("New(%q) = %q; want it to name the query or fragment, and show no part of the URL", u, err)
+		}
+	}
+	if _, err := client.New("https://tools.example.com/askbridge/"); err != nil {
+		t.Errorf("New with a path = %v", err)
+	}
+}

@@ -974,7 +974,8 @@ func TestRefusalsInFlagTerms(t *testing.T) {
 // TestMalformedServerIsUsage: a --server, or a BRIDGE_SERVER in its
 // stead, that is no bridge URL is a usage error of every command that
 // takes it, named with where it came from and the pointer to -h, and
-// without the password a URL may hold.
+// without the password a URL may hold, or its query or fragment (the
+// bridge URL is a base URL, and a query may hold a secret).
 func TestMalformedServerIsUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"ask", "--question", "Deploy?"},
@@ -991,6 +992,8 @@ func TestMalformedServerIsUsage(t *testing.T) {
 			{"ftp://127.0.0.1:1", "", `bridge ` + cmd + `: --server: bridge URL "ftp://127.0.0.1:1": write it as`},
 			{"", "127.0.0.1:8080", `bridge ` + cmd + `: BRIDGE_SERVER (the default of --server): bridge URL "127.0.0.1:8080": write it as`},
 			{"http://bob:pw-secret-7f3c@", "", `bridge ` + cmd + `: --server: bridge URL "http://bob:xxxxx@": write it as`},
+			{"", "http://127.0.0.1:1/?x=pw-secret-7f3c", `bridge ` + cmd + `: BRIDGE_SERVER (the default of --server): the bridge URL has a query or fragment (not shown: it may hold a secret); write the bridge's base URL alone`},
+			{"http://127.0.0.1:1/#pw-secret-7f3c", "", `bridge ` + cmd + `: --server: the bridge URL has a query or fragment (not shown`},
 		} {
 			t.Setenv("BRIDGE_SERVER", tc.env)
 			full := slices.Clone(args)
