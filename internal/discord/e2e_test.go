@@ -680,6 +680,56 @@ func TestSeveralQuestionsOneBatch(t *testing.T) {
 	}
 }
 
+// A form's text is editable: it opens holding the prefill, or what was
+// typed in a form refused, whole, so that sending it unchanged sends the
+// same text. Discord counts a text input's value in code points: 3000
+// emoji (6000 UTF-16 units) fill 3000 of its 4000.
+func TestFormTextOpensWhole(t *testing.T) {
+	emoji := strings.Repeat("😀", 3000)
+	tail := func(s string) string { r := []rune(s); return string(r[max(0, len(r)-3):]) }
+	b := start(t, defaultTarget)
+
+	id := b.create(t, "/v1/questions", map[string]any{"questions": []any{
+		map[string]any{"id": "motto", "question": "Motto?", "input": map[string]any{"type": "string", "value": emoji}},
+	}})
+	msg := b.fake.WaitCalls(t, "create", 1)[0]
+	resp := b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil))
+	in := discord.Find(data(resp), "q0")
+	if got, _ := in["value"].(string); got != emoji {
+		t.Errorf("the field opens holding %d characters of the 3000 prefilled, ending %q", utf8.RuneCountInString(got), tail(got))
+	}
+	modalID, _ := data(resp)["custom_id"].(string)
+	if resp := b.click(t, discord.Submit(msg, ada, modalID, discord.Fill(t, data(resp), nil)...)); respType(resp) != 7 {
+		t.Fatalf("the form sent unchanged got %v", resp)
+	}
+	if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != `{"answers":[{"id":"motto","selected":[],"custom":"`+emoji+`"}]}` {
+		t.Errorf("the form sent unchanged answered %.120s…; want the prefill", got)
+	}
+
+	// Refused for its port: Fix my answers… opens the form holding what
+	// was typed, in the text field and in Other….
+	id = b.create(t, "/v1/questions", map[string]any{"questions": []any{
+		map[string]any{"id": "db", "question": "Which database?", "options": []any{map[string]any{"label": "Postgres"}, map[string]any{"label": "MySQL"}}},
+		map[string]any{"id": "name", "question": "Service name?"},
+		map[string]any{"id": "port", "question": "Port?", "input": map[string]any{"type": "integer"}},
+	}})
+	msg = b.fake.WaitCalls(t, "create", 2)[1]
+	form := data(b.click(t, discord.Click(msg, ada, "ab:answer:"+id+":0:0", nil)))
+	resp = b.click(t, discord.Submit(msg, ada, form["custom_id"].(string),
+		discord.Fill(t, form, map[string][]string{"q0o": {emoji}, "q1": {emoji}, "q2": {"80x"}})...))
+	fix := discord.Find(data(resp), "ab:draft:")
+	if fix == nil {
+		t.Fatalf("the refused form got %v; want a note with Fix my answers…", resp)
+	}
+	again := data(b.click(t, discord.Click(discord.Reply(msg, data(resp)), ada, fix["custom_id"].(string), nil)))
+	for _, field := range []string{"q0o", "q1"} {
+		got, _ := discord.Find(again, field)["value"].(string)
+		if got != emoji {
+			t.Errorf("field %s opens again holding %d characters of the 3000 typed, ending %q", field, utf8.RuneCountInString(got), tail(got))
+		}
+	}
+}
+
 func TestApprovalRejectWithReason(t *testing.T) {
 	b := start(t, defaultTarget)
 	id := b.create(t, "/v1/approvals", map[string]any{

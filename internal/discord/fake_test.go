@@ -1149,8 +1149,9 @@ func LabelSelect(customID string, values ...string) any {
 // its one value or null, a Text Display with its id only. A field without
 // a pick sends what the modal filled it with: a text input's value, the
 // options chosen by default; a pick of nothing ({} or "") empties it. A
-// pick the modal has no field for, or two for a radio group, fails t: no
-// person could send it.
+// pick the modal has no field for, two for a radio group, or text longer
+// than its text input's max_length (in code points, as Discord counts it)
+// fails t: no person could send it.
 func Fill(t testing.TB, modal map[string]any, picks map[string][]string) []any {
 	t.Helper()
 	used := map[string]bool{}
@@ -1165,6 +1166,13 @@ func Fill(t testing.TB, modal map[string]any, picks map[string][]string) []any {
 		switch c["type"] {
 		case float64(4):
 			out["value"] = strings.Join(got, "")
+			maxL := 4000
+			if v, ok := c["max_length"].(float64); ok {
+				maxL = int(v)
+			}
+			if n := runes(out["value"].(string)); n > maxL {
+				t.Fatalf("%d characters typed in text input %s, which takes %d", n, cid, maxL)
+			}
 		case float64(21):
 			if len(got) > 1 {
 				t.Fatalf("%d picks in radio group %s", len(got), cid)

@@ -508,6 +508,12 @@ func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
 		"checkbox group, defaults":       {modal(label(map[string]any{"type": 22, "custom_id": "c", "required": false, "min_values": 0, "max_values": 2, "options": chosen(opts(3), 0, 2)})), true},
 		"checkbox group, over max":       {modal(label(map[string]any{"type": 22, "custom_id": "c", "required": false, "min_values": 0, "max_values": 1, "options": chosen(opts(3), 0, 2)})), false},
 		"text with a value":              {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 2, "value": "typed before", "max_length": 4000})), true},
+		// Discord counts code points: 3000 emoji (6000 UTF-16 units) fit 4000.
+		"text of 3000 emoji":          {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 2, "value": strings.Repeat("😀", 3000), "max_length": 4000})), true},
+		"text of 4000 emoji":          {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 2, "value": strings.Repeat("😀", 4000), "max_length": 4000})), true},
+		"text of 4001 emoji":          {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 2, "value": strings.Repeat("😀", 4001), "max_length": 4000})), false},
+		"text of 4001, no max_length": {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 2, "value": strings.Repeat("😀", 4001)})), false},
+		"text past its max_length":    {modal(label(map[string]any{"type": 4, "custom_id": "t", "style": 2, "value": strings.Repeat("😀", 11), "max_length": 10})), false},
 	} {
 		if bad := InvalidModal(tc.data); (len(bad) == 0) != tc.ok {
 			t.Errorf("%s: %v; want ok %v", name, bad, tc.ok)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -36,10 +37,26 @@ func textRow(id, text, placeholder, value string, paragraph, required bool, maxL
 		Label:       clean(text, maxFieldLabel),
 		Style:       style,
 		Placeholder: clean(placeholder, maxInputHolder),
-		Value:       surface.Truncate(value, maxLen),
+		Value:       editable(value, maxLen),
 		Required:    required,
 		MaxLength:   maxLen,
 	}}}
+}
+
+// editable is value as a form's text input of maxLen holds it: whole, as
+// a form sent unchanged sends it back, never cut nor marked "…" (that
+// would send altered text). Discord counts a text input's value and its
+// max_length in code points (its API counts every string so,
+// discord-api-docs#1315), not in the UTF-16 units surface.Len counts for
+// text only shown: 3000 emoji fill 3000 of a field's 4000. A value that
+// does not fit, which neither a prefill (seam.MaxInputValueLen) nor what
+// Discord took in a field of maxLen can be, is left out: the field opens
+// empty rather than holding part of it.
+func editable(value string, maxLen int) string {
+	if utf8.RuneCountInString(value) > maxLen {
+		return ""
+	}
+	return value
 }
 
 // fieldName is how a question is named to the person: its header, else
@@ -143,7 +160,7 @@ func typedField(i int, q seam.Question, required, skip bool, d *draft) any {
 		style = 2
 	}
 	return modalText{Type: componentText, CustomID: textField(i), Style: style, Placeholder: surface.InputHint(typ),
-		Value: surface.Truncate(prefill, maxTextValue), Required: required, MaxLength: maxTextValue}
+		Value: editable(prefill, maxTextValue), Required: required, MaxLength: maxTextValue}
 }
 
 // otherModal takes free text for question i: an answer of its own, or
@@ -238,7 +255,7 @@ func sheetModal(rec *pending.Record, d *draft) *response {
 		used++
 		other, _ := d.text(otherField(i))
 		comps = append(comps, labelComponent{Type: componentLabel, Label: surface.Truncate(fmt.Sprintf("%d. %s", i+1, surface.OtherLabel(q)), maxFieldLabel),
-			Component: modalText{Type: componentText, CustomID: otherField(i), Style: 2, Value: surface.Truncate(other, maxTextValue), Required: false, MaxLength: maxTextValue}})
+			Component: modalText{Type: componentText, CustomID: otherField(i), Style: 2, Value: editable(other, maxTextValue), Required: false, MaxLength: maxTextValue}})
 	}
 	title := "Answer"
 	if len(qs) > 1 {

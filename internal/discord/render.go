@@ -15,7 +15,9 @@ import (
 )
 
 // Discord's limits rendering keeps to (PLATFORM.md, "Discord"), counted
-// in UTF-16 units by surface.Len, which is never less than Discord's count.
+// in UTF-16 units by surface.Len, which is never less than Discord's count
+// (code points), for text that is only shown; an editable value is
+// counted as Discord counts it (editable).
 const (
 	maxContent     = 2000
 	maxEmbedTitle  = 256
@@ -38,7 +40,7 @@ const (
 	maxModalFields   = 5
 	maxFieldLabel    = 45 // text input label, and Label component label
 	maxLabelDesc     = 100
-	maxTextValue     = 4000
+	maxTextValue     = 4000 // a text input's value and max_length, in code points
 	maxTextDisplay   = 4000
 	maxCustomID      = 100
 	maxButtonURL     = 512

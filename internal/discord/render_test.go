@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -1051,6 +1052,28 @@ func TestFormLabelsAreOneNonBlankLine(t *testing.T) {
 						t.Errorf("%d questions: a field's label %q is blank, ends in spaces or spans lines", len(qs), l)
 					}
 				}
+			}
+		})
+	}
+}
+
+// A form's text input holds its value whole or not at all: cut, with or
+// without "…", it would be sent back altered by a person who changed
+// nothing. Its length is counted as Discord counts it, in code points.
+func TestEditableValueNeverCut(t *testing.T) {
+	for name, tc := range map[string]struct {
+		value, want string
+	}{
+		"3000 emoji":      {strings.Repeat("😀", 3000), strings.Repeat("😀", 3000)},
+		"4000 emoji":      {strings.Repeat("😀", 4000), strings.Repeat("😀", 4000)},
+		"4001 emoji":      {strings.Repeat("😀", 4001), ""},
+		"4001 characters": {strings.Repeat("a", 4001), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := &draft{Fields: map[string][]string{textField(0): {tc.value}}}
+			got := typedField(0, seam.Question{ID: "n", Question: "Name?"}, true, false, d).(modalText).Value
+			if got != tc.want {
+				t.Errorf("the field holds %d characters of the %d sent; want %d", utf8.RuneCountInString(got), utf8.RuneCountInString(tc.value), utf8.RuneCountInString(tc.want))
 			}
 		})
 	}
