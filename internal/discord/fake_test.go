@@ -27,7 +27,9 @@ import (
 // FakeDiscord is a fake Discord REST API (v10 paths): it creates and edits
 // channel messages, starts threads and takes interaction callbacks like
 // Discord does (JSON in, the message out; 400 Invalid Form Body for a
-// message or response beyond Discord's limits, see InvalidMessage; 404
+// message or response beyond Discord's limits, see InvalidMessage, its
+// errors nested by field as Discord nests them, see FormErrors, and 400
+// Cannot send an empty message (50006) for one that shows nothing; 404
 // Unknown Message for an edit or delete of a message it did not post in
 // that channel; 400 already acknowledged for a second response to an
 // interaction's token, by callback or after Acknowledge or Respond; 400
@@ -722,11 +724,11 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		invalid = InvalidResponse(body)
 	}
 	if len(invalid) > 0 {
-		// Discord names every bad field in "errors"; the list is enough here.
+		// Discord names every bad field in "errors", nested by its path.
 		c.Status = http.StatusBadRequest
 		f.record(c)
 		w.WriteHeader(c.Status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"message": "Invalid Form Body", "code": 50035, "errors": invalid})
+		_ = json.NewEncoder(w).Encode(formError(invalid))
 		return
 	}
 	if out, status := f.read(c); status != 0 {
@@ -768,8 +770,7 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 			c.Status = http.StatusBadRequest
 			f.record(c)
 			w.WriteHeader(c.Status)
-			_ = json.NewEncoder(w).Encode(map[string]any{"message": "Invalid Form Body", "code": 50035,
-				"errors": map[string]any{"type": map[string]any{"_errors": []any{map[string]any{"code": "BASE_TYPE_CHOICES", "message": why}}}}})
+			_ = json.NewEncoder(w).Encode(formError([]string{why}))
 			return
 		}
 	}

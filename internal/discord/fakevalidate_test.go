@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func InvalidMessage(body map[string]any, create bool) []string {
 	embeds, _ := body["embeds"].([]any)
 	rows, _ := body["components"].([]any)
 	if create && content == "" && len(embeds) == 0 && len(rows) == 0 {
-		add("Cannot send an empty message")
+		add(msgEmpty)
 	}
 	if len(embeds) > 10 {
 		add("embeds: %d, more than 10", len(embeds))
@@ -195,6 +196,9 @@ func invalidButton(where string, m map[string]any, ids map[string]bool) []string
 func invalidSelect(where string, m map[string]any, inModal bool) []string {
 	var bad []string
 	add := func(format string, a ...any) { bad = append(bad, where+": "+fmt.Sprintf(format, a...)) }
+	addAt := func(field, format string, a ...any) {
+		bad = append(bad, where+"."+field+": "+fmt.Sprintf(format, a...))
+	}
 	opts, _ := m["options"].([]any)
 	if len(opts) == 0 || len(opts) > 25 {
 		add("%d options, not 1-25", len(opts))
@@ -204,10 +208,10 @@ func invalidSelect(where string, m map[string]any, inModal bool) []string {
 		om, _ := o.(map[string]any)
 		l, v, d := runes(str(om, "label")), runes(str(om, "value")), runes(str(om, "description"))
 		if l == 0 || l > 100 || v == 0 || v > 100 || d > 100 {
-			add("options.%d: label %d, value %d, description %d characters", k, l, v, d)
+			addAt(fmt.Sprint("options.", k), "label %d, value %d, description %d characters", l, v, d)
 		}
 		if values[str(om, "value")] {
-			add("options.%d: value %q is used twice", k, str(om, "value"))
+			addAt(fmt.Sprint("options.", k, ".value"), "%q is used twice", str(om, "value"))
 		}
 		values[str(om, "value")] = true
 		if om["default"] == true {
@@ -215,7 +219,7 @@ func invalidSelect(where string, m map[string]any, inModal bool) []string {
 		}
 	}
 	if n := runes(str(m, "placeholder")); n > 150 {
-		add("placeholder: %d characters, more than 150", n)
+		addAt("placeholder", "%d characters, more than 150", n)
 	}
 	minV, maxV := 1, 1
 	if v, ok := m["min_values"].(float64); ok {
@@ -251,6 +255,9 @@ func invalidSelect(where string, m map[string]any, inModal bool) []string {
 func invalidGroup(where string, m map[string]any) []string {
 	var bad []string
 	add := func(format string, a ...any) { bad = append(bad, where+": "+fmt.Sprintf(format, a...)) }
+	addAt := func(field, format string, a ...any) {
+		bad = append(bad, where+"."+field+": "+fmt.Sprintf(format, a...))
+	}
 	radio := m["type"] == float64(componentRadioGroup)
 	opts, _ := m["options"].([]any)
 	if least := map[bool]int{true: 2, false: 1}[radio]; len(opts) < least || len(opts) > 10 {
@@ -261,15 +268,15 @@ func invalidGroup(where string, m map[string]any) []string {
 		om, _ := o.(map[string]any)
 		l, v, d := runes(str(om, "label")), runes(str(om, "value")), runes(str(om, "description"))
 		if l == 0 || l > 100 || v == 0 || v > 100 || d > 100 {
-			add("options.%d: label %d, value %d, description %d characters", k, l, v, d)
+			addAt(fmt.Sprint("options.", k), "label %d, value %d, description %d characters", l, v, d)
 		}
 		for key := range om {
 			if key != "label" && key != "value" && key != "description" && key != "default" {
-				add("options.%d: a group's option takes no %s", k, key)
+				addAt(fmt.Sprint("options.", k), "a group's option takes no %s", key)
 			}
 		}
 		if values[str(om, "value")] {
-			add("options.%d: value %q is used twice", k, str(om, "value"))
+			addAt(fmt.Sprint("options.", k, ".value"), "%q is used twice", str(om, "value"))
 		}
 		values[str(om, "value")] = true
 		if om["default"] == true {
@@ -384,8 +391,11 @@ func InvalidModal(data map[string]any) []string {
 func invalidTextInput(where string, m map[string]any) []string {
 	var bad []string
 	add := func(format string, a ...any) { bad = append(bad, where+": "+fmt.Sprintf(format, a...)) }
+	addAt := func(field, format string, a ...any) {
+		bad = append(bad, where+"."+field+": "+fmt.Sprintf(format, a...))
+	}
 	if s := m["style"]; s != float64(1) && s != float64(2) {
-		add("style %v", s)
+		addAt("style", "%v is not 1 or 2", s)
 	}
 	minL, maxL := 0, 4000
 	if v, ok := m["min_length"].(float64); ok {
@@ -398,16 +408,16 @@ func invalidTextInput(where string, m map[string]any) []string {
 		add("min_length %d, max_length %d", minL, maxL)
 	}
 	if n := runes(str(m, "value")); n > maxL {
-		add("value: %d characters, more than max_length %d", n, maxL)
+		addAt("value", "%d characters, more than max_length %d", n, maxL)
 	}
 	if n := runes(str(m, "placeholder")); n > 100 {
-		add("placeholder: %d characters, more than 100", n)
+		addAt("placeholder", "%d characters, more than 100", n)
 	}
 	return bad
 }
 
 // InvalidResponse lists what Discord would refuse in an interaction
-// response.
+// response, its data's fields under data as Discord names them.
 func InvalidResponse(resp map[string]any) []string {
 	data, _ := resp["data"].(map[string]any)
 	switch resp["type"] {
@@ -416,17 +426,104 @@ func InvalidResponse(resp map[string]any) []string {
 	case float64(respDeferredMsg):
 		// Its data takes flags alone (64: the message to come is ephemeral).
 		if f, _ := data["flags"].(float64); len(data) > 1 || (len(data) == 1 && int(f)&^flagEphemeral != 0) {
-			return []string{fmt.Sprintf("a deferred message's data is its flags: %v", data)}
+			return []string{fmt.Sprintf("data: a deferred message's data is its flags alone, not %v", data)}
 		}
 		return nil
 	case float64(respMessage):
-		return InvalidMessage(data, true)
+		return under("data", InvalidMessage(data, true))
 	case float64(respUpdate):
-		return InvalidMessage(data, false)
+		return under("data", InvalidMessage(data, false))
 	case float64(respModal):
-		return InvalidModal(data)
+		return under("data", InvalidModal(data))
 	}
-	return []string{fmt.Sprintf("type %v is not a response askbridge sends", resp["type"])}
+	return []string{fmt.Sprintf("type: %v is not a response askbridge sends", resp["type"])}
+}
+
+// under puts the fields bad names (each "path: what") under field: a
+// message's content is its response's data.content.
+func under(field string, bad []string) []string {
+	out := make([]string, len(bad))
+	for i, b := range bad {
+		if path, _, ok := strings.Cut(b, ": "); ok && formPath.MatchString(path) {
+			b = field + "." + b
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// formPath is the path of a field in a JSON body, its keys and indexes
+// joined by dots: components.0.components.1.label.
+var formPath = regexp.MustCompile(`^[a-z_]+(\.[a-z0-9_]+)*$`)
+
+// msgEmpty is what the checks say of a message that shows nothing, which
+// Discord refuses with an error of its own (50006), not a field's.
+const msgEmpty = "Cannot send an empty message"
+
+// FormErrors is the errors object of Discord's 400 Invalid Form Body
+// (50035) for what the checks found, each "path: what": the path's keys
+// nested, each field's errors in its _errors, as Discord's Error Messages
+// reference shows them (docs: developers/reference.mdx; discord-api-docs#2519):
+//
+//	{"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "2001 characters, more than 2000"}]},
+//	 "components": {"0": {"components": {"0": {"label": {"_errors": [...]}}}}}}
+//
+// The message is the check's, which says more than Discord's ("Must be
+// 2000 or fewer in length."); the code is Discord's where the fake knows
+// it (formCode). What names no field goes in the top level's _errors.
+func FormErrors(bad []string) map[string]any {
+	errs := map[string]any{}
+	for _, b := range bad {
+		path, what, ok := strings.Cut(b, ": ")
+		if !ok || !formPath.MatchString(path) {
+			path, what = "", b
+		}
+		node := errs
+		if path != "" {
+			for _, key := range strings.Split(path, ".") {
+				next, _ := node[key].(map[string]any)
+				if next == nil {
+					next = map[string]any{}
+					node[key] = next
+				}
+				node = next
+			}
+		}
+		list, _ := node["_errors"].([]any)
+		node["_errors"] = append(list, map[string]any{"code": formCode(path, what), "message": what})
+	}
+	return errs
+}
+
+// formCode is Discord's code for a field's error the checks found, where
+// the fake knows it; FAKE_UNKNOWN_CODE where it does not.
+func formCode(path, what string) string {
+	switch {
+	case strings.HasSuffix(path, "custom_id") && strings.Contains(what, "used twice"):
+		return "COMPONENT_CUSTOM_ID_DUPLICATED"
+	case strings.Contains(what, "shares its row"), strings.Contains(what, "buttons, more than 5"):
+		return "COMPONENT_LAYOUT_WIDTH_EXCEEDED"
+	case strings.HasPrefix(what, "Value must be one of"):
+		return "BASE_TYPE_CHOICES"
+	case strings.Contains(what, "more than"):
+		return "BASE_TYPE_MAX_LENGTH"
+	case badLength.MatchString(what):
+		return "BASE_TYPE_BAD_LENGTH"
+	}
+	return "FAKE_UNKNOWN_CODE"
+}
+
+var badLength = regexp.MustCompile(`not \d+-\d+`)
+
+// formError is Discord's answer to a body the checks refused for bad:
+// 50006 for a message that shows nothing and has nothing else wrong,
+// else 50035 Invalid Form Body with the fields' errors.
+func formError(bad []string) map[string]any {
+	if len(bad) == 1 && bad[0] == msgEmpty {
+		return map[string]any{"message": msgEmpty, "code": 50006}
+	}
+	bad = slices.DeleteFunc(slices.Clone(bad), func(b string) bool { return b == msgEmpty })
+	return map[string]any{"message": "Invalid Form Body", "code": 50035, "errors": FormErrors(bad)}
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
@@ -625,4 +722,93 @@ func callback(t *testing.T, f *FakeDiscord, in, resp map[string]any) (int, map[s
 	var out map[string]any
 	_ = json.NewDecoder(r.Body).Decode(&out)
 	return r.StatusCode, out
+}
+
+// The fake answers a body Discord refuses as Discord does: 400, code
+// 50035 Invalid Form Body, and in errors each bad field under its path,
+// nested ({"content": {"_errors": [{"code", "message"}]}}, an index a
+// key: components.0.components.0.label), a response's fields under its
+// data; a message that shows nothing is 50006.
+func TestFakeFormErrorsNestedAsDiscordNestsThem(t *testing.T) {
+	f := NewFakeDiscord(t, "bot-token-of-the-form-errors-test")
+	do := func(path string, body map[string]any) (int, map[string]any) {
+		t.Helper()
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, f.URL+path, bytes.NewReader(raw))
+		req.Header.Set("Authorization", "Bot "+f.Token)
+		req.Header.Set("Content-Type", "application/json")
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&out)
+		return r.StatusCode, out
+	}
+	// at is the _errors at path in out's errors.
+	at := func(out map[string]any, path string) []any {
+		node, _ := out["errors"].(map[string]any)
+		for _, key := range strings.Split(path, ".") {
+			node, _ = node[key].(map[string]any)
+		}
+		list, _ := node["_errors"].([]any)
+		return list
+	}
+	msgs := "channels/1200000000000000001/messages"
+	button := map[string]any{"type": 2, "style": 1, "label": strings.Repeat("b", 81), "custom_id": "a"}
+	for name, tc := range map[string]struct {
+		body       map[string]any
+		path, code string
+		says       string
+	}{
+		"content of 2001":  {map[string]any{"content": strings.Repeat("😀", 2001)}, "content", "BASE_TYPE_MAX_LENGTH", "2001 characters, more than 2000"},
+		"a button's label": {map[string]any{"content": "x", "components": []any{map[string]any{"type": 1, "components": []any{button}}}}, "components.0.components.0.label", "BASE_TYPE_BAD_LENGTH", "81 characters"},
+		"an embed's title": {map[string]any{"embeds": []any{map[string]any{"description": "d"}, map[string]any{"title": strings.Repeat("t", 257)}}}, "embeds.1.title", "BASE_TYPE_MAX_LENGTH", "257 characters, more than 256"},
+		"a repeated id":    {map[string]any{"content": "x", "components": []any{map[string]any{"type": 1, "components": []any{button, button}}}}, "components.0.components.1.custom_id", "COMPONENT_CUSTOM_ID_DUPLICATED", `"a" is used twice`},
+		"an unknown parse": {map[string]any{"content": "x", "allowed_mentions": map[string]any{"parse": []any{"here"}}}, "allowed_mentions.parse", "FAKE_UNKNOWN_CODE", "here is not roles, users or everyone"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, out := do(msgs, tc.body)
+			if status != http.StatusBadRequest || out["code"] != float64(50035) || out["message"] != "Invalid Form Body" {
+				t.Fatalf("got %d %v; want 400 50035 Invalid Form Body", status, out)
+			}
+			errs := at(out, tc.path)
+			if len(errs) == 0 {
+				t.Fatalf("no _errors at %s in %v", tc.path, out["errors"])
+			}
+			e, _ := errs[0].(map[string]any)
+			if msg, _ := e["message"].(string); e["code"] != tc.code || !strings.Contains(msg, tc.says) {
+				t.Errorf("the error at %s is %v; want code %s, saying %q", tc.path, e, tc.code, tc.says)
+			}
+		})
+	}
+	if status, out := do(msgs, map[string]any{"content": ""}); status != http.StatusBadRequest || out["code"] != float64(50006) || out["errors"] != nil {
+		t.Errorf("an empty message got %d %v; want 400 50006 Cannot send an empty message", status, out)
+	}
+
+	// A response's fields are under its data; its type, refused for the
+	// interaction it answers, is a choice.
+	msg := FakeCall{Channel: "1200000000000000001", MessageID: "1300000000000000001", Body: map[string]any{"content": "Ship it?"}}
+	for name, tc := range map[string]struct {
+		in, resp   map[string]any
+		path, code string
+	}{
+		"a form's title": {Click(msg, nil, "ab:x", nil), map[string]any{"type": respModal, "data": map[string]any{"custom_id": "m", "title": strings.Repeat("T", 46),
+			"components": []any{map[string]any{"type": componentTextDisplay, "content": "x"}}}}, "data.title", "BASE_TYPE_BAD_LENGTH"},
+		"a form to a form": {Submit(msg, nil, "ab:x"), map[string]any{"type": respModal, "data": map[string]any{"custom_id": "m", "title": "T",
+			"components": []any{map[string]any{"type": componentTextDisplay, "content": "x"}}}}, "type", "BASE_TYPE_CHOICES"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := wire(tc.in)
+			f.dispatched(in)
+			status, out := callback(t, f, in, tc.resp)
+			if status != http.StatusBadRequest || out["code"] != float64(50035) {
+				t.Fatalf("got %d %v; want 400 50035", status, out)
+			}
+			if errs := at(out, tc.path); len(errs) == 0 || errs[0].(map[string]any)["code"] != tc.code {
+				t.Errorf("errors %v; want %s at %s", out["errors"], tc.code, tc.path)
+			}
+		})
+	}
 }
