@@ -29,7 +29,9 @@ import (
 // Discord does (JSON in, the message out; 400 Invalid Form Body for a
 // message or response beyond Discord's limits, see InvalidMessage, its
 // errors nested by field as Discord nests them, see FormErrors, and 400
-// Cannot send an empty message (50006) for one that shows nothing; 404
+// Cannot send an empty message (50006) for one that shows nothing, and
+// 400 Invalid Form Body for a thread's start Discord refuses, see
+// InvalidThreadStart; 404
 // Unknown Message for an edit or delete of a message it did not post in
 // that channel; 400 already acknowledged for a second response to an
 // interaction's token, by callback or after Acknowledge or Respond; 400
@@ -722,6 +724,8 @@ func (f *FakeDiscord) serve(w http.ResponseWriter, r *http.Request) {
 		invalid = InvalidMessage(body, c.Kind == "create" || c.Kind == "followup")
 	case "callback":
 		invalid = InvalidResponse(body)
+	case "thread":
+		invalid = InvalidThreadStart(body)
 	}
 	if len(invalid) > 0 {
 		// Discord names every bad field in "errors", nested by its path.

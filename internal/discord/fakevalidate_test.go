@@ -5,7 +5,8 @@ package discord
 // rows and their buttons and selects, allowed_mentions) and of a modal (Label or action row
 // around a text input, a string select or a radio or checkbox group, and
 // what they are filled with: a text input's value within its max_length,
-// no more options chosen by default than a select or group takes).
+// no more options chosen by default than a select or group takes), and
+// of a thread's start (InvalidThreadStart).
 // Lengths are counted in code points, as Discord counts them.
 // (docs: developers/components/reference.mdx, developers/resources/message.mdx,
 // developers/interactions/receiving-and-responding.mdx)
@@ -505,6 +506,8 @@ func formCode(path, what string) string {
 		return "COMPONENT_LAYOUT_WIDTH_EXCEEDED"
 	case strings.HasPrefix(what, "Value must be one of"):
 		return "BASE_TYPE_CHOICES"
+	case strings.HasPrefix(what, "This field is required"):
+		return "BASE_TYPE_REQUIRED"
 	case strings.Contains(what, "more than"):
 		return "BASE_TYPE_MAX_LENGTH"
 	case badLength.MatchString(what):
@@ -527,6 +530,24 @@ func formError(bad []string) map[string]any {
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
+
+// InvalidThreadStart lists what Discord would refuse in the body of a
+// Start Thread from Message: a name of 1-100 characters, required, and an
+// auto_archive_duration, when given, of 60, 1440, 4320 or 10080 minutes.
+// (docs: developers/resources/channel.mdx, Start Thread from Message.)
+func InvalidThreadStart(body map[string]any) []string {
+	var bad []string
+	switch name, ok := body["name"].(string); {
+	case !ok:
+		bad = append(bad, "name: This field is required")
+	case runes(name) < 1 || runes(name) > 100:
+		bad = append(bad, fmt.Sprintf("name: %d characters, not 1-100", runes(name)))
+	}
+	if d, ok := body["auto_archive_duration"]; ok && !slices.Contains([]any{60.0, 1440.0, 4320.0, 10080.0}, d) {
+		bad = append(bad, fmt.Sprintf("auto_archive_duration: Value must be one of (60, 1440, 4320, 10080), not %v", d))
+	}
+	return bad
+}
 
 // The checks refuse what Discord refuses and pass what it takes.
 func TestFakeRefusesWhatDiscordRefuses(t *testing.T) {
@@ -710,8 +731,15 @@ func TestFakeRefusesCallbacksOfUnknownInteractions(t *testing.T) {
 // callback posts resp as the response to in, on the callback endpoint.
 func callback(t *testing.T, f *FakeDiscord, in, resp map[string]any) (int, map[string]any) {
 	t.Helper()
-	raw, _ := json.Marshal(resp)
-	req, _ := http.NewRequest(http.MethodPost, f.URL+"interactions/"+in["id"].(string)+"/"+in["token"].(string)+"/callback", bytes.NewReader(raw))
+	return post(t, f, "interactions/"+in["id"].(string)+"/"+in["token"].(string)+"/callback", resp)
+}
+
+// post posts body to the fake's path, as the bot, and returns the status
+// and what the fake answered.
+func post(t *testing.T, f *FakeDiscord, path string, body map[string]any) (int, map[string]any) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, f.URL+path, bytes.NewReader(raw))
 	req.Header.Set("Authorization", "Bot "+f.Token)
 	req.Header.Set("Content-Type", "application/json")
 	r, err := http.DefaultClient.Do(req)
@@ -731,21 +759,6 @@ func callback(t *testing.T, f *FakeDiscord, in, resp map[string]any) (int, map[s
 // data; a message that shows nothing is 50006.
 func TestFakeFormErrorsNestedAsDiscordNestsThem(t *testing.T) {
 	f := NewFakeDiscord(t, "bot-token-of-the-form-errors-test")
-	do := func(path string, body map[string]any) (int, map[string]any) {
-		t.Helper()
-		raw, _ := json.Marshal(body)
-		req, _ := http.NewRequest(http.MethodPost, f.URL+path, bytes.NewReader(raw))
-		req.Header.Set("Authorization", "Bot "+f.Token)
-		req.Header.Set("Content-Type", "application/json")
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&out)
-		return r.StatusCode, out
-	}
 	// at is the _errors at path in out's errors.
 	at := func(out map[string]any, path string) []any {
 		node, _ := out["errors"].(map[string]any)
@@ -769,7 +782,7 @@ func TestFakeFormErrorsNestedAsDiscordNestsThem(t *testing.T) {
 		"an unknown parse": {map[string]any{"content": "x", "allowed_mentions": map[string]any{"parse": []any{"here"}}}, "allowed_mentions.parse", "FAKE_UNKNOWN_CODE", "here is not roles, users or everyone"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			status, out := do(msgs, tc.body)
+			status, out := post(t, f, msgs, tc.body)
 			if status != http.StatusBadRequest || out["code"] != float64(50035) || out["message"] != "Invalid Form Body" {
 				t.Fatalf("got %d %v; want 400 50035 Invalid Form Body", status, out)
 			}
@@ -783,7 +796,7 @@ func TestFakeFormErrorsNestedAsDiscordNestsThem(t *testing.T) {
 			}
 		})
 	}
-	if status, out := do(msgs, map[string]any{"content": ""}); status != http.StatusBadRequest || out["code"] != float64(50006) || out["errors"] != nil {
+	if status, out := post(t, f, msgs, map[string]any{"content": ""}); status != http.StatusBadRequest || out["code"] != float64(50006) || out["errors"] != nil {
 		t.Errorf("an empty message got %d %v; want 400 50006 Cannot send an empty message", status, out)
 	}
 
@@ -808,6 +821,51 @@ func TestFakeFormErrorsNestedAsDiscordNestsThem(t *testing.T) {
 			}
 			if errs := at(out, tc.path); len(errs) == 0 || errs[0].(map[string]any)["code"] != tc.code {
 				t.Errorf("errors %v; want %s at %s", out["errors"], tc.code, tc.path)
+			}
+		})
+	}
+}
+
+// The fake refuses a thread start Discord refuses: a name that is not
+// 1-100 characters, an auto_archive_duration that is not 60, 1440, 4320
+// or 10080 minutes; each with 400 Invalid Form Body naming the field.
+func TestFakeRefusesBadThreadStarts(t *testing.T) {
+	f := NewFakeDiscord(t, "bot-token-of-the-thread-test")
+	ch := "channels/1200000000000000001/messages"
+	for name, tc := range map[string]struct {
+		body        map[string]any
+		field, code string // "": started
+	}{
+		"a name and a week":   {map[string]any{"name": "deploy-bot · run-42", "auto_archive_duration": 10080}, "", ""},
+		"no duration":         {map[string]any{"name": "deploy-bot"}, "", ""},
+		"100 emoji":           {map[string]any{"name": strings.Repeat("😀", 100), "auto_archive_duration": 60}, "", ""},
+		"an hour, a day, 3":   {map[string]any{"name": "x", "auto_archive_duration": 4320}, "", ""},
+		"an empty name":       {map[string]any{"name": "", "auto_archive_duration": 10080}, "name", "BASE_TYPE_BAD_LENGTH"},
+		"no name":             {map[string]any{"auto_archive_duration": 10080}, "name", "BASE_TYPE_REQUIRED"},
+		"a name of 101":       {map[string]any{"name": strings.Repeat("n", 101), "auto_archive_duration": 10080}, "name", "BASE_TYPE_BAD_LENGTH"},
+		"7 minutes":           {map[string]any{"name": "ok", "auto_archive_duration": 7}, "auto_archive_duration", "BASE_TYPE_CHOICES"},
+		"a week and a minute": {map[string]any{"name": "ok", "auto_archive_duration": 10081}, "auto_archive_duration", "BASE_TYPE_CHOICES"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, msg := post(t, f, ch, map[string]any{"content": "root"})
+			if status != http.StatusOK {
+				t.Fatalf("posting the message: %d %v", status, msg)
+			}
+			status, out := post(t, f, ch+"/"+msg["id"].(string)+"/threads", tc.body)
+			if tc.field == "" {
+				if status != http.StatusOK || out["id"] != msg["id"] {
+					t.Errorf("got %d %v; want the thread started", status, out)
+				}
+				return
+			}
+			errs, _ := out["errors"].(map[string]any)
+			field, _ := errs[tc.field].(map[string]any)
+			list, _ := field["_errors"].([]any)
+			if status != http.StatusBadRequest || out["code"] != float64(50035) || len(list) != 1 || list[0].(map[string]any)["code"] != tc.code {
+				t.Errorf("got %d %v; want 400 50035 with %s at %s", status, out, tc.code, tc.field)
+			}
+			if th := f.Calls("thread"); len(th) > 0 && th[len(th)-1].MessageID == msg["id"] {
+				t.Errorf("the refused start started a thread")
 			}
 		})
 	}
