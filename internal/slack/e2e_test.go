@@ -12,9 +12,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/askbridge/askbridge/internal/app"
 	"github.com/askbridge/askbridge/internal/apptest"
+	"github.com/askbridge/askbridge/internal/seam"
 
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 	"github.com/askbridge/askbridge/internal/surface"
@@ -647,6 +649,61 @@ func TestTypedInputModal(t *testing.T) {
 	rec := b.wait(t, "/v1/questions", id)
 	if got := rec.Raw("answer"); got != `{"answers":[{"id":"replicas","selected":[],"custom":"42"}]}` {
 		t.Errorf("answer %s", got)
+	}
+}
+
+// TestPrefillReachesTheFormWhole: a text field's prefill is what a person
+// who changes nothing sends, so it reaches the form whole and the field
+// takes it back as it is. At the API's 3,000 characters in emoji, which
+// count 6,000 as Slack's clients may count them (UTF-16), it was cut to
+// 1,499 of them and "…", and the answer sent unchanged was not the text
+// the agent gave.
+func TestPrefillReachesTheFormWhole(t *testing.T) {
+	for name, prefill := range map[string]string{
+		"letters":                     strings.Repeat("a", seam.MaxInputValueLen),
+		"emoji":                       strings.Repeat("😀", seam.MaxInputValueLen),
+		"one emoji past it in UTF-16": strings.Repeat("a", seam.MaxInputValueLen-1) + "😀",
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := start(t, defaultTarget)
+			id := b.create(t, "/v1/questions", map[string]any{"questions": []any{map[string]any{
+				"id": "notes", "question": "Release notes?", "input": map[string]any{"type": "string", "value": prefill},
+			}}})
+			msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+			b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+			opened := b.fake.WaitCalls(t, "views.open", 1)[0]
+			if !opened.OK {
+				t.Fatalf("Slack refused the form: %s", opened.Body)
+			}
+			field, _ := modalBlock(opened, "q0")["element"].(map[string]any)
+			initial, _ := field["initial_value"].(string)
+			if initial != prefill {
+				r := []rune(initial)
+				t.Fatalf("the field is prefilled with %d characters ending %q; want the %d sent",
+					len(r), string(r[max(0, len(r)-4):]), utf8.RuneCountInString(prefill))
+			}
+			// Sent unchanged, it is within the field's max_length as
+			// Slack's clients may count it, or the field has none.
+			limit, ok := field["max_length"].(float64)
+			if ok && float64(surface.Len(initial)) > limit {
+				t.Errorf("the prefill counts %d in UTF-16, past the field's max_length %v", surface.Len(initial), limit)
+			}
+			if !ok {
+				// Without max_length, the API's limit on an answer
+				// holds, next to the field.
+				body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue(strings.Repeat("a", seam.MaxCustomLen+1))}))
+				if viewErrors(t, body)["q0"] == "" {
+					t.Errorf("an answer past %d characters got %.300q; want an error on the field", seam.MaxCustomLen, body)
+				}
+			}
+			if body := b.click(t, slacktest.ViewSubmission(opened, ada, map[string]any{"q0": slacktest.TextValue(initial)})); body != "" {
+				t.Fatalf("the form sent unchanged got %.300q, want an empty 200 (closes the modal)", body)
+			}
+			want := `{"answers":[{"id":"notes","selected":[],"custom":"` + prefill + `"}]}`
+			if got := b.wait(t, "/v1/questions", id).Raw("answer"); got != want {
+				t.Errorf("answer %.80s…, %d bytes; want the prefill as sent, %d bytes", got, len(got), len(want))
+			}
+		})
 	}
 }
 

@@ -113,11 +113,21 @@ func truncateMrkdwn(s string, max int) string {
 	return head + "…"
 }
 
+// textInput is a text field prefilled with initial, that takes at most
+// maxLen characters (its max_length). The prefill goes whole, never cut:
+// it is what a person who changes nothing sends, and it must reach the
+// agent as the agent gave it. One longer than maxLen as Slack's clients
+// may count it (surface.Len, UTF-16: an emoji counts two, so the 3,000
+// characters the API takes may count 6,000) would be refused as sent
+// unchanged, so its field has no max_length: Slack documents none on
+// initial_value, and the API still holds an answer to seam.MaxCustomLen.
 func textInput(multiline bool, placeholder, initial string, maxLen int) *slackapi.PlainTextInputBlockElement {
 	el := slackapi.NewPlainTextInputBlockElement(plain(surface.Truncate(placeholder, maxPlaceholder)), inputAction)
 	el.Multiline = multiline
-	el.MaxLength = maxLen
-	el.InitialValue = surface.Truncate(initial, maxLen)
+	el.InitialValue = initial
+	if surface.Len(initial) <= maxLen {
+		el.MaxLength = maxLen
+	}
 	return el
 }
 

@@ -74,6 +74,9 @@ func extremes() map[string]*pending.Record {
 	plan.Intent = &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}
 	typed := seam.Question{ID: "n", Question: nasty(seam.MaxQuestionLen, "n"), Detail: nasty(seam.MaxDetailLen, "d"),
 		Input: &seam.Input{Type: seam.InputString, Value: nasty(seam.MaxInputValueLen, "v"), Required: true}}
+	// As many characters as the API takes, each two in UTF-16.
+	typedEmoji := seam.Question{ID: "e", Question: nasty(seam.MaxQuestionLen, "e"),
+		Input: &seam.Input{Type: seam.InputString, Value: strings.Repeat("😀", seam.MaxInputValueLen), Required: true}}
 	buttons := extremeQuestion(0, maxButtons, false)
 	for i := range buttons.Options {
 		buttons.Options[i].Label = fmt.Sprintf("%d", i) + nasty(maxButtonText-1, "b")
@@ -86,6 +89,7 @@ func extremes() map[string]*pending.Record {
 		"one question, 5 button options":  questionRecord(buttons),
 		"plan review":                     questionRecord(plan),
 		"typed input":                     questionRecord(typed),
+		"typed input of emoji":            questionRecord(typedEmoji),
 		"free text without options":       questionRecord(seam.Question{ID: "f", Question: escapeHeavy(seam.MaxQuestionLen)}),
 		"two plain questions, no details": questionRecord(seam.Question{ID: "a", Question: "A?"}, seam.Question{ID: "b", Question: "B?"}),
 	}
@@ -400,11 +404,17 @@ func checkElement(t *testing.T, where string, e map[string]any) {
 			t.Errorf("%s: %d options", where, len(opts))
 		}
 	case "plain_text_input":
-		max, _ := e["max_length"].(float64)
-		if max <= 0 || max > limitInputLength {
+		// A prefill is never cut (it is what a person who changes
+		// nothing sends): a field whose prefill is longer than Slack's
+		// max_length may count it (UTF-16) has none; any other has one.
+		n := surface.Len(str(e, "initial_value"))
+		max, ok := e["max_length"].(float64)
+		switch {
+		case !ok && n <= limitInputLength:
+			t.Errorf("%s: no max_length, with an initial_value of %d", where, n)
+		case ok && (max <= 0 || max > limitInputLength):
 			t.Errorf("%s: max_length %v", where, e["max_length"])
-		}
-		if n := surface.Len(str(e, "initial_value")); float64(n) > max {
+		case ok && float64(n) > max:
 			t.Errorf("%s: initial_value %d long, max_length %v", where, n, max)
 		}
 	default:
