@@ -122,8 +122,8 @@ func TestFormSlackDidNotOpen(t *testing.T) {
 // would be over twice the 250 kB Slack opens: it gives way until it fits
 // (descriptions, then details and listings, then option texts cut to
 // their first characters), opens, and its submission answers with the
-// labels whole. In letters: TestFormAtTheLimitsFits takes "&", which a
-// view's JSON sends as six bytes, ten times the 250 kB; fitting that
+// labels whole. In letters: TestFormAtTheLimitsFits takes emoji and CJK,
+// of several bytes each, up to five times the 250 kB; fitting such a
 // form under the race detector on a busy machine can outlast the click's
 // 2.5 s, which is not what this test is about.
 func TestFormAtTheLimitsOpens(t *testing.T) {
@@ -193,6 +193,54 @@ func TestFormAtTheLimitsOpens(t *testing.T) {
 		}
 		values[fmt.Sprintf("q%d", i)] = map[string]any{"v": state}
 		values[fmt.Sprintf("q%do", i)] = slacktest.TextValue("")
+	}
+	if body := b.click(t, slacktest.ViewSubmission(opened, ada, values)); body != "" {
+		t.Fatalf("the submission got %.300q, want an empty 200 (closes the modal)", body)
+	}
+	got := b.wait(t, "/v1/questions", id).Raw("answer")
+	if w := `{"answers":[` + strings.Join(want, ",") + `]}`; got != w {
+		t.Errorf("answer\n%.400s\nwant\n%.400s", got, w)
+	}
+}
+
+// A form is sent with <, > and & as they are: JSON escaped each to 6
+// bytes (\u003c), and 20 typed questions prefilled with 3,000 of them
+// made a form of 367 kB, past Slack's 250 kB (view_too_large), that never
+// opened; as they are, it is 67 kB. Sent unchanged, it answers with every
+// prefill as the agent gave it.
+func TestFormOfEscapedTextOpens(t *testing.T) {
+	b := start(t, defaultTarget)
+	prefill := strings.Repeat("<&>", seam.MaxInputValueLen/3)
+	var qs []any
+	for i := range seam.MaxQuestions {
+		qs = append(qs, map[string]any{"id": fmt.Sprintf("q%d", i), "question": fmt.Sprintf("Notes for step %d?", i),
+			"input": map[string]any{"type": "string", "value": prefill}})
+	}
+	id := b.create(t, "/v1/questions", map[string]any{"questions": qs})
+	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+	var opened slacktest.FakeCall // refused or not: a refusal fails at once
+	b.fake.WaitFor(t, "the form", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		i := slices.IndexFunc(calls, func(c slacktest.FakeCall) bool { return c.Method == "views.open" })
+		if i >= 0 {
+			opened = calls[i]
+		}
+		return i >= 0
+	})
+	if !opened.OK {
+		t.Fatalf("Slack refused the form of %d bytes", len(opened.Body))
+	}
+	if strings.Contains(opened.Body, `\u0026`) {
+		t.Errorf("the form was sent with & escaped")
+	}
+	t.Logf("the form's call is %d bytes", len(opened.Body))
+	values := map[string]any{}
+	var want []string
+	for i := range seam.MaxQuestions {
+		field, _ := modalBlock(opened, fmt.Sprintf("q%d", i))["element"].(map[string]any)
+		initial, _ := field["initial_value"].(string)
+		values[fmt.Sprintf("q%d", i)] = slacktest.TextValue(initial)
+		want = append(want, fmt.Sprintf(`{"id":"q%d","selected":[],"custom":"%s"}`, i, prefill))
 	}
 	if body := b.click(t, slacktest.ViewSubmission(opened, ada, values)); body != "" {
 		t.Fatalf("the submission got %.300q, want an empty 200 (closes the modal)", body)

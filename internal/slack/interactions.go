@@ -452,9 +452,9 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 	default:
 		return // a control that does not fit its request: not ours to act on
 	}
-	var opened *slackapi.ViewResponse
+	var opened string // the view's id
 	err = h.s.call(ctx, "views.open", func(ctx context.Context) (err error) {
-		opened, err = h.s.api.OpenViewContext(ctx, c.trigger, view)
+		opened, err = h.s.openView(ctx, c.trigger, view)
 		return err
 	})
 	switch {
@@ -491,8 +491,7 @@ func (h *Interactions) openModal(ctx context.Context, c click) {
 		}
 		notice := noticeModal("Answer", surface.MsgCantAnswer)
 		if err := h.s.call(ctx, "views.update", func(ctx context.Context) error {
-			_, err := h.s.api.UpdateViewContext(ctx, notice, "", "", opened.ID)
-			return err
+			return h.s.updateView(ctx, opened, notice)
 		}); err != nil {
 			log.Warn("replacing a refused modal failed", "err", err)
 		}

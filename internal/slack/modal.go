@@ -276,8 +276,10 @@ func (from shown) places(rec *pending.Record) []place {
 
 // maxViewRest bounds what a view's JSON holds besides its blocks: a
 // title, buttons and callback id of a few hundred bytes, and the
-// private_metadata, of up to maxMetadata characters that JSON escapes to
-// 6 bytes at most.
+// private_metadata, of up to maxMetadata characters (surface.Len) that
+// take 3 bytes at most each as sent (JSON within JSON: a quote or
+// backslash escaped again takes 2, a character of 3 bytes of UTF-8 counts
+// 1), reckoned here at 6, as when <, > and & were sent escaped.
 const maxViewRest = 6*maxMetadata + 1000
 
 // formGivesWay reports whether the answer form of qs may pass Slack's
@@ -586,27 +588,27 @@ func rejectModal(rec *pending.Record, o origin) slackapi.ModalViewRequest {
 	return modal(rec, surface.Ref{Verb: surface.VerbReject, ID: rec.ID}, "Reject", "Reject", o, blocks)
 }
 
-// jsonSize is how many bytes v takes as slack-go sends it (encoding/json).
+// jsonSize is how many bytes v takes as the views.* calls send it
+// (encodeJSON).
 func jsonSize(v any) int {
-	b, err := json.Marshal(v)
+	b, err := encodeJSON(v)
 	if err != nil {
-		return 0 // not sent either: OpenViewContext fails to encode it alike
+		return 0 // not sent either: viewCall fails to encode it alike
 	}
 	return len(b)
 }
 
-// jsonLen is how many bytes s takes inside a JSON string as
-// encoding/json writes it, which slack-go sends: <, > and & as \u003c,
-// \u003e and \u0026, U+2028 and U+2029 escaped, a quote or backslash
-// after a backslash, control characters escaped, a byte of invalid UTF-8
-// as \ufffd.
+// jsonLen is how many bytes s takes inside a JSON string as encodeJSON
+// writes it: <, > and & as they are, U+2028 and U+2029 escaped, a quote
+// or backslash after a backslash, control characters escaped, a byte of
+// invalid UTF-8 as \ufffd.
 func jsonLen(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		switch {
-		case r == utf8.RuneError && size == 1, r == '<', r == '>', r == '&', r == '\u2028', r == '\u2029':
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
 			n += 6
 		case r == '"', r == '\\', r == '\n', r == '\r', r == '\t', r == '\b', r == '\f':
 			n += 2

@@ -574,8 +574,8 @@ func viewChoices(t *testing.T, v slackapi.ModalViewRequest) map[string][]slackap
 
 // A form of the largest request the API takes (20 questions of 100
 // options, labels and descriptions past what a form shows) is many times
-// Slack's 250 kB, most of all in the characters JSON escapes to six bytes
-// (&, <, >): it gives way until it fits, and loses nothing a person needs
+// Slack's 250 kB, most of all in characters of several bytes (emoji,
+// CJK): it gives way until it fits, and loses nothing a person needs
 // to choose right. Every option stays, its text its label, or its number
 // and first characters, the number it is listed whole under where the
 // question is shown whole (the message, its thread or the web inbox);
@@ -588,7 +588,7 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 		ch                string
 		labelLen, descLen int
 	}{
-		{"escaped characters", "&", 80, 80},
+		{"ampersands", "&", 80, 80},
 		{"letters", "a", 200, 200},
 		{"letters within an option's text", "a", 75, 75},
 		{"emoji", "😀", 80, 80},
@@ -609,7 +609,7 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 			}
 			v := answerModal(rec, o, shown{})
 			checkModal(t, "answer modal", v)
-			raw, _ := json.Marshal(v)
+			raw, _ := encodeJSON(v)
 			t.Logf("the view: %d bytes whole, %d fitted", whole, len(raw))
 			msg, thread := sentTexts(t, render(rec, "", true))
 			if places := checkFormPlaces(t, qs.Questions, jsonBlocks(t, v.Blocks.BlockSet), msg, thread, rec.ID, false); !slices.Contains(places, atInbox) {
@@ -669,7 +669,7 @@ func TestFormAtTheLimitsFits(t *testing.T) {
 }
 
 // The form of a request of one question never gives way, even at the
-// seam's limits in the characters JSON escapes to six bytes. Were it to,
+// seam's limits ("<&>" throughout). Were it to,
 // options cut to their first words would carry numbers its message does
 // not list them by: the message of one question numbers them only where
 // a label is longer than an option holds (shapeOf), not where a form may
@@ -717,12 +717,22 @@ func TestFormDropsDescriptionsFirst(t *testing.T) {
 	}
 }
 
-// jsonLen counts as encoding/json writes, and cutJSON keeps within it.
+// jsonLen counts as a view is sent (encodeJSON: encoding/json's, <, >
+// and & as they are), which decodes to the same text; cutJSON keeps
+// within it.
 func TestJSONLen(t *testing.T) {
-	for _, s := range []string{"", "plain", "a<b>&c", "\u2028\u2029", `"\`, "\x01\n\t\b\f\r\x1f", "\xff\xfe", "😀語…", "\ufffd"} {
-		raw, _ := json.Marshal(s)
+	for _, s := range []string{"", "plain", "a<b>&c", "\u2028\u2029", `"\`, "\x01\n\t\b\f\r\x1f", "\xff\xfe", "😀語…", "\ufffd",
+		`\u0026 as text`, `\\u003c`, `\`, "<\\u003e\\"} {
+		raw, err := encodeJSON(s)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got, want := jsonLen(s), len(raw)-2; got != want {
 			t.Errorf("jsonLen(%q) = %d, want %d", s, got, want)
+		}
+		var back string
+		if err := json.Unmarshal(raw, &back); err != nil || back != string([]rune(s)) {
+			t.Errorf("%q is sent as %s, which reads as %q (%v)", s, raw, back, err)
 		}
 		for _, max := range []int{4, 7, 12, 20} {
 			long := strings.Repeat(s+"x", 30)
@@ -768,7 +778,7 @@ func TestViewSizeAddsUp(t *testing.T) {
 }
 
 // BenchmarkAnswerModalAtTheLimits: the form of the API's largest request
-// in "&" (2.6 MB of view JSON whole), fitted to Slack's 250 kB, within
+// in "&" (690 kB of view JSON whole), fitted to Slack's 250 kB, within
 // the click's 2.5 s. go test -run x -bench AnswerModal ./internal/slack
 func BenchmarkAnswerModalAtTheLimits(b *testing.B) {
 	rec := questionRecord(largestRequest(b, "&", 80, 80).Questions...)

@@ -42,7 +42,7 @@ const (
 	maxButtonURL     = 3000 // a link button's url
 	// maxViewBytes is the most a view may take: Slack refuses one
 	// "greater than 250kb" (views.open's view_too_large), read as 250,000
-	// bytes of the JSON slack-go sends, escapes and all: the lesser
+	// bytes of the JSON sent (encodeJSON), escapes and all: the lesser
 	// reading.
 	maxViewBytes = 250_000
 

@@ -152,6 +152,125 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 	return r, nil
 }
 
+// The views.* calls go through viewCall rather than slack-go, whose
+// OpenViewContext and UpdateViewContext encode with json.Marshal: it
+// writes each <, > and & as a 6-byte \u escape, and a form of agent text
+// full of them (20 typed questions prefilled with "<&>") took 367 kB,
+// past the 250 kB Slack opens a view to (view_too_large), where as they
+// are it takes 67 kB. encodeJSON writes them as they are, which decode
+// the same, and the answer form is measured as it encodes (jsonSize).
+
+// viewRequest is the body of a views.open or views.update call.
+type viewRequest struct {
+	TriggerID string                    `json:"trigger_id,omitempty"` // views.open: the click's
+	ViewID    string                    `json:"view_id,omitempty"`    // views.update: the view to replace
+	View      slackapi.ModalViewRequest `json:"view"`
+}
+
+// viewReply is the part of a views.* answer the bridge reads; Slack
+// answers with the whole view.
+type viewReply struct {
+	OK       bool   `json:"ok"`
+	Error    string `json:"error"`
+	Needed   string `json:"needed"`
+	Provided string `json:"provided"`
+	Meta     struct {
+		Messages []string `json:"messages"`
+	} `json:"response_metadata"`
+	View struct {
+		ID string `json:"id"`
+	} `json:"view"`
+}
+
+// encodeJSON is v as the bridge sends it to Slack: encoding/json's, but
+// for <, > and &, written as they are rather than as \u003c, \u003e and
+// \u0026. An Encoder's SetEscapeHTML(false) is not enough: slack-go's
+// blocks marshal themselves, with json.Marshal, and an Encoder takes a
+// Marshaler's escapes as they are.
+func encodeJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return unescapeHTML(b), nil
+}
+
+// unescapeHTML rewrites, in place, the \u003c, \u003e and \u0026 of b,
+// JSON as encoding/json writes it, as <, > and &: the same JSON. Every
+// escape is a backslash and what follows it, so an escaped backslash
+// followed by "u0026" (the text \u0026 in a string) is read as the
+// escape it is and kept.
+func unescapeHTML(b []byte) []byte {
+	out := b[:0] // never longer than what it has read
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			var c byte
+			switch string(b[i+2 : i+6]) {
+			case "003c":
+				c = '<'
+			case "003e":
+				c = '>'
+			case "0026":
+				c = '&'
+			}
+			if c != 0 {
+				out = append(out, c)
+				i += 5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}
+
+// openView opens view with the click's trigger and returns its id.
+func (s *Surface) openView(ctx context.Context, trigger string, view slackapi.ModalViewRequest) (string, error) {
+	return s.viewCall(ctx, "views.open", viewRequest{TriggerID: trigger, View: view})
+}
+
+// updateView replaces the view id with view.
+func (s *Surface) updateView(ctx context.Context, id string, view slackapi.ModalViewRequest) error {
+	_, err := s.viewCall(ctx, "views.update", viewRequest{ViewID: id, View: view})
+	return err
+}
+
+// viewCall makes one attempt at a views.* method and returns the view's
+// id. Its errors are those of chatCall: *surface.HTTPError for an HTTP
+// failure, slackapi.SlackErrorResponse for {"ok": false}, with Slack's
+// response_metadata.messages (what it found wrong in a view).
+func (s *Surface) viewCall(ctx context.Context, method string, body viewRequest) (string, error) {
+	b, err := encodeJSON(body)
+	if err != nil {
+		return "", err
+	}
+	resp, err := s.send(ctx, method, "application/json; charset=utf-8", bytes.NewReader(b))
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // the connection back to the pool
+		resp.Body.Close()
+	}()
+	var r viewReply
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&r); err != nil {
+		return "", fmt.Errorf("reading the answer: %w", err)
+	}
+	switch {
+	case !r.OK && r.Error == "":
+		return "", errors.New(`reading the answer: it has neither "ok": true nor an error code`)
+	case !r.OK:
+		return "", slackapi.SlackErrorResponse{Err: r.Error, ResponseMetadata: slackapi.ResponseMetadata{Messages: r.Meta.Messages},
+			Needed: r.Needed, Provided: r.Provided}
+	}
+	return r.View.ID, nil
+}
+
 // readChatReply reads a chat.* answer up to what the bridge needs. Slack
 // sends "ok", "channel" and "ts" first and the whole message after them;
 // once a successful answer's channel and ts are read, the message is left

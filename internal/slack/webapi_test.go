@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -327,6 +328,50 @@ func TestFakeSlackViewsUpdate(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && !refusedWith(err, tc.want) {
 			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// A view goes to views.open with <, > and & as they are, and is measured
+// (jsonSize, which fits the answer form) in the bytes Slack receives: the
+// fake reads the 250 kB in bytes of the view as received, and refuses the
+// same view as json.Marshal escapes it (slack-go's OpenViewContext sent
+// it so), 6 bytes for each of them.
+func TestViewSentAsMeasured(t *testing.T) {
+	fake := slacktest.NewFakeSlack(t, testToken)
+	s, _, _ := newSurface(t, fake)
+	text := strings.Repeat("<&>", 900)
+	var blocks []slackapi.Block
+	for i := range 40 {
+		blocks = append(blocks, input(choiceBlock(i), "Notes, <&>?", textInput(true, "Type here", text, maxInputLength), true))
+	}
+	view := slackapi.ModalViewRequest{Type: slackapi.VTModal, Title: plain("Answer"), Submit: plain("Send"),
+		Blocks: slackapi.Blocks{BlockSet: blocks}, PrivateMetadata: origin{Text: "&lt;x&gt;"}.metadata()}
+
+	escaped, _ := json.Marshal(view)
+	if len(escaped) <= limitViewBytes {
+		t.Fatalf("the view escaped is %d bytes; the test needs it past %d", len(escaped), limitViewBytes)
+	}
+	var sent map[string]any
+	_ = json.Unmarshal(escaped, &sent)
+	if ok, code, _ := fakeCall(t, fake, "views.open", map[string]any{"trigger_id": "1.2.abc", "view": sent}); ok || code != "view_too_large" {
+		t.Errorf("the view escaped, %d bytes: ok=%v %s; want view_too_large", len(escaped), ok, code)
+	}
+
+	if _, err := s.openView(context.Background(), "1.2.abd", view); err != nil {
+		t.Fatalf("views.open: %v", err)
+	}
+	call := fake.Calls("views.open")[1]
+	var body struct {
+		View json.RawMessage `json:"view"`
+	}
+	if err := json.Unmarshal([]byte(call.Body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(body.View), jsonSize(view); got != want || strings.Contains(call.Body, `\u0026`) {
+		t.Errorf("the view sent is %d bytes (& escaped: %v); jsonSize measured %d", got, strings.Contains(call.Body, `\u0026`), want)
+	}
+	if call.View()["blocks"].([]any)[0].(map[string]any)["element"].(map[string]any)["initial_value"] != text {
+		t.Error("the view sent does not read as the view")
 	}
 }
 
