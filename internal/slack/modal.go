@@ -137,9 +137,11 @@ func input(blockID, label string, el slackapi.BlockElement, optional bool) *slac
 	return b
 }
 
+// questionLabel is q as a form's field names it: its header, if any, and
+// its text.
 func questionLabel(q seam.Question) string {
-	if q.Header != "" {
-		return q.Header + ": " + q.Question
+	if h := surface.Header(q); h != "" {
+		return h + ": " + q.Question
 	}
 	return q.Question
 }

@@ -526,9 +526,8 @@ func fallback(prefix, s string) string {
 func renderQuestion(b *builder, rec *pending.Record, live bool) string {
 	q := rec.Questions.Questions[0]
 	asker := surface.Asker(rec.Caller)
-	if q.Header != "" {
-		h := surface.Truncate(q.Header, maxHeaderText)
-		b.add(slackapi.NewHeaderBlock(plain(h)))
+	if h := surface.Header(q); h != "" {
+		b.add(slackapi.NewHeaderBlock(plain(surface.Truncate(h, maxHeaderText))))
 	}
 	b.plainSection(q.Question)
 
@@ -752,8 +751,8 @@ func renderQuestions(b *builder, rec *pending.Record, live bool) string {
 func questionText(i int, q seam.Question, numbered bool) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%d. ", i+1)
-	if q.Header != "" {
-		s.WriteString(q.Header + ": ")
+	if h := surface.Header(q); h != "" {
+		s.WriteString(h + ": ")
 	}
 	s.WriteString(q.Question)
 	if q.Detail != "" {

@@ -161,6 +161,39 @@ func TestEveryMessageWithinBlockKitLimits(t *testing.T) {
 	}
 }
 
+// A header of spaces alone, which the API takes, is no header, as on
+// Discord: the message of one question opened with a header block of
+// " ", and a question of several was named " : Ship it?" in its message,
+// its form and the status line of its answer.
+func TestBlankHeaderIsNoHeader(t *testing.T) {
+	for _, header := range []string{" ", "\t \n"} {
+		one := questionRecord(seam.Question{ID: "go", Header: header, Question: "Ship it?",
+			Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}})
+		two := questionRecord(seam.Question{ID: "go", Header: header, Question: "Ship it?"}, seam.Question{ID: "why", Question: "Why?"})
+		answered := *two
+		answered.Status, answered.ResolvedAt = seam.StatusAnswered, time.Unix(1700000500, 0)
+		answered.ResolvedBy = &pending.Responder{Surface: surfaceName, UserID: "U1", Name: "eve"}
+		answered.Answer = &seam.Answer{Answers: []seam.AnswerItem{{ID: "go", Selected: []string{}, Custom: "yes"}, {ID: "why", Selected: []string{}, Custom: "tests pass"}}}
+		views := map[string][]slackapi.Block{
+			"the message of one question":  render(one, "", true).blocks,
+			"the message of two questions": render(two, "", true).blocks,
+			"the answered message":         render(&answered, "", false).blocks,
+			"the answer form":              answerModal(two, origin{}, shown{}).Blocks.BlockSet,
+			"the Other… form":              otherModal(one, 0, origin{}, nil, shown{}).Blocks.BlockSet,
+		}
+		for what, blocks := range views {
+			for _, b := range blocks {
+				if b.BlockType() == slackapi.MBTHeader {
+					t.Errorf("header %q: %s has a header block", header, what)
+				}
+			}
+			if text := sentText(jsonBlocks(t, blocks), "\n"); strings.Contains(text, ": Ship it?") || strings.Contains(text, header+": ") {
+				t.Errorf("header %q: %s names the question by its blank header:\n%s", header, what, text)
+			}
+		}
+	}
+}
+
 func TestLongTextGoesToTheThreadNotLost(t *testing.T) {
 	q := seam.Question{ID: "plan", Question: "Approve?", Detail: strings.Repeat("0123456789abcdef\n", 2000),
 		Options: []seam.Option{{Label: "Approve"}, {Label: "Keep planning"}}, Intent: &seam.Intent{Kind: seam.IntentPlanReview, Approve: "Approve"}}

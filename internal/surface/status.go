@@ -191,8 +191,8 @@ func answerSummary(qs *seam.Questions, a *seam.Answer) string {
 	names := make(map[string]string, len(qs.Questions))
 	for _, q := range qs.Questions {
 		names[q.ID] = Truncate(OneLine(q.Question), summaryName)
-		if q.Header != "" {
-			names[q.ID] = q.Header
+		if h := Header(q); h != "" {
+			names[q.ID] = h
 		}
 	}
 	parts := make([]string, 0, len(a.Answers))

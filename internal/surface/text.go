@@ -446,6 +446,18 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// Header is q's header as it is shown: none for a blank one (spaces, or
+// controls, alone: nothing left by OneLine), which the API takes but which
+// would show as an empty heading, or as " : " before the question. Slack
+// and the status lines read it so; Discord's fieldName and labelName
+// test OneLine alike.
+func Header(q seam.Question) string {
+	if OneLine(q.Header) == "" {
+		return ""
+	}
+	return q.Header
+}
+
 // NoBidi drops the explicit bidirectional formatting characters from s,
 // text of an agent's or a person's: the embeddings and overrides
 // (U+202A-U+202E) and the isolates (U+2066-U+2069). An override reorders

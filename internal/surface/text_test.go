@@ -278,3 +278,11 @@ func TestList(t *testing.T) {
 		}
 	}
 }
+
+func TestHeader(t *testing.T) {
+	for header, want := range map[string]string{"": "", " ": "", "\t \n": "", "\x01 ": "", "Deploy": "Deploy", " Deploy ": " Deploy "} {
+		if got := Header(seam.Question{Header: header}); got != want {
+			t.Errorf("Header(%q) = %q, want %q", header, got, want)
+		}
+	}
+}
