@@ -109,7 +109,7 @@ func New(cfg *config.Config, log *slog.Logger, opt Options) (_ *App, err error) 
 	a.rdb.AddHook(health)
 	// Watched from its first dial: a Redis down at the start is an outage
 	// like any other, logged once, its dial lines at debug.
-	if err := checkRedis(a.store, a.rdb, conn, health, log); err != nil {
+	if err := checkRedis(a.rdb, conn, health, log); err != nil {
 		return nil, err
 	}
 	// The web app's signer exists before the surfaces: their messages carry
@@ -180,34 +180,33 @@ func connOf(r config.Redis) pending.Conn {
 	}
 }
 
-// checkRedis asks Redis for one answer before the bridge starts. A setting
-// only Redis can refuse (a database number past its last, a wrong
-// password) stops the start with Redis's reason; otherwise every command
-// would fail with it, and be logged, for as long as the bridge ran. A
-// Redis that can't be reached yet, or says "not now" (loading, failing
-// over), does not stop it: the API answers 503 until Redis is back. A
-// Redis that answers and may evict keys, or takes the configured password
-// and would take none, is warned about. conn is how rdb was set up: the
-// refusal names the keys of that kind of connection.
-func checkRedis(store *pending.Store, rdb redis.UniversalClient, conn pending.Conn, health *redisHealth, log *slog.Logger) error {
+// checkRedis asks Redis for one answer before the bridge starts
+// (firstCall, as `config check --connect` does). A setting only Redis can
+// refuse (a database number past its last, a wrong password, a redis.url
+// that reaches a Sentinel or one node of a Cluster) stops the start with
+// what to do about it; otherwise every command would fail, and be logged,
+// for as long as the bridge ran. A Redis that can't be reached yet, or
+// says "not now" (loading, failing over), does not stop it: the API
+// answers 503 until Redis is back. A Redis that answers and may evict
+// keys, or takes the configured password and would take none, is warned
+// about. conn is how rdb was set up: the refusal names the keys of that
+// kind of connection.
+func checkRedis(rdb redis.UniversalClient, conn pending.Conn, health *redisHealth, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	switch err := store.Ping(ctx); {
+	switch err := firstCall(ctx, rdb, conn); {
 	case err == nil:
 		warnIfEvicting(rdb, log)
 		for _, addr := range passwordless(ctx, rdb) {
 			log.Warn("redis accepts connections without a password, so the configured password protects nothing: set requirepass on it, or give its default user a password",
 				"node", addr)
 		}
-	case errors.Is(err, pending.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, new(*redisRefusal)):
+		return fmt.Errorf("redis refused the connection: %w", err)
+	default:
 		if !health.down() { // else the outage's first line said so
 			log.Warn("redis can't be reached yet: the API answers 503 UNAVAILABLE until it can", "err", err)
 		}
-	default:
-		if refusedBy(err) {
-			err = explainRefusal(conn, err)
-		}
-		return fmt.Errorf("redis refused the connection: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,9 +57,9 @@ func checkRedisConn(ctx context.Context, r config.Redis) surface.Findings {
 		return fs
 	}
 	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		if refusedBy(err) {
-			fs.Add(surface.Problem, "redis", "%v", explainRefusal(conn, err))
+	if err := firstCall(ctx, rdb, conn); err != nil {
+		if r := (*redisRefusal)(nil); errors.As(err, &r) {
+			fs.Add(surface.Problem, "redis", "%v", r)
 		} else {
 			fs.Add(surface.Problem, "redis", "PING failed: %v", err)
 		}

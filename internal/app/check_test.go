@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/askbridge/askbridge/internal/app"
@@ -259,4 +260,139 @@ func TestRedisRefusalNamesTheKeysInUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A redis.url that reaches a Sentinel or one node of a Redis Cluster
+// answers PING, and used to pass: the bridge started and every command
+// failed ("unknown command 'eval'", MOVED). INFO server's mode says
+// which, so `config check --connect` and serve's start refuse it, with a
+// database in the URL too (a Sentinel knows no SELECT; a Cluster node
+// takes database 0 only). A one-server Redis passes, and so does a
+// server whose INFO fails (renamed or disabled on some managed services)
+// or whose CLUSTER NODES says it serves every slot itself (Dragonfly's
+// emulated cluster mode): one connection reaches every key. Nothing is
+// written to Redis.
+func TestRedisURLAtSentinelOrClusterNode(t *testing.T) {
+	const (
+		toSentinel = "redis.url points at a Redis Sentinel: list the Sentinels in redis.addrs and name the master in redis.master_name"
+		toCluster  = "redis.url points at a node of a Redis Cluster: list its nodes in redis.addrs (the bridge uses the cluster's slots)"
+	)
+	sentinel, _, _ := strings.Cut(os.Getenv("BRIDGE_TEST_REDIS_SENTINEL"), "/")
+	cluster, _, _ := strings.Cut(os.Getenv("BRIDGE_TEST_REDIS_CLUSTER"), ",")
+	var plain string
+	if u, err := url.Parse(os.Getenv("BRIDGE_TEST_REDIS_URL")); err == nil {
+		plain = u.Host
+	}
+	const allSlots = "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:6379@6379 myself,master - 0 0 0 connected 0-16383\n"
+	for _, tc := range []struct {
+		name, addr, db string
+		want           string // the refusal; "" for none
+	}{
+		{"sentinel", sentinel, "", toSentinel},
+		{"sentinel, a database", sentinel, "/1", toSentinel},
+		{"cluster node", cluster, "", toCluster},
+		{"cluster node, a database", cluster, "/1", toCluster},
+		{"one server", plain, "/0", ""},
+		{"INFO unknown", fakeRedis(t, map[string]string{}), "", ""},
+		{"INFO not allowed", fakeRedis(t, map[string]string{"INFO": "-NOPERM User default has no permissions to run the 'info' command"}), "", ""},
+		{"INFO without a mode", fakeRedis(t, map[string]string{"INFO": "# Server\r\nredis_version:7.2.4\r\n"}), "", ""},
+		{"Valkey's server_mode", fakeRedis(t, map[string]string{"INFO": "# Server\r\nserver_mode:sentinel\r\n"}), "", toSentinel},
+		{"emulated cluster, every slot served", fakeRedis(t, map[string]string{"INFO": "redis_mode:cluster\r\n", "CLUSTER NODES": allSlots}), "", ""},
+		{"cluster, CLUSTER NODES unknown", fakeRedis(t, map[string]string{"INFO": "redis_mode:cluster\r\n"}), "", toCluster},
+		{"cluster replica", fakeRedis(t, map[string]string{"INFO": "redis_mode:cluster\r\n", "CLUSTER NODES": strings.Replace(allSlots, "myself,master -", "myself,slave 09dbe9720cda62f7865eabc5fd8857c5d2678366", 1)}), "", toCluster},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.addr == "" {
+				t.Skip("BRIDGE_TEST_REDIS_URL, BRIDGE_TEST_REDIS_CLUSTER or BRIDGE_TEST_REDIS_SENTINEL is not set")
+			}
+			r := config.Redis{URL: config.Secret("redis://" + tc.addr + tc.db), Prefix: "abtest:urlmode:"}
+			got := checkText(t, &config.Config{Redis: r})
+			want := "PROBLEM redis: " + tc.want
+			if tc.want == "" {
+				want = "ok      redis: answers PING"
+			}
+			if !strings.Contains(got, want) || tc.want != "" && strings.Contains(got, "Redis said") {
+				t.Errorf("findings:\n%s\nwant %q, without what Redis said", got, want)
+			}
+			cfg := apptest.Config(t, "", "", "abtest:urlmode:")
+			cfg.Redis = r
+			a, err := app.New(cfg, slog.New(slog.DiscardHandler), app.Options{})
+			switch {
+			case err == nil:
+				a.Close()
+				if tc.want != "" {
+					t.Fatalf("app.New: no error; want %q", tc.want)
+				}
+			case tc.want == "":
+				t.Fatalf("app.New: %v; want a start", err)
+			case err.Error() != "redis refused the connection: "+tc.want:
+				t.Errorf("app.New: %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("embedded", func(t *testing.T) {
+		got := checkText(t, &config.Config{})
+		if !strings.Contains(got, "note    redis: no redis.url or redis.addrs: the bridge runs an embedded in-memory Redis") {
+			t.Errorf("findings:\n%s\nwant the embedded Redis's note", got)
+		}
+		a, err := app.New(apptest.Config(t, "", "", "abtest:urlmode:"), slog.New(slog.DiscardHandler), app.Options{})
+		if err != nil {
+			t.Fatalf("app.New with the embedded Redis: %v", err)
+		}
+		a.Close()
+	})
+}
+
+// A Redis that answers PING with "not now" (MISCONF: it can't save, and
+// refuses even PING) is no setting to change: serve starts and answers
+// 503 until Redis can save again, as for a Redis that can't be reached,
+// and `config check --connect` says what Redis said, not to check the
+// database number and the credentials.
+func TestRedisNotNowAtStartIsNoRefusal(t *testing.T) {
+	const misconf = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk."
+	r := config.Redis{URL: config.Secret("redis://" + fakeRedis(t, map[string]string{"PING": "-" + misconf})), Prefix: "abtest:notnow:"}
+	if got := checkText(t, &config.Config{Redis: r}); !strings.Contains(got, "PROBLEM redis: PING failed: "+misconf) {
+		t.Errorf("findings:\n%s\nwant %q", got, "PROBLEM redis: PING failed: "+misconf)
+	}
+	cfg := apptest.Config(t, "", "", "abtest:notnow:")
+	cfg.Redis = r
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler), app.Options{})
+	if err != nil {
+		t.Fatalf("app.New: %v; want a start", err)
+	}
+	a.Close()
+}
+
+// fakeRedis starts a server that answers each command of replies (a
+// name, or "CLUSTER NODES") with its reply: an error when it starts with
+// "-", a simple string with "+", else a bulk string; PING with PONG
+// unless replies say otherwise; and any other command with "unknown
+// command", as a Redis whose INFO or CLUSTER is renamed away does. It
+// returns the server's host:port.
+func fakeRedis(t *testing.T, replies map[string]string) string {
+	t.Helper()
+	srv, err := server.NewServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	if _, ok := replies["PING"]; !ok {
+		replies["PING"] = "+PONG"
+	}
+	for cmd, reply := range replies {
+		name, sub, _ := strings.Cut(cmd, " ")
+		srv.Register(name, func(c *server.Peer, _ string, args []string) {
+			switch {
+			case sub != "" && (len(args) == 0 || !strings.EqualFold(args[0], sub)):
+				c.WriteError("ERR unknown subcommand")
+			case strings.HasPrefix(reply, "-"):
+				c.WriteError(reply[1:])
+			case strings.HasPrefix(reply, "+"):
+				c.WriteInline(reply[1:])
+			default:
+				c.WriteBulk(reply)
+			}
+		})
+	}
+	return srv.Addr().String()
 }

@@ -186,6 +186,15 @@ func transientReply(msg string) bool {
 	return replyIs(msg, "LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM", "NOREPLICAS", "MISCONF", "MOVED", "ASK")
 }
 
+// NotNow reports whether err is a reply of Redis that means "not now"
+// (transientReply), which the Store's calls report as ErrUnavailable:
+// not a setting to change. MISCONF answers even PING while Redis can't
+// save.
+func NotNow(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && transientReply(reply.Error())
+}
+
 // replyIs reports whether the error reply msg starts with one of codes.
 // Redis before 7.0 wraps the error of a command a script ran in one of
 // its own ("ERR Error running script (call to f_…): @user_script:1:
