@@ -42,7 +42,8 @@ ID ended does not matter: flags that don't go together or give no answer
 (no --select, and --custom empty, blank or left out), a --note too long, a --json
 that is no answer body (empty, not JSON, an unknown or repeated field, a
 value of the wrong type, no "answers"), and a --server or BRIDGE_SERVER
-that is no URL. Once ID is read: question flags for an approval, or
+that is no URL or has a query or fragment (a base URL alone:
+http://host:port). Once ID is read: question flags for an approval, or
 approval flags for a question, and, of a pending question only, an answer
 of --select, --custom and --question-id the bridge would refuse (an
 option the question does not have). Past those, a request that ended is

@@ -68,6 +68,7 @@ exit status:
   2  usage, found before anything is sent: what the bridge would refuse
      of the flags (by its rules: --args that is no JSON object, a --tool
      too long) included, and a --server or BRIDGE_SERVER that is no URL
+     or has a query or fragment (a base URL alone: http://host:port)
   3  cancelled (ASK_ABORTED): the request was withdrawn (Ctrl-C, SIGTERM, SIGHUP)
   4  dismissed (ASK_CANCELLED): a person declined to decide
   5  expired (ASK_TIMED_OUT): nobody decided before it expired (--expires)

@@ -1007,6 +1007,13 @@ func TestMalformedServerIsUsage(t *testing.T) {
 			}
 		}
 	}
+	// The help of the commands that list their exit statuses says so.
+	for _, cmd := range []string{"ask", "approve", "answer"} {
+		help := strings.Join(strings.Fields(cli(cmd, "-h").stdout), " ")
+		if want := "a --server or BRIDGE_SERVER that is no URL or has a query or fragment"; !strings.Contains(help, want) {
+			t.Errorf("bridge %s -h does not say %q", cmd, want)
+		}
+	}
 }
 
 // TestAnswerSelectAndCustom: on a single-select question --custom answers
