@@ -519,7 +519,7 @@ func intro(rec *pending.Record) string {
 // renderQuestion renders a request of one question: the question and its
 // options in one embed, its detail (a plan) in the next.
 func renderQuestion(b *builder, q seam.Question, colour int) {
-	title := q.Header
+	title := surface.Header(q)
 	if title == "" {
 		title = "Question"
 	}
@@ -784,8 +784,8 @@ func renderQuestions(b *builder, rec *pending.Record, colour int) {
 func questionText(i int, q seam.Question) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "%d. ", i+1)
-	if q.Header != "" {
-		s.WriteString(q.Header + ": ")
+	if h := surface.Header(q); h != "" {
+		s.WriteString(h + ": ")
 	}
 	s.WriteString(q.Question)
 	if q.Detail != "" {

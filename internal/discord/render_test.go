@@ -1057,6 +1057,44 @@ func TestFormLabelsAreOneNonBlankLine(t *testing.T) {
 	}
 }
 
+// A header of spaces alone, which the API takes, is no header, as on
+// Slack (surface.Header): the embed of one question had an empty title
+// (the bare message an empty "****" line) where others say "Question",
+// and a question of several was listed as "1.  : Ship it?" in its
+// message, its bare content and the form that lists it in full.
+func TestBlankHeaderIsNoHeader(t *testing.T) {
+	cut := strings.Repeat("Removes the stale files from the staging bucket and purges every cached copy. ", 2)
+	for _, header := range []string{" ", "\t \n"} {
+		one := seam.Question{ID: "go", Header: header, Question: "Ship it?", Options: []seam.Option{{Label: "Yes"}, {Label: "No"}}}
+		rec := &pending.Record{ID: "abcdefghijklmnop", Kind: seam.KindQuestion, Status: seam.StatusPending, Questions: &seam.Questions{Questions: []seam.Question{one}}}
+		if got := render(rec, "", true).embeds[0].Title; got != "Question" {
+			t.Errorf("header %q: the question's embed is titled %q, want %q", header, got, "Question")
+		}
+		if got := render(rec, "", true).bare().content; !strings.Contains(got, "\n**Question**\n") {
+			t.Errorf("header %q: the bare message is not headed Question:\n%s", header, got)
+		}
+
+		many := seam.Question{ID: "go", Header: header, Question: "Ship it?", MultiSelect: true,
+			Options: []seam.Option{{Label: "Yes", Description: cut}, {Label: "No"}}}
+		rec.Questions.Questions = []seam.Question{many, {ID: "why", Question: "Why?"}}
+		m := render(rec, "", true)
+		form, err := json.Marshal(sheetModal(rec, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, text := range map[string]string{
+			"the message": m.embeds[0].Description, "the bare message": m.bare().content, "the form": string(form),
+		} {
+			if !strings.Contains(text, "Ship it?") {
+				t.Fatalf("header %q: %s does not show the question: %s", header, what, text)
+			}
+			if strings.Contains(text, ": Ship it?") {
+				t.Errorf("header %q: %s names the question by its blank header: %s", header, what, text)
+			}
+		}
+	}
+}
+
 // A form's text input holds its value whole or not at all: cut, with or
 // without "…", it would be sent back altered by a person who changed
 // nothing. Its length is counted as Discord counts it, in code points.
