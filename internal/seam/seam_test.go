@@ -312,6 +312,26 @@ func TestLabelForAFreeTextQuestion(t *testing.T) {
 	}
 }
 
+// A required field is named by its header, and by its id where the
+// header is blank (spaces or controls alone, which the API takes, and
+// which the surfaces show as none, surface.Header): not "  is required".
+func TestRequiredNamesTheQuestion(t *testing.T) {
+	for header, want := range map[string]string{"Count": "Count", "": "n", " ": "n", "\t \n": "n", "\x01 ": "n"} {
+		q := Questions{Questions: []Question{{ID: "n", Question: "How many?", Header: header, Input: &Input{Type: InputInteger, Required: true}}}}
+		if err := q.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := q.Normalize(Answer{Answers: []AnswerItem{{ID: "n"}}})
+		if want += " is required"; err == nil || err.Error() != want {
+			t.Errorf("header %q: error %v; want %s", header, err, want)
+		}
+		_, err = q.Normalize(Answer{Answers: []AnswerItem{{ID: "n", Custom: "many"}}})
+		if want := strings.TrimSuffix(want, " is required") + `: "many" is not a whole number`; err == nil || err.Error() != want {
+			t.Errorf("header %q: error %v; want %s", header, err, want)
+		}
+	}
+}
+
 // An answer item without an id says which item it is and what it lacks,
 // not that the request has no question "".
 func TestAnswerItemWithoutID(t *testing.T) {

@@ -440,11 +440,16 @@ func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
 	return AnswerItem{ID: q.ID, Selected: selected, Custom: custom}, nil
 }
 
+// fieldName is how an error names q's field: its header, or its id where
+// it has none or a blank one (spaces or controls alone), which the
+// surfaces show as none (surface.Header) and which would read "  is
+// required".
 func (q Question) fieldName() string {
-	if q.Header != "" {
-		return q.Header
+	blank := strings.TrimFunc(q.Header, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) == ""
+	if blank {
+		return q.ID
 	}
-	return q.ID
+	return q.Header
 }
 
 // Normalize checks a decision: the outcome is allowed-once or rejected, the

@@ -448,9 +448,10 @@ func OneLine(s string) string {
 
 // Header is q's header as it is shown: none for a blank one (spaces, or
 // controls, alone: nothing left by OneLine), which the API takes but which
-// would show as an empty heading, or as " : " before the question. Slack
-// and the status lines read it so; Discord's fieldName and labelName
-// test OneLine alike.
+// would show as an empty heading, or as " : " before the question. Every
+// surface reads it so (Slack, Discord, the web inbox, the status lines);
+// Discord's fieldName and labelName test OneLine alike, and the seam's
+// errors name a question with a blank header by its id.
 func Header(q seam.Question) string {
 	if OneLine(q.Header) == "" {
 		return ""

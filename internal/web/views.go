@@ -192,7 +192,7 @@ func itemText(it seam.AnswerItem) string {
 func questionOf(group string, qs []seam.Question, i int) questionView {
 	q := qs[i]
 	v := questionView{
-		Group: group, ID: q.ID, Header: shown(q.Header), Question: shown(q.Question), Detail: Markdown(shown(q.Detail)),
+		Group: group, ID: q.ID, Header: shown(surface.Header(q)), Question: shown(q.Question), Detail: Markdown(shown(q.Detail)),
 		Plan: q.IsPlanReview(), Multi: q.MultiSelect, Other: surface.OtherLabel(q), Mode: "text",
 		Required: surface.TextRequired(qs, i),
 	}

@@ -831,6 +831,43 @@ func TestOtherKind(t *testing.T) {
 	}
 }
 
+// A header of spaces alone, which the API takes, is no header, as on
+// Slack and Discord (surface.Header): the inbox showed an empty header
+// line over the question and an empty legend, labelled a typed field
+// with nothing, and refused a required field left blank as "  is
+// required". Its id names it instead, as for a question without one.
+func TestBlankHeaderIsNoHeader(t *testing.T) {
+	b := newBench(t, defaultTokens)
+	c := b.browser(t)
+	h := map[string]string{"X-CSRF-Token": b.signIn(t, c, "ada-token-7f3c9e21b4")}
+	for i, header := range []string{" ", "\t \n"} {
+		free := b.ask(t, time.Hour, seam.Question{ID: fmt.Sprintf("why%d", i), Header: header, Question: "Why roll back?"})
+		typed := b.ask(t, time.Hour, seam.Question{ID: fmt.Sprintf("n%d", i), Header: header, Question: "How many?",
+			Input: &seam.Input{Type: seam.InputInteger, Required: true}})
+		_, page := b.page(t, c, "/")
+		for _, rec := range []*pending.Record{free, typed} {
+			id := rec.Questions.Questions[0].ID
+			at := strings.Index(page, `data-qid="`+id+`"`)
+			if at < 0 {
+				t.Fatalf("the inbox has no field for %s", id)
+			}
+			fs := page[at : at+strings.Index(page[at:], "</fieldset>")]
+			if strings.Contains(fs, "<legend") || strings.Contains(fs, "<bdi>"+template.HTMLEscapeString(header)+"</bdi>") || strings.Contains(fs, id+`-h `) {
+				t.Errorf("header %q: %s's field shows its blank header:\n%s", header, id, fs)
+			}
+			status, body := b.post(t, c, "/web/requests/"+rec.ID+"/answer", h, map[string]any{"answers": []any{}})
+			e, _ := body["error"].(map[string]any)
+			if want := id + " is required"; status != 400 || e["code"] != "INVALID_REQUEST" || e["message"] != want {
+				t.Errorf("header %q: %d %v, want 400 %q", header, status, body, want)
+			}
+		}
+		status, body := b.post(t, c, "/web/requests/"+free.ID+"/answer", h, map[string]any{"answers": []any{map[string]any{"id": free.Questions.Questions[0].ID, "custom": "tests fail"}}})
+		if html, _ := body["html"].(string); status != 200 || !strings.Contains(html, "Why roll back?") || strings.Contains(html, `class="header"`) {
+			t.Errorf("header %q: the outcome shows its blank header: %d %v", header, status, body)
+		}
+	}
+}
+
 // TestRequiredFields: a form's text field is required as on Slack and
 // Discord: as input.required says, and with no input, for a request's
 // only question when it has no options.
