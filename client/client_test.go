@@ -8,7 +8,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -44,18 +43,7 @@ func newBridge(t *testing.T, yaml []byte, opt app.Options, adjust ...func(*confi
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return a.URL()
+	return apptest.Start(t, cfg, opt).URL()
 }
 
 func newClient(t *testing.T, url string, opts ...client.ClientOption) *client.Client {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/askbridge/askbridge/client"
 	"github.com/askbridge/askbridge/internal/app"
+	"github.com/askbridge/askbridge/internal/apptest"
 	"github.com/askbridge/askbridge/internal/config"
 	"github.com/askbridge/askbridge/internal/slack/slacktest"
 )
@@ -46,18 +46,7 @@ func startBridge(t *testing.T, opt app.Options, adjust ...func(*config.Config)) 
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return a.URL()
+	return apptest.Start(t, cfg, opt).URL()
 }
 
 type cliResult struct {
