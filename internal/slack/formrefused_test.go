@@ -156,15 +156,7 @@ func TestFormAtTheLimitsOpens(t *testing.T) {
 	}
 	id := created.ID
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
-	var opened slacktest.FakeCall // refused or not: a refusal fails at once
-	b.fake.WaitFor(t, "the form", 10*time.Second, func(calls []slacktest.FakeCall) bool {
-		i := slices.IndexFunc(calls, func(c slacktest.FakeCall) bool { return c.Method == "views.open" })
-		if i >= 0 {
-			opened = calls[i]
-		}
-		return i >= 0
-	})
+	opened := openAnswerForm(t, b, msg, id)
 	if !opened.OK {
 		b.logs.WaitFor(t, "Slack refused to open a form", 10*time.Second)
 		t.Fatalf("Slack refused the form:\n%s", b.logs)
@@ -218,15 +210,7 @@ func TestFormOfEscapedTextOpens(t *testing.T) {
 	}
 	id := b.create(t, "/v1/questions", map[string]any{"questions": qs})
 	msg := b.fake.WaitCalls(t, "chat.postMessage", 1)[0]
-	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
-	var opened slacktest.FakeCall // refused or not: a refusal fails at once
-	b.fake.WaitFor(t, "the form", 10*time.Second, func(calls []slacktest.FakeCall) bool {
-		i := slices.IndexFunc(calls, func(c slacktest.FakeCall) bool { return c.Method == "views.open" })
-		if i >= 0 {
-			opened = calls[i]
-		}
-		return i >= 0
-	})
+	opened := openAnswerForm(t, b, msg, id)
 	if !opened.OK {
 		t.Fatalf("Slack refused the form of %d bytes", len(opened.Body))
 	}
@@ -289,4 +273,20 @@ func TestFormRefusedHandsTheLink(t *testing.T) {
 			t.Errorf("ada was told %q; want a link of her own to %s", told, id)
 		}
 	})
+}
+
+// openAnswerForm clicks Answer… on msg, the message of request id, and
+// returns the views.open it made, refused or not (a refusal fails at once).
+func openAnswerForm(t *testing.T, b bridge, msg slacktest.FakeCall, id string) slacktest.FakeCall {
+	t.Helper()
+	b.click(t, slacktest.BlockActions(t, msg, ada, "ab:answer:"+id, nil, nil))
+	var opened slacktest.FakeCall
+	b.fake.WaitFor(t, "the form", 10*time.Second, func(calls []slacktest.FakeCall) bool {
+		i := slices.IndexFunc(calls, func(c slacktest.FakeCall) bool { return c.Method == "views.open" })
+		if i >= 0 {
+			opened = calls[i]
+		}
+		return i >= 0
+	})
+	return opened
 }
