@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -181,6 +182,10 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case http.MethodPost:
 		r.Header.Set(postHeader, tag) // a client's own is replaced
+		r.Header.Del(batchHeader)
+		if batched(r) {
+			r.Header.Set(batchHeader, "1")
+		}
 	}
 	h.sdk.ServeHTTP(w, r)
 	if tag != "" {
@@ -194,6 +199,33 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // under protocol versions before 2026-07-28), and nothing would tell the
 // call that nobody reads its outcome any more.
 const postHeader = "Askbridge-Mcp-Post"
+
+// batchHeader marks a POST that carries a JSON-RPC batch, which protocol
+// versions before 2025-06-18 allow: its calls share the POST's stream,
+// which a cancelled one must not end (noReply).
+const batchHeader = "Askbridge-Mcp-Batch"
+
+// batched reports whether r's body is a JSON array, keeping the body for
+// the SDK to read (but the whitespace before it).
+func batched(r *http.Request) bool {
+	br := bufio.NewReader(r.Body)
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		br.UnreadByte()
+		return c == '['
+	}
+}
 
 // A post is a POST of a session, for the tool call it carries.
 type post struct {

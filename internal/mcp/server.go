@@ -268,10 +268,12 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, r client.Re
 // an error of code 0 ("context canceled"), reaches a client that has
 // forgotten the id. Over HTTP it ends the stream of the POST that carried
 // req, with nothing on it: the SDK's reply, written as the handler
-// returns, finds it closed and is dropped (no EventStore keeps it). Over
-// stdio, Stdio's writer leaves it out.
+// returns, finds it closed and is dropped (no EventStore keeps it). But
+// not a batch's (batchHeader), whose other calls' replies would go with
+// it: a call cancelled in a batch gets the SDK's reply. Over stdio,
+// Stdio's writer leaves it out.
 func noReply(req *mcp.CallToolRequest) {
-	if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+	if req.Extra != nil && req.Extra.CloseSSEStream != nil && req.Extra.Header.Get(batchHeader) == "" {
 		req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{}) // no RetryAfter: no event that asks the client to come back
 	}
 }
