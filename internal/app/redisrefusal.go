@@ -124,8 +124,10 @@ func wrongServer(ctx context.Context, cl *redis.Client, pinged error) *redisRefu
 	case "sentinel":
 		return &redisRefusal{fix: "redis.url points at a Redis Sentinel: list the Sentinels in redis.addrs and name the master in redis.master_name", err: pinged}
 	case "cluster":
-		// Unless it can't say, or says it serves them all.
-		if nodes, err := cl.ClusterNodes(ctx).Result(); err != nil || !servesEverySlot(nodes) {
+		// Unless it says it serves them all, or can't say (CLUSTER NODES
+		// not allowed to an ACL user, renamed): as for INFO, a server
+		// that can't tell is taken for what the URL says.
+		if nodes, err := cl.ClusterNodes(ctx).Result(); err == nil && !servesEverySlot(nodes) {
 			return &redisRefusal{fix: "redis.url points at a node of a Redis Cluster: list its nodes in redis.addrs (the bridge uses the cluster's slots)", err: pinged}
 		}
 	}
