@@ -139,17 +139,25 @@ func (s *Surface) chatCall(ctx context.Context, method string, body chatRequest)
 	if err != nil {
 		return r, fmt.Errorf("reading the answer: %w", err)
 	}
-	if !r.OK && r.Error == "" {
+	return r, answerError(r.OK, r.Error, r.Needed, r.Provided, r.Meta.Messages)
+}
+
+// answerError is the error of a Slack answer that says its call failed,
+// nil when ok: slackapi.SlackErrorResponse with what Slack said (the
+// error code, missing_scope's needed and provided, response_metadata's
+// messages, which say what it found wrong in a message or a view).
+func answerError(ok bool, code, needed, provided string, messages []string) error {
+	switch {
+	case ok:
+		return nil
+	case code == "":
 		// Slack names the error of every {"ok": false}: this answer is
 		// not Slack's (a proxy's, or a wrong api_url's), and an error of
 		// "" would be logged as nothing at all.
-		return r, errors.New(`reading the answer: it has neither "ok": true nor an error code`)
+		return errors.New(`reading the answer: it has neither "ok": true nor an error code`)
 	}
-	if !r.OK {
-		return r, slackapi.SlackErrorResponse{Err: r.Error, ResponseMetadata: slackapi.ResponseMetadata{Messages: r.Meta.Messages},
-			Needed: r.Needed, Provided: r.Provided}
-	}
-	return r, nil
+	return slackapi.SlackErrorResponse{Err: code, ResponseMetadata: slackapi.ResponseMetadata{Messages: messages},
+		Needed: needed, Provided: provided}
 }
 
 // The views.* calls go through viewCall rather than slack-go, whose
@@ -261,12 +269,8 @@ func (s *Surface) viewCall(ctx context.Context, method string, body viewRequest)
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&r); err != nil {
 		return "", fmt.Errorf("reading the answer: %w", err)
 	}
-	switch {
-	case !r.OK && r.Error == "":
-		return "", errors.New(`reading the answer: it has neither "ok": true nor an error code`)
-	case !r.OK:
-		return "", slackapi.SlackErrorResponse{Err: r.Error, ResponseMetadata: slackapi.ResponseMetadata{Messages: r.Meta.Messages},
-			Needed: r.Needed, Provided: r.Provided}
+	if err := answerError(r.OK, r.Error, r.Needed, r.Provided, r.Meta.Messages); err != nil {
+		return "", err
 	}
 	return r.View.ID, nil
 }
