@@ -277,6 +277,7 @@ func TestRedisURLAtSentinelOrClusterNode(t *testing.T) {
 	const (
 		toSentinel = "redis.url points at a Redis Sentinel: list the Sentinels in redis.addrs and name the master in redis.master_name"
 		toCluster  = "redis.url points at a node of a Redis Cluster: list its nodes in redis.addrs (the bridge uses the cluster's slots)"
+		toReplica  = "redis.url points at a read-only replica: point it at the master (with Sentinel, list the Sentinels in redis.addrs and name the master in redis.master_name)"
 	)
 	sentinel, _, _ := strings.Cut(os.Getenv("BRIDGE_TEST_REDIS_SENTINEL"), "/")
 	cluster, _, _ := strings.Cut(os.Getenv("BRIDGE_TEST_REDIS_CLUSTER"), ",")
@@ -295,6 +296,8 @@ func TestRedisURLAtSentinelOrClusterNode(t *testing.T) {
 		{"cluster node, a database", cluster, "/1", toCluster},
 		{"one server", plain, "/0", ""},
 		{"INFO unknown", fakeRedis(t, map[string]string{}), "", ""},
+		{"a read-only replica", fakeRedis(t, map[string]string{"DEL": "-READONLY You can't write against a read only replica.", "INFO": "# Server\r\nredis_mode:standalone\r\n"}), "", toReplica},
+		{"DEL not allowed", fakeRedis(t, map[string]string{"DEL": "-NOPERM No permissions to access a key", "INFO": "# Server\r\nredis_mode:standalone\r\n"}), "", ""},
 		{"INFO not allowed", fakeRedis(t, map[string]string{"INFO": "-NOPERM User default has no permissions to run the 'info' command"}), "", ""},
 		{"INFO without a mode", fakeRedis(t, map[string]string{"INFO": "# Server\r\nredis_version:7.2.4\r\n"}), "", ""},
 		{"Valkey's server_mode", fakeRedis(t, map[string]string{"INFO": "# Server\r\nserver_mode:sentinel\r\n"}), "", toSentinel},

@@ -116,6 +116,12 @@ func wrongServer(ctx context.Context, cl *redis.Client, pinged error) *redisRefu
 		cl = redis.NewClient(&opt)
 		defer cl.Close()
 	}
+	// A read-only replica answers PING and every read, and refuses every
+	// write (READONLY): the bridge would start and fail each create. A
+	// DEL of a key nobody writes asks, changing nothing anywhere else.
+	if err := cl.Del(ctx, replicaProbe).Err(); err != nil && strings.HasPrefix(err.Error(), "READONLY") {
+		return &redisRefusal{fix: "redis.url points at a read-only replica: point it at the master (with Sentinel, list the Sentinels in redis.addrs and name the master in redis.master_name)", err: pinged}
+	}
 	info, err := cl.Info(ctx, "server").Result()
 	if err != nil {
 		return nil
@@ -133,6 +139,10 @@ func wrongServer(ctx context.Context, cl *redis.Client, pinged error) *redisRefu
 	}
 	return nil
 }
+
+// replicaProbe is the key wrongServer deletes to learn whether a server
+// takes writes; nothing writes it.
+const replicaProbe = "askbridge:replica-probe"
 
 // serverMode is the mode INFO server says the server runs in:
 // standalone, sentinel or cluster; "" if it says none.
