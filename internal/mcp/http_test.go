@@ -182,9 +182,23 @@ func postStatus(t *testing.T, url string, cs *mcp.ClientSession, token string) i
 // client does.
 func mcpPost(t *testing.T, url, token, body string, headers map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req, err := mcpRequest(url, token, body, headers)
 	if err != nil {
 		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// mcpRequest is the POST of body to the /mcp of url with token and
+// headers, as an MCP client sends it.
+func mcpRequest(url, token, body string, headers map[string]string) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -192,11 +206,7 @@ func mcpPost(t *testing.T, url, token, body string, headers map[string]string) *
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return req, nil
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
@@ -944,15 +954,9 @@ func postStream(url string, headers map[string]string, body string) <-chan []*js
 	go func() {
 		var replies []*jsonrpc.Response
 		defer func() { ch <- replies }()
-		req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+		req, err := mcpRequest(url, askToken, body, headers)
 		if err != nil {
 			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+askToken)
-		for k, v := range headers {
-			req.Header.Set(k, v)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
