@@ -2,6 +2,7 @@ package seam
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -430,27 +431,30 @@ func (q Question) normalize(it AnswerItem) (AnswerItem, error) {
 	if q.Input != nil && custom != "" {
 		v, err := ParseInput(q.Input.Type, custom)
 		if err != nil {
-			return AnswerItem{}, invalid(q.ID, "%s: %v", q.fieldName(), err)
+			return AnswerItem{}, invalid(q.ID, "%s: %v", q.FieldName(), err)
 		}
 		custom = v
 	}
 	if q.Input != nil && q.Input.Required && custom == "" {
-		return AnswerItem{}, invalid(q.ID, "%s is required", q.fieldName())
+		return AnswerItem{}, invalid(q.ID, "%s is required", q.FieldName())
 	}
 	return AnswerItem{ID: q.ID, Selected: selected, Custom: custom}, nil
 }
 
-// fieldName is how an error names q's field: its header, or its id where
-// it has none or a blank one (spaces or controls alone), which the
-// surfaces show as none (surface.Header) and which would read "  is
-// required".
-func (q Question) fieldName() string {
-	blank := strings.TrimFunc(q.Header, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) == ""
-	if blank {
-		return q.ID
+// ShownHeader is q's header as people are shown it: none for a blank one
+// (spaces or controls alone), which the API takes, but which would show
+// as an empty heading, or as " : " before the question. Every surface and
+// error reads it so.
+func (q Question) ShownHeader() string {
+	if strings.TrimFunc(q.Header, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) == "" {
+		return ""
 	}
 	return q.Header
 }
+
+// FieldName is how an error names q's field: its header as shown, else
+// its id (a blank header would read "  is required").
+func (q Question) FieldName() string { return cmp.Or(q.ShownHeader(), q.ID) }
 
 // Normalize checks a decision: the outcome is allowed-once or rejected, the
 // note is trimmed.

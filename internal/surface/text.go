@@ -446,18 +446,10 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// Header is q's header as it is shown: none for a blank one (spaces, or
-// controls, alone: nothing left by OneLine), which the API takes but which
-// would show as an empty heading, or as " : " before the question. Every
-// surface reads it so (Slack, Discord, the web inbox, the status lines);
-// Discord's fieldName and labelName test OneLine alike, and the seam's
-// errors name a question with a blank header by its id.
-func Header(q seam.Question) string {
-	if OneLine(q.Header) == "" {
-		return ""
-	}
-	return q.Header
-}
+// Header is q's header as it is shown (seam.Question.ShownHeader): none
+// for a blank one, nothing left by OneLine. Every surface reads it so
+// (Slack, Discord, the web inbox, the status lines).
+func Header(q seam.Question) string { return q.ShownHeader() }
 
 // NoBidi drops the explicit bidirectional formatting characters from s,
 // text of an agent's or a person's: the embeddings and overrides

@@ -458,7 +458,7 @@ func (s *Server) otherKind(rec *pending.Record, want seam.Kind) *webError {
 func blankRequired(qs []seam.Question, a seam.Answer) error {
 	for i, q := range qs {
 		if surface.TextRequired(qs, i) && a.Answers[i].Custom == "" {
-			return &seam.Error{Code: seam.CodeInvalidRequest, Field: q.ID, Message: cmp.Or(surface.Header(q), q.ID) + " is required"}
+			return &seam.Error{Code: seam.CodeInvalidRequest, Field: q.ID, Message: q.FieldName() + " is required"}
 		}
 	}
 	return nil
