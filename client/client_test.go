@@ -32,18 +32,7 @@ const within = 10 * time.Second
 // (nil: the defaults) until the test ends, and returns its URL.
 func newBridge(t *testing.T, yaml []byte, opt app.Options, adjust ...func(*config.Config)) string {
 	t.Helper()
-	cfg, err := config.Parse(yaml)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen = "127.0.0.1:0"
-	for _, f := range adjust {
-		f(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return apptest.Start(t, cfg, opt).URL()
+	return apptest.StartYAML(t, yaml, opt, adjust...).URL()
 }
 
 func newClient(t *testing.T, url string, opts ...client.ClientOption) *client.Client {

@@ -35,18 +35,7 @@ const within = 10 * time.Second
 // startBridge runs a bridge with the default config on a free loopback port.
 func startBridge(t *testing.T, opt app.Options, adjust ...func(*config.Config)) string {
 	t.Helper()
-	cfg, err := config.Parse(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen = "127.0.0.1:0"
-	for _, f := range adjust {
-		f(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return apptest.Start(t, cfg, opt).URL()
+	return apptest.StartYAML(t, nil, opt, adjust...).URL()
 }
 
 type cliResult struct {

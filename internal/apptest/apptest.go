@@ -82,6 +82,24 @@ func Config(t testing.TB, yaml, url, prefix string) *config.Config {
 	return cfg
 }
 
+// StartYAML is Start of the config yaml (nil: the defaults) on a free
+// loopback port, as adjust changes it before it is checked.
+func StartYAML(t testing.TB, yaml []byte, opt app.Options, adjust ...func(*config.Config)) *app.App {
+	t.Helper()
+	cfg, err := config.Parse(yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	for _, f := range adjust {
+		f(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return Start(t, cfg, opt)
+}
+
 // Start builds and runs a replica of cfg until t ends, then stops it and
 // checks that it stopped cleanly.
 func Start(t testing.TB, cfg *config.Config, opt app.Options) *app.App {
